@@ -1,0 +1,109 @@
+"""The specialised per-block loop: a template, copied once per (policy, victim selector).
+
+``dogi_ml.sim.specialise`` copies this file into the kernel cache, replacing the import marked
+``# SPECIALISE`` with one policy's Numba functions and one victim selector, so Numba compiles
+direct calls (inlinable) and caches the result on disk across processes; first-class function
+arguments would recompile in every process.
+"""
+from __future__ import annotations
+
+import numba as nb
+
+from dogi_ml.sim.kernels import _append, _fail, _gc_needed, _invalidate
+from dogi_ml.sim.state import (
+    C_ERROR, C_ERROR_ARG, C_FREE, C_GC, C_INVALID, C_NOW, C_RECLAIMED, C_SERIES_GC,
+    C_SERIES_USER, C_USER, ERR_BAD_GROUP, ERR_BAD_VICTIM, ERR_LBA_RANGE, ERR_NO_GAIN,
+    ERR_NO_VICTIM, ERR_OK, ERR_OUT_OF_SEGMENTS, P_CAPACITY, P_GC_FREE, P_NGROUPS, P_NSEG,
+    P_SEG_BLOCKS, P_WINDOW, SEG_FREE, SEG_SEALED,
+)
+from dogi_ml.sim._placeholders import on_reclaim, place_gc, place_user, select_victim  # SPECIALISE
+
+
+@nb.njit(cache=True)
+def collect_one(s, p, now):
+    """Reclaim one victim segment: relocate its valid blocks, then free it."""
+    seg_blocks = s.prm[P_SEG_BLOCKS]
+    ngroups = s.prm[P_NGROUPS]
+    victim = select_victim(s, p, now)
+    if victim < 0:
+        return _fail(s, ERR_NO_VICTIM, 0)
+    if victim >= s.prm[P_NSEG] or s.seg_state[victim] != SEG_SEALED:
+        return _fail(s, ERR_BAD_VICTIM, victim)
+    if s.seg_valid[victim] >= s.seg_wp[victim]:
+        return _fail(s, ERR_NO_GAIN, victim)
+    on_reclaim(s, p, victim, now)
+    vgroup = s.seg_group[victim]
+    s.group_reclaimed[vgroup] += 1
+    s.group_reclaimed_valid[vgroup] += s.seg_valid[victim]
+    base = victim * seg_blocks
+    for off in range(s.seg_wp[victim]):
+        lba = s.p2l[base + off]
+        if lba < 0:
+            continue
+        g = place_gc(s, p, lba, victim, now)
+        if g < 0 or g >= ngroups:
+            return _fail(s, ERR_BAD_GROUP, g)
+        s.p2l[base + off] = -1
+        if not _append(s, g, lba, now):
+            return _fail(s, ERR_OUT_OF_SEGMENTS, g)
+        s.group_gc[g] += 1
+    s.ctr[C_GC] += s.seg_valid[victim]
+    s.ctr[C_INVALID] -= s.seg_wp[victim] - s.seg_valid[victim]
+    s.ctr[C_RECLAIMED] += 1
+    s.seg_state[victim] = SEG_FREE
+    s.seg_valid[victim] = 0
+    s.seg_wp[victim] = 0
+    s.seg_group[victim] = -1
+    nfree = s.ctr[C_FREE]
+    s.free_stack[nfree] = victim
+    s.ctr[C_FREE] = nfree + 1
+    return ERR_OK
+
+
+
+@nb.njit(cache=True)
+def run_chunk(s, p, writes, series_t, series_user, series_gc):
+    """Apply ``writes`` (one LBA per user-written block) to the state.
+
+    Returns ``(error_code, n_series_samples)``. On error the state is left consistent up to the
+    failing block; the error argument is in ``ctr[C_ERROR_ARG]``.
+    """
+    capacity = s.prm[P_CAPACITY]
+    ngroups = s.prm[P_NGROUPS]
+    window = s.prm[P_WINDOW]
+    nseries = 0
+    s.ctr[C_ERROR] = ERR_OK
+    for i in range(writes.shape[0]):
+        lba = writes[i]
+        if lba < 0 or lba >= capacity:
+            return _fail(s, ERR_LBA_RANGE, lba), nseries
+        now = s.ctr[C_NOW]
+        old = s.l2p[lba]
+        if old >= 0:
+            _invalidate(s, old)
+        g = place_user(s, p, lba, now)
+        if g < 0 or g >= ngroups:
+            return _fail(s, ERR_BAD_GROUP, g), nseries
+        if not _append(s, g, lba, now):
+            return _fail(s, ERR_OUT_OF_SEGMENTS, g), nseries
+        s.lba_time[lba] = now
+        s.group_user[g] += 1
+        s.ctr[C_USER] += 1
+        s.ctr[C_NOW] = now + 1
+        while _gc_needed(s):
+            rc = collect_one(s, p, now + 1)
+            if rc != ERR_OK:
+                # A garbage-proportion trigger with nothing worth collecting is not an error
+                # as long as free segments remain above the hard threshold.
+                if rc == ERR_NO_GAIN and s.ctr[C_FREE] >= s.prm[P_GC_FREE]:
+                    s.ctr[C_ERROR] = ERR_OK
+                    break
+                return rc, nseries
+        if window > 0 and s.ctr[C_USER] % window == 0 and nseries < series_t.shape[0]:
+            series_t[nseries] = now + 1
+            series_user[nseries] = s.ctr[C_USER] - s.ctr[C_SERIES_USER]
+            series_gc[nseries] = s.ctr[C_GC] - s.ctr[C_SERIES_GC]
+            s.ctr[C_SERIES_USER] = s.ctr[C_USER]
+            s.ctr[C_SERIES_GC] = s.ctr[C_GC]
+            nseries += 1
+    return ERR_OK, nseries

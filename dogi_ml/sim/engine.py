@@ -1,0 +1,246 @@
+"""The simulator: a policy, a victim selector and a state, fed chunk after chunk."""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+
+from .kernels import specialise
+from .policy_api import PlacementPolicy, SimContext
+from .state import (
+    C_ERROR_ARG, C_FREE, C_GC, C_INVALID, C_NOW, C_RECLAIMED, C_SERIES_GC, C_SERIES_USER, C_USER,
+    ERR_OK, ERROR_TEXT, P_WINDOW, check_invariants, new_state, state_nbytes,
+)
+from .victims import get_victim
+
+
+class SimulationError(RuntimeError):
+    """The run cannot continue (impossible configuration or exhausted space)."""
+
+
+@dataclass
+class SimConfig:
+    """Simulator parameters (Hydra group ``sim``)."""
+
+    capacity_blocks: int | None = None   # logical capacity; default: the trace's capacity/WSS
+    op_ratio: float = 0.10               # physical = logical x (1 + op), whole segments
+    segment_blocks: int = 512
+    victim: str = "greedy"
+    victim_d: int = 8                    # d of d-choices
+    gc_trigger: str = "free_segments"    # or "garbage_proportion" (SepBIT)
+    gc_free_segments: int | None = None  # default: groups + 1 (enough to relocate a victim)
+    gc_garbage_ratio: float = 0.15
+    prefill: bool = True                 # write the logical space once before the trace
+    chunk_blocks: int = 1 << 20          # user writes between Python hooks / invariant checks
+    series_window: int | None = None     # user writes per instantaneous-WAF sample (default capacity/4)
+    debug_invariants: bool = False       # check the state's invariants after every chunk
+    seed: int = 1
+
+    @classmethod
+    def from_mapping(cls, cfg) -> "SimConfig":
+        known = {f.name for f in fields(cls)}
+        data = {k: v for k, v in dict(cfg).items() if k in known}
+        return cls(**data)
+
+
+class Simulator:
+    """Runs a placement policy over block writes; resumable chunk by chunk.
+
+    >>> sim = Simulator(policy, SimConfig(), capacity=262144)
+    >>> sim.prefill(); sim.feed(writes[:n]); sim.feed(writes[n:]); sim.result()
+    """
+
+    def __init__(self, policy: PlacementPolicy, config: SimConfig, capacity: int,
+                 stream: np.ndarray | None = None, trace=None):
+        self.policy = policy
+        self.cfg = config
+        self.capacity = int(capacity)
+        cfg = config
+        if self.capacity <= 0:
+            raise SimulationError("logical capacity must be positive (sim.capacity_blocks)")
+        if cfg.segment_blocks <= 0:
+            raise SimulationError(f"sim.segment_blocks must be positive, got {cfg.segment_blocks}")
+        if not 0 <= cfg.op_ratio < 100:
+            raise SimulationError(f"sim.op_ratio must be >= 0, got {cfg.op_ratio}")
+        self.n_groups = policy.n_groups
+        self.n_segments = int(math.floor(self.capacity * (1.0 + cfg.op_ratio) / cfg.segment_blocks))
+        gc_free = cfg.gc_free_segments if cfg.gc_free_segments is not None else self.n_groups + 1
+        if gc_free < 1:
+            raise SimulationError(f"sim.gc_free_segments must be >= 1, got {gc_free}")
+        # Logical data fills ceil(cap/seg) segments; every group holds an open segment; GC keeps
+        # gc_free in reserve; one more sealed segment must exist to have garbage to collect.
+        needed = math.ceil(self.capacity / cfg.segment_blocks) + self.n_groups + gc_free + 1
+        if self.n_segments < needed:
+            raise SimulationError(
+                f"impossible configuration: {self.n_segments} physical segments of {cfg.segment_blocks} "
+                f"blocks (capacity {self.capacity} x (1 + op_ratio {cfg.op_ratio})) but at least {needed} "
+                f"are needed ({self.n_groups} open groups + {gc_free} free for GC + data); raise "
+                f"sim.op_ratio, lower sim.segment_blocks or use fewer groups")
+        if cfg.gc_trigger not in ("free_segments", "garbage_proportion"):
+            raise SimulationError(f"unknown sim.gc_trigger {cfg.gc_trigger!r}; known: free_segments, garbage_proportion")
+        gp_ppm = int(round(cfg.gc_garbage_ratio * 1e6)) if cfg.gc_trigger == "garbage_proportion" else 0
+        window = cfg.series_window if cfg.series_window else max(1, self.capacity // 4)
+        self.state = new_state(capacity=self.capacity, n_segments=self.n_segments,
+                               segment_blocks=cfg.segment_blocks, n_groups=self.n_groups,
+                               gc_free_segments=gc_free, gc_garbage_ppm=gp_ppm,
+                               victim_d=cfg.victim_d, window=window, seed=cfg.seed)
+        self.victim_name = policy.victim or cfg.victim
+        self.select_victim = get_victim(self.victim_name)
+        self.prefill_blocks = self.capacity if cfg.prefill else 0
+        if stream is not None and cfg.prefill:
+            stream = np.concatenate([np.arange(self.capacity, dtype=np.int64), stream])
+        self.ctx = SimContext(capacity=self.capacity, segment_blocks=cfg.segment_blocks,
+                              n_segments=self.n_segments, prefill_blocks=self.prefill_blocks,
+                              stream=stream, trace=trace)
+        if policy.needs_future and stream is None:
+            raise SimulationError(f"policy {policy.name} needs the whole write stream in advance "
+                                  "(future knowledge); pass stream= to the simulator")
+        self.pstate = policy.bind(self.ctx)
+        self._run_chunk = specialise(*policy.kernel_functions(), self.select_victim)
+        self.series_t: list[np.ndarray] = []
+        self.series_user: list[np.ndarray] = []
+        self.series_gc: list[np.ndarray] = []
+        self.elapsed_s = 0.0
+        self.compile_s = 0.0
+        self.chunks = 0
+        self._compiled = False
+
+    # -- running -----------------------------------------------------------------------
+    def _kernel(self, writes: np.ndarray) -> None:
+        n = writes.shape[0]
+        window = int(self.state.prm[P_WINDOW])
+        cap = n // window + 2
+        st, su, sg = (np.empty(cap, np.int64) for _ in range(3))
+        rc, ns = self._run_chunk(self.state, self.pstate, writes, st, su, sg)
+        if ns:
+            self.series_t.append(st[:ns]); self.series_user.append(su[:ns]); self.series_gc.append(sg[:ns])
+        if rc != ERR_OK:
+            arg = int(self.state.ctr[C_ERROR_ARG])
+            raise SimulationError(f"{ERROR_TEXT.get(int(rc), 'error ' + str(rc))} "
+                                  f"(policy {self.policy.name}, at user write {int(self.state.ctr[C_NOW])}, "
+                                  f"detail {arg})")
+
+    def compile(self) -> float:
+        """JIT-compile (or load from cache) the loop for this policy and victim; seconds taken."""
+        if not self._compiled:
+            t0 = time.perf_counter()
+            self._kernel(np.empty(0, np.int64))
+            self.compile_s = time.perf_counter() - t0
+            self._compiled = True
+        return self.compile_s
+
+    def prefill(self) -> None:
+        """Write every logical block once, then zero the counters: the measured run starts full."""
+        self.compile()
+        if self.prefill_blocks:
+            self._kernel(np.arange(self.prefill_blocks, dtype=np.int64))
+        self.reset_counters()
+
+    def reset_counters(self) -> None:
+        s = self.state
+        for k in (C_USER, C_GC, C_RECLAIMED, C_SERIES_USER, C_SERIES_GC):
+            s.ctr[k] = 0
+        for a in (s.group_user, s.group_gc, s.group_reclaimed, s.group_reclaimed_valid):
+            a[:] = 0
+        self.series_t, self.series_user, self.series_gc = [], [], []
+        self.elapsed_s = 0.0
+
+    def feed(self, writes: np.ndarray, progress=None) -> None:
+        """Apply user writes. Chunk boundaries fall on absolute multiples of ``chunk_blocks``,
+        so the result does not depend on how the caller splits its calls."""
+        self.compile()
+        writes = np.ascontiguousarray(writes, dtype=np.int64)
+        chunk = max(1, int(self.cfg.chunk_blocks))
+        i = 0
+        n = writes.shape[0]
+        while i < n:
+            now = int(self.state.ctr[C_NOW])
+            step = min(n - i, chunk - (now % chunk))
+            t0 = time.perf_counter()
+            self._kernel(writes[i:i + step])
+            self.elapsed_s += time.perf_counter() - t0
+            i += step
+            if progress is not None:
+                progress(step)
+            if int(self.state.ctr[C_NOW]) % chunk == 0:
+                self.chunks += 1
+                if self.cfg.debug_invariants:
+                    check_invariants(self.state)
+                self.policy.between_chunks(self)
+        if self.cfg.debug_invariants:
+            check_invariants(self.state)
+
+    def run(self, writes: np.ndarray, progress=None) -> dict:
+        """Prefill (if configured), feed every write, return :meth:`result`."""
+        self.prefill()
+        self.feed(writes, progress=progress)
+        return self.result()
+
+    # -- results -----------------------------------------------------------------------
+    @property
+    def user_writes(self) -> int:
+        return int(self.state.ctr[C_USER])
+
+    @property
+    def gc_writes(self) -> int:
+        return int(self.state.ctr[C_GC])
+
+    @property
+    def waf(self) -> float:
+        u = self.user_writes
+        return (u + self.gc_writes) / u if u else float("nan")
+
+    def waf_series(self) -> tuple[np.ndarray, np.ndarray]:
+        """(logical time, instantaneous WAF per window of user writes)."""
+        if not self.series_t:
+            return np.empty(0, np.int64), np.empty(0)
+        t = np.concatenate(self.series_t)
+        u = np.concatenate(self.series_user).astype(float)
+        g = np.concatenate(self.series_gc).astype(float)
+        return t, (u + g) / np.maximum(u, 1)
+
+    def result(self) -> dict:
+        s = self.state
+        seg = self.cfg.segment_blocks
+        user, gc = self.user_writes, self.gc_writes
+        reclaimed = int(s.ctr[C_RECLAIMED])
+        groups = []
+        for g in range(self.n_groups):
+            rec = int(s.group_reclaimed[g])
+            groups.append({
+                "group": g,
+                "user_writes": int(s.group_user[g]),
+                "gc_writes": int(s.group_gc[g]),
+                "reclaimed_segments": rec,
+                "victim_valid_ratio": (int(s.group_reclaimed_valid[g]) / (rec * seg)) if rec else None,
+            })
+        t, inst = self.waf_series()
+        state_bytes = state_nbytes(s) + state_nbytes(self.pstate)
+        appends = user + gc
+        return {
+            "policy": self.policy.name,
+            "victim": self.victim_name,
+            "waf": (user + gc) / user if user else None,
+            "user_writes": user,
+            "gc_writes": gc,
+            "reclaimed_segments": reclaimed,
+            "victim_valid_ratio": (gc / (reclaimed * seg)) if reclaimed else None,
+            "groups": groups,
+            "n_groups": self.n_groups,
+            "capacity_blocks": self.capacity,
+            "physical_segments": self.n_segments,
+            "segment_blocks": seg,
+            "op_ratio": self.cfg.op_ratio,
+            "prefill_blocks": self.prefill_blocks,
+            "free_segments": int(s.ctr[C_FREE]),
+            "invalid_blocks": int(s.ctr[C_INVALID]),
+            "waf_series": {"t": t.tolist(), "waf": [round(float(x), 6) for x in inst]},
+            "state_bytes": state_bytes,
+            "elapsed_s": self.elapsed_s,
+            "compile_s": self.compile_s,
+            "appends_per_second": appends / self.elapsed_s if self.elapsed_s > 0 else None,
+            "config": asdict(self.cfg),
+            **self.policy.summary(self.pstate),
+        }

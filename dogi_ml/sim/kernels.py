@@ -1,0 +1,149 @@
+"""Building blocks of the per-block loop (append, invalidate, open a segment), in Numba.
+
+The loop itself lives in ``_loop_template`` and is specialised per (policy, victim selector)
+by :func:`specialise`. Nothing here knows any policy.
+"""
+from __future__ import annotations
+
+import numba as nb
+
+import hashlib
+import importlib.util
+import inspect
+import os
+import sys
+from pathlib import Path
+
+from .state import (
+    C_ERROR, C_ERROR_ARG, C_FREE, C_INVALID, C_NOW, P_GC_FREE, P_GC_GP_PPM, P_NSEG,
+    P_SEG_BLOCKS, SEG_OPEN, SEG_SEALED,
+)
+
+
+@nb.njit(cache=True, inline="always")
+def _invalidate(s, phys):
+    seg_blocks = s.prm[P_SEG_BLOCKS]
+    s.p2l[phys] = -1
+    s.seg_valid[phys // seg_blocks] -= 1
+    s.ctr[C_INVALID] += 1
+
+
+@nb.njit(cache=True)
+def _open_new_segment(s, group, now):
+    """Seal the group's full open segment (if any) and give it a fresh one; False if none free."""
+    old = s.open_seg[group]
+    if old >= 0:
+        s.seg_state[old] = SEG_SEALED
+        s.seg_seal_time[old] = now
+    nfree = s.ctr[C_FREE]
+    if nfree == 0:
+        s.open_seg[group] = -1
+        return False
+    seg = s.free_stack[nfree - 1]
+    s.ctr[C_FREE] = nfree - 1
+    s.seg_state[seg] = SEG_OPEN
+    s.seg_group[seg] = group
+    s.seg_wp[seg] = 0
+    s.seg_valid[seg] = 0
+    s.seg_open_time[seg] = now
+    s.open_seg[group] = seg
+    return True
+
+
+@nb.njit(cache=True, inline="always")
+def _append(s, group, lba, now):
+    """Append one block of ``lba`` to ``group``'s open segment; False if out of segments."""
+    seg_blocks = s.prm[P_SEG_BLOCKS]
+    seg = s.open_seg[group]
+    if seg < 0 or s.seg_wp[seg] == seg_blocks:
+        if not _open_new_segment(s, group, now):
+            return False
+        seg = s.open_seg[group]
+    phys = seg * seg_blocks + s.seg_wp[seg]
+    s.seg_wp[seg] += 1
+    s.seg_valid[seg] += 1
+    s.p2l[phys] = lba
+    s.l2p[lba] = phys
+    return True
+
+
+@nb.njit(cache=True)
+def _fail(s, code, arg):
+    s.ctr[C_ERROR] = code
+    s.ctr[C_ERROR_ARG] = arg
+    return code
+
+
+@nb.njit(cache=True, inline="always")
+def _gc_needed(s):
+    if s.ctr[C_FREE] < s.prm[P_GC_FREE]:
+        return True
+    ppm = s.prm[P_GC_GP_PPM]
+    if ppm > 0:
+        written = (s.prm[P_NSEG] - s.ctr[C_FREE]) * s.prm[P_SEG_BLOCKS]
+        # garbage proportion over written blocks; (written, not capacity, as in SepBIT)
+        return s.ctr[C_INVALID] * 1_000_000 > ppm * written
+    return False
+
+
+
+
+# -- specialisation ------------------------------------------------------------------------
+_MARKER = "from dogi_ml.sim._placeholders import on_reclaim, place_gc, place_user, select_victim  # SPECIALISE"
+_LOADED: dict[str, object] = {}
+
+
+def kernel_cache_dir() -> Path:
+    """Where specialised loops (and Numba's cache of them) live: ``$DOGI_ML_KERNEL_CACHE`` or
+    ``~/.cache/dogi_ml/kernels``."""
+    return Path(os.environ.get("DOGI_ML_KERNEL_CACHE", Path.home() / ".cache" / "dogi_ml" / "kernels"))
+
+
+def _origin(fn) -> tuple[str, str, str]:
+    py = getattr(fn, "py_func", None)
+    if py is None:
+        raise TypeError(f"{fn!r} is not a Numba-compiled function (decorate it with @numba.njit)")
+    module = sys.modules[py.__module__]
+    if getattr(module, py.__name__, None) is not fn:
+        raise TypeError(f"{py.__module__}.{py.__name__} must be a module-level Numba function")
+    return py.__module__, py.__name__, inspect.getsource(module)
+
+
+def specialise(place_user, place_gc, on_reclaim, select_victim):
+    """The compiled ``run_chunk`` for one policy's functions and one victim selector.
+
+    The template is written out with direct imports of the four functions. The file name hashes
+    the sources of the template, these kernels and the modules defining the four functions, so
+    an edit anywhere gives a new file and Numba's on-disk cache never serves a stale loop."""
+    template = (Path(__file__).with_name("_loop_template.py")).read_text()
+    names = ("place_user", "place_gc", "on_reclaim", "select_victim")
+    fns = (place_user, place_gc, on_reclaim, select_victim)
+    h = hashlib.blake2b(digest_size=10)
+    h.update(template.encode())
+    h.update(inspect.getsource(sys.modules[__name__]).encode())
+    h.update(inspect.getsource(sys.modules["dogi_ml.sim.state"]).encode())
+    imports = []
+    for name, fn in zip(names, fns):
+        mod, attr, src = _origin(fn)
+        h.update(f"{mod}.{attr}\n".encode())
+        h.update(src.encode())
+        imports.append(f"from {mod} import {attr} as {name}")
+    key = h.hexdigest()
+    if key in _LOADED:
+        return _LOADED[key]
+    code = template.replace(_MARKER, "\n".join(imports))
+    if code == template:
+        raise RuntimeError("loop template lost its SPECIALISE marker")
+    cache = kernel_cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    path = cache / f"loop_{key}.py"
+    if not path.exists() or path.read_text() != code:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(code)
+        tmp.replace(path)  # atomic, so parallel processes never see half a file
+    spec = importlib.util.spec_from_file_location(f"dogi_ml_loop_{key}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    _LOADED[key] = module.run_chunk
+    return module.run_chunk

@@ -1,0 +1,87 @@
+"""The seam between the engine and placement schemes.
+
+A placement policy supplies three Numba functions with these fixed signatures::
+
+    place_user(s, p, lba, now) -> group     # a user write of ``lba`` at logical time ``now``
+    place_gc(s, p, lba, victim, now) -> group  # a valid block relocated out of ``victim``
+    on_reclaim(s, p, victim, now) -> None   # called once per victim, before relocation
+
+``s`` is the engine's :class:`~dogi_ml.sim.state.SimArrays` (read it, don't write it), ``p``
+is the policy's own state: a tuple of numpy arrays built by :meth:`PlacementPolicy.bind`.
+When ``place_user`` runs, ``s.lba_time[lba]`` still holds the time of the LBA's previous user
+write (``-1`` if none) and ``s.l2p[lba]`` its old location (already invalidated).
+
+Python hooks run between chunks (``between_chunks``): retrain a model, search a group
+configuration, checkpoint. The engine never imports a policy; policies import this module.
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any
+
+import numba as nb
+import numpy as np
+
+
+@dataclass
+class SimContext:
+    """What a policy may know about the run when it binds its state."""
+
+    capacity: int
+    segment_blocks: int
+    n_segments: int
+    prefill_blocks: int
+    stream: np.ndarray | None = None  # all user writes incl. prefill (for oracles), if known
+    trace: Any = None                 # the source Trace, if any (features, timestamps)
+    extra: dict = field(default_factory=dict)
+
+
+@nb.njit(cache=True)
+def no_reclaim_hook(s, p, victim, now):
+    """``on_reclaim`` for policies that need nothing from reclaimed segments."""
+    return None
+
+
+class PlacementPolicy:
+    """Base class of placement schemes. Subclasses set the three Numba functions and ``bind``."""
+
+    name: str = "base"
+    #: a victim selector this scheme needs regardless of ``sim.victim`` (e.g. NoDaP's)
+    victim: str | None = None
+    #: needs the whole write stream in advance (oracles)
+    needs_future: bool = False
+
+    def __init__(self, n_groups: int, **params):
+        if int(n_groups) < 1:
+            raise ValueError(f"policy {self.name}: n_groups must be >= 1, got {n_groups}")
+        self.n_groups = int(n_groups)
+        self.params = params
+        unknown = set(params) - set(self.accepted_params())
+        if unknown:
+            raise ValueError(f"policy {self.name}: unknown parameter(s) {sorted(unknown)}; "
+                             f"accepted: {sorted(self.accepted_params()) or 'none'}")
+
+    # Numba functions (set by subclasses as plain attributes)
+    place_user = None
+    place_gc = None
+    on_reclaim = no_reclaim_hook
+
+    def kernel_functions(self) -> tuple:
+        """(place_user, place_gc, on_reclaim) as the Numba dispatchers themselves (attribute
+        access through an instance would bind them like methods)."""
+        return tuple(inspect.getattr_static(self, n) for n in ("place_user", "place_gc", "on_reclaim"))
+
+    def accepted_params(self) -> tuple[str, ...]:
+        return ()
+
+    def bind(self, ctx: SimContext) -> tuple:
+        """Allocate the policy state for a run; return a non-empty tuple of numpy arrays."""
+        return (np.zeros(1, np.int64),)
+
+    def between_chunks(self, sim) -> None:
+        """Python hook run between simulator chunks (default: nothing)."""
+
+    def summary(self, state: tuple) -> dict:
+        """Extra, policy-specific outputs for the run's result."""
+        return {}

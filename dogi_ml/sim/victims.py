@@ -1,0 +1,133 @@
+"""Victim selection: which sealed segment garbage collection reclaims next.
+
+Each selector is a Numba function ``select(s, p, now) -> segment`` (``-1`` if no sealed segment
+exists). Placement and victim selection are separate axes (as in SepBIT's simulator): any
+policy runs with any selector, chosen by ``sim.victim``. Ties go to the lowest segment index so
+runs are deterministic.
+"""
+from __future__ import annotations
+
+import numba as nb
+
+from .state import C_RNG, P_NSEG, P_SEG_BLOCKS, P_VICTIM_D, SEG_SEALED
+
+
+@nb.njit(cache=True)
+def greedy(s, p, now):
+    """Fewest valid blocks (highest garbage proportion)."""
+    best = -1
+    best_valid = 1 << 62
+    for seg in range(s.prm[P_NSEG]):
+        if s.seg_state[seg] == SEG_SEALED and s.seg_valid[seg] < best_valid:
+            best_valid = s.seg_valid[seg]
+            best = seg
+    return best
+
+
+@nb.njit(cache=True)
+def cost_benefit(s, p, now):
+    """Rosenblum & Ousterhout: maximise (1-u)/(1+u) * age, age since the segment was sealed."""
+    seg_blocks = s.prm[P_SEG_BLOCKS]
+    best = -1
+    best_score = -1.0
+    for seg in range(s.prm[P_NSEG]):
+        if s.seg_state[seg] == SEG_SEALED:
+            u = s.seg_valid[seg] / seg_blocks
+            age = now - s.seg_seal_time[seg] + 1
+            score = (1.0 - u) / (1.0 + u) * age
+            if score > best_score:
+                best_score = score
+                best = seg
+    return best
+
+
+@nb.njit(cache=True)
+def cost_benefit_sepbit(s, p, now):
+    """SepBIT's variant: maximise GP * age / (1 - GP), GP = garbage proportion of the segment.
+
+    A segment with no valid block has an infinite score and is taken at once."""
+    seg_blocks = s.prm[P_SEG_BLOCKS]
+    best = -1
+    best_score = -1.0
+    for seg in range(s.prm[P_NSEG]):
+        if s.seg_state[seg] == SEG_SEALED:
+            valid = s.seg_valid[seg]
+            if valid == 0:
+                return seg
+            gp = 1.0 - valid / seg_blocks
+            age = now - s.seg_seal_time[seg] + 1
+            score = gp * age / (1.0 - gp)
+            if score > best_score:
+                best_score = score
+                best = seg
+    return best
+
+
+@nb.njit(cache=True)
+def fifo(s, p, now):
+    """The segment sealed longest ago (a circular log)."""
+    best = -1
+    best_time = 1 << 62
+    for seg in range(s.prm[P_NSEG]):
+        if s.seg_state[seg] == SEG_SEALED and s.seg_seal_time[seg] < best_time:
+            best_time = s.seg_seal_time[seg]
+            best = seg
+    return best
+
+
+@nb.njit(cache=True)
+def _xorshift(s):
+    x = s.ctr[C_RNG]
+    x ^= (x << 13) & 0x7FFFFFFFFFFFFFFF
+    x ^= x >> 7
+    x ^= (x << 17) & 0x7FFFFFFFFFFFFFFF
+    x &= 0x7FFFFFFFFFFFFFFF
+    if x == 0:
+        x = 1
+    s.ctr[C_RNG] = x
+    return x
+
+
+@nb.njit(cache=True)
+def d_choices(s, p, now):
+    """d-choices greedy: the fewest valid blocks among d random sealed segments."""
+    nseg = s.prm[P_NSEG]
+    d = s.prm[P_VICTIM_D]
+    best = -1
+    best_valid = 1 << 62
+    found = 0
+    attempts = 0
+    # Bounded retries: sealed segments are the large majority once GC runs.
+    while found < d and attempts < 64 * d:
+        attempts += 1
+        seg = _xorshift(s) % nseg
+        if s.seg_state[seg] == SEG_SEALED:
+            found += 1
+            if s.seg_valid[seg] < best_valid:
+                best_valid = s.seg_valid[seg]
+                best = seg
+    if best < 0:
+        return greedy(s, p, now)
+    return best
+
+
+VICTIMS = {
+    "greedy": greedy,
+    "cost_benefit": cost_benefit,
+    "cost_benefit_sepbit": cost_benefit_sepbit,
+    "fifo": fifo,
+    "d_choices": d_choices,
+}
+
+
+def register_victim(name: str, fn) -> None:
+    """Make a policy-specific selector available to ``sim.victim`` by name."""
+    VICTIMS[name] = fn
+
+
+def get_victim(name: str):
+    try:
+        return VICTIMS[name]
+    except KeyError:
+        raise ValueError(f"unknown victim selection {name!r}; known: {', '.join(sorted(VICTIMS))} "
+                         f"(set sim.victim=NAME)") from None

@@ -1,0 +1,223 @@
+"""The in-memory trace: block-granular requests plus the derived block-write stream.
+
+Every reader and generator produces a :class:`Trace`. Addresses are in 4 KiB blocks and, once
+a trace is finalised, dense: ``0..n_blocks-1`` in the original address order (see
+:func:`remap_dense`). Time in the simulator is logical (one tick per user-written block); the
+wall-clock ``ts_us`` is kept for features and statistics only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numba as nb
+import numpy as np
+
+BLOCK_SIZE = 4096
+SECTOR_SIZE = 512
+
+# Request operation codes (``Trace.op``).
+OP_READ = 0
+OP_WRITE = 1
+OP_TRIM = 2  # kept in the trace so it shows up in statistics; it writes no block
+OP_NAMES = {OP_READ: "read", OP_WRITE: "write", OP_TRIM: "trim"}
+
+
+class TraceFormatError(ValueError):
+    """Malformed trace input; the message names the file, the line and the reason."""
+
+
+@dataclass
+class Trace:
+    """Requests of a block trace, addresses in 4 KiB blocks.
+
+    Arrays (one entry per request, all the same length):
+      ``ts_us`` int64 wall-clock microseconds, ``lba`` int64 first block, ``nblocks`` int32
+      blocks touched (>= 1), ``op`` uint8 (``OP_READ``/``OP_WRITE``/``OP_TRIM``), ``volume``
+      int32 index into ``volumes``.
+    """
+
+    ts_us: np.ndarray
+    lba: np.ndarray
+    nblocks: np.ndarray
+    op: np.ndarray
+    volume: np.ndarray
+    volumes: list[str] = field(default_factory=lambda: ["0"])
+    name: str = "trace"
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.ts_us = np.ascontiguousarray(self.ts_us, dtype=np.int64)
+        self.lba = np.ascontiguousarray(self.lba, dtype=np.int64)
+        self.nblocks = np.ascontiguousarray(self.nblocks, dtype=np.int32)
+        self.op = np.ascontiguousarray(self.op, dtype=np.uint8)
+        self.volume = np.ascontiguousarray(self.volume, dtype=np.int32)
+        n = len(self.lba)
+        for name in ("ts_us", "nblocks", "op", "volume"):
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"Trace array {name!r} has {len(getattr(self, name))} entries, lba has {n}")
+        self._writes: np.ndarray | None = None
+        self._write_req: np.ndarray | None = None
+
+    # -- sizes -------------------------------------------------------------------------
+    @property
+    def n_requests(self) -> int:
+        return int(len(self.lba))
+
+    @property
+    def is_write(self) -> np.ndarray:
+        return self.op == OP_WRITE
+
+    @property
+    def max_lba(self) -> int:
+        if self.n_requests == 0:
+            return -1
+        return int((self.lba + self.nblocks - 1).max())
+
+    # -- block-write stream ------------------------------------------------------------
+    def _derive_writes(self) -> None:
+        self._writes, self._write_req = expand_writes(self.lba, self.nblocks, self.op)
+
+    @property
+    def block_writes(self) -> np.ndarray:
+        """LBA of every user-written 4 KiB block, in order (int64)."""
+        if self._writes is None:
+            self._derive_writes()
+        return self._writes
+
+    @property
+    def block_write_request(self) -> np.ndarray:
+        """Index of the request each block write came from (int64)."""
+        if self._write_req is None:
+            self._derive_writes()
+        return self._write_req
+
+    def stats(self) -> dict:
+        """Summary statistics (requests, writes, write WSS, traffic/WSS, time span...)."""
+        writes = self.block_writes
+        wss = int(np.unique(writes).size) if writes.size else 0
+        span_us = int(self.ts_us.max() - self.ts_us.min()) if self.n_requests else 0
+        return {
+            "name": self.name,
+            "requests": self.n_requests,
+            "read_requests": int((self.op == OP_READ).sum()),
+            "write_requests": int((self.op == OP_WRITE).sum()),
+            "trim_requests": int((self.op == OP_TRIM).sum()),
+            "read_blocks": int(self.nblocks[self.op == OP_READ].sum()),
+            "write_blocks": int(writes.size),
+            "wss_blocks": wss,
+            "wss_gib": wss * BLOCK_SIZE / 2**30,
+            "traffic_over_wss": (writes.size / wss) if wss else 0.0,
+            "max_lba": self.max_lba,
+            "volumes": len(self.volumes),
+            "time_span_s": span_us / 1e6,
+            **{k: v for k, v in self.meta.items() if isinstance(v, (int, float, str))},
+        }
+
+    def select(self, mask: np.ndarray, name: str | None = None) -> "Trace":
+        """A new trace with the requests where ``mask`` is true (addresses unchanged)."""
+        return Trace(self.ts_us[mask], self.lba[mask], self.nblocks[mask], self.op[mask],
+                     self.volume[mask], list(self.volumes), name or self.name, dict(self.meta))
+
+    def split_volumes(self) -> dict[str, "Trace"]:
+        """One dense-remapped trace per volume."""
+        out = {}
+        for i, vol in enumerate(self.volumes):
+            sub = self.select(self.volume == i, name=f"{self.name}.{vol}")
+            if sub.n_requests:
+                sub.volume[:] = 0
+                sub.volumes = [vol]
+                out[vol] = remap_dense(sub)
+        return out
+
+
+@nb.njit(cache=True)
+def _count_writes(nblocks, op):
+    total = 0
+    for i in range(nblocks.shape[0]):
+        if op[i] == OP_WRITE:
+            total += nblocks[i]
+    return total
+
+
+@nb.njit(cache=True)
+def _fill_writes(lba, nblocks, op, out, req):
+    k = 0
+    for i in range(lba.shape[0]):
+        if op[i] == OP_WRITE:
+            for j in range(nblocks[i]):
+                out[k] = lba[i] + j
+                req[k] = i
+                k += 1
+
+
+def expand_writes(lba: np.ndarray, nblocks: np.ndarray, op: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Expand write requests into one entry per 4 KiB block: (lbas, request index)."""
+    n = _count_writes(nblocks, op)
+    out = np.empty(n, np.int64)
+    req = np.empty(n, np.int64)
+    _fill_writes(lba, nblocks, op, out, req)
+    return out, req
+
+
+def bytes_to_blocks(offset_bytes: np.ndarray, size_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """First 4 KiB block and number of blocks touched by byte ranges (unaligned ranges cover
+    every block they touch). Zero-length ranges give 0 blocks; callers decide what to do."""
+    offset_bytes = np.asarray(offset_bytes, dtype=np.int64)
+    size_bytes = np.asarray(size_bytes, dtype=np.int64)
+    first = offset_bytes // BLOCK_SIZE
+    last = (offset_bytes + np.maximum(size_bytes, 1) - 1) // BLOCK_SIZE
+    n = np.where(size_bytes > 0, last - first + 1, 0)
+    return first, n.astype(np.int64)
+
+
+@nb.njit(cache=True)
+def _mark_touched(lba, nblocks, keys_lo, out_keys):
+    k = 0
+    for i in range(lba.shape[0]):
+        for j in range(nblocks[i]):
+            out_keys[k] = keys_lo[i] + lba[i] + j
+            k += 1
+
+
+@nb.njit(cache=True)
+def _apply_remap(lba, vol_base, uniq, out):
+    for i in range(lba.shape[0]):
+        key = vol_base[i] + lba[i]
+        # binary search: uniq is sorted and contains key
+        lo, hi = 0, uniq.shape[0]
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if uniq[mid] < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[i] = lo
+
+
+def remap_dense(trace: Trace) -> Trace:
+    """Map the touched blocks to ``0..n-1`` preserving address order within and across
+    volumes (volume-major), so a sparse 500 GiB volume costs memory only for what it touches.
+
+    A request whose blocks are contiguous in the original space stays contiguous: the
+    touched-block set is closed under the request's own range.
+    """
+    if trace.n_requests == 0:
+        return trace
+    # Volume-major key: volume i occupies [base_i, base_i + span_i).
+    nvol = len(trace.volumes)
+    span = np.zeros(nvol, np.int64)
+    ends = trace.lba + trace.nblocks
+    np.maximum.at(span, trace.volume, ends)
+    base = np.concatenate([[0], np.cumsum(span)[:-1]]).astype(np.int64)
+    vol_base = base[trace.volume]
+    keys = np.empty(int(trace.nblocks.sum()), np.int64)
+    _mark_touched(trace.lba, trace.nblocks.astype(np.int64), vol_base, keys)
+    uniq = np.unique(keys)
+    new_lba = np.empty_like(trace.lba)
+    _apply_remap(trace.lba, vol_base, uniq, new_lba)
+    meta = dict(trace.meta)
+    meta["remapped"] = 1
+    meta["original_max_lba"] = int(ends.max() - 1)
+    out = Trace(trace.ts_us, new_lba, trace.nblocks, trace.op, trace.volume, list(trace.volumes),
+                trace.name, meta)
+    return out
