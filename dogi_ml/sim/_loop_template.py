@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numba as nb
 
-from dogi_ml.sim.kernels import _append, _fail, _gc_needed, _invalidate
+from dogi_ml.sim.kernels import _append, _fail, _gc_needed, _any_sealed_garbage, _invalidate, _roomiest_group
 from dogi_ml.sim.state import (
     C_ERROR, C_ERROR_ARG, C_FREE, C_GC, C_INVALID, C_NOW, C_RECLAIMED, C_SERIES_GC,
-    C_SERIES_USER, C_USER, ERR_BAD_GROUP, ERR_BAD_VICTIM, ERR_LBA_RANGE, ERR_NO_GAIN,
+    C_SERIES_USER, C_SPILLS, C_USER, ERR_BAD_GROUP, ERR_BAD_VICTIM, ERR_LBA_RANGE, ERR_NO_GAIN,
     ERR_NO_VICTIM, ERR_OK, ERR_OUT_OF_SEGMENTS, P_CAPACITY, P_GC_FREE, P_NGROUPS, P_NSEG,
     P_SEG_BLOCKS, P_WINDOW, SEG_FREE, SEG_SEALED,
 )
@@ -29,7 +29,9 @@ def collect_one(s, p, now):
         return _fail(s, ERR_NO_VICTIM, 0)
     if victim >= s.prm[P_NSEG] or s.seg_state[victim] != SEG_SEALED:
         return _fail(s, ERR_BAD_VICTIM, victim)
-    if s.seg_valid[victim] >= s.seg_wp[victim]:
+    if s.seg_valid[victim] >= s.seg_wp[victim] and not _any_sealed_garbage(s):
+        # Relocating a fully valid segment is the selector's call (FIFO does it), but when no
+        # sealed segment holds garbage at all, GC can never free space.
         return _fail(s, ERR_NO_GAIN, victim)
     on_reclaim(s, p, victim, now)
     vgroup = s.seg_group[victim]
@@ -45,7 +47,12 @@ def collect_one(s, p, now):
             return _fail(s, ERR_BAD_GROUP, g)
         s.p2l[base + off] = -1
         if not _append(s, g, lba, now):
-            return _fail(s, ERR_OUT_OF_SEGMENTS, g)
+            # Several GC groups filled up during one victim and the free pool ran dry: put the
+            # block in the open segment with the most room and count the spill (rare; reported).
+            g = _roomiest_group(s)
+            if g < 0 or not _append(s, g, lba, now):
+                return _fail(s, ERR_OUT_OF_SEGMENTS, g)
+            s.ctr[C_SPILLS] += 1
         s.group_gc[g] += 1
     s.ctr[C_GC] += s.seg_valid[victim]
     s.ctr[C_INVALID] -= s.seg_wp[victim] - s.seg_valid[victim]

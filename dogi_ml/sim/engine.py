@@ -10,7 +10,8 @@ import numpy as np
 from .kernels import specialise
 from .policy_api import PlacementPolicy, SimContext
 from .state import (
-    C_ERROR_ARG, C_FREE, C_GC, C_INVALID, C_NOW, C_RECLAIMED, C_SERIES_GC, C_SERIES_USER, C_USER,
+    C_ERROR_ARG, C_FREE, C_GC, C_INVALID, C_NOW, C_RECLAIMED, C_SERIES_GC, C_SERIES_USER, C_SPILLS,
+    C_USER,
     ERR_OK, ERROR_TEXT, P_WINDOW, check_invariants, new_state, state_nbytes,
 )
 from .victims import get_victim
@@ -30,7 +31,7 @@ class SimConfig:
     victim: str = "greedy"
     victim_d: int = 8                    # d of d-choices
     gc_trigger: str = "free_segments"    # or "garbage_proportion" (SepBIT)
-    gc_free_segments: int | None = None  # default: groups + 1 (enough to relocate a victim)
+    gc_free_segments: int = 2            # GC runs while fewer segments than this are free
     gc_garbage_ratio: float = 0.15
     prefill: bool = True                 # write the logical space once before the trace
     chunk_blocks: int = 1 << 20          # user writes between Python hooks / invariant checks
@@ -66,7 +67,7 @@ class Simulator:
             raise SimulationError(f"sim.op_ratio must be >= 0, got {cfg.op_ratio}")
         self.n_groups = policy.n_groups
         self.n_segments = int(math.floor(self.capacity * (1.0 + cfg.op_ratio) / cfg.segment_blocks))
-        gc_free = cfg.gc_free_segments if cfg.gc_free_segments is not None else self.n_groups + 1
+        gc_free = int(cfg.gc_free_segments)
         if gc_free < 1:
             raise SimulationError(f"sim.gc_free_segments must be >= 1, got {gc_free}")
         # Logical data fills ceil(cap/seg) segments; every group holds an open segment; GC keeps
@@ -140,7 +141,7 @@ class Simulator:
 
     def reset_counters(self) -> None:
         s = self.state
-        for k in (C_USER, C_GC, C_RECLAIMED, C_SERIES_USER, C_SERIES_GC):
+        for k in (C_USER, C_GC, C_RECLAIMED, C_SERIES_USER, C_SERIES_GC, C_SPILLS):
             s.ctr[k] = 0
         for a in (s.group_user, s.group_gc, s.group_reclaimed, s.group_reclaimed_valid):
             a[:] = 0
@@ -235,6 +236,7 @@ class Simulator:
             "op_ratio": self.cfg.op_ratio,
             "prefill_blocks": self.prefill_blocks,
             "free_segments": int(s.ctr[C_FREE]),
+            "gc_spills": int(s.ctr[C_SPILLS]),
             "invalid_blocks": int(s.ctr[C_INVALID]),
             "waf_series": {"t": t.tolist(), "waf": [round(float(x), 6) for x in inst]},
             "state_bytes": state_bytes,

@@ -68,6 +68,28 @@ def _append(s, group, lba, now):
 
 
 @nb.njit(cache=True)
+def _any_sealed_garbage(s):
+    for seg in range(s.prm[P_NSEG]):
+        if s.seg_state[seg] == SEG_SEALED and s.seg_valid[seg] < s.seg_wp[seg]:
+            return True
+    return False
+
+
+@nb.njit(cache=True)
+def _roomiest_group(s):
+    """The group whose open segment has the most free slots, -1 if none has any."""
+    best = -1
+    best_room = 0
+    seg_blocks = s.prm[P_SEG_BLOCKS]
+    for g in range(s.open_seg.shape[0]):
+        seg = s.open_seg[g]
+        if seg >= 0 and seg_blocks - s.seg_wp[seg] > best_room:
+            best_room = seg_blocks - s.seg_wp[seg]
+            best = g
+    return best
+
+
+@nb.njit(cache=True)
 def _fail(s, code, arg):
     s.ctr[C_ERROR] = code
     s.ctr[C_ERROR_ARG] = arg

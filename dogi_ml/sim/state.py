@@ -38,7 +38,8 @@ C_ERROR = 7           # error code of the last kernel call
 C_ERROR_ARG = 8
 C_SERIES_USER = 9    # user writes at the last series sample
 C_SERIES_GC = 10
-N_CTR = 11
+C_SPILLS = 11          # GC blocks written to another group because no segment was free
+N_CTR = 12
 
 # Error codes returned by the kernels
 ERR_OK = 0
@@ -55,7 +56,7 @@ ERROR_TEXT = {
     ERR_NO_GAIN: "the chosen GC victim is entirely valid, so GC cannot free space "
                  "(over-provisioning exhausted); raise sim.op_ratio or sim.segment_blocks",
     ERR_OUT_OF_SEGMENTS: "a group needed a fresh segment and none was free; raise "
-                         "sim.gc_free_segments (must exceed the number of groups) or sim.op_ratio",
+                         "sim.gc_free_segments or sim.op_ratio",
     ERR_LBA_RANGE: "a write addressed a block at or beyond the logical capacity; "
                    "raise sim.capacity_blocks (default: the trace's write working set)",
     ERR_BAD_GROUP: "the placement policy returned a group outside [0, n_groups)",

@@ -1,0 +1,4 @@
+from dogi_ml.cli import main
+
+if __name__ == "__main__":
+    main()

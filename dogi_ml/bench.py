@@ -1,0 +1,130 @@
+"""``python -m dogi_ml bench``: simulator and annotation throughput, with ratios to targets."""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+from rich.table import Table
+
+from dogi_ml.policies import make_policy
+from dogi_ml.report import console
+from dogi_ml.sim import SimConfig, Simulator
+from dogi_ml.traces.generators import ZipfSampler
+from oracles.annotate import annotate
+
+
+def _pin_one_core() -> str:
+    """Targets are per core: pin the process to one CPU where the OS allows it."""
+    try:
+        cpu = sorted(os.sched_getaffinity(0))[0]
+        os.sched_setaffinity(0, {cpu})
+        return f"pinned to CPU {cpu}"
+    except (AttributeError, OSError):
+        return "not pinned"
+
+
+def bench_policies(writes: np.ndarray, capacity: int, segment_blocks: int, op_ratio: float,
+                   policies, victims) -> list[dict]:
+    rows = []
+    for name in policies:
+        for victim in victims:
+            policy = make_policy(name)
+            cfg = SimConfig(segment_blocks=segment_blocks, op_ratio=op_ratio, victim=victim,
+                            chunk_blocks=max(1 << 20, writes.size))
+            sim = Simulator(policy, cfg, capacity, stream=writes if policy.needs_future else None)
+            sim.prefill()
+            sim.feed(writes)
+            r = sim.result()
+            rows.append({"policy": name, "victim": victim, "waf": r["waf"],
+                         "user_writes": r["user_writes"], "gc_writes": r["gc_writes"],
+                         "elapsed_s": r["elapsed_s"], "compile_s": r["compile_s"],
+                         "appends_per_second": r["appends_per_second"]})
+            console.print(f"  {name:<8} {victim:<14} WAF {r['waf']:.3f}  "
+                          f"{r['appends_per_second'] / 1e6:6.1f} M appends/s")
+    return rows
+
+
+def bench_annotation(writes: np.ndarray, repeats: int = 3) -> dict:
+    annotate(writes[:1000])  # compile outside the timing
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        annotate(writes)
+        best = min(best, time.perf_counter() - t0)
+    return {"blocks": int(writes.size), "elapsed_s": best, "blocks_per_second": writes.size / best}
+
+
+def bench_paper_scale(pcfg, theta: float, op_ratio: float, seed: int) -> dict:
+    """Stream a paper-scale Zipf trace through the simulator chunk by chunk (bounded memory)."""
+    proc = psutil.Process()
+    cap = int(pcfg.capacity_blocks)
+    policy = make_policy(pcfg.policy)
+    cfg = SimConfig(segment_blocks=int(pcfg.segment_blocks), op_ratio=op_ratio, victim=pcfg.victim,
+                    chunk_blocks=int(pcfg.chunk_writes))
+    t0 = time.perf_counter()
+    sim = Simulator(policy, cfg, cap)
+    sim.prefill()
+    sampler = ZipfSampler(cap, theta, seed)
+    total = int(pcfg.n_writes)
+    done = 0
+    gen_s = 0.0
+    from tqdm import tqdm
+    with tqdm(total=total, unit="blk", unit_scale=True, desc="paper scale", leave=False) as bar:
+        while done < total:
+            k = min(int(pcfg.chunk_writes), total - done)
+            g0 = time.perf_counter()
+            chunk = sampler.sample(k)
+            gen_s += time.perf_counter() - g0
+            sim.feed(chunk)
+            done += k
+            bar.update(k)
+    r = sim.result()
+    return {"capacity_blocks": cap, "segment_blocks": int(pcfg.segment_blocks), "user_writes": done,
+            "policy": pcfg.policy, "victim": pcfg.victim, "waf": r["waf"],
+            "sim_elapsed_s": r["elapsed_s"], "generation_s": gen_s,
+            "wall_s": time.perf_counter() - t0, "appends_per_second": r["appends_per_second"],
+            "state_bytes": r["state_bytes"], "peak_rss_bytes": proc.memory_info().rss}
+
+
+def run_bench(cfg, out_dir: Path) -> dict:
+    pin = _pin_one_core()
+    console.print(f"bench: Zipf({cfg.theta}) over {cfg.capacity_blocks:,} blocks, "
+                  f"{cfg.n_writes:,} user writes, segments of {cfg.segment_blocks}, OP {cfg.op_ratio:.0%} ({pin})")
+    t0 = time.perf_counter()
+    writes = ZipfSampler(int(cfg.capacity_blocks), float(cfg.theta), int(cfg.seed)).sample(int(cfg.n_writes))
+    console.print(f"  generated the trace in {time.perf_counter() - t0:.1f} s")
+    rows = bench_policies(writes, int(cfg.capacity_blocks), int(cfg.segment_blocks), float(cfg.op_ratio),
+                          list(cfg.policies), list(cfg.victims))
+    ann = bench_annotation(writes)
+    target_aps = float(cfg.targets.appends_per_second)
+    target_ann = float(cfg.targets.annotation_blocks_per_second)
+
+    table = Table(title="simulator throughput (one core)")
+    for col in ("policy", "victim", "WAF", "M appends/s", "vs target"):
+        table.add_column(col, justify="right" if col not in ("policy", "victim") else "left")
+    for r in rows:
+        table.add_row(r["policy"], r["victim"], f"{r['waf']:.3f}", f"{r['appends_per_second'] / 1e6:.1f}",
+                      f"{r['appends_per_second'] / target_aps:.2f}x")
+    console.print(table)
+    console.print(f"annotation: {ann['blocks_per_second'] / 1e6:.1f} M blocks/s "
+                  f"({ann['blocks_per_second'] / target_ann:.2f}x the {target_ann / 1e6:.0f} M target)")
+    result = {"config": {k: cfg[k] for k in ("capacity_blocks", "n_writes", "theta", "segment_blocks",
+                                              "op_ratio", "seed")},
+              "cpu": pin, "simulator": rows, "annotation": ann,
+              "targets": {"appends_per_second": target_aps, "annotation_blocks_per_second": target_ann}}
+    if cfg.paper_scale.enabled:
+        ps = bench_paper_scale(cfg.paper_scale, float(cfg.theta), float(cfg.op_ratio), int(cfg.seed))
+        result["paper_scale"] = ps
+        console.print(f"paper scale: {ps['user_writes']:,} writes over {ps['capacity_blocks']:,} blocks, "
+                      f"WAF {ps['waf']:.3f}, simulator {ps['sim_elapsed_s']:.0f} s "
+                      f"({ps['appends_per_second'] / 1e6:.1f} M appends/s), wall {ps['wall_s']:.0f} s, "
+                      f"state {ps['state_bytes'] / 2**30:.2f} GiB, peak RSS {ps['peak_rss_bytes'] / 2**30:.2f} GiB")
+    out = Path(cfg.output) if cfg.output else out_dir / "bench.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2))
+    console.print(f"bench: {out}")
+    return result

@@ -1,0 +1,173 @@
+"""``python -m dogi_ml <command> [hydra overrides]``.
+
+Every command composes ``conf/<command>.yaml`` with Hydra, runs, prints a short human summary
+and writes machine-readable JSON (its path is printed). Configs are found relative to the
+package, outputs go under the working directory.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+
+COMMANDS = {
+    "simulate": "run placement schemes over a workload: +workload=NAME policy=NAME sim.victim=NAME",
+    "ingest": "convert a trace to the binary format: path=FILE format=NAME out=DIR",
+    "stats": "show a binary trace's header and statistics: path=FILE.dtr",
+    "print": "print a binary trace's requests as text: path=FILE.dtr [head=N]",
+    "bench": "measure simulator and annotation throughput",
+}
+
+
+class UsageError(ValueError):
+    """Bad command-line input; printed without a traceback."""
+
+
+def _fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def available(group: str) -> list[str]:
+    return sorted(p.stem for p in (Path(CONF_DIR) / group).glob("*.yaml"))
+
+
+def require_workload(cfg: DictConfig) -> None:
+    if "workload" not in cfg or cfg.workload is None:
+        _fail("no workload given; add +workload=NAME, one of: " + ", ".join(available("workload"))
+              + " (files: +workload=file workload.path=FILE workload.format=NAME)")
+
+
+def output_dir() -> Path:
+    """The current Hydra run's output directory (under the working directory)."""
+    from hydra.core.hydra_config import HydraConfig
+    return Path(HydraConfig.get().runtime.output_dir)
+
+
+def _guard(fn):
+    """Run a command body, turning our input errors into one clear line and exit status 2."""
+    def wrapper(cfg: DictConfig):
+        from dogi_ml.sim import SimulationError
+        from dogi_ml.traces.trace import TraceFormatError
+        try:
+            return fn(cfg)
+        except (UsageError, TraceFormatError, SimulationError, FileNotFoundError, ValueError) as exc:
+            _fail(str(exc))
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+# -- simulate ----------------------------------------------------------------------------------
+@_guard
+def _simulate(cfg: DictConfig):
+    from dogi_ml.pipeline.simulate import simulate, write_json
+    from dogi_ml.report import print_sim_summary
+    from dogi_ml.traces.workload import load_workload
+
+    require_workload(cfg)
+    trace = load_workload(cfg.workload, cache_dir=cfg.cache_dir)
+    result = simulate(trace, OmegaConf.to_container(cfg.policy, resolve=True),
+                      OmegaConf.to_container(cfg.sim, resolve=True), progress=cfg.progress)
+    out = Path(cfg.sim.output) if cfg.sim.output else output_dir() / "result.json"
+    result["workload_config"] = OmegaConf.to_container(cfg.workload, resolve=True)
+    write_json(result, out)
+    print_sim_summary(result)
+    print(f"result: {out}")
+    return result["waf"]
+
+
+# -- ingest ------------------------------------------------------------------------------------
+@_guard
+def _ingest(cfg: DictConfig):
+    from dogi_ml.report import print_stats
+    from dogi_ml.traces.binfmt import ingest
+
+    if cfg.path in (None, "???") or cfg.format in (None, "???"):
+        raise UsageError("ingest needs path=FILE and format=NAME, e.g. "
+                         "python -m dogi_ml ingest path=trace.csv format=msr out=data/")
+    opts = {"skip_malformed": bool(cfg.skip_malformed)}
+    if cfg.volumes:
+        opts["volumes"] = list(cfg.volumes)
+    if cfg.delimited:
+        opts["delimited"] = OmegaConf.to_container(cfg.delimited, resolve=True)
+    binary, stats = ingest(cfg.path, cfg.format, cfg.out, **opts)
+    print_stats(stats, title=f"ingested {cfg.path}")
+    if stats.get("skipped_lines"):
+        print(f"skipped {stats['skipped_lines']} malformed line(s)")
+    print(f"binary trace: {binary}")
+    print(f"statistics:   {Path(cfg.out) / (Path(binary).stem + '.stats.json')}")
+
+
+# -- stats / print -----------------------------------------------------------------------------
+def _load_binary(cfg):
+    from dogi_ml.traces.binfmt import read_binary
+    if cfg.path in (None, "???"):
+        raise UsageError("give path=FILE.dtr (a trace written by `python -m dogi_ml ingest`)")
+    return read_binary(cfg.path)
+
+
+@_guard
+def _stats(cfg: DictConfig):
+    from dogi_ml.pipeline.simulate import write_json
+    from dogi_ml.report import print_stats
+    from dogi_ml.traces.binfmt import read_header
+
+    header = read_header(cfg.path) if cfg.path not in (None, "???") else None
+    trace = _load_binary(cfg)
+    stats = trace.stats()
+    print_stats({**{f"header.{k}": v for k, v in header.items() if not isinstance(v, (dict, list))},
+                 **stats}, title=str(cfg.path))
+    out = output_dir() / "stats.json"
+    write_json({"header": header, "stats": stats}, out)
+    print(f"json: {out}")
+
+
+@_guard
+def _print(cfg: DictConfig):
+    from dogi_ml.traces.trace import OP_NAMES
+    trace = _load_binary(cfg)
+    n = min(int(cfg.head), trace.n_requests)
+    print("ts_us\tvolume\top\tlba\tnblocks")
+    for i in range(n):
+        print(f"{trace.ts_us[i]}\t{trace.volumes[trace.volume[i]]}\t{OP_NAMES.get(int(trace.op[i]), '?')}"
+              f"\t{trace.lba[i]}\t{trace.nblocks[i]}")
+    if n < trace.n_requests:
+        print(f"... {trace.n_requests - n} more requests (head={cfg.head})")
+
+
+# -- bench -------------------------------------------------------------------------------------
+@_guard
+def _bench(cfg: DictConfig):
+    from dogi_ml.bench import run_bench
+    run_bench(cfg, output_dir())
+
+
+_BODIES = {"simulate": _simulate, "ingest": _ingest, "stats": _stats, "print": _print, "bench": _bench}
+
+
+def usage() -> str:
+    lines = ["usage: python -m dogi_ml <command> [hydra overrides]", "", "commands:"]
+    lines += [f"  {name:<9} {text}" for name, text in COMMANDS.items()]
+    lines += ["", "config groups: " + ", ".join(
+        f"{g} ({', '.join(available(g))})" for g in ("workload", "policy", "sim", "experiment"))]
+    lines += ["Hydra: add -m for sweeps (e.g. policy=nosep,sepbit -m), --cfg job to show the config."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(usage())
+        return
+    command, rest = argv[0], argv[1:]
+    if command not in _BODIES:
+        _fail(f"unknown command {command!r}; known: {', '.join(COMMANDS)}")
+    body = _BODIES[command]
+    task = hydra.main(config_path=CONF_DIR, config_name=command, version_base="1.3")(body)
+    sys.argv = [f"dogi_ml-{command}", *rest]
+    task()

@@ -1,0 +1,1 @@
+"""Pipeline stages: simulate (and, later, annotate/features/train/evaluate)."""

@@ -1,0 +1,112 @@
+"""Human summaries in the terminal (rich tables) and the multirun comparison table."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+console = Console(highlight=False)
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        if v != v:
+            return "nan"
+        if abs(v) >= 1e6:
+            return f"{v:,.0f}"
+        return f"{v:.4f}" if abs(v) < 100 else f"{v:,.1f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def print_sim_summary(r: dict) -> None:
+    """One run: headline numbers, then per-group traffic."""
+    head = Table(title=f"{r.get('workload', '?')} / {r['policy']} / victim {r['victim']}", show_header=False)
+    head.add_column(style="bold")
+    head.add_column(justify="right")
+    aps = r.get("appends_per_second")
+    rows = [
+        ("WAF", r["waf"]), ("user writes", r["user_writes"]), ("GC writes", r["gc_writes"]),
+        ("reclaimed segments", r["reclaimed_segments"]), ("victim valid ratio", r["victim_valid_ratio"]),
+        ("capacity (blocks)", r["capacity_blocks"]), ("physical segments", r["physical_segments"]),
+        ("state memory (MiB)", r["state_bytes"] / 2**20), ("elapsed (s)", r["elapsed_s"]),
+        ("appends/s", aps),
+    ]
+    for k, v in rows:
+        head.add_row(k, _fmt(v))
+    console.print(head)
+    groups = Table(title="per group")
+    for col in ("group", "user writes", "GC writes", "reclaimed", "victim valid ratio"):
+        groups.add_column(col, justify="right")
+    for g in r["groups"]:
+        groups.add_row(str(g["group"]), _fmt(g["user_writes"]), _fmt(g["gc_writes"]),
+                       _fmt(g["reclaimed_segments"]), _fmt(g["victim_valid_ratio"]))
+    console.print(groups)
+    if aps:
+        console.print(f"throughput: {aps / 1e6:.1f} M block appends/s "
+                      f"({r['user_writes'] + r['gc_writes']:,} appends in {r['elapsed_s']:.2f} s)")
+
+
+def print_stats(stats: dict, title: str = "trace") -> None:
+    t = Table(title=title, show_header=False)
+    t.add_column(style="bold")
+    t.add_column(justify="right")
+    for k, v in stats.items():
+        if isinstance(v, (dict, list)):
+            continue
+        t.add_row(str(k), _fmt(v))
+    console.print(t)
+
+
+def comparison_rows(results: list[dict]) -> list[dict]:
+    rows = []
+    for r in results:
+        rows.append({"workload": r.get("workload"), "policy": r["policy"], "victim": r["victim"],
+                     "waf": r["waf"], "gc_writes": r["gc_writes"], "user_writes": r["user_writes"],
+                     "appends_per_second": r.get("appends_per_second")})
+    return sorted(rows, key=lambda x: (str(x["workload"]), x["waf"] if x["waf"] is not None else 1e9))
+
+
+def print_comparison(results: list[dict], title: str = "comparison") -> None:
+    t = Table(title=title)
+    for col in ("workload", "policy", "victim", "WAF", "GC writes", "M appends/s"):
+        t.add_column(col, justify="right" if col not in ("workload", "policy", "victim") else "left")
+    for row in comparison_rows(results):
+        aps = row["appends_per_second"]
+        t.add_row(str(row["workload"]), row["policy"], row["victim"], _fmt(row["waf"]),
+                  _fmt(row["gc_writes"]), f"{aps / 1e6:.1f}" if aps else "-")
+    console.print(t)
+
+
+try:  # the Hydra callback is optional: the table also prints from `collect_results`
+    from hydra.experimental.callback import Callback
+except ImportError:  # pragma: no cover
+    Callback = object
+
+
+class ComparisonTable(Callback):
+    """Hydra callback: after a ``-m`` sweep, print one table of every job's result and write
+    ``comparison.json`` in the sweep directory."""
+
+    def on_multirun_end(self, config, **kwargs) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        results = collect_results(sweep_dir)
+        if not results:
+            return
+        print_comparison(results, title=f"comparison ({len(results)} runs)")
+        out = sweep_dir / "comparison.json"
+        out.write_text(json.dumps(comparison_rows(results), indent=2))
+        console.print(f"comparison: {out}")
+
+
+def collect_results(sweep_dir: Path) -> list[dict]:
+    results = []
+    for path in sorted(Path(sweep_dir).glob("*/result.json")):
+        results.append(json.loads(path.read_text()))
+    return results

@@ -1,0 +1,101 @@
+"""Turn a ``workload`` config (generator or file) into a :class:`Trace`, cached on disk.
+
+Generated traces are cached by a hash of their config; file traces by the file's content hash
+(plus reader options), in the binary format, so a second run skips generation and parsing.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from .binfmt import content_hash, read_binary, write_trace
+from .generators import GENERATORS, generate
+from .readers import read_trace
+from .trace import Trace
+
+
+class WorkloadError(ValueError):
+    """A workload config that cannot be turned into a trace."""
+
+
+def _plain(obj):
+    """OmegaConf containers -> plain Python (without importing omegaconf here)."""
+    if hasattr(obj, "_content") or type(obj).__name__ in ("DictConfig", "ListConfig"):
+        from omegaconf import OmegaConf
+        return OmegaConf.to_container(obj, resolve=True)
+    return obj
+
+
+def workload_capacity(trace: Trace) -> int:
+    """The logical capacity a workload implies: the generator's capacity, else the write WSS."""
+    cap = trace.meta.get("capacity_blocks")
+    if cap:
+        return int(cap)
+    return int(trace.meta.get("wss_blocks") or trace.stats()["wss_blocks"])
+
+
+def load_workload(cfg: Mapping, cache_dir: str | Path | None = ".cache/dogi_ml/traces",
+                  log=print) -> Trace:
+    """Build or load the trace a ``workload`` config describes."""
+    cfg = dict(_plain(cfg))
+    source = cfg.get("source", "generator")
+    if source == "generator":
+        kind = cfg.get("generator")
+        if kind not in GENERATORS:
+            raise WorkloadError(f"workload {cfg.get('name')!r}: unknown generator {kind!r}; "
+                                f"known: {', '.join(sorted(GENERATORS))}")
+        cap = int(cfg["capacity_blocks"])
+        n_writes = int(round(float(cfg.get("write_volume", 16.0)) * cap))
+        params = dict(cfg.get("params") or {})
+        seed = int(cfg.get("seed", 0))
+        key_src = json.dumps({"generator": kind, "capacity": cap, "n_writes": n_writes,
+                              "seed": seed, "params": params}, sort_keys=True)
+        key = hashlib.blake2b(key_src.encode(), digest_size=10).hexdigest()
+        path = Path(cache_dir) / f"{cfg.get('name', kind)}-{key}.dtr" if cache_dir else None
+        if path is not None and path.exists():
+            trace = read_binary(path)
+            trace.meta.setdefault("capacity_blocks", cap)
+            return trace
+        trace = generate(kind, capacity_blocks=cap, n_writes=n_writes, seed=seed, **params)
+        trace.name = cfg.get("name", kind)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_trace(trace, path)
+        return trace
+    if source == "file":
+        path = cfg.get("path")
+        fmt = cfg.get("format")
+        if not path or path == "???":
+            raise WorkloadError("workload=file needs workload.path=FILE (and workload.format=NAME)")
+        if not fmt or fmt == "???":
+            raise WorkloadError("workload=file needs workload.format=NAME (e.g. msr, alibaba, blkparse)")
+        path = Path(path)
+        if not path.exists():
+            raise WorkloadError(f"trace file not found: {path} (set workload.path to an existing file)")
+        opts = {"volumes": cfg.get("volumes"), "skip_malformed": bool(cfg.get("skip_malformed", False)),
+                "delimited": cfg.get("delimited")}
+        cached = None
+        if cache_dir:
+            key = content_hash(path, {"format": fmt, **opts})
+            cached = Path(cache_dir) / f"{path.stem}-{key[:20]}.dtr"
+            if cached.exists():
+                trace = read_binary(cached)
+                _apply_capacity(trace, cfg)
+                return trace
+        trace = read_trace(path, fmt, **opts)
+        skipped = trace.meta.get("skipped_lines", 0)
+        if skipped:
+            log(f"skipped {skipped} malformed line(s) in {path}")
+        if cached is not None:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            write_trace(trace, cached)
+        _apply_capacity(trace, cfg)
+        return trace
+    raise WorkloadError(f"workload {cfg.get('name')!r}: unknown source {source!r}; use generator or file")
+
+
+def _apply_capacity(trace: Trace, cfg: dict) -> None:
+    if cfg.get("capacity_blocks"):
+        trace.meta["capacity_blocks"] = int(cfg["capacity_blocks"])
