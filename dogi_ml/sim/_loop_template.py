@@ -4,22 +4,30 @@
 ``# SPECIALISE`` with one policy's Numba functions and one victim selector, so Numba compiles
 direct calls (inlinable) and caches the result on disk across processes; first-class function
 arguments would recompile in every process.
+
+Both loops are compiled with ``_nrt=False``: the state is a tuple of arrays, and every inlined
+helper that takes it would otherwise cost a reference-count increment and decrement per array
+per block (measured: 5 M -> 70 M appends/s). The loops allocate nothing, so they need no NRT.
 """
 from __future__ import annotations
 
 import numba as nb
 
-from dogi_ml.sim.kernels import _append, _fail, _gc_needed, _any_sealed_garbage, _invalidate, _roomiest_group
+from dogi_ml.sim.kernels import prefetch, _append, _fail, _gc_needed, _any_sealed_garbage, _invalidate, _roomiest_group
 from dogi_ml.sim.state import (
     C_ERROR, C_ERROR_ARG, C_FREE, C_GC, C_INVALID, C_NOW, C_RECLAIMED, C_SERIES_GC,
     C_SERIES_USER, C_SPILLS, C_USER, ERR_BAD_GROUP, ERR_BAD_VICTIM, ERR_LBA_RANGE, ERR_NO_GAIN,
-    ERR_NO_VICTIM, ERR_OK, ERR_OUT_OF_SEGMENTS, P_CAPACITY, P_GC_FREE, P_NGROUPS, P_NSEG,
+    ERR_NO_VICTIM, ERR_OK, ERR_OUT_OF_SEGMENTS, P_CAPACITY, P_GC_FREE, P_GC_GP_PPM, P_NGROUPS, P_NSEG,
     P_SEG_BLOCKS, P_WINDOW, SEG_FREE, SEG_SEALED,
 )
 from dogi_ml.sim._placeholders import on_reclaim, place_gc, place_user, select_victim  # SPECIALISE
 
 
-@nb.njit(cache=True)
+PREFETCH_FAR = 16
+PREFETCH_NEAR = 8
+
+
+@nb.njit(cache=True, _nrt=False)
 def collect_one(s, p, now):
     """Reclaim one victim segment: relocate its valid blocks, then free it."""
     seg_blocks = s.prm[P_SEG_BLOCKS]
@@ -38,7 +46,13 @@ def collect_one(s, p, now):
     s.group_reclaimed[vgroup] += 1
     s.group_reclaimed_valid[vgroup] += s.seg_valid[victim]
     base = victim * seg_blocks
-    for off in range(s.seg_wp[victim]):
+    wp = s.seg_wp[victim]
+    for off in range(wp):
+        if off + PREFETCH_NEAR < wp:
+            ahead = s.p2l[base + off + PREFETCH_NEAR]
+            if ahead >= 0:
+                prefetch(s.l2p, ahead)
+                prefetch(s.lba_time, ahead)
         lba = s.p2l[base + off]
         if lba < 0:
             continue
@@ -68,7 +82,7 @@ def collect_one(s, p, now):
 
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, _nrt=False)
 def run_chunk(s, p, writes, series_t, series_user, series_gc):
     """Apply ``writes`` (one LBA per user-written block) to the state.
 
@@ -78,9 +92,27 @@ def run_chunk(s, p, writes, series_t, series_user, series_gc):
     capacity = s.prm[P_CAPACITY]
     ngroups = s.prm[P_NGROUPS]
     window = s.prm[P_WINDOW]
+    gc_free = s.prm[P_GC_FREE]
+    gp_ppm = s.prm[P_GC_GP_PPM]
     nseries = 0
+    # next multiple of the window (a compare per write instead of a division)
+    next_sample = (s.ctr[C_USER] // window + 1) * window if window > 0 else (1 << 62)
     s.ctr[C_ERROR] = ERR_OK
-    for i in range(writes.shape[0]):
+    n = writes.shape[0]
+    for i in range(n):
+        # Prefetch two stages ahead: the maps of a later write's LBA, then (once that entry
+        # is in cache) the physical slot it will invalidate.
+        if i + PREFETCH_FAR < n:
+            ahead = writes[i + PREFETCH_FAR]
+            if ahead >= 0 and ahead < capacity:
+                prefetch(s.l2p, ahead)
+                prefetch(s.lba_time, ahead)
+        if i + PREFETCH_NEAR < n:
+            ahead = writes[i + PREFETCH_NEAR]
+            if ahead >= 0 and ahead < capacity:
+                old_ahead = s.l2p[ahead]
+                if old_ahead >= 0:
+                    prefetch(s.p2l, old_ahead)
         lba = writes[i]
         if lba < 0 or lba >= capacity:
             return _fail(s, ERR_LBA_RANGE, lba), nseries
@@ -97,7 +129,8 @@ def run_chunk(s, p, writes, series_t, series_user, series_gc):
         s.group_user[g] += 1
         s.ctr[C_USER] += 1
         s.ctr[C_NOW] = now + 1
-        while _gc_needed(s):
+        # The free-segment test first and by hand: it is the common case and costs a compare.
+        while s.ctr[C_FREE] < gc_free or (gp_ppm > 0 and _gc_needed(s)):
             rc = collect_one(s, p, now + 1)
             if rc != ERR_OK:
                 # A garbage-proportion trigger with nothing worth collecting is not an error
@@ -106,11 +139,13 @@ def run_chunk(s, p, writes, series_t, series_user, series_gc):
                     s.ctr[C_ERROR] = ERR_OK
                     break
                 return rc, nseries
-        if window > 0 and s.ctr[C_USER] % window == 0 and nseries < series_t.shape[0]:
-            series_t[nseries] = now + 1
-            series_user[nseries] = s.ctr[C_USER] - s.ctr[C_SERIES_USER]
-            series_gc[nseries] = s.ctr[C_GC] - s.ctr[C_SERIES_GC]
-            s.ctr[C_SERIES_USER] = s.ctr[C_USER]
-            s.ctr[C_SERIES_GC] = s.ctr[C_GC]
-            nseries += 1
+        if s.ctr[C_USER] == next_sample:
+            next_sample += window
+            if nseries < series_t.shape[0]:
+                series_t[nseries] = now + 1
+                series_user[nseries] = s.ctr[C_USER] - s.ctr[C_SERIES_USER]
+                series_gc[nseries] = s.ctr[C_GC] - s.ctr[C_SERIES_GC]
+                s.ctr[C_SERIES_USER] = s.ctr[C_USER]
+                s.ctr[C_SERIES_GC] = s.ctr[C_GC]
+                nseries += 1
     return ERR_OK, nseries

@@ -6,6 +6,9 @@ by :func:`specialise`. Nothing here knows any policy.
 from __future__ import annotations
 
 import numba as nb
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
 
 import hashlib
 import importlib.util
@@ -16,15 +19,46 @@ from pathlib import Path
 
 from .state import (
     C_ERROR, C_ERROR_ARG, C_FREE, C_INVALID, C_NOW, P_GC_FREE, P_GC_GP_PPM, P_NSEG,
-    P_SEG_BLOCKS, SEG_OPEN, SEG_SEALED,
+    P_SEG_BLOCKS, P_SEG_SHIFT, SEG_OPEN, SEG_SEALED,
 )
+
+
+@intrinsic
+def prefetch(typingctx, arr, idx):
+    """Hint the CPU to fetch ``arr[idx]`` into cache (LLVM ``llvm.prefetch``; no effect on
+    results). The loop prefetches the maps a few writes ahead: their random accesses, not
+    arithmetic, bound its speed."""
+    if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
+        return None
+    sig = types.void(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(arr)(context, builder, args[0])
+        ptr = builder.gep(ary.data, [args[1]])
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")
+        # rw=1 (we write these entries), locality=3 (keep in all cache levels), data cache
+        builder.call(fn, [builder.bitcast(ptr, i8p), i32(1), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@nb.njit(cache=True, inline="always")
+def segment_of(s, phys):
+    """Segment holding physical block ``phys`` (a shift when the segment size allows)."""
+    shift = s.prm[P_SEG_SHIFT]
+    if shift >= 0:
+        return phys >> shift
+    return phys // s.prm[P_SEG_BLOCKS]
 
 
 @nb.njit(cache=True, inline="always")
 def _invalidate(s, phys):
-    seg_blocks = s.prm[P_SEG_BLOCKS]
     s.p2l[phys] = -1
-    s.seg_valid[phys // seg_blocks] -= 1
+    s.seg_valid[segment_of(s, phys)] -= 1
     s.ctr[C_INVALID] += 1
 
 

@@ -24,7 +24,8 @@ P_GC_FREE = 4         # GC runs while free segments < this
 P_GC_GP_PPM = 5       # garbage-proportion trigger in parts per million (0 = off)
 P_VICTIM_D = 6        # d of d-choices
 P_WINDOW = 7          # user writes per instantaneous-WAF sample
-N_PRM = 8
+P_SEG_SHIFT = 8       # log2(seg_blocks) if a power of two, else -1 (a shift beats a division)
+N_PRM = 9
 
 # ctr indices (counters)
 C_NOW = 0             # logical time: user-written blocks so far (prefill included)
@@ -65,8 +66,8 @@ ERROR_TEXT = {
 
 SimArrays = namedtuple("SimArrays", [
     "prm", "ctr",
-    "l2p",            # int64[capacity]: physical block of each LBA, -1 if unmapped
-    "p2l",            # int64[nseg * seg_blocks]: LBA held by a physical block, -1 if invalid/empty
+    "l2p",            # int32[capacity]: physical block of each LBA, -1 if unmapped
+    "p2l",            # int32[nseg * seg_blocks]: LBA held by a physical block, -1 if invalid/empty
     "lba_time",       # int64[capacity]: time of the LBA's last user write, -1 if never
     "seg_valid",      # int32[nseg]
     "seg_wp",         # int32[nseg]: write pointer (blocks appended)
@@ -96,6 +97,10 @@ def new_state(*, capacity: int, n_segments: int, segment_blocks: int, n_groups: 
     prm[P_GC_GP_PPM] = gc_garbage_ppm
     prm[P_VICTIM_D] = victim_d
     prm[P_WINDOW] = window
+    prm[P_SEG_SHIFT] = segment_blocks.bit_length() - 1 if segment_blocks & (segment_blocks - 1) == 0 else -1
+    if n_segments * segment_blocks >= 2**31 - 1:
+        raise ValueError(f"physical space of {n_segments * segment_blocks} blocks exceeds the simulator's "
+                         "int32 addressing (8 TiB of 4 KiB blocks)")
     ctr = np.zeros(N_CTR, np.int64)
     ctr[C_FREE] = n_segments
     ctr[C_RNG] = (seed * 0x9E3779B97F4A7C15 + 1) & 0x7FFFFFFFFFFFFFFF or 1
@@ -103,8 +108,9 @@ def new_state(*, capacity: int, n_segments: int, segment_blocks: int, n_groups: 
     free_stack = np.arange(n_segments - 1, -1, -1, dtype=np.int32)
     return SimArrays(
         prm=prm, ctr=ctr,
-        l2p=np.full(capacity, -1, np.int64),
-        p2l=np.full(n_segments * segment_blocks, -1, np.int64),
+        # int32 halves the cache footprint of the two random-access maps (the hot loop's cost)
+        l2p=np.full(capacity, -1, np.int32),
+        p2l=np.full(n_segments * segment_blocks, -1, np.int32),
         lba_time=np.full(capacity, -1, np.int64),
         seg_valid=np.zeros(n_segments, np.int32),
         seg_wp=np.zeros(n_segments, np.int32),

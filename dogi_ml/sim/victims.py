@@ -26,39 +26,45 @@ def greedy(s, p, now):
 
 @nb.njit(cache=True)
 def cost_benefit(s, p, now):
-    """Rosenblum & Ousterhout: maximise (1-u)/(1+u) * age, age since the segment was sealed."""
+    """Rosenblum & Ousterhout: maximise (1-u)/(1+u) * age, age since the segment was sealed.
+
+    With ``v`` valid of ``S`` blocks the score is ``(S-v)*age / (S+v)``; candidates are compared
+    by cross-multiplying (no division in the scan, which is the selector's whole cost)."""
     seg_blocks = s.prm[P_SEG_BLOCKS]
     best = -1
-    best_score = -1.0
+    best_num = -1.0
+    best_den = 1.0
     for seg in range(s.prm[P_NSEG]):
         if s.seg_state[seg] == SEG_SEALED:
-            u = s.seg_valid[seg] / seg_blocks
-            age = now - s.seg_seal_time[seg] + 1
-            score = (1.0 - u) / (1.0 + u) * age
-            if score > best_score:
-                best_score = score
+            v = s.seg_valid[seg]
+            num = float((seg_blocks - v) * (now - s.seg_seal_time[seg] + 1))
+            den = float(seg_blocks + v)
+            if num * best_den > best_num * den:
+                best_num = num
+                best_den = den
                 best = seg
     return best
 
 
 @nb.njit(cache=True)
 def cost_benefit_sepbit(s, p, now):
-    """SepBIT's variant: maximise GP * age / (1 - GP), GP = garbage proportion of the segment.
-
-    A segment with no valid block has an infinite score and is taken at once."""
+    """SepBIT's variant: maximise GP * age / (1 - GP), GP = garbage proportion of the segment,
+    i.e. ``(S-v)*age / v``. A segment with no valid block has an infinite score and is taken
+    at once. Compared by cross-multiplying, as in :func:`cost_benefit`."""
     seg_blocks = s.prm[P_SEG_BLOCKS]
     best = -1
-    best_score = -1.0
+    best_num = -1.0
+    best_den = 1.0
     for seg in range(s.prm[P_NSEG]):
         if s.seg_state[seg] == SEG_SEALED:
-            valid = s.seg_valid[seg]
-            if valid == 0:
+            v = s.seg_valid[seg]
+            if v == 0:
                 return seg
-            gp = 1.0 - valid / seg_blocks
-            age = now - s.seg_seal_time[seg] + 1
-            score = gp * age / (1.0 - gp)
-            if score > best_score:
-                best_score = score
+            num = float((seg_blocks - v) * (now - s.seg_seal_time[seg] + 1))
+            den = float(v)
+            if num * best_den > best_num * den:
+                best_num = num
+                best_den = den
                 best = seg
     return best
 
