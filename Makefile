@@ -1,0 +1,36 @@
+# Quickstart:  make run   (venv + install + the main job)
+#              make test  (venv + install + the test suite)
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install run test test-fast bench lint clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "dogi_ml needs Python 3.11, found " + sys.version.split()[0]'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[test]"
+	@touch $@
+
+# The main job.
+run: install
+	$(BIN)/python -m dogi_ml simulate -m +workload=ycsb_a policy=nosep,sepgc,sepbit,mida,dac,warcip,fk
+
+test: install
+	$(BIN)/python -m pytest -q
+
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not slow"
+
+bench: install
+	$(BIN)/python -m dogi_ml bench
+
+lint: install
+	$(BIN)/lint-imports
+
+clean:
+	rm -rf $(VENV) outputs multirun .cache

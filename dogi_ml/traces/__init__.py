@@ -1,0 +1,1 @@
+"""Block traces: readers for public formats, generators, the binary format, workloads."""
