@@ -1,0 +1,121 @@
+"""The command line as other tools script it: ``python -m dogi_ml <command> ...``.
+
+Each test runs in a fresh temporary working directory (commands must work from anywhere)."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SMALL = ["workload.capacity_blocks=8192", "workload.write_volume=4", "sim.segment_blocks=64",
+         "progress=false"]
+
+
+def run_cli(args, cwd, check=True):
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               DOGI_ML_CACHE=str(Path(cwd) / "cache"))
+    proc = subprocess.run([sys.executable, "-m", "dogi_ml", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+    return proc
+
+
+def test_simulate_writes_the_documented_json(tmp_path):
+    out = tmp_path / "r.json"
+    proc = run_cli(["simulate", "+workload=zipf", "policy=sepbit", "sim.victim=cost_benefit",
+                    f"sim.output={out}", *SMALL], tmp_path)
+    assert f"result: {out}" in proc.stdout
+    r = json.loads(out.read_text())
+    for key in ("waf", "user_writes", "gc_writes", "appends_per_second", "elapsed_s", "groups"):
+        assert key in r, key
+    assert r["user_writes"] == 4 * 8192
+    assert r["waf"] == pytest.approx((r["user_writes"] + r["gc_writes"]) / r["user_writes"])
+    assert len(r["groups"]) == 6
+    assert sum(g["user_writes"] for g in r["groups"]) == r["user_writes"]
+    assert sum(g["gc_writes"] for g in r["groups"]) == r["gc_writes"]
+    assert r["physical_segments"] == int(8192 * 1.10) // 64
+    assert "WAF" in proc.stdout  # the human summary
+
+
+def test_simulate_sim_overrides(tmp_path):
+    out = tmp_path / "r.json"
+    run_cli(["simulate", "+workload=uniform", "policy=nosep", f"sim.output={out}", *SMALL,
+             "sim.capacity_blocks=10000", "sim.op_ratio=0.25", "sim.segment_blocks=128"], tmp_path)
+    r = json.loads(out.read_text())
+    assert r["capacity_blocks"] == 10000
+    assert r["physical_segments"] == int(10000 * 1.25) // 128
+    assert r["segment_blocks"] == 128
+
+
+def test_simulate_without_workload_lists_them(tmp_path):
+    proc = run_cli(["simulate"], tmp_path, check=False)
+    assert proc.returncode == 2
+    assert "+workload=NAME" in proc.stderr
+    for name in ("zipf", "ycsb_a", "varmail", "file"):
+        assert name in proc.stderr
+
+
+def test_simulate_impossible_config_is_one_clear_line(tmp_path):
+    proc = run_cli(["simulate", "+workload=zipf", "policy=sepbit", "sim.op_ratio=0.001", *SMALL],
+                   tmp_path, check=False)
+    assert proc.returncode == 2
+    assert "impossible configuration" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_simulate_unknown_victim(tmp_path):
+    proc = run_cli(["simulate", "+workload=zipf", "sim.victim=best", *SMALL], tmp_path, check=False)
+    assert proc.returncode == 2 and "unknown victim selection 'best'" in proc.stderr
+
+
+def test_multirun_prints_one_comparison_table(tmp_path):
+    proc = run_cli(["simulate", "-m", "+workload=zipf", "policy=nosep,sepgc,sepbit", *SMALL], tmp_path)
+    tables = list(tmp_path.glob("multirun/simulate/*/*/comparison.json"))
+    assert len(tables) == 1
+    rows = json.loads(tables[0].read_text())["rows"]
+    assert {r["policy"] for r in rows} == {"nosep", "sepgc", "sepbit"}
+    assert "comparison" in proc.stdout.lower()
+    by = {r["policy"]: r["waf"] for r in rows}
+    assert by["sepbit"] < by["nosep"]
+
+
+def test_ingest_stats_and_print(tmp_path):
+    src = tmp_path / "tiny.csv"
+    # MSR Cambridge: Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime
+    src.write_text("128166372003061629,hm,0,Write,8192,8192,100\n"
+                   "128166372003061729,hm,0,Read,0,4096,100\n"
+                   "128166372003061829,hm,0,Write,10000,100,100\n")
+    out = tmp_path / "bin"
+    proc = run_cli(["ingest", f"path={src}", "format=msr", f"out={out}"], tmp_path)
+    stats = json.loads((out / "tiny.stats.json").read_text())
+    assert stats["requests"] == 3 and stats["write_requests"] == 2
+    assert stats["write_blocks"] == 3  # 8 KiB aligned = 2 blocks; 100 B at 10000 = 1 block
+    assert stats["wss_blocks"] == 2    # the unaligned write falls in block 2 again
+    binary = next(out.glob("*.dtr"))
+    assert str(binary) in proc.stdout
+    proc = run_cli(["stats", f"path={binary}"], tmp_path)
+    assert "wss_blocks" in proc.stdout
+    proc = run_cli(["print", f"path={binary}", "head=2"], tmp_path)
+    assert "write" in proc.stdout and "1 more requests" in proc.stdout
+
+
+def test_ingest_malformed_line_names_file_and_line(tmp_path):
+    src = tmp_path / "bad.csv"
+    src.write_text("128166372003061629,hm,0,Write,8192,8192,100\nnot,a,valid,line\n")
+    proc = run_cli(["ingest", f"path={src}", "format=msr", f"out={tmp_path}"], tmp_path, check=False)
+    assert proc.returncode == 2
+    assert "bad.csv" in proc.stderr and ":2" in proc.stderr
+    proc = run_cli(["ingest", f"path={src}", "format=msr", f"out={tmp_path}", "skip_malformed=true"], tmp_path)
+    assert "skipped 1" in proc.stdout
+
+
+def test_ingest_missing_file_and_unknown_format(tmp_path):
+    proc = run_cli(["ingest", "path=nope.csv", "format=msr", f"out={tmp_path}"], tmp_path, check=False)
+    assert proc.returncode == 2 and "nope.csv" in proc.stderr
+    src = tmp_path / "x.csv"
+    src.write_text("1,2,3\n")
+    proc = run_cli(["ingest", f"path={src}", "format=foo", f"out={tmp_path}"], tmp_path, check=False)
+    assert proc.returncode == 2 and "msr" in proc.stderr  # lists the known formats

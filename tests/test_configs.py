@@ -1,0 +1,67 @@
+"""Every config in every group composes and instantiates (lightning-hydra-template style)."""
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from dogi_ml.cli import CONF_DIR, available
+from dogi_ml.policies import make_policy, policy_names
+from dogi_ml.sim import SimConfig
+from dogi_ml.traces.workload import load_workload
+
+GENERATED = [w for w in available("workload")
+             if OmegaConf.load(Path(CONF_DIR) / "workload" / f"{w}.yaml").get("source") == "generator"]
+
+
+def compose_cfg(command, overrides):
+    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
+        return compose(config_name=command, overrides=overrides)
+
+
+def test_every_command_config_composes():
+    for command in ("simulate", "ingest", "stats", "print", "bench"):
+        cfg = compose_cfg(command, [])
+        assert cfg is not None
+    assert "workload" not in compose_cfg("simulate", [])  # chosen with +workload=NAME
+
+
+@pytest.mark.parametrize("policy", available("policy"))
+def test_every_policy_config_instantiates(policy):
+    cfg = compose_cfg("simulate", [f"policy={policy}"])
+    p = make_policy(cfg.policy.name, cfg.policy.n_groups, **OmegaConf.to_container(cfg.policy.params))
+    assert p.name == cfg.policy.name == policy
+    assert p.n_groups == cfg.policy.n_groups
+
+
+def test_every_registered_policy_has_a_config():
+    assert set(policy_names()) <= set(available("policy"))
+
+
+def test_sim_config_fields_match_the_dataclass():
+    cfg = OmegaConf.to_container(compose_cfg("simulate", []).sim)
+    known = set(SimConfig.__dataclass_fields__) | {"output"}
+    assert set(cfg) <= known, f"sim config keys without a SimConfig field: {set(cfg) - known}"
+    SimConfig.from_mapping(cfg)
+
+
+@pytest.mark.parametrize("workload", GENERATED)
+def test_every_generated_workload_builds_at_small_scale(workload):
+    cfg = compose_cfg("simulate", [f"+workload={workload}", "workload.capacity_blocks=4096",
+                                   "workload.write_volume=1.0"])
+    trace = load_workload(cfg.workload, cache_dir=None)
+    assert trace.block_writes.size == 4096
+    assert trace.block_writes.max() < 4096
+
+
+def test_file_workload_requires_path():
+    from dogi_ml.traces.workload import WorkloadError
+    cfg = compose_cfg("simulate", ["+workload=file"])
+    with pytest.raises(WorkloadError, match="workload.path"):
+        load_workload(cfg.workload, cache_dir=None)
+
+
+@pytest.mark.parametrize("experiment", available("experiment"))
+def test_every_experiment_composes(experiment):
+    cfg = compose_cfg("simulate", ["+workload=zipf", f"+experiment={experiment}"])
+    SimConfig.from_mapping(OmegaConf.to_container(cfg.sim))
