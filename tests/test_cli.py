@@ -75,7 +75,7 @@ def test_multirun_prints_one_comparison_table(tmp_path):
     proc = run_cli(["simulate", "-m", "+workload=zipf", "policy=nosep,sepgc,sepbit", *SMALL], tmp_path)
     tables = list(tmp_path.glob("multirun/simulate/*/*/comparison.json"))
     assert len(tables) == 1
-    rows = json.loads(tables[0].read_text())["rows"]
+    rows = json.loads(tables[0].read_text())
     assert {r["policy"] for r in rows} == {"nosep", "sepgc", "sepbit"}
     assert "comparison" in proc.stdout.lower()
     by = {r["policy"]: r["waf"] for r in rows}
