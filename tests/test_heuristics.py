@@ -105,13 +105,13 @@ GOLDEN_GENERATED = {
     ("ycsb_a", "dac"): 195443,  # WAF 3.9822
     ("ycsb_a", "warcip"): 184704,  # WAF 3.8184
     ("ycsb_a", "fk"): 176017,  # WAF 3.6858
-    ("varmail", "nosep"): 274168,  # WAF 5.1835
-    ("varmail", "sepgc"): 102907,  # WAF 2.5702
-    ("varmail", "sepbit"): 34572,  # WAF 1.5275
-    ("varmail", "mida"): 73969,  # WAF 2.1287
-    ("varmail", "dac"): 8467,  # WAF 1.1292
-    ("varmail", "warcip"): 608,  # WAF 1.0093
-    ("varmail", "fk"): 63635,  # WAF 1.9710
+    ("varmail", "nosep"): 93360,  # WAF 2.4246
+    ("varmail", "sepgc"): 58152,  # WAF 1.8873
+    ("varmail", "sepbit"): 65501,  # WAF 1.9995
+    ("varmail", "mida"): 69934,  # WAF 2.0671
+    ("varmail", "dac"): 69845,  # WAF 2.0658
+    ("varmail", "warcip"): 72370,  # WAF 2.1043
+    ("varmail", "fk"): 71907,  # WAF 2.0972
 }
 
 

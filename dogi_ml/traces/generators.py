@@ -363,7 +363,7 @@ def _varmail_kernel(actions, file_pick, sizes, n_files, data_base, data_blocks, 
     file_blocks = np.full((n_files, max_file), -1, np.int64)
     file_len = np.zeros(n_files, np.int64)
     used = np.zeros(data_blocks, np.uint8)
-    cursor = 0
+    cursor = 0  # lowest possibly-free data block (first-fit hint)
     jpos = 0
     n_meta = inode_base + (n_files + inodes_per_block - 1) // inodes_per_block
     meta_dirty = np.zeros(n_meta + dir_blocks + data_blocks // 32768 + 2, np.uint8)
@@ -390,6 +390,7 @@ def _varmail_kernel(actions, file_pick, sizes, n_files, data_base, data_blocks, 
             for b in range(file_len[f]):
                 d = file_blocks[f, b]
                 used[d] = 0
+                cursor = min(cursor, d)
                 if emit_trims:
                     out_lba[k] = data_base + d
                     out_nb[k] = 1
@@ -402,25 +403,25 @@ def _varmail_kernel(actions, file_pick, sizes, n_files, data_base, data_blocks, 
             # create (replace the slot's file with a new one) and write it
             for b in range(file_len[f]):
                 used[file_blocks[f, b]] = 0
+                cursor = min(cursor, file_blocks[f, b])
                 file_blocks[f, b] = -1
             file_len[f] = 0
             add = sizes[i]
         else:
             add = sizes[i]  # append
         add = min(add, max_file - file_len[f])
-        # next-fit allocation of `add` data blocks, written as runs of contiguous blocks
+        # first-fit allocation of `add` data blocks (freed blocks are reused first, as a
+        # file system allocating near its goal does), written as runs of contiguous blocks
         run_start = -1
         run_len = 0
         for _ in range(add):
-            scanned = 0
-            while used[cursor] == 1 and scanned < data_blocks:
-                cursor = (cursor + 1) % data_blocks
-                scanned += 1
-            if scanned == data_blocks:
+            while cursor < data_blocks and used[cursor] == 1:
+                cursor += 1
+            if cursor == data_blocks:
                 break  # full: the append is cut short
             d = cursor
             used[d] = 1
-            cursor = (cursor + 1) % data_blocks
+            cursor += 1
             file_blocks[f, file_len[f]] = d
             file_len[f] += 1
             if run_len > 0 and d == run_start + run_len:
@@ -494,7 +495,7 @@ def varmail(capacity_blocks, n_writes, seed=0, n_files=None, mean_file_blocks=4,
     commits a journal transaction (descriptor, metadata copies, commit block) sequentially in
     the ring; dirty metadata (inode, bitmap and directory blocks: the hot blocks) is written in
     place at checkpoints every ``checkpoint_every`` journal blocks. Data blocks come from a
-    next-fit allocator, so freed blocks are reused soon and mail files are short-lived.
+    first-fit allocator, so the blocks of deleted mails are reused soon: short lifetimes.
     ``n_files`` defaults to a file set that fills about half of the data area.
 
     Simplified away: extents and indirect blocks, delayed allocation, the page cache for reads.
