@@ -78,6 +78,9 @@ def _simulate(cfg: DictConfig):
     write_json(result, out)
     print_sim_summary(result)
     print(f"result: {out}")
+    if cfg.get("plot", True):
+        from dogi_ml.report import plot_results
+        print(f"plot:   {plot_results([result], out.with_suffix('.png'))}")
     return result["waf"]
 
 

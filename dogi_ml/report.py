@@ -84,6 +84,41 @@ def print_comparison(results: list[dict], title: str = "comparison") -> None:
     console.print(t)
 
 
+def plot_results(results: list[dict], path: Path, title: str = "") -> Path:
+    """Instantaneous WAF over time (one line per run) and final WAF per run, as a PNG."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    fig, (ax_t, ax_b) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [2, 1]})
+    labels = []
+    for r in results:
+        label = f"{r['policy']}/{r['victim']}" + (f" {r['workload']}" if len({x.get('workload') for x in results}) > 1 else "")
+        labels.append(label)
+        s = r.get("waf_series") or {}
+        cap = r.get("capacity_blocks") or 1
+        if s.get("t"):
+            ax_t.plot([x / cap for x in s["t"]], s["waf"], label=label, lw=1.2)
+    ax_t.set_xlabel("user writes / capacity (prefill included)")
+    ax_t.set_ylabel("instantaneous WAF")
+    ax_t.grid(alpha=0.3)
+    if labels:
+        ax_t.legend(fontsize=8)
+    wafs = [r["waf"] or 0 for r in results]
+    ax_b.barh(labels, wafs, color="tab:blue")
+    for i, w in enumerate(wafs):
+        ax_b.text(w, i, f" {w:.3f}", va="center", fontsize=8)
+    ax_b.set_xlabel("WAF")
+    ax_b.invert_yaxis()
+    fig.suptitle(title or (results[0].get("workload", "") if results else ""))
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 try:  # the Hydra callback is optional: the table also prints from `collect_results`
     from hydra.experimental.callback import Callback
 except ImportError:  # pragma: no cover
@@ -102,7 +137,8 @@ class ComparisonTable(Callback):
         print_comparison(results, title=f"comparison ({len(results)} runs)")
         out = sweep_dir / "comparison.json"
         out.write_text(json.dumps(comparison_rows(results), indent=2))
-        console.print(f"comparison: {out}")
+        png = plot_results(results, sweep_dir / "comparison.png", title=f"comparison ({len(results)} runs)")
+        console.print(f"comparison: {out}\nplot:       {png}")
 
 
 def collect_results(sweep_dir: Path) -> list[dict]:

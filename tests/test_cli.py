@@ -39,6 +39,7 @@ def test_simulate_writes_the_documented_json(tmp_path):
     assert sum(g["gc_writes"] for g in r["groups"]) == r["gc_writes"]
     assert r["physical_segments"] == int(8192 * 1.10) // 64
     assert "WAF" in proc.stdout  # the human summary
+    assert out.with_suffix(".png").stat().st_size > 10_000
 
 
 def test_simulate_sim_overrides(tmp_path):
@@ -78,6 +79,7 @@ def test_multirun_prints_one_comparison_table(tmp_path):
     rows = json.loads(tables[0].read_text())
     assert {r["policy"] for r in rows} == {"nosep", "sepgc", "sepbit"}
     assert "comparison" in proc.stdout.lower()
+    assert tables[0].with_name("comparison.png").exists()
     by = {r["policy"]: r["waf"] for r in rows}
     assert by["sepbit"] < by["nosep"]
 
