@@ -98,13 +98,13 @@ GOLDEN_ZIPF = {
 
 # Every scheme on the generated workloads (seed 0, capacity 8192, 8x written), greedy victims.
 GOLDEN_GENERATED = {
-    ("ycsb_a", "nosep"): 297598,  # WAF 5.5410
-    ("ycsb_a", "sepgc"): 176255,  # WAF 3.6894
-    ("ycsb_a", "sepbit"): 176729,  # WAF 3.6967
-    ("ycsb_a", "mida"): 190787,  # WAF 3.9112
-    ("ycsb_a", "dac"): 195443,  # WAF 3.9822
-    ("ycsb_a", "warcip"): 184704,  # WAF 3.8184
-    ("ycsb_a", "fk"): 176017,  # WAF 3.6858
+    ("ycsb_a", "nosep"): 297587,  # WAF 5.5408
+    ("ycsb_a", "sepgc"): 176383,  # WAF 3.6914
+    ("ycsb_a", "sepbit"): 177115,  # WAF 3.7026
+    ("ycsb_a", "mida"): 194863,  # WAF 3.9734
+    ("ycsb_a", "dac"): 196396,  # WAF 3.9968
+    ("ycsb_a", "warcip"): 184441,  # WAF 3.8143
+    ("ycsb_a", "fk"): 178380,  # WAF 3.7219
     ("varmail", "nosep"): 93360,  # WAF 2.4246
     ("varmail", "sepgc"): 58152,  # WAF 1.8873
     ("varmail", "sepbit"): 65501,  # WAF 1.9995

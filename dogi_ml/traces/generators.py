@@ -27,12 +27,59 @@ from .trace import OP_READ, OP_TRIM, OP_WRITE, Trace
 REQUEST_INTERVAL_US = 10  # synthetic clock: one request every 10 µs
 
 
+@nb.njit(cache=True)
+def _alias_tables(weights):
+    """Vose's alias method: O(n) tables for O(1) sampling of a discrete distribution."""
+    n = weights.shape[0]
+    scaled = weights * (n / weights.sum())
+    prob = np.ones(n, np.float64)
+    alias = np.arange(n).astype(np.int32)
+    small = np.empty(n, np.int32)
+    large = np.empty(n, np.int32)
+    ns = 0
+    nl = 0
+    for i in range(n):
+        if scaled[i] < 1.0:
+            small[ns] = i
+            ns += 1
+        else:
+            large[nl] = i
+            nl += 1
+    while ns > 0 and nl > 0:
+        ns -= 1
+        s = small[ns]
+        nl -= 1
+        g = large[nl]
+        prob[s] = scaled[s]
+        alias[s] = g
+        scaled[g] = (scaled[g] + scaled[s]) - 1.0
+        if scaled[g] < 1.0:
+            small[ns] = g
+            ns += 1
+        else:
+            large[nl] = g
+            nl += 1
+    # the leftovers keep probability 1 (their deficit is rounding error)
+    return prob, alias
+
+
+@nb.njit(cache=True)
+def _alias_draw(u, prob, alias, out):
+    n = prob.shape[0]
+    for k in range(u.shape[0]):
+        x = u[k] * n
+        i = int(x)
+        if i >= n:
+            i = n - 1
+        out[k] = i if (x - i) < prob[i] else alias[i]
+
+
 class ZipfSampler:
     """Zipf(theta) over ``n`` items: P(rank i) ∝ 1 / i**theta (i = 1..n), any theta > 0.
 
     Ranks are scrambled over ``[0, n)`` by a seeded permutation, so hot items are spread over
-    the address space as fio does. Sampling is inverse-CDF (a binary search per draw), so
-    ``sample`` can be called repeatedly for streams of any length.
+    the address space as fio does. Sampling uses Walker/Vose alias tables: one uniform draw and
+    one table lookup per sample (a binary search per draw costs ~1 µs at 33.5 M items).
     """
 
     def __init__(self, n: int, theta: float, seed: int = 0, scramble: bool = True):
@@ -44,14 +91,14 @@ class ZipfSampler:
         self.theta = float(theta)
         self.rng = np.random.Generator(np.random.PCG64(seed))
         weights = np.arange(1, self.n + 1, dtype=np.float64) ** -self.theta
-        self.cdf = np.cumsum(weights)
-        self.cdf /= self.cdf[-1]
+        self.prob, self.alias = _alias_tables(weights)
         self.perm = self.rng.permutation(self.n).astype(np.int64) if scramble else None
 
     def sample_ranks(self, k: int) -> np.ndarray:
         """0-based ranks (0 = most popular)."""
-        r = np.searchsorted(self.cdf, self.rng.random(int(k)), side="right")
-        return np.minimum(r, self.n - 1).astype(np.int64)
+        out = np.empty(int(k), np.int64)
+        _alias_draw(self.rng.random(int(k)), self.prob, self.alias, out)
+        return out
 
     def sample(self, k: int) -> np.ndarray:
         """``k`` items in ``[0, n)`` (int64)."""
