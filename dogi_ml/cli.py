@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 
 COMMANDS = {
+    "train": "learn block lifetimes: +workload=NAME [model=NAME]; logs to MLflow",
     "simulate": "run placement schemes over a workload: +workload=NAME policy=NAME sim.victim=NAME",
     "ingest": "convert a trace to the binary format: path=FILE format=NAME out=DIR",
     "stats": "show a binary trace's header and statistics: path=FILE.dtr",
@@ -84,6 +85,15 @@ def _simulate(cfg: DictConfig):
     return result["waf"]
 
 
+# -- train -------------------------------------------------------------------------------------
+@_guard
+def _train(cfg: DictConfig):
+    from dogi_ml.pipeline.train import run_train
+
+    require_workload(cfg)
+    return run_train(cfg, output_dir())
+
+
 # -- ingest ------------------------------------------------------------------------------------
 @_guard
 def _ingest(cfg: DictConfig):
@@ -150,14 +160,14 @@ def _bench(cfg: DictConfig):
     run_bench(cfg, output_dir())
 
 
-_BODIES = {"simulate": _simulate, "ingest": _ingest, "stats": _stats, "print": _print, "bench": _bench}
+_BODIES = {"train": _train, "simulate": _simulate, "ingest": _ingest, "stats": _stats, "print": _print, "bench": _bench}
 
 
 def usage() -> str:
     lines = ["usage: python -m dogi_ml <command> [hydra overrides]", "", "commands:"]
     lines += [f"  {name:<9} {text}" for name, text in COMMANDS.items()]
     lines += ["", "config groups: " + ", ".join(
-        f"{g} ({', '.join(available(g))})" for g in ("workload", "policy", "sim", "experiment"))]
+        f"{g} ({', '.join(available(g))})" for g in ("workload", "model", "policy", "sim", "experiment"))]
     lines += ["Hydra: add -m for sweeps (e.g. policy=nosep,sepbit -m), --cfg job to show the config."]
     return "\n".join(lines)
 

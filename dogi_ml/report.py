@@ -53,6 +53,24 @@ def print_sim_summary(r: dict) -> None:
                       f"({r['user_writes'] + r['gc_writes']:,} appends in {r['elapsed_s']:.2f} s)")
 
 
+def print_train_summary(s: dict) -> None:
+    """The end-of-run table of ``train``."""
+    t = Table(title=f"train: {s['model']} on {s['workload']}", show_header=False)
+    for key, label in (("accuracy", "accuracy (test)"), ("macro_f1", "macro-F1 (test)"),
+                       ("majority_baseline", "majority-class baseline"), ("latency_ns_per_block", "latency ns/block (batch 128)"),
+                       ("latency_ns_per_block_batch1", "latency ns/block (batch 1)"), ("train_seconds", "training s"),
+                       ("n_parameters", "parameters"), ("epochs_run", "epochs")):
+        if s.get(key) is not None:
+            t.add_row(label, _fmt(s[key]))
+    console.print(t)
+    pc = Table(title="per-class accuracy (test)")
+    names = s.get("class_names") or []
+    for n in names:
+        pc.add_column(n, justify="right")
+    pc.add_row(*[_fmt(s["per_class_accuracy"].get(i, s["per_class_accuracy"].get(str(i)))) for i in range(len(names))])
+    console.print(pc)
+
+
 def print_stats(stats: dict, title: str = "trace") -> None:
     t = Table(title=title, show_header=False)
     t.add_column(style="bold")

@@ -1,0 +1,203 @@
+"""The ``train`` stage: workload -> annotation -> causal features -> labels -> model -> metrics.
+
+Everything is by time: rows are sampled as DOGI does (one in ten non-hot writes after 2x the
+capacity has been written), the earliest rows train, the next validate (early stopping), the
+latest test. Rows whose label the trace cannot know yet (their LBA is not rewritten before the
+trace ends, and the end is too close to rule out a shorter class) are left out rather than
+labelled by guess.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from dogi_ml.traces.trace import Trace
+from dogi_ml.traces.workload import workload_capacity
+from features import labels as L
+from features.extract import FEATURES, NO_PREVIOUS, FeatureConfig, extract_features, history_rows, lba_sequences
+from oracles.annotate import NEVER, annotate_cached
+
+NO_LOG = {"lba", "prev_lba", "sequential"}  # address-like or binary: not log-scaled
+
+
+@dataclass
+class Dataset:
+    """Sampled rows of one trace with features and labels, split by time."""
+
+    X: np.ndarray                   # [n, F] or [n, history, F]
+    y: np.ndarray
+    rows: np.ndarray                # block-write index of each row
+    inv: np.ndarray                 # invalidation time of each row
+    feature_names: list
+    class_names: list
+    splits: dict                    # name -> slice into the arrays
+    all_features: np.ndarray | None = None  # [n, 12] candidate features (for the report)
+    info: dict = field(default_factory=dict)
+
+
+def _latest_inv(prev: np.ndarray) -> np.ndarray:
+    t = np.arange(prev.size, dtype=np.int64)
+    return np.where(prev >= 0, t - prev, NO_PREVIOUS)
+
+
+def build_dataset(trace: Trace, cfg: dict, sequence_history: int | None = None,
+                  cache_dir: str | Path | None = None, log=print) -> Dataset:
+    """Annotate, sample, extract features and label; ``cfg`` is the ``data`` config group."""
+    writes = trace.block_writes
+    n = writes.size
+    capacity = int(cfg.get("capacity_blocks") or workload_capacity(trace))
+    t0 = time.perf_counter()
+    inv, prev = annotate_cached(writes, Path(cache_dir) / "annotations" if cache_dir else None)
+    t_annot = time.perf_counter() - t0
+    mu = L.scaled_mu(capacity, cfg.get("mu"))
+    start = cfg.get("sample_start")
+    rows = L.dogi_sample(_latest_inv(prev), inv, capacity, mu=mu, every=int(cfg.get("sample_every", 10)),
+                         cap=int(cfg.get("max_samples", 500_000)), start=start)
+    kind = cfg.get("labels", "dogi")
+    bounds = L.category_bounds(capacity, mu)
+    # censoring: a never-rewritten row is known to be long only if the trace outlives its class bound
+    known = (inv[rows] < NEVER) | (n - rows > {"dogi": bounds[-1]}.get(kind, bounds[-1]))
+    dropped = int((~known).sum())
+    rows = rows[known]
+    if rows.size < 50:
+        raise ValueError(f"only {rows.size} labelled rows after sampling ({dropped} censored); "
+                         "write more (workload.write_volume) or lower data.sample_every")
+    r_inv = inv[rows]
+    if kind == "dogi":
+        y = np.maximum(L.dogi_classes(r_inv, capacity, mu), 1) - 1     # c1..c10 -> 0..9
+        class_names = [f"c{i}" for i in range(1, L.N_CATEGORIES + 1)]
+    elif kind == "quantile":
+        a = int(rows.size * float(cfg.get("train_fraction", 0.7)))
+        edges = L.quantile_edges(r_inv[:a], int(cfg.get("quantile_bins", 10)))  # fit on train only
+        y = L.quantile_classes(r_inv, edges)
+        class_names = [f"q{i}" for i in range(len(edges) + 1)]
+    elif kind == "binary":
+        thr = int(cfg.get("binary_threshold") or bounds[1])
+        y = L.binary_classes(r_inv, thr)
+        class_names = ["short", "long"]
+    else:
+        raise ValueError(f"unknown data.labels {kind!r}; known: dogi, quantile, binary")
+    t0 = time.perf_counter()
+    fcfg = FeatureConfig(capacity_blocks=capacity, window_blocks=cfg.get("window_blocks"))
+    names = list(cfg.get("features") or FEATURES[:6])
+    unknown = [f for f in names if f not in FEATURES]
+    if unknown:
+        raise ValueError(f"unknown feature(s) {unknown}; known: {', '.join(FEATURES)}")
+    cols = [FEATURES.index(f) for f in names]
+    if sequence_history:
+        need = history_rows(prev, rows, int(sequence_history))
+        feats = extract_features(trace, fcfg, rows=need)
+        seq, _ = lba_sequences(feats[:, cols], prev, rows, int(sequence_history), feature_rows=need)
+        all_feats = feats[np.searchsorted(need, rows)]
+        X = seq
+    else:
+        all_feats = extract_features(trace, fcfg, rows=rows)
+        X = all_feats[:, cols]
+    t_feat = time.perf_counter() - t0
+    m = rows.size
+    a = int(m * float(cfg.get("train_fraction", 0.7)))
+    b = int(m * (float(cfg.get("train_fraction", 0.7)) + float(cfg.get("val_fraction", 0.1))))
+    splits = {"train": slice(0, a), "val": slice(a, b), "test": slice(b, m)}
+    info = {"block_writes": int(n), "capacity_blocks": capacity, "mu": mu, "sampled_rows": int(m),
+            "censored_rows": dropped, "annotate_s": t_annot, "features_s": t_feat,
+            "features_blocks_per_s": n / t_feat if t_feat > 0 else None,
+            "n_train": a, "n_val": b - a, "n_test": m - b, "labels": kind}
+    return Dataset(X=X, y=y.astype(np.int64), rows=rows, inv=r_inv, feature_names=names, class_names=class_names,
+                   splits=splits, all_features=all_feats, info=info)
+
+
+def train_and_evaluate(ds: Dataset, model_cfg: dict, seed: int = 0, latency_budget_s: float = 0.5) -> tuple:
+    """Fit the model on the train split (early stopping on val), evaluate on test."""
+    from models import make_model
+    from models.evaluate import classification_metrics, inference_latency
+
+    n_classes = len(ds.class_names)
+    params = dict(model_cfg.get("params") or {})
+    model = make_model(model_cfg["name"], n_classes, len(ds.feature_names), seed=seed, **params)
+    seq = ds.X.ndim == 3
+    if seq != model.sequence:
+        raise ValueError(f"model {model.name} {'needs' if model.sequence else 'does not take'} sequences; "
+                         f"set model.history {'> 0' if model.sequence else 'to null'}")
+    model.scaler.log_columns = [i for i, f in enumerate(ds.feature_names) if f not in NO_LOG]
+    tr, va, te = ds.splits["train"], ds.splits["val"], ds.splits["test"]
+    t0 = time.perf_counter()
+    model.fit(ds.X[tr], ds.y[tr], ds.X[va], ds.y[va])
+    train_s = time.perf_counter() - t0
+    pred = model.predict(ds.X[te])
+    metrics = classification_metrics(ds.y[te], pred, n_classes)
+    lat = inference_latency(model, ds.X[te], (1, 128), budget_s=latency_budget_s)
+    metrics.update({"train_seconds": train_s, "latency_ns_per_block": lat[128],
+                    "latency_ns_per_block_batch1": lat[1], "n_parameters": model.n_parameters(),
+                    "epochs_run": len(model.history)})
+    return model, metrics
+
+
+def run_train(cfg, out_dir: Path) -> dict:
+    """The ``train`` command: build the dataset, fit, evaluate, log everything to MLflow."""
+    import json
+
+    from omegaconf import OmegaConf
+
+    from dogi_ml.report import console, print_train_summary
+    from dogi_ml.tracking import flatten, mlflow_run
+    from dogi_ml.traces.workload import load_workload
+    from features.selection import feature_report, plot_feature_report
+    from models.evaluate import plot_confusion
+
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    sweep_dir = None
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        hc = HydraConfig.get()
+        if hc.mode.name == "MULTIRUN":
+            sweep_dir = Path(hc.sweep.dir)
+    except ValueError:
+        pass
+    wl, model_name = cfg.workload.name, cfg.model.name
+    tags = {"workload": wl, "model": model_name, "command": "train"}
+    with mlflow_run("train", f"{model_name} on {wl}", sweep_dir=sweep_dir, tags=tags) as (mlflow, run):
+        mlflow.log_params({k: (str(v)[:500] if v is not None else "null")
+                           for k, v in flatten(resolved).items() if not k.startswith("hydra")})
+        console.print(f"[bold]train[/bold] {model_name} on {wl} (MLflow run {run.info.run_id[:8]})")
+        trace = load_workload(cfg.workload, cache_dir=cfg.cache_dir)
+        history = cfg.model.get("history")
+        ds = build_dataset(trace, resolved["data"], sequence_history=history, cache_dir=cfg.cache_dir)
+        console.print(f"  {ds.info['block_writes']:,} block writes, {ds.info['sampled_rows']:,} sampled rows "
+                      f"({ds.info['n_train']:,} train / {ds.info['n_val']:,} val / {ds.info['n_test']:,} test), "
+                      f"features at {ds.info['features_blocks_per_s'] / 1e6:.1f} M blocks/s")
+        model, metrics = train_and_evaluate(ds, resolved["model"], seed=int(cfg.seed),
+                                            latency_budget_s=float(cfg.latency_budget_s))
+        out_dir.mkdir(parents=True, exist_ok=True)
+        model_path = model.save(out_dir / "model.pkl")
+        cm_path = plot_confusion(metrics["confusion_matrix"], ds.class_names, out_dir / "confusion_matrix.png",
+                                 title=f"{model_name} on {wl}: accuracy {metrics['accuracy']:.3f}")
+        tr = ds.splits["train"]
+        report = feature_report(ds.all_features[tr], ds.y[tr], seed=int(cfg.seed))
+        report_path = out_dir / "feature_report.json"
+        report_path.write_text(json.dumps(report, indent=2))
+        plot_path = plot_feature_report(report, out_dir / "feature_report.png", title=f"feature relevance ({wl})")
+        summary = {"workload": wl, "model": model_name, **{k: v for k, v in metrics.items()
+                                                           if not isinstance(v, (dict, list))},
+                   "dataset": ds.info, "per_class_accuracy": metrics["per_class_accuracy"],
+                   "confusion_matrix": metrics["confusion_matrix"], "class_names": ds.class_names,
+                   "history": model.history, "mlflow_run_id": run.info.run_id}
+        metrics_path = out_dir / "metrics.json"
+        metrics_path.write_text(json.dumps(summary, indent=2, default=float))
+        (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+        scalar = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and v is not None}
+        scalar.update({f"data_{k}": float(v) for k, v in ds.info.items() if isinstance(v, (int, float)) and v is not None})
+        scalar.update({f"acc_{ds.class_names[c]}": v for c, v in metrics["per_class_accuracy"].items() if v is not None})
+        mlflow.log_metrics(scalar)
+        for rec in model.history:
+            for k in ("train_loss", "val_loss"):
+                if k in rec:
+                    mlflow.log_metric(k, rec[k], step=rec["epoch"])
+        for path, sub in ((model_path, "model"), (model_path.with_suffix(".json"), "model"), (cm_path, None),
+                          (report_path, None), (plot_path, None), (metrics_path, None), (out_dir / "config.yaml", None)):
+            mlflow.log_artifact(str(path), artifact_path=sub)
+        print_train_summary(summary)
+        console.print(f"metrics: {metrics_path}")
+    return summary

@@ -1,0 +1,1 @@
+"""Online causal features of block writes, labels from the annotation, feature selection."""

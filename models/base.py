@@ -1,0 +1,141 @@
+"""The model interface and registry.
+
+A model maps a feature matrix ``X`` (rows = block writes, columns = features, integers) to a
+class. Inputs are transformed the same way for every model (:class:`InputScaler`): count- and
+time-like features through ``log2(1 + x)``, then standardised with the training set's mean and
+deviation (as the DOGI authors' code does), so models see comparable scales. Sequence models
+take ``[n, history, features]`` arrays.
+"""
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import numpy as np
+
+MODELS: dict[str, type] = {}
+
+
+def register_model(cls):
+    MODELS[cls.name] = cls
+    return cls
+
+
+def model_names() -> list[str]:
+    _load_all()
+    return sorted(MODELS)
+
+
+def _load_all() -> None:
+    from . import torch_models, tree_models  # noqa: F401  (registration side effects)
+
+
+def make_model(name: str, n_classes: int, n_features: int, seed: int = 0, **params) -> "LifetimeModel":
+    """Instantiate a registered model; unknown names and parameters are errors that list options."""
+    _load_all()
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; known: {', '.join(sorted(MODELS))} (model=NAME)")
+    cls = MODELS[name]
+    unknown = set(params) - set(cls.defaults)
+    if unknown:
+        raise ValueError(f"model {name}: unknown parameter(s) {sorted(unknown)}; accepted: {sorted(cls.defaults)}")
+    return cls(n_classes=n_classes, n_features=n_features, seed=seed, **{**cls.defaults, **params})
+
+
+class InputScaler:
+    """log2(1 + x) on non-negative heavy-tailed columns, then standardisation (fit on train)."""
+
+    def __init__(self, log_columns: list[int] | None = None):
+        self.log_columns = log_columns
+        self.mean = None
+        self.std = None
+
+    def _log(self, X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, np.float64).copy()
+        cols = self.log_columns if self.log_columns is not None else range(X.shape[-1])
+        for c in cols:
+            X[..., c] = np.sign(X[..., c]) * np.log2(1.0 + np.abs(X[..., c]))
+        return X
+
+    def fit(self, X: np.ndarray) -> "InputScaler":
+        Z = self._log(X).reshape(-1, X.shape[-1])
+        self.mean = Z.mean(axis=0)
+        self.std = Z.std(axis=0)
+        self.std[self.std == 0] = 1.0
+        return self
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        return ((self._log(X) - self.mean) / self.std).astype(np.float32)
+
+    def to_dict(self) -> dict:
+        return {"log_columns": None if self.log_columns is None else list(self.log_columns),
+                "mean": self.mean.tolist(), "std": self.std.tolist()}
+
+
+class LifetimeModel:
+    """Base class. Subclasses set ``name``, ``defaults`` and implement ``_fit``/``_proba``."""
+
+    name = "base"
+    defaults: dict = {}
+    sequence = False  # True: inputs are [n, history, features]
+
+    def __init__(self, n_classes: int, n_features: int, seed: int = 0, **params):
+        self.n_classes = int(n_classes)
+        self.n_features = int(n_features)
+        self.seed = int(seed)
+        self.params = params
+        self.scaler = InputScaler()
+        self.history: list[dict] = []
+
+    def fit(self, X, y, X_val=None, y_val=None) -> "LifetimeModel":
+        self._check(X)
+        self.scaler.fit(X)
+        Xv = None if X_val is None else self.scaler.transform(X_val)
+        self._fit(self.scaler.transform(X), np.asarray(y, np.int64), Xv,
+                  None if y_val is None else np.asarray(y_val, np.int64))
+        return self
+
+    def predict_proba(self, X) -> np.ndarray:
+        self._check(X)
+        return self._proba(self.scaler.transform(X))
+
+    def predict(self, X) -> np.ndarray:
+        return self.predict_proba(X).argmax(axis=1)
+
+    def _check(self, X) -> None:
+        X = np.asarray(X)
+        want = 3 if self.sequence else 2
+        if X.ndim != want or X.shape[-1] != self.n_features:
+            raise ValueError(f"model {self.name}: expected {'[n, history, ' if self.sequence else '[n, '}"
+                             f"{self.n_features}] features, got shape {X.shape}")
+
+    def n_parameters(self) -> int:
+        return 0
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as fh:
+            pickle.dump(self, fh)
+        path.with_suffix(".json").write_text(json.dumps(
+            {"model": self.name, "n_classes": self.n_classes, "n_features": self.n_features,
+             "params": self.params, "scaler": self.scaler.to_dict()}, indent=2, default=str))
+        return path
+
+    @staticmethod
+    def load(path: str | Path) -> "LifetimeModel":
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"model file not found: {path}")
+        with open(path, "rb") as fh:
+            model = pickle.load(fh)
+        if not isinstance(model, LifetimeModel):
+            raise ValueError(f"{path} does not hold a dogi_ml lifetime model")
+        return model
+
+    def _fit(self, X, y, X_val, y_val):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _proba(self, X):  # pragma: no cover - abstract
+        raise NotImplementedError

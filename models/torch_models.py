@@ -1,0 +1,230 @@
+"""Neural lifetime models in PyTorch: MLP (DOGI), DeepFM, GRU (PHFTL/Shiro), TCN (ML-DT).
+
+Training: Adam, cross-entropy, mini-batches in time order shuffled within the training split
+only (never across splits), early stopping on validation loss, deterministic given a seed
+(one thread, deterministic algorithms).
+"""
+from __future__ import annotations
+
+import copy
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+from .base import LifetimeModel, register_model
+
+
+def _seed_everything(seed: int) -> None:
+    torch.manual_seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.use_deterministic_algorithms(True)
+
+
+class _TorchModel(LifetimeModel):
+    defaults = {"lr": 3e-4, "weight_decay": 1e-5, "batch_size": 128, "epochs": 15, "patience": 3,
+                "threads": 1}
+
+    def build(self) -> nn.Module:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def n_parameters(self) -> int:
+        return sum(p.numel() for p in self.net.parameters()) if hasattr(self, "net") else 0
+
+    def _fit(self, X, y, X_val, y_val):
+        p = self.params
+        torch.set_num_threads(int(p["threads"]))
+        _seed_everything(self.seed)
+        self.net = self.build()
+        opt = torch.optim.Adam(self.net.parameters(), lr=p["lr"], weight_decay=p["weight_decay"], fused=True)
+        loss_fn = nn.CrossEntropyLoss()
+        Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
+        gen = torch.Generator().manual_seed(self.seed)
+        best, best_state, bad = float("inf"), None, 0
+        bs = int(p["batch_size"])
+        for epoch in range(int(p["epochs"])):
+            t0 = time.perf_counter()
+            self.net.train()
+            order = torch.randperm(len(Xt), generator=gen)
+            total = 0.0
+            for i in range(0, len(Xt), bs):
+                idx = order[i:i + bs]
+                opt.zero_grad()
+                loss = loss_fn(self.net(Xt[idx]), yt[idx])
+                loss.backward()
+                opt.step()
+                total += float(loss.detach()) * len(idx)
+            record = {"epoch": epoch, "train_loss": total / len(Xt), "seconds": time.perf_counter() - t0}
+            if X_val is not None and len(X_val):
+                val = self._loss(X_val, y_val, loss_fn)
+                record["val_loss"] = val
+                if val < best - 1e-4:
+                    best, best_state, bad = val, copy.deepcopy(self.net.state_dict()), 0
+                else:
+                    bad += 1
+            self.history.append(record)
+            if X_val is not None and bad >= int(p["patience"]):
+                break
+        if best_state is not None:
+            self.net.load_state_dict(best_state)
+        self.net.eval()
+
+    def _loss(self, X, y, loss_fn) -> float:
+        self.net.eval()
+        with torch.no_grad():
+            return float(loss_fn(self._logits(X), torch.from_numpy(y)))
+
+    def _logits(self, X) -> torch.Tensor:
+        out = []
+        with torch.no_grad():
+            for i in range(0, len(X), 8192):
+                out.append(self.net(torch.from_numpy(np.ascontiguousarray(X[i:i + 8192]))))
+        return torch.cat(out) if out else torch.empty(0, self.n_classes)
+
+    def _proba(self, X):
+        return torch.softmax(self._logits(X), dim=1).numpy()
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        if "net" in state:
+            state["net_state"] = {k: v.cpu() for k, v in state.pop("net").state_dict().items()}
+        return state
+
+    def __setstate__(self, state):
+        net_state = state.pop("net_state", None)
+        self.__dict__.update(state)
+        if net_state is not None:
+            self.net = self.build()
+            self.net.load_state_dict(net_state)
+            self.net.eval()
+
+
+@register_model
+class MLP(_TorchModel):
+    """DOGI's model: inputs -> 32 -> 32 -> classes, ReLU, dropout 0.4 (about 1.6K parameters
+    with 6 inputs and 10 classes)."""
+
+    name = "mlp"
+    defaults = {**_TorchModel.defaults, "hidden": [32, 32], "dropout": 0.4}
+
+    def build(self):
+        layers, width = [], self.n_features
+        for h in self.params["hidden"]:
+            layers += [nn.Linear(width, h), nn.ReLU(), nn.Dropout(self.params["dropout"])]
+            width = h
+        layers.append(nn.Linear(width, self.n_classes))
+        return nn.Sequential(*layers)
+
+
+class _DeepFMNet(nn.Module):
+    def __init__(self, n_features, n_classes, k, hidden, dropout):
+        super().__init__()
+        # dense features: each feature i has an embedding vector v_i scaled by its value
+        self.v = nn.Parameter(torch.randn(n_features, k) * 0.01)
+        self.linear = nn.Linear(n_features, n_classes)
+        layers, width = [], n_features * k
+        for h in hidden:
+            layers += [nn.Linear(width, h), nn.ReLU(), nn.Dropout(dropout)]
+            width = h
+        layers.append(nn.Linear(width, n_classes))
+        self.deep = nn.Sequential(*layers)
+        self.fm_out = nn.Linear(1, n_classes)
+
+    def forward(self, x):
+        e = x.unsqueeze(-1) * self.v                       # [n, F, k]
+        fm = 0.5 * (e.sum(1).pow(2) - e.pow(2).sum(1)).sum(1, keepdim=True)  # pairwise interactions
+        return self.linear(x) + self.fm_out(fm) + self.deep(e.flatten(1))
+
+
+@register_model
+class DeepFM(_TorchModel):
+    """DeepFM (Guo et al.) on dense features: linear + factorisation-machine interactions +
+    an MLP over the feature embeddings."""
+
+    name = "deepfm"
+    defaults = {**_TorchModel.defaults, "embedding": 8, "hidden": [64, 32], "dropout": 0.2}
+
+    def build(self):
+        p = self.params
+        return _DeepFMNet(self.n_features, self.n_classes, int(p["embedding"]), p["hidden"], p["dropout"])
+
+
+class _GRUNet(nn.Module):
+    def __init__(self, n_features, n_classes, hidden):
+        super().__init__()
+        self.gru = nn.GRU(n_features, hidden, num_layers=1, batch_first=True)
+        self.head = nn.Linear(hidden, n_classes)
+
+    def forward(self, x, h0=None):
+        out, h = self.gru(x, h0)
+        return self.head(out[:, -1])
+
+    def step(self, x, h):
+        """One step: features of the newest write, the LBA's hidden state -> logits, new state."""
+        out, h = self.gru(x.unsqueeze(1), h)
+        return self.head(out[:, -1]), h
+
+
+@register_model
+class GRU(_TorchModel):
+    """One GRU layer, hidden 32 (PHFTL/Shiro), over an LBA's recent feature history. Inference
+    can keep each LBA's hidden state so a prediction is one step (:meth:`step`)."""
+
+    name = "gru"
+    sequence = True
+    defaults = {**_TorchModel.defaults, "hidden": 32, "lr": 1e-3}
+
+    def build(self):
+        return _GRUNet(self.n_features, self.n_classes, int(self.params["hidden"]))
+
+    def step(self, x_scaled: np.ndarray, h: torch.Tensor | None):
+        with torch.no_grad():
+            logits, h = self.net.step(torch.from_numpy(x_scaled), h)
+        return logits.numpy(), h
+
+
+class _Chomp(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.n = n
+
+    def forward(self, x):
+        return x[:, :, :-self.n] if self.n else x
+
+
+class _TCNNet(nn.Module):
+    def __init__(self, n_features, n_classes, channels, kernel, dropout):
+        super().__init__()
+        blocks, width = [], n_features
+        for i, ch in enumerate(channels):
+            d = 2 ** i
+            pad = (kernel - 1) * d
+            blocks.append(nn.Sequential(
+                nn.Conv1d(width, ch, kernel, padding=pad, dilation=d), _Chomp(pad), nn.ReLU(), nn.Dropout(dropout),
+                nn.Conv1d(ch, ch, kernel, padding=pad, dilation=d), _Chomp(pad), nn.ReLU(), nn.Dropout(dropout)))
+            width = ch
+        self.blocks = nn.ModuleList(blocks)
+        self.skips = nn.ModuleList(nn.Conv1d(w, c, 1) if w != c else nn.Identity()
+                                   for w, c in zip([n_features] + list(channels[:-1]), channels))
+        self.head = nn.Linear(width, n_classes)
+
+    def forward(self, x):
+        h = x.transpose(1, 2)                     # [n, F, T]
+        for block, skip in zip(self.blocks, self.skips):
+            h = torch.relu(block(h) + skip(h))    # residual, causal (chomped) convolutions
+        return self.head(h[:, :, -1])
+
+
+@register_model
+class TCN(_TorchModel):
+    """Temporal convolutional network (as ML-DT): residual blocks of dilated causal 1-D
+    convolutions over an LBA's feature history; deeper and larger than the GRU."""
+
+    name = "tcn"
+    sequence = True
+    defaults = {**_TorchModel.defaults, "channels": [64, 64, 64], "kernel": 3, "dropout": 0.1, "lr": 1e-3}
+
+    def build(self):
+        p = self.params
+        return _TCNNet(self.n_features, self.n_classes, list(p["channels"]), int(p["kernel"]), float(p["dropout"]))
