@@ -85,7 +85,7 @@ def dogi_sample(latest_inv: np.ndarray, inv: np.ndarray, capacity: int, *, mu: i
     if rows.size == 0 and n:
         raise ValueError(f"no non-hot writes to sample after {start} blocks (trace has {n}); the trace is "
                          "shorter than 2x its capacity or every write is hot: write more (workload.write_volume) "
-                         "or set labels.sample_start")
+                         "or set data.sample_start")
     return rows
 
 

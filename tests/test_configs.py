@@ -20,10 +20,27 @@ def compose_cfg(command, overrides):
 
 
 def test_every_command_config_composes():
-    for command in ("simulate", "ingest", "stats", "print", "bench"):
+    for command in ("train", "simulate", "ingest", "stats", "print", "bench"):
         cfg = compose_cfg(command, [])
         assert cfg is not None
     assert "workload" not in compose_cfg("simulate", [])  # chosen with +workload=NAME
+    assert "workload" not in compose_cfg("train", [])
+
+
+@pytest.mark.parametrize("model", available("model"))
+def test_every_model_config_instantiates(model):
+    from models import make_model
+    cfg = compose_cfg("train", [f"model={model}"])
+    m = make_model(cfg.model.name, 10, len(cfg.data.features), **OmegaConf.to_container(cfg.model.params))
+    assert m.name == model
+    assert (cfg.model.history is not None) == m.sequence
+
+
+@pytest.mark.parametrize("launcher", ["joblib", "slurm", "slurm_local"])
+def test_launcher_configs_compose(launcher):
+    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
+        cfg = compose(config_name="train", overrides=[f"hydra/launcher={launcher}"], return_hydra_config=True)
+    assert "launcher" in cfg.hydra
 
 
 @pytest.mark.parametrize("policy", available("policy"))

@@ -1,0 +1,62 @@
+"""Model zoo: every registered model learns a learnable workload; determinism; bad input."""
+import numpy as np
+import pytest
+
+from dogi_ml.pipeline.train import build_dataset, train_and_evaluate
+from dogi_ml.traces.generators import generate
+from models import LifetimeModel, make_model, model_names
+
+FAST = {"mlp": {"epochs": 8}, "deepfm": {"epochs": 6}, "gru": {"epochs": 4}, "tcn": {"epochs": 3, "channels": [16, 16]},
+        "lightgbm": {"n_estimators": 60}, "random_forest": {"n_estimators": 20}, "logistic": {}}
+HISTORY = {"gru": 4, "tcn": 4}
+
+
+@pytest.fixture(scope="module")
+def hotcold_trace():
+    # two populations with very different lifetimes: the class is learnable from the features
+    return generate("hotcold", capacity_blocks=8192, n_writes=16 * 8192, seed=3, hot_traffic=0.7, hot_fraction=0.05)
+
+
+DATA = {"labels": "binary", "features": ["lba", "prev_lba", "freq", "chunk_freq", "recency_freq", "latest_inv"],
+        "sample_every": 3, "max_samples": 20000, "mu": 10, "binary_threshold": 2000}
+
+
+def test_every_model_is_covered():
+    assert set(model_names()) == set(FAST)
+
+
+@pytest.mark.parametrize("name", sorted(FAST))
+def test_model_beats_majority_baseline(name, hotcold_trace):
+    ds = build_dataset(hotcold_trace, DATA, sequence_history=HISTORY.get(name))
+    model, m = train_and_evaluate(ds, {"name": name, "params": FAST[name]}, seed=0, latency_budget_s=0.02)
+    assert m["accuracy"] > m["majority_baseline"] + 0.05, (name, m["accuracy"], m["majority_baseline"])
+    assert m["latency_ns_per_block"] > 0 and m["latency_ns_per_block_batch1"] > 0
+
+
+@pytest.mark.parametrize("name", ["mlp", "lightgbm"])
+def test_training_is_deterministic(name, hotcold_trace, tmp_path):
+    ds = build_dataset(hotcold_trace, DATA)
+    a, _ = train_and_evaluate(ds, {"name": name, "params": FAST[name]}, seed=1, latency_budget_s=0.01)
+    b, _ = train_and_evaluate(ds, {"name": name, "params": FAST[name]}, seed=1, latency_budget_s=0.01)
+    test = ds.X[ds.splits["test"]]
+    np.testing.assert_array_equal(a.predict_proba(test), b.predict_proba(test))
+    path = a.save(tmp_path / "m.pkl")
+    np.testing.assert_array_equal(LifetimeModel.load(path).predict_proba(test), a.predict_proba(test))
+
+
+def test_mlp_matches_dogi_size():
+    m = make_model("mlp", 10, 6)
+    m.fit(np.random.default_rng(0).normal(size=(300, 6)), np.arange(300) % 10)
+    assert m.n_parameters() == 6 * 32 + 32 + 32 * 32 + 32 + 32 * 10 + 10  # 1,610
+
+
+def test_bad_model_input():
+    with pytest.raises(ValueError, match="unknown model 'nope'; known: .*mlp"):
+        make_model("nope", 10, 6)
+    with pytest.raises(ValueError, match="unknown parameter"):
+        make_model("mlp", 10, 6, hiden=[3])
+    m = make_model("logistic", 2, 6)
+    with pytest.raises(ValueError, match=r"expected \[n, 6\] features, got shape \(5, 4\)"):
+        m.fit(np.zeros((5, 4)), np.zeros(5))
+    with pytest.raises(FileNotFoundError):
+        LifetimeModel.load("/nonexistent/model.pkl")
