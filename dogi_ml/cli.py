@@ -21,6 +21,7 @@ COMMANDS = {
     "stats": "show a binary trace's header and statistics: path=FILE.dtr",
     "print": "print a binary trace's requests as text: path=FILE.dtr [head=N]",
     "bench": "measure simulator and annotation throughput",
+    "stage": "one DVC pipeline stage: stage NAME [params=params.yaml] [out=data/dvc] (see dvc.yaml)",
 }
 
 
@@ -163,6 +164,23 @@ def _bench(cfg: DictConfig):
 _BODIES = {"train": _train, "simulate": _simulate, "ingest": _ingest, "stats": _stats, "print": _print, "bench": _bench}
 
 
+def _stage(args: list[str]) -> None:
+    """DVC stages take plain ``key=value`` arguments and read params.yaml (what DVC tracks)."""
+    from dogi_ml.pipeline.stages import STAGES, run_stage
+    if not args or "=" in args[0]:
+        _fail(f"usage: python -m dogi_ml stage NAME [params=params.yaml] [out=data/dvc]; NAME one of {', '.join(STAGES)}")
+    opts = {}
+    for a in args[1:]:
+        key, sep, value = a.partition("=")
+        if not sep or key not in ("params", "out"):
+            _fail(f"stage: unexpected argument {a!r}; use params=FILE and out=DIR")
+        opts[key] = value
+    try:
+        run_stage(args[0], **opts)
+    except (ValueError, FileNotFoundError) as exc:
+        _fail(str(exc))
+
+
 def usage() -> str:
     lines = ["usage: python -m dogi_ml <command> [hydra overrides]", "", "commands:"]
     lines += [f"  {name:<9} {text}" for name, text in COMMANDS.items()]
@@ -178,6 +196,9 @@ def main(argv: list[str] | None = None) -> None:
         print(usage())
         return
     command, rest = argv[0], argv[1:]
+    if command == "stage":
+        _stage(rest)
+        return
     if command not in _BODIES:
         _fail(f"unknown command {command!r}; known: {', '.join(COMMANDS)}")
     body = _BODIES[command]
