@@ -98,20 +98,20 @@ GOLDEN_ZIPF = {
 
 # Every scheme on the generated workloads (seed 0, capacity 8192, 8x written), greedy victims.
 GOLDEN_GENERATED = {
-    ("ycsb_a", "nosep"): 297587,  # WAF 5.5408
-    ("ycsb_a", "sepgc"): 176383,  # WAF 3.6914
-    ("ycsb_a", "sepbit"): 177115,  # WAF 3.7026
-    ("ycsb_a", "mida"): 194863,  # WAF 3.9734
-    ("ycsb_a", "dac"): 196396,  # WAF 3.9968
-    ("ycsb_a", "warcip"): 184441,  # WAF 3.8143
-    ("ycsb_a", "fk"): 178380,  # WAF 3.7219
-    ("varmail", "nosep"): 93360,  # WAF 2.4246
-    ("varmail", "sepgc"): 58152,  # WAF 1.8873
-    ("varmail", "sepbit"): 65501,  # WAF 1.9995
-    ("varmail", "mida"): 69934,  # WAF 2.0671
-    ("varmail", "dac"): 69845,  # WAF 2.0658
-    ("varmail", "warcip"): 72370,  # WAF 2.1043
-    ("varmail", "fk"): 71907,  # WAF 2.0972
+    ("ycsb_a", "nosep"): 358524,  # WAF 6.4706
+    ("ycsb_a", "sepgc"): 204987,  # WAF 4.1279
+    ("ycsb_a", "sepbit"): 186910,  # WAF 3.8520
+    ("ycsb_a", "mida"): 215592,  # WAF 4.2897
+    ("ycsb_a", "dac"): 200570,  # WAF 4.0605
+    ("ycsb_a", "warcip"): 204544,  # WAF 4.1211
+    ("ycsb_a", "fk"): 186847,  # WAF 3.8511
+    ("varmail", "nosep"): 50792,  # WAF 1.7750
+    ("varmail", "sepgc"): 26023,  # WAF 1.3971
+    ("varmail", "sepbit"): 22632,  # WAF 1.3453
+    ("varmail", "mida"): 31796,  # WAF 1.4852
+    ("varmail", "dac"): 24265,  # WAF 1.3703
+    ("varmail", "warcip"): 27314,  # WAF 1.4168
+    ("varmail", "fk"): 24457,  # WAF 1.3732
 }
 
 
