@@ -58,6 +58,41 @@ def bench_annotation(writes: np.ndarray, repeats: int = 3) -> dict:
     return {"blocks": int(writes.size), "elapsed_s": best, "blocks_per_second": writes.size / best}
 
 
+def bench_features(writes: np.ndarray, capacity: int, every: int = 10) -> dict:
+    """DOGI feature extraction over the whole stream (state updated for every block write,
+    rows kept for one in ``every``, as training samples them)."""
+    from dogi_ml.traces.trace import OP_WRITE, Trace
+    from features.extract import FeatureConfig, extract_features
+    n = writes.size
+    trace = Trace(np.arange(n, dtype=np.int64), writes, np.ones(n, np.int32), np.full(n, OP_WRITE, np.uint8),
+                  np.zeros(n, np.int32))
+    cfg = FeatureConfig(capacity_blocks=capacity)
+    rows = np.arange(0, n, every, dtype=np.int64)
+    extract_features(trace, cfg, rows=rows[:10])  # compile outside the timing
+    t0 = time.perf_counter()
+    extract_features(trace, cfg, rows=rows)
+    el = time.perf_counter() - t0
+    return {"blocks": int(n), "elapsed_s": el, "blocks_per_second": n / el}
+
+
+def bench_mlp_training(n: int = 300_000, epochs: int = 10, seed: int = 0) -> dict:
+    """The DOGI MLP (6 -> 32 -> 32 -> 10, batch 128, Adam) on ``n`` samples for ``epochs``."""
+    from models import make_model
+    rng = np.random.Generator(np.random.PCG64(seed))
+    X = rng.normal(size=(n, 6))
+    y = np.clip((X[:, 0] * 2 + X[:, 1] + rng.normal(scale=0.5, size=n)).round() + 5, 0, 9).astype(np.int64)
+    model = make_model("mlp", 10, 6, seed=seed, epochs=epochs, patience=epochs)
+    model.scaler.log_columns = []
+    small = make_model("mlp", 10, 6, seed=seed, epochs=1)
+    small.scaler.log_columns = []
+    small.fit(X[:1000], y[:1000])  # compile outside the timing
+    t0 = time.perf_counter()
+    model.fit(X, y)
+    el = time.perf_counter() - t0
+    return {"samples": n, "epochs": epochs, "elapsed_s": el, "parameters": model.n_parameters(),
+            "train_accuracy": float((model.predict(X[:20000]) == y[:20000]).mean())}
+
+
 def bench_paper_scale(pcfg, theta: float, op_ratio: float, seed: int) -> dict:
     """Stream a paper-scale Zipf trace through the simulator chunk by chunk (bounded memory)."""
     proc = psutil.Process()
@@ -112,10 +147,19 @@ def run_bench(cfg, out_dir: Path) -> dict:
     console.print(table)
     console.print(f"annotation: {ann['blocks_per_second'] / 1e6:.1f} M blocks/s "
                   f"({ann['blocks_per_second'] / target_ann:.2f}x the {target_ann / 1e6:.0f} M target)")
+    feats = bench_features(writes, int(cfg.capacity_blocks))
+    target_feat = float(cfg.targets.feature_blocks_per_second)
+    console.print(f"features: {feats['blocks_per_second'] / 1e6:.1f} M block writes/s "
+                  f"({feats['blocks_per_second'] / target_feat:.2f}x the {target_feat / 1e6:.0f} M target)")
+    mlp = bench_mlp_training()
+    target_mlp = float(cfg.targets.mlp_training_seconds)
+    console.print(f"MLP training: {mlp['samples']:,} samples x {mlp['epochs']} epochs in {mlp['elapsed_s']:.1f} s "
+                  f"(target <= {target_mlp:.0f} s; {mlp['parameters']:,} parameters)")
     result = {"config": {k: cfg[k] for k in ("capacity_blocks", "n_writes", "theta", "segment_blocks",
                                               "op_ratio", "seed")},
-              "cpu": pin, "simulator": rows, "annotation": ann,
-              "targets": {"appends_per_second": target_aps, "annotation_blocks_per_second": target_ann}}
+              "cpu": pin, "simulator": rows, "annotation": ann, "features": feats, "mlp_training": mlp,
+              "targets": {"appends_per_second": target_aps, "annotation_blocks_per_second": target_ann,
+                          "feature_blocks_per_second": target_feat, "mlp_training_seconds": target_mlp}}
     if cfg.paper_scale.enabled:
         ps = bench_paper_scale(cfg.paper_scale, float(cfg.theta), float(cfg.op_ratio), int(cfg.seed))
         result["paper_scale"] = ps
