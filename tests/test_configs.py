@@ -80,5 +80,17 @@ def test_file_workload_requires_path():
 
 @pytest.mark.parametrize("experiment", available("experiment"))
 def test_every_experiment_composes(experiment):
-    cfg = compose_cfg("simulate", ["+workload=zipf", f"+experiment={experiment}"])
-    SimConfig.from_mapping(OmegaConf.to_container(cfg.sim))
+    """An experiment preset composes under the command it is written for (its first line says)."""
+    first = (Path(CONF_DIR) / "experiment" / f"{experiment}.yaml").read_text()
+    command = "train" if "dogi_ml train" in first else "simulate"
+    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
+        cfg = compose(config_name=command, overrides=["+workload=zipf", f"+experiment={experiment}"],
+                      return_hydra_config=True)
+    if command == "simulate":
+        SimConfig.from_mapping(OmegaConf.to_container(cfg.sim))
+    else:
+        sweep = cfg.hydra.sweeper.params
+        for model in sweep.model.split(","):
+            assert model in available("model")
+        for wl in sweep["+workload"].split(","):
+            assert wl in available("workload")
