@@ -5,7 +5,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test test-fast bench lint clean
+.PHONY: install run compare test test-fast bench lint clean
 
 install: $(STAMP)
 
@@ -16,8 +16,12 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[test]"
 	@touch $@
 
-# The main job.
+# The main job: learn block lifetimes on YCSB-A, tracked in MLflow (./mlruns.db).
 run: install
+	$(BIN)/python -m dogi_ml train +workload=ycsb_a
+
+# The placement schemes compared on the same workload.
+compare: install
 	$(BIN)/python -m dogi_ml simulate -m +workload=ycsb_a policy=nosep,sepgc,sepbit,mida,dac,warcip,fk
 
 test: install
@@ -33,4 +37,4 @@ lint: install
 	$(BIN)/lint-imports
 
 clean:
-	rm -rf $(VENV) outputs multirun .cache
+	rm -rf $(VENV) outputs multirun .cache mlruns.db mlartifacts
