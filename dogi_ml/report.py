@@ -71,6 +71,17 @@ def print_train_summary(s: dict) -> None:
     console.print(pc)
 
 
+def print_feature_report(rows: list[dict], selected: list[str]) -> None:
+    """DOGI Table 3's shape: each candidate feature's |Pearson r| and mutual information."""
+    t = Table(title="feature relevance (training rows; * = model input)")
+    for col in ("feature", "description", "PCC", "MI"):
+        t.add_column(col, justify="right" if col in ("PCC", "MI") else "left")
+    for r in rows:
+        mark = "*" if r["feature"] in selected else " "
+        t.add_row(f"{mark}{r['feature']}", r["description"], f"{r['pcc']:.3f}", f"{r['mi']:.3f}")
+    console.print(t)
+
+
 def print_stats(stats: dict, title: str = "trace") -> None:
     t = Table(title=title, show_header=False)
     t.add_column(style="bold")

@@ -93,3 +93,18 @@ def test_mlp_torch_backend_also_learns(hotcold_trace):
     _, m = train_and_evaluate(ds, {"name": "mlp", "params": {"epochs": 4, "backend": "torch"}}, seed=0,
                               latency_budget_s=0.01)
     assert m["accuracy"] > m["majority_baseline"] + 0.05
+
+
+def test_gru_one_step_inference_keeps_the_lba_state(hotcold_trace):
+    """Feeding an LBA's writes one step at a time with the kept hidden state gives the same
+    logits as the sequence forward pass (what a deployed GRU does per block)."""
+    import torch
+    ds = build_dataset(hotcold_trace, DATA, sequence_history=4)
+    model, _ = train_and_evaluate(ds, {"name": "gru", "params": {"epochs": 1}}, seed=0, latency_budget_s=0.01)
+    X = model.scaler.transform(ds.X[:256])
+    with torch.no_grad():
+        full = model.net(torch.from_numpy(X)).numpy()
+    h = None
+    for t in range(X.shape[1]):
+        logits, h = model.step(np.ascontiguousarray(X[:, t]), h)
+    np.testing.assert_allclose(logits, full, rtol=1e-5, atol=1e-5)

@@ -141,7 +141,7 @@ def run_train(cfg, out_dir: Path) -> dict:
 
     from omegaconf import OmegaConf
 
-    from dogi_ml.report import console, print_train_summary
+    from dogi_ml.report import console, print_feature_report, print_train_summary
     from dogi_ml.tracking import flatten, mlflow_run
     from dogi_ml.traces.workload import load_workload
     from features.selection import feature_report, plot_feature_report
@@ -198,6 +198,7 @@ def run_train(cfg, out_dir: Path) -> dict:
         for path, sub in ((model_path, "model"), (model_path.with_suffix(".json"), "model"), (cm_path, None),
                           (report_path, None), (plot_path, None), (metrics_path, None), (out_dir / "config.yaml", None)):
             mlflow.log_artifact(str(path), artifact_path=sub)
+        print_feature_report(report, ds.feature_names)
         print_train_summary(summary)
         console.print(f"metrics: {metrics_path}")
     return summary
