@@ -52,10 +52,11 @@ class InputScaler:
         self.std = None
 
     def _log(self, X: np.ndarray) -> np.ndarray:
-        X = np.asarray(X, np.float64).copy()
-        cols = self.log_columns if self.log_columns is not None else range(X.shape[-1])
-        for c in cols:
-            X[..., c] = np.sign(X[..., c]) * np.log2(1.0 + np.abs(X[..., c]))
+        X = np.array(X, np.float64)
+        cols = list(range(X.shape[-1])) if self.log_columns is None else list(self.log_columns)
+        if cols:
+            v = X[..., cols]
+            X[..., cols] = np.sign(v) * np.log2(1.0 + np.abs(v))
         return X
 
     def fit(self, X: np.ndarray) -> "InputScaler":
