@@ -34,7 +34,11 @@ class LightGBM(_SklearnLike):
         self.est.fit(X, y, **kw)
 
     def n_parameters(self) -> int:
-        return int(self.est.booster_.num_trees()) if hasattr(self, "est") else 0
+        """Split thresholds plus leaf values over all trees."""
+        if not hasattr(self, "est"):
+            return 0
+        trees = self.est.booster_.dump_model()["tree_info"]
+        return int(sum(2 * t["num_leaves"] - 1 for t in trees))
 
 
 @register_model
@@ -49,6 +53,10 @@ class RandomForest(_SklearnLike):
                                           min_samples_leaf=p["min_samples_leaf"], random_state=self.seed,
                                           n_jobs=p["threads"])
         self.est.fit(X, y)
+
+    def n_parameters(self) -> int:
+        """Nodes over all trees (a split threshold or a leaf distribution each)."""
+        return int(sum(e.tree_.node_count for e in self.est.estimators_)) if hasattr(self, "est") else 0
 
 
 @register_model
