@@ -62,6 +62,23 @@ def inference_latency(model, X: np.ndarray, batch_sizes=(1, 128), budget_s: floa
     """Nanoseconds per block of ``model.predict`` at each batch size, on the calling thread(s)
     (the train command runs with one thread). Repeats until ``budget_s`` per batch size."""
     out = {}
+    # one core, as the targets are stated (threads of BLAS/LightGBM would otherwise spread)
+    try:
+        import os
+        saved = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {min(saved)})
+    except (AttributeError, OSError):
+        saved = None
+    try:
+        out = _measure(model, X, batch_sizes, budget_s)
+    finally:
+        if saved is not None:
+            os.sched_setaffinity(0, saved)
+    return out
+
+
+def _measure(model, X, batch_sizes, budget_s) -> dict:
+    out = {}
     for bs in batch_sizes:
         batch = np.ascontiguousarray(X[:bs]) if len(X) >= bs else np.resize(X, (bs,) + X.shape[1:])
         model.predict(batch)  # warm-up
