@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from dogi_ml.policies import make_policy, policy_names
-from dogi_ml.sim import (InvariantError, SimConfig, SimulationError, Simulator, VICTIMS,
+from dogi_ml.sim import (GENERAL_VICTIMS, InvariantError, SimConfig, SimulationError, Simulator,
                          check_invariants)
 from dogi_ml.sim.state import C_INVALID
 from tests.conftest import hotcold_writes, zipf_writes
@@ -27,7 +27,7 @@ def zipf_small():
 
 
 @pytest.mark.parametrize("policy", ["nosep", "sepgc", "sepbit", "fk"])
-@pytest.mark.parametrize("victim", sorted(VICTIMS))
+@pytest.mark.parametrize("victim", sorted(GENERAL_VICTIMS))
 def test_invariants_hold_after_every_chunk(policy, victim, zipf_small):
     sim, r = run(policy, zipf_small, victim, debug_invariants=True, chunk_blocks=4096)
     assert sim.chunks == zipf_small.size // 4096

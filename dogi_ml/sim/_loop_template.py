@@ -16,7 +16,7 @@ import numba as nb
 from dogi_ml.sim.kernels import prefetch, _append, _fail, _gc_needed, _any_sealed_garbage, _invalidate, _roomiest_group
 from dogi_ml.sim.state import (
     C_ERROR, C_ERROR_ARG, C_FREE, C_GC, C_INVALID, C_NOW, C_RECLAIMED, C_SERIES_GC,
-    C_SERIES_USER, C_SPILLS, C_USER, ERR_BAD_GROUP, ERR_BAD_VICTIM, ERR_LBA_RANGE, ERR_NO_GAIN,
+    C_SERIES_USER, C_SPILLS, C_USER, ERR_BAD_GROUP, ERR_BAD_VICTIM, ERR_GC_STUCK, ERR_LBA_RANGE, ERR_NO_GAIN,
     ERR_NO_VICTIM, ERR_OK, ERR_OUT_OF_SEGMENTS, P_CAPACITY, P_GC_FREE, P_GC_GP_PPM, P_NGROUPS, P_NSEG,
     P_SEG_BLOCKS, P_WINDOW, SEG_FREE, SEG_SEALED,
 )
@@ -93,6 +93,7 @@ def run_chunk(s, p, writes, series_t, series_user, series_gc):
     ngroups = s.prm[P_NGROUPS]
     window = s.prm[P_WINDOW]
     gc_free = s.prm[P_GC_FREE]
+    nseg = s.prm[P_NSEG]
     gp_ppm = s.prm[P_GC_GP_PPM]
     nseries = 0
     # next multiple of the window (a compare per write instead of a division)
@@ -130,7 +131,11 @@ def run_chunk(s, p, writes, series_t, series_user, series_gc):
         s.ctr[C_USER] += 1
         s.ctr[C_NOW] = now + 1
         # The free-segment test first and by hand: it is the common case and costs a compare.
+        rounds = 0
         while s.ctr[C_FREE] < gc_free or (gp_ppm > 0 and _gc_needed(s)):
+            rounds += 1
+            if rounds > nseg:
+                return _fail(s, ERR_GC_STUCK, rounds), nseries
             rc = collect_one(s, p, now + 1)
             if rc != ERR_OK:
                 # A garbage-proportion trigger with nothing worth collecting is not an error

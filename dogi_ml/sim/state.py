@@ -50,6 +50,7 @@ ERR_OUT_OF_SEGMENTS = 3   # a group needed a fresh segment and none was free
 ERR_LBA_RANGE = 4         # a write addressed a block beyond the logical capacity
 ERR_BAD_GROUP = 5         # a policy returned a group outside [0, n_groups)
 ERR_BAD_VICTIM = 6        # the victim selector returned a segment that is not sealed
+ERR_GC_STUCK = 7          # GC reclaimed as many victims as there are segments without freeing one
 
 ERROR_TEXT = {
     ERR_NO_VICTIM: "garbage collection was needed but no sealed segment exists; "
@@ -62,6 +63,9 @@ ERROR_TEXT = {
                    "raise sim.capacity_blocks (default: the trace's write working set)",
     ERR_BAD_GROUP: "the placement policy returned a group outside [0, n_groups)",
     ERR_BAD_VICTIM: "the victim selector returned a segment that is not sealed",
+    ERR_GC_STUCK: "garbage collection made no progress: it reclaimed as many victims as there are "
+                  "segments without freeing space (the victim selector keeps choosing segments "
+                  "whose blocks are all valid); fix the selector or raise sim.op_ratio",
 }
 
 SimArrays = namedtuple("SimArrays", [

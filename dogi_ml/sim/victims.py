@@ -126,8 +126,12 @@ VICTIMS = {
 }
 
 
+#: selectors any placement scheme can run with (the others belong to one scheme, e.g. NoDaP's)
+GENERAL_VICTIMS = tuple(VICTIMS)
+
+
 def register_victim(name: str, fn) -> None:
-    """Make a policy-specific selector available to ``sim.victim`` by name."""
+    """Make a policy-specific selector available by name (a policy names it in ``victim``)."""
     VICTIMS[name] = fn
 
 

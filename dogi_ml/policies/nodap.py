@@ -1,0 +1,12 @@
+"""NoDaP: the DOGI paper's near-optimal oracle; it lives in ``oracles``."""
+from oracles.nodap import NoDaP as _NoDaP
+
+from . import register
+
+
+@register
+class NoDaP(_NoDaP):
+    default_groups = None
+
+    def accepted_params(self):
+        return ()
