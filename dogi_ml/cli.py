@@ -16,6 +16,7 @@ CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 
 COMMANDS = {
     "train": "learn block lifetimes: +workload=NAME [model=NAME]; logs to MLflow",
+    "oracle": "NoDaP's offline group search: +workload=NAME [oracle.max_groups=8]",
     "simulate": "run placement schemes over a workload: +workload=NAME policy=NAME sim.victim=NAME",
     "ingest": "convert a trace to the binary format: path=FILE format=NAME out=DIR",
     "stats": "show a binary trace's header and statistics: path=FILE.dtr",
@@ -95,6 +96,36 @@ def _train(cfg: DictConfig):
     return run_train(cfg, output_dir())
 
 
+# -- oracle ------------------------------------------------------------------------------------
+@_guard
+def _oracle(cfg: DictConfig):
+    import json
+
+    import numpy as np
+
+    from dogi_ml.pipeline.simulate import simulation_writes
+    from dogi_ml.report import console
+    from dogi_ml.sim import SimConfig
+    from dogi_ml.traces.workload import load_workload
+    from oracles.nodap import search
+
+    require_workload(cfg)
+    trace = load_workload(cfg.workload, cache_dir=cfg.cache_dir)
+    sim_cfg = SimConfig.from_mapping(OmegaConf.to_container(cfg.sim, resolve=True))
+    writes, cap = simulation_writes(trace, sim_cfg.capacity_blocks)
+    o = cfg.oracle
+    cands = np.asarray(list(o.candidates), np.int64) if o.candidates else None
+    res = search(writes, cap, sim_cfg, max_groups=int(o.max_groups), min_gain=float(o.min_gain),
+                 candidates=cands, log=console.print)
+    console.print(f"NoDaP on {cfg.workload.name}: {res['n_groups']} groups, BIR bounds {res['bounds']}, "
+                  f"WAF {res['waf']:.4f}")
+    out = output_dir() / "nodap.json"
+    out.write_text(json.dumps({"workload": cfg.workload.name, **res}, indent=2))
+    print(f"result: {out}")
+    print(f"simulate with: python -m dogi_ml simulate +workload={cfg.workload.name} policy=nodap "
+          f"'policy.params.bounds={res['bounds']}' policy.n_groups={res['n_groups']}")
+
+
 # -- ingest ------------------------------------------------------------------------------------
 @_guard
 def _ingest(cfg: DictConfig):
@@ -161,7 +192,7 @@ def _bench(cfg: DictConfig):
     run_bench(cfg, output_dir())
 
 
-_BODIES = {"train": _train, "simulate": _simulate, "ingest": _ingest, "stats": _stats, "print": _print, "bench": _bench}
+_BODIES = {"train": _train, "oracle": _oracle, "simulate": _simulate, "ingest": _ingest, "stats": _stats, "print": _print, "bench": _bench}
 
 
 def _stage(args: list[str]) -> None:

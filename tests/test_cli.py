@@ -121,3 +121,15 @@ def test_ingest_missing_file_and_unknown_format(tmp_path):
     src.write_text("1,2,3\n")
     proc = run_cli(["ingest", f"path={src}", "format=foo", f"out={tmp_path}"], tmp_path, check=False)
     assert proc.returncode == 2 and "msr" in proc.stderr  # lists the known formats
+
+
+def test_oracle_search_then_simulate_nodap(tmp_path):
+    small = ["workload.capacity_blocks=8192", "workload.write_volume=6", "sim.segment_blocks=64"]
+    proc = run_cli(["oracle", "+workload=zipf", *small, "oracle.max_groups=4"], tmp_path)
+    res = json.loads(next(tmp_path.glob("outputs/oracle/*/*/nodap.json")).read_text())
+    assert res["n_groups"] == len(res["bounds"]) + 1 and res["waf"] >= 1
+    assert "policy=nodap" in proc.stdout
+    out = tmp_path / "r.json"
+    run_cli(["simulate", "+workload=zipf", *small, "policy=nodap", f"policy.params.bounds={res['bounds']}",
+             f"policy.n_groups={res['n_groups']}", f"sim.output={out}", "progress=false"], tmp_path)
+    assert json.loads(out.read_text())["waf"] == pytest.approx(res["waf"])
