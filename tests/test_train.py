@@ -35,6 +35,10 @@ def test_train_logs_a_complete_mlflow_run(tmp_path):
     assert {a.path for a in client.list_artifacts(run.info.run_id, "model")} == {"model/model.pkl", "model/model.json"}
     metrics = json.loads(next(tmp_path.glob("outputs/train/*/*/metrics.json")).read_text())
     assert len(metrics["confusion_matrix"]) == 10 and metrics["mlflow_run_id"] == run.info.run_id
+    # DOGI's group configuration from this model's PLog (the 512-merge Markov search)
+    plog = metrics["plog_configuration"]
+    assert sum(len(g) for g in plog["groups"]) == 10 and plog["groups"][0][0] == "c1"
+    assert run.data.metrics["modelled_waf"] == pytest.approx(plog["waf"]) and plog["waf"] >= 1
 
 
 def test_crashed_run_is_marked_failed(tmp_path):

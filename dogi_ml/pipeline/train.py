@@ -110,7 +110,8 @@ def build_dataset(trace: Trace, cfg: dict, sequence_history: int | None = None,
 
 
 def train_and_evaluate(ds: Dataset, model_cfg: dict, seed: int = 0, latency_budget_s: float = 0.5) -> tuple:
-    """Fit the model on the train split (early stopping on val), evaluate on test."""
+    """Fit the model on the train split (early stopping on val), evaluate on test. The metrics
+    carry the test predictions under ``_test_predictions`` (an array; pop it before logging)."""
     from models import make_model
     from models.evaluate import classification_metrics, inference_latency
 
@@ -128,11 +129,27 @@ def train_and_evaluate(ds: Dataset, model_cfg: dict, seed: int = 0, latency_budg
     train_s = time.perf_counter() - t0
     pred = model.predict(ds.X[te])
     metrics = classification_metrics(ds.y[te], pred, n_classes)
+    metrics["_test_predictions"] = pred
     lat = inference_latency(model, ds.X[te], (1, 128), budget_s=latency_budget_s)
     metrics.update({"train_seconds": train_s, "latency_ns_per_block": lat[128],
                     "latency_ns_per_block_batch1": lat[1], "n_parameters": model.n_parameters(),
                     "epochs_run": len(model.history)})
     return model, metrics
+
+
+def plog_configuration(ds: Dataset, pred: np.ndarray) -> dict | None:
+    """DOGI's group configuration for this model: PLog = <predicted category, actual
+    invalidation time> of the test rows, scored over all 512 merges of c1..c10 (``markov``)."""
+    if ds.info.get("labels") != "dogi":
+        return None
+    from markov.groups import best_configuration
+    cap = ds.info["capacity_blocks"]
+    upper = np.append(L.category_bounds(cap, ds.info["mu"])[1:].astype(float), np.inf)
+    te = ds.splits["test"]
+    best = best_configuration(pred, np.minimum(ds.inv[te], 1e15).astype(float), upper, cap)
+    names = ds.class_names
+    return {"groups": [[names[c] for c in g] for g in best.groups], "bounds": best.bounds, "waf": best.waf,
+            "fractions": best.fractions, "mispredict": best.mispredict}
 
 
 def run_train(cfg, out_dir: Path) -> dict:
@@ -170,6 +187,13 @@ def run_train(cfg, out_dir: Path) -> dict:
                       f"features at {ds.info['features_blocks_per_s'] / 1e6:.1f} M blocks/s")
         model, metrics = train_and_evaluate(ds, resolved["model"], seed=int(cfg.seed),
                                             latency_budget_s=float(cfg.latency_budget_s))
+        pred = metrics.pop("_test_predictions")
+        plog_cfg = plog_configuration(ds, pred)
+        if plog_cfg is not None:
+            metrics["modelled_waf"] = plog_cfg["waf"]
+            metrics["modelled_groups"] = len(plog_cfg["groups"])
+            console.print(f"  PLog group configuration (DOGI §4.3, Markov model): {plog_cfg['groups']} "
+                          f"-> modelled WAF {plog_cfg['waf']:.3f}")
         out_dir.mkdir(parents=True, exist_ok=True)
         model_path = model.save(out_dir / "model.pkl")
         cm_path = plot_confusion(metrics["confusion_matrix"], ds.class_names, out_dir / "confusion_matrix.png",
@@ -183,7 +207,8 @@ def run_train(cfg, out_dir: Path) -> dict:
                                                            if not isinstance(v, (dict, list))},
                    "dataset": ds.info, "per_class_accuracy": metrics["per_class_accuracy"],
                    "confusion_matrix": metrics["confusion_matrix"], "class_names": ds.class_names,
-                   "history": model.history, "mlflow_run_id": run.info.run_id}
+                   "history": model.history, "mlflow_run_id": run.info.run_id,
+                   "plog_configuration": plog_cfg}
         metrics_path = out_dir / "metrics.json"
         metrics_path.write_text(json.dumps(summary, indent=2, default=float))
         (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
