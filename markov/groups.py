@@ -102,11 +102,21 @@ def score_all(share, by_cat, cat_upper, capacity: float, rho: float = 1.1) -> tu
     return splits, wafs
 
 
-def best_configuration(pred, inv, cat_upper, capacity: float, rho: float = 1.1) -> Configuration:
-    """Score all ``2^(K-1)`` merges of the categories and return the lowest-WAF one."""
+def best_configuration(pred, inv, cat_upper, capacity: float, rho: float = 1.1,
+                       n_groups: int | None = None) -> Configuration:
+    """Score all ``2^(K-1)`` merges of the categories and return the lowest-WAF one; with
+    ``n_groups``, the lowest among the merges into exactly that many groups (Fig. 13's sweep)."""
     cat_upper = np.asarray(cat_upper, np.float64)
     share, by_cat = plog_stats(pred, inv, len(cat_upper))
-    splits, wafs = score_all(share, by_cat, cat_upper, capacity, rho)
+    splits, modelled = score_all(share, by_cat, cat_upper, capacity, rho)
+    wafs = modelled
+    if n_groups is not None:
+        if not 1 <= int(n_groups) <= len(cat_upper):
+            raise ValueError(f"n_groups must lie in [1, {len(cat_upper)}], got {n_groups}")
+        wafs = np.where(splits[:, -1] + 1 == int(n_groups), wafs, np.inf)
+        if not np.isfinite(wafs).any():
+            # every merge into n groups overflows the model's space: take the first such merge
+            wafs = np.where(splits[:, -1] + 1 == int(n_groups), 0.0, np.inf)
     best = int(np.argmin(wafs))
     groups = splits[best]
     n = int(groups[-1]) + 1
@@ -119,4 +129,4 @@ def best_configuration(pred, inv, cat_upper, capacity: float, rho: float = 1.1) 
         beyond = sum(len(by_cat[x]) - np.searchsorted(by_cat[x], b, side="right") for x in c)
         mis.append(float(beyond / total) if total and g < n - 1 else 0.0)
     bounds = [float(cat_upper[c[-1]]) for c in cats[:-1]] + [float("inf")]
-    return Configuration(groups=cats, bounds=bounds, waf=float(wafs[best]), fractions=f, mispredict=mis)
+    return Configuration(groups=cats, bounds=bounds, waf=float(modelled[best]), fractions=f, mispredict=mis)

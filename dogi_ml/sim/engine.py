@@ -136,6 +136,7 @@ class Simulator:
         """Write every logical block once, then zero the counters: the measured run starts full."""
         self.compile()
         if self.prefill_blocks:
+            self.policy.before_chunk(self, int(self.state.ctr[C_NOW]), self.prefill_blocks)
             self._kernel(np.arange(self.prefill_blocks, dtype=np.int64))
         self.reset_counters()
 
@@ -154,11 +155,14 @@ class Simulator:
         self.compile()
         writes = np.ascontiguousarray(writes, dtype=np.int64)
         chunk = max(1, int(self.cfg.chunk_blocks))
+        if self.policy.max_chunk_blocks:
+            chunk = max(1, min(chunk, int(self.policy.max_chunk_blocks)))
         i = 0
         n = writes.shape[0]
         while i < n:
             now = int(self.state.ctr[C_NOW])
             step = min(n - i, chunk - (now % chunk))
+            self.policy.before_chunk(self, now, step)
             t0 = time.perf_counter()
             self._kernel(writes[i:i + step])
             self.elapsed_s += time.perf_counter() - t0

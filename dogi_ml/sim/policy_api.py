@@ -12,7 +12,8 @@ When ``place_user`` runs, ``s.lba_time[lba]`` still holds the time of the LBA's 
 write (``-1`` if none) and ``s.l2p[lba]`` its old location (already invalidated).
 
 Python hooks run between chunks (``between_chunks``): retrain a model, search a group
-configuration, checkpoint. The engine never imports a policy; policies import this module.
+configuration, checkpoint; and before each call into the loop (``before_chunk``): batched
+inference for the writes about to be applied. The engine never imports a policy; policies import this module.
 """
 from __future__ import annotations
 
@@ -78,6 +79,13 @@ class PlacementPolicy:
     def bind(self, ctx: SimContext) -> tuple:
         """Allocate the policy state for a run; return a non-empty tuple of numpy arrays."""
         return (np.zeros(1, np.int64),)
+
+    #: upper bound on user writes per chunk (e.g. a retraining period); None = sim.chunk_blocks
+    max_chunk_blocks: int | None = None
+
+    def before_chunk(self, sim, start: int, n_writes: int) -> None:
+        """Python hook run before the engine applies user writes ``start .. start + n_writes - 1``
+        (logical times, prefill included): e.g. batched inference for exactly those writes."""
 
     def between_chunks(self, sim) -> None:
         """Python hook run between simulator chunks (default: nothing)."""

@@ -1,0 +1,122 @@
+"""Shared machinery of the learned placement schemes (DOGI, PHFTL, ML-DT).
+
+- causal trace features for every user write, computed once per trace (they depend on the
+  trace only, never on the simulator), so the policy can run *batched* inference for the writes
+  of the next chunk before the loop applies them (``before_chunk``);
+- online training samples kept by the Numba loop in a ring: the row (block-write index) and
+  write time of one in ``every`` chosen writes, the label filled in when the LBA is overwritten
+  (a per-LBA slot index plays the paper's hash table);
+- collecting those samples between chunks, with right-censoring handled causally: a sample
+  not yet overwritten is known to be long-lived only once it has outlived a bound.
+"""
+from __future__ import annotations
+
+import time
+
+import numba as nb
+import numpy as np
+
+#: ``inv`` of a sample whose LBA has not been overwritten yet
+PENDING = -1
+
+_FEATURE_CACHE: dict = {}
+
+
+def trace_features(trace, capacity: int, names: list[str], window_blocks: int | None = None) -> np.ndarray:
+    """float32 ``[n_writes, len(names)]`` causal features of every user write of ``trace``
+    (cached per trace and capacity, so schemes compared in one process share the pass)."""
+    from features.extract import FEATURES, FeatureConfig, extract_features
+
+    unknown = [f for f in names if f not in FEATURES]
+    if unknown:
+        raise ValueError(f"unknown feature(s) {unknown}; known: {', '.join(FEATURES)}")
+    key = (id(trace), int(trace.block_writes.size), int(capacity), window_blocks)
+    full = _FEATURE_CACHE.get(key)
+    if full is None:
+        _FEATURE_CACHE.clear()   # one trace at a time: the matrix is n x 12 x 8 bytes
+        full = extract_features(trace, FeatureConfig(capacity_blocks=int(capacity), window_blocks=window_blocks))
+        _FEATURE_CACHE[key] = full
+    cols = [FEATURES.index(f) for f in names]
+    return np.ascontiguousarray(full[:, cols], dtype=np.float32)
+
+
+def log_columns(names: list[str]) -> list[int]:
+    """Columns the models' input scaler log-transforms (as the ``train`` pipeline does)."""
+    from dogi_ml.pipeline.train import NO_LOG
+    return [i for i, f in enumerate(names) if f not in NO_LOG]
+
+
+class SampleRing:
+    """Numpy arrays of the online sample ring (shared with the Numba loop through the policy
+    state tuple): ``row, time, lba, pred, inv`` per slot, ``pending`` per LBA, ``count``."""
+
+    def __init__(self, capacity_lbas: int, size: int):
+        if size < 1:
+            raise ValueError(f"max_samples must be >= 1, got {size}")
+        self.row = np.full(size, -1, np.int64)
+        self.time = np.full(size, -1, np.int64)
+        self.lba = np.full(size, -1, np.int64)
+        self.pred = np.full(size, -1, np.int16)
+        self.inv = np.full(size, PENDING, np.int64)
+        self.pending = np.full(capacity_lbas, -1, np.int32)
+        self.count = np.zeros(1, np.int64)
+
+    def arrays(self) -> tuple:
+        return (self.row, self.time, self.lba, self.pred, self.inv, self.pending, self.count)
+
+    def collect(self, now: int, long_bound: int, since: int = -1) -> dict:
+        """Labelled samples in time order: overwritten ones with their invalidation time, and
+        pending ones older than ``long_bound`` (known to be longer; their age is a lower bound
+        of the invalidation time). ``since``: only samples written at or after that time."""
+        n = int(min(self.count[0], self.row.size))
+        t = self.time[:n]
+        inv = self.inv[:n].copy()
+        age = now - t
+        long_pending = (inv == PENDING) & (age > long_bound) & (t >= 0)
+        inv[long_pending] = age[long_pending]
+        keep = (inv != PENDING) & (t >= since) & (t >= 0)
+        order = np.argsort(t[keep], kind="stable")
+        idx = np.flatnonzero(keep)[order]
+        return {"row": self.row[idx], "time": t[idx], "inv": inv[idx], "pred": self.pred[idx].astype(np.int64),
+                "censored": long_pending[idx], "n_pending": int(((self.inv[:n] == PENDING) & ~long_pending).sum())}
+
+
+@nb.njit(cache=True)
+def ring_fill(ring, lba, inv):
+    """The LBA is overwritten: if it was sampled, its label is now known."""
+    pending = ring[5]
+    slot = pending[lba]
+    if slot >= 0:
+        ring[4][slot] = inv
+        pending[lba] = -1
+
+
+@nb.njit(cache=True)
+def ring_record(ring, lba, row, now, pred):
+    """Sample this write (the oldest slot is reused once the ring is full)."""
+    rows, times, lbas, preds, invs, pending, count = ring
+    slot = count[0] % rows.shape[0]
+    old = lbas[slot]
+    if old >= 0 and pending[old] == slot:
+        pending[old] = -1
+    rows[slot] = row
+    times[slot] = now
+    lbas[slot] = lba
+    preds[slot] = pred
+    invs[slot] = -1
+    pending[lba] = slot
+    count[0] += 1
+
+
+def fit_classifier(name: str, params: dict, X: np.ndarray, y: np.ndarray, n_classes: int, names: list[str],
+                   seed: int, val_fraction: float = 0.2):
+    """Train a registered model on time-ordered rows (the latest ``val_fraction`` held out for
+    early stopping and for the returned accuracy). Returns ``(model, val_slice, seconds)``."""
+    from models import make_model
+
+    model = make_model(name, n_classes, X.shape[-1], seed=seed, **params)
+    model.scaler.log_columns = log_columns(names)
+    cut = int(len(X) * (1.0 - val_fraction))
+    t0 = time.perf_counter()
+    model.fit(X[:cut], y[:cut], X[cut:], y[cut:])
+    return model, slice(cut, len(X)), time.perf_counter() - t0

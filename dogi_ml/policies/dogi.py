@@ -1,0 +1,577 @@
+"""DOGI (dogi-fast26 §4): hybrid user-write placement, PLog-driven group configuration and
+ML-assisted relocation.
+
+Groups (fixed indices; a group that is not in use holds no segment):
+
+- ``G_hot`` (0): user writes whose latest invalidation time is ``<= mu`` (Hot Filter, §4.2.1);
+  ``mu`` adapts per window of ``n`` user writes by ``d`` (keep if WAF moved < 5%, undo a step
+  that made WAF worse);
+- ``G1..GN`` (1..N, N <= 10): the ML-Alloc's categories c1..c10, merged into N contiguous
+  groups by the Markov-chain search over PLog (``markov.groups``, §4.3); a group's BIR is the
+  union of its categories' ranges;
+- ``G_frzn`` (11): GC-written blocks never updated since the Frozen Filter's clock last cleared
+  their bit (§4.4);
+- fallback / base design (12..14): one non-hot user group and two age-based GC groups (young,
+  old), used before the first model, when the model's accuracy falls below a threshold, and as
+  the ablation baseline.
+
+ML-Alloc (§4.2.2–4.2.3): the classifier predicts a category for every non-hot user write,
+batched per chunk (inference runs between chunks, on the causal features of exactly the writes
+the loop applies next). Training samples: one in ``sample_every`` non-hot writes, labelled
+online when the LBA is overwritten; the model is retrained every ``retrain_every`` user writes
+(100 GiB at 128 GiB, scaled). PLog: the new model's predictions on the latest held-out samples
+with their actual invalidation times.
+
+ML-Reloc (§4.4): per category, the mean actual invalidation time of the PLog records that
+outlived their group's BIR; a GC-written block goes to the group whose BIR covers that mean
+minus the block's age; a block relocated before (or with no estimate) moves to the next group.
+
+Victims: the oldest expired segment (residence since its first write > its group's BIR upper
+bound) of ``G_hot..G(N-1)``; else cost-benefit (the authors' code; ``final_victim: greedy`` for
+the paper's text) over ``GN``, ``G_frzn`` and groups out of use.
+
+Ablations (Fig. 14) by ``variant``: ``base`` (HF + one non-hot group + two age-based GC
+groups), ``user`` (+ML-Alloc into ten groups, one per category), ``grp`` (+ the group search),
+``full`` (+FF and ML-Reloc: DOGI). ``predictor: latest`` replaces the model by the latest
+invalidation time's category (Fig. 11's *Latest*).
+
+Accuracy is measured online without future knowledge: when an LBA is overwritten, the class
+predicted for its previous version (hot or c1..c10) is compared with the class of its actual
+invalidation time (Fig. 11); a GC-written block is correct if it dies within the BIR of the
+group it was relocated to, measured from the relocation (Fig. 12).
+"""
+from __future__ import annotations
+
+import time
+
+import numba as nb
+import numpy as np
+
+from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, no_reclaim_hook
+from dogi_ml.sim.state import C_GC, C_USER, P_NSEG, P_SEG_BLOCKS, SEG_SEALED
+from dogi_ml.sim.victims import register_victim
+
+from . import register
+from ._online import SampleRing, fit_classifier, ring_fill, ring_record, trace_features
+
+PAPER_CAPACITY = 33_554_432          # 128 GiB in 4 KiB blocks: the paper's parameters scale from it
+N_CAT = 10
+INF = np.int64(1 << 58)
+
+G_HOT, G_FRZN, FB_COLD, FB_GC_YOUNG, FB_GC_OLD = 0, 11, 12, 13, 14
+N_GROUPS = 15
+MODE_FALLBACK, MODE_ML = 0, 1
+VARIANTS = {"base": (0, 0, 0), "user": (1, 0, 0), "grp": (1, 1, 0), "full": (1, 1, 1)}
+
+# policy-state (st) indices
+(MU, D, WIN, NEXT_WIN, LAST_STEP, MODE, NINT, CHUNK_START, PREFILL, EVERY, NONHOT, CLOCK,
+ NEXT_CLOCK, USER_ML, GC_RELOC, WIN_U0, WIN_G0, FB_AGE, FINAL_GREEDY, PREDICTOR, ADAPT_MU,
+ MU_MAX, MU_STEPS, FROZEN_ON, ST_LEN) = range(25)
+# p indices
+(P_ST, P_FST, P_PREDS, P_CAT2G, P_GLO, P_GHI, P_GFINAL, P_BOUNDS, P_EXPMIS, P_CLASS, P_RGROUP,
+ P_RTIME, P_UPDATED, P_RCOUNT, P_USERCONF, P_GCACC, P_GCDEST, P_RING, P_GEXP) = range(19)
+
+
+@nb.njit(cache=True)
+def _class_of(bounds, v):
+    """0 = hot (``v <= mu``), k = c_k (``v <= bounds[k]``), 10 = c10."""
+    for k in range(bounds.shape[0]):
+        if v <= bounds[k]:
+            return k
+    return bounds.shape[0]
+
+
+@nb.njit(cache=True)
+def _adapt_mu(s, p):
+    """Hot Filter's window step (Fig. 6), at the end of a window of user writes."""
+    st, fst, bounds, ghi = p[P_ST], p[P_FST], p[P_BOUNDS], p[P_GHI]
+    du = s.ctr[C_USER] - st[WIN_U0]
+    dg = s.ctr[C_GC] - st[WIN_G0]
+    st[WIN_U0] = s.ctr[C_USER]
+    st[WIN_G0] = s.ctr[C_GC]
+    st[NEXT_WIN] = s.ctr[C_USER] + st[WIN]
+    if du <= 0:
+        return
+    waf = (du + dg) / du
+    prev = fst[0]
+    fst[0] = waf
+    if prev <= 0 or st[ADAPT_MU] == 0:
+        return
+    change = abs(waf - prev) / prev
+    step = 0
+    if change < 0.05:
+        step = 0
+    elif waf < prev:
+        step = 1                      # accepting more hot blocks helped: keep going
+    elif st[LAST_STEP] == 1:
+        step = -1                     # the last increase made things worse: undo it
+    mu = st[MU] + step * st[D]
+    if mu < st[D]:
+        mu = st[D]
+    if mu > st[MU_MAX]:
+        mu = st[MU_MAX]
+    if mu != st[MU]:
+        st[MU_STEPS] += 1
+    st[MU] = mu
+    st[LAST_STEP] = step
+    bounds[0] = mu
+    ghi[G_HOT] = mu
+    if st[MODE] == MODE_ML:
+        p[P_GEXP][G_HOT] = mu
+
+
+@nb.njit(cache=True)
+def dogi_user(s, p, lba, now):
+    st = p[P_ST]
+    bounds = p[P_BOUNDS]
+    last = s.lba_time[lba]
+    v = INF
+    if last >= 0:
+        v = now - last
+        pc = p[P_CLASS][lba]
+        if pc >= 0:
+            p[P_USERCONF][pc, _class_of(bounds, v)] += 1
+        rg = p[P_RGROUP][lba]
+        if rg >= 0:
+            r = now - p[P_RTIME][lba]
+            if r >= p[P_GLO][rg] and r <= p[P_GHI][rg]:
+                p[P_GCACC][0] += 1
+            p[P_GCACC][1] += 1
+            p[P_RGROUP][lba] = -1
+        p[P_UPDATED][lba] = 1
+        p[P_RCOUNT][lba] = 0
+        ring_fill(p[P_RING], lba, v)
+    if now < st[PREFILL]:
+        p[P_CLASS][lba] = -1
+        return FB_COLD
+    if s.ctr[C_USER] >= st[NEXT_WIN]:
+        _adapt_mu(s, p)
+    if st[FROZEN_ON] and s.ctr[C_USER] >= st[NEXT_CLOCK]:
+        p[P_UPDATED][:] = 0           # the Frozen Filter's clock: forget updates of long ago
+        st[NEXT_CLOCK] = s.ctr[C_USER] + st[CLOCK]
+    if v <= st[MU]:
+        p[P_CLASS][lba] = 0
+        return G_HOT
+    latest_cat = _class_of(bounds, v) - 1
+    cat = latest_cat
+    g = FB_COLD
+    model_pred = -1
+    if st[MODE] == MODE_ML:
+        if st[PREDICTOR] == 0:
+            c = p[P_PREDS][now - st[CHUNK_START]]
+            if c >= 0:
+                cat = c
+                model_pred = c
+        g = p[P_CAT2G][cat]
+    p[P_CLASS][lba] = cat + 1
+    st[NONHOT] += 1
+    if st[NONHOT] % st[EVERY] == 0:
+        ring_record(p[P_RING], lba, now - st[PREFILL], now, model_pred)
+    return g
+
+
+@nb.njit(cache=True)
+def _next_group(vg, nint):
+    """Age-based relocation: one group further (G_hot -> G1, GN and G_frzn stay)."""
+    if vg == G_HOT:
+        return 1
+    if vg >= 1 and vg < nint:
+        return vg + 1
+    if vg == G_FRZN:
+        return G_FRZN
+    return nint
+
+
+@nb.njit(cache=True)
+def dogi_gc(s, p, lba, victim, now):
+    st = p[P_ST]
+    vg = s.seg_group[victim]
+    age = now - s.lba_time[lba]
+    if st[MODE] != MODE_ML or st[GC_RELOC] == 0:
+        g = FB_GC_YOUNG if age < st[FB_AGE] else FB_GC_OLD
+    elif p[P_UPDATED][lba] == 0:
+        g = G_FRZN
+    else:
+        nint = st[NINT]
+        g = -1
+        cat = p[P_CLASS][lba] - 1
+        if p[P_RCOUNT][lba] == 0 and cat >= 0:
+            expected = p[P_EXPMIS][cat]
+            if expected > age:
+                rem = expected - age
+                ghi = p[P_GHI]
+                g = nint
+                for k in range(1, nint):
+                    if rem <= ghi[k]:
+                        g = k
+                        break
+        if g < 0:
+            g = _next_group(vg, nint)
+    if p[P_RCOUNT][lba] < 255:
+        p[P_RCOUNT][lba] += 1
+    p[P_RGROUP][lba] = g
+    p[P_RTIME][lba] = now
+    p[P_GCDEST][vg, g] += 1
+    return g
+
+
+@nb.njit(cache=True)
+def dogi_victim(s, p, now):
+    """Expired segments of the bounded groups first (the oldest), else cost-benefit (or greedy)
+    over the open-ended groups, else over every sealed segment."""
+    st, expire, final = p[P_ST], p[P_GEXP], p[P_GFINAL]
+    nseg = s.prm[P_NSEG]
+    seg_blocks = s.prm[P_SEG_BLOCKS]
+    best = -1
+    best_open = 1 << 62
+    for seg in range(nseg):
+        if s.seg_state[seg] != SEG_SEALED:
+            continue
+        g = s.seg_group[seg]
+        if expire[g] < INF and now - s.seg_open_time[seg] > expire[g] and s.seg_valid[seg] < s.seg_wp[seg]:
+            if s.seg_open_time[seg] < best_open:
+                best, best_open = seg, s.seg_open_time[seg]
+    if best >= 0:
+        return best
+    for pass_ in range(2):
+        best_num = -1.0
+        best_den = 1.0
+        for seg in range(nseg):
+            if s.seg_state[seg] != SEG_SEALED:
+                continue
+            if pass_ == 0 and (final[s.seg_group[seg]] == 0 or s.seg_valid[seg] >= s.seg_wp[seg]):
+                continue
+            v = s.seg_valid[seg]
+            if st[FINAL_GREEDY]:
+                num = float(seg_blocks - v)
+                den = 1.0
+            else:
+                num = float((seg_blocks - v) * (now - s.seg_seal_time[seg] + 1))
+                den = float(seg_blocks + v)
+            if num * best_den > best_num * den:
+                best_num, best_den, best = num, den, seg
+        if best >= 0:
+            return best
+    return best
+
+
+register_victim("dogi", dogi_victim)
+
+
+def _scaled(value: float, capacity: int, floor: int = 1) -> int:
+    return max(floor, int(round(value * capacity / PAPER_CAPACITY)))
+
+
+@register
+class DOGI(PlacementPolicy):
+    name = "dogi"
+    default_groups = N_GROUPS
+    victim = "dogi"
+    place_user = dogi_user
+    place_gc = dogi_gc
+    on_reclaim = no_reclaim_hook
+
+    DEFAULTS = {
+        "variant": "full",           # base | user | grp | full (Fig. 14)
+        "predictor": "ml",           # ml | latest (Fig. 11's Latest)
+        "model": "mlp",
+        "model_params": {"epochs": 10, "patience": 3},
+        "features": ["lba", "prev_lba", "freq", "chunk_freq", "recency_freq", "latest_inv"],
+        "mu": None,                  # initial hot threshold; None = 200K blocks scaled
+        "mu_step": None,             # d; None = 65K scaled
+        "mu_window": None,           # n; None = 10M user writes scaled
+        "adapt_mu": True,
+        "sample_every": 10,
+        "max_samples": 100_000,      # the ring keeps the latest samples (paper: 300K)
+        "min_samples": 2_000,        # labelled samples before the first model
+        "retrain_every": None,       # user writes; None = 100 GiB (26M blocks) scaled
+        "frozen_clock": None,        # user writes between Frozen-Filter clears; None = 200M scaled
+        "fallback_accuracy": 0.10,   # below this held-out accuracy the model is switched off
+        "fallback_gc_age": None,     # age split of the two fallback GC groups; None = capacity
+        "intermediate_groups": None,  # fix the number of intermediate groups (Fig. 13); None = search
+        "final_victim": "cost_benefit",  # cost_benefit (authors' code) | greedy (paper text)
+        "deployed": "float",         # float | int8 (the exported integer model, if available)
+        "seed": 0,
+    }
+
+    def __init__(self, n_groups=N_GROUPS, **params):
+        unknown = set(params) - set(self.DEFAULTS)
+        if unknown:
+            raise ValueError(f"policy dogi: unknown parameter(s) {sorted(unknown)}; accepted: {sorted(self.DEFAULTS)}")
+        if int(n_groups) != N_GROUPS:
+            raise ValueError(f"policy dogi allocates {N_GROUPS} group slots (hot, ten intermediate, frozen, "
+                             f"three fallback); leave n_groups unset (got {n_groups}); fix the number of "
+                             "intermediate groups with params.intermediate_groups")
+        cfg = {**self.DEFAULTS, **params}
+        if cfg["variant"] not in VARIANTS:
+            raise ValueError(f"policy dogi: variant must be one of {sorted(VARIANTS)}, got {cfg['variant']!r}")
+        if cfg["predictor"] not in ("ml", "latest"):
+            raise ValueError(f"policy dogi: predictor must be ml or latest, got {cfg['predictor']!r}")
+        if cfg["final_victim"] not in ("cost_benefit", "greedy"):
+            raise ValueError(f"policy dogi: final_victim must be cost_benefit or greedy, got {cfg['final_victim']!r}")
+        if cfg["deployed"] not in ("float", "int8"):
+            raise ValueError(f"policy dogi: deployed must be float or int8, got {cfg['deployed']!r}")
+        if cfg["intermediate_groups"] is not None and not 1 <= int(cfg["intermediate_groups"]) <= N_CAT:
+            raise ValueError(f"policy dogi: params.intermediate_groups must lie in [1, {N_CAT}], got {cfg['intermediate_groups']}")
+        if not 0 <= float(cfg["fallback_accuracy"]) < 1:
+            raise ValueError(f"policy dogi: fallback_accuracy must lie in [0, 1), got {cfg['fallback_accuracy']}")
+        if int(cfg["sample_every"]) < 1:
+            raise ValueError(f"policy dogi: sample_every must be >= 1, got {cfg['sample_every']}")
+        self.cfg = cfg
+        super().__init__(n_groups)
+        self.user_ml, self.group_search, self.gc_reloc = VARIANTS[cfg["variant"]]
+        if cfg["predictor"] == "latest":
+            self.user_ml = 1          # categories come from the latest invalidation time, no model
+
+    # -- setup -----------------------------------------------------------------------------
+    def bind(self, ctx: SimContext) -> tuple:
+        from features.labels import category_bounds, scaled_mu
+
+        c = self.cfg
+        cap = ctx.capacity
+        self.capacity = cap
+        self.rho = ctx.n_segments * ctx.segment_blocks / cap
+        self.prefill = ctx.prefill_blocks
+        mu = scaled_mu(cap, c["mu"])
+        self.retrain_every = int(c["retrain_every"] or _scaled(26_000_000, cap, 1000))
+        self.max_chunk_blocks = self.retrain_every
+        self.uses_model = bool(self.user_ml) and c["predictor"] == "ml"
+        self.features = None
+        if self.uses_model:
+            if ctx.trace is None:
+                raise ValueError("policy dogi needs the trace (its features) to run its model: "
+                                 "use the simulate command or pass trace= to the Simulator")
+            self.features = trace_features(ctx.trace, cap, list(c["features"]))
+        st = np.zeros(ST_LEN, np.int64)
+        bounds = category_bounds(cap, mu)                       # [mu, c1..c9 upper]
+        st[MU] = mu
+        st[D] = int(c["mu_step"] or _scaled(65_000, cap))
+        st[WIN] = int(c["mu_window"] or _scaled(10_000_000, cap, 1000))
+        st[NEXT_WIN] = st[WIN]
+        st[MODE] = MODE_FALLBACK
+        st[NINT] = N_CAT
+        st[PREFILL] = self.prefill
+        st[EVERY] = int(c["sample_every"])
+        st[CLOCK] = int(c["frozen_clock"] or _scaled(200_000_000, cap, 1000))
+        st[NEXT_CLOCK] = st[CLOCK]
+        st[USER_ML] = self.user_ml
+        st[GC_RELOC] = self.gc_reloc
+        st[FB_AGE] = int(c["fallback_gc_age"] or cap)
+        st[FINAL_GREEDY] = int(c["final_victim"] == "greedy")
+        st[PREDICTOR] = int(c["predictor"] == "latest")
+        st[ADAPT_MU] = int(bool(c["adapt_mu"]))
+        st[MU_MAX] = max(int(bounds[1]) - 1, 1)               # c1 must stay non-empty
+        st[FROZEN_ON] = self.gc_reloc
+        self.ring = SampleRing(cap, int(c["max_samples"]))
+        self.state = (
+            st, np.zeros(2, np.float64),
+            np.full(self.retrain_every, -1, np.int8),            # predictions of the current chunk
+            np.full(N_CAT, FB_COLD, np.int64),                    # category -> group
+            np.zeros(N_GROUPS, np.int64), np.full(N_GROUPS, INF, np.int64), np.ones(N_GROUPS, np.uint8),
+            bounds.astype(np.int64), np.full(N_CAT, -1, np.int64),
+            np.full(cap, -1, np.int8), np.full(cap, -1, np.int8), np.zeros(cap, np.int64),
+            np.zeros(cap, np.uint8), np.zeros(cap, np.uint8),
+            np.zeros((N_CAT + 1, N_CAT + 1), np.int64), np.zeros(2, np.int64),
+            np.zeros((N_GROUPS, N_GROUPS), np.int64),
+            self.ring.arrays(),
+            np.full(N_GROUPS, INF, np.int64),                     # expiry age per group (INF: none)
+        )
+        self._fallback_bounds()
+        if self.user_ml and not self.uses_model:
+            # Latest: categories from the latest invalidation time, no model, no PLog to search
+            st[MODE] = MODE_ML
+            self._apply_configuration(_even_merge(int(c["intermediate_groups"])) if c["intermediate_groups"] else None, None)
+        self.model = None
+        self.qmodel = None
+        self.last_train = 0
+        self.history: list[dict] = []
+        self.infer_s = 0.0
+        self.infer_blocks = 0
+        self.train_s = 0.0
+        self.mode_switches = 0
+        self.configuration = None
+        return self.state
+
+    def _fallback_bounds(self) -> None:
+        st, glo, ghi, final = self.state[P_ST], self.state[P_GLO], self.state[P_GHI], self.state[P_GFINAL]
+        glo[:] = 0
+        ghi[:] = INF
+        final[:] = 1
+        ghi[G_HOT] = st[MU]
+        glo[FB_GC_OLD] = st[FB_AGE]
+        ghi[FB_GC_YOUNG] = st[FB_AGE] - 1
+        # the base design has no expiry: cost-benefit over every segment (BIRs above only score GC accuracy)
+        self.state[P_GEXP][:] = INF
+
+    def _apply_configuration(self, groups: list[list[int]] | None, plog: dict | None) -> None:
+        """Map categories to groups G1..GN and set every group's BIR, expiry and the ML-Reloc
+        estimates. ``groups=None``: one group per category."""
+        st, cat2g, glo, ghi, final, bounds, expmis = (self.state[i] for i in
+                                                       (P_ST, P_CAT2G, P_GLO, P_GHI, P_GFINAL, P_BOUNDS, P_EXPMIS))
+        if groups is None:
+            groups = [[k] for k in range(N_CAT)]
+        n = len(groups)
+        upper = np.append(bounds[1:], INF)                      # per category
+        st[NINT] = n
+        glo[:] = 0
+        ghi[:] = INF
+        final[:] = 1
+        ghi[G_HOT] = st[MU]
+        final[G_HOT] = 0
+        for k, cats in enumerate(groups):
+            g = 1 + k
+            for cat in cats:
+                cat2g[cat] = g
+            glo[g] = st[MU] if k == 0 else ghi[g - 1] + 1
+            ghi[g] = upper[cats[-1]] if k < n - 1 else INF
+            final[g] = 1 if k == n - 1 else 0
+        glo[G_FRZN] = glo[n]
+        glo[FB_GC_OLD] = st[FB_AGE]
+        ghi[FB_GC_YOUNG] = st[FB_AGE] - 1
+        expire = self.state[P_GEXP]
+        expire[:] = INF
+        expire[G_HOT] = st[MU]
+        expire[1:n] = ghi[1:n]                                  # G1..G(N-1); GN is open-ended
+        expmis[:] = -1
+        if plog is not None and len(plog["pred"]):
+            for cat in range(N_CAT):
+                b = ghi[cat2g[cat]]
+                if b >= INF:
+                    continue
+                sel = (plog["pred"] == cat) & (plog["inv"] > b)
+                if sel.any():
+                    expmis[cat] = int(plog["inv"][sel].mean())
+        self.configuration = {"groups": [[f"c{c + 1}" for c in cats] for cats in groups],
+                              "bounds": [int(ghi[1 + k]) if ghi[1 + k] < INF else None for k in range(n)]}
+
+    # -- between chunks --------------------------------------------------------------------
+    def before_chunk(self, sim, start: int, n_writes: int) -> None:
+        st, preds = self.state[P_ST], self.state[P_PREDS]
+        st[CHUNK_START] = start
+        if not self.uses_model or self.model is None or st[MODE] != MODE_ML:
+            return
+        a = start - self.prefill
+        lo, hi = max(a, 0), min(a + n_writes, self.features.shape[0])
+        if hi <= lo:
+            return
+        t0 = time.perf_counter()
+        preds[lo - a:hi - a] = self._predict(self.features[lo:hi])
+        self.infer_s += time.perf_counter() - t0
+        self.infer_blocks += hi - lo
+
+    def _predict(self, X: np.ndarray) -> np.ndarray:
+        if self.qmodel is not None:
+            return self.qmodel.predict(X).astype(np.int8)
+        return self.model.predict(X).astype(np.int8)
+
+    def between_chunks(self, sim) -> None:
+        if not self.uses_model:
+            return
+        user = sim.user_writes
+        if user - self.last_train < self.retrain_every:
+            return
+        self.last_train = user
+        self._retrain(sim)
+
+    def _retrain(self, sim) -> None:
+        from features.labels import dogi_classes
+
+        st, bounds = self.state[P_ST], self.state[P_BOUNDS]
+        now = int(sim.state.ctr[0])
+        c = self.cfg
+        data = self.ring.collect(now, long_bound=int(bounds[-1]))
+        entry = {"user_writes": sim.user_writes, "labelled_samples": int(len(data["row"])),
+                 "pending_samples": data["n_pending"], "mu": int(st[MU])}
+        y_all = np.maximum(dogi_classes(data["inv"], self.capacity, int(st[MU])), 1) - 1 if len(data["row"]) else None
+        if self.model is not None and len(data["row"]):
+            # online accuracy of the deployed model since the last training (what it predicted then)
+            recent = (data["time"] >= now - self.retrain_every) & (data["pred"] >= 0)
+            if recent.any():
+                entry["online_accuracy"] = float(np.mean(data["pred"][recent] == y_all[recent]))
+        if len(data["row"]) < int(c["min_samples"]):
+            entry["action"] = "waiting for samples"
+            self.history.append(entry)
+            return
+        X = self.features[data["row"]]
+        model, val, secs = fit_classifier(c["model"], dict(c["model_params"] or {}), X, y_all, N_CAT,
+                                          list(c["features"]), seed=int(c["seed"]) + len(self.history))
+        self.train_s += secs
+        pred_val = model.predict(X[val])
+        acc = float(np.mean(pred_val == y_all[val])) if len(pred_val) else 0.0
+        entry.update({"train_seconds": secs, "validation_accuracy": acc, "train_rows": int(val.start)})
+        ok = acc >= float(c["fallback_accuracy"]) and entry.get("online_accuracy", 1.0) >= float(c["fallback_accuracy"])
+        self.model = model
+        self.qmodel = self._quantise(model, X[:val.start]) if c["deployed"] == "int8" else None
+        new_mode = MODE_ML if ok else MODE_FALLBACK
+        if new_mode != st[MODE]:
+            self.mode_switches += 1
+        st[MODE] = new_mode
+        if new_mode == MODE_FALLBACK:
+            self._fallback_bounds()
+            entry["action"] = "fallback (accuracy below threshold)"
+            self.history.append(entry)
+            return
+        plog = {"pred": pred_val.astype(np.int64), "inv": data["inv"][val]}
+        groups = None
+        if self.group_search:
+            from markov.groups import best_configuration
+            upper = np.append(bounds[1:].astype(float), np.inf)
+            t0 = time.perf_counter()
+            best = best_configuration(plog["pred"], np.minimum(plog["inv"], 1e15).astype(float), upper,
+                                      float(self.capacity), rho=self.rho,
+                                      n_groups=int(c["intermediate_groups"]) if c["intermediate_groups"] else None)
+            entry["search_seconds"] = time.perf_counter() - t0
+            entry["modelled_waf"] = best.waf
+            entry["mispredict"] = best.mispredict
+            groups = best.groups
+        elif c["intermediate_groups"]:
+            groups = _even_merge(int(c["intermediate_groups"]))
+        self._apply_configuration(groups, plog)
+        entry["configuration"] = self.configuration
+        entry["action"] = "model deployed"
+        self.history.append(entry)
+
+    def _quantise(self, model, X_calib):
+        try:
+            from export.quantize import quantize_model
+        except ImportError as e:  # pragma: no cover - export ships with the package
+            raise ValueError(f"policy dogi: deployed=int8 needs the export package ({e})") from None
+        return quantize_model(model, X_calib)
+
+    # -- results ---------------------------------------------------------------------------
+    def summary(self, state) -> dict:
+        conf = state[P_USERCONF]
+        total = int(conf.sum())
+        gc_ok, gc_total = (int(x) for x in state[P_GCACC])
+        names = ["hot"] + [f"c{k}" for k in range(1, N_CAT + 1)]
+        per_class = {names[k]: (float(conf[k, k] / conf[k].sum()) if conf[k].sum() else None) for k in range(N_CAT + 1)}
+        nonhot = conf[1:, :].sum()
+        return {
+            "variant": self.cfg["variant"],
+            "predictor": self.cfg["predictor"],
+            "user_accuracy": float(np.trace(conf) / total) if total else None,
+            "user_accuracy_nonhot": float(np.trace(conf[1:, 1:]) / nonhot) if nonhot else None,
+            "user_accuracy_per_class": per_class,
+            "user_confusion": conf.tolist(),
+            "user_predictions_scored": total,
+            "gc_accuracy": gc_ok / gc_total if gc_total else None,
+            "gc_relocations_scored": gc_total,
+            "gc_destinations": state[P_GCDEST].tolist(),
+            "hot_threshold": int(state[P_ST][MU]),
+            "hot_threshold_steps": int(state[P_ST][MU_STEPS]),
+            "mode": "ml" if state[P_ST][MODE] == MODE_ML else "fallback",
+            "mode_switches": self.mode_switches,
+            "configuration": self.configuration,
+            "n_intermediate_groups": int(state[P_ST][NINT]) if state[P_ST][MODE] == MODE_ML else None,
+            "retrains": sum(1 for h in self.history if "train_seconds" in h),
+            "train_seconds": self.train_s,
+            "inference_ns_per_block": 1e9 * self.infer_s / self.infer_blocks if self.infer_blocks else None,
+            "inferred_blocks": self.infer_blocks,
+            "training_history": self.history,
+        }
+
+
+def _even_merge(n: int) -> list[list[int]]:
+    """``n`` contiguous groups of the ten categories, as even as possible (no search)."""
+    edges = np.linspace(0, N_CAT, n + 1).round().astype(int)
+    return [list(range(edges[k], edges[k + 1])) for k in range(n)]
