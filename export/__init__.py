@@ -1,0 +1,1 @@
+"""Deployment export (see export/quantize.py)."""

@@ -1,0 +1,372 @@
+"""Integer-only deployed form of a lifetime model: input rules, int8 MLP, calibration.
+
+**Inputs.** A model sees raw integer features (``features.extract``), and the trained model
+scales them (``models.base.InputScaler``): ``sign(v) log2(1 + |v|)`` on the log columns, then
+``z = (g - mean) / std``. The deployed model turns each raw ``int64`` feature ``v`` into an
+integer *code* with integer operations only (reproducible in C from the manifest):
+
+1. ``g = v`` for a linear column; for a log column ``g = sign(v) * log2_q16(1 + |v|)`` (Q16,
+   ``v`` clamped to ``+-2**62``; see :mod:`export.fixedpoint`);
+2. ``g = clamp(g, lo, hi)``; ``d = g - off``;
+3. ``code = clamp(rshift_round(d * mul - corr, shift), -qmax, qmax)``.
+
+``code * scale[f]`` approximates the standardised ``z`` (``scale`` = ``margin * max|z|`` on the
+calibration set over ``qmax``, so values beyond the training range keep resolution and then
+saturate). ``lo``/``hi`` are where the code saturates anyway; they bound every product.
+
+**MLP.** Every layer has int8 weights, symmetric per output channel, the input scale folded in
+(``W'[o, i] = W[o, i] * in_scale[i]``, ``w_scale[o] = max|W'[o]| / 127``), an int32 bias at
+``w_scale[o]``, int32 accumulation, and integer requantisation ``rshift_round(acc * m[o],
+s[o])`` with ``m/2**s ~ w_scale[o] / out_scale``. Hidden layers apply ReLU by clamping to
+``[0, 255]`` (unsigned 8-bit activations, zero point 0, ``out_scale`` from a percentile of the
+float activations on the calibration set); the last layer requantises every class to one
+logit scale (int32 logits), and the class is the first index of the largest logit.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import fixedpoint as fx
+
+LINEAR, LOG = 0, 1
+ACT_MAX = 255            # hidden activations are uint8 (post-ReLU), zero point 0
+WEIGHT_MAX = 127         # symmetric int8 weights
+LOGIT_BITS = 20          # calibration logits span about +-2**20 (int32 leaves room to spare)
+#: columns of the packed per-feature rule table (``InputQuantizer.packed``)
+PRE_COLUMNS = ("kind", "lo", "hi", "off", "mul", "corr", "shift", "qmax")
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+class ExportError(ValueError):
+    """A model, a feature matrix or an export artefact that cannot be used; the message says why."""
+
+
+def as_int_features(X, n_features: int, what: str = "features") -> np.ndarray:
+    """Check and convert a raw feature matrix (``[..., n_features]`` integers) to int64."""
+    X = np.asarray(X)
+    if X.ndim < 1 or X.shape[-1] != n_features:
+        raise ExportError(f"{what}: expected {n_features} features per row, got shape {X.shape}")
+    if X.dtype.kind not in "iu":
+        if X.dtype.kind == "f" and X.size and np.all(np.isfinite(X)) and np.all(X == np.round(X)):
+            X = X.astype(np.float64)
+        else:
+            raise ExportError(f"{what}: raw features are integers (int64), got dtype {X.dtype}")
+    if X.dtype == np.uint64 and X.size and X.max() > np.uint64(INT64_MAX):
+        raise ExportError(f"{what}: values above 2**63 - 1 do not fit the int64 feature type")
+    return np.ascontiguousarray(X, dtype=np.int64)
+
+
+# -- inputs ------------------------------------------------------------------------------------
+@dataclass
+class InputQuantizer:
+    """The manifest's per-feature rules from raw int64 features to integer codes."""
+
+    feature_names: list
+    kind: np.ndarray        # LINEAR or LOG per feature
+    lo: np.ndarray
+    hi: np.ndarray
+    off: np.ndarray
+    mul: np.ndarray
+    corr: np.ndarray
+    shift: np.ndarray
+    scale: np.ndarray       # float: standardised units per code step
+    mean: np.ndarray        # the model's scaler (for documentation and the float path)
+    std: np.ndarray
+    bits: int = 16
+
+    @property
+    def qmax(self) -> int:
+        return (1 << (self.bits - 1)) - 1
+
+    @property
+    def n_features(self) -> int:
+        return len(self.feature_names)
+
+    @classmethod
+    def fit(cls, scaler, X_calib: np.ndarray, feature_names=None, bits: int = 16,
+            margin: float = 4.0) -> "InputQuantizer":
+        """Derive the rules from a fitted ``InputScaler`` and calibration rows (raw features)."""
+        if bits not in (8, 16):
+            raise ExportError(f"input codes are 8 or 16 bits, got {bits}")
+        if scaler.mean is None:
+            raise ExportError("the model's input scaler is not fitted (train the model first)")
+        F = len(scaler.mean)
+        X = as_int_features(X_calib, F, "calibration features").reshape(-1, F)
+        if X.shape[0] == 0:
+            raise ExportError("calibration needs at least one feature row")
+        names = list(feature_names) if feature_names is not None else [f"f{i}" for i in range(F)]
+        if len(names) != F:
+            raise ExportError(f"{len(names)} feature names for {F} features")
+        logs = set(range(F)) if scaler.log_columns is None else {int(c) for c in scaler.log_columns}
+        z = np.asarray(scaler.transform(X), np.float64)
+        amax = np.abs(z).max(axis=0)
+        qmax = (1 << (bits - 1)) - 1
+        scale = np.where(amax > 0, amax, 1.0) * float(margin) / qmax
+        mean = np.asarray(scaler.mean, np.float64)
+        std = np.asarray(scaler.std, np.float64)
+        cols = {k: [] for k in ("kind", "lo", "hi", "off", "mul", "corr", "shift")}
+        shift_cap = 62 - bits
+        for f in range(F):
+            kind = LOG if f in logs else LINEAR
+            unit = float(1 << fx.LOG2_FRAC) if kind == LOG else 1.0
+            step = float(std[f]) * float(scale[f]) * unit           # g units per code step
+            if not (step > 0 and math.isfinite(step)):
+                raise ExportError(f"feature {names[f]}: degenerate scale (std {std[f]}, scale {scale[f]})")
+            shift = 31 + math.floor(math.log2(step))
+            if shift < 0:
+                raise ExportError(f"feature {names[f]}: spread too small for integer codes (step {step:g})")
+            shift = min(shift, shift_cap)
+            mul = int(round(2.0 ** shift / step))
+            if mul < 1 or mul >= (1 << 40):
+                raise ExportError(f"feature {names[f]}: spread too large for integer codes (step {step:g})")
+            off = int(round(float(mean[f]) * unit))
+            frac = float(mean[f]) * unit - off
+            corr = int(round(frac * 2.0 ** shift / step))
+            D = int(math.ceil((qmax + 1) * step)) + 1
+            lo, hi = max(off - D, INT64_MIN + 1), min(off + D, INT64_MAX)
+            if kind == LOG:
+                lim = (62 << fx.LOG2_FRAC) + (1 << fx.LOG2_FRAC)
+                lo, hi = max(lo, -lim), min(hi, lim)
+            for k, v in (("kind", kind), ("lo", lo), ("hi", hi), ("off", off), ("mul", mul),
+                         ("corr", corr), ("shift", shift)):
+                cols[k].append(v)
+        arr = {k: np.array(v, np.int64) for k, v in cols.items()}
+        return cls(feature_names=names, scale=scale, mean=mean, std=std, bits=bits, **arr)
+
+    def codes(self, X) -> np.ndarray:
+        """Integer codes (int64, in ``[-qmax, qmax]``) of raw features ``[..., F]``."""
+        X = as_int_features(X, self.n_features)
+        g = X.copy()
+        logc = np.flatnonzero(self.kind == LOG)
+        if logc.size:
+            g[..., logc] = fx.signed_log2_q16(X[..., logc])
+        g = np.clip(g, self.lo, self.hi)
+        d = g - self.off
+        code = fx.rshift_round(d * self.mul - self.corr, self.shift)
+        return np.clip(code, -self.qmax, self.qmax)
+
+    def dequantize(self, codes) -> np.ndarray:
+        """Standardised float features that the codes stand for."""
+        return np.asarray(codes, np.float64) * self.scale
+
+    def packed(self) -> np.ndarray:
+        """``int64 [F, 8]``: one row per feature, columns :data:`PRE_COLUMNS`."""
+        return np.stack([self.kind, self.lo, self.hi, self.off, self.mul, self.corr, self.shift,
+                         np.full(self.n_features, self.qmax, np.int64)], axis=1).astype(np.int64)
+
+    def to_dict(self) -> dict:
+        return {"feature_names": list(self.feature_names), "bits": self.bits, "qmax": self.qmax,
+                "rules": [{"feature": n, "kind": "log2" if k == LOG else "linear", "lo": int(a), "hi": int(b),
+                           "off": int(o), "mul": int(m), "corr": int(c), "shift": int(s), "scale": float(sc),
+                           "scaler_mean": float(mu), "scaler_std": float(sd)}
+                          for n, k, a, b, o, m, c, s, sc, mu, sd in zip(
+                              self.feature_names, self.kind, self.lo, self.hi, self.off, self.mul, self.corr,
+                              self.shift, self.scale, self.mean, self.std)]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "InputQuantizer":
+        rules = d["rules"]
+        col = lambda k: np.array([r[k] for r in rules], np.int64)  # noqa: E731
+        return cls(feature_names=list(d["feature_names"]),
+                   kind=np.array([LOG if r["kind"] == "log2" else LINEAR for r in rules], np.int64),
+                   lo=col("lo"), hi=col("hi"), off=col("off"), mul=col("mul"), corr=col("corr"),
+                   shift=col("shift"), scale=np.array([r["scale"] for r in rules], np.float64),
+                   mean=np.array([r["scaler_mean"] for r in rules], np.float64),
+                   std=np.array([r["scaler_std"] for r in rules], np.float64), bits=int(d["bits"]))
+
+
+# -- layers ------------------------------------------------------------------------------------
+@dataclass
+class QuantLayer:
+    """One integer linear layer: ``out = requant(W @ a + b)`` (ReLU-clamped unless last)."""
+
+    w: np.ndarray            # int8 [out, in]
+    b: np.ndarray            # int32 [out]
+    mul: np.ndarray          # int64 [out]
+    shift: np.ndarray        # int64 [out]
+    relu: bool
+    w_scale: np.ndarray      # float [out]: real value of one accumulator unit per output channel
+    out_scale: float         # real value of one output unit
+
+    def forward(self, a: np.ndarray) -> np.ndarray:
+        acc = a @ self.w.T.astype(np.int64) + self.b.astype(np.int64)
+        out = fx.requantize(acc, self.mul, self.shift)
+        return np.clip(out, 0, ACT_MAX) if self.relu else np.clip(out, fx.INT32_MIN, fx.INT32_MAX)
+
+
+def quantize_linear(W: np.ndarray, b: np.ndarray, in_scale, in_max: int, out_scale: float,
+                    relu: bool, name: str = "layer") -> QuantLayer:
+    """Per-output-channel symmetric int8 weights with the input scale folded in; int32 bias;
+    multiplier/shift to ``out_scale``. Checks that the accumulator stays within int32."""
+    W = np.asarray(W, np.float64) * np.broadcast_to(np.asarray(in_scale, np.float64), (W.shape[1],))[None, :]
+    b = np.asarray(b, np.float64)
+    rowmax = np.abs(W).max(axis=1)
+    w_scale = np.maximum(rowmax, np.abs(b) * 2.0 ** -17) / WEIGHT_MAX
+    w_scale = np.where(w_scale > 0, w_scale, 1.0)
+    wq = np.clip(np.round(W / w_scale[:, None]), -WEIGHT_MAX, WEIGHT_MAX).astype(np.int8)
+    bq = np.round(b / w_scale)
+    bound = np.abs(wq.astype(np.int64)).sum(axis=1) * int(in_max) + np.abs(bq)
+    if bound.max() >= 2 ** 31:
+        raise ExportError(f"{name}: the int32 accumulator could overflow (bound {int(bound.max())})")
+    mq = [fx.quantize_multiplier(float(s) / out_scale) for s in w_scale]
+    return QuantLayer(w=wq, b=bq.astype(np.int32), mul=np.array([m for m, _ in mq], np.int64),
+                      shift=np.array([s for _, s in mq], np.int64), relu=relu, w_scale=w_scale,
+                      out_scale=float(out_scale))
+
+
+def _percentile_scale(values: np.ndarray, percentile: float, levels: int) -> float:
+    v = np.asarray(values, np.float64).ravel()
+    top = float(np.percentile(v, percentile)) if v.size else 0.0
+    if top <= 0:
+        top = float(v.max()) if v.size and v.max() > 0 else 1.0
+    return top / levels
+
+
+def logit_scale(logits: np.ndarray) -> float:
+    m = float(np.abs(logits).max()) if np.size(logits) else 0.0
+    return (m if m > 0 else 1.0) / (1 << LOGIT_BITS)
+
+
+# -- MLP ---------------------------------------------------------------------------------------
+@dataclass
+class QuantizedMLP:
+    """The deployed MLP: integer input rules, int8 layers, int32 logits, argmax class."""
+
+    inputs: InputQuantizer
+    layers: list
+    class_names: list
+    info: dict = field(default_factory=dict)
+    kind = "mlp"
+
+    @property
+    def n_features(self) -> int:
+        return self.inputs.n_features
+
+    @property
+    def n_classes(self) -> int:
+        return int(self.layers[-1].w.shape[0])
+
+    @property
+    def dims(self) -> list[int]:
+        return [int(self.layers[0].w.shape[1])] + [int(L.w.shape[0]) for L in self.layers]
+
+    def codes(self, X) -> np.ndarray:
+        return self.inputs.codes(X)
+
+    def logits_from_codes(self, codes) -> np.ndarray:
+        """int32 logits ``[n, classes]`` from input codes ``[n, F]`` (the integer reference)."""
+        a = np.asarray(codes, np.int64)
+        if a.ndim != 2 or a.shape[1] != self.n_features:
+            raise ExportError(f"codes: expected [n, {self.n_features}], got shape {a.shape}")
+        for layer in self.layers:
+            a = layer.forward(a)
+        return a.astype(np.int32)
+
+    def logits_int(self, X) -> np.ndarray:
+        """int32 logits of raw int64 features ``[n, F]``."""
+        X = as_int_features(X, self.n_features)
+        if X.ndim != 2:
+            raise ExportError(f"features: expected [n, {self.n_features}], got shape {X.shape}")
+        return self.logits_from_codes(self.codes(X))
+
+    def predict(self, X) -> np.ndarray:
+        """Class per row: the first index of the largest int32 logit."""
+        return self.logits_int(X).argmax(axis=1)
+
+    def packed(self) -> dict:
+        """Flat arrays for the Numba kernel (see :func:`export.numba_kernel.kernel_args`)."""
+        return {"pre": self.inputs.packed(), "log_table": fx.LOG2_TABLE.copy(),
+                "dims": np.array(self.dims, np.int64),
+                "w": np.concatenate([L.w.ravel() for L in self.layers]).astype(np.int8),
+                "b": np.concatenate([L.b for L in self.layers]).astype(np.int32),
+                "mul": np.concatenate([L.mul for L in self.layers]).astype(np.int64),
+                "shift": np.concatenate([L.shift for L in self.layers]).astype(np.int64)}
+
+    def kernel_args(self) -> tuple:
+        """``(pre, log_table, dims, w, b, mul, shift)`` for :mod:`export.numba_kernel`."""
+        p = self.packed()
+        return tuple(np.ascontiguousarray(p[k]) for k in ("pre", "log_table", "dims", "w", "b", "mul", "shift"))
+
+    def params_dict(self) -> dict:
+        """Quantisation parameters for the manifest (the weights live in the .npz and header)."""
+        return {"activation_max": ACT_MAX, "weight_max": WEIGHT_MAX, "dims": self.dims,
+                "layers": [{"relu": L.relu, "out_scale": L.out_scale, "w_scale": L.w_scale.tolist(),
+                            "multiplier": L.mul.tolist(), "shift": L.shift.tolist()} for L in self.layers]}
+
+    def arrays(self) -> dict:
+        out = {}
+        for i, L in enumerate(self.layers):
+            out.update({f"w{i}": L.w, f"b{i}": L.b, f"mul{i}": L.mul, f"shift{i}": L.shift,
+                        f"w_scale{i}": L.w_scale})
+        return out
+
+    @classmethod
+    def from_arrays(cls, inputs: InputQuantizer, params: dict, arrays, class_names) -> "QuantizedMLP":
+        layers = []
+        for i, lp in enumerate(params["layers"]):
+            layers.append(QuantLayer(w=np.asarray(arrays[f"w{i}"], np.int8), b=np.asarray(arrays[f"b{i}"], np.int32),
+                                     mul=np.asarray(arrays[f"mul{i}"], np.int64),
+                                     shift=np.asarray(arrays[f"shift{i}"], np.int64), relu=bool(lp["relu"]),
+                                     w_scale=np.asarray(arrays[f"w_scale{i}"], np.float64),
+                                     out_scale=float(lp["out_scale"])))
+        return cls(inputs=inputs, layers=layers, class_names=list(class_names))
+
+
+def mlp_float_layers(model) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(W [out, in], b)`` of the trained MLP's linear layers (float64)."""
+    net = getattr(model, "net", None)
+    if net is None:
+        raise ExportError(f"model {getattr(model, 'name', '?')} is not trained (no network)")
+    out = []
+    for mod in net:
+        kind = type(mod).__name__
+        if kind == "Linear":
+            out.append((mod.weight.detach().cpu().numpy().astype(np.float64),
+                        mod.bias.detach().cpu().numpy().astype(np.float64)))
+        elif kind not in ("ReLU", "Dropout"):
+            raise ExportError(f"MLP export handles Linear/ReLU/Dropout layers, found {kind}")
+    return out
+
+
+def quantize_mlp(model, X_calib, class_names=None, feature_names=None, input_bits: int = 16,
+                 input_margin: float = 4.0, act_percentile: float = 99.99) -> QuantizedMLP:
+    """Quantise a trained ``models.MLP`` calibrating on raw training features ``X_calib``."""
+    if getattr(model, "name", None) != "mlp":
+        raise ExportError(f"quantize_mlp needs an mlp model, got {getattr(model, 'name', type(model).__name__)}")
+    inputs = InputQuantizer.fit(model.scaler, X_calib, feature_names, bits=input_bits, margin=input_margin)
+    fl = mlp_float_layers(model)
+    # float forward on the calibration set (standardised inputs) for the activation ranges
+    h = np.asarray(model.scaler.transform(as_int_features(X_calib, inputs.n_features)), np.float64)
+    layers, in_scale, in_max = [], inputs.scale, inputs.qmax
+    for i, (W, b) in enumerate(fl):
+        h = h @ W.T + b
+        last = i == len(fl) - 1
+        if last:
+            out_scale = logit_scale(h)
+        else:
+            h = np.maximum(h, 0)
+            out_scale = _percentile_scale(h, act_percentile, ACT_MAX)
+        layers.append(quantize_linear(W, b, in_scale, in_max, out_scale, relu=not last, name=f"layer {i}"))
+        in_scale, in_max = np.full(W.shape[0], out_scale), ACT_MAX
+    names = list(class_names) if class_names is not None else [str(c) for c in range(model.n_classes)]
+    return QuantizedMLP(inputs=inputs, layers=layers, class_names=names,
+                        info={"input_margin": input_margin, "act_percentile": act_percentile,
+                              "calibration_rows": int(np.asarray(X_calib).shape[0])})
+
+
+def quantize_model(model, X_calib, class_names=None, feature_names=None, **opts):
+    """The deployed integer form of any exportable model: MLP, GRU, LightGBM, random forest."""
+    name = getattr(model, "name", None)
+    if name == "mlp":
+        return quantize_mlp(model, X_calib, class_names, feature_names, **opts)
+    if name == "gru":
+        from .gru import quantize_gru
+        return quantize_gru(model, X_calib, class_names, feature_names, **opts)
+    if name in ("lightgbm", "random_forest"):
+        from .trees import integer_trees
+        return integer_trees(model, class_names, feature_names)
+    raise ExportError(f"no integer export for model {name!r}; exportable: mlp, gru, lightgbm, random_forest "
+                      "(tcn and others: float ONNX only)")
