@@ -77,14 +77,55 @@ def _simulate(cfg: DictConfig):
     result = simulate(trace, OmegaConf.to_container(cfg.policy, resolve=True),
                       OmegaConf.to_container(cfg.sim, resolve=True), progress=cfg.progress)
     out = Path(cfg.sim.output) if cfg.sim.output else output_dir() / "result.json"
+    if cfg.get("output") and not _multirun():
+        out = Path(cfg.output)      # a single run: output=PATH.json is the result itself
     result["workload_config"] = OmegaConf.to_container(cfg.workload, resolve=True)
     write_json(result, out)
     print_sim_summary(result)
     print(f"result: {out}")
+    png = None
     if cfg.get("plot", True):
         from dogi_ml.report import plot_results
-        print(f"plot:   {plot_results([result], out.with_suffix('.png'))}")
+        png = plot_results([result], out.with_suffix('.png'))
+        print(f"plot:   {png}")
+    if cfg.get("mlflow", True):
+        _log_simulation(cfg, result, [out, png])
     return result["waf"]
+
+
+def _multirun() -> bool:
+    from hydra.core.hydra_config import HydraConfig
+    try:
+        return HydraConfig.get().mode.name == "MULTIRUN"
+    except ValueError:
+        return False
+
+
+def _log_simulation(cfg: DictConfig, result: dict, files) -> None:
+    """One MLflow run per simulation (a child of the sweep's parent run under ``-m``)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from dogi_ml.tracking import flatten, mlflow_run
+
+    sweep_dir = Path(HydraConfig.get().sweep.dir) if _multirun() else None
+    scheme = result.get("scheme") or result["policy"]
+    tags = {"workload": str(result.get("workload")), "policy": result["policy"], "scheme": scheme,
+            "command": "simulate"}
+    with mlflow_run("simulate", f"{scheme} on {result.get('workload')}", sweep_dir=sweep_dir, tags=tags) as (mlflow, _):
+        params = {k: v for k, v in flatten(OmegaConf.to_container(cfg, resolve=True)).items()
+                  if k.split(".")[0] in ("policy", "sim", "workload")}
+        mlflow.log_params({k: (str(v)[:500] if v is not None else "null") for k, v in params.items()})
+        metrics = {k: float(result[k]) for k in ("waf", "user_accuracy", "gc_accuracy", "mispredict_ratio",
+                                                  "inference_ns_per_block", "train_seconds", "appends_per_second",
+                                                  "elapsed_s", "gc_writes", "user_writes")
+                   if isinstance(result.get(k), (int, float))}
+        mlflow.log_metrics(metrics)
+        series = result.get("waf_series") or {}
+        for i, w in enumerate(series.get("waf", [])[:1000]):
+            mlflow.log_metric("waf_window", w, step=i)
+        for f in files:
+            if f is not None and Path(f).exists():
+                mlflow.log_artifact(str(f))
 
 
 # -- train -------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 console = Console(highlight=False)
@@ -175,3 +176,182 @@ def collect_results(sweep_dir: Path) -> list[dict]:
     for path in sorted(Path(sweep_dir).glob("*/result.json")):
         results.append(json.loads(path.read_text()))
     return results
+
+
+# -- paper comparison (DOGI Figs. 10-14) ---------------------------------------------------------
+ORACLES = ("nodap", "fk")
+
+
+def scheme_of(r: dict) -> str:
+    return r.get("scheme") or r["policy"]
+
+
+def paper_summary(results: list[dict]) -> dict:
+    """``{workload: {scheme: {"waf", "user_accuracy", "gc_accuracy", ...}}}`` (learned schemes
+    carry their accuracies; the last run wins if a pair repeats)."""
+    out: dict = {}
+    for r in results:
+        entry = {"waf": r["waf"]}
+        for k in ("user_accuracy", "gc_accuracy", "inference_ns_per_block", "n_intermediate_groups",
+                  "train_seconds", "retrains"):
+            if r.get(k) is not None:
+                entry[k] = r[k]
+        if r.get("configuration"):
+            entry["configuration"] = r["configuration"]
+        if r.get("nodap_bounds"):
+            entry["bounds"] = r["nodap_bounds"]
+        mis = r.get("mispredict_ratio", _mispredict_ratio(r))
+        if mis is not None:
+            entry["mispredict_ratio"] = mis
+        out.setdefault(str(r.get("workload")), {})[scheme_of(r)] = entry
+    return out
+
+
+def _mispredict_ratio(r: dict) -> float | None:
+    """Share of scored non-hot user writes whose actual class is above the predicted one (they
+    outlive their group's BIR when the groups are the categories): Fig. 13's misprediction."""
+    conf = r.get("user_confusion")
+    if not conf:
+        return None
+    import numpy as np
+    c = np.asarray(conf)[1:, :]
+    total = c.sum()
+    return float(np.triu(c[:, 1:], 1).sum() / total) if total else None
+
+
+def dogi_reductions(summary: dict) -> dict:
+    """Per workload: DOGI's WAF reduction (%) vs the best non-oracle, non-DOGI scheme."""
+    out = {}
+    for wl, schemes in summary.items():
+        dogi = schemes.get("dogi", {}).get("waf")
+        base = {s: v["waf"] for s, v in schemes.items()
+                if not s.startswith("dogi") and s not in ORACLES and v.get("waf")}
+        if dogi and base:
+            best = min(base, key=base.get)
+            out[wl] = {"best_baseline": best, "best_baseline_waf": base[best], "dogi_waf": dogi,
+                       "reduction_pct": 100.0 * (1 - dogi / base[best])}
+    return out
+
+
+def print_paper_tables(summary: dict) -> None:
+    schemes = sorted({s for v in summary.values() for s in v}, key=lambda s: (s in ORACLES, s.startswith("dogi"), s))
+    t = Table(title="WAF per workload and scheme (lower is better)")
+    t.add_column("workload")
+    for s in schemes:
+        t.add_column(escape(s), justify="right")
+    t.add_column("DOGI vs best baseline", justify="right")
+    red = dogi_reductions(summary)
+    for wl in sorted(summary):
+        row = [_fmt(summary[wl].get(s, {}).get("waf")) for s in schemes]
+        r = red.get(wl)
+        row.append(f"{r['reduction_pct']:+.1f}% vs {r['best_baseline']}" if r else "-")
+        t.add_row(wl, *row)
+    console.print(t)
+    learned = [s for s in schemes if any("user_accuracy" in summary[w].get(s, {}) for w in summary)]
+    if learned:
+        a = Table(title="prediction accuracy: user-written (Fig. 11) / GC-written (Fig. 12) blocks")
+        a.add_column("workload")
+        for s in learned:
+            a.add_column(escape(s), justify="right")
+        for wl in sorted(summary):
+            cells = []
+            for s in learned:
+                e = summary[wl].get(s, {})
+                u, g = e.get("user_accuracy"), e.get("gc_accuracy")
+                cells.append("-" if u is None else f"{u:.3f}" + (f" / {g:.3f}" if g is not None else ""))
+            a.add_row(wl, *cells)
+        console.print(a)
+
+
+def plot_paper(summary: dict, path: Path, title: str = "") -> Path:
+    """Grouped WAF bars per workload (Fig. 10), user/GC accuracy bars (Figs. 11-12), and WAF and
+    misprediction over the number of groups where a run fixed it (Fig. 13)."""
+    import re
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    workloads = sorted(summary)
+    schemes = sorted({s for v in summary.values() for s in v}, key=lambda s: (s in ORACLES, s.startswith("dogi"), s))
+    fixed_n = {}
+    for wl in workloads:
+        for s, e in summary[wl].items():
+            m = re.search(r"N=(\d+)", s)
+            if m:
+                fixed_n.setdefault(wl, []).append((int(m.group(1)), e["waf"], e.get("mispredict_ratio"),
+                                                   e.get("user_accuracy")))
+    acc_schemes = [s for s in schemes if any(summary[w].get(s, {}).get("user_accuracy") is not None for w in workloads)]
+    panels = 1 + bool(acc_schemes) + bool(fixed_n)
+    fig, axes = plt.subplots(1, panels, figsize=(6 * panels + 2, 4.2), squeeze=False)
+    ax = axes[0][0]
+    x = np.arange(len(workloads))
+    width = 0.8 / max(1, len(schemes))
+    for i, s in enumerate(schemes):
+        vals = [summary[w].get(s, {}).get("waf") or np.nan for w in workloads]
+        ax.bar(x + i * width, vals, width, label=s)
+    ax.set_xticks(x + 0.4 - width / 2, workloads, rotation=20)
+    ax.set_ylabel("WAF")
+    ax.set_title("WAF per scheme (Fig. 10)")
+    ax.legend(fontsize=7, ncol=2)
+    k = 1
+    if acc_schemes:
+        ax = axes[0][k]
+        k += 1
+        width = 0.8 / max(1, len(acc_schemes))
+        for i, s in enumerate(acc_schemes):
+            u = [summary[w].get(s, {}).get("user_accuracy") or np.nan for w in workloads]
+            g = [summary[w].get(s, {}).get("gc_accuracy") or np.nan for w in workloads]
+            ax.bar(x + i * width, u, width, label=f"{s} user")
+            ax.scatter(x + i * width, g, marker="x", color="k", zorder=3, label="GC-written" if i == 0 else None)
+        ax.set_xticks(x + 0.4 - width / 2, workloads, rotation=20)
+        ax.set_ylim(0, 1)
+        ax.set_ylabel("accuracy")
+        ax.set_title("prediction accuracy (bars: user, x: GC) (Figs. 11-12)")
+        ax.legend(fontsize=7)
+    if fixed_n:
+        ax = axes[0][k]
+        ax2 = ax.twinx()
+        for wl, pts in sorted(fixed_n.items()):
+            pts.sort()
+            n = [p[0] for p in pts]
+            line, = ax.plot(n, [p[1] for p in pts], marker="o", label=f"{wl} WAF")
+            ax2.plot(n, [p[2] if p[2] is not None else np.nan for p in pts], ls="--", color=line.get_color(),
+                     label=f"{wl} mispredict")
+            chosen = summary[wl].get("dogi", {})
+            if chosen.get("n_intermediate_groups"):
+                ax.scatter([chosen["n_intermediate_groups"]], [chosen["waf"]], color="red", zorder=4, s=50)
+        ax.set_xlabel("intermediate groups N")
+        ax.set_ylabel("WAF (solid)")
+        ax2.set_ylabel("misprediction ratio (dashed)")
+        ax.set_title("group count (Fig. 13; red: DOGI's choice)")
+        ax.legend(fontsize=7, loc="upper left")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+class PaperComparison(Callback):
+    """Hydra callback for the DOGI reproduction sweeps: after ``-m``, the WAF table with DOGI's
+    reduction vs the best baseline and NoDaP, the accuracy table, a plot, and the JSON
+    ``{workload: {scheme: {waf, user_accuracy, ...}}}`` at ``output=PATH.json`` (default: the
+    sweep directory's ``paper.json``)."""
+
+    def on_multirun_end(self, config, **kwargs) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        results = collect_results(sweep_dir)
+        if not results:
+            return
+        summary = paper_summary(results)
+        print_paper_tables(summary)
+        out = Path(config.get("output") or sweep_dir / "paper.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(summary, indent=2, default=float))
+        (sweep_dir / "reductions.json").write_text(json.dumps(dogi_reductions(summary), indent=2))
+        png = plot_paper(summary, sweep_dir / "paper.png", title=str(config.get("title") or ""))
+        console.print(f"results: {out}\nplot:    {png}")

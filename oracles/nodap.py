@@ -96,6 +96,13 @@ class NoDaP(PlacementPolicy):
     on_reclaim = no_reclaim_hook
 
     def __init__(self, n_groups=None, bounds=None, **params):
+        self.unresolved = bounds == "search"
+        if self.unresolved:
+            # resolved on the trace by the simulate pipeline (oracles.nodap.search), which then
+            # builds the policy again with the bounds found
+            super().__init__(int(n_groups) if n_groups else 2, **params)
+            self.bounds = np.zeros(0, np.int64)
+            return
         if not bounds:
             raise ValueError("policy nodap needs params.bounds: the BIR upper bounds of G1..G(N-1) in "
                              "blocks, increasing (e.g. [4096, 65536]); search them with oracles.nodap.search")
@@ -108,6 +115,9 @@ class NoDaP(PlacementPolicy):
         self.bounds = np.asarray(b, np.int64)
 
     def bind(self, ctx: SimContext) -> tuple:
+        if self.unresolved:
+            raise ValueError("policy nodap: bounds=search must be resolved before the run (the simulate "
+                             "command does it with oracles.nodap.search); give explicit bounds otherwise")
         inv, _prev = annotate(ctx.stream)
         return (inv, np.full(ctx.capacity, NEVER, np.int64), self.bounds.copy())
 

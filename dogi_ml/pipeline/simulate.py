@@ -34,7 +34,19 @@ def build_simulator(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping) -> tupl
     config = SimConfig.from_mapping(sim_cfg)
     writes, cap = simulation_writes(trace, config.capacity_blocks)
     params = dict(policy_cfg.get("params") or {})
-    policy = make_policy(policy_cfg["name"], policy_cfg.get("n_groups"), **params)
+    n_groups = policy_cfg.get("n_groups")
+    search_info = None
+    if policy_cfg["name"] == "nodap" and params.get("bounds") == "search":
+        # NoDaP's offline configuration search (grow N until WAF improves < 5%) on this very trace
+        from oracles.nodap import search
+        search_info = search(writes, cap, config, max_groups=int(params.pop("max_groups", 8)),
+                             min_gain=float(params.pop("min_gain", 0.05)))
+        params["bounds"] = search_info["bounds"]
+        n_groups = search_info["n_groups"]
+    params.pop("max_groups", None)
+    params.pop("min_gain", None)
+    policy = make_policy(policy_cfg["name"], n_groups, **params)
+    policy.search_info = search_info
     stream = writes if policy.needs_future else None
     sim = Simulator(policy, config, cap, stream=stream, trace=trace)
     return sim, writes
@@ -53,6 +65,8 @@ def simulate(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, progress: bool
         sim.feed(writes)
     result = sim.result()
     result["workload"] = trace.name
+    if getattr(sim.policy, "search_info", None):
+        result["nodap_search"] = sim.policy.search_info
     return result
 
 

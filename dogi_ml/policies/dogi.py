@@ -131,6 +131,11 @@ def dogi_user(s, p, lba, now):
         pc = p[P_CLASS][lba]
         if pc >= 0:
             p[P_USERCONF][pc, _class_of(bounds, v)] += 1
+            if pc >= 1 and st[MODE] == MODE_ML:
+                # Fig. 13's misprediction: outlived the BIR of the group it was placed in
+                if v > p[P_GHI][p[P_CAT2G][pc - 1]]:
+                    p[P_GCACC][2] += 1
+                p[P_GCACC][3] += 1
         rg = p[P_RGROUP][lba]
         if rg >= 0:
             r = now - p[P_RTIME][lba]
@@ -162,6 +167,8 @@ def dogi_user(s, p, lba, now):
             if c >= 0:
                 cat = c
                 model_pred = c
+        else:
+            model_pred = latest_cat   # Latest's "prediction" feeds its PLog
         g = p[P_CAT2G][cat]
     p[P_CLASS][lba] = cat + 1
     st[NONHOT] += 1
@@ -371,7 +378,7 @@ class DOGI(PlacementPolicy):
             bounds.astype(np.int64), np.full(N_CAT, -1, np.int64),
             np.full(cap, -1, np.int8), np.full(cap, -1, np.int8), np.zeros(cap, np.int64),
             np.zeros(cap, np.uint8), np.zeros(cap, np.uint8),
-            np.zeros((N_CAT + 1, N_CAT + 1), np.int64), np.zeros(2, np.int64),
+            np.zeros((N_CAT + 1, N_CAT + 1), np.int64), np.zeros(4, np.int64),
             np.zeros((N_GROUPS, N_GROUPS), np.int64),
             self.ring.arrays(),
             np.full(N_GROUPS, INF, np.int64),                     # expiry age per group (INF: none)
@@ -465,13 +472,54 @@ class DOGI(PlacementPolicy):
         return self.model.predict(X).astype(np.int8)
 
     def between_chunks(self, sim) -> None:
-        if not self.uses_model:
+        if not self.user_ml:
             return
         user = sim.user_writes
         if user - self.last_train < self.retrain_every:
             return
         self.last_train = user
-        self._retrain(sim)
+        if self.uses_model:
+            self._retrain(sim)
+        elif self.group_search:
+            self._replan_latest(sim)
+
+    def _replan_latest(self, sim) -> None:
+        """Latest (Fig. 11): no model; PLog = <latest-invalidation-time category, actual
+        invalidation time> of the latest labelled samples; the same group search."""
+        bounds = self.state[P_BOUNDS]
+        now = int(sim.state.ctr[0])
+        data = self.ring.collect(now, long_bound=int(bounds[-1]))
+        ok = data["pred"] >= 0
+        entry = {"user_writes": sim.user_writes, "labelled_samples": int(ok.sum()), "mu": int(self.state[P_ST][MU])}
+        if ok.sum() < int(self.cfg["min_samples"]):
+            entry["action"] = "waiting for samples"
+            self.history.append(entry)
+            return
+        tail = np.flatnonzero(ok)[-max(1, int(ok.sum()) // 5):]
+        plog = {"pred": data["pred"][tail], "inv": data["inv"][tail]}
+        self._search_and_apply(plog, entry)
+        self.history.append(entry)
+
+    def _search_and_apply(self, plog: dict, entry: dict) -> None:
+        c = self.cfg
+        bounds = self.state[P_BOUNDS]
+        groups = None
+        if self.group_search:
+            from markov.groups import best_configuration
+            upper = np.append(bounds[1:].astype(float), np.inf)
+            t0 = time.perf_counter()
+            best = best_configuration(plog["pred"], np.minimum(plog["inv"], 1e15).astype(float), upper,
+                                      float(self.capacity), rho=self.rho,
+                                      n_groups=int(c["intermediate_groups"]) if c["intermediate_groups"] else None)
+            entry["search_seconds"] = time.perf_counter() - t0
+            entry["modelled_waf"] = best.waf
+            entry["mispredict"] = best.mispredict
+            groups = best.groups
+        elif c["intermediate_groups"]:
+            groups = _even_merge(int(c["intermediate_groups"]))
+        self._apply_configuration(groups, plog)
+        entry["configuration"] = self.configuration
+        entry["action"] = "configuration applied"
 
     def _retrain(self, sim) -> None:
         from features.labels import dogi_classes
@@ -512,22 +560,7 @@ class DOGI(PlacementPolicy):
             self.history.append(entry)
             return
         plog = {"pred": pred_val.astype(np.int64), "inv": data["inv"][val]}
-        groups = None
-        if self.group_search:
-            from markov.groups import best_configuration
-            upper = np.append(bounds[1:].astype(float), np.inf)
-            t0 = time.perf_counter()
-            best = best_configuration(plog["pred"], np.minimum(plog["inv"], 1e15).astype(float), upper,
-                                      float(self.capacity), rho=self.rho,
-                                      n_groups=int(c["intermediate_groups"]) if c["intermediate_groups"] else None)
-            entry["search_seconds"] = time.perf_counter() - t0
-            entry["modelled_waf"] = best.waf
-            entry["mispredict"] = best.mispredict
-            groups = best.groups
-        elif c["intermediate_groups"]:
-            groups = _even_merge(int(c["intermediate_groups"]))
-        self._apply_configuration(groups, plog)
-        entry["configuration"] = self.configuration
+        self._search_and_apply(plog, entry)
         entry["action"] = "model deployed"
         self.history.append(entry)
 
@@ -539,10 +572,23 @@ class DOGI(PlacementPolicy):
         return quantize_model(model, X_calib)
 
     # -- results ---------------------------------------------------------------------------
+    def label(self) -> str:
+        c = self.cfg
+        parts = [] if c["variant"] == "full" else [{"base": "base", "user": "+User", "grp": "+Grp"}[c["variant"]]]
+        if c["predictor"] != "ml":
+            parts.append(c["predictor"])
+        if c["intermediate_groups"]:
+            parts.append(f"N={c['intermediate_groups']}")
+        if c["model"] != "mlp":
+            parts.append(c["model"])
+        if c["deployed"] != "float":
+            parts.append(c["deployed"])
+        return "dogi" + (f"[{','.join(parts)}]" if parts else "")
+
     def summary(self, state) -> dict:
         conf = state[P_USERCONF]
         total = int(conf.sum())
-        gc_ok, gc_total = (int(x) for x in state[P_GCACC])
+        gc_ok, gc_total, mis, mis_total = (int(x) for x in state[P_GCACC])
         names = ["hot"] + [f"c{k}" for k in range(1, N_CAT + 1)]
         per_class = {names[k]: (float(conf[k, k] / conf[k].sum()) if conf[k].sum() else None) for k in range(N_CAT + 1)}
         nonhot = conf[1:, :].sum()
@@ -555,6 +601,7 @@ class DOGI(PlacementPolicy):
             "user_confusion": conf.tolist(),
             "user_predictions_scored": total,
             "gc_accuracy": gc_ok / gc_total if gc_total else None,
+            "mispredict_ratio": mis / mis_total if mis_total else None,
             "gc_relocations_scored": gc_total,
             "gc_destinations": state[P_GCDEST].tolist(),
             "hot_threshold": int(state[P_ST][MU]),

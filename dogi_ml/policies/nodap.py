@@ -9,4 +9,5 @@ class NoDaP(_NoDaP):
     default_groups = None
 
     def accepted_params(self):
-        return ()
+        # the offline search's knobs (used by the simulate pipeline when bounds=search)
+        return ("max_groups", "min_gain")

@@ -226,6 +226,7 @@ class Simulator:
         appends = user + gc
         return {
             "policy": self.policy.name,
+            "scheme": self.policy.label(),
             "victim": self.victim_name,
             "waf": (user + gc) / user if user else None,
             "user_writes": user,

@@ -90,6 +90,10 @@ class PlacementPolicy:
     def between_chunks(self, sim) -> None:
         """Python hook run between simulator chunks (default: nothing)."""
 
+    def label(self) -> str:
+        """The scheme's name in comparisons (a variant may add its switches)."""
+        return self.name
+
     def summary(self, state: tuple) -> dict:
         """Extra, policy-specific outputs for the run's result."""
         return {}

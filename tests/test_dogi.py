@@ -1,0 +1,135 @@
+"""DOGI: ordering against NoSep and NoDaP, invariants with online retraining, the Hot Filter's
+window rule, fallback parity with the base design, ablation switches, accuracies, bad input."""
+import numpy as np
+import pytest
+
+from dogi_ml.policies import make_policy
+from dogi_ml.policies.dogi import G_HOT, MU, MU_MAX, P_BOUNDS, P_ST, _adapt_mu
+from dogi_ml.sim import SimConfig, Simulator
+from dogi_ml.sim.state import C_GC, C_USER
+from dogi_ml.traces.generators import zipf
+from oracles.nodap import search
+
+CAP, SEG = 16384, 64
+SMALL = dict(retrain_every=16384, min_samples=300, max_samples=20000, model_params={"epochs": 4, "patience": 2})
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return zipf(CAP, 8 * CAP, seed=5, theta=1.0)
+
+
+def run(trace, name="dogi", debug=False, **params):
+    pol = make_policy(name, **({**SMALL, **params} if name == "dogi" else params))
+    writes = trace.block_writes
+    sim = Simulator(pol, SimConfig(segment_blocks=SEG, debug_invariants=debug, chunk_blocks=16384), CAP,
+                    stream=writes if pol.needs_future else None, trace=trace)
+    return sim, sim.run(writes)
+
+
+def test_nodap_le_dogi_le_nosep(trace):
+    _, dogi = run(trace, debug=True)          # invariants after every chunk, retraining in between
+    _, nosep = run(trace, "nosep")
+    found = search(trace.block_writes, CAP, SimConfig(segment_blocks=SEG), max_groups=6)
+    _, nodap = run(trace, "nodap", bounds=found["bounds"])
+    assert nodap["waf"] <= dogi["waf"] <= nosep["waf"], (nodap["waf"], dogi["waf"], nosep["waf"])
+    assert dogi["retrains"] >= 3 and dogi["mode"] == "ml"
+    assert 0 < dogi["user_accuracy"] <= 1 and 0 < dogi["gc_accuracy"] <= 1
+    assert dogi["user_predictions_scored"] == int(np.asarray(dogi["user_confusion"]).sum())
+    assert dogi["inference_ns_per_block"] > 0 and dogi["inferred_blocks"] > 0
+
+
+def test_runs_are_deterministic(trace):
+    a = run(trace)[1]
+    b = run(trace)[1]
+    assert a["waf"] == b["waf"] and a["user_confusion"] == b["user_confusion"]
+
+
+def test_fallback_is_exactly_the_base_design(trace):
+    """With an unreachable accuracy threshold the model is never deployed: placement is the base
+    design's (HF + one non-hot group + two age-based GC groups), block for block."""
+    _, never = run(trace, fallback_accuracy=0.999)
+    _, base = run(trace, variant="base")
+    assert never["mode"] == "fallback" and never["retrains"] >= 1
+    assert never["waf"] == base["waf"] and never["gc_writes"] == base["gc_writes"]
+    assert base["retrains"] == 0
+
+
+def test_variants_and_fixed_group_count(trace):
+    _, user = run(trace, variant="user")
+    assert len(user["configuration"]["groups"]) == 10          # one group per category, no search
+    _, n3 = run(trace, intermediate_groups=3)
+    assert n3["n_intermediate_groups"] == 3 and n3["scheme"] == "dogi[N=3]"
+    assert all(h["configuration"]["bounds"][-1] is None for h in n3["training_history"] if "configuration" in h)
+    _, latest = run(trace, predictor="latest")
+    assert latest["retrains"] == 0 and latest["inferred_blocks"] == 0 and latest["scheme"] == "dogi[latest]"
+    # +GC: GC-written blocks are placed by FF / ML-Reloc in G1..GN and G_frzn, not the fallback GC groups
+    _, full = run(trace)
+    dest = np.asarray(full["gc_destinations"])
+    assert dest[:, 1:12].sum() > dest[:, 13:].sum()
+
+
+def test_hot_filter_window_rule(trace):
+    """Fig. 6: improve -> mu += d; worse after an increase -> undo; change < 5% -> keep."""
+    sim, _ = run(trace, variant="base")
+    s, p = sim.state, sim.pstate
+    st = p[P_ST]
+    d = int(st[1])
+    st[MU_MAX] = 1 << 30               # the c1 bound caps mu; lift it for the rule itself
+    mu0 = int(st[MU])
+    user = int(s.ctr[C_USER])
+    gc = int(s.ctr[C_GC])
+    p[1][0] = 0.0                      # no previous window
+
+    def window(waf):
+        nonlocal user, gc
+        n = 10_000
+        user += n
+        gc += int(round((waf - 1) * n))
+        s.ctr[C_USER], s.ctr[C_GC] = user, gc
+        _adapt_mu(s, p)
+        return int(st[MU])
+
+    assert window(2.0) == mu0               # first window: nothing to compare
+    assert window(1.5) == mu0 + d           # improved by > 5%
+    assert window(1.4) == mu0 + 2 * d       # improved again
+    assert window(1.8) == mu0 + d           # worse after an increase: undo
+    assert window(1.82) == mu0 + d          # within 5%: keep
+    assert p[P_BOUNDS][0] == mu0 + d and p[5][G_HOT] == mu0 + d
+    st[MU_MAX] = mu0 + d + 1               # ... which caps an increase
+    window(1.0)
+    assert int(st[MU]) == mu0 + d + 1
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"variant": "nope"}, "variant must be one of"),
+    ({"predictor": "oracle"}, "predictor must be ml or latest"),
+    ({"intermediate_groups": 11}, "intermediate_groups must lie in"),
+    ({"fallback_accuracy": 1.5}, "fallback_accuracy"),
+    ({"bogus": 1}, "unknown parameter"),
+])
+def test_bad_parameters(params, match):
+    with pytest.raises(ValueError, match=match):
+        make_policy("dogi", **params)
+
+
+def test_model_needs_the_trace(trace):
+    pol = make_policy("dogi", **SMALL)
+    with pytest.raises(ValueError, match="needs the trace"):
+        Simulator(pol, SimConfig(segment_blocks=SEG), CAP)
+
+
+def test_group_count_search_is_the_restricted_optimum():
+    """best_configuration(n_groups=k) is the exhaustive optimum among merges into k groups."""
+    from markov.groups import best_configuration, score_all, plog_stats
+    rng = np.random.default_rng(0)
+    cap = 100_000
+    upper = np.append(1000 * 2.0 ** np.arange(9), np.inf)
+    pred = rng.integers(0, 10, 20_000)
+    inv = upper[np.minimum(pred, 8)] * rng.uniform(0.2, 1.6, pred.size)
+    share, by_cat = plog_stats(pred, inv, 10)
+    splits, wafs = score_all(share, by_cat, upper, cap)
+    for k in (2, 4, 7):
+        best = best_configuration(pred, inv, upper, cap, n_groups=k)
+        assert len(best.groups) == k
+        assert best.waf == pytest.approx(wafs[splits[:, -1] + 1 == k].min())
