@@ -21,6 +21,7 @@ COMMANDS = {
     "ingest": "convert a trace to the binary format: path=FILE format=NAME out=DIR",
     "stats": "show a binary trace's header and statistics: path=FILE.dtr",
     "print": "print a binary trace's requests as text: path=FILE.dtr [head=N]",
+    "export": "deploy a model: int8 C header, ONNX, manifest: +workload=NAME [model=NAME] [export.run_id=ID]",
     "bench": "measure simulator and annotation throughput",
     "stage": "one DVC pipeline stage: stage NAME [params=params.yaml] [out=data/dvc] (see dvc.yaml)",
 }
@@ -226,6 +227,13 @@ def _print(cfg: DictConfig):
         print(f"... {trace.n_requests - n} more requests (head={cfg.head})")
 
 
+# -- export ------------------------------------------------------------------------------------
+@_guard
+def _export(cfg: DictConfig):
+    from dogi_ml.pipeline.export import run_export
+    return run_export(cfg, output_dir())
+
+
 # -- bench -------------------------------------------------------------------------------------
 @_guard
 def _bench(cfg: DictConfig):
@@ -233,7 +241,8 @@ def _bench(cfg: DictConfig):
     run_bench(cfg, output_dir())
 
 
-_BODIES = {"train": _train, "oracle": _oracle, "simulate": _simulate, "ingest": _ingest, "stats": _stats, "print": _print, "bench": _bench}
+_BODIES = {"train": _train, "oracle": _oracle, "simulate": _simulate, "ingest": _ingest, "stats": _stats, "print": _print, "bench": _bench,
+           "export": _export}
 
 
 def _stage(args: list[str]) -> None:

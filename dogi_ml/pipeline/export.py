@@ -1,0 +1,297 @@
+"""The ``export`` command: a trained model -> its deployed forms, checked and logged.
+
+Source model: trained now through the ``train`` pipeline (default), or taken from an MLflow run
+(``export.run_id``) or a file (``export.model_path``; the run's ``config.yaml`` beside it tells
+the workload and data). The same dataset as training is rebuilt for calibration (train split)
+and evaluation (test split). Written to ``export/run-<model>-<workload>-<run>/`` (or
+``export.out``): the C header, ``quantized.npz``, the float and int8 ONNX files, ``report.json``
+(accuracy, parity, ONNX agreement, timings) and ``manifest.json``; all logged to MLflow
+(experiment ``export``).
+"""
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+EXPERIMENT = "export"
+
+
+def _source(cfg, work_dir: Path, log) -> tuple:
+    """``(model, source config, source info)`` for the configured source."""
+    from omegaconf import OmegaConf
+
+    from models import LifetimeModel
+
+    e = cfg.export
+    if e.model_path and e.run_id:
+        raise ValueError("give export.model_path or export.run_id, not both")
+    if e.model_path:
+        path = Path(e.model_path)
+        model = LifetimeModel.load(path)
+        conf = path.parent / "config.yaml"
+        src_cfg = OmegaConf.load(conf) if conf.exists() else cfg
+        run_id = None
+        if conf.exists():
+            metrics = path.parent / "metrics.json"
+            if metrics.exists():
+                run_id = json.loads(metrics.read_text()).get("mlflow_run_id")
+        return model, src_cfg, {"model_path": str(path.resolve()), "mlflow_run_id": run_id,
+                                "config": str(conf) if conf.exists() else None}
+    if e.run_id:
+        from dogi_ml.tracking import _mlflow
+        mlflow = _mlflow()
+        try:
+            mlflow.MlflowClient().get_run(str(e.run_id))
+        except Exception as exc:  # noqa: BLE001 - MLflow raises its own exception types
+            raise ValueError(f"MLflow run {e.run_id!r} not found in {mlflow.get_tracking_uri()} ({exc})") from exc
+        dst = Path(tempfile.mkdtemp(dir=work_dir))
+        try:
+            model_file = mlflow.artifacts.download_artifacts(run_id=str(e.run_id), artifact_path="model/model.pkl",
+                                                             dst_path=str(dst))
+            conf_file = mlflow.artifacts.download_artifacts(run_id=str(e.run_id), artifact_path="config.yaml",
+                                                            dst_path=str(dst))
+        except Exception as exc:  # noqa: BLE001
+            raise ValueError(f"MLflow run {e.run_id} has no model/model.pkl and config.yaml artifacts "
+                             f"(is it a train run?): {exc}") from exc
+        return LifetimeModel.load(model_file), OmegaConf.load(conf_file), {"mlflow_run_id": str(e.run_id)}
+    from dogi_ml.cli import require_workload
+    from dogi_ml.pipeline.train import run_train
+    require_workload(cfg)
+    log("[bold]export[/bold]: training the model first (the train pipeline; export.run_id=ID or "
+        "export.model_path=FILE reuses one)")
+    train_dir = work_dir / "train"
+    summary = run_train(cfg, train_dir)
+    model = LifetimeModel.load(train_dir / "model.pkl")
+    return model, cfg, {"mlflow_run_id": summary["mlflow_run_id"], "model_path": str((train_dir / "model.pkl").resolve())}
+
+
+def _bounds(ds) -> dict | None:
+    if ds.info.get("labels") != "dogi":
+        return None
+    from features.labels import category_bounds
+    b = category_bounds(ds.info["capacity_blocks"], ds.info["mu"])
+    return {"hot_threshold_mu": int(b[0]), "upper_bounds": [int(v) for v in b[1:]],
+            "meaning": "class c1 covers invalidation times (mu, upper[0]], c_i (upper[i-2], upper[i-1]], "
+                       "c10 above upper[8]; times in user-written blocks"}
+
+
+def run_export(cfg, work_dir: Path) -> dict:
+    """The ``export`` command body (see the module docstring)."""
+    from omegaconf import OmegaConf
+
+    from dogi_ml.pipeline.train import build_dataset
+    from dogi_ml.report import console
+    from dogi_ml.tracking import flatten, mlflow_run
+    from dogi_ml.traces.workload import load_workload
+    from export import onnx_export as ox
+    from export.bench import bench_deployed
+    from export.c_header import emit_header
+    from export.cbuild import build_shared, find_compiler, strict_compile
+    from export.manifest import load_export, write_manifest
+    from export.parity import all_identical, extreme_features, parity
+    from export.quantize import ExportError, quantize_model
+
+    e = cfg.export
+    work_dir.mkdir(parents=True, exist_ok=True)
+    model, src_cfg, source = _source(cfg, work_dir, console.print)
+    if "workload" not in src_cfg or src_cfg.workload is None:
+        raise ValueError("the source model's workload is unknown (no config.yaml beside it); add +workload=NAME "
+                         "with the data settings it was trained with")
+    wl = src_cfg.workload.name
+    run_tag = (source.get("mlflow_run_id") or time.strftime("%Y%m%d-%H%M%S"))[:8]
+    out = Path(e.out) if e.out else Path("export") / f"run-{model.name}-{wl}-{run_tag}"
+    out.mkdir(parents=True, exist_ok=True)
+    console.print(f"[bold]export[/bold] {model.name} on {wl} -> {out}")
+
+    trace = load_workload(src_cfg.workload, cache_dir=cfg.cache_dir)
+    history = src_cfg.model.get("history") if "model" in src_cfg else None
+    data_cfg = OmegaConf.to_container(src_cfg.data, resolve=True)
+    ds = build_dataset(trace, data_cfg, sequence_history=history if model.sequence else None, cache_dir=cfg.cache_dir)
+    if ds.X.shape[-1] != model.n_features:
+        raise ExportError(f"the dataset has {ds.X.shape[-1]} features, the model takes {model.n_features}")
+    tr, te = ds.splits["train"], ds.splits["test"]
+    X_test, y_test = ds.X[te], ds.y[te]
+    report: dict = {"model": model.name, "workload": wl, "source": source, "test_rows": int(len(y_test))}
+
+    # -- deployed integer form ----------------------------------------------------------------
+    t0 = time.perf_counter()
+    opts = {"input_bits": int(e.input_bits), "input_margin": float(e.input_margin),
+            "act_percentile": float(e.act_percentile)}
+    try:
+        q = quantize_model(model, ds.X[tr], ds.class_names, ds.feature_names,
+                           **(opts if model.name in ("mlp", "gru") else {}))
+    except ExportError:
+        q = None
+        if model.name not in ("tcn", "deepfm"):
+            raise
+        console.print(f"  {model.name}: no integer form (float ONNX only)")
+    pred_float = model.predict(X_test)
+    acc_float = float((pred_float == y_test).mean())
+    report["accuracy"] = {"float": acc_float}
+    files = {}
+    if q is not None:
+        pred_int = q.predict(X_test)
+        acc_int = float((pred_int == y_test).mean())
+        report["accuracy"].update({"int": acc_int, "loss_points": 100 * (acc_float - acc_int),
+                                   "float_int_agreement": float((pred_float == pred_int).mean()),
+                                   "target_loss_points": 1.0})
+        console.print(f"  quantised in {time.perf_counter() - t0:.1f} s: test accuracy float {acc_float:.4f}, "
+                      f"integer {acc_int:.4f} ({100 * (acc_float - acc_int):+.2f} points), "
+                      f"agreement {report['accuracy']['float_int_agreement']:.4f}")
+        header = f"{e.prefix}_{model.name}.h"
+        (out / header).write_text(emit_header(q, e.prefix, source=source.get("mlflow_run_id") or source.get("model_path")))
+        np.savez(out / "quantized.npz", **q.arrays())
+        files.update({"header": header, "arrays": "quantized.npz"})
+
+    # -- ONNX -----------------------------------------------------------------------------------
+    if e.onnx:
+        f_onnx = ox.export_float(model, out / f"{model.name}_float.onnx", seq_len=history)
+        files["onnx_float"] = f_onnx.name
+        sess = ox.session(f_onnx)
+        onnx_cls, _ = ox.run(sess, X_test, model.n_features)
+        ref = ox.torch_classes(model, X_test) if getattr(model, "net", None) is not None else pred_float
+        agree = float((onnx_cls == ref).mean())
+        report["onnx"] = {"float_vs_" + ("pytorch" if getattr(model, "net", None) is not None else "model"): agree,
+                          "target": 0.999, "rows": int(len(ref))}
+        if q is not None and q.kind == "mlp":
+            i_onnx = ox.export_qdq(q, model.scaler, out / f"{model.name}_int8_qdq.onnx")
+            files["onnx_int8"] = i_onnx.name
+            qcls, _ = ox.run(ox.session(i_onnx), X_test, model.n_features)
+            report["onnx"]["int8_qdq_vs_integer_reference"] = float((qcls == pred_int).mean())
+            report["onnx"]["int8_qdq_vs_float"] = float((qcls == pred_float).mean())
+        console.print("  ONNX (onnx.checker ok): " + ", ".join(f"{k} {v:.4%}" for k, v in report["onnx"].items()
+                                                               if isinstance(v, float) and k != "target"))
+
+    # -- C: strict build, parity, timing --------------------------------------------------------
+    cmodels = {}
+    if q is not None:
+        if find_compiler() is None:
+            report["c"] = {"skipped": "no C compiler (set CC)"}
+            console.print("  [yellow]no C compiler: header not compiled, C parity skipped[/yellow]")
+        else:
+            checks = {"c99": strict_compile(out / header), "c++": strict_compile(out / header, cxx=True)}
+            report["c"] = {k: {"ok": v["ok"], "command": v["command"], "undefined_symbols": v["undefined"],
+                               "errors": v["stderr"][-2000:]} for k, v in checks.items()}
+            if not all(v["ok"] for v in checks.values()):
+                raise ExportError(f"the generated header does not build strictly: {report['c']}")
+            hidden = getattr(q, "hidden", 0)
+            cmodels["c_O2"] = build_shared(out / header, q.kind, q.n_features, q.n_classes, hidden=hidden)
+            try:
+                cmodels["c_O2_march_native"] = build_shared(out / header, q.kind, q.n_features, q.n_classes,
+                                                            hidden=hidden, extra_flags=("-march=native",))
+            except ExportError:
+                pass
+        flat_ref = X_test.reshape(-1, model.n_features)
+        X_par = extreme_features(model.n_features, int(e.parity_rows), seed=int(cfg.seed), reference=flat_ref)
+        t0 = time.perf_counter()
+        par = parity(q, X_par, cmodels.get("c_O2"))
+        if q.kind == "gru" and "c_O2" in cmodels:
+            c_cls, c_logits = cmodels["c_O2"].gru_sequences(X_test)
+            ref_logits = q.logits_int(X_test)
+            par["sequences_python_vs_c"] = {"classes_equal": int((c_cls == ref_logits.argmax(1)).sum()),
+                                            "logits_equal_rows": int((c_logits == ref_logits).all(1).sum()),
+                                            "identical": bool(np.array_equal(c_logits, ref_logits)),
+                                            "histories": int(len(X_test))}
+        par["all_identical"] = all_identical(par)
+        report["parity"] = par
+        console.print(f"  parity on {par['vectors']:,} feature vectors (extremes included) in "
+                      f"{time.perf_counter() - t0:.1f} s: " + ", ".join(
+                          f"{k} {v['classes_equal']:,} classes / {v['logits_equal_rows']:,} logit rows equal"
+                          for k, v in par.items() if isinstance(v, dict)))
+        if not par["all_identical"]:
+            raise ExportError(f"integer implementations disagree: {par}")
+
+    if e.bench:
+        onnx_paths = {}
+        if "onnx_float" in files:
+            onnx_paths["onnxruntime_float"] = out / files["onnx_float"]
+        if "onnx_int8" in files:
+            onnx_paths["onnxruntime_int8_qdq"] = out / files["onnx_int8"]
+        bench_rows = X_test if not model.sequence else X_test[:, -1, :]
+        if model.sequence:   # per-step timing for the GRU; the float models take whole histories
+            onnx_paths = {}
+        report["ns_per_block"] = bench_deployed(model if not model.sequence else None, q,
+                                                np.ascontiguousarray(bench_rows), batch=int(e.batch),
+                                                cmodels=cmodels, onnx_paths=onnx_paths,
+                                                min_seconds=float(e.bench_seconds))
+        report["ns_per_block"]["target_c"] = float(e.target_ns_per_block)
+
+    (out / "report.json").write_text(json.dumps(report, indent=2, default=float))
+    files["report"] = "report.json"
+    if q is not None:
+        write_manifest(out, q, model, files, source={**source, "workload": wl,
+                                                      "data": OmegaConf.to_container(src_cfg.data, resolve=True)},
+                       bounds=_bounds(ds), metrics=report.get("accuracy"), header_prefix=e.prefix)
+        load_export(out)   # the loader accepts what was written
+    else:
+        from export.manifest import FORMAT, FORMAT_VERSION, sha256, versions
+        (out / "manifest.json").write_text(json.dumps({
+            "format": FORMAT, "format_version": FORMAT_VERSION, "model": {"name": model.name, "deployed": None},
+            "features": {"order": ds.feature_names, "count": len(ds.feature_names)},
+            "classes": {"names": ds.class_names, "count": len(ds.class_names), "bounds": _bounds(ds)},
+            "artifacts": {r: {"path": f, "sha256": sha256(out / f)} for r, f in files.items()},
+            "source": source, "versions": versions()}, indent=2))
+
+    with mlflow_run(EXPERIMENT, f"export {model.name} on {wl}",
+                    tags={"command": "export", "model": model.name, "workload": wl,
+                          "source_run_id": str(source.get("mlflow_run_id"))}) as (mlflow, run):
+        mlflow.log_params({k: str(v)[:500] for k, v in flatten(OmegaConf.to_container(e, resolve=True), "export.").items()})
+        metrics = {"accuracy_float": report["accuracy"]["float"]}
+        if q is not None:
+            metrics.update({"accuracy_int": report["accuracy"]["int"],
+                            "accuracy_loss_points": report["accuracy"]["loss_points"],
+                            "float_int_agreement": report["accuracy"]["float_int_agreement"]})
+            for k, v in report.get("parity", {}).items():
+                if isinstance(v, dict):
+                    metrics[f"parity_{k}_classes_equal"] = v["classes_equal"]
+                    metrics[f"parity_{k}_logits_equal_rows"] = v["logits_equal_rows"]
+        for k, v in report.get("onnx", {}).items():
+            if isinstance(v, float) and k != "target":
+                metrics[f"onnx_{k}"] = v
+        for k, v in report.get("ns_per_block", {}).items():
+            if isinstance(v, float) and not k.startswith("target"):
+                metrics[f"ns_per_block_{k}"] = v
+        mlflow.log_metrics({k: float(v) for k, v in metrics.items()})
+        mlflow.log_artifacts(str(out), artifact_path="export")
+        report["mlflow_run_id"] = run.info.run_id
+    (out / "report.json").write_text(json.dumps(report, indent=2, default=float))
+    if q is not None:   # report.json changed (run id): refresh its digest
+        m = json.loads((out / "manifest.json").read_text())
+        from export.manifest import sha256
+        m["artifacts"]["report"]["sha256"] = sha256(out / "report.json")
+        m["artifacts"]["report"]["bytes"] = (out / "report.json").stat().st_size
+        m["source"]["export_mlflow_run_id"] = report["mlflow_run_id"]
+        (out / "manifest.json").write_text(json.dumps(m, indent=2))
+    _print_summary(report, out, console)
+    return report
+
+
+def _print_summary(r: dict, out: Path, console) -> None:
+    from rich.table import Table
+    t = Table(title=f"export: {r['model']} on {r['workload']}", show_header=False)
+    t.add_column(style="bold")
+    t.add_column(justify="right")
+    acc = r["accuracy"]
+    t.add_row("test accuracy, float", f"{acc['float']:.4f}")
+    if "int" in acc:
+        t.add_row("test accuracy, integer", f"{acc['int']:.4f} ({-acc['loss_points']:+.2f} points; target >= -1)")
+    par = r.get("parity")
+    if par:
+        t.add_row("bit-exact (Python/Numba/C)", f"{'yes' if par['all_identical'] else 'NO'} on {par['vectors']:,} vectors")
+    for k, v in r.get("onnx", {}).items():
+        if isinstance(v, float) and k != "target":
+            t.add_row(f"ONNX {k.replace('_', ' ')}", f"{v:.4%}")
+    nb = r.get("ns_per_block", {})
+    for k, v in nb.items():
+        if isinstance(v, float) and not k.startswith("target"):
+            t.add_row(f"ns/block @ batch {nb['batch']}: {k}", f"{v:,.1f}")
+    console.print(t)
+    if "c_O2" in nb:
+        console.print(f"C header (-O2, one core): {nb['c_O2']:.1f} ns/block at batch {nb['batch']} "
+                      f"(target <= {nb['target_c']:.0f}: {'met' if nb['c_O2'] <= nb['target_c'] else 'not met'})")
+    console.print(f"export: {out}")
+    console.print(f"report: {out / 'report.json'}")
