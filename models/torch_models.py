@@ -1,6 +1,7 @@
 """Neural lifetime models in PyTorch: MLP (DOGI), DeepFM, GRU (PHFTL/Shiro), TCN (ML-DT).
 
-Training: Adam, cross-entropy, mini-batches in time order shuffled within the training split
+Training: Adam, cross-entropy (or mean squared error for the TCN's ``task: regression``, ML-DT's
+regression of the log invalidation time), mini-batches in time order shuffled within the training split
 only (never across splits), early stopping on validation loss, deterministic given a seed
 (one thread, deterministic algorithms).
 """
@@ -38,7 +39,7 @@ class _TorchModel(LifetimeModel):
         _seed_everything(self.seed)
         self.net = self.build()
         opt = torch.optim.Adam(self.net.parameters(), lr=p["lr"], weight_decay=p["weight_decay"], fused=True)
-        loss_fn = nn.CrossEntropyLoss()
+        loss_fn = self._loss_fn()
         Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
         gen = torch.Generator().manual_seed(self.seed)
         best, best_state, bad = float("inf"), None, 0
@@ -51,7 +52,7 @@ class _TorchModel(LifetimeModel):
             for i in range(0, len(Xt), bs):
                 idx = order[i:i + bs]
                 opt.zero_grad()
-                loss = loss_fn(self.net(Xt[idx]), yt[idx])
+                loss = loss_fn(self._forward(Xt[idx]), yt[idx])
                 loss.backward()
                 opt.step()
                 total += float(loss.detach()) * len(idx)
@@ -70,6 +71,13 @@ class _TorchModel(LifetimeModel):
             self.net.load_state_dict(best_state)
         self.net.eval()
 
+    def _loss_fn(self) -> nn.Module:
+        return nn.CrossEntropyLoss()
+
+    def _forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The network's output as the loss takes it (logits; subclasses may reshape)."""
+        return self.net(x)
+
     def _loss(self, X, y, loss_fn) -> float:
         self.net.eval()
         with torch.no_grad():
@@ -79,7 +87,7 @@ class _TorchModel(LifetimeModel):
         out = []
         with torch.no_grad():
             for i in range(0, len(X), 8192):
-                out.append(self.net(torch.from_numpy(np.ascontiguousarray(X[i:i + 8192]))))
+                out.append(self._forward(torch.from_numpy(np.ascontiguousarray(X[i:i + 8192]))))
         return torch.cat(out) if out else torch.empty(0, self.n_classes)
 
     def _proba(self, X):
@@ -281,8 +289,57 @@ class TCN(_TorchModel):
 
     name = "tcn"
     sequence = True
-    defaults = {**_TorchModel.defaults, "channels": [64, 64, 64], "kernel": 3, "dropout": 0.1, "lr": 1e-3}
+    defaults = {**_TorchModel.defaults, "channels": [64, 64, 64], "kernel": 3, "dropout": 0.1, "lr": 1e-3,
+                "task": "classification"}
+
+    @property
+    def regression(self) -> bool:
+        """``task: regression``: one output, mean squared error on real-valued targets (ML-DT
+        regresses ``log2(1 + invalidation time)``); ``n_classes`` is then ignored."""
+        task = self.params.get("task", "classification")
+        if task not in ("classification", "regression"):
+            raise ValueError(f"model tcn: task must be classification or regression, got {task!r}")
+        return task == "regression"
 
     def build(self):
         p = self.params
-        return _TCNNet(self.n_features, self.n_classes, list(p["channels"]), int(p["kernel"]), float(p["dropout"]))
+        n_out = 1 if self.regression else self.n_classes
+        return _TCNNet(self.n_features, n_out, list(p["channels"]), int(p["kernel"]), float(p["dropout"]))
+
+    def _loss_fn(self) -> nn.Module:
+        return nn.MSELoss() if self.regression else nn.CrossEntropyLoss()
+
+    def _forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.net(x)
+        return out.squeeze(-1) if self.regression else out
+
+    def fit(self, X, y, X_val=None, y_val=None) -> "TCN":
+        if not self.regression:
+            return super().fit(X, y, X_val, y_val)
+        # the base class casts targets to class indices; regression keeps them real, and
+        # standardised (the network starts near the mean instead of near zero)
+        self._check(X)
+        self.scaler.fit(X)
+        y = np.asarray(y, np.float64)
+        self.y_mean = float(y.mean()) if y.size else 0.0
+        self.y_std = float(y.std()) if y.size and y.std() > 0 else 1.0
+
+        def norm(t):
+            return ((np.asarray(t, np.float64) - self.y_mean) / self.y_std).astype(np.float32)
+
+        Xv = None if X_val is None else self.scaler.transform(X_val)
+        self._fit(self.scaler.transform(X), norm(y), Xv, None if y_val is None else norm(y_val))
+        return self
+
+    def predict(self, X) -> np.ndarray:
+        """Classes, or (``task: regression``) the regressed values as float32."""
+        if not self.regression:
+            return super().predict(X)
+        self._check(X)
+        z = self._logits(self.scaler.transform(X)).numpy().reshape(-1).astype(np.float64)
+        return (z * self.y_std + self.y_mean).astype(np.float32)
+
+    def _proba(self, X):
+        if self.regression:
+            raise ValueError("model tcn: task=regression has no class probabilities; use predict()")
+        return super()._proba(X)

@@ -1,0 +1,187 @@
+"""PHFTL (Sun et al., DAC'23; DOGI §2.2, Table 1): a GRU classifies each user write as hot or
+non-hot; GC-written blocks go through five age-based GC groups.
+
+Groups: 0 = hot user writes, 1 = non-hot user writes, 2..6 = GC groups 1..5. A valid block
+relocated out of a user group goes to GC group 1; out of GC group k to k + 1; the last GC group
+keeps its blocks (SepBIT/MiDAS-style age classes: the more often a block survived GC, the
+older it is). Victims: cost-benefit (DOGI §5.1).
+
+The classifier (one GRU layer, hidden 32, as PHFTL's successor Shiro) reads the LBA's last
+``history`` writes' features: Shiro's set (the previous lifetime, request size, sequentiality,
+chunk writes and reads, global read/write ratio). It is trained online: one in
+``sample_every`` user writes is sampled, labelled when its LBA is overwritten (or once it has
+outlived the hot threshold: then it is known to be non-hot), and the model is retrained from
+scratch every ``retrain_every`` user writes on the latest ``max_train`` labelled samples.
+Inference is batched per chunk over windows of the writes about to be applied (Shiro caches a
+hidden state per page instead; same prediction, one GRU step, but a state per LBA and stale
+states after every retraining).
+
+The hot threshold (``hot_threshold: null``) is Shiro's initial labelling rule, re-derived at every
+retraining: the knee of the sampled lifetimes' CDF (the sample farthest from the chord of the
+sorted-lifetime curve), over samples old enough that their lifetime (capped at the capacity)
+is known. Shiro's further per-window adjustment with three logistic-regression probes is not
+implemented. An integer fixes the threshold instead.
+
+Before the first model every user write is non-hot. Accuracy (hot vs non-hot) is scored online
+when an LBA is overwritten: the class predicted for its previous write against its actual
+lifetime vs the threshold in force.
+"""
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from dogi_ml.sim.policy_api import SimContext, no_reclaim_hook
+
+from . import register
+from ._online import ring_fill, ring_record
+from ._sequence import (CHUNK_START, COUNT, EVERY, MODE, N_COMMON_ST, PREFILL, SequencePolicy,
+                        fit_sequence_model)
+
+G_HOT, G_COLD, G_GC1 = 0, 1, 2
+N_GC = 5
+N_GROUPS = 2 + N_GC
+THRESH = N_COMMON_ST               # st index: hot threshold (lifetime <= THRESH is hot)
+ST_LEN = N_COMMON_ST + 1
+P_ST, P_PREDS, P_CLASS, P_CONF, P_RING = range(5)
+
+
+@nb.njit(cache=True)
+def phftl_user(s, p, lba, now):
+    st = p[P_ST]
+    last = s.lba_time[lba]
+    if last >= 0:
+        v = now - last
+        pc = p[P_CLASS][lba]
+        if pc >= 0:
+            p[P_CONF][pc, 0 if v <= st[THRESH] else 1] += 1
+        ring_fill(p[P_RING], lba, v)
+    if now < st[PREFILL]:
+        p[P_CLASS][lba] = -1
+        return G_COLD
+    g = G_COLD
+    pc = -1
+    if st[MODE] == 1:
+        c = p[P_PREDS][now - st[CHUNK_START]]
+        if c >= 0:
+            g = c                     # class 0 = hot -> group 0, 1 = non-hot -> group 1
+            pc = c
+    p[P_CLASS][lba] = pc
+    st[COUNT] += 1
+    if st[COUNT] % st[EVERY] == 0:
+        ring_record(p[P_RING], lba, now - st[PREFILL], now, pc)
+    return g
+
+
+@nb.njit(cache=True)
+def phftl_gc(s, p, lba, victim, now):
+    vg = s.seg_group[victim]
+    if vg < G_GC1:
+        return G_GC1
+    return min(vg + 1, N_GROUPS - 1)
+
+
+def cdf_knee(lifetimes: np.ndarray) -> int:
+    """Shiro's initial threshold: on the curve of sorted lifetimes ``(L_i, i)`` (both axes
+    normalised), the sample farthest from the chord joining its ends."""
+    L = np.sort(np.asarray(lifetimes, np.float64))
+    if L.size < 2 or L[-1] <= L[0]:
+        return int(L[-1]) if L.size else 1
+    x = (L - L[0]) / (L[-1] - L[0])
+    y = np.arange(L.size) / (L.size - 1)
+    return max(1, int(L[int(np.argmax(np.abs(y - x)))]))
+
+
+@register
+class PHFTL(SequencePolicy):
+    name = "phftl"
+    default_groups = N_GROUPS
+    place_user = phftl_user
+    place_gc = phftl_gc
+    on_reclaim = no_reclaim_hook
+
+    MODEL = "gru"
+    MODEL_DEFAULTS = {"hidden": 32, "epochs": 4, "patience": 2, "batch_size": 256, "lr": 1e-3}
+    DEFAULTS = {
+        # Shiro's features: previous lifetime, request size, sequential, chunk writes/reads, r/w ratio
+        "features": ["latest_inv", "req_blocks", "sequential", "chunk_writes", "chunk_reads", "rw_ratio_milli"],
+        "hot_threshold": None,       # None = knee of the lifetime CDF at each retraining; int = fixed
+    }
+
+    def __init__(self, n_groups=N_GROUPS, **params):
+        if int(n_groups) != N_GROUPS:
+            raise ValueError(f"policy phftl has exactly {N_GROUPS} groups (2 user + {N_GC} GC), got n_groups={n_groups}")
+        super().__init__(n_groups, **params)
+        t = self.cfg["hot_threshold"]
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < 1):
+            raise ValueError(f"policy phftl: hot_threshold must be null (knee of the lifetime CDF) or a "
+                             f"positive number of blocks, got {t!r}")
+
+    def _bind_state(self, ctx: SimContext) -> tuple:
+        st = np.zeros(ST_LEN, np.int64)
+        t = self.cfg["hot_threshold"]
+        st[THRESH] = int(t) if t is not None else 1
+        return (st, np.full(self.retrain_every, -1, np.int8), np.full(ctx.capacity, -1, np.int8),
+                np.zeros((2, 2), np.int64), self.ring.arrays())
+
+    # -- inference -------------------------------------------------------------------------
+    def _clear_predictions(self, n: int) -> None:
+        self.state[P_PREDS][:n] = -1
+
+    def _deploy_predictions(self, out: np.ndarray, offset: int) -> None:
+        self.state[P_PREDS][offset:offset + len(out)] = out
+
+    # -- training --------------------------------------------------------------------------
+    def _threshold(self, now: int) -> int:
+        """The knee over samples written at least a capacity ago (their lifetime, capped at
+        the capacity, is known); all labelled samples while there are too few of those."""
+        if self.cfg["hot_threshold"] is not None:
+            return int(self.cfg["hot_threshold"])
+        horizon = self.capacity
+        data = self.ring.collect(now, long_bound=horizon)
+        old = data["time"] <= now - horizon
+        inv = data["inv"][old] if old.sum() >= int(self.cfg["min_samples"]) else data["inv"]
+        return cdf_knee(np.minimum(inv, horizon)) if inv.size else int(self.state[P_ST][THRESH])
+
+    def _train(self, now: int, entry: dict) -> bool:
+        c = self.cfg
+        st = self.state[P_ST]
+        thresh = self._threshold(now)
+        data = self.ring.collect(now, long_bound=thresh)   # pending and older than T: non-hot
+        y_all = (data["inv"] > thresh).astype(np.int64)
+        entry.update({"labelled_samples": int(len(y_all)), "pending_samples": data["n_pending"],
+                      "hot_threshold": thresh})
+        if self.model is not None:
+            recent = (data["time"] >= now - self.retrain_every) & (data["pred"] >= 0)
+            if recent.any():
+                entry["online_accuracy"] = float(np.mean(data["pred"][recent] == y_all[recent]))
+        if len(y_all) < int(c["min_samples"]):
+            entry["action"] = "waiting for samples"
+            return self.model is not None
+        idx = self._latest(data)
+        X = self.inputs.windows(data["row"][idx])
+        y = y_all[idx]
+        model, val, secs = fit_sequence_model(self.MODEL, c["model_params"], X, y, 2,
+                                              seed=int(c["seed"]) + len(self.history))
+        self.train_s += secs
+        pred = model.predict(X[val])
+        entry.update({"train_seconds": secs, "train_rows": int(val.start), "hot_fraction": float(np.mean(y == 0)),
+                      "validation_accuracy": float(np.mean(pred == y[val])) if len(pred) else None,
+                      "epochs": len(model.history), "action": "model deployed"})
+        self.model = model
+        st[THRESH] = thresh
+        return True
+
+    # -- results ---------------------------------------------------------------------------
+    def summary(self, state) -> dict:
+        conf = state[P_CONF]
+        total = int(conf.sum())
+        return {
+            "user_accuracy": float(np.trace(conf) / total) if total else None,
+            "user_accuracy_hot": float(conf[0, 0] / conf[0].sum()) if conf[0].sum() else None,
+            "user_accuracy_nonhot": float(conf[1, 1] / conf[1].sum()) if conf[1].sum() else None,
+            "user_confusion": conf.tolist(),        # rows: predicted hot/non-hot, columns: actual
+            "user_predictions_scored": total,
+            "hot_threshold": int(state[P_ST][THRESH]),
+            **self.common_summary(),
+        }

@@ -1,0 +1,180 @@
+"""PHFTL and ML-DT (DOGI's learned comparison targets): runs with invariants, WAF vs NoSep,
+online accuracy, parameter errors, sequence-window parity with the train pipeline, the TCN's
+regression option."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dogi_ml.policies import make_policy
+from dogi_ml.policies._online import log_columns
+from dogi_ml.policies._sequence import SequenceInputs, log_features, previous_writes
+from dogi_ml.policies.mldt import lifetime_bounds
+from dogi_ml.policies.phftl import cdf_knee
+from dogi_ml.sim import SimConfig, Simulator
+from dogi_ml.traces.generators import generate
+
+CAP = 8192
+# 20 open groups (ML-DT) need room: 32-block segments, 20% OP
+SIM = dict(segment_blocks=32, op_ratio=0.2, debug_invariants=True)
+# small and fast: retrain every 4096 user writes on at most 2000 windows of 4 writes
+FAST = dict(retrain_every=4096, sample_every=2, min_samples=200, max_train=2000, max_samples=20000, history=4)
+MODEL = {"phftl": {"epochs": 2}, "mldt": {"epochs": 2, "channels": [16, 16]}}
+USER_GROUPS = {"phftl": range(0, 2), "mldt": range(0, 19)}
+
+
+@pytest.fixture(scope="module")
+def skewed():
+    # a small hot set takes most writes: lifetimes are learnable, separation pays off
+    return generate("hotcold", capacity_blocks=CAP, n_writes=8 * CAP, seed=5, hot_traffic=0.8, hot_fraction=0.1)
+
+
+def simulate(name, trace, **params):
+    pol = make_policy(name, **params)
+    sim = Simulator(pol, SimConfig(**SIM), CAP, trace=trace)
+    return sim, sim.run(trace.block_writes)
+
+
+@pytest.fixture(scope="module")
+def nosep_waf(skewed):
+    return simulate("nosep", skewed)[1]["waf"]
+
+
+@pytest.mark.parametrize("name", ["phftl", "mldt"])
+def test_runs_with_invariants_beats_nosep_and_reports_accuracy(name, skewed, nosep_waf):
+    sim, r = simulate(name, skewed, **FAST, model_params=MODEL[name])
+    assert r["user_writes"] == skewed.block_writes.size
+    assert r["waf"] < nosep_waf, (name, r["waf"], nosep_waf)
+    # user writes only in user groups, GC writes only in GC groups
+    for g in r["groups"]:
+        if g["group"] in USER_GROUPS[name]:
+            assert g["gc_writes"] == 0, g
+        else:
+            assert g["user_writes"] == 0, g
+    assert r["retrains"] >= 5 and r["train_seconds"] > 0
+    assert r["mode"] == "model"
+    assert r["inference_ns_per_block"] > 0 and r["inferred_blocks"] > 0
+    assert 0.0 <= r["user_accuracy"] <= 1.0
+    assert r["user_predictions_scored"] > 1000
+    conf = np.array(r["user_confusion"])
+    assert conf.sum() == r["user_predictions_scored"]
+    assert r["victim"] == "cost_benefit"
+    if name == "phftl":
+        assert r["user_accuracy"] > 0.8          # hot/cold on hotcold is easy
+        assert r["hot_threshold"] >= 1
+        # GC writes cascade: the first GC group receives from the user groups
+        assert r["groups"][2]["gc_writes"] > 0
+    else:
+        assert r["user_log2_mae"] >= 0
+        assert 0.0 <= r["user_accuracy_within_one_group"] <= 1.0
+        assert r["user_accuracy_within_one_group"] >= r["user_accuracy"]
+        assert len(r["group_bounds"]) == 18
+        assert r["user_accuracy"] > 0.1          # chance over 19 bins is ~0.05
+
+
+def test_phftl_fixed_threshold_scores_against_it(skewed):
+    _, r = simulate("phftl", skewed, **FAST, model_params=MODEL["phftl"], hot_threshold=500)
+    assert r["hot_threshold"] == 500
+    assert all(h.get("hot_threshold", 500) == 500 for h in r["training_history"])
+    assert 0.0 <= r["user_accuracy"] <= 1.0
+
+
+def test_fallback_before_the_first_model(skewed):
+    # never enough samples: every user write goes to the non-hot group / the middle bin
+    _, r = simulate("phftl", skewed, **{**FAST, "min_samples": 10**9})
+    assert r["groups"][0]["user_writes"] == 0 and r["groups"][1]["user_writes"] == r["user_writes"]
+    assert r["user_accuracy"] is None and r["inference_ns_per_block"] is None and r["retrains"] == 0
+    _, r = simulate("mldt", skewed, **{**FAST, "min_samples": 10**9})
+    assert r["groups"][9]["user_writes"] == r["user_writes"]
+
+
+@pytest.mark.parametrize("name, params, match", [
+    ("phftl", {"nope": 1}, r"unknown parameter\(s\) \['nope'\]"),
+    ("phftl", {"n_groups": 6}, "exactly 7 groups"),
+    ("phftl", {"hot_threshold": -5}, "hot_threshold must be null"),
+    ("phftl", {"hot_threshold": "knee"}, "hot_threshold must be null"),
+    ("phftl", {"history": 0}, "history must be >= 1"),
+    ("phftl", {"retrain_every": 0}, "retrain_every must be >= 1"),
+    ("phftl", {"victim": "dogi"}, "victim must be one of"),
+    ("phftl", {"features": ["latest_inv", "bogus"]}, r"unknown feature\(s\) \['bogus'\]"),
+    ("phftl", {"model_params": {"hiden": 3}}, r"model gru: unknown parameter\(s\) \['hiden'\]"),
+    ("mldt", {"user_groups": 10}, "n_groups must be user_groups \\+ 1 = 11"),
+    ("mldt", {"user_groups": 1, "n_groups": 2}, "user_groups must be an integer in"),
+    ("mldt", {"top_bin": 0}, "top_bin must be > 0"),
+    ("mldt", {"model_params": {"task": "classification"}}, "task must be regression"),
+])
+def test_bad_params_raise_clear_errors(name, params, match):
+    params = dict(params)
+    n_groups = params.pop("n_groups", None)
+    with pytest.raises(ValueError, match=match):
+        make_policy(name, n_groups, **params)
+
+
+def test_needs_the_trace():
+    pol = make_policy("phftl")
+    with pytest.raises(ValueError, match="needs the trace"):
+        Simulator(pol, SimConfig(**SIM), CAP)
+
+
+def test_sequence_windows_match_the_train_pipeline(skewed):
+    """The policy's per-chunk windows equal ``lba_sequences`` as ``build_dataset`` builds them
+    (features extracted for the sampled rows and their histories only), up to the log transform
+    the policy applies once per row instead of per window."""
+    from features.extract import FEATURES, FeatureConfig, extract_features, history_rows, lba_sequences
+    from oracles.annotate import annotate
+
+    names = ["lba", "latest_inv", "freq", "write_count", "sequential", "chunk_writes"]
+    H = 5
+    inputs = SequenceInputs.from_trace(skewed, CAP, names, H)
+    _, prev = annotate(skewed.block_writes)
+    np.testing.assert_array_equal(previous_writes(skewed), prev)
+    lo, hi = 20_000, 24_096
+    rows = np.arange(lo, hi)
+    need = history_rows(prev, rows, H)
+    feats = extract_features(skewed, FeatureConfig(capacity_blocks=CAP), rows=need)
+    cols = [FEATURES.index(f) for f in names]
+    ref, lengths = lba_sequences(feats[:, cols], prev, rows, H, feature_rows=need)
+    assert lengths.min() >= 1 and lengths.max() == H
+    got = inputs.chunk(lo, hi)
+    want = log_features(ref.reshape(-1, len(names)), names).reshape(ref.shape)
+    np.testing.assert_array_equal(got, want)
+    # a chunk is the union of its parts (memory bounded by the chunk, same windows)
+    np.testing.assert_array_equal(np.concatenate([inputs.chunk(lo, lo + 1000), inputs.chunk(lo + 1000, hi)]), got)
+    # pre-logging then standardising = the models' scaler (log + standardise) on raw windows
+    from models.base import InputScaler
+    a = InputScaler(log_columns(names)).fit(ref).transform(ref)
+    b = InputScaler([]).fit(got).transform(got)
+    np.testing.assert_allclose(a, b, atol=1e-4)
+
+
+def test_cdf_knee_and_lifetime_bounds():
+    rng = np.random.default_rng(0)
+    # 80% short lifetimes (<= 100), a long uniform tail to 100K: the knee sits at the short mass
+    life = np.concatenate([rng.integers(1, 101, 8000), rng.integers(101, 100_001, 2000)])
+    assert 50 <= cdf_knee(life) <= 2000
+    assert cdf_knee(np.array([7, 7, 7])) == 7
+    b = lifetime_bounds(33_554_432, 19, 2.0)           # paper scale: 2 MiB .. 256 GiB
+    assert b.size == 18 and b[0] == 512 and b[-1] == 2 * 33_554_432
+    assert np.all(b[1:] == 2 * b[:-1])
+    small = lifetime_bounds(1024, 19, 2.0)              # tiny capacity: bins stay non-empty
+    assert np.all(np.diff(small) >= 1)
+
+
+def test_tcn_regression_option():
+    from models import make_model
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(3000, 4, 3)).astype(np.float32)
+    y = (2 * X[:, -1, 0] + X[:, -2, 1]).astype(np.float32)
+    m = make_model("tcn", 1, 3, seed=0, channels=[8, 8], epochs=6, task="regression", lr=3e-3)
+    m.fit(X[:2400], y[:2400], X[2400:], y[2400:])
+    pred = m.predict(X[2400:])
+    assert pred.dtype == np.float32 and pred.shape == (600,)
+    assert np.mean((pred - y[2400:]) ** 2) < 0.5 * np.var(y[2400:])
+    with pytest.raises(ValueError, match="no class probabilities"):
+        m.predict_proba(X[:5])
+    # classification stays the default, with one output per class
+    c = make_model("tcn", 4, 3, channels=[8])
+    c.fit(X[:500], (np.arange(500) % 4))
+    assert c.predict_proba(X[:5]).shape == (5, 4)
+    with pytest.raises(ValueError, match="task must be classification or regression"):
+        make_model("tcn", 1, 3, task="ordinal").fit(X[:10], y[:10])
