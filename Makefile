@@ -22,7 +22,7 @@ run: install
 
 # The placement schemes compared on the same workload.
 compare: install
-	$(BIN)/python -m dogi_ml simulate -m +workload=ycsb_a policy=nosep,sepgc,sepbit,mida,dac,warcip,fk
+	$(BIN)/python -m dogi_ml simulate -m +workload=ycsb_a policy=nosep,sepgc,sepbit,mida,midas,dac,warcip,fk
 
 test: install
 	$(BIN)/python -m pytest -q
