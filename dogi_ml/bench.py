@@ -125,6 +125,27 @@ def bench_paper_scale(pcfg, theta: float, op_ratio: float, seed: int) -> dict:
             "state_bytes": r["state_bytes"], "peak_rss_bytes": proc.memory_info().rss}
 
 
+def bench_export(ecfg) -> dict:
+    """The deployed DOGI MLP at batch ``ecfg.batch``: the C header (-O2, and -O2 -march=native),
+    the Numba kernel, PyTorch float and onnxruntime (one thread), in ns per block."""
+    from export.bench import run_export_bench
+    res = run_export_bench(batch=int(ecfg.batch), min_seconds=float(ecfg.seconds))
+    target = float(ecfg.target_ns_per_block)
+    table = Table(title=f"deployed DOGI MLP, ns per block at batch {res['batch']} (one core)")
+    for col in ("implementation", "ns/block", "vs C -O2", "vs target"):
+        table.add_column(col, justify="left" if col == "implementation" else "right")
+    base = res.get("c_O2")
+    for k, v in res.items():
+        if isinstance(v, float):
+            table.add_row(k, f"{v:,.1f}", f"{v / base:.2f}x" if base else "-", f"{v / target:.2f}x")
+    console.print(table)
+    if base:
+        console.print(f"export: C header -O2 {base:.1f} ns/block ({base / target:.2f}x the {target:.0f} ns target); "
+                      f"PyTorch float {res['torch_float'] / base:.1f}x and onnxruntime float "
+                      f"{res['onnxruntime_float'] / base:.1f}x slower")
+    return res
+
+
 def run_bench(cfg, out_dir: Path) -> dict:
     pin = _pin_one_core()
     console.print(f"bench: Zipf({cfg.theta}) over {cfg.capacity_blocks:,} blocks, "
@@ -155,11 +176,17 @@ def run_bench(cfg, out_dir: Path) -> dict:
     target_mlp = float(cfg.targets.mlp_training_seconds)
     console.print(f"MLP training: {mlp['samples']:,} samples x {mlp['epochs']} epochs in {mlp['elapsed_s']:.1f} s "
                   f"(target <= {target_mlp:.0f} s; {mlp['parameters']:,} parameters)")
+    export_res = None
+    if cfg.get("export") is not None and cfg.export.enabled:
+        export_res = bench_export(cfg.export)
     result = {"config": {k: cfg[k] for k in ("capacity_blocks", "n_writes", "theta", "segment_blocks",
                                               "op_ratio", "seed")},
               "cpu": pin, "simulator": rows, "annotation": ann, "features": feats, "mlp_training": mlp,
               "targets": {"appends_per_second": target_aps, "annotation_blocks_per_second": target_ann,
                           "feature_blocks_per_second": target_feat, "mlp_training_seconds": target_mlp}}
+    if export_res is not None:
+        result["export"] = export_res
+        result["targets"]["export_c_ns_per_block"] = float(cfg.export.target_ns_per_block)
     if cfg.paper_scale.enabled:
         ps = bench_paper_scale(cfg.paper_scale, float(cfg.theta), float(cfg.op_ratio), int(cfg.seed))
         result["paper_scale"] = ps

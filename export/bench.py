@@ -85,3 +85,50 @@ def bench_deployed(model, q, X: np.ndarray, batch: int = 128, cmodels: dict | No
             feed = {"features": xb.astype(np.float64)}
             out[label] = ns_per_call(lambda: sess.run(["class"], feed), min_seconds) / batch
     return out
+
+
+def synthetic_dogi_mlp(n: int = 60_000, capacity: int = 262_144, seed: int = 0):
+    """A DOGI-sized MLP (6 -> 32 -> 32 -> 10) trained briefly on synthetic raw features with the
+    six DOGI features' ranges, and its feature rows (for timing; the data do not change the cost)."""
+    from models import make_model
+    rng = np.random.Generator(np.random.PCG64(seed))
+    lba = rng.integers(0, capacity, n)
+    prev = rng.integers(0, capacity, n)
+    freq = rng.geometric(0.3, n)
+    chunk = rng.integers(0, 50 * 512, n)
+    rec = rng.integers(0, 256, n)
+    inv = np.minimum(rng.pareto(1.2, n) * 200 + 1, 1 << 40).astype(np.int64)
+    X = np.stack([lba, prev, freq, chunk, rec, inv], axis=1).astype(np.int64)
+    y = np.clip(np.log2(inv + 1).astype(np.int64) - freq // 2 - 3, 0, 9)
+    model = make_model("mlp", 10, 6, seed=seed, epochs=3, patience=3)
+    model.scaler.log_columns = [2, 3, 4, 5]
+    model.fit(X, y)
+    return model, X
+
+
+def run_export_bench(batch: int = 128, min_seconds: float = 0.3, work_dir=None) -> dict:
+    """The bench command's export section: the DOGI MLP's deployed forms at ``batch``."""
+    import tempfile
+    from pathlib import Path
+
+    from .c_header import emit_header
+    from .cbuild import build_shared, find_compiler
+    from .onnx_export import export_float, export_qdq
+    from .quantize import quantize_mlp
+
+    model, X = synthetic_dogi_mlp()
+    q = quantize_mlp(model, X)
+    d = Path(work_dir or tempfile.mkdtemp(prefix="dogi_export_bench_"))
+    d.mkdir(parents=True, exist_ok=True)
+    cmodels = {}
+    if find_compiler() is not None:
+        (d / "dogi_mlp.h").write_text(emit_header(q))
+        cmodels["c_O2"] = build_shared(d / "dogi_mlp.h", "mlp", 6, 10)
+        cmodels["c_O2_march_native"] = build_shared(d / "dogi_mlp.h", "mlp", 6, 10, extra_flags=("-march=native",))
+    onnx_paths = {"onnxruntime_float": export_float(model, d / "mlp_float.onnx"),
+                  "onnxruntime_int8_qdq": export_qdq(q, model.scaler, d / "mlp_int8_qdq.onnx")}
+    res = bench_deployed(model, q, X[:8192], batch=batch, cmodels=cmodels, onnx_paths=onnx_paths,
+                         min_seconds=min_seconds)
+    res["model"] = "mlp 6 -> 32 -> 32 -> 10 (synthetic DOGI features)"
+    res["compiler"] = find_compiler()
+    return res
