@@ -202,7 +202,7 @@ def dogi_gc(s, p, lba, victim, now):
         nint = st[NINT]
         g = -1
         cat = p[P_CLASS][lba] - 1
-        if p[P_RCOUNT][lba] == 0 and cat >= 0:
+        if st[GC_RELOC] == 1 and p[P_RCOUNT][lba] == 0 and cat >= 0:
             expected = p[P_EXPMIS][cat]
             if expected > age:
                 rem = expected - age
@@ -224,8 +224,9 @@ def dogi_gc(s, p, lba, victim, now):
 
 @nb.njit(cache=True)
 def dogi_victim(s, p, now):
-    """Expired segments of the bounded groups first (the oldest), else cost-benefit (or greedy)
-    over the open-ended groups, else over every sealed segment."""
+    """A dead segment (no valid block) at once; else the oldest expired segment of the bounded
+    groups; else cost-benefit (or greedy) over the open-ended groups, else over every sealed
+    segment."""
     st, expire, final = p[P_ST], p[P_GEXP], p[P_GFINAL]
     nseg = s.prm[P_NSEG]
     seg_blocks = s.prm[P_SEG_BLOCKS]
@@ -234,6 +235,8 @@ def dogi_victim(s, p, now):
     for seg in range(nseg):
         if s.seg_state[seg] != SEG_SEALED:
             continue
+        if s.seg_valid[seg] == 0:
+            return seg                # dead already: free to reclaim, whatever its group
         g = s.seg_group[seg]
         if expire[g] < INF and now - s.seg_open_time[seg] > expire[g] and s.seg_valid[seg] < s.seg_wp[seg]:
             if s.seg_open_time[seg] < best_open:
@@ -297,6 +300,8 @@ class DOGI(PlacementPolicy):
         "fallback_gc_age": None,     # age split of the two fallback GC groups; None = capacity
         "intermediate_groups": None,  # fix the number of intermediate groups (Fig. 13); None = search
         "final_victim": "cost_benefit",  # cost_benefit (authors' code) | greedy (paper text)
+        "fallback_victims": "all",       # no expired segment: choose in all groups, or in GN/G_frzn only (final, paper text)
+        "relocation": None,              # ml (FF + ML-Reloc) | next_group (FF + age-based) | age_groups (two GC groups); None = by variant
         "deployed": "float",         # float | int8 (the exported integer model, if available)
         "seed": 0,
     }
@@ -316,6 +321,10 @@ class DOGI(PlacementPolicy):
             raise ValueError(f"policy dogi: predictor must be ml or latest, got {cfg['predictor']!r}")
         if cfg["final_victim"] not in ("cost_benefit", "greedy"):
             raise ValueError(f"policy dogi: final_victim must be cost_benefit or greedy, got {cfg['final_victim']!r}")
+        if cfg["fallback_victims"] not in ("final", "all"):
+            raise ValueError(f"policy dogi: fallback_victims must be final or all, got {cfg['fallback_victims']!r}")
+        if cfg["relocation"] not in (None, "ml", "next_group", "age_groups"):
+            raise ValueError(f"policy dogi: relocation must be ml, next_group or age_groups, got {cfg['relocation']!r}")
         if cfg["deployed"] not in ("float", "int8"):
             raise ValueError(f"policy dogi: deployed must be float or int8, got {cfg['deployed']!r}")
         if cfg["intermediate_groups"] is not None and not 1 <= int(cfg["intermediate_groups"]) <= N_CAT:
@@ -327,6 +336,8 @@ class DOGI(PlacementPolicy):
         self.cfg = cfg
         super().__init__(n_groups)
         self.user_ml, self.group_search, self.gc_reloc = VARIANTS[cfg["variant"]]
+        if cfg["relocation"] is not None:
+            self.gc_reloc = {"age_groups": 0, "ml": 1, "next_group": 2}[cfg["relocation"]]
         if cfg["predictor"] == "latest":
             self.user_ml = 1          # categories come from the latest invalidation time, no model
 
@@ -368,7 +379,7 @@ class DOGI(PlacementPolicy):
         st[PREDICTOR] = int(c["predictor"] == "latest")
         st[ADAPT_MU] = int(bool(c["adapt_mu"]))
         st[MU_MAX] = max(int(bounds[1]) - 1, 1)               # c1 must stay non-empty
-        st[FROZEN_ON] = self.gc_reloc
+        st[FROZEN_ON] = int(self.gc_reloc > 0)
         self.ring = SampleRing(cap, int(c["max_samples"]))
         self.state = (
             st, np.zeros(2, np.float64),
@@ -431,7 +442,9 @@ class DOGI(PlacementPolicy):
                 cat2g[cat] = g
             glo[g] = st[MU] if k == 0 else ghi[g - 1] + 1
             ghi[g] = upper[cats[-1]] if k < n - 1 else INF
-            final[g] = 1 if k == n - 1 else 0
+            final[g] = 1 if (k == n - 1 or self.cfg["fallback_victims"] == "all") else 0
+        if self.cfg["fallback_victims"] == "all":
+            final[G_HOT] = 1
         glo[G_FRZN] = glo[n]
         glo[FB_GC_OLD] = st[FB_AGE]
         ghi[FB_GC_YOUNG] = st[FB_AGE] - 1
@@ -583,6 +596,10 @@ class DOGI(PlacementPolicy):
             parts.append(c["model"])
         if c["deployed"] != "float":
             parts.append(c["deployed"])
+        if c["relocation"] is not None and c["relocation"] != {0: "age_groups", 1: "ml"}.get(VARIANTS[c["variant"]][2]):
+            parts.append(f"reloc={c['relocation']}")
+        if c["fallback_victims"] != "all":
+            parts.append(f"victims={c['fallback_victims']}")
         return "dogi" + (f"[{','.join(parts)}]" if parts else "")
 
     def summary(self, state) -> dict:
