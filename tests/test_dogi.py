@@ -133,3 +133,16 @@ def test_group_count_search_is_the_restricted_optimum():
         best = best_configuration(pred, inv, upper, cap, n_groups=k)
         assert len(best.groups) == k
         assert best.waf == pytest.approx(wafs[splits[:, -1] + 1 == k].min())
+
+
+def test_int8_deployed_model_runs_in_the_simulator(trace):
+    """model.deployed=int8: the exported integer MLP (the C header's arithmetic, in Numba) makes
+    the placement decisions; it agrees with the float model on held-out samples."""
+    _, q = run(trace, deployed="int8")
+    _, f = run(trace)
+    agree = [h["int8_agreement"] for h in q["training_history"] if "int8_agreement" in h]
+    assert agree and min(agree) >= 0.97
+    assert q["scheme"] == "dogi[int8]" and q["inferred_blocks"] == f["inferred_blocks"]
+    assert abs(q["waf"] - f["waf"]) / f["waf"] < 0.05
+    with pytest.raises(ValueError, match="integer MLP"):
+        make_policy("dogi", deployed="int8", model="lightgbm")

@@ -23,7 +23,7 @@ _FEATURE_CACHE: dict = {}
 
 
 def trace_features(trace, capacity: int, names: list[str], window_blocks: int | None = None) -> np.ndarray:
-    """float32 ``[n_writes, len(names)]`` causal features of every user write of ``trace``
+    """int64 ``[n_writes, len(names)]`` raw causal features of every user write of ``trace``
     (cached per trace and capacity, so schemes compared in one process share the pass)."""
     from features.extract import FEATURES, FeatureConfig, extract_features
 
@@ -37,7 +37,7 @@ def trace_features(trace, capacity: int, names: list[str], window_blocks: int | 
         full = extract_features(trace, FeatureConfig(capacity_blocks=int(capacity), window_blocks=window_blocks))
         _FEATURE_CACHE[key] = full
     cols = [FEATURES.index(f) for f in names]
-    return np.ascontiguousarray(full[:, cols], dtype=np.float32)
+    return np.ascontiguousarray(full[:, cols], dtype=np.int64)
 
 
 def log_columns(names: list[str]) -> list[int]:

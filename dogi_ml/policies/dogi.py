@@ -327,6 +327,8 @@ class DOGI(PlacementPolicy):
             raise ValueError(f"policy dogi: relocation must be ml, next_group or age_groups, got {cfg['relocation']!r}")
         if cfg["deployed"] not in ("float", "int8"):
             raise ValueError(f"policy dogi: deployed must be float or int8, got {cfg['deployed']!r}")
+        if cfg["deployed"] == "int8" and cfg["model"] != "mlp":
+            raise ValueError(f"policy dogi: deployed=int8 runs the exported integer MLP; model is {cfg['model']!r}")
         if cfg["intermediate_groups"] is not None and not 1 <= int(cfg["intermediate_groups"]) <= N_CAT:
             raise ValueError(f"policy dogi: params.intermediate_groups must lie in [1, {N_CAT}], got {cfg['intermediate_groups']}")
         if not 0 <= float(cfg["fallback_accuracy"]) < 1:
@@ -481,7 +483,11 @@ class DOGI(PlacementPolicy):
 
     def _predict(self, X: np.ndarray) -> np.ndarray:
         if self.qmodel is not None:
-            return self.qmodel.predict(X).astype(np.int8)
+            # the deployed integer model: the exported C header's arithmetic, in Numba
+            from export.numba_kernel import int8_mlp_classes
+            out = np.empty(X.shape[0], np.int64)
+            int8_mlp_classes(np.ascontiguousarray(X, np.int64), *self.qargs, out)
+            return out.astype(np.int8)
         return self.model.predict(X).astype(np.int8)
 
     def between_chunks(self, sim) -> None:
@@ -562,7 +568,14 @@ class DOGI(PlacementPolicy):
         entry.update({"train_seconds": secs, "validation_accuracy": acc, "train_rows": int(val.start)})
         ok = acc >= float(c["fallback_accuracy"]) and entry.get("online_accuracy", 1.0) >= float(c["fallback_accuracy"])
         self.model = model
-        self.qmodel = self._quantise(model, X[:val.start]) if c["deployed"] == "int8" else None
+        self.qmodel = None
+        if c["deployed"] == "int8":
+            self.qmodel = self._quantise(model, X[:val.start])
+            self.qargs = self.qmodel.kernel_args()
+            q_val = self._predict(X[val]).astype(np.int64)
+            entry["int8_agreement"] = float(np.mean(q_val == pred_val)) if len(pred_val) else None
+            entry["int8_validation_accuracy"] = float(np.mean(q_val == y_all[val])) if len(pred_val) else None
+            pred_val = q_val                  # PLog from what is deployed
         new_mode = MODE_ML if ok else MODE_FALLBACK
         if new_mode != st[MODE]:
             self.mode_switches += 1
@@ -578,11 +591,10 @@ class DOGI(PlacementPolicy):
         self.history.append(entry)
 
     def _quantise(self, model, X_calib):
-        try:
-            from export.quantize import quantize_model
-        except ImportError as e:  # pragma: no cover - export ships with the package
-            raise ValueError(f"policy dogi: deployed=int8 needs the export package ({e})") from None
-        return quantize_model(model, X_calib)
+        from export.quantize import quantize_model
+        if getattr(model, "name", None) != "mlp":
+            raise ValueError(f"policy dogi: deployed=int8 runs the integer MLP; model is {model.name!r}")
+        return quantize_model(model, X_calib, feature_names=list(self.cfg["features"]))
 
     # -- results ---------------------------------------------------------------------------
     def label(self) -> str:
