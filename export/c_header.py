@@ -90,33 +90,35 @@ static inline int32_t {P}_highest_bit(uint64_t u)
 static inline int64_t {P}_log2_q16(uint64_t u)
 {{
     const int32_t n = {P}_highest_bit(u);
-    const uint64_t mant = (n >= 31) ? (u >> (n - 31)) : (u << (31 - n));
+    /* the 32 bits from the leading one down (u << (63 - n) puts the leading one at bit 63) */
+    const uint64_t mant = (u << (63 - n)) >> 32;
     const int32_t idx = (int32_t)(mant >> 23) - 256;
     const int64_t rem = (int64_t)(mant & UINT64_C(0x7FFFFF));
     const int64_t lo = {P}_log2_table[idx];
     return ((int64_t)n << 16) + lo + ((({P}_log2_table[idx + 1] - lo) * rem + (INT64_C(1) << 22)) >> 23);
 }}
 
-/* sign(v) * log2(1 + |v|) in Q16, v clamped to +-2^62 */
+/* sign(v) * log2(1 + |v|) in Q16, v clamped to +-2^62 (branch-free selects) */
 static inline int64_t {P}_signed_log2(int64_t v)
 {{
     const int64_t lim = INT64_C(1) << 62;
-    if (v > lim) v = lim;
-    if (v < -lim) v = -lim;
-    return (v < 0) ? -{P}_log2_q16((uint64_t)(-v) + 1u) : {P}_log2_q16((uint64_t)v + 1u);
+    const int64_t c = (v > lim) ? lim : (v < -lim) ? -lim : v;
+    const uint64_t mag = (uint64_t)((c < 0) ? -c : c);
+    const int64_t l = {P}_log2_q16(mag + 1u);
+    return (c < 0) ? -l : l;
 }}
 
 /* the manifest's input rule: clamp, offset, multiply, rounding shift, saturate */
 static inline int32_t {P}_affine_code(int64_t g, int64_t lo, int64_t hi, int64_t off, int64_t mul,
                                     int64_t corr, int32_t shift, int32_t qmax)
 {{
-    int64_t c;
-    if (g < lo) g = lo;
-    if (g > hi) g = hi;
-    c = {P}_rshift_round((g - off) * mul - corr, shift);
-    if (c > qmax) c = qmax;
-    if (c < -qmax) c = -qmax;
-    return (int32_t)c;
+    const int64_t gc = (g < lo) ? lo : (g > hi) ? hi : g;
+    const int64_t x = (gc - off) * mul - corr;
+    const uint64_t mag = (uint64_t)((x < 0) ? -x : x);
+    const int64_t half = (INT64_C(1) << shift) >> 1;
+    const int64_t r = (int64_t)((mag + (uint64_t)half) >> shift);
+    const int64_t c = (x < 0) ? -r : r;
+    return (int32_t)((c > qmax) ? qmax : (c < -qmax) ? -qmax : c);
 }}
 """
 
@@ -147,12 +149,6 @@ def _rules_doc(inputs) -> list[str]:
     return doc
 
 
-def _argmax(P: str, n: int, var: str = "logits_") -> str:
-    return f"""    best = 0;
-    for (c = 1; c < {n}; ++c)
-        if ({var}[c] > {var}[best]) best = c;"""
-
-
 # -- MLP ---------------------------------------------------------------------------------------
 def emit_mlp(q, P: str = "dogi", source: str | None = None) -> str:
     dims = q.dims
@@ -165,39 +161,57 @@ def emit_mlp(q, P: str = "dogi", source: str | None = None) -> str:
     out.append(f"#define {P.upper()}_N_FEATURES {q.n_features}\n#define {P.upper()}_N_CLASSES {q.n_classes}\n\n")
     out.append(_helpers(P))
     out.append(_quantize_inputs_fn(P, q.inputs))
+    pad = lambda n: (n + 7) // 8 * 8  # noqa: E731  (rows padded to 8 int16: one 128-bit vector)
     for i, L in enumerate(q.layers):
-        out.append(c_array(f"{P}_w{i}", "int8_t", L.w))
+        n_out, n_in = L.w.shape
+        w16 = np.zeros((n_out, pad(n_in)), np.int64)
+        w16[:, :n_in] = L.w
+        out.append(c_array(f"{P}_w{i}", "int16_t", w16))
         out.append(c_array(f"{P}_b{i}", "int32_t", L.b, 8))
-        out.append(c_array(f"{P}_m{i}", "int32_t", L.mul, 6) if L.mul.max() < 2 ** 31 else
-                   c_array(f"{P}_m{i}", "int64_t", L.mul, 6))
+        out.append(c_array(f"{P}_m{i}", "uint32_t", L.mul, 6))
         out.append(c_array(f"{P}_s{i}", "int8_t", L.shift, 16))
-    width = max(dims)
-    body = [f"    int32_t a[{width}], h[{width}];", "    int32_t i, o, c, best;",
-            f"    int32_t logits_[{q.n_classes}];",
-            f"    {P}_quantize_inputs(features, a);"]
+    width = pad(max(dims))
+    body = [f"    int16_t a[{width}], h[{width}];", "    int32_t codes[{0}], logits_[{1}];".format(q.n_features, q.n_classes),
+            "    int32_t i, o, c, best, top;",
+            f"    for (i = 0; i < {width}; ++i) a[i] = 0;",
+            f"    for (i = 0; i < {width}; ++i) h[i] = 0;",
+            f"    {P}_quantize_inputs(features, codes);",
+            f"    for (i = 0; i < {q.n_features}; ++i) a[i] = (int16_t)codes[i];"]
+    src, dst = "a", "h"
     for li, L in enumerate(q.layers):
         n_out, n_in = L.w.shape
         last = li == len(q.layers) - 1
-        body.append(f"    /* layer {li}: {n_in} -> {n_out} */")
-        body.append(f"    for (o = 0; o < {n_out}; ++o) {{")
-        body.append(f"        int32_t acc = {P}_b{li}[o];")
-        body.append(f"        for (i = 0; i < {n_in}; ++i) acc += (int32_t){P}_w{li}[o][i] * a[i];")
+        body += [f"    /* layer {li}: {n_in} -> {n_out} */",
+                 f"    for (o = 0; o < {n_out}; ++o) {{",
+                 f"        const uint64_t m = {P}_m{li}[o];",
+                 f"        const int32_t s = {P}_s{li}[o];",
+                 "        const uint64_t half = (UINT64_C(1) << s) >> 1;",
+                 f"        int32_t acc = 0;",
+                 f"        for (i = 0; i < {pad(n_in)}; ++i) acc += (int32_t){P}_w{li}[o][i] * {src}[i];",
+                 f"        acc += {P}_b{li}[o];"]
         if last:
-            body.append(f"        {{ int64_t r = {P}_rshift_round((int64_t)acc * {P}_m{li}[o], {P}_s{li}[o]);")
-            body.append("          if (r > INT32_MAX) r = INT32_MAX;")
-            body.append("          if (r < INT32_MIN) r = INT32_MIN;")
-            body.append("          logits_[o] = (int32_t)r; }")
+            body += ["        {",
+                     "            const uint64_t mag = (acc < 0) ? (uint64_t)(-(int64_t)acc) : (uint64_t)acc;",
+                     "            const int64_t r = (int64_t)((mag * m + half) >> s);",
+                     "            const int64_t v = (acc < 0) ? -r : r;",
+                     "            logits_[o] = (int32_t)((v > INT32_MAX) ? INT32_MAX : (v < INT32_MIN) ? INT32_MIN : v);",
+                     "        }"]
         else:
-            body.append(f"        if (acc <= 0) h[o] = 0;")
-            body.append(f"        else {{ int64_t r = ((int64_t)acc * {P}_m{li}[o] + (INT64_C(1) << ({P}_s{li}[o] - 1)))"
-                        f" >> {P}_s{li}[o];")
-            body.append(f"               h[o] = (r > {ACT_MAX}) ? {ACT_MAX} : (int32_t)r; }}")
+            body += ["        {",
+                     "            const uint64_t pos = (acc > 0) ? (uint64_t)acc : 0u;",
+                     "            const uint64_t r = (pos * m + half) >> s;",
+                     f"            {dst}[o] = (int16_t)((r > {ACT_MAX}u) ? {ACT_MAX}u : r);",
+                     "        }"]
         body.append("    }")
-        if not last:
-            body.append(f"    for (o = 0; o < {n_out}; ++o) a[o] = h[o];")
-    body.append(_argmax(P, q.n_classes))
-    body.append(f"    if (logits) for (c = 0; c < {q.n_classes}; ++c) logits[c] = logits_[c];")
-    body.append("    return best;")
+        src, dst = dst, src
+    body += ["    best = 0;", "    top = logits_[0];",
+             f"    for (c = 1; c < {q.n_classes}; ++c) {{",
+             "        const int32_t better = logits_[c] > top;",
+             "        best = better ? c : best;",
+             "        top = better ? logits_[c] : top;",
+             "    }",
+             f"    if (logits) for (c = 0; c < {q.n_classes}; ++c) logits[c] = logits_[c];",
+             "    return best;"]
     out.append(f"""
 /* one block: raw features [{P.upper()}_N_FEATURES] -> class; logits [{P.upper()}_N_CLASSES] (int32) if not 0 */
 static inline int32_t {P}_predict_one(const int64_t *features, int32_t *logits)
@@ -222,6 +236,8 @@ def _mlp_tile(q, P: str) -> str:
         wp = np.zeros((n_out, pairs[i], 2), np.int64)
         wp.reshape(n_out, -1)[:, :n_in] = L.w
         arrays.append(c_array(f"{P}_wp{i}", "int8_t", wp.reshape(n_out, -1)))
+        if int(L.mul.max()) >= 1 << 32:
+            raise ExportError("requantisation multipliers must fit 32 bits")
     body = [f"    int16_t xa[{width}][{U}_TILE][2], xb[{width}][{U}_TILE][2];",
             f"    int32_t acc[{U}_TILE], lg[{U}_TILE][{U}_N_CLASSES], codes[{U}_N_FEATURES];",
             "    int32_t b, k, o, c, best;",
@@ -264,9 +280,13 @@ def _mlp_tile(q, P: str) -> str:
         body.append("    }")
         src, dst = dst, src
     body += ["    for (b = 0; b < nb; ++b) {",
+             "        int32_t top = lg[b][0];",
              "        best = 0;",
-             f"        for (c = 1; c < {U}_N_CLASSES; ++c)",
-             "            if (lg[b][c] > lg[b][best]) best = c;",
+             f"        for (c = 1; c < {U}_N_CLASSES; ++c) {{",
+             "            const int32_t better = lg[b][c] > top;",
+             "            best = better ? c : best;",
+             "            top = better ? lg[b][c] : top;",
+             "        }",
              "        classes[b] = best;",
              f"        if (logits) for (c = 0; c < {U}_N_CLASSES; ++c) logits[(int64_t)b * {U}_N_CLASSES + c] = lg[b][c];",
              "    }"]
@@ -281,30 +301,34 @@ static inline void {P}_predict_tile(const int64_t *features, int32_t nb, int32_t
 """ + "\n".join(body) + f"""
 }}
 
+/* Batch path: tiles where the target has widening SIMD multiplies (SSE4.1/AVX2/NEON), else
+ * block by block (plain x86-64 SSE2 vectorises the int16 dot products better). Both are
+ * bit-identical; define {U}_BATCH_TILES to 0 or 1 to choose. */
+#ifndef {U}_BATCH_TILES
+#if defined(__SSE4_1__) || defined(__AVX2__) || defined(__ARM_NEON) || defined(__aarch64__)
+#define {U}_BATCH_TILES 1
+#else
+#define {U}_BATCH_TILES 0
+#endif
+#endif
+
 /* n blocks: features [n][{U}_N_FEATURES] -> classes [n]; logits [n][{U}_N_CLASSES] if not 0 */
 static inline void {P}_predict_batch(const int64_t *features, int32_t n, int32_t *classes, int32_t *logits)
 {{
     int32_t r;
+#if {U}_BATCH_TILES
     for (r = 0; r < n; r += {U}_TILE) {{
         const int32_t nb = (n - r < {U}_TILE) ? n - r : {U}_TILE;
         {P}_predict_tile(features + (int64_t)r * {U}_N_FEATURES, nb, classes + r,
                          logits ? logits + (int64_t)r * {U}_N_CLASSES : 0);
     }}
+#else
+    for (r = 0; r < n; ++r)
+        classes[r] = {P}_predict_one(features + (int64_t)r * {U}_N_FEATURES,
+                                     logits ? logits + (int64_t)r * {U}_N_CLASSES : 0);
+#endif
 }}
 """)
-
-
-def _batch_fn(P: str) -> str:
-    return f"""
-/* n blocks: features [n][{P.upper()}_N_FEATURES] -> classes [n]; logits [n][{P.upper()}_N_CLASSES] if not 0 */
-static inline void {P}_predict_batch(const int64_t *features, int32_t n, int32_t *classes, int32_t *logits)
-{{
-    int32_t r;
-    for (r = 0; r < n; ++r)
-        classes[r] = {P}_predict_one(features + (int64_t)r * {P.upper()}_N_FEATURES,
-                                     logits ? logits + (int64_t)r * {P.upper()}_N_CLASSES : 0);
-}}
-"""
 
 
 def _epilogue(P: str) -> str:
