@@ -336,6 +336,42 @@ def plot_paper(summary: dict, path: Path, title: str = "") -> Path:
     return path
 
 
+def plot_gc_destinations(results: list[dict], path: Path) -> Path | None:
+    """Fig. 12b: for each run that reports it, the share of GC-written blocks each source group
+    sends to each destination group (rows: source, normalised)."""
+    runs = [r for r in results if r.get("gc_destinations")]
+    if not runs:
+        return None
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    names = ["hot"] + [f"G{k}" for k in range(1, 11)] + ["frzn", "fb-user", "fb-young", "fb-old"]
+    cols = min(4, len(runs))
+    rows = (len(runs) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.8 * rows), squeeze=False)
+    for ax in axes.flat[len(runs):]:
+        ax.axis("off")
+    for ax, r in zip(axes.flat, runs):
+        m = np.asarray(r["gc_destinations"], float)
+        used = np.flatnonzero(m.sum(axis=0) + m.sum(axis=1))
+        m = m[np.ix_(used, used)]
+        share = m / np.maximum(m.sum(axis=1, keepdims=True), 1)
+        ax.imshow(share, vmin=0, vmax=1, cmap="Blues")
+        labels = [names[i] if i < len(names) else str(i) for i in used]
+        ax.set_xticks(range(len(used)), labels, rotation=90, fontsize=7)
+        ax.set_yticks(range(len(used)), labels, fontsize=7)
+        ax.set_xlabel("destination")
+        ax.set_ylabel("source")
+        ax.set_title(f"{r.get('workload')} / {scheme_of(r)}", fontsize=9)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 class PaperComparison(Callback):
     """Hydra callback for the DOGI reproduction sweeps: after ``-m``, the WAF table with DOGI's
     reduction vs the best baseline and NoDaP, the accuracy table, a plot, and the JSON
@@ -355,3 +391,6 @@ class PaperComparison(Callback):
         (sweep_dir / "reductions.json").write_text(json.dumps(dogi_reductions(summary), indent=2))
         png = plot_paper(summary, sweep_dir / "paper.png", title=str(config.get("title") or ""))
         console.print(f"results: {out}\nplot:    {png}")
+        dest = plot_gc_destinations(results, sweep_dir / "gc_destinations.png")
+        if dest:
+            console.print(f"GC-written block destinations (Fig. 12b): {dest}")
