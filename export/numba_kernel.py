@@ -127,29 +127,79 @@ def _mlp_row(x, pre, table, dims, w, b, mul, shift, buf_a, buf_b, logits):
     return best
 
 
+CHUNK = 128   # rows per pass of the batch kernels (working set ~ max(dims) x CHUNK x 2 int64)
+
+
+@nb.njit(cache=True)
+def _mlp_chunk(X, r0, n, pre, table, dims, w, b, mul, shift, A, Bm, acc, out):
+    """Rows ``r0 .. r0+n`` of ``X`` -> int32 logits ``out[r0:r0+n]``, batch-major: activations
+    are ``[unit, row]`` so the inner loops run over rows (vectorised by LLVM)."""
+    for r in range(n):
+        for f in range(dims[0]):
+            A[f, r] = input_code(X[r0 + r, f], f, pre, table)
+    L = dims.shape[0] - 1
+    wo = 0
+    bo = 0
+    src = A
+    dst = Bm
+    for layer in range(L):
+        n_in = dims[layer]
+        n_out = dims[layer + 1]
+        for o in range(n_out):
+            bias = np.int64(b[bo + o])
+            for r in range(n):
+                acc[r] = bias
+            for i in range(n_in):
+                wv = np.int64(w[wo + o * n_in + i])
+                srow = src[i]
+                for r in range(n):
+                    acc[r] += wv * srow[r]
+            m = mul[bo + o]
+            s = shift[bo + o]
+            half = (np.int64(1) << s) >> 1
+            if layer == L - 1:
+                for r in range(n):
+                    a = acc[r]
+                    v = ((-a if a < 0 else a) * m + half) >> s
+                    v = -v if a < 0 else v
+                    out[r0 + r, o] = min(max(v, INT32_MIN), INT32_MAX)
+            else:
+                drow = dst[o]
+                for r in range(n):
+                    a = acc[r]
+                    v = ((a if a > 0 else 0) * m + half) >> s
+                    drow[r] = v if v < ACT_MAX else ACT_MAX
+        wo += n_in * n_out
+        bo += n_out
+        src, dst = dst, src
+
+
 @nb.njit(cache=True)
 def int8_mlp_logits(X, pre, log_table, dims, w, b, mul, shift, out):
     """Raw int64 features ``X [n, F]`` -> int32 logits ``out [n, classes]``."""
     width = np.int64(0)
     for d in dims:
         width = max(width, d)
-    buf_a = np.empty(width, np.int64)
-    buf_b = np.empty(width, np.int64)
-    for r in range(X.shape[0]):
-        _mlp_row(X[r], pre, log_table, dims, w, b, mul, shift, buf_a, buf_b, out[r])
+    A = np.empty((width, CHUNK), np.int64)
+    Bm = np.empty((width, CHUNK), np.int64)
+    acc = np.empty(CHUNK, np.int64)
+    for r0 in range(0, X.shape[0], CHUNK):
+        n = min(CHUNK, X.shape[0] - r0)
+        _mlp_chunk(X, r0, n, pre, log_table, dims, w, b, mul, shift, A, Bm, acc, out)
 
 
 @nb.njit(cache=True)
 def int8_mlp_classes(X, pre, log_table, dims, w, b, mul, shift, out):
     """Raw int64 features ``X [n, F]`` -> classes ``out [n]`` (first max of the int32 logits)."""
-    width = np.int64(0)
-    for d in dims:
-        width = max(width, d)
-    buf_a = np.empty(width, np.int64)
-    buf_b = np.empty(width, np.int64)
-    logits = np.empty(dims[dims.shape[0] - 1], np.int32)
+    n_cls = dims[dims.shape[0] - 1]
+    logits = np.empty((X.shape[0], n_cls), np.int32)
+    int8_mlp_logits(X, pre, log_table, dims, w, b, mul, shift, logits)
     for r in range(X.shape[0]):
-        out[r] = _mlp_row(X[r], pre, log_table, dims, w, b, mul, shift, buf_a, buf_b, logits)
+        best = 0
+        for c in range(1, n_cls):
+            if logits[r, c] > logits[r, best]:
+                best = c
+        out[r] = best
 
 
 @nb.njit(cache=True)
