@@ -140,9 +140,11 @@ def bench_export(ecfg) -> dict:
             table.add_row(k, f"{v:,.1f}", f"{v / base:.2f}x" if base else "-", f"{v / target:.2f}x")
     console.print(table)
     if base:
-        console.print(f"export: C header -O2 {base:.1f} ns/block ({base / target:.2f}x the {target:.0f} ns target); "
-                      f"PyTorch float {res['torch_float'] / base:.1f}x and onnxruntime float "
-                      f"{res['onnxruntime_float'] / base:.1f}x slower")
+        native = res.get("c_O2_march_native")
+        console.print(f"export: C header -O2 {base:.1f} ns/block ({base / target:.2f}x the {target:.0f} ns target)"
+                      + (f", -O2 -march=native {native:.1f} ns/block ({native / target:.2f}x)" if native else "")
+                      + f"; PyTorch float takes {res['torch_float'] / base:.2f}x and onnxruntime float "
+                      f"{res['onnxruntime_float'] / base:.2f}x the -O2 header's time")
     return res
 
 
