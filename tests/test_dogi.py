@@ -146,3 +146,29 @@ def test_int8_deployed_model_runs_in_the_simulator(trace):
     assert abs(q["waf"] - f["waf"]) / f["waf"] < 0.05
     with pytest.raises(ValueError, match="integer MLP"):
         make_policy("dogi", deployed="int8", model="lightgbm")
+
+
+def test_paper_comparison_command(tmp_path):
+    """simulate -m with the paper callback: the documented JSON, a table, a plot, MLflow runs."""
+    import json
+    import mlflow
+    from tests.test_cli import run_cli
+
+    out = tmp_path / "fig.json"
+    proc = run_cli(["simulate", "-m", "+workload=zipf,hotcold", "policy=nosep,dogi,nodap",
+                    "++workload.capacity_blocks=16384", "++workload.write_volume=6", "sim.segment_blocks=64",
+                    "hydra.callbacks.comparison._target_=dogi_ml.report.PaperComparison",
+                    "hydra/launcher=basic", f"output={out}", "plot=false", "progress=false"], tmp_path)
+    res = json.loads(out.read_text())
+    assert set(res) == {"zipf", "hotcold"}
+    for wl, schemes in res.items():
+        assert set(schemes) == {"nosep", "dogi", "nodap"}
+        assert 0 <= schemes["dogi"]["user_accuracy"] <= 1 and "user_accuracy" not in schemes["nosep"]
+        assert schemes["nodap"]["waf"] <= schemes["dogi"]["waf"] <= schemes["nosep"]["waf"], (wl, schemes)
+    assert "DOGI vs best baseline" in proc.stdout and "% vs nosep" in proc.stdout
+    assert list(tmp_path.glob("multirun/simulate/*/*/paper.png"))
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlruns.db'}")
+    runs = mlflow.search_runs(experiment_names=["simulate"], output_format="list")
+    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    assert len(children) == 6 and {r.data.tags["scheme"] for r in children} == {"nosep", "dogi", "nodap"}
+    assert all("waf" in r.data.metrics for r in children)
