@@ -286,9 +286,11 @@ def _print_summary(r: dict, out: Path, console) -> None:
         if isinstance(v, float) and k != "target":
             t.add_row(f"ONNX {k.replace('_', ' ')}", f"{v:.4%}")
     nb = r.get("ns_per_block", {})
+    if nb:
+        t.add_row(f"ns/block, batch {nb['batch']}, one core", "")
     for k, v in nb.items():
         if isinstance(v, float) and not k.startswith("target"):
-            t.add_row(f"ns/block @ batch {nb['batch']}: {k}", f"{v:,.1f}")
+            t.add_row(f"  {k}", f"{v:,.1f}")
     console.print(t)
     if "c_O2" in nb:
         console.print(f"C header (-O2, one core): {nb['c_O2']:.1f} ns/block at batch {nb['batch']} "
