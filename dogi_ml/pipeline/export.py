@@ -281,7 +281,12 @@ def _print_summary(r: dict, out: Path, console) -> None:
         t.add_row("test accuracy, integer", f"{acc['int']:.4f} ({-acc['loss_points']:+.2f} points; target >= -1)")
     par = r.get("parity")
     if par:
-        t.add_row("bit-exact (Python/Numba/C)", f"{'yes' if par['all_identical'] else 'NO'} on {par['vectors']:,} vectors")
+        who = sorted({name for k in par if isinstance(par[k], dict) for name in k.replace("python_vs_", "").split("_")
+                      if name in ("numba", "c")})
+        label = "bit-exact (Python/" + "/".join(w.capitalize() if w == "numba" else "C" for w in who) + ")"
+        t.add_row(label, f"{'yes' if par['all_identical'] else 'NO'} on {par['vectors']:,} vectors")
+    if "float_int_agreement" in acc:
+        t.add_row("float/integer class agreement", f"{acc['float_int_agreement']:.4%}")
     for k, v in r.get("onnx", {}).items():
         if isinstance(v, float) and k != "target":
             t.add_row(f"ONNX {k.replace('_', ' ')}", f"{v:.4%}")
@@ -292,7 +297,7 @@ def _print_summary(r: dict, out: Path, console) -> None:
         if isinstance(v, float) and not k.startswith("target"):
             t.add_row(f"  {k}", f"{v:,.1f}")
     console.print(t)
-    if "c_O2" in nb:
+    if "c_O2" in nb and r["model"] == "mlp":
         console.print(f"C header (-O2, one core): {nb['c_O2']:.1f} ns/block at batch {nb['batch']} "
                       f"(target <= {nb['target_c']:.0f}: {'met' if nb['c_O2'] <= nb['target_c'] else 'not met'})")
     console.print(f"export: {out}")
