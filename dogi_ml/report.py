@@ -234,6 +234,8 @@ def dogi_reductions(summary: dict) -> dict:
 
 
 def print_paper_tables(summary: dict) -> None:
+    # wide tables: piped output would otherwise wrap every cell at 80 columns
+    out = console if console.is_terminal else Console(highlight=False, width=200)
     schemes = sorted({s for v in summary.values() for s in v}, key=lambda s: (s in ORACLES, s.startswith("dogi"), s))
     t = Table(title="WAF per workload and scheme (lower is better)")
     t.add_column("workload")
@@ -246,7 +248,7 @@ def print_paper_tables(summary: dict) -> None:
         r = red.get(wl)
         row.append(f"{r['reduction_pct']:+.1f}% vs {r['best_baseline']}" if r else "-")
         t.add_row(wl, *row)
-    console.print(t)
+    out.print(t)
     learned = [s for s in schemes if any("user_accuracy" in summary[w].get(s, {}) for w in summary)]
     if learned:
         a = Table(title="prediction accuracy: user-written (Fig. 11) / GC-written (Fig. 12) blocks")
@@ -260,7 +262,14 @@ def print_paper_tables(summary: dict) -> None:
                 u, g = e.get("user_accuracy"), e.get("gc_accuracy")
                 cells.append("-" if u is None else f"{u:.3f}" + (f" / {g:.3f}" if g is not None else ""))
             a.add_row(wl, *cells)
-        console.print(a)
+        out.print(a)
+        n = Table(title="batched inference, ns per predicted block (features + model, per chunk)")
+        n.add_column("workload")
+        for s in learned:
+            n.add_column(escape(s), justify="right")
+        for wl in sorted(summary):
+            n.add_row(wl, *[_fmt(summary[wl].get(s, {}).get("inference_ns_per_block")) for s in learned])
+        out.print(n)
 
 
 def plot_paper(summary: dict, path: Path, title: str = "") -> Path:
