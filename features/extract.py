@@ -156,6 +156,116 @@ def extract_features(trace: Trace, config: FeatureConfig | None = None,
     return out
 
 
+# scalar state of a FeatureStream: reads and writes so far (blocks), previous LBA and request
+# end, block-write time, the request being expanded and the next block in it, and that
+# request's sequential flag and read/write ratio (fixed at its start)
+S_READS, S_WRITES, S_PREV_LBA, S_PREV_END, S_T, S_REQ, S_OFF, S_SEQ, S_RATIO = range(9)
+
+
+@nb.njit(cache=True)
+def _extract_range(lba, nblocks, op, chunk_blocks, window, last_time, write_count, win_stamp, win_count,
+                   bitmap, bm_stamp, chunk_w, chunk_r, scal, out):
+    """:func:`_extract`, resumable: fill ``out`` with the next ``out.shape[0]`` block writes'
+    rows, keeping every piece of state in the arrays passed in. Returns the rows filled."""
+    n_out = out.shape[0]
+    k = 0
+    r = scal[S_REQ]
+    while k < n_out and r < lba.shape[0]:
+        nb_ = nblocks[r]
+        start = lba[r]
+        if op[r] == OP_READ:
+            for j in range(nb_):
+                chunk_r[(start + j) // chunk_blocks] += 1
+            scal[S_READS] += nb_
+            r += 1
+            continue
+        if op[r] != OP_WRITE:
+            r += 1
+            continue
+        if scal[S_OFF] == 0:
+            scal[S_SEQ] = 1 if start == scal[S_PREV_END] else 0
+            scal[S_RATIO] = (scal[S_READS] * 1000) // scal[S_WRITES] if scal[S_WRITES] > 0 else 0
+        j = scal[S_OFF]
+        while j < nb_ and k < n_out:
+            a = start + j
+            c = a // chunk_blocks
+            t = scal[S_T]
+            w = t // window
+            if win_stamp[a] != w:
+                win_stamp[a] = w
+                win_count[a] = 0
+            shift = w - bm_stamp[a]
+            if shift > 0:
+                bitmap[a] = 0 if shift >= 8 else (bitmap[a] >> shift)
+                bm_stamp[a] = w
+            row = out[k]
+            row[F_LBA] = a
+            row[F_PREV_LBA] = scal[S_PREV_LBA]
+            row[F_FREQ] = win_count[a]
+            row[F_CHUNK_FREQ] = chunk_w[c]
+            row[F_RECENCY] = bitmap[a]
+            row[F_LATEST_INV] = t - last_time[a] if last_time[a] >= 0 else NO_PREVIOUS
+            row[F_REQ_BLOCKS] = nb_
+            row[F_SEQ] = scal[S_SEQ]
+            row[F_CHUNK_READS] = chunk_r[c]
+            row[F_CHUNK_WRITES] = chunk_w[c]
+            row[F_RW_RATIO] = scal[S_RATIO]
+            row[F_WRITE_COUNT] = write_count[a]
+            win_count[a] += 1
+            bitmap[a] |= 0x80
+            write_count[a] += 1
+            last_time[a] = t
+            chunk_w[c] += 1
+            scal[S_PREV_LBA] = a
+            scal[S_T] = t + 1
+            j += 1
+            k += 1
+        if j == nb_:
+            scal[S_WRITES] += nb_
+            scal[S_PREV_END] = start + nb_
+            scal[S_OFF] = 0
+            r += 1
+        else:
+            scal[S_OFF] = j
+    scal[S_REQ] = r
+    return k
+
+
+class FeatureStream:
+    """The features of :func:`extract_features`, produced chunk by chunk in time order with
+    memory bounded by the per-LBA state and the chunk (a paper-scale trace's full feature
+    matrix would not fit in memory)::
+
+        stream = FeatureStream(trace, config)
+        rows = stream.next(1 << 20)      # block writes 0 .. 2^20 - 1
+    """
+
+    def __init__(self, trace: Trace, config: FeatureConfig | None = None):
+        n_lbas = max(int(trace.max_lba) + 1, 1)
+        self.config = config or FeatureConfig(capacity_blocks=int(trace.meta.get("capacity_blocks") or n_lbas))
+        n_chunks = n_lbas // self.config.chunk_blocks + 1
+        self.trace = trace
+        self.state = (np.full(n_lbas, -1, np.int64), np.zeros(n_lbas, np.int32), np.full(n_lbas, -1, np.int32),
+                      np.zeros(n_lbas, np.int32), np.zeros(n_lbas, np.uint8), np.zeros(n_lbas, np.int32),
+                      np.zeros(n_chunks, np.int64), np.zeros(n_chunks, np.int64))
+        self.scal = np.zeros(9, np.int64)
+        self.scal[S_PREV_LBA] = -1
+        self.scal[S_PREV_END] = -1
+
+    @property
+    def position(self) -> int:
+        """Block writes produced so far."""
+        return int(self.scal[S_T])
+
+    def next(self, n: int) -> np.ndarray:
+        """int64 ``[m, len(FEATURES)]`` rows of the next ``m = min(n, remaining)`` block writes."""
+        out = np.empty((max(0, int(n)), len(FEATURES)), np.int64)
+        t = self.trace
+        k = _extract_range(t.lba, t.nblocks, t.op, int(self.config.chunk_blocks), int(self.config.window),
+                           *self.state, self.scal, out)
+        return out[:k]
+
+
 def history_rows(prev: np.ndarray, rows: np.ndarray, history: int) -> np.ndarray:
     """Sorted indices of ``rows`` and their LBAs' previous ``history - 1`` writes (what
     :func:`lba_sequences` needs when features are extracted for a sample only)."""

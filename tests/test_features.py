@@ -99,3 +99,19 @@ def test_quantile_labels_use_training_edges():
     assert cls[:700].min() == 0 and cls[:700].max() == 9
     assert np.all(cls[700:] == 9)   # later, longer lifetimes fall in the top bin
     assert len(FEATURES) == 12
+
+
+@pytest.mark.parametrize("gen", ["varmail", "zipf"])
+def test_feature_stream_matches_the_one_pass_extraction(gen):
+    """Chunk by chunk (requests split across chunks included) = the whole trace at once."""
+    import dogi_ml.traces.generators as G
+    from features.extract import FeatureStream
+    trace = getattr(G, gen)(8192, 50_000, seed=3)
+    full = extract_features(trace)
+    stream = FeatureStream(trace)
+    rng = np.random.default_rng(1)
+    parts = []
+    while stream.position < full.shape[0]:
+        parts.append(stream.next(int(rng.integers(1, 4000))))
+    assert np.array_equal(np.concatenate(parts), full)
+    assert stream.next(10).shape == (0, full.shape[1])

@@ -77,7 +77,7 @@ class SampleRing:
         keep = (inv != PENDING) & (t >= since) & (t >= 0)
         order = np.argsort(t[keep], kind="stable")
         idx = np.flatnonzero(keep)[order]
-        return {"row": self.row[idx], "time": t[idx], "inv": inv[idx], "pred": self.pred[idx].astype(np.int64),
+        return {"slot": idx, "row": self.row[idx], "time": t[idx], "inv": inv[idx], "pred": self.pred[idx].astype(np.int64),
                 "censored": long_pending[idx], "n_pending": int(((self.inv[:n] == PENDING) & ~long_pending).sum())}
 
 

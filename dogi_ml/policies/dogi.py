@@ -52,7 +52,7 @@ from dogi_ml.sim.state import C_GC, C_USER, P_NSEG, P_SEG_BLOCKS, SEG_SEALED
 from dogi_ml.sim.victims import register_victim
 
 from . import register
-from ._online import SampleRing, fit_classifier, ring_fill, ring_record, trace_features
+from ._online import SampleRing, fit_classifier, ring_fill, ring_record
 
 PAPER_CAPACITY = 33_554_432          # 128 GiB in 4 KiB blocks: the paper's parameters scale from it
 N_CAT = 10
@@ -69,7 +69,7 @@ VARIANTS = {"base": (0, 0, 0), "user": (1, 0, 0), "grp": (1, 1, 0), "full": (1, 
  MU_MAX, MU_STEPS, FROZEN_ON, ST_LEN) = range(25)
 # p indices
 (P_ST, P_FST, P_PREDS, P_CAT2G, P_GLO, P_GHI, P_GFINAL, P_BOUNDS, P_EXPMIS, P_CLASS, P_RGROUP,
- P_RTIME, P_UPDATED, P_RCOUNT, P_USERCONF, P_GCACC, P_GCDEST, P_RING, P_GEXP) = range(19)
+ P_RTIME, P_UPDATED, P_RCOUNT, P_USERCONF, P_GCACC, P_GCDEST, P_RING, P_GEXP, P_CFEAT, P_RFEAT) = range(21)
 
 
 @nb.njit(cache=True)
@@ -173,7 +173,17 @@ def dogi_user(s, p, lba, now):
     p[P_CLASS][lba] = cat + 1
     st[NONHOT] += 1
     if st[NONHOT] % st[EVERY] == 0:
-        ring_record(p[P_RING], lba, now - st[PREFILL], now, model_pred)
+        ring = p[P_RING]
+        slot = ring[6][0] % ring[0].shape[0]
+        ring_record(ring, lba, now - st[PREFILL], now, model_pred)
+        cf = p[P_CFEAT]
+        if cf.shape[0] > 0:
+            # keep the sample's features (the chunk buffer is overwritten by the next chunk);
+            # element by element: the loop runs without Numba's runtime, so no array views
+            rf = p[P_RFEAT]
+            i = now - st[CHUNK_START]
+            for f in range(cf.shape[1]):
+                rf[slot, f] = cf[i, f]
     return g
 
 
@@ -354,14 +364,23 @@ class DOGI(PlacementPolicy):
         self.prefill = ctx.prefill_blocks
         mu = scaled_mu(cap, c["mu"])
         self.retrain_every = int(c["retrain_every"] or _scaled(26_000_000, cap, 1000))
-        self.max_chunk_blocks = self.retrain_every
+        # chunks of at most 4M writes: the chunk's feature buffer stays ~200 MB at paper scale
+        self.max_chunk_blocks = min(self.retrain_every, 1 << 22)
         self.uses_model = bool(self.user_ml) and c["predictor"] == "ml"
-        self.features = None
+        self.stream = None
+        n_feat = len(c["features"])
         if self.uses_model:
+            from features.extract import FEATURES, FeatureConfig, FeatureStream
             if ctx.trace is None:
                 raise ValueError("policy dogi needs the trace (its features) to run its model: "
                                  "use the simulate command or pass trace= to the Simulator")
-            self.features = trace_features(ctx.trace, cap, list(c["features"]))
+            unknown = [f for f in c["features"] if f not in FEATURES]
+            if unknown:
+                raise ValueError(f"policy dogi: unknown feature(s) {unknown}; known: {', '.join(FEATURES)}")
+            # features are computed chunk by chunk as the writes arrive (causal, bounded memory)
+            self.stream = FeatureStream(ctx.trace, FeatureConfig(capacity_blocks=cap))
+            self.columns = [FEATURES.index(f) for f in c["features"]]
+            self.n_trace_writes = int(ctx.trace.block_writes.size)
         st = np.zeros(ST_LEN, np.int64)
         bounds = category_bounds(cap, mu)                       # [mu, c1..c9 upper]
         st[MU] = mu
@@ -385,7 +404,7 @@ class DOGI(PlacementPolicy):
         self.ring = SampleRing(cap, int(c["max_samples"]))
         self.state = (
             st, np.zeros(2, np.float64),
-            np.full(self.retrain_every, -1, np.int8),            # predictions of the current chunk
+            np.full(self.max_chunk_blocks, -1, np.int8),         # predictions of the current chunk
             np.full(N_CAT, FB_COLD, np.int64),                    # category -> group
             np.zeros(N_GROUPS, np.int64), np.full(N_GROUPS, INF, np.int64), np.ones(N_GROUPS, np.uint8),
             bounds.astype(np.int64), np.full(N_CAT, -1, np.int64),
@@ -395,6 +414,8 @@ class DOGI(PlacementPolicy):
             np.zeros((N_GROUPS, N_GROUPS), np.int64),
             self.ring.arrays(),
             np.full(N_GROUPS, INF, np.int64),                     # expiry age per group (INF: none)
+            np.zeros((self.max_chunk_blocks if self.uses_model else 0, n_feat), np.int64),  # chunk features
+            np.zeros((int(c["max_samples"]) if self.uses_model else 0, n_feat), np.int64),  # sample features
         )
         self._fallback_bounds()
         if self.user_ml and not self.uses_model:
@@ -406,6 +427,7 @@ class DOGI(PlacementPolicy):
         self.last_train = 0
         self.history: list[dict] = []
         self.infer_s = 0.0
+        self.feature_s = 0.0
         self.infer_blocks = 0
         self.train_s = 0.0
         self.mode_switches = 0
@@ -468,16 +490,23 @@ class DOGI(PlacementPolicy):
 
     # -- between chunks --------------------------------------------------------------------
     def before_chunk(self, sim, start: int, n_writes: int) -> None:
-        st, preds = self.state[P_ST], self.state[P_PREDS]
+        st, preds, feats = self.state[P_ST], self.state[P_PREDS], self.state[P_CFEAT]
         st[CHUNK_START] = start
-        if not self.uses_model or self.model is None or st[MODE] != MODE_ML:
+        if not self.uses_model:
             return
         a = start - self.prefill
-        lo, hi = max(a, 0), min(a + n_writes, self.features.shape[0])
+        lo, hi = max(a, 0), min(a + n_writes, self.n_trace_writes)
         if hi <= lo:
             return
+        if self.stream.position != lo:
+            raise RuntimeError(f"policy dogi: features at write {self.stream.position}, chunk starts at {lo}")
         t0 = time.perf_counter()
-        preds[lo - a:hi - a] = self._predict(self.features[lo:hi])
+        feats[lo - a:hi - a] = self.stream.next(hi - lo)[:, self.columns]
+        self.feature_s += time.perf_counter() - t0
+        if self.model is None or st[MODE] != MODE_ML:
+            return
+        t0 = time.perf_counter()
+        preds[lo - a:hi - a] = self._predict(feats[lo - a:hi - a])
         self.infer_s += time.perf_counter() - t0
         self.infer_blocks += hi - lo
 
@@ -559,7 +588,7 @@ class DOGI(PlacementPolicy):
             entry["action"] = "waiting for samples"
             self.history.append(entry)
             return
-        X = self.features[data["row"]]
+        X = self.state[P_RFEAT][data["slot"]]
         model, val, secs = fit_classifier(c["model"], dict(c["model_params"] or {}), X, y_all, N_CAT,
                                           list(c["features"]), seed=int(c["seed"]) + len(self.history))
         self.train_s += secs
@@ -643,6 +672,8 @@ class DOGI(PlacementPolicy):
             "train_seconds": self.train_s,
             "inference_ns_per_block": 1e9 * self.infer_s / self.infer_blocks if self.infer_blocks else None,
             "inferred_blocks": self.infer_blocks,
+            "feature_ns_per_block": (1e9 * self.feature_s / self.stream.position
+                                     if self.stream is not None and self.stream.position else None),
             "training_history": self.history,
         }
 
