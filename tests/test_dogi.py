@@ -167,8 +167,9 @@ def test_paper_comparison_command(tmp_path):
         assert schemes["nodap"]["waf"] <= schemes["dogi"]["waf"] <= schemes["nosep"]["waf"], (wl, schemes)
     assert "DOGI vs best baseline" in proc.stdout and "% vs nosep" in proc.stdout
     assert list(tmp_path.glob("multirun/simulate/*/*/paper.png"))
-    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlruns.db'}")
-    runs = mlflow.search_runs(experiment_names=["simulate"], output_format="list")
+    # a client, not mlflow.set_tracking_uri: that exports MLFLOW_TRACKING_URI to later tests
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlruns.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("simulate").experiment_id])
     children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
     assert len(children) == 6 and {r.data.tags["scheme"] for r in children} == {"nosep", "dogi", "nodap"}
     assert all("waf" in r.data.metrics for r in children)
