@@ -20,9 +20,9 @@ $(STAMP): pyproject.toml constraints.txt
 run: install
 	$(BIN)/python -m dogi_ml train +workload=ycsb_a
 
-# The placement schemes compared on the same workload.
+# Every placement scheme (heuristic, learned, oracle) on the same workload.
 compare: install
-	$(BIN)/python -m dogi_ml simulate -m +workload=ycsb_a policy=nosep,sepgc,sepbit,mida,midas,dac,warcip,fk
+	$(BIN)/python -m dogi_ml simulate -m +workload=ycsb_a policy=nosep,sepgc,sepbit,mida,midas,dac,warcip,phftl,mldt,dogi,fk,nodap
 
 test: install
 	$(BIN)/python -m pytest -q
