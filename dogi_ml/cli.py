@@ -75,8 +75,15 @@ def _simulate(cfg: DictConfig):
 
     require_workload(cfg)
     trace = load_workload(cfg.workload, cache_dir=cfg.cache_dir)
-    result = simulate(trace, OmegaConf.to_container(cfg.policy, resolve=True),
-                      OmegaConf.to_container(cfg.sim, resolve=True), progress=cfg.progress)
+    policy_cfg = OmegaConf.to_container(cfg.policy, resolve=True)
+    deployed = (cfg.get("model") or {}).get("deployed")
+    if deployed:
+        # model.deployed=int8: the learned scheme places with the exported integer model
+        if "deployed" not in (policy_cfg.get("params") or {}):
+            _fail(f"model.deployed={deployed} needs a learned policy with a deployed form (policy=dogi), "
+                  f"not policy={policy_cfg['name']}")
+        policy_cfg["params"]["deployed"] = deployed
+    result = simulate(trace, policy_cfg, OmegaConf.to_container(cfg.sim, resolve=True), progress=cfg.progress)
     out = Path(cfg.sim.output) if cfg.sim.output else output_dir() / "result.json"
     if cfg.get("output") and not _multirun():
         out = Path(cfg.output)      # a single run: output=PATH.json is the result itself

@@ -173,3 +173,16 @@ def test_paper_comparison_command(tmp_path):
     children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
     assert len(children) == 6 and {r.data.tags["scheme"] for r in children} == {"nosep", "dogi", "nodap"}
     assert all("waf" in r.data.metrics for r in children)
+
+
+def test_model_deployed_override(tmp_path):
+    """simulate model.deployed=int8 reaches the learned policy; a heuristic one refuses it."""
+    import json
+    from tests.test_cli import run_cli
+    small = ["workload.capacity_blocks=16384", "workload.write_volume=4", "sim.segment_blocks=64",
+             "mlflow=false", "plot=false", "progress=false"]
+    out = tmp_path / "r.json"
+    run_cli(["simulate", "+workload=zipf", "policy=dogi", "model.deployed=int8", f"sim.output={out}", *small], tmp_path)
+    assert json.loads(out.read_text())["scheme"] == "dogi[int8]"
+    proc = run_cli(["simulate", "+workload=zipf", "policy=sepbit", "model.deployed=int8", *small], tmp_path, check=False)
+    assert proc.returncode == 2 and "needs a learned policy" in proc.stderr
