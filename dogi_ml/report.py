@@ -292,7 +292,7 @@ def plot_paper(summary: dict, path: Path, title: str = "") -> Path:
                 fixed_n.setdefault(wl, []).append((int(m.group(1)), e["waf"], e.get("mispredict_ratio"),
                                                    e.get("user_accuracy")))
     acc_schemes = [s for s in schemes if any(summary[w].get(s, {}).get("user_accuracy") is not None for w in workloads)]
-    panels = 1 + bool(acc_schemes) + bool(fixed_n)
+    panels = 1 + bool(acc_schemes) + len(fixed_n)
     fig, axes = plt.subplots(1, panels, figsize=(6 * panels + 2, 4.2), squeeze=False)
     ax = axes[0][0]
     x = np.arange(len(workloads))
@@ -319,22 +319,24 @@ def plot_paper(summary: dict, path: Path, title: str = "") -> Path:
         ax.set_ylabel("accuracy")
         ax.set_title("prediction accuracy (bars: user, x: GC) (Figs. 11-12)")
         ax.legend(fontsize=7)
-    if fixed_n:
+    for wl, pts in sorted(fixed_n.items()):
+        # one panel per workload: the WAF differences across N are small against other workloads
         ax = axes[0][k]
+        k += 1
         ax2 = ax.twinx()
-        for wl, pts in sorted(fixed_n.items()):
-            pts.sort()
-            n = [p[0] for p in pts]
-            line, = ax.plot(n, [p[1] for p in pts], marker="o", label=f"{wl} WAF")
-            ax2.plot(n, [p[2] if p[2] is not None else np.nan for p in pts], ls="--", color=line.get_color(),
-                     label=f"{wl} mispredict")
-            chosen = summary[wl].get("dogi", {})
-            if chosen.get("n_intermediate_groups"):
-                ax.scatter([chosen["n_intermediate_groups"]], [chosen["waf"]], color="red", zorder=4, s=50)
+        pts.sort()
+        n = [p[0] for p in pts]
+        ax.plot(n, [p[1] for p in pts], marker="o", color="tab:blue", label="WAF")
+        ax2.plot(n, [p[2] if p[2] is not None else np.nan for p in pts], ls="--", marker=".", color="tab:orange",
+                 label="misprediction ratio")
+        chosen = summary[wl].get("dogi", {})
+        if chosen.get("n_intermediate_groups"):
+            ax.scatter([chosen["n_intermediate_groups"]], [chosen["waf"]], color="red", zorder=4, s=60,
+                       label="DOGI's choice")
         ax.set_xlabel("intermediate groups N")
         ax.set_ylabel("WAF (solid)")
         ax2.set_ylabel("misprediction ratio (dashed)")
-        ax.set_title("group count (Fig. 13; red: DOGI's choice)")
+        ax.set_title(f"{wl}: group count (Fig. 13)")
         ax.legend(fontsize=7, loc="upper left")
     if title:
         fig.suptitle(title)
