@@ -104,6 +104,20 @@ def _mlp_row(x, pre, table, dims, w, b, mul, shift, buf_a, buf_b, logits):
             row = wo + U(o) * n_in
             for i in range(n_in):
                 acc += np.int64(w[row + U(i)]) * src[U(i)]
+            if not last:
+                # 16-bit hidden requantisation (export.quantize.hidden_requantize)
+                t = acc >> shift[bo + U(o)]
+                if t > 32767:
+                    t = 32767
+                elif t < -32768:
+                    t = -32768
+                r = (t * mul[bo + U(o)]) >> 16
+                if r < 0:
+                    r = 0
+                elif r > ACT_MAX:
+                    r = ACT_MAX
+                dst[U(o)] = r
+                continue
             r = rshift_round(acc * mul[bo + U(o)], shift[bo + U(o)])
             if last:
                 if r > INT32_MAX:
@@ -164,11 +178,12 @@ def _mlp_chunk(X, r0, n, pre, table, dims, w, b, mul, shift, A, Bm, acc, out):
                     v = -v if a < 0 else v
                     out[r0 + r, o] = min(max(v, INT32_MIN), INT32_MAX)
             else:
+                # 16-bit hidden requantisation (export.quantize.hidden_requantize)
                 drow = dst[o]
                 for r in range(n):
-                    a = acc[r]
-                    v = ((a if a > 0 else 0) * m + half) >> s
-                    drow[r] = v if v < ACT_MAX else ACT_MAX
+                    t = min(max(acc[r] >> s, -32768), 32767)
+                    v = (t * m) >> 16
+                    drow[r] = min(max(v, 0), ACT_MAX)
         wo += n_in * n_out
         bo += n_out
         src, dst = dst, src

@@ -135,6 +135,14 @@ def export_float(model, path: str | Path, seq_len: int | None = None) -> Path:
     return _save_checked(merged, path)
 
 
+def _real_bias(L) -> np.ndarray:
+    """The layer's bias in accumulator units without the integer path's rounding offsets
+    (QuantizeLinear rounds by itself)."""
+    from .quantize import hidden_bias_offset
+    b = L.b.astype(np.float64)
+    return b - hidden_bias_offset(L.mul, L.shift) if L.relu else b
+
+
 def export_qdq(q: QuantizedMLP, scaler, path: str | Path) -> Path:
     """The int8 MLP as a QDQ graph (opset 21): input codes int16 per feature, int8 weights per
     output channel, uint8 activations, float logits in the integer reference's units."""
@@ -163,7 +171,7 @@ def export_qdq(q: QuantizedMLP, scaler, path: str | Path) -> Path:
         inits += [numpy_helper.from_array(np.ascontiguousarray(L.w.T), f"w{i}_q"),
                   numpy_helper.from_array(w_scale, f"w{i}_scale"),
                   numpy_helper.from_array(np.zeros(n_out, np.int8), f"w{i}_zp"),
-                  numpy_helper.from_array((L.b.astype(np.float64) * L.w_scale).astype(np.float32), f"b{i}")]
+                  numpy_helper.from_array((_real_bias(L) * L.w_scale).astype(np.float32), f"b{i}")]
         nodes += [helper.make_node("DequantizeLinear", [f"w{i}_q", f"w{i}_scale", f"w{i}_zp"], [f"w{i}"], axis=1),
                   helper.make_node("MatMul", [src, f"w{i}"], [f"mm{i}"]),
                   helper.make_node("Add", [f"mm{i}", f"b{i}"], [f"h{i}"])]

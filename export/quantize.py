@@ -16,11 +16,13 @@ saturate). ``lo``/``hi`` are where the code saturates anyway; they bound every p
 
 **MLP.** Every layer has int8 weights, symmetric per output channel, the input scale folded in
 (``W'[o, i] = W[o, i] * in_scale[i]``, ``w_scale[o] = max|W'[o]| / 127``), an int32 bias at
-``w_scale[o]``, int32 accumulation, and integer requantisation ``rshift_round(acc * m[o],
-s[o])`` with ``m/2**s ~ w_scale[o] / out_scale``. Hidden layers apply ReLU by clamping to
-``[0, 255]`` (unsigned 8-bit activations, zero point 0, ``out_scale`` from a percentile of the
-float activations on the calibration set); the last layer requantises every class to one
-logit scale (int32 logits), and the class is the first index of the largest logit.
+``w_scale[o]``, int32 accumulation. Hidden layers requantise in 16-bit steps that map onto
+SIMD lanes (:func:`hidden_requantize`: ``t = sat16(acc >> p[o])``, ``r = (t * m16[o]) >> 16``,
+ReLU and saturation by clamping to ``[0, 255]``; ``m16/2**(16+p) ~ w_scale[o] / out_scale``,
+rounding offsets folded into the bias): unsigned 8-bit activations, zero point 0, ``out_scale``
+from a percentile of the float activations on the calibration set. The last layer requantises
+every class to one logit scale exactly, ``rshift_round(acc * m[o], s[o])`` (int32 logits), and
+the class is the first index of the largest logit.
 """
 from __future__ import annotations
 
@@ -193,8 +195,49 @@ class QuantLayer:
 
     def forward(self, a: np.ndarray) -> np.ndarray:
         acc = a @ self.w.T.astype(np.int64) + self.b.astype(np.int64)
+        if self.relu:
+            return hidden_requantize(acc, self.mul, self.shift)
         out = fx.requantize(acc, self.mul, self.shift)
-        return np.clip(out, 0, ACT_MAX) if self.relu else np.clip(out, fx.INT32_MIN, fx.INT32_MAX)
+        return np.clip(out, fx.INT32_MIN, fx.INT32_MAX)
+
+
+HIDDEN_M_LO, HIDDEN_M_HI = 4096, 8191   # 16-bit multiplier range: 13 bits of precision
+HIDDEN_MAX_SHIFT = 31
+
+
+def hidden_requantize(acc: np.ndarray, m16, p) -> np.ndarray:
+    """Hidden-layer requantisation to uint8 (ReLU included), in 16-bit steps that map onto
+    SIMD lanes (SSE2 ``psrad``/``packssdw``/``pmulhw``/``pmaxsw``/``pminsw``, NEON alike):
+    ``t = clamp(acc >> p, -2**15, 2**15 - 1)`` (arithmetic shift: floor), ``r = (t * m16) >> 16``
+    (floor), ``out = clamp(r, 0, 255)``. The rounding offsets are folded into the bias."""
+    t = np.clip(np.asarray(acc, np.int64) >> np.asarray(p, np.int64), -(1 << 15), (1 << 15) - 1)
+    r = (t * np.asarray(m16, np.int64)) >> 16
+    return np.clip(r, 0, ACT_MAX)
+
+
+def hidden_bias_offset(m16, p) -> np.ndarray:
+    """What the quantiser adds to a hidden layer's int32 bias so both floors of
+    :func:`hidden_requantize` round: half a unit of ``t`` (``2**(p-1)``) and half an output unit
+    (``2**(15+p) / m16`` accumulator units)."""
+    m16 = np.asarray(m16, np.int64)
+    p = np.asarray(p, np.int64)
+    half_t = np.where(p > 0, np.left_shift(np.int64(1), np.maximum(p - 1, 0)), 0)
+    half_out = np.round(np.where(m16 > 0, 2.0 ** (15 + p) / np.maximum(m16, 1), 0.0)).astype(np.int64)
+    return half_t + half_out
+
+
+def hidden_multiplier(real: float) -> tuple[int, int]:
+    """``(m16, p)`` with ``m16 / 2**(16 + p) ~ real`` (accumulator unit -> output unit),
+    ``m16`` in ``[4096, 8191]`` where ``0 <= p <= 31`` allows."""
+    if not (real > 0 and math.isfinite(real)):
+        raise ExportError(f"requantisation multiplier must be positive and finite, got {real!r}")
+    p = math.floor(math.log2(HIDDEN_M_HI / (real * 65536.0)))
+    if p < 0:
+        raise ExportError(f"hidden-layer multiplier {real:g} too large for 16-bit requantisation "
+                          f"(needs real * 2**16 <= {HIDDEN_M_HI})")
+    p = min(p, HIDDEN_MAX_SHIFT)
+    m16 = int(round(real * 2.0 ** (16 + p)))
+    return min(m16, HIDDEN_M_HI), p
 
 
 def quantize_linear(W: np.ndarray, b: np.ndarray, in_scale, in_max: int, out_scale: float,
@@ -208,10 +251,16 @@ def quantize_linear(W: np.ndarray, b: np.ndarray, in_scale, in_max: int, out_sca
     w_scale = np.where(w_scale > 0, w_scale, 1.0)
     wq = np.clip(np.round(W / w_scale[:, None]), -WEIGHT_MAX, WEIGHT_MAX).astype(np.int8)
     bq = np.round(b / w_scale)
+    if relu:
+        mq = [hidden_multiplier(float(s) / out_scale) for s in w_scale]
+        m16 = np.array([m for m, _ in mq], np.int64)
+        p = np.array([s for _, s in mq], np.int64)
+        bq = bq + hidden_bias_offset(m16, p)
+    else:
+        mq = [fx.quantize_multiplier(float(s) / out_scale) for s in w_scale]
     bound = np.abs(wq.astype(np.int64)).sum(axis=1) * int(in_max) + np.abs(bq)
     if bound.max() >= 2 ** 31:
         raise ExportError(f"{name}: the int32 accumulator could overflow (bound {int(bound.max())})")
-    mq = [fx.quantize_multiplier(float(s) / out_scale) for s in w_scale]
     return QuantLayer(w=wq, b=bq.astype(np.int32), mul=np.array([m for m, _ in mq], np.int64),
                       shift=np.array([s for _, s in mq], np.int64), relu=relu, w_scale=w_scale,
                       out_scale=float(out_scale))
