@@ -181,9 +181,12 @@ def _mlp_chunk(X, r0, n, pre, table, dims, w, b, mul, shift, A, Bm, acc, out):
                 # 16-bit hidden requantisation (export.quantize.hidden_requantize)
                 drow = dst[o]
                 for r in range(n):
-                    t = min(max(acc[r] >> s, -32768), 32767)
+                    t = acc[r] >> s
+                    t = t if t < 32767 else np.int64(32767)
+                    t = t if t > -32768 else np.int64(-32768)
                     v = (t * m) >> 16
-                    drow[r] = min(max(v, 0), ACT_MAX)
+                    v = v if v > 0 else np.int64(0)
+                    drow[r] = v if v < ACT_MAX else np.int64(ACT_MAX)
         wo += n_in * n_out
         bo += n_out
         src, dst = dst, src
