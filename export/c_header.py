@@ -281,6 +281,7 @@ def _mlp_simd(q, P: str) -> str:
                  f"    for (o = 0; o < {n_out}; ++o) {{",
                  f"        lo = zero4 + {P}_b{i}[o];",
                  "        hi = lo;",
+                 f"        _Pragma(\"GCC unroll {pairs[i]}\")   /* straight-line dot products: no loop overhead */",
                  f"        for (k = 0; k < {pairs[i]}; ++k) {{",
                  f"            wv = zero4 + {P}_wq{i}[o][k];",
                  f"            lo += __builtin_ia32_pmaddwd128({src}[k][0], ({V8})wv);",
