@@ -27,6 +27,7 @@ MAGIC = b"DOGITRC\x00"
 VERSION = 1
 _PREFIX = struct.Struct("<8sII")
 _ALIGN = 64
+_WRITE_SLICE = 1 << 22
 _ARRAYS = (("ts_us", "<i8"), ("lba", "<i8"), ("nblocks", "<i4"), ("op", "u1"), ("volume", "<i4"))
 
 
@@ -56,9 +57,9 @@ def write_trace(trace: Trace, path: str | Path, content_hash: str | None = None)
     arrays = []
     offset = 0
     for name, dtype in _ARRAYS:
-        a = np.ascontiguousarray(getattr(trace, name), dtype=dtype)
+        a = getattr(trace, name)
         arrays.append((name, dtype, a, offset))
-        offset = _aligned(offset + a.nbytes)
+        offset = _aligned(offset + a.size * np.dtype(dtype).itemsize)
     header = {
         "name": trace.name,
         "requests": trace.n_requests,
@@ -80,7 +81,9 @@ def write_trace(trace: Trace, path: str | Path, content_hash: str | None = None)
         fh.write(b"\0" * (data_start - _PREFIX.size - len(blob)))
         for name, dtype, a, off in arrays:
             fh.seek(data_start + off)
-            fh.write(a.tobytes())
+            # in slices: a paper-scale column is GBs, and a constant one is a broadcast view
+            for i in range(0, a.size, _WRITE_SLICE):
+                fh.write(np.ascontiguousarray(a[i:i + _WRITE_SLICE], dtype=dtype).tobytes())
         fh.truncate(data_start + offset)
     tmp.replace(path)
     return path

@@ -245,8 +245,9 @@ class ZipfSampler:
         for a in range(0, k, self.CHUNK):
             b = min(k, a + self.CHUNK)
             _alias_draw(self.rng.random(b - a), self.prob, self.alias, out[a:b])
-        if scramble and self.perm is not None:
-            np.take(self.perm, out, out=out)
+            if scramble and self.perm is not None:
+                # per chunk: an in-place take over the whole array buffers a full copy (GBs at paper scale)
+                out[a:b] = self.perm[out[a:b]]
         return out
 
     def sample_ranks(self, k: int) -> np.ndarray:
@@ -264,13 +265,16 @@ def _rng(seed: int) -> np.random.Generator:
 
 
 def _ts(n: int) -> np.ndarray:
-    return np.arange(n, dtype=np.int64) * REQUEST_INTERVAL_US
+    t = np.arange(n, dtype=np.int64)
+    t *= REQUEST_INTERVAL_US          # in place: no second n-sized temporary
+    return t
 
 
 def _single_block_trace(lbas: np.ndarray, name: str) -> Trace:
     n = lbas.size
-    return Trace(ts_us=_ts(n), lba=lbas, nblocks=np.ones(n, np.int32), op=np.full(n, OP_WRITE, np.uint8),
-                 volume=np.zeros(n, np.int32), name=name)
+    # constant columns as broadcast views: at paper scale (1B writes) each would be GBs
+    return Trace(ts_us=_ts(n), lba=lbas, nblocks=np.broadcast_to(np.int32(1), (n,)),
+                 op=np.broadcast_to(np.uint8(OP_WRITE), (n,)), volume=np.broadcast_to(np.int32(0), (n,)), name=name)
 
 
 def _fraction(name, v, lo_open=True, hi_closed=True, lo=0.0, hi=1.0):

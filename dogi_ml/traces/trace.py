@@ -46,11 +46,11 @@ class Trace:
     meta: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.ts_us = np.ascontiguousarray(self.ts_us, dtype=np.int64)
-        self.lba = np.ascontiguousarray(self.lba, dtype=np.int64)
-        self.nblocks = np.ascontiguousarray(self.nblocks, dtype=np.int32)
-        self.op = np.ascontiguousarray(self.op, dtype=np.uint8)
-        self.volume = np.ascontiguousarray(self.volume, dtype=np.int32)
+        self.ts_us = _array(self.ts_us, np.int64)
+        self.lba = _array(self.lba, np.int64)
+        self.nblocks = _array(self.nblocks, np.int32)
+        self.op = _array(self.op, np.uint8)
+        self.volume = _array(self.volume, np.int32)
         n = len(self.lba)
         for name in ("ts_us", "nblocks", "op", "volume"):
             if len(getattr(self, name)) != n:
@@ -71,10 +71,20 @@ class Trace:
     def max_lba(self) -> int:
         if self.n_requests == 0:
             return -1
-        return int((self.lba + self.nblocks - 1).max())
+        if self.nblocks.strides == (0,):          # constant request size: no n-sized temporary
+            return int(self.lba.max()) + int(self.nblocks[0]) - 1
+        return int(_max_end(self.lba, self.nblocks))
 
     # -- block-write stream ------------------------------------------------------------
+    def _single_block_writes(self) -> bool:
+        """Every request writes one block (constant arrays, as generators make them): the
+        block-write stream is ``lba`` itself, with no copy (paper-scale traces are 1B writes)."""
+        return _constant(self.nblocks, 1) and _constant(self.op, OP_WRITE)
+
     def _derive_writes(self) -> None:
+        if self._single_block_writes():
+            self._writes, self._write_req = self.lba, None
+            return
         self._writes, self._write_req = expand_writes(self.lba, self.nblocks, self.op)
 
     @property
@@ -87,22 +97,25 @@ class Trace:
     @property
     def block_write_request(self) -> np.ndarray:
         """Index of the request each block write came from (int64)."""
-        if self._write_req is None:
+        if self._writes is None:
             self._derive_writes()
+        if self._write_req is None:
+            self._write_req = np.arange(self._writes.size, dtype=np.int64)
         return self._write_req
 
     def stats(self) -> dict:
         """Summary statistics (requests, writes, write WSS, traffic/WSS, time span...)."""
         writes = self.block_writes
-        wss = int(np.unique(writes).size) if writes.size else 0
+        wss = distinct_count(writes)
         span_us = int(self.ts_us.max() - self.ts_us.min()) if self.n_requests else 0
+        reads, writes_req, trims, read_blocks = _op_counts(self.op, self.nblocks)
         return {
             "name": self.name,
             "requests": self.n_requests,
-            "read_requests": int((self.op == OP_READ).sum()),
-            "write_requests": int((self.op == OP_WRITE).sum()),
-            "trim_requests": int((self.op == OP_TRIM).sum()),
-            "read_blocks": int(self.nblocks[self.op == OP_READ].sum()),
+            "read_requests": int(reads),
+            "write_requests": int(writes_req),
+            "trim_requests": int(trims),
+            "read_blocks": int(read_blocks),
             "write_blocks": int(writes.size),
             "wss_blocks": wss,
             "wss_gib": wss * BLOCK_SIZE / 2**30,
@@ -221,3 +234,62 @@ def remap_dense(trace: Trace) -> Trace:
     out = Trace(trace.ts_us, new_lba, trace.nblocks, trace.op, trace.volume, list(trace.volumes),
                 trace.name, meta)
     return out
+
+
+def _array(a, dtype) -> np.ndarray:
+    """``a`` as a 1-D array of ``dtype``; a constant broadcast view (stride 0) of that dtype is
+    kept as is, so a generated trace's constant columns cost no memory."""
+    if isinstance(a, np.ndarray) and a.dtype == dtype and a.ndim == 1 and (a.flags.c_contiguous or a.strides == (0,)):
+        return a
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
+def _constant(a: np.ndarray, value) -> bool:
+    return a.ndim == 1 and a.size > 0 and a.strides == (0,) and a[0] == value
+
+
+@nb.njit(cache=True)
+def _mark_distinct(values, seen):
+    n = 0
+    for v in values:
+        if seen[v] == 0:
+            seen[v] = 1
+            n += 1
+    return n
+
+
+def distinct_count(values: np.ndarray) -> int:
+    """Number of distinct non-negative values: a byte map when the value range is at most a few
+    times the count (blocks of a volume), else a sort."""
+    if values.size == 0:
+        return 0
+    top = int(values.max())
+    if int(values.min()) >= 0 and top < max(4 * values.size, 1 << 26):
+        return int(_mark_distinct(values, np.zeros(top + 1, np.uint8)))
+    return int(np.unique(values).size)
+
+
+@nb.njit(cache=True)
+def _max_end(lba, nblocks):
+    top = -1
+    for i in range(lba.shape[0]):
+        e = lba[i] + nblocks[i] - 1
+        if e > top:
+            top = e
+    return top
+
+
+@nb.njit(cache=True)
+def _op_counts(op, nblocks):
+    """(read requests, write requests, trim requests, read blocks) in one pass, no temporaries."""
+    r = w = t = rb = 0
+    for i in range(op.shape[0]):
+        o = op[i]
+        if o == OP_READ:
+            r += 1
+            rb += nblocks[i]
+        elif o == OP_WRITE:
+            w += 1
+        elif o == OP_TRIM:
+            t += 1
+    return r, w, t, rb
