@@ -77,9 +77,11 @@ class Trace:
 
     # -- block-write stream ------------------------------------------------------------
     def _single_block_writes(self) -> bool:
-        """Every request writes one block (constant arrays, as generators make them): the
+        """Every request writes one block (generated traces, or their cached .dtr files): the
         block-write stream is ``lba`` itself, with no copy (paper-scale traces are 1B writes)."""
-        return _constant(self.nblocks, 1) and _constant(self.op, OP_WRITE)
+        if _constant(self.nblocks, 1) and _constant(self.op, OP_WRITE):
+            return True
+        return bool(self.n_requests) and bool(_all_single_writes(self.nblocks, self.op))
 
     def _derive_writes(self) -> None:
         if self._single_block_writes():
@@ -293,3 +295,11 @@ def _op_counts(op, nblocks):
         elif o == OP_TRIM:
             t += 1
     return r, w, t, rb
+
+
+@nb.njit(cache=True)
+def _all_single_writes(nblocks, op):
+    for i in range(op.shape[0]):
+        if nblocks[i] != 1 or op[i] != OP_WRITE:
+            return False
+    return True
