@@ -84,6 +84,14 @@ static inline int16_t {P}_hidden_requant(int32_t acc, int32_t m16, int32_t p)
     return (int16_t)((r < 0) ? 0 : (r > 255) ? 255 : r);
 }}
 
+/* last-layer requantisation to an int32 logit: rshift_round(acc * m, s), saturated
+ * (|acc| < 2^31 and m < 2^32, so the product fits int64) */
+static inline int32_t {P}_logit_requant(int32_t acc, uint32_t m, int32_t s)
+{{
+    const int64_t v = {P}_rshift_round((int64_t)acc * (int64_t)m, s);
+    return (int32_t)((v > INT32_MAX) ? INT32_MAX : (v < INT32_MIN) ? INT32_MIN : v);
+}}
+
 /* floor(log2(u)) for u >= 1 */
 static inline int32_t {P}_highest_bit(uint64_t u)
 {{
@@ -201,22 +209,13 @@ def emit_mlp(q, P: str = "dogi", source: str | None = None) -> str:
         last = li == len(q.layers) - 1
         body += [f"    /* layer {li}: {n_in} -> {n_out} */",
                  f"    for (o = 0; o < {n_out}; ++o) {{",
-                 f"        const uint64_t m = {P}_m{li}[o];",
-                 f"        const int32_t s = {P}_s{li}[o];",
-                 "        const uint64_t half = (UINT64_C(1) << s) >> 1;",
                  f"        int32_t acc = 0;",
                  f"        for (i = 0; i < {pad(n_in)}; ++i) acc += (int32_t){P}_w{li}[o][i] * {src}[i];",
                  f"        acc += {P}_b{li}[o];"]
         if last:
-            body += ["        {",
-                     "            const uint64_t mag = (acc < 0) ? (uint64_t)(-(int64_t)acc) : (uint64_t)acc;",
-                     "            const int64_t r = (int64_t)((mag * m + half) >> s);",
-                     "            const int64_t v = (acc < 0) ? -r : r;",
-                     "            logits_[o] = (int32_t)((v > INT32_MAX) ? INT32_MAX : (v < INT32_MIN) ? INT32_MIN : v);",
-                     "        }"]
+            body.append(f"        logits_[o] = {P}_logit_requant(acc, {P}_m{li}[o], {P}_s{li}[o]);")
         else:
-            body += [f"        {dst}[o] = {P}_hidden_requant(acc, (int32_t)m, s);",
-                     "        (void)half;"]
+            body.append(f"        {dst}[o] = {P}_hidden_requant(acc, (int32_t){P}_m{li}[o], {P}_s{li}[o]);")
         body.append("    }")
         src, dst = dst, src
     body += ["    best = 0;", "    top = logits_[0];",
@@ -237,6 +236,21 @@ static inline int32_t {P}_predict_one(const int64_t *features, int32_t *logits)
     out.append(_epilogue(P))
     return "".join(out)
 
+
+
+def _tile_argmax(U: str) -> list[str]:
+    """The batch paths' last step: each block's class (first largest logit) and its logits."""
+    return ["    for (b = 0; b < nb; ++b) {",
+            "        int32_t top = lg[b][0];",
+            "        best = 0;",
+            f"        for (c = 1; c < {U}_N_CLASSES; ++c) {{",
+            "            const int32_t better = lg[b][c] > top;",
+            "            best = better ? c : best;",
+            "            top = better ? lg[b][c] : top;",
+            "        }",
+            "        classes[b] = best;",
+            f"        if (logits) for (c = 0; c < {U}_N_CLASSES; ++c) logits[(int64_t)b * {U}_N_CLASSES + c] = lg[b][c];",
+            "    }"]
 
 
 def _mlp_simd(q, P: str) -> str:
@@ -289,16 +303,7 @@ def _mlp_simd(q, P: str) -> str:
                  "        }"]
         if last:
             body += ["        for (k = 0; k < 4; ++k) { acc8[k] = lo[k]; acc8[k + 4] = hi[k]; }",
-                     "        for (b = 0; b < 8; ++b) {",
-                     f"            const uint64_t m = (uint64_t){P}_m{i}[o];",
-                     f"            const int32_t s = {P}_s{i}[o];",
-                     "            const uint64_t half = (UINT64_C(1) << s) >> 1;",
-                     "            const int32_t a = acc8[b];",
-                     "            const uint64_t mag = (a < 0) ? (uint64_t)(-(int64_t)a) : (uint64_t)a;",
-                     "            const int64_t rr = (int64_t)((mag * m + half) >> s);",
-                     "            const int64_t v = (a < 0) ? -rr : rr;",
-                     "            lg[b][o] = (int32_t)((v > INT32_MAX) ? INT32_MAX : (v < INT32_MIN) ? INT32_MIN : v);",
-                     "        }"]
+                     f"        for (b = 0; b < 8; ++b) lg[b][o] = {P}_logit_requant(acc8[b], {P}_m{i}[o], {P}_s{i}[o]);"]
         else:
             body += [f"        lo >>= {P}_s{i}[o];",
                      f"        hi >>= {P}_s{i}[o];",
@@ -316,17 +321,7 @@ def _mlp_simd(q, P: str) -> str:
             body += [f"    {dst}[{n_out >> 1}][0] = __builtin_ia32_punpcklwd128(even, zero8);",
                      f"    {dst}[{n_out >> 1}][1] = __builtin_ia32_punpckhwd128(even, zero8);"]
         src, dst = dst, src
-    body += ["    for (b = 0; b < nb; ++b) {",
-             "        int32_t top = lg[b][0];",
-             "        best = 0;",
-             f"        for (c = 1; c < {U}_N_CLASSES; ++c) {{",
-             "            const int32_t better = lg[b][c] > top;",
-             "            best = better ? c : best;",
-             "            top = better ? lg[b][c] : top;",
-             "        }",
-             "        classes[b] = best;",
-             f"        if (logits) for (c = 0; c < {U}_N_CLASSES; ++c) logits[(int64_t)b * {U}_N_CLASSES + c] = lg[b][c];",
-             "    }"]
+    body += _tile_argmax(U)
     return (f"""
 /* x86-64 batch path: GCC with SSE2 (every x86-64 target); define {U}_NO_SIMD to use the
  * portable paths instead. Bit-identical to {P}_predict_one. */
@@ -376,40 +371,22 @@ def _mlp_tile(q, P: str) -> str:
         body += [f"    /* layer {i}: {n_in} -> {n_out} */",
                  f"    for (o = 0; o < {n_out}; ++o) {{",
                  f"        const int32_t bias = {P}_b{i}[o];",
-                 f"        const uint64_t m = (uint64_t){P}_m{i}[o];",
+                 f"        const uint32_t m = {P}_m{i}[o];",
                  f"        const int32_t s = {P}_s{i}[o];",
-                 "        const uint64_t half = (UINT64_C(1) << s) >> 1;",
                  f"        for (b = 0; b < {U}_TILE; ++b) acc[b] = bias;",
                  f"        for (k = 0; k < {pairs[i]}; ++k) {{",
                  f"            const int32_t w0 = {P}_wp{i}[o][2 * k], w1 = {P}_wp{i}[o][2 * k + 1];",
                  f"            for (b = 0; b < {U}_TILE; ++b) acc[b] += w0 * {src}[k][b][0] + w1 * {src}[k][b][1];",
                  "        }"]
         if last:
-            body += [f"        for (b = 0; b < {U}_TILE; ++b) {{",
-                     "            const int32_t a = acc[b];",
-                     "            const uint64_t mag = (a < 0) ? (uint64_t)(-(int64_t)a) : (uint64_t)a;",
-                     "            const int64_t r = (int64_t)((mag * m + half) >> s);",
-                     "            const int64_t v = (a < 0) ? -r : r;",
-                     "            lg[b][o] = (int32_t)((v > INT32_MAX) ? INT32_MAX : (v < INT32_MIN) ? INT32_MIN : v);",
-                     "        }"]
+            body.append(f"        for (b = 0; b < {U}_TILE; ++b) lg[b][o] = {P}_logit_requant(acc[b], m, s);")
         else:
             if n_out % 2:
                 body.append(f"        if (o == {n_out - 1}) for (b = 0; b < {U}_TILE; ++b) {dst}[o >> 1][b][1] = 0;")
-            body += [f"        for (b = 0; b < {U}_TILE; ++b) {dst}[o >> 1][b][o & 1] = {P}_hidden_requant(acc[b], (int32_t)m, s);",
-                     "        (void)half;"]
+            body.append(f"        for (b = 0; b < {U}_TILE; ++b) {dst}[o >> 1][b][o & 1] = {P}_hidden_requant(acc[b], (int32_t)m, s);")
         body.append("    }")
         src, dst = dst, src
-    body += ["    for (b = 0; b < nb; ++b) {",
-             "        int32_t top = lg[b][0];",
-             "        best = 0;",
-             f"        for (c = 1; c < {U}_N_CLASSES; ++c) {{",
-             "            const int32_t better = lg[b][c] > top;",
-             "            best = better ? c : best;",
-             "            top = better ? lg[b][c] : top;",
-             "        }",
-             "        classes[b] = best;",
-             f"        if (logits) for (c = 0; c < {U}_N_CLASSES; ++c) logits[(int64_t)b * {U}_N_CLASSES + c] = lg[b][c];",
-             "    }"]
+    body += _tile_argmax(U)
     return ("\n" + "".join(arrays) + f"""
 #ifndef {U}_TILE
 #define {U}_TILE 32  /* blocks per tile of the batch path (stack: about {4 * width * 2} x TILE bytes) */
