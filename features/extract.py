@@ -58,41 +58,77 @@ class FeatureConfig:
         return max(1, int(round(PAPER_WINDOW / PAPER_CAPACITY * self.capacity_blocks)))
 
 
+def extract_features(trace: Trace, config: FeatureConfig | None = None,
+                     rows: np.ndarray | None = None) -> np.ndarray:
+    """int64 matrix ``[n, len(FEATURES)]``: row ``i`` for block write ``i``, or, with ``rows``
+    (sorted block-write indices), one row per index (memory bounded by the sample, not the
+    trace; the pass still updates the per-LBA state for every write)."""
+    stream = FeatureStream(trace, config)
+    n = int(trace.block_writes.size)
+    if rows is None:
+        out = stream.next(n)
+    else:
+        sel = np.ascontiguousarray(rows, dtype=np.int64)
+        if sel.size and (np.any(np.diff(sel) <= 0) or sel[0] < 0 or sel[-1] >= n):
+            raise ValueError(f"rows must be strictly increasing block-write indices in [0, {n})")
+        out = stream.select(sel) if sel.size else np.empty((0, len(FEATURES)), np.int64)
+    return out
+
+
+_EXTRACT_CHUNK = 1 << 22          # requests per window
+_NO_ROWS = np.empty(0, np.int64)
+
+
+# scalar state of a FeatureStream: reads and writes so far (blocks), previous LBA and request
+# end, block-write time, the request being expanded and the next block in it, and that
+# request's sequential flag and read/write ratio (fixed at its start)
+S_READS, S_WRITES, S_PREV_LBA, S_PREV_END, S_T, S_REQ, S_OFF, S_SEQ, S_RATIO, S_SEL = range(10)
+
+
 @nb.njit(cache=True)
-def _extract(lba, nblocks, op, n_lbas, n_chunks, chunk_blocks, window, rows, out):
-    # per LBA: last write time, write count, window stamp + count, 8-bit window bitmap
-    last_time = np.full(n_lbas, -1, np.int64)
-    write_count = np.zeros(n_lbas, np.int32)
-    win_stamp = np.full(n_lbas, -1, np.int32)
-    win_count = np.zeros(n_lbas, np.int32)
-    bitmap = np.zeros(n_lbas, np.uint8)
-    bm_stamp = np.zeros(n_lbas, np.int32)
-    chunk_w = np.zeros(n_chunks, np.int64)
-    chunk_r = np.zeros(n_chunks, np.int64)
-    reads = 0
-    writes = 0
-    prev_lba = -1
-    prev_end = -1
-    t = 0
+def _extract_range(lba, nblocks, op, base, chunk_blocks, window, last_time, write_count, win_stamp, win_count,
+                   bitmap, bm_stamp, chunk_w, chunk_r, scal, rows, out, limit):
+    """One pass over the requests in time order, resumable: fill ``out`` with the next
+    ``out.shape[0]`` block writes' rows, keeping every piece of state (per LBA: last write time,
+    write count, window stamp and count, 8-bit window bitmap; per 2 MiB chunk: reads and
+    writes; the scalars in ``scal``) in the arrays passed in. ``lba``/``nblocks``/``op`` hold
+    the requests from index ``base`` on (a window of the trace). At most ``limit`` block writes
+    are processed; their rows go to ``out`` in order, or, with ``rows`` (sorted block-write
+    indices, the next one at ``scal[S_SEL]``), only those rows, to ``out[position in rows]``.
+    Returns the block writes processed (fewer than ``limit`` when the window ends)."""
     k = 0
-    scratch = np.empty(out.shape[1], np.int64)  # rows not asked for are computed, not kept
-    for r in range(lba.shape[0]):
+    select = rows.shape[0] > 0
+    sel = scal[S_SEL]
+    scratch = np.empty(out.shape[1], np.int64)
+    # the scalars live in locals inside the loop (kept in registers), back in scal at the end
+    r = scal[S_REQ] - base
+    reads = scal[S_READS]
+    writes = scal[S_WRITES]
+    prev_lba = scal[S_PREV_LBA]
+    prev_end = scal[S_PREV_END]
+    t = scal[S_T]
+    j = scal[S_OFF]
+    seq = scal[S_SEQ]
+    ratio = scal[S_RATIO]
+    while k < limit and r < lba.shape[0]:
         nb_ = nblocks[r]
         start = lba[r]
         if op[r] == OP_READ:
-            for j in range(nb_):
-                chunk_r[(start + j) // chunk_blocks] += 1
+            for jj in range(nb_):
+                chunk_r[(start + jj) // chunk_blocks] += 1
             reads += nb_
+            r += 1
             continue
         if op[r] != OP_WRITE:
+            r += 1
             continue
-        seq = 1 if start == prev_end else 0
-        ratio = (reads * 1000) // writes if writes > 0 else 0
-        for j in range(nb_):
+        if j == 0:
+            seq = 1 if start == prev_end else 0
+            ratio = (reads * 1000) // writes if writes > 0 else 0
+        while j < nb_ and k < limit:
             a = start + j
             c = a // chunk_blocks
             w = t // window
-            # lazily age this LBA's window state to the current window
             if win_stamp[a] != w:
                 win_stamp[a] = w
                 win_count[a] = 0
@@ -100,13 +136,13 @@ def _extract(lba, nblocks, op, n_lbas, n_chunks, chunk_blocks, window, rows, out
             if shift > 0:
                 bitmap[a] = 0 if shift >= 8 else (bitmap[a] >> shift)
                 bm_stamp[a] = w
-            if rows.shape[0] == 0:
-                row = out[t]
-            elif k < rows.shape[0] and rows[k] == t:
+            if not select:
                 row = out[k]
-                k += 1
+            elif sel < rows.shape[0] and rows[sel] == t:
+                row = out[sel]
+                sel += 1
             else:
-                row = scratch
+                row = scratch              # computed (the state advances), not kept
             row[F_LBA] = a
             row[F_PREV_LBA] = prev_lba
             row[F_FREQ] = win_count[a]
@@ -119,7 +155,6 @@ def _extract(lba, nblocks, op, n_lbas, n_chunks, chunk_blocks, window, rows, out
             row[F_CHUNK_WRITES] = chunk_w[c]
             row[F_RW_RATIO] = ratio
             row[F_WRITE_COUNT] = write_count[a]
-            # then record this write
             win_count[a] += 1
             bitmap[a] |= 0x80          # the current window is the most significant bit
             write_count[a] += 1
@@ -127,112 +162,28 @@ def _extract(lba, nblocks, op, n_lbas, n_chunks, chunk_blocks, window, rows, out
             chunk_w[c] += 1
             prev_lba = a
             t += 1
-        writes += nb_
-        prev_end = start + nb_
-    return t
-
-
-def extract_features(trace: Trace, config: FeatureConfig | None = None,
-                     rows: np.ndarray | None = None) -> np.ndarray:
-    """int64 matrix ``[n, len(FEATURES)]``: row ``i`` for block write ``i``, or, with ``rows``
-    (sorted block-write indices), one row per index (memory bounded by the sample, not the
-    trace; the pass still updates the per-LBA state for every write)."""
-    n_lbas = max(int(trace.max_lba) + 1, 1)
-    if config is None:
-        config = FeatureConfig(capacity_blocks=int(trace.meta.get("capacity_blocks") or n_lbas))
-    n_chunks = n_lbas // config.chunk_blocks + 1
-    n = int(trace.block_writes.size)
-    if rows is None:
-        sel = np.empty(0, np.int64)
-        out = np.empty((n, len(FEATURES)), np.int64)
-    else:
-        sel = np.ascontiguousarray(rows, dtype=np.int64)
-        if sel.size and (np.any(np.diff(sel) <= 0) or sel[0] < 0 or sel[-1] >= n):
-            raise ValueError(f"rows must be strictly increasing block-write indices in [0, {n})")
-        out = np.empty((sel.size, len(FEATURES)), np.int64)
-    done = _extract(trace.lba, trace.nblocks, trace.op, n_lbas, n_chunks, int(config.chunk_blocks),
-                    int(config.window), sel, out)
-    assert done == n, (done, n)
-    return out
-
-
-# scalar state of a FeatureStream: reads and writes so far (blocks), previous LBA and request
-# end, block-write time, the request being expanded and the next block in it, and that
-# request's sequential flag and read/write ratio (fixed at its start)
-S_READS, S_WRITES, S_PREV_LBA, S_PREV_END, S_T, S_REQ, S_OFF, S_SEQ, S_RATIO = range(9)
-
-
-@nb.njit(cache=True)
-def _extract_range(lba, nblocks, op, chunk_blocks, window, last_time, write_count, win_stamp, win_count,
-                   bitmap, bm_stamp, chunk_w, chunk_r, scal, out):
-    """:func:`_extract`, resumable: fill ``out`` with the next ``out.shape[0]`` block writes'
-    rows, keeping every piece of state in the arrays passed in. Returns the rows filled."""
-    n_out = out.shape[0]
-    k = 0
-    r = scal[S_REQ]
-    while k < n_out and r < lba.shape[0]:
-        nb_ = nblocks[r]
-        start = lba[r]
-        if op[r] == OP_READ:
-            for j in range(nb_):
-                chunk_r[(start + j) // chunk_blocks] += 1
-            scal[S_READS] += nb_
-            r += 1
-            continue
-        if op[r] != OP_WRITE:
-            r += 1
-            continue
-        if scal[S_OFF] == 0:
-            scal[S_SEQ] = 1 if start == scal[S_PREV_END] else 0
-            scal[S_RATIO] = (scal[S_READS] * 1000) // scal[S_WRITES] if scal[S_WRITES] > 0 else 0
-        j = scal[S_OFF]
-        while j < nb_ and k < n_out:
-            a = start + j
-            c = a // chunk_blocks
-            t = scal[S_T]
-            w = t // window
-            if win_stamp[a] != w:
-                win_stamp[a] = w
-                win_count[a] = 0
-            shift = w - bm_stamp[a]
-            if shift > 0:
-                bitmap[a] = 0 if shift >= 8 else (bitmap[a] >> shift)
-                bm_stamp[a] = w
-            row = out[k]
-            row[F_LBA] = a
-            row[F_PREV_LBA] = scal[S_PREV_LBA]
-            row[F_FREQ] = win_count[a]
-            row[F_CHUNK_FREQ] = chunk_w[c]
-            row[F_RECENCY] = bitmap[a]
-            row[F_LATEST_INV] = t - last_time[a] if last_time[a] >= 0 else NO_PREVIOUS
-            row[F_REQ_BLOCKS] = nb_
-            row[F_SEQ] = scal[S_SEQ]
-            row[F_CHUNK_READS] = chunk_r[c]
-            row[F_CHUNK_WRITES] = chunk_w[c]
-            row[F_RW_RATIO] = scal[S_RATIO]
-            row[F_WRITE_COUNT] = write_count[a]
-            win_count[a] += 1
-            bitmap[a] |= 0x80
-            write_count[a] += 1
-            last_time[a] = t
-            chunk_w[c] += 1
-            scal[S_PREV_LBA] = a
-            scal[S_T] = t + 1
             j += 1
             k += 1
         if j == nb_:
-            scal[S_WRITES] += nb_
-            scal[S_PREV_END] = start + nb_
-            scal[S_OFF] = 0
+            writes += nb_
+            prev_end = start + nb_
+            j = 0
             r += 1
-        else:
-            scal[S_OFF] = j
-    scal[S_REQ] = r
+    scal[S_REQ] = r + base
+    scal[S_READS] = reads
+    scal[S_WRITES] = writes
+    scal[S_PREV_LBA] = prev_lba
+    scal[S_PREV_END] = prev_end
+    scal[S_T] = t
+    scal[S_OFF] = j
+    scal[S_SEQ] = seq
+    scal[S_RATIO] = ratio
+    scal[S_SEL] = sel
     return k
 
 
 class FeatureStream:
-    """The features of :func:`extract_features`, produced chunk by chunk in time order with
+    """The causal features of every block write, produced chunk by chunk in time order with
     memory bounded by the per-LBA state and the chunk (a paper-scale trace's full feature
     matrix would not fit in memory)::
 
@@ -248,7 +199,7 @@ class FeatureStream:
         self.state = (np.full(n_lbas, -1, np.int64), np.zeros(n_lbas, np.int32), np.full(n_lbas, -1, np.int32),
                       np.zeros(n_lbas, np.int32), np.zeros(n_lbas, np.uint8), np.zeros(n_lbas, np.int32),
                       np.zeros(n_chunks, np.int64), np.zeros(n_chunks, np.int64))
-        self.scal = np.zeros(9, np.int64)
+        self.scal = np.zeros(10, np.int64)
         self.scal[S_PREV_LBA] = -1
         self.scal[S_PREV_END] = -1
 
@@ -259,11 +210,39 @@ class FeatureStream:
 
     def next(self, n: int) -> np.ndarray:
         """int64 ``[m, len(FEATURES)]`` rows of the next ``m = min(n, remaining)`` block writes."""
-        out = np.empty((max(0, int(n)), len(FEATURES)), np.int64)
+        n = max(0, int(n))
+        out = np.empty((n, len(FEATURES)), np.int64)
         t = self.trace
-        k = _extract_range(t.lba, t.nblocks, t.op, int(self.config.chunk_blocks), int(self.config.window),
-                           *self.state, self.scal, out)
+        k = 0
+        while k < n and self.scal[S_REQ] < t.n_requests:
+            # a window of requests, contiguous: a generated trace's constant columns are
+            # broadcast views, and Numba's loop over a strided array runs several times slower
+            lo = int(self.scal[S_REQ])
+            hi = min(t.n_requests, lo + max(n - k, 1 << 16))
+            k += self._run(lo, hi, _NO_ROWS, out[k:], n - k)
         return out[:k]
+
+    def _run(self, lo: int, hi: int, rows: np.ndarray, out: np.ndarray, limit: int) -> int:
+        t = self.trace
+        return _extract_range(_window(t.lba, lo, hi), _window(t.nblocks, lo, hi), _window(t.op, lo, hi), lo,
+                              int(self.config.chunk_blocks), int(self.config.window), *self.state, self.scal,
+                              rows, out, limit)
+
+    def select(self, rows: np.ndarray) -> np.ndarray:
+        """From the start of the trace to its end, the rows of block writes ``rows`` only
+        (sorted, strictly increasing): one pass, memory bounded by the selection."""
+        if self.position or self.scal[S_REQ]:
+            raise RuntimeError("FeatureStream.select runs over the whole trace; use a new stream")
+        t = self.trace
+        out = np.empty((rows.size, len(FEATURES)), np.int64)
+        while self.scal[S_REQ] < t.n_requests:
+            lo = int(self.scal[S_REQ])
+            self._run(lo, min(t.n_requests, lo + _EXTRACT_CHUNK), rows, out, 1 << 62)
+        return out
+
+
+def _window(a: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    return np.ascontiguousarray(a[lo:hi])
 
 
 def history_rows(prev: np.ndarray, rows: np.ndarray, history: int) -> np.ndarray:
