@@ -2,26 +2,11 @@
 header (timed inside C), the Numba kernel, PyTorch float and onnxruntime (one thread)."""
 from __future__ import annotations
 
-import os
 import time
-from contextlib import contextmanager
 
 import numpy as np
 
-
-@contextmanager
-def one_core():
-    """Pin the process to one CPU for the duration (where the OS allows it)."""
-    try:
-        saved = os.sched_getaffinity(0)
-        os.sched_setaffinity(0, {min(saved)})
-    except (AttributeError, OSError):
-        saved = None
-    try:
-        yield
-    finally:
-        if saved is not None:
-            os.sched_setaffinity(0, saved)
+from models.evaluate import one_core
 
 
 def ns_per_call(fn, min_seconds: float = 0.3, repeats: int = 3) -> float:

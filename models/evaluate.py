@@ -1,7 +1,9 @@
 """Classification metrics, confusion-matrix image, and per-block inference latency."""
 from __future__ import annotations
 
+import os
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -61,20 +63,24 @@ def plot_confusion(cm, class_names: list[str], path: Path, title: str = "") -> P
 def inference_latency(model, X: np.ndarray, batch_sizes=(1, 128), budget_s: float = 1.0) -> dict:
     """Nanoseconds per block of ``model.predict`` at each batch size, on the calling thread(s)
     (the train command runs with one thread). Repeats until ``budget_s`` per batch size."""
-    out = {}
     # one core, as the targets are stated (threads of BLAS/LightGBM would otherwise spread)
+    with one_core():
+        return _measure(model, X, batch_sizes, budget_s)
+
+
+@contextmanager
+def one_core():
+    """Pin the process to one CPU for the duration (where the OS allows it)."""
     try:
-        import os
         saved = os.sched_getaffinity(0)
         os.sched_setaffinity(0, {min(saved)})
     except (AttributeError, OSError):
         saved = None
     try:
-        out = _measure(model, X, batch_sizes, budget_s)
+        yield
     finally:
         if saved is not None:
             os.sched_setaffinity(0, saved)
-    return out
 
 
 def _measure(model, X, batch_sizes, budget_s) -> dict:
