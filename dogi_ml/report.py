@@ -200,23 +200,11 @@ def paper_summary(results: list[dict]) -> dict:
             entry["configuration"] = r["configuration"]
         if r.get("nodap_bounds"):
             entry["bounds"] = r["nodap_bounds"]
-        mis = r.get("mispredict_ratio", _mispredict_ratio(r))
+        mis = r.get("mispredict_ratio")
         if mis is not None:
             entry["mispredict_ratio"] = mis
         out.setdefault(str(r.get("workload")), {})[scheme_of(r)] = entry
     return out
-
-
-def _mispredict_ratio(r: dict) -> float | None:
-    """Share of scored non-hot user writes whose actual class is above the predicted one (they
-    outlive their group's BIR when the groups are the categories): Fig. 13's misprediction."""
-    conf = r.get("user_confusion")
-    if not conf:
-        return None
-    import numpy as np
-    c = np.asarray(conf)[1:, :]
-    total = c.sum()
-    return float(np.triu(c[:, 1:], 1).sum() / total) if total else None
 
 
 def dogi_reductions(summary: dict) -> dict:
