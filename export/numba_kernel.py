@@ -119,18 +119,11 @@ def _mlp_row(x, pre, table, dims, w, b, mul, shift, buf_a, buf_b, logits):
                 dst[U(o)] = r
                 continue
             r = rshift_round(acc * mul[bo + U(o)], shift[bo + U(o)])
-            if last:
-                if r > INT32_MAX:
-                    r = INT32_MAX
-                elif r < INT32_MIN:
-                    r = INT32_MIN
-                logits[U(o)] = r
-            else:
-                if r < 0:
-                    r = 0
-                elif r > ACT_MAX:
-                    r = ACT_MAX
-                dst[U(o)] = r
+            if r > INT32_MAX:
+                r = INT32_MAX
+            elif r < INT32_MIN:
+                r = INT32_MIN
+            logits[U(o)] = r
         wo += n_in * n_out
         bo += n_out
         src, dst = dst, src
