@@ -108,12 +108,16 @@ def run_export_bench(batch: int = 128, min_seconds: float = 0.3, work_dir=None) 
     cmodels = {}
     if find_compiler() is not None:
         (d / "dogi_mlp.h").write_text(emit_header(q))
-        cmodels["c_O2"] = build_shared(d / "dogi_mlp.h", "mlp", 6, 10)
-        cmodels["c_O2_march_native"] = build_shared(d / "dogi_mlp.h", "mlp", 6, 10, extra_flags=("-march=native",))
+        # plain -O2 (x86-64: the AVX2 pass where cpuid reports it, else SSE2), the SSE2 pass
+        # alone (what a pre-AVX2 x86-64 CPU runs) and a build for this CPU
+        for label, flags in (("c_O2", ()), ("c_O2_sse2_only", ("-DDOGI_NO_AVX2",)),
+                             ("c_O2_march_native", ("-march=native",))):
+            cmodels[label] = build_shared(d / "dogi_mlp.h", "mlp", 6, 10, extra_flags=flags)
     onnx_paths = {"onnxruntime_float": export_float(model, d / "mlp_float.onnx"),
                   "onnxruntime_int8_qdq": export_qdq(q, model.scaler, d / "mlp_int8_qdq.onnx")}
     res = bench_deployed(model, q, X[:8192], batch=batch, cmodels=cmodels, onnx_paths=onnx_paths,
                          min_seconds=min_seconds)
     res["model"] = "mlp 6 -> 32 -> 32 -> 10 (synthetic DOGI features)"
     res["compiler"] = find_compiler()
+    res["c_batch_paths"] = {label: cm.batch_path for label, cm in cmodels.items()}
     return res

@@ -112,7 +112,18 @@ void drv_quantize(const int64_t *f, int32_t n, int32_t *codes)
     int32_t r;
     for (r = 0; r < n; ++r) @P@_quantize_inputs(f + (int64_t)r * @PU@_N_FEATURES, codes + (int64_t)r * @PU@_N_FEATURES);
 }
+
+/* which batch path @P@_predict_batch takes in this build on this CPU: 2 AVX2, 1 SSE2, 0 portable */
+int32_t drv_batch_path(void)
+{
+#if @PU@_SIMD && @PU@_AVX2
+    if (@P@_use_avx2()) return 2;
+#endif
+    return @PU@_SIMD ? 1 : 0;
+}
 """
+
+BATCH_PATHS = {2: "avx2", 1: "sse2", 0: "portable"}
 
 _DRIVER_GRU = r"""
 void drv_gru_step_batch(const int64_t *f, int16_t *h, int32_t n, int32_t *classes, int32_t *logits)
@@ -174,6 +185,12 @@ class CModel:
         logits = np.empty(self.n_classes, np.int32)
         c = self.lib.drv_predict_one(self._p(x), self._p(logits))
         return int(c), logits
+
+    @property
+    def batch_path(self) -> str | None:
+        """The MLP batch path this build takes on this CPU: ``avx2``, ``sse2`` or ``portable``."""
+        fn = getattr(self.lib, "drv_batch_path", None)
+        return None if fn is None else BATCH_PATHS[int(fn())]
 
     def codes(self, X) -> np.ndarray:
         X = self._x(X)

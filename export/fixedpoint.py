@@ -9,10 +9,11 @@ three agree bit for bit. The rules:
 * ``requantize(acc, m, s) = rshift_round(acc * m, s)``: a real multiplier ``M ~ m / 2**s``
   with ``m`` in ``[2**30, 2**31]`` (gemmlowp/TFLite style); ``acc`` is an int32 accumulator,
   so the int64 product cannot overflow.
-* ``log2_q16(u)`` for ``1 <= u < 2**63``: ``log2(u)`` in Q16 fixed point: the integer part is
-  the index of the highest set bit, the fraction a linear interpolation in a 257-entry table
-  of ``round(65536 * log2(1 + i/256))`` indexed by the 8 bits below the highest (error below
-  one Q16 unit).
+* ``log2_q8(u)`` for ``1 <= u < 2**64``: ``log2(u)`` in Q8 fixed point: the integer part is
+  the index of the highest set bit, the fraction ``T[i]`` from a 257-entry table of
+  ``round(256 * log2(1 + i/256))``, indexed by the 9 bits below the highest rounded to 8
+  (``i = (m9 + 1) >> 1``; error below 0.006, 1.5 Q8 units). Values fit 15 bits.
+* ``floor_shift(x, s) = floor(x / 2**s)``.
 * ``sigmoid_q15(a)`` for a Q12 input: a 257-entry table of ``round(32768 * sigmoid(x))`` on
   ``x in [-8, 8]`` (steps of 1/16), linearly interpolated; ``tanh_q15(a) = 2 sigmoid(2a) - 1``.
 """
@@ -22,19 +23,21 @@ import math
 
 import numpy as np
 
-LOG2_FRAC = 16                     # Q16 logarithms
-LOG2_TABLE_BITS = 8                # 256 interpolation segments
+LOG2_FRAC = 8                      # Q8 logarithms
+LOG2_TABLE_BITS = 8                # 256 table steps per octave
 SIG_IN_FRAC = 12                   # sigmoid/tanh inputs in Q12
 SIG_OUT_FRAC = 15                  # ... outputs in Q15
 SIG_RANGE = 8                      # table covers [-8, 8]
 MAX_SHIFT = 62
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
-#: raw features are clamped to +-2**62 before log2(1 + |v|) (no overflow of 1 + |v|)
+#: the largest |sign(v) log2_q8(1 + |v|)| over all int64 v (1 + |v| <= 2**63 + 1: 63 * 256)
+LOG2_Q8_MAX = 63 << LOG2_FRAC
+#: a raw value used by the tests' extreme rows (beyond any calibration range)
 RAW_LIMIT = 1 << 62
 
 
 def log2_table() -> np.ndarray:
-    """``round(2**16 * log2(1 + i/256))`` for i = 0..256 (int64)."""
+    """``round(2**8 * log2(1 + i/256))`` for i = 0..256 (int64)."""
     n = 1 << LOG2_TABLE_BITS
     return np.array([round((1 << LOG2_FRAC) * math.log2(1.0 + i / n)) for i in range(n + 1)], np.int64)
 
@@ -78,38 +81,41 @@ def requantize(acc: np.ndarray, m, s) -> np.ndarray:
     return rshift_round(np.asarray(acc, np.int64) * np.asarray(m, np.int64), s)
 
 
+def floor_shift(x: np.ndarray, s) -> np.ndarray:
+    """``floor(x / 2**s)`` (int64; numpy's ``>>`` on signed integers is arithmetic, i.e. floor)."""
+    return np.right_shift(np.asarray(x, np.int64), np.asarray(s, np.int64))
+
+
+def log2_q8(u: np.ndarray) -> np.ndarray:
+    """``log2(u)`` in Q8 for integers ``1 <= u < 2**64`` (uint64 or non-negative int64)."""
+    u = np.asarray(u)
+    if u.size and (u.min() < 1):
+        raise ValueError("log2_q8 needs u >= 1")
+    u = u.astype(np.uint64)
+    n = highest_bit(u)
+    # the 9 bits below the leading one (u << (63 - n) puts the leading one at bit 63)
+    m9 = (np.left_shift(u, (63 - n).astype(np.uint64)) >> np.uint64(54)).astype(np.int64) - 512
+    idx = (m9 + 1) >> 1
+    return (n << LOG2_FRAC) + LOG2_TABLE[idx]
+
+
 def highest_bit(u: np.ndarray) -> np.ndarray:
-    """``floor(log2(u))`` for ``u >= 1`` by a branch-free binary search over shifts."""
-    t = np.array(u, np.int64, copy=True)
+    """``floor(log2(u))`` (int64) of ``uint64`` values ``u >= 1``."""
+    t = np.array(u, np.uint64, copy=True)
     n = np.zeros(t.shape, np.int64)
     for sh in (32, 16, 8, 4, 2, 1):
-        big = t >= (np.int64(1) << sh)
-        t = np.where(big, t >> sh, t)
+        big = t >= (np.uint64(1) << np.uint64(sh))
+        t = np.where(big, t >> np.uint64(sh), t)
         n += np.where(big, sh, 0)
     return n
 
 
-def log2_q16(u: np.ndarray) -> np.ndarray:
-    """``log2(u)`` in Q16 for integers ``1 <= u < 2**63`` (see the module docstring)."""
-    u = np.asarray(u, np.int64)
-    if u.size and u.min() < 1:
-        raise ValueError("log2_q16 needs u >= 1")
-    n = highest_bit(u)
-    # the 31 bits below the leading one, as a 32-bit mantissa in [2**31, 2**32)
-    mant = np.where(n >= 31, u >> np.maximum(n - 31, 0), u << np.maximum(31 - n, 0))
-    idx = (mant >> 23) - 256
-    rem = mant & ((1 << 23) - 1)
-    lo = LOG2_TABLE[idx]
-    hi = LOG2_TABLE[idx + 1]
-    frac = lo + (((hi - lo) * rem + (1 << 22)) >> 23)
-    return (n << LOG2_FRAC) + frac
-
-
-def signed_log2_q16(v: np.ndarray) -> np.ndarray:
-    """``sign(v) * log2(1 + |v|)`` in Q16, ``v`` clamped to ``+-2**62`` first."""
-    v = np.clip(np.asarray(v, np.int64), -RAW_LIMIT, RAW_LIMIT)
-    mag = log2_q16(np.abs(v) + 1)
-    return np.where(v < 0, -mag, mag)
+def signed_log2_q8(v: np.ndarray) -> np.ndarray:
+    """``sign(v) * log2_q8(1 + |v|)`` for any int64 ``v`` (``|v| + 1`` taken in uint64)."""
+    v = np.asarray(v, np.int64)
+    mag = np.where(v < 0, np.uint64(0) - v.astype(np.uint64), v.astype(np.uint64))
+    lg = log2_q8(mag + np.uint64(1))
+    return np.where(v < 0, -lg, lg)
 
 
 def sigmoid_q15(a: np.ndarray) -> np.ndarray:

@@ -130,7 +130,8 @@ def quantize_gru(model, X_calib, class_names=None, feature_names=None, input_bit
     H = W_hh.shape[1]
     gate = 2.0 ** -GATE_FRAC
     hs = 2.0 ** -H_FRAC
-    wx = quantize_linear(W_ih, b_ih, inputs.scale, inputs.qmax, gate, relu=False, name="gru input gates")
+    wx = quantize_linear(W_ih, b_ih, inputs.scale, inputs.qmax, gate, relu=False, name="gru input gates",
+                         in_zero=inputs.zero)
     wh = quantize_linear(W_hh, b_hh, np.full(H, hs), 1 << H_FRAC, gate, relu=False, name="gru hidden gates")
     with torch.no_grad():
         z = torch.from_numpy(np.ascontiguousarray(model.scaler.transform(Xc)))

@@ -20,15 +20,15 @@ from .quantize import ExportError, InputQuantizer, QuantizedMLP, as_int_features
 
 MANIFEST = "manifest.json"
 FORMAT = "dogi_ml-export"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2   # 2: Q8 log2 and multiply-shift input rules (the standardisation is in layer 0)
 INPUT_RULES_TEXT = (
     "Per feature f, from the raw int64 feature v: g = v for a 'linear' rule; for a 'log2' rule "
-    "g = sign(v) * log2_q16(1 + |v|) with v clamped to +-2^62 first, where log2_q16(u) = 65536 * "
-    "floor(log2 u) + T[i] + ((T[i+1] - T[i]) * r + 2^22) >> 23 with mant = u normalised to 32 bits "
-    "(leading one at bit 31), i = (mant >> 23) - 256, r = mant & (2^23 - 1), T[i] = round(65536 * "
-    "log2(1 + i/256)). Then g = clamp(g, lo, hi) and code = clamp(rshift_round((g - off) * mul - corr, "
-    "shift), -qmax, qmax), where rshift_round(x, s) = sign(x) * ((|x| + 2^(s-1)) >> s). code * scale "
-    "approximates the model's standardised input.")
+    "g = sign(v) * log2_q8(1 + |v|) (1 + |v| computed in unsigned 64-bit arithmetic), where "
+    "log2_q8(u) = 256 * n + T[(m9 + 1) >> 1] with n = floor(log2 u), m9 the 9 bits below u's leading "
+    "one, T[i] = round(256 * log2(1 + i/256)) for i = 0..256. Then code = ((clamp(g, lo, hi) - lo) * "
+    "mul >> shift) - qmax in unsigned 64-bit arithmetic (the difference is non-negative, the "
+    "product below 2^63), a value in [-qmax, qmax]. code * scale + zero approximates the model's "
+    "standardised input; the first layer's integer weights and bias already include scale and zero.")
 
 
 def sha256(path: Path) -> str:

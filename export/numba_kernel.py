@@ -21,7 +21,6 @@ import numpy as np
 
 ACT_MAX = 255
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
-RAW_LIMIT = 1 << 62
 LOG_KIND = 1
 U = np.uint64
 
@@ -36,51 +35,36 @@ def rshift_round(x, s):
 
 
 @nb.njit(cache=True)
-def log2_q16(u, table):
-    """log2(u) in Q16 for 1 <= u < 2**63 (see export.fixedpoint)."""
+def log2_q8(u, table):
+    """log2(u) in Q8 for 1 <= u < 2**64 (uint64; see export.fixedpoint)."""
     n = np.int64(0)
     t = u
     for sh in (32, 16, 8, 4, 2, 1):
-        if t >= (np.int64(1) << sh):
-            t >>= sh
+        if t >= (U(1) << U(sh)):
+            t >>= U(sh)
             n += sh
-    if n >= 31:
-        mant = u >> (n - 31)
-    else:
-        mant = u << (31 - n)
-    idx = (mant >> 23) - 256
-    rem = mant & ((np.int64(1) << 23) - 1)
-    lo = table[idx]
-    frac = lo + (((table[idx + 1] - lo) * rem + (np.int64(1) << 22)) >> 23)
-    return (n << 16) + frac
+    m9 = np.int64((u << U(63 - n)) >> U(54)) - 512
+    return (n << 8) + table[(m9 + 1) >> 1]
 
 
 @nb.njit(cache=True)
 def input_code(v, f, pre, table):
-    """Integer code of raw feature ``v`` (column ``f``) by the manifest's rule row ``pre[f]``."""
+    """Integer code of raw feature ``v`` (column ``f``) by the manifest's rule row ``pre[f]``
+    (``kind, lo, hi, mul, shift, qmax``)."""
     v = np.int64(v)
     if pre[f, 0] == LOG_KIND:
-        if v > RAW_LIMIT:
-            v = RAW_LIMIT
-        elif v < -RAW_LIMIT:
-            v = -RAW_LIMIT
         if v < 0:
-            g = -log2_q16(-v + 1, table)
+            g = -log2_q8((U(0) - U(v)) + U(1), table)
         else:
-            g = log2_q16(v + 1, table)
+            g = log2_q8(U(v) + U(1), table)
     else:
         g = v
     if g < pre[f, 1]:
         g = pre[f, 1]
     elif g > pre[f, 2]:
         g = pre[f, 2]
-    c = rshift_round((g - pre[f, 3]) * pre[f, 4] - pre[f, 5], pre[f, 6])
-    q = pre[f, 7]
-    if c > q:
-        return q
-    if c < -q:
-        return -q
-    return c
+    d = U(g) - U(pre[f, 1])
+    return np.int64((d * U(pre[f, 3])) >> U(pre[f, 4])) - pre[f, 5]
 
 
 @nb.njit(cache=True)

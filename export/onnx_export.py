@@ -152,13 +152,16 @@ def export_qdq(q: QuantizedMLP, scaler, path: str | Path) -> Path:
     qmax = q.inputs.qmax
     in_type = np.int16 if q.inputs.bits == 16 else np.int8
     inits += [numpy_helper.from_array(q.inputs.scale.astype(np.float32), "in_scale"),
+              numpy_helper.from_array(q.inputs.zero.astype(np.float32), "in_zero"),
               numpy_helper.from_array(np.zeros(F, in_type), "in_zp"),
               numpy_helper.from_array(np.array(-qmax, np.float32) * q.inputs.scale.astype(np.float32), "in_lo"),
               numpy_helper.from_array(np.array(qmax, np.float32) * q.inputs.scale.astype(np.float32), "in_hi"),
               numpy_helper.from_array(np.array(1.0, np.float32), "unit_scale"),
               numpy_helper.from_array(np.array(0, in_type), "unit_zp_in")]
-    # saturate to +-qmax like the integer rules, quantise per feature, then use the codes
-    nodes += [helper.make_node("Max", ["z", "in_lo"], ["z_lo"]),
+    # a code stands for code * scale + zero: remove the zero, saturate to +-qmax like the integer
+    # rules, quantise per feature, then use the codes (layer 0's bias holds W @ zero)
+    nodes += [helper.make_node("Sub", ["z", "in_zero"], ["z_c"]),
+              helper.make_node("Max", ["z_c", "in_lo"], ["z_lo"]),
               helper.make_node("Min", ["z_lo", "in_hi"], ["z_sat"]),
               helper.make_node("QuantizeLinear", ["z_sat", "in_scale", "in_zp"], ["x_q"], axis=1),
               helper.make_node("DequantizeLinear", ["x_q", "unit_scale", "unit_zp_in"], ["a0"])]

@@ -47,9 +47,10 @@ def _cmp(ref_logits, ref_cls, logits, cls) -> dict:
             "identical": bool(np.array_equal(cls, ref_cls) and np.array_equal(logits, ref_logits))}
 
 
-def parity(q, X: np.ndarray, cmodel=None, numba: bool = True) -> dict:
+def parity(q, X: np.ndarray, cmodel=None, numba: bool = True, other_builds: dict | None = None) -> dict:
     """Compare the Python reference with the Numba kernel (MLP) and the compiled header on the
-    rows ``X`` (``[n, F]``; for a GRU: one step each from random states)."""
+    rows ``X`` (``[n, F]``; for a GRU: one step each from random states). ``other_builds``:
+    label -> further compiled builds of the header (e.g. its SSE2 pass alone), batch path only."""
     X = np.ascontiguousarray(X, dtype=np.int64)
     out = {"vectors": int(X.shape[0])}
     if q.kind == "gru":
@@ -76,12 +77,15 @@ def parity(q, X: np.ndarray, cmodel=None, numba: bool = True) -> dict:
         out["python_vs_numba"] = _cmp(ref_logits, ref_cls, logits, cls)
     if cmodel is not None:
         cls, logits = cmodel.predict_batch(X)
-        out["python_vs_c"] = _cmp(ref_logits, ref_cls, logits, cls)
+        out["python_vs_c"] = {**_cmp(ref_logits, ref_cls, logits, cls), "batch_path": cmodel.batch_path}
         # the single-block entry point on a sample
         sample = np.linspace(0, X.shape[0] - 1, min(2000, X.shape[0])).astype(np.int64)
         one = [cmodel.predict_one(X[i]) for i in sample]
         out["python_vs_c_single"] = _cmp(ref_logits[sample], ref_cls[sample], np.array([lg for _, lg in one]),
                                          np.array([c for c, _ in one]))
+    for label, cm in (other_builds or {}).items():
+        cls, logits = cm.predict_batch(X)
+        out[f"python_vs_c_{label}"] = {**_cmp(ref_logits, ref_cls, logits, cls), "batch_path": cm.batch_path}
     return out
 
 

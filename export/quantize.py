@@ -3,16 +3,22 @@
 **Inputs.** A model sees raw integer features (``features.extract``), and the trained model
 scales them (``models.base.InputScaler``): ``sign(v) log2(1 + |v|)`` on the log columns, then
 ``z = (g - mean) / std``. The deployed model turns each raw ``int64`` feature ``v`` into an
-integer *code* with integer operations only (reproducible in C from the manifest):
+integer *code* with a few integer operations (reproducible in C from the manifest) and leaves
+the standardisation to the first layer's weights and bias:
 
-1. ``g = v`` for a linear column; for a log column ``g = sign(v) * log2_q16(1 + |v|)`` (Q16,
-   ``v`` clamped to ``+-2**62``; see :mod:`export.fixedpoint`);
-2. ``g = clamp(g, lo, hi)``; ``d = g - off``;
-3. ``code = clamp(rshift_round(d * mul - corr, shift), -qmax, qmax)``.
+1. ``g = v`` for a linear column; for a log column ``g = sign(v) * log2_q8(1 + |v|)`` (Q8,
+   ``|v| + 1`` taken unsigned, so every int64 works; ``|g| <= 63 * 256``; see
+   :mod:`export.fixedpoint`);
+2. ``code = ((clamp(g, lo, hi) - lo) * mul >> shift) - qmax`` (unsigned arithmetic: the
+   clamp makes the difference non-negative and bounds the product below ``2**63``).
 
-``code * scale[f]`` approximates the standardised ``z`` (``scale`` = ``margin * max|z|`` on the
-calibration set over ``qmax``, so values beyond the training range keep resolution and then
-saturate). ``lo``/``hi`` are where the code saturates anyway; they bound every product.
+The code step ``2**shift / mul`` (``mul`` up to ``2**15``) makes ``margin`` times the largest
+calibration ``|g - mean|`` span the codes, so every feature uses its codes' range (which keeps
+the first layer's int8 weights balanced across features) and values beyond the training range
+keep resolution and then saturate. A code stands for ``z ~ code * scale[f] + zero[f]`` (the
+middle of its step); the quantiser folds ``scale`` into the first layer's weights and
+``W @ zero`` into its bias, so a firmware caller pays only the log2, a clamp, a multiply and a
+shift per feature.
 
 **MLP.** Every layer has int8 weights, symmetric per output channel, the input scale folded in
 (``W'[o, i] = W[o, i] * in_scale[i]``, ``w_scale[o] = max|W'[o]| / 127``), an int32 bias at
@@ -38,7 +44,9 @@ ACT_MAX = 255            # hidden activations are uint8 (post-ReLU), zero point 
 WEIGHT_MAX = 127         # symmetric int8 weights
 LOGIT_BITS = 20          # calibration logits span about +-2**20 (int32 leaves room to spare)
 #: columns of the packed per-feature rule table (``InputQuantizer.packed``)
-PRE_COLUMNS = ("kind", "lo", "hi", "off", "mul", "corr", "shift", "qmax")
+PRE_COLUMNS = ("kind", "lo", "hi", "mul", "shift", "qmax")
+MUL_MAX = 1 << 15         # input multipliers: 15 bits of precision
+SPREAD_MAX = 1 << 61      # input codes cover at most +-2**61 around a feature's mean
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -70,11 +78,10 @@ class InputQuantizer:
     kind: np.ndarray        # LINEAR or LOG per feature
     lo: np.ndarray
     hi: np.ndarray
-    off: np.ndarray
     mul: np.ndarray
-    corr: np.ndarray
     shift: np.ndarray
     scale: np.ndarray       # float: standardised units per code step
+    zero: np.ndarray        # float: the standardised value of code 0
     mean: np.ndarray        # the model's scaler (for documentation and the float path)
     std: np.ndarray
     bits: int = 16
@@ -93,6 +100,8 @@ class InputQuantizer:
         """Derive the rules from a fitted ``InputScaler`` and calibration rows (raw features)."""
         if bits not in (8, 16):
             raise ExportError(f"input codes are 8 or 16 bits, got {bits}")
+        if not (margin >= 1 and math.isfinite(margin)):  # NaN fails too
+            raise ExportError(f"input margin must be a finite number >= 1, got {margin!r}")
         if scaler.mean is None:
             raise ExportError("the model's input scaler is not fitted (train the model first)")
         F = len(scaler.mean)
@@ -103,40 +112,35 @@ class InputQuantizer:
         if len(names) != F:
             raise ExportError(f"{len(names)} feature names for {F} features")
         logs = set(range(F)) if scaler.log_columns is None else {int(c) for c in scaler.log_columns}
-        z = np.asarray(scaler.transform(X), np.float64)
-        amax = np.abs(z).max(axis=0)
-        qmax = (1 << (bits - 1)) - 1
-        scale = np.where(amax > 0, amax, 1.0) * float(margin) / qmax
         mean = np.asarray(scaler.mean, np.float64)
         std = np.asarray(scaler.std, np.float64)
-        cols = {k: [] for k in ("kind", "lo", "hi", "off", "mul", "corr", "shift")}
-        shift_cap = 62 - bits
+        qmax = (1 << (bits - 1)) - 1
+        cols = {k: [] for k in ("kind", "lo", "hi", "mul", "shift")}
+        scale, zero = [], []
         for f in range(F):
             kind = LOG if f in logs else LINEAR
             unit = float(1 << fx.LOG2_FRAC) if kind == LOG else 1.0
-            step = float(std[f]) * float(scale[f]) * unit           # g units per code step
-            if not (step > 0 and math.isfinite(step)):
-                raise ExportError(f"feature {names[f]}: degenerate scale (std {std[f]}, scale {scale[f]})")
-            shift = 31 + math.floor(math.log2(step))
-            if shift < 0:
-                raise ExportError(f"feature {names[f]}: spread too small for integer codes (step {step:g})")
-            shift = min(shift, shift_cap)
-            mul = int(round(2.0 ** shift / step))
-            if mul < 1 or mul >= (1 << 40):
-                raise ExportError(f"feature {names[f]}: spread too large for integer codes (step {step:g})")
-            off = int(round(float(mean[f]) * unit))
-            frac = float(mean[f]) * unit - off
-            corr = int(round(frac * 2.0 ** shift / step))
-            D = int(math.ceil((qmax + 1) * step)) + 1
-            lo, hi = max(off - D, INT64_MIN + 1), min(off + D, INT64_MAX)
-            if kind == LOG:
-                lim = (62 << fx.LOG2_FRAC) + (1 << fx.LOG2_FRAC)
-                lo, hi = max(lo, -lim), min(hi, lim)
-            for k, v in (("kind", kind), ("lo", lo), ("hi", hi), ("off", off), ("mul", mul),
-                         ("corr", corr), ("shift", shift)):
+            if not (std[f] > 0 and math.isfinite(std[f]) and math.isfinite(mean[f])):
+                raise ExportError(f"feature {names[f]}: degenerate scaler (mean {mean[f]}, std {std[f]})")
+            g = fx.signed_log2_q8(X[:, f]) if kind == LOG else X[:, f]
+            centre = float(mean[f]) * unit
+            spread = max(float(np.abs(g.astype(np.float64) - centre).max()) * float(margin), 1.0)
+            # log values cannot leave +-LOG2_Q8_MAX; nothing useful lies 2**61 beyond the mean
+            spread = min(spread, fx.LOG2_Q8_MAX + abs(centre) if kind == LOG else float(SPREAD_MAX))
+            step = spread / qmax
+            shift = int(min(max(math.ceil(math.log2(step)) + 14, 0), 62 - bits))
+            mul = int(min(max(round(2.0 ** shift / step), 1), MUL_MAX))
+            step = 2.0 ** shift / mul                      # the step the integers realise
+            lo = int(round(centre)) - ((qmax << shift) // mul)
+            lo = max(lo, INT64_MIN)
+            hi = min(lo + ((((2 * qmax + 1) << shift) - 1) // mul), INT64_MAX)
+            for k, v in (("kind", kind), ("lo", lo), ("hi", hi), ("mul", mul), ("shift", shift)):
                 cols[k].append(v)
+            scale.append(step / (unit * float(std[f])))
+            zero.append(((lo + (qmax + 0.5) * step) / unit - float(mean[f])) / float(std[f]))
         arr = {k: np.array(v, np.int64) for k, v in cols.items()}
-        return cls(feature_names=names, scale=scale, mean=mean, std=std, bits=bits, **arr)
+        return cls(feature_names=names, scale=np.array(scale), zero=np.array(zero), mean=mean, std=std,
+                   bits=bits, **arr)
 
     def codes(self, X) -> np.ndarray:
         """Integer codes (int64, in ``[-qmax, qmax]``) of raw features ``[..., F]``."""
@@ -144,40 +148,38 @@ class InputQuantizer:
         g = X.copy()
         logc = np.flatnonzero(self.kind == LOG)
         if logc.size:
-            g[..., logc] = fx.signed_log2_q16(X[..., logc])
-        g = np.clip(g, self.lo, self.hi)
-        d = g - self.off
-        code = fx.rshift_round(d * self.mul - self.corr, self.shift)
-        return np.clip(code, -self.qmax, self.qmax)
+            g[..., logc] = fx.signed_log2_q8(X[..., logc])
+        d = np.clip(g, self.lo, self.hi).astype(np.uint64) - self.lo.astype(np.uint64)
+        code = (d * self.mul.astype(np.uint64)) >> self.shift.astype(np.uint64)
+        return code.astype(np.int64) - self.qmax
 
     def dequantize(self, codes) -> np.ndarray:
         """Standardised float features that the codes stand for."""
-        return np.asarray(codes, np.float64) * self.scale
+        return np.asarray(codes, np.float64) * self.scale + self.zero
 
     def packed(self) -> np.ndarray:
-        """``int64 [F, 8]``: one row per feature, columns :data:`PRE_COLUMNS`."""
-        return np.stack([self.kind, self.lo, self.hi, self.off, self.mul, self.corr, self.shift,
+        """``int64 [F, 6]``: one row per feature, columns :data:`PRE_COLUMNS`."""
+        return np.stack([self.kind, self.lo, self.hi, self.mul, self.shift,
                          np.full(self.n_features, self.qmax, np.int64)], axis=1).astype(np.int64)
 
     def to_dict(self) -> dict:
         return {"feature_names": list(self.feature_names), "bits": self.bits, "qmax": self.qmax,
                 "rules": [{"feature": n, "kind": "log2" if k == LOG else "linear", "lo": int(a), "hi": int(b),
-                           "off": int(o), "mul": int(m), "corr": int(c), "shift": int(s), "scale": float(sc),
+                           "mul": int(m), "shift": int(s), "scale": float(sc), "zero": float(z),
                            "scaler_mean": float(mu), "scaler_std": float(sd)}
-                          for n, k, a, b, o, m, c, s, sc, mu, sd in zip(
-                              self.feature_names, self.kind, self.lo, self.hi, self.off, self.mul, self.corr,
-                              self.shift, self.scale, self.mean, self.std)]}
+                          for n, k, a, b, m, s, sc, z, mu, sd in zip(
+                              self.feature_names, self.kind, self.lo, self.hi, self.mul, self.shift,
+                              self.scale, self.zero, self.mean, self.std)]}
 
     @classmethod
     def from_dict(cls, d: dict) -> "InputQuantizer":
         rules = d["rules"]
         col = lambda k: np.array([r[k] for r in rules], np.int64)  # noqa: E731
+        flt = lambda k: np.array([r[k] for r in rules], np.float64)  # noqa: E731
         return cls(feature_names=list(d["feature_names"]),
                    kind=np.array([LOG if r["kind"] == "log2" else LINEAR for r in rules], np.int64),
-                   lo=col("lo"), hi=col("hi"), off=col("off"), mul=col("mul"), corr=col("corr"),
-                   shift=col("shift"), scale=np.array([r["scale"] for r in rules], np.float64),
-                   mean=np.array([r["scaler_mean"] for r in rules], np.float64),
-                   std=np.array([r["scaler_std"] for r in rules], np.float64), bits=int(d["bits"]))
+                   lo=col("lo"), hi=col("hi"), mul=col("mul"), shift=col("shift"), scale=flt("scale"),
+                   zero=flt("zero"), mean=flt("scaler_mean"), std=flt("scaler_std"), bits=int(d["bits"]))
 
 
 # -- layers ------------------------------------------------------------------------------------
@@ -241,11 +243,15 @@ def hidden_multiplier(real: float) -> tuple[int, int]:
 
 
 def quantize_linear(W: np.ndarray, b: np.ndarray, in_scale, in_max: int, out_scale: float,
-                    relu: bool, name: str = "layer") -> QuantLayer:
-    """Per-output-channel symmetric int8 weights with the input scale folded in; int32 bias;
-    multiplier/shift to ``out_scale``. Checks that the accumulator stays within int32."""
-    W = np.asarray(W, np.float64) * np.broadcast_to(np.asarray(in_scale, np.float64), (W.shape[1],))[None, :]
+                    relu: bool, name: str = "layer", in_zero=None) -> QuantLayer:
+    """Per-output-channel symmetric int8 weights with the input scale folded in (inputs are
+    ``code * in_scale + in_zero``; ``W @ in_zero`` joins the bias); int32 bias; multiplier/shift
+    to ``out_scale``. Checks that the accumulator stays within int32."""
+    W = np.asarray(W, np.float64)
     b = np.asarray(b, np.float64)
+    if in_zero is not None:
+        b = b + W @ np.broadcast_to(np.asarray(in_zero, np.float64), (W.shape[1],))
+    W = W * np.broadcast_to(np.asarray(in_scale, np.float64), (W.shape[1],))[None, :]
     rowmax = np.abs(W).max(axis=1)
     w_scale = np.maximum(rowmax, np.abs(b) * 2.0 ** -17) / WEIGHT_MAX
     w_scale = np.where(w_scale > 0, w_scale, 1.0)
@@ -389,7 +395,7 @@ def quantize_mlp(model, X_calib, class_names=None, feature_names=None, input_bit
     fl = mlp_float_layers(model)
     # float forward on the calibration set (standardised inputs) for the activation ranges
     h = np.asarray(model.scaler.transform(as_int_features(X_calib, inputs.n_features)), np.float64)
-    layers, in_scale, in_max = [], inputs.scale, inputs.qmax
+    layers, in_scale, in_zero, in_max = [], inputs.scale, inputs.zero, inputs.qmax
     for i, (W, b) in enumerate(fl):
         h = h @ W.T + b
         last = i == len(fl) - 1
@@ -398,8 +404,9 @@ def quantize_mlp(model, X_calib, class_names=None, feature_names=None, input_bit
         else:
             h = np.maximum(h, 0)
             out_scale = _percentile_scale(h, act_percentile, ACT_MAX)
-        layers.append(quantize_linear(W, b, in_scale, in_max, out_scale, relu=not last, name=f"layer {i}"))
-        in_scale, in_max = np.full(W.shape[0], out_scale), ACT_MAX
+        layers.append(quantize_linear(W, b, in_scale, in_max, out_scale, relu=not last, name=f"layer {i}",
+                                      in_zero=in_zero))
+        in_scale, in_zero, in_max = np.full(W.shape[0], out_scale), None, ACT_MAX
     names = list(class_names) if class_names is not None else [str(c) for c in range(model.n_classes)]
     return QuantizedMLP(inputs=inputs, layers=layers, class_names=names,
                         info={"input_margin": input_margin, "act_percentile": act_percentile,
