@@ -254,6 +254,32 @@ def test_bad_onnx_file_is_reported(tmp_path):
         ox.check(bad)
 
 
+@needs_cc
+def test_odd_layer_shapes_are_bit_exact_on_every_batch_path(header_dir):
+    """An odd feature count, odd hidden widths and an odd class count exercise the passes'
+    padding (half-empty input pairs, a lone last output) and every partial pass."""
+    from models import make_model
+    rng = np.random.default_rng(4)
+    X = np.stack([rng.integers(0, 1 << 20, 6000), rng.geometric(0.2, 6000), rng.integers(-500, 500, 6000),
+                  rng.pareto(1.1, 6000).astype(np.int64) * 100, rng.integers(0, 64, 6000)], axis=1).astype(np.int64)
+    y = (np.log2(X[:, 3] + 1).astype(np.int64) + X[:, 1]) % 5
+    model = make_model("mlp", 5, 5, seed=0, epochs=2, patience=2, hidden=[7, 9])
+    model.scaler.log_columns = [1, 3]
+    model.fit(X, y)
+    q = quantize_model(model, X)
+    assert q.dims == [5, 7, 9, 5]
+    ext = np.concatenate([X[:2000], extreme_features(5, 3000, seed=9, reference=X)])
+    ref = q.logits_int(ext)
+    path = _header(q, header_dir, "odd_mlp", prefix="odd")
+    for flags in ((), ("-DODD_NO_AVX2",), ("-DODD_NO_SIMD", "-DODD_BATCH_TILES=1"), ("-DODD_NO_SIMD", "-DODD_BATCH_TILES=0")):
+        built = build_shared(path, "mlp", 5, 5, extra_flags=flags)
+        for n in (len(ext), 1, 15, 17, 33, 999):
+            c_cls, c_logits = built.predict_batch(ext[:n])
+            np.testing.assert_array_equal(c_logits, ref[:n])
+            np.testing.assert_array_equal(c_cls, ref[:n].argmax(axis=1))
+    assert strict_compile(path)["ok"] and strict_compile(path, cxx=True)["ok"]
+
+
 # -- the export directory ----------------------------------------------------------------------
 @pytest.fixture
 def export_dir(tmp_path, mlp):
