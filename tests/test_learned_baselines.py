@@ -8,7 +8,7 @@ import pytest
 
 from dogi_ml.policies import make_policy
 from dogi_ml.policies._online import log_columns
-from dogi_ml.policies._sequence import SequenceInputs, log_features, previous_writes
+from dogi_ml.policies._sequence import SequenceStream, log_features
 from dogi_ml.policies.mldt import lifetime_bounds
 from dogi_ml.policies.phftl import cdf_knee
 from dogi_ml.sim import SimConfig, Simulator
@@ -117,17 +117,15 @@ def test_needs_the_trace():
 
 
 def test_sequence_windows_match_the_train_pipeline(skewed):
-    """The policy's per-chunk windows equal ``lba_sequences`` as ``build_dataset`` builds them
-    (features extracted for the sampled rows and their histories only), up to the log transform
-    the policy applies once per row instead of per window."""
+    """The policy's streamed per-chunk windows equal ``lba_sequences`` as ``build_dataset``
+    builds them (features extracted for the sampled rows and their histories only), up to the
+    log transform the policy applies once per row instead of per window."""
     from features.extract import FEATURES, FeatureConfig, extract_features, history_rows, lba_sequences
     from oracles.annotate import annotate
 
     names = ["lba", "latest_inv", "freq", "write_count", "sequential", "chunk_writes"]
     H = 5
-    inputs = SequenceInputs.from_trace(skewed, CAP, names, H)
     _, prev = annotate(skewed.block_writes)
-    np.testing.assert_array_equal(previous_writes(skewed), prev)
     lo, hi = 20_000, 24_096
     rows = np.arange(lo, hi)
     need = history_rows(prev, rows, H)
@@ -135,11 +133,18 @@ def test_sequence_windows_match_the_train_pipeline(skewed):
     cols = [FEATURES.index(f) for f in names]
     ref, lengths = lba_sequences(feats[:, cols], prev, rows, H, feature_rows=need)
     assert lengths.min() >= 1 and lengths.max() == H
-    got = inputs.chunk(lo, hi)
+    stream = SequenceStream(skewed, CAP, names, H, max_rows=lo)
+    stream.next(lo)                                   # the stream runs in time order from write 0
+    assert stream.position == lo
+    got = stream.next(hi - lo).copy()
     want = log_features(ref.reshape(-1, len(names)), names).reshape(ref.shape)
     np.testing.assert_array_equal(got, want)
-    # a chunk is the union of its parts (memory bounded by the chunk, same windows)
-    np.testing.assert_array_equal(np.concatenate([inputs.chunk(lo, lo + 1000), inputs.chunk(lo + 1000, hi)]), got)
+    # chunks of any size give the same windows (memory bounded by the chunk and the capacity)
+    other = SequenceStream(skewed, CAP, names, H, max_rows=3000)
+    parts = [other.next(n).copy() for n in [3000] * 8 + [hi - 24_000]]
+    np.testing.assert_array_equal(np.concatenate(parts)[lo:hi], got)
+    with pytest.raises(ValueError, match="exceed the buffer"):
+        other.next(3001)
     # pre-logging then standardising = the models' scaler (log + standardise) on raw windows
     from models.base import InputScaler
     a = InputScaler(log_columns(names)).fit(ref).transform(ref)

@@ -1,13 +1,14 @@
 """Shared machinery of the learned placement schemes (DOGI, PHFTL, ML-DT).
 
-- causal trace features for every user write, computed once per trace (they depend on the
-  trace only, never on the simulator), so the policy can run *batched* inference for the writes
-  of the next chunk before the loop applies them (``before_chunk``);
 - online training samples kept by the Numba loop in a ring: the row (block-write index) and
   write time of one in ``every`` chosen writes, the label filled in when the LBA is overwritten
   (a per-LBA slot index plays the paper's hash table);
 - collecting those samples between chunks, with right-censoring handled causally: a sample
   not yet overwritten is known to be long-lived only once it has outlived a bound.
+
+The schemes' features come chunk by chunk from :class:`features.extract.FeatureStream`, so
+the policy runs *batched* inference for the writes of the next chunk before the loop applies
+them (``before_chunk``) with memory bounded by the chunk.
 """
 from __future__ import annotations
 
@@ -18,26 +19,6 @@ import numpy as np
 
 #: ``inv`` of a sample whose LBA has not been overwritten yet
 PENDING = -1
-
-_FEATURE_CACHE: dict = {}
-
-
-def trace_features(trace, capacity: int, names: list[str], window_blocks: int | None = None) -> np.ndarray:
-    """int64 ``[n_writes, len(names)]`` raw causal features of every user write of ``trace``
-    (cached per trace and capacity, so schemes compared in one process share the pass)."""
-    from features.extract import FEATURES, FeatureConfig, extract_features
-
-    unknown = [f for f in names if f not in FEATURES]
-    if unknown:
-        raise ValueError(f"unknown feature(s) {unknown}; known: {', '.join(FEATURES)}")
-    key = (id(trace), int(trace.block_writes.size), int(capacity), window_blocks)
-    full = _FEATURE_CACHE.get(key)
-    if full is None:
-        _FEATURE_CACHE.clear()   # one trace at a time: the matrix is n x 12 x 8 bytes
-        full = extract_features(trace, FeatureConfig(capacity_blocks=int(capacity), window_blocks=window_blocks))
-        _FEATURE_CACHE[key] = full
-    cols = [FEATURES.index(f) for f in names]
-    return np.ascontiguousarray(full[:, cols], dtype=np.int64)
 
 
 def log_columns(names: list[str]) -> list[int]:

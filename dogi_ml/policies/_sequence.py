@@ -1,53 +1,41 @@
 """Sequence inputs and online training shared by the sequence-model schemes (PHFTL, ML-DT).
 
 A sequence model sees, for a user write, the feature rows of its LBA's last ``history`` writes
-(oldest first, left-padded with zeros), exactly as the ``train`` pipeline builds its sequence
-datasets (:func:`features.extract.lba_sequences`). The per-write features are computed once
-per trace (causal, :func:`._online.trace_features`) together with ``prev``, the index of the
-previous write of the same LBA (known at write time; only the *next* write is future). Windows
-are built per chunk, for exactly the writes the loop applies next, so memory is bounded by the
-chunk, not by the trace.
+up to and including it (oldest first, left-padded with zeros), exactly as the ``train``
+pipeline builds its sequence datasets (:func:`features.extract.lba_sequences`). The windows are
+produced chunk by chunk in time order (:class:`SequenceStream`): causal features from a
+:class:`features.extract.FeatureStream`, and per LBA the rows of its previous ``history - 1``
+writes, so memory is bounded by the capacity and the chunk, not by the trace (a paper-scale
+trace's feature matrix would not fit; the per-LBA rows take ``capacity x (history - 1) x F``
+float32, 5.6 GB at 128 GiB with 8 x 6).
 
-Count- and time-like columns are log-transformed once here (``log2(1 + x)``, as the models'
+Count- and time-like columns are log-transformed once per row (``log2(1 + x)``, as the models'
 input scaler would do per window), so the model's scaler only standardises: the same model,
 several times cheaper at inference.
 
-:class:`SequencePolicy` is the common skeleton: sampling ring, retraining between chunks,
-batched inference before a chunk, timing. Subclasses supply labels, the model's output
-mapping and their Numba placement functions.
+:class:`SequencePolicy` is the common skeleton: windows and batched inference before a chunk,
+the sampling ring (the Numba loop copies a sampled write's window into it, so training never
+looks back into the trace), retraining between chunks, timing. Subclasses supply labels, the
+model's output mapping and their Numba placement functions.
 """
 from __future__ import annotations
 
 import time
 
+import numba as nb
 import numpy as np
 
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext
 from dogi_ml.sim.victims import GENERAL_VICTIMS
 
-from ._online import SampleRing, log_columns, trace_features
+from ._online import SampleRing, log_columns, ring_record
 
 PAPER_CAPACITY = 33_554_432          # 128 GiB in 4 KiB blocks: the paper's parameters scale from it
 #: rows per forward pass at inference: small batches keep the activations in cache (measured
 #: ~1.5x faster than 8192 for the GRU and the TCN on one core)
 INFER_BATCH = 1024
-
-_PREV_CACHE: dict = {}
-
-
-def previous_writes(trace) -> np.ndarray:
-    """``prev[i]``: index of the previous write of the LBA written at ``i`` (``-1`` if none),
-    for every block write of ``trace`` (cached per trace). Causal: ``annotate`` also returns
-    the invalidation times, which are dropped here."""
-    from oracles.annotate import annotate
-
-    key = (id(trace), int(trace.block_writes.size))
-    prev = _PREV_CACHE.get(key)
-    if prev is None:
-        _PREV_CACHE.clear()
-        _, prev = annotate(trace.block_writes)
-        _PREV_CACHE[key] = prev
-    return prev
+#: block writes per chunk at most: the chunk's windows stay in memory (192 MiB at 8 x 6)
+MAX_CHUNK = 1 << 20
 
 
 def log_features(X: np.ndarray, names: list[str]) -> np.ndarray:
@@ -59,36 +47,76 @@ def log_features(X: np.ndarray, names: list[str]) -> np.ndarray:
     return X
 
 
-class SequenceInputs:
-    """Per-write features (already log-transformed) and ``prev`` of one trace."""
+@nb.njit(cache=True)
+def _advance_windows(lbas, rows, hist, out):
+    """Windows of consecutive block writes: ``out[i]`` is the LBA's previous rows (``hist[lba]``,
+    oldest first, zeros where it had fewer writes) then ``rows[i]``, which then joins them."""
+    H = out.shape[1]
+    for i in range(lbas.shape[0]):
+        lba = lbas[i]
+        h = hist[lba]
+        for j in range(H - 1):
+            out[i, j, :] = h[j, :]
+        out[i, H - 1, :] = rows[i, :]
+        if H > 1:
+            for j in range(H - 2):
+                h[j, :] = h[j + 1, :]
+            h[H - 2, :] = rows[i, :]
 
-    def __init__(self, features: np.ndarray, prev: np.ndarray, history: int):
+
+class SequenceStream:
+    """Per-LBA windows of a trace's block writes, chunk by chunk in time order::
+
+        stream = SequenceStream(trace, capacity, names, history, max_rows)
+        w = stream.next(n)     # float32 [n, history, F]: block writes 0 .. n-1 (a view of a buffer)
+    """
+
+    def __init__(self, trace, capacity: int, names: list[str], history: int, max_rows: int):
+        from features.extract import FEATURES, FeatureConfig, FeatureStream
+
         if int(history) < 1:
             raise ValueError(f"history must be >= 1, got {history}")
-        if features.shape[0] != prev.shape[0]:
-            raise ValueError(f"features have {features.shape[0]} rows but prev has {prev.shape[0]}")
-        self.features = np.ascontiguousarray(features, dtype=np.float32)
-        self.prev = np.ascontiguousarray(prev, dtype=np.int64)
+        unknown = [f for f in names if f not in FEATURES]
+        if unknown:
+            raise ValueError(f"unknown feature(s) {unknown}; known: {', '.join(FEATURES)}")
+        self.names = list(names)
+        self.columns = [FEATURES.index(f) for f in names]
+        self.features = FeatureStream(trace, FeatureConfig(capacity_blocks=int(capacity)))
+        self.lbas = trace.block_writes
+        self.n_rows = int(trace.block_writes.size)
         self.history = int(history)
-
-    @classmethod
-    def from_trace(cls, trace, capacity: int, names: list[str], history: int) -> "SequenceInputs":
-        return cls(log_features(trace_features(trace, capacity, list(names)), list(names)),
-                   previous_writes(trace), history)
+        F = len(names)
+        self.hist = np.zeros((int(capacity), self.history - 1, F), np.float32)
+        self.buffer = np.zeros((int(max_rows), self.history, F), np.float32)
 
     @property
-    def n_rows(self) -> int:
-        return self.features.shape[0]
+    def position(self) -> int:
+        """The next block write (row) the stream produces."""
+        return self.features.position
 
-    def windows(self, rows: np.ndarray) -> np.ndarray:
-        """float32 ``[len(rows), history, F]``: each row's LBA history, newest last."""
-        from features.extract import lba_sequences
+    def next(self, n: int, offset: int = 0) -> np.ndarray:
+        """Windows of the next ``n`` block writes, written to ``buffer[offset:offset + n]``."""
+        if offset + n > self.buffer.shape[0]:
+            raise ValueError(f"{n} windows at offset {offset} exceed the buffer of {self.buffer.shape[0]}")
+        lo = self.position
+        rows = log_features(self.features.next(n)[:, self.columns], self.names)
+        out = self.buffer[offset:offset + n]
+        _advance_windows(np.ascontiguousarray(self.lbas[lo:lo + n], dtype=np.int64), rows, self.hist, out)
+        return out
 
-        return lba_sequences(self.features, self.prev, np.asarray(rows, np.int64), self.history)[0]
 
-    def chunk(self, lo: int, hi: int) -> np.ndarray:
-        """Windows of the block writes ``lo .. hi - 1`` (one chunk of the simulation)."""
-        return self.windows(np.arange(lo, hi, dtype=np.int64))
+@nb.njit(cache=True)
+def count_and_sample(st, ring, ring_windows, windows, lba, now, pred):
+    """Count a user write; every ``st[EVERY]``-th becomes a training sample: the ring records
+    it and keeps its window (``windows[now - st[CHUNK_START]]``, this chunk's)."""
+    st[COUNT] += 1
+    if st[COUNT] % st[EVERY] == 0:
+        slot = ring[6][0] % ring[0].shape[0]
+        ring_record(ring, lba, now - st[PREFILL], now, pred)
+        k = now - st[CHUNK_START]
+        for j in range(windows.shape[1]):        # element by element: the loop runs without NRT
+            for f in range(windows.shape[2]):
+                ring_windows[slot, j, f] = windows[k, j, f]
 
 
 def fit_sequence_model(name: str, params: dict, X: np.ndarray, y: np.ndarray, n_out: int, seed: int,
@@ -119,7 +147,8 @@ class SequencePolicy(PlacementPolicy):
     Subclasses set ``name``, ``DEFAULTS`` (merged over :attr:`COMMON`), the Numba functions,
     and implement :meth:`_bind_state`, :meth:`_train` and :meth:`_deploy_predictions`.
     Conventions of the policy state tuple: ``p[0]`` is the int64 scalar array with
-    :data:`CHUNK_START`, :data:`PREFILL`, :data:`EVERY`, :data:`COUNT`, :data:`MODE` first.
+    :data:`CHUNK_START`, :data:`PREFILL`, :data:`EVERY`, :data:`COUNT`, :data:`MODE` first; the
+    tuple ends with :meth:`_sampling_arrays` (ring, its windows, this chunk's windows).
     """
 
     COMMON = {
@@ -174,9 +203,11 @@ class SequencePolicy(PlacementPolicy):
         self.capacity = cap = ctx.capacity
         self.prefill = ctx.prefill_blocks
         self.retrain_every = int(c["retrain_every"] or scaled(26_000_000, cap, 1000))
-        self.max_chunk_blocks = self.retrain_every   # retraining happens between chunks
-        self.inputs = SequenceInputs.from_trace(ctx.trace, cap, list(c["features"]), int(c["history"]))
+        self.max_chunk_blocks = min(self.retrain_every, MAX_CHUNK)   # retraining happens between chunks
+        self.stream = SequenceStream(ctx.trace, cap, list(c["features"]), int(c["history"]), self.max_chunk_blocks)
         self.ring = SampleRing(cap, int(c["max_samples"]))
+        self.ring_windows = np.zeros((int(c["max_samples"]), int(c["history"]), len(c["features"])), np.float32)
+        self.window_s = 0.0
         self.model = None
         self.last_train = 0
         self.history: list[dict] = []
@@ -197,15 +228,19 @@ class SequencePolicy(PlacementPolicy):
     def before_chunk(self, sim, start: int, n_writes: int) -> None:
         st = self.state[0]
         st[CHUNK_START] = start
-        if self.model is None or st[MODE] == 0:
-            return
         a = start - self.prefill                 # feature row of the chunk's first write
-        lo, hi = max(a, 0), min(a + n_writes, self.inputs.n_rows)
+        lo, hi = max(a, 0), min(a + n_writes, self.stream.n_rows)
         self._clear_predictions(n_writes)        # writes beyond the trace's features: no prediction
         if hi <= lo:
             return
+        if self.stream.position != lo:
+            raise RuntimeError(f"policy {self.name}: windows at write {self.stream.position}, chunk starts at {lo}")
         t0 = time.perf_counter()
-        X = self.inputs.chunk(lo, hi)
+        X = self.stream.next(hi - lo, offset=lo - a)   # every chunk: sampled writes keep their window
+        self.window_s += time.perf_counter() - t0
+        if self.model is None or st[MODE] == 0:
+            return
+        t0 = time.perf_counter()
         out = np.concatenate([self._model_output(X[i:i + INFER_BATCH]) for i in range(0, len(X), INFER_BATCH)])
         self._deploy_predictions(out, lo - a)
         self.infer_s += time.perf_counter() - t0
@@ -240,11 +275,20 @@ class SequencePolicy(PlacementPolicy):
         n = len(data["row"])
         return np.arange(max(0, n - int(self.cfg["max_train"])), n)
 
+    def _windows(self, data: dict, idx: np.ndarray) -> np.ndarray:
+        """The windows the ring kept for the samples ``idx`` of a :meth:`SampleRing.collect`."""
+        return self.ring_windows[data["slot"][idx]]
+
+    def _sampling_arrays(self) -> tuple:
+        """``(ring, ring_windows, windows)``: the state tuple's tail for :func:`count_and_sample`."""
+        return self.ring.arrays(), self.ring_windows, self.stream.buffer
+
     def common_summary(self) -> dict:
         return {
             "retrains": sum(1 for h in self.history if "train_seconds" in h),
             "train_seconds": self.train_s,
             "inference_ns_per_block": 1e9 * self.infer_s / self.infer_blocks if self.infer_blocks else None,
+            "window_ns_per_block": 1e9 * self.window_s / self.stream.position if self.stream.position else None,
             "inferred_blocks": self.infer_blocks,
             "mode": "model" if self.state[0][MODE] else "fallback (no model yet)",
             "training_history": self.history,

@@ -34,13 +34,12 @@ import numpy as np
 from dogi_ml.sim.policy_api import SimContext, no_reclaim_hook
 
 from . import register
-from ._online import ring_fill, ring_record
-from ._sequence import (CHUNK_START, COUNT, EVERY, MODE, N_COMMON_ST, PREFILL, SequencePolicy,
-                        fit_sequence_model)
+from ._online import ring_fill
+from ._sequence import CHUNK_START, MODE, N_COMMON_ST, PREFILL, SequencePolicy, count_and_sample, fit_sequence_model
 
 FALLBACK, GC_GROUP = N_COMMON_ST, N_COMMON_ST + 1    # st indices: fallback group, the GC group
 ST_LEN = N_COMMON_ST + 2
-P_ST, P_PGROUP, P_PVALUE, P_BOUNDS, P_CLASS, P_PLOG, P_CONF, P_ERR, P_RING = range(9)
+P_ST, P_PGROUP, P_PVALUE, P_BOUNDS, P_CLASS, P_PLOG, P_CONF, P_ERR, P_RING, P_RWIN, P_WIN = range(11)
 
 
 @nb.njit(cache=True)
@@ -77,9 +76,7 @@ def mldt_user(s, p, lba, now):
             pc = c
             p[P_PLOG][lba] = p[P_PVALUE][k]
     p[P_CLASS][lba] = pc
-    st[COUNT] += 1
-    if st[COUNT] % st[EVERY] == 0:
-        ring_record(p[P_RING], lba, now - st[PREFILL], now, pc)
+    count_and_sample(st, p[P_RING], p[P_RWIN], p[P_WIN], lba, now, pc)
     return g
 
 
@@ -135,9 +132,9 @@ class MLDT(SequencePolicy):
         st = np.zeros(ST_LEN, np.int64)
         st[FALLBACK] = u // 2
         st[GC_GROUP] = u
-        return (st, np.full(self.retrain_every, -1, np.int8), np.zeros(self.retrain_every, np.float32),
+        return (st, np.full(self.max_chunk_blocks, -1, np.int8), np.zeros(self.max_chunk_blocks, np.float32),
                 self.bounds, np.full(ctx.capacity, -1, np.int8), np.zeros(ctx.capacity, np.float32),
-                np.zeros((u, u), np.int64), np.zeros(2, np.float64), self.ring.arrays())
+                np.zeros((u, u), np.int64), np.zeros(2, np.float64), *self._sampling_arrays())
 
     # -- inference -------------------------------------------------------------------------
     def _clear_predictions(self, n: int) -> None:
@@ -168,7 +165,7 @@ class MLDT(SequencePolicy):
             entry["action"] = "waiting for samples"
             return self.model is not None
         idx = self._latest(data)
-        X = self.inputs.windows(data["row"][idx])
+        X = self._windows(data, idx)
         # censored samples carry their age (> top); cap so one old block does not dominate the loss
         y = np.log2(1.0 + np.minimum(inv[idx], 2 * top)).astype(np.float32)
         model, val, secs = fit_sequence_model(self.MODEL, c["model_params"], X, y, 1,

@@ -34,16 +34,15 @@ import numpy as np
 from dogi_ml.sim.policy_api import SimContext, no_reclaim_hook
 
 from . import register
-from ._online import ring_fill, ring_record
-from ._sequence import (CHUNK_START, COUNT, EVERY, MODE, N_COMMON_ST, PREFILL, SequencePolicy,
-                        fit_sequence_model)
+from ._online import ring_fill
+from ._sequence import CHUNK_START, MODE, N_COMMON_ST, PREFILL, SequencePolicy, count_and_sample, fit_sequence_model
 
 G_HOT, G_COLD, G_GC1 = 0, 1, 2
 N_GC = 5
 N_GROUPS = 2 + N_GC
 THRESH = N_COMMON_ST               # st index: hot threshold (lifetime <= THRESH is hot)
 ST_LEN = N_COMMON_ST + 1
-P_ST, P_PREDS, P_CLASS, P_CONF, P_RING = range(5)
+P_ST, P_PREDS, P_CLASS, P_CONF, P_RING, P_RWIN, P_WIN = range(7)
 
 
 @nb.njit(cache=True)
@@ -67,9 +66,7 @@ def phftl_user(s, p, lba, now):
             g = c                     # class 0 = hot -> group 0, 1 = non-hot -> group 1
             pc = c
     p[P_CLASS][lba] = pc
-    st[COUNT] += 1
-    if st[COUNT] % st[EVERY] == 0:
-        ring_record(p[P_RING], lba, now - st[PREFILL], now, pc)
+    count_and_sample(st, p[P_RING], p[P_RWIN], p[P_WIN], lba, now, pc)
     return g
 
 
@@ -121,8 +118,8 @@ class PHFTL(SequencePolicy):
         st = np.zeros(ST_LEN, np.int64)
         t = self.cfg["hot_threshold"]
         st[THRESH] = int(t) if t is not None else 1
-        return (st, np.full(self.retrain_every, -1, np.int8), np.full(ctx.capacity, -1, np.int8),
-                np.zeros((2, 2), np.int64), self.ring.arrays())
+        return (st, np.full(self.max_chunk_blocks, -1, np.int8), np.full(ctx.capacity, -1, np.int8),
+                np.zeros((2, 2), np.int64), *self._sampling_arrays())
 
     # -- inference -------------------------------------------------------------------------
     def _clear_predictions(self, n: int) -> None:
@@ -159,7 +156,7 @@ class PHFTL(SequencePolicy):
             entry["action"] = "waiting for samples"
             return self.model is not None
         idx = self._latest(data)
-        X = self.inputs.windows(data["row"][idx])
+        X = self._windows(data, idx)
         y = y_all[idx]
         model, val, secs = fit_sequence_model(self.MODEL, c["model_params"], X, y, 2,
                                               seed=int(c["seed"]) + len(self.history))
