@@ -40,28 +40,59 @@ MAX_CHUNK = 1 << 20
 
 def log_features(X: np.ndarray, names: list[str]) -> np.ndarray:
     """``sign(x) * log2(1 + |x|)`` on the columns the models' scaler logs (float32 copy)."""
-    X = np.array(X, np.float32)
-    for c in log_columns(names):
-        v = X[:, c]
-        X[:, c] = np.sign(v) * np.log2(1.0 + np.abs(v))
-    return X
+    return log_features_by_column(X, names).T.copy()
+
+
+def log_features_by_column(X: np.ndarray, names: list[str], columns: list[int] | None = None) -> np.ndarray:
+    """:func:`log_features` transposed (float32 ``[F, n]``, one contiguous row per feature:
+    the ufuncs then run over contiguous memory, several times faster than down columns) of
+    ``X[:, columns]`` (all columns by default; picking them here spares numpy's slow
+    column gather)."""
+    X = np.asarray(X)
+    columns = np.arange(X.shape[1]) if columns is None else np.asarray(columns, np.int64)
+    out = np.empty((len(columns), X.shape[0]), np.float32)
+    _select_transposed(X, columns, out)
+    logs = set(log_columns(names))
+    for c in range(len(columns)):
+        col = out[c]
+        if c in logs:
+            neg = col < 0
+            np.abs(col, out=col)
+            col += np.float32(1.0)
+            np.log2(col, out=col)
+            np.negative(col, out=col, where=neg)
+    return out
 
 
 @nb.njit(cache=True)
-def _advance_windows(lbas, rows, hist, out):
+def _select_transposed(X, columns, out):
+    """``out[c, i] = X[i, columns[c]]`` (converted to ``out``'s type), one pass over ``X``."""
+    for i in range(X.shape[0]):
+        for c in range(columns.shape[0]):
+            out[c, i] = X[i, columns[c]]
+
+
+@nb.njit(cache=True)
+def _advance_windows(lbas, rows_t, hist, out):
     """Windows of consecutive block writes: ``out[i]`` is the LBA's previous rows (``hist[lba]``,
-    oldest first, zeros where it had fewer writes) then ``rows[i]``, which then joins them."""
+    oldest first, zeros where it had fewer writes) then row ``i`` (``rows_t[:, i]``), which then
+    joins them."""
     H = out.shape[1]
+    F = out.shape[2]
     for i in range(lbas.shape[0]):
         lba = lbas[i]
         h = hist[lba]
         for j in range(H - 1):
-            out[i, j, :] = h[j, :]
-        out[i, H - 1, :] = rows[i, :]
+            for f in range(F):
+                out[i, j, f] = h[j, f]
+        for f in range(F):
+            out[i, H - 1, f] = rows_t[f, i]
         if H > 1:
             for j in range(H - 2):
-                h[j, :] = h[j + 1, :]
-            h[H - 2, :] = rows[i, :]
+                for f in range(F):
+                    h[j, f] = h[j + 1, f]
+            for f in range(F):
+                h[H - 2, f] = rows_t[f, i]
 
 
 class SequenceStream:
@@ -99,9 +130,9 @@ class SequenceStream:
         if offset + n > self.buffer.shape[0]:
             raise ValueError(f"{n} windows at offset {offset} exceed the buffer of {self.buffer.shape[0]}")
         lo = self.position
-        rows = log_features(self.features.next(n)[:, self.columns], self.names)
+        rows_t = log_features_by_column(self.features.next(n), self.names, self.columns)
         out = self.buffer[offset:offset + n]
-        _advance_windows(np.ascontiguousarray(self.lbas[lo:lo + n], dtype=np.int64), rows, self.hist, out)
+        _advance_windows(np.ascontiguousarray(self.lbas[lo:lo + n], dtype=np.int64), rows_t, self.hist, out)
         return out
 
 
