@@ -182,6 +182,25 @@ def _extract_range(lba, nblocks, op, base, chunk_blocks, window, last_time, writ
     return k
 
 
+@nb.njit(cache=True)
+def _take_columns(X, columns, out):
+    for i in range(X.shape[0]):
+        for c in range(columns.shape[0]):
+            out[i, c] = X[i, columns[c]]
+
+
+def take_columns(X: np.ndarray, columns, out: np.ndarray | None = None) -> np.ndarray:
+    """``X[:, columns]`` into ``out`` (new if None) in one pass: numpy's column gather of a
+    feature matrix costs ~80 ns per row, several times the features themselves."""
+    columns = np.asarray(columns, np.int64)
+    if out is None:
+        out = np.empty((X.shape[0], columns.size), X.dtype)
+    if out.shape != (X.shape[0], columns.size):
+        raise ValueError(f"out has shape {out.shape}, expected {(X.shape[0], columns.size)}")
+    _take_columns(X, columns, out)
+    return out
+
+
 class FeatureStream:
     """The causal features of every block write, produced chunk by chunk in time order with
     memory bounded by the per-LBA state and the chunk (a paper-scale trace's full feature

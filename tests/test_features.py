@@ -115,3 +115,16 @@ def test_feature_stream_matches_the_one_pass_extraction(gen):
         parts.append(stream.next(int(rng.integers(1, 4000))))
     assert np.array_equal(np.concatenate(parts), full)
     assert stream.next(10).shape == (0, full.shape[1])
+
+
+def test_take_columns_equals_numpy_fancy_indexing():
+    from features.extract import take_columns
+    X = np.arange(7 * 12, dtype=np.int64).reshape(7, 12) * 3 - 50
+    cols = [5, 0, 11, 5]
+    np.testing.assert_array_equal(take_columns(X, cols), X[:, cols])
+    out = np.zeros((9, 4), np.int64)
+    take_columns(X, cols, out[1:8])
+    np.testing.assert_array_equal(out[1:8], X[:, cols])
+    assert not out[0].any() and not out[8].any()
+    with pytest.raises(ValueError, match=r"out has shape \(7, 3\), expected \(7, 4\)"):
+        take_columns(X, cols, np.zeros((7, 3), np.int64))

@@ -370,7 +370,7 @@ class DOGI(PlacementPolicy):
         self.stream = None
         n_feat = len(c["features"])
         if self.uses_model:
-            from features.extract import FEATURES, FeatureConfig, FeatureStream
+            from features.extract import FEATURES, FeatureConfig, FeatureStream, take_columns
             if ctx.trace is None:
                 raise ValueError("policy dogi needs the trace (its features) to run its model: "
                                  "use the simulate command or pass trace= to the Simulator")
@@ -380,6 +380,7 @@ class DOGI(PlacementPolicy):
             # features are computed chunk by chunk as the writes arrive (causal, bounded memory)
             self.stream = FeatureStream(ctx.trace, FeatureConfig(capacity_blocks=cap))
             self.columns = [FEATURES.index(f) for f in c["features"]]
+            self.take_columns = take_columns
             self.n_trace_writes = int(ctx.trace.block_writes.size)
         st = np.zeros(ST_LEN, np.int64)
         bounds = category_bounds(cap, mu)                       # [mu, c1..c9 upper]
@@ -501,7 +502,7 @@ class DOGI(PlacementPolicy):
         if self.stream.position != lo:
             raise RuntimeError(f"policy dogi: features at write {self.stream.position}, chunk starts at {lo}")
         t0 = time.perf_counter()
-        feats[lo - a:hi - a] = self.stream.next(hi - lo)[:, self.columns]
+        self.take_columns(self.stream.next(hi - lo), self.columns, feats[lo - a:hi - a])
         self.feature_s += time.perf_counter() - t0
         if self.model is None or st[MODE] != MODE_ML:
             return
