@@ -63,6 +63,11 @@ def load_workload(cfg: Mapping, cache_dir: str | Path | None = ".cache/dogi_ml/t
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_trace(trace, path)
+            # continue on the memory-mapped copy, as a later run would: a paper-scale trace's
+            # arrays take ~18 GB, which the run's own state then cannot share the machine with
+            del trace
+            trace = read_binary(path)
+            trace.meta.setdefault("capacity_blocks", cap)
         return trace
     if source == "file":
         path = cfg.get("path")
@@ -91,6 +96,8 @@ def load_workload(cfg: Mapping, cache_dir: str | Path | None = ".cache/dogi_ml/t
         if cached is not None:
             cached.parent.mkdir(parents=True, exist_ok=True)
             write_trace(trace, cached)
+            del trace                       # the memory-mapped copy, as a later run would have
+            trace = read_binary(cached)
         _apply_capacity(trace, cfg)
         return trace
     raise WorkloadError(f"workload {cfg.get('name')!r}: unknown source {source!r}; use generator or file")
