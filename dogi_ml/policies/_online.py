@@ -74,7 +74,7 @@ def ring_fill(ring, lba, inv):
 
 @nb.njit(cache=True)
 def ring_record(ring, lba, row, now, pred):
-    """Sample this write (the oldest slot is reused once the ring is full)."""
+    """Sample this write (the oldest slot is reused once the ring is full); returns its slot."""
     rows, times, lbas, preds, invs, pending, count = ring
     slot = count[0] % rows.shape[0]
     old = lbas[slot]
@@ -87,6 +87,7 @@ def ring_record(ring, lba, row, now, pred):
     invs[slot] = -1
     pending[lba] = slot
     count[0] += 1
+    return slot
 
 
 def fit_classifier(name: str, params: dict, X: np.ndarray, y: np.ndarray, n_classes: int, names: list[str],

@@ -27,6 +27,7 @@ import numpy as np
 
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext
 from dogi_ml.sim.victims import GENERAL_VICTIMS
+from features.extract import FEATURES, FeatureConfig, FeatureStream, take_columns
 
 from ._online import SampleRing, log_columns, ring_record
 
@@ -51,7 +52,7 @@ def log_features_by_column(X: np.ndarray, names: list[str], columns: list[int] |
     X = np.asarray(X)
     columns = np.arange(X.shape[1]) if columns is None else np.asarray(columns, np.int64)
     out = np.empty((len(columns), X.shape[0]), np.float32)
-    _select_transposed(X, columns, out)
+    take_columns(X, columns, out.T)
     logs = set(log_columns(names))
     for c in range(len(columns)):
         col = out[c]
@@ -62,14 +63,6 @@ def log_features_by_column(X: np.ndarray, names: list[str], columns: list[int] |
             np.log2(col, out=col)
             np.negative(col, out=col, where=neg)
     return out
-
-
-@nb.njit(cache=True)
-def _select_transposed(X, columns, out):
-    """``out[c, i] = X[i, columns[c]]`` (converted to ``out``'s type), one pass over ``X``."""
-    for i in range(X.shape[0]):
-        for c in range(columns.shape[0]):
-            out[c, i] = X[i, columns[c]]
 
 
 @nb.njit(cache=True)
@@ -103,8 +96,6 @@ class SequenceStream:
     """
 
     def __init__(self, trace, capacity: int, names: list[str], history: int, max_rows: int):
-        from features.extract import FEATURES, FeatureConfig, FeatureStream
-
         if int(history) < 1:
             raise ValueError(f"history must be >= 1, got {history}")
         unknown = [f for f in names if f not in FEATURES]
@@ -142,8 +133,7 @@ def count_and_sample(st, ring, ring_windows, windows, lba, now, pred):
     it and keeps its window (``windows[now - st[CHUNK_START]]``, this chunk's)."""
     st[COUNT] += 1
     if st[COUNT] % st[EVERY] == 0:
-        slot = ring[6][0] % ring[0].shape[0]
-        ring_record(ring, lba, now - st[PREFILL], now, pred)
+        slot = ring_record(ring, lba, now - st[PREFILL], now, pred)
         k = now - st[CHUNK_START]
         for j in range(windows.shape[1]):        # element by element: the loop runs without NRT
             for f in range(windows.shape[2]):
@@ -214,7 +204,6 @@ class SequencePolicy(PlacementPolicy):
             raise ValueError(f"policy {self.name}: victim must be one of {', '.join(GENERAL_VICTIMS)}, got {cfg['victim']!r}")
         if not cfg["features"]:
             raise ValueError(f"policy {self.name}: params.features is empty")
-        from features.extract import FEATURES
         bad = [f for f in cfg["features"] if f not in FEATURES]
         if bad:
             raise ValueError(f"policy {self.name}: unknown feature(s) {bad}; known: {', '.join(FEATURES)}")

@@ -50,6 +50,7 @@ import numpy as np
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, no_reclaim_hook
 from dogi_ml.sim.state import C_GC, C_USER, P_NSEG, P_SEG_BLOCKS, SEG_SEALED
 from dogi_ml.sim.victims import register_victim
+from features.extract import FEATURES, FeatureConfig, FeatureStream, take_columns
 
 from . import register
 from ._online import SampleRing, fit_classifier, ring_fill, ring_record
@@ -174,8 +175,7 @@ def dogi_user(s, p, lba, now):
     st[NONHOT] += 1
     if st[NONHOT] % st[EVERY] == 0:
         ring = p[P_RING]
-        slot = ring[6][0] % ring[0].shape[0]
-        ring_record(ring, lba, now - st[PREFILL], now, model_pred)
+        slot = ring_record(ring, lba, now - st[PREFILL], now, model_pred)
         cf = p[P_CFEAT]
         if cf.shape[0] > 0:
             # keep the sample's features (the chunk buffer is overwritten by the next chunk);
@@ -370,7 +370,6 @@ class DOGI(PlacementPolicy):
         self.stream = None
         n_feat = len(c["features"])
         if self.uses_model:
-            from features.extract import FEATURES, FeatureConfig, FeatureStream, take_columns
             if ctx.trace is None:
                 raise ValueError("policy dogi needs the trace (its features) to run its model: "
                                  "use the simulate command or pass trace= to the Simulator")
@@ -380,7 +379,6 @@ class DOGI(PlacementPolicy):
             # features are computed chunk by chunk as the writes arrive (causal, bounded memory)
             self.stream = FeatureStream(ctx.trace, FeatureConfig(capacity_blocks=cap))
             self.columns = [FEATURES.index(f) for f in c["features"]]
-            self.take_columns = take_columns
             self.n_trace_writes = int(ctx.trace.block_writes.size)
         st = np.zeros(ST_LEN, np.int64)
         bounds = category_bounds(cap, mu)                       # [mu, c1..c9 upper]
@@ -502,7 +500,7 @@ class DOGI(PlacementPolicy):
         if self.stream.position != lo:
             raise RuntimeError(f"policy dogi: features at write {self.stream.position}, chunk starts at {lo}")
         t0 = time.perf_counter()
-        self.take_columns(self.stream.next(hi - lo), self.columns, feats[lo - a:hi - a])
+        take_columns(self.stream.next(hi - lo), self.columns, feats[lo - a:hi - a])
         self.feature_s += time.perf_counter() - t0
         if self.model is None or st[MODE] != MODE_ML:
             return
