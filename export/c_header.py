@@ -234,7 +234,6 @@ static inline int32_t {P}_predict_one(const int64_t *features, int32_t *logits)
     return "".join(out)
 
 
-
 def _tile_argmax(U: str) -> list[str]:
     """The batch paths' last step: each block's class (first largest logit) and its logits."""
     return ["    for (b = 0; b < nb; ++b) {",
@@ -296,7 +295,6 @@ typedef int {P}_v4si __attribute__((vector_size(16)));
 #if {U}_AVX2
 typedef short {P}_v16hi __attribute__((vector_size(32)));
 typedef int {P}_v8si __attribute__((vector_size(32)));
-typedef long long {P}_v4di __attribute__((vector_size(32)));
 typedef unsigned long long {P}_v4du __attribute__((vector_size(32)));
 
 /* {P}_logit_requant on 8 lanes: rshift_round(acc * m, s) on magnitudes (|INT32_MIN| = 2^31 as
@@ -388,10 +386,10 @@ def _mlp_simd_pass(q, P: str, isa: str, pairs: list, width: int) -> str:
         last = i == len(q.layers) - 1
         body.append(f"    /* layer {i}: {n_in} -> {n_out}, two outputs per step (one load of each input vector) */")
         # the paired loop, then a lone last output when n_out is odd
-        for outs, head in ((("o", "o + 1"), f"    for (o = 0; o + 1 < {n_out}; o += 2) {{"),
-                           (("o",), f"    o = {n_out - 1};\n    {{") if n_out % 2 else (None, None)):
-            if outs is None:
-                continue
+        steps = [(("o", "o + 1"), f"    for (o = 0; o + 1 < {n_out}; o += 2) {{")]
+        if n_out % 2:
+            steps.append((("o",), f"    o = {n_out - 1};\n    {{"))
+        for outs, head in steps:
             body.append(head)
             for t, ox in enumerate(outs):
                 body += [f"        {accs[t][0]} = zi + {P}_b{i}[{ox}];"] + [f"        {accs[t][j]} = {accs[t][0]};" for j in (1, 2, 3)]

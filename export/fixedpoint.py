@@ -13,7 +13,6 @@ three agree bit for bit. The rules:
   the index of the highest set bit, the fraction ``T[i]`` from a 257-entry table of
   ``round(256 * log2(1 + i/256))``, indexed by the 9 bits below the highest rounded to 8
   (``i = (m9 + 1) >> 1``; error below 0.006, 1.5 Q8 units). Values fit 15 bits.
-* ``floor_shift(x, s) = floor(x / 2**s)``.
 * ``sigmoid_q15(a)`` for a Q12 input: a 257-entry table of ``round(32768 * sigmoid(x))`` on
   ``x in [-8, 8]`` (steps of 1/16), linearly interpolated; ``tanh_q15(a) = 2 sigmoid(2a) - 1``.
 """
@@ -79,11 +78,6 @@ def rshift_round(x: np.ndarray, s) -> np.ndarray:
 def requantize(acc: np.ndarray, m, s) -> np.ndarray:
     """``rshift_round(acc * m, s)``; ``acc`` must be within int32 (checked by the quantiser)."""
     return rshift_round(np.asarray(acc, np.int64) * np.asarray(m, np.int64), s)
-
-
-def floor_shift(x: np.ndarray, s) -> np.ndarray:
-    """``floor(x / 2**s)`` (int64; numpy's ``>>`` on signed integers is arithmetic, i.e. floor)."""
-    return np.right_shift(np.asarray(x, np.int64), np.asarray(s, np.int64))
 
 
 def log2_q8(u: np.ndarray) -> np.ndarray:
