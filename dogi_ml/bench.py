@@ -14,7 +14,7 @@ from dogi_ml.policies import make_policy
 from dogi_ml.report import console
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.traces.generators import ZipfSampler
-from oracles.annotate import annotate
+from dogi_ml.oracles.annotate import annotate
 
 
 def _pin_one_core() -> str:
@@ -62,7 +62,7 @@ def bench_features(writes: np.ndarray, capacity: int, every: int = 10) -> dict:
     """DOGI feature extraction over the whole stream (state updated for every block write,
     rows kept for one in ``every``, as training samples them)."""
     from dogi_ml.traces.trace import OP_WRITE, Trace
-    from features.extract import FeatureConfig, extract_features
+    from dogi_ml.features.extract import FeatureConfig, extract_features
     n = writes.size
     trace = Trace(np.arange(n, dtype=np.int64), writes, np.ones(n, np.int32), np.full(n, OP_WRITE, np.uint8),
                   np.zeros(n, np.int32))
@@ -77,7 +77,7 @@ def bench_features(writes: np.ndarray, capacity: int, every: int = 10) -> dict:
 
 def bench_mlp_training(n: int = 300_000, epochs: int = 10, seed: int = 0) -> dict:
     """The DOGI MLP (6 -> 32 -> 32 -> 10, batch 128, Adam) on ``n`` samples for ``epochs``."""
-    from models import make_model
+    from dogi_ml.models import make_model
     rng = np.random.Generator(np.random.PCG64(seed))
     X = rng.normal(size=(n, 6))
     y = np.clip((X[:, 0] * 2 + X[:, 1] + rng.normal(scale=0.5, size=n)).round() + 5, 0, 9).astype(np.int64)
@@ -129,7 +129,7 @@ def bench_export(ecfg) -> dict:
     """The deployed DOGI MLP at batch ``ecfg.batch``: the C header (-O2, its SSE2 pass alone, and
     -O2 -march=native),
     the Numba kernel, PyTorch float and onnxruntime (one thread), in ns per block."""
-    from export.bench import run_export_bench
+    from dogi_ml.export.bench import run_export_bench
     res = run_export_bench(batch=int(ecfg.batch), min_seconds=float(ecfg.seconds))
     target = float(ecfg.target_ns_per_block)
     table = Table(title=f"deployed DOGI MLP, ns per block at batch {res['batch']} (one core)")

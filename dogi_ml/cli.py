@@ -12,7 +12,10 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
+import dogi_ml.conf
+
+# The configs ship inside the package (dogi_ml.conf), so wheels and editable installs find them alike.
+CONF_DIR = str(Path(dogi_ml.conf.__file__).resolve().parent)
 
 COMMANDS = {
     "train": "learn block lifetimes: +workload=NAME [model=NAME]; logs to MLflow",
@@ -156,7 +159,7 @@ def _oracle(cfg: DictConfig):
     from dogi_ml.report import console
     from dogi_ml.sim import SimConfig
     from dogi_ml.traces.workload import load_workload
-    from oracles.nodap import search
+    from dogi_ml.oracles.nodap import search
 
     require_workload(cfg)
     trace = load_workload(cfg.workload, cache_dir=cfg.cache_dir)

@@ -1,15 +1,15 @@
 """Deployment export: the integer-only deployed form of a lifetime model, bit-exact across the
 Python reference, the Numba kernel and the generated C header, plus ONNX files and a manifest.
 
-* :mod:`export.quantize` — input rules and the int8 MLP (``quantize_model`` dispatches to the
-  GRU in :mod:`export.gru` and the integer trees in :mod:`export.trees`);
-* :mod:`export.numba_kernel` — the int8 MLP as Numba functions for simulator policies
+* :mod:`dogi_ml.export.quantize` — input rules and the int8 MLP (``quantize_model`` dispatches to the
+  GRU in :mod:`dogi_ml.export.gru` and the integer trees in :mod:`dogi_ml.export.trees`);
+* :mod:`dogi_ml.export.numba_kernel` — the int8 MLP as Numba functions for simulator policies
   (imports numpy and numba only);
-* :mod:`export.c_header` / :mod:`export.cbuild` — the C99 header and compiling it;
-* :mod:`export.onnx_export` — float and QDQ ONNX; :mod:`export.manifest` — manifest and loader;
-* :mod:`export.parity` / :mod:`export.bench` — agreement checks and timings.
+* :mod:`dogi_ml.export.c_header` / :mod:`dogi_ml.export.cbuild` — the C99 header and compiling it;
+* :mod:`dogi_ml.export.onnx_export` — float and QDQ ONNX; :mod:`dogi_ml.export.manifest` — manifest and loader;
+* :mod:`dogi_ml.export.parity` / :mod:`dogi_ml.export.bench` — agreement checks and timings.
 
-Names are imported lazily so that ``import export.numba_kernel`` stays light.
+Names are imported lazily so that ``import dogi_ml.export.numba_kernel`` stays light.
 """
 from __future__ import annotations
 

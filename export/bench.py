@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from models.evaluate import one_core
+from dogi_ml.models.evaluate import one_core
 
 
 def ns_per_call(fn, min_seconds: float = 0.3, repeats: int = 3) -> float:
@@ -34,7 +34,7 @@ def bench_deployed(model, q, X: np.ndarray, batch: int = 128, cmodels: dict | No
                    onnx_paths: dict | None = None, min_seconds: float = 0.3) -> dict:
     """ns/block per implementation at ``batch`` on the rows ``X`` (raw features).
 
-    ``cmodels``: label -> compiled :class:`export.cbuild.CModel`; ``onnx_paths``: label -> file.
+    ``cmodels``: label -> compiled :class:`dogi_ml.export.cbuild.CModel`; ``onnx_paths``: label -> file.
     Missing pieces are skipped."""
     X = np.ascontiguousarray(X, dtype=np.int64)
     if X.shape[0] < batch:
@@ -75,7 +75,7 @@ def bench_deployed(model, q, X: np.ndarray, batch: int = 128, cmodels: dict | No
 def synthetic_dogi_mlp(n: int = 60_000, capacity: int = 262_144, seed: int = 0):
     """A DOGI-sized MLP (6 -> 32 -> 32 -> 10) trained briefly on synthetic raw features with the
     six DOGI features' ranges, and its feature rows (for timing; the data do not change the cost)."""
-    from models import make_model
+    from dogi_ml.models import make_model
     rng = np.random.Generator(np.random.PCG64(seed))
     lba = rng.integers(0, capacity, n)
     prev = rng.integers(0, capacity, n)

@@ -3,7 +3,7 @@
 The header holds ``static inline`` functions and ``static const`` tables; it builds with
 ``gcc -std=c99 -Wall -Wextra -Werror -pedantic -ffreestanding -nostdlib -c`` and as C++. Every
 function takes raw ``int64_t`` features in the manifest's order and applies the manifest's
-integer input rules itself (:mod:`export.quantize`), so a caller passes what the feature
+integer input rules itself (:mod:`dogi_ml.export.quantize`), so a caller passes what the feature
 extractor produced. Entry points (``P`` is the prefix, ``dogi`` by default):
 
 * MLP and trees: ``int32_t P_predict_one(const int64_t *features, int32_t *logits)`` (class;
@@ -567,7 +567,7 @@ def _epilogue(P: str) -> str:
 
 
 def emit_header(q, prefix: str = "dogi", source: str | None = None) -> str:
-    """The C header of a deployed model (:func:`export.quantize.quantize_model`)."""
+    """The C header of a deployed model (:func:`dogi_ml.export.quantize.quantize_model`)."""
     if not prefix.isidentifier():
         raise ExportError(f"header prefix must be a C identifier, got {prefix!r}")
     kind = getattr(q, "kind", None)

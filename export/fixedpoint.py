@@ -1,7 +1,7 @@
 """Integer primitives shared by the Python reference, the Numba kernel and the C header.
 
 Everything here is exact integer arithmetic on numpy ``int64`` arrays; the same operations are
-written out in C (:mod:`export.c_header`) and in Numba (:mod:`export.numba_kernel`), so the
+written out in C (:mod:`dogi_ml.export.c_header`) and in Numba (:mod:`dogi_ml.export.numba_kernel`), so the
 three agree bit for bit. The rules:
 
 * ``rshift_round(x, s)``: ``x / 2**s`` rounded half away from zero, computed on the magnitude

@@ -8,9 +8,9 @@ PyTorch's GRU cell, gates in order r, z, n::
     h' = (1 - z) * n + z * h = n + z * (h - n)
 
 Integer form: ``x`` are the manifest's input codes, ``h`` is int16 in Q15. Both matrix
-products are int8 per output channel with int32 accumulation (:func:`export.quantize.
+products are int8 per output channel with int32 accumulation (:func:`dogi_ml.export.quantize.
 quantize_linear`), each requantised to Q12 gate pre-activations; sigmoid and tanh come from the
-interpolated Q15 table of :mod:`export.fixedpoint`; products of Q15 values are rounded back with
+interpolated Q15 table of :mod:`dogi_ml.export.fixedpoint`; products of Q15 values are rounded back with
 ``rshift_round(., 15)``. The head is an int8 linear layer to int32 logits, as in the MLP.
 """
 from __future__ import annotations
@@ -154,7 +154,7 @@ def _linear_c(P: str, name: str, L: QuantLayer, src: str, dst: str, n_in: int, n
 
 
 def emit_gru(q: QuantizedGRU, P: str = "dogi", source: str | None = None) -> str:
-    """C99 header of the integer GRU step (see :mod:`export.c_header` for the API)."""
+    """C99 header of the integer GRU step (see :mod:`dogi_ml.export.c_header` for the API)."""
     H, F, C = q.hidden, q.n_features, q.n_classes
     U = P.upper()
     doc = [f"int8 GRU, {F} features -> hidden {H} -> {C} classes; state int16 Q15 kept by the caller",

@@ -139,7 +139,7 @@ class ExportedModel:
         return self.qmodel.logits_int(self._x(X))
 
     def kernel_args(self) -> tuple:
-        """Arrays for :mod:`export.numba_kernel` (MLP exports only)."""
+        """Arrays for :mod:`dogi_ml.export.numba_kernel` (MLP exports only)."""
         if self.qmodel.kind != "mlp":
             raise ExportError(f"the Numba kernel runs the int8 MLP; this export is {self.qmodel.kind}")
         return self.qmodel.kernel_args()

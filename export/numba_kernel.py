@@ -1,6 +1,6 @@
 """The deployed int8 MLP as Numba functions, for simulator policies (no Python objects).
 
-Bit-identical to :class:`export.quantize.QuantizedMLP` (the Python reference) and to the C
+Bit-identical to :class:`dogi_ml.export.quantize.QuantizedMLP` (the Python reference) and to the C
 header: same input rules, same int32 accumulation and rounding. Arguments are plain numpy
 arrays, so a policy keeps them in its state tuple and calls the kernel inside its loop::
 
@@ -214,5 +214,5 @@ def mlp_scratch(args) -> np.ndarray:
 
 
 def kernel_args(qmodel) -> tuple:
-    """``(pre, log_table, dims, w, b, mul, shift)`` of a :class:`export.quantize.QuantizedMLP`."""
+    """``(pre, log_table, dims, w, b, mul, shift)`` of a :class:`dogi_ml.export.quantize.QuantizedMLP`."""
     return qmodel.kernel_args()

@@ -1,14 +1,14 @@
 """Integer-only deployed form of a lifetime model: input rules, int8 MLP, calibration.
 
-**Inputs.** A model sees raw integer features (``features.extract``), and the trained model
-scales them (``models.base.InputScaler``): ``sign(v) log2(1 + |v|)`` on the log columns, then
+**Inputs.** A model sees raw integer features (``dogi_ml.features.extract``), and the trained model
+scales them (``dogi_ml.models.base.InputScaler``): ``sign(v) log2(1 + |v|)`` on the log columns, then
 ``z = (g - mean) / std``. The deployed model turns each raw ``int64`` feature ``v`` into an
 integer *code* with a few integer operations (reproducible in C from the manifest) and leaves
 the standardisation to the first layer's weights and bias:
 
 1. ``g = v`` for a linear column; for a log column ``g = sign(v) * log2_q8(1 + |v|)`` (Q8,
    ``|v| + 1`` taken unsigned, so every int64 works; ``|g| <= 63 * 256``; see
-   :mod:`export.fixedpoint`);
+   :mod:`dogi_ml.export.fixedpoint`);
 2. ``code = ((clamp(g, lo, hi) - lo) * mul >> shift) - qmax`` (unsigned arithmetic: the
    clamp makes the difference non-negative and bounds the product below ``2**63``).
 
@@ -332,7 +332,7 @@ class QuantizedMLP:
         return self.logits_int(X).argmax(axis=1)
 
     def packed(self) -> dict:
-        """Flat arrays for the Numba kernel (see :func:`export.numba_kernel.kernel_args`)."""
+        """Flat arrays for the Numba kernel (see :func:`dogi_ml.export.numba_kernel.kernel_args`)."""
         return {"pre": self.inputs.packed(), "log_table": fx.LOG2_TABLE.copy(),
                 "dims": np.array(self.dims, np.int64),
                 "w": np.concatenate([L.w.ravel() for L in self.layers]).astype(np.int8),
@@ -341,7 +341,7 @@ class QuantizedMLP:
                 "shift": np.concatenate([L.shift for L in self.layers]).astype(np.int64)}
 
     def kernel_args(self) -> tuple:
-        """``(pre, log_table, dims, w, b, mul, shift)`` for :mod:`export.numba_kernel`."""
+        """``(pre, log_table, dims, w, b, mul, shift)`` for :mod:`dogi_ml.export.numba_kernel`."""
         p = self.packed()
         return tuple(np.ascontiguousarray(p[k]) for k in ("pre", "log_table", "dims", "w", "b", "mul", "shift"))
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from oracles.annotate import NEVER
+from dogi_ml.oracles.annotate import NEVER
 
 PAPER_CAPACITY = 33_554_432
 PAPER_MU = 200_000

@@ -14,7 +14,7 @@ The WAF model of a configuration (a chain, after Desnoyers' and MiDAS' Markov mo
   occupies ``in_g * b_g`` physical blocks (``b_g`` its bound, in user-written blocks), of which
   ``in_g * E[min(inv, b_g)]`` are live logical data;
 - the last group keeps everything long-lived and is cleaned FIFO; its valid ratio at cleaning
-  comes from the Lambert-W closed form (:func:`markov.waf.fifo_valid_ratio`) with the physical
+  comes from the Lambert-W closed form (:func:`dogi_ml.markov.waf.fifo_valid_ratio`) with the physical
   space left to it: ``rho_N = (rho * C - sum_g in_g * b_g) / (C - sum_g in_g * E[min(inv, b_g)])``.
   A configuration whose transient groups do not fit scores infinity.
 

@@ -152,7 +152,7 @@ def two_class_fifo_waf(op, r, f, iters: int = 64) -> np.ndarray:
     writes goes uniformly to a share ``f`` of the data and the rest uniformly to the rest:
     the root ``w >= 1`` of ``w = 1 + r / (e^(r op / (f w)) - 1) + (1-r) / (e^((1-r) op / ((1-f) w)) - 1)``
     (a block of a class survives one pass of the log with probability ``e^(-rate * op / w)``).
-    With ``r == f`` (or a class empty) it is the Lambert-W closed form :func:`markov.waf.fifo_waf`."""
+    With ``r == f`` (or a class empty) it is the Lambert-W closed form :func:`dogi_ml.markov.waf.fifo_waf`."""
     op, r, f = np.broadcast_arrays(np.asarray(op, np.float64), np.asarray(r, np.float64),
                                    np.asarray(f, np.float64))
     if np.any(op <= 1):

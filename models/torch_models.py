@@ -115,7 +115,7 @@ class MLP(_TorchModel):
     with 6 inputs and 10 classes).
 
     ``backend: numba`` (default) trains with the same arithmetic as PyTorch (same
-    initialisation scheme, Adam, dropout, cross-entropy; see ``models.mlp_numba``) at ~20x the
+    initialisation scheme, Adam, dropout, cross-entropy; see ``dogi_ml.models.mlp_numba``) at ~20x the
     speed; ``backend: torch`` uses PyTorch. Either way ``net`` is a PyTorch module after
     training (for ONNX export)."""
 

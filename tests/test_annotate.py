@@ -4,7 +4,7 @@ import pytest
 
 import conftest
 
-from oracles.annotate import NEVER, annotate, annotate_cached
+from dogi_ml.oracles.annotate import NEVER, annotate, annotate_cached
 
 
 def naive_annotate(writes):

@@ -29,7 +29,7 @@ def test_every_command_config_composes():
 
 @pytest.mark.parametrize("model", available("model"))
 def test_every_model_config_instantiates(model):
-    from models import make_model
+    from dogi_ml.models import make_model
     cfg = compose_cfg("train", [f"model={model}"])
     m = make_model(cfg.model.name, 10, len(cfg.data.features), **OmegaConf.to_container(cfg.model.params))
     assert m.name == model

@@ -8,7 +8,7 @@ from dogi_ml.policies.dogi import G_HOT, MU, MU_MAX, P_BOUNDS, P_ST, _adapt_mu
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.sim.state import C_GC, C_USER
 from dogi_ml.traces.generators import zipf
-from oracles.nodap import search
+from dogi_ml.oracles.nodap import search
 
 CAP, SEG = 16384, 64
 SMALL = dict(retrain_every=16384, min_samples=300, max_samples=20000, model_params={"epochs": 4, "patience": 2})
@@ -121,7 +121,7 @@ def test_model_needs_the_trace(trace):
 
 def test_group_count_search_is_the_restricted_optimum():
     """best_configuration(n_groups=k) is the exhaustive optimum among merges into k groups."""
-    from markov.groups import best_configuration, score_all, plog_stats
+    from dogi_ml.markov.groups import best_configuration, score_all, plog_stats
     rng = np.random.default_rng(0)
     cap = 100_000
     upper = np.append(1000 * 2.0 ** np.arange(9), np.inf)

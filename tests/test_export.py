@@ -11,13 +11,13 @@ import pytest
 
 from dogi_ml.pipeline.train import build_dataset, train_and_evaluate
 from dogi_ml.traces.generators import generate
-from export import fixedpoint as fx
-from export.c_header import emit_header
-from export.cbuild import build_shared, find_compiler, strict_compile
-from export.manifest import load_export, write_manifest
-from export.numba_kernel import int8_mlp_classes, int8_mlp_logits, int8_mlp_predict_one, mlp_scratch
-from export.parity import extreme_features, parity
-from export.quantize import ExportError, quantize_model
+from dogi_ml.export import fixedpoint as fx
+from dogi_ml.export.c_header import emit_header
+from dogi_ml.export.cbuild import build_shared, find_compiler, strict_compile
+from dogi_ml.export.manifest import load_export, write_manifest
+from dogi_ml.export.numba_kernel import int8_mlp_classes, int8_mlp_logits, int8_mlp_predict_one, mlp_scratch
+from dogi_ml.export.parity import extreme_features, parity
+from dogi_ml.export.quantize import ExportError, quantize_model
 
 needs_cc = pytest.mark.skipif(find_compiler() is None or find_compiler(cxx=True) is None,
                               reason="no C/C++ compiler")
@@ -220,7 +220,7 @@ def test_integer_trees_match_the_float_model_exactly(ds, name, header_dir):
 
 # -- ONNX --------------------------------------------------------------------------------------
 def test_onnx_float_and_qdq_agree(ds, mlp, tmp_path):
-    from export import onnx_export as ox
+    from dogi_ml.export import onnx_export as ox
     model, q = mlp
     X = ds.X[ds.splits["test"]]
     f = ox.export_float(model, tmp_path / "mlp.onnx")
@@ -239,7 +239,7 @@ def test_onnx_float_and_qdq_agree(ds, mlp, tmp_path):
 
 @pytest.mark.parametrize("name", ["lightgbm", "random_forest"])
 def test_tree_onnx_agrees(ds, name, tmp_path):
-    from export import onnx_export as ox
+    from dogi_ml.export import onnx_export as ox
     model, _ = _train(ds, name)
     X = ds.X[ds.splits["test"]]
     cls, _ = ox.run(ox.session(ox.export_float(model, tmp_path / f"{name}.onnx")), X, 6)
@@ -247,7 +247,7 @@ def test_tree_onnx_agrees(ds, name, tmp_path):
 
 
 def test_bad_onnx_file_is_reported(tmp_path):
-    from export import onnx_export as ox
+    from dogi_ml.export import onnx_export as ox
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"not a model")
     with pytest.raises(ExportError, match="ONNX check failed"):
@@ -258,7 +258,7 @@ def test_bad_onnx_file_is_reported(tmp_path):
 def test_odd_layer_shapes_are_bit_exact_on_every_batch_path(header_dir):
     """An odd feature count, odd hidden widths and an odd class count exercise the passes'
     padding (half-empty input pairs, a lone last output) and every partial pass."""
-    from models import make_model
+    from dogi_ml.models import make_model
     rng = np.random.default_rng(4)
     X = np.stack([rng.integers(0, 1 << 20, 6000), rng.geometric(0.2, 6000), rng.integers(-500, 500, 6000),
                   rng.pareto(1.1, 6000).astype(np.int64) * 100, rng.integers(0, 64, 6000)], axis=1).astype(np.int64)
@@ -340,7 +340,7 @@ def test_unsupported_models_and_inputs_fail_clearly(ds, mlp):
         q.predict(np.zeros((4, 3), np.int64))
     with pytest.raises(ExportError, match="raw features are integers"):
         q.predict(np.full((2, 6), 0.5))
-    from models import make_model
+    from dogi_ml.models import make_model
     with pytest.raises(ExportError, match="no integer export for model 'logistic'"):
         quantize_model(make_model("logistic", 2, 6), ds.X[:10])
 

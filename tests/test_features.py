@@ -2,11 +2,11 @@
 import numpy as np
 import pytest
 
-from features import labels as L
-from features.extract import (F_CHUNK_FREQ, F_CHUNK_READS, F_FREQ, F_LATEST_INV, F_LBA, F_PREV_LBA,
+from dogi_ml.features import labels as L
+from dogi_ml.features.extract import (F_CHUNK_FREQ, F_CHUNK_READS, F_FREQ, F_LATEST_INV, F_LBA, F_PREV_LBA,
                               F_RECENCY, F_REQ_BLOCKS, F_SEQ, F_WRITE_COUNT, FEATURES, NO_PREVIOUS,
                               FeatureConfig, extract_features, history_rows, lba_sequences)
-from oracles.annotate import NEVER, annotate
+from dogi_ml.oracles.annotate import NEVER, annotate
 from dogi_ml.traces.trace import OP_READ, OP_WRITE, Trace
 
 
@@ -105,7 +105,7 @@ def test_quantile_labels_use_training_edges():
 def test_feature_stream_matches_the_one_pass_extraction(gen):
     """Chunk by chunk (requests split across chunks included) = the whole trace at once."""
     import dogi_ml.traces.generators as G
-    from features.extract import FeatureStream
+    from dogi_ml.features.extract import FeatureStream
     trace = getattr(G, gen)(8192, 50_000, seed=3)
     full = extract_features(trace)
     stream = FeatureStream(trace)
@@ -118,7 +118,7 @@ def test_feature_stream_matches_the_one_pass_extraction(gen):
 
 
 def test_take_columns_equals_numpy_fancy_indexing():
-    from features.extract import take_columns
+    from dogi_ml.features.extract import take_columns
     X = np.arange(7 * 12, dtype=np.int64).reshape(7, 12) * 3 - 50
     cols = [5, 0, 11, 5]
     np.testing.assert_array_equal(take_columns(X, cols), X[:, cols])

@@ -120,8 +120,8 @@ def test_sequence_windows_match_the_train_pipeline(skewed):
     """The policy's streamed per-chunk windows equal ``lba_sequences`` as ``build_dataset``
     builds them (features extracted for the sampled rows and their histories only), up to the
     log transform the policy applies once per row instead of per window."""
-    from features.extract import FEATURES, FeatureConfig, extract_features, history_rows, lba_sequences
-    from oracles.annotate import annotate
+    from dogi_ml.features.extract import FEATURES, FeatureConfig, extract_features, history_rows, lba_sequences
+    from dogi_ml.oracles.annotate import annotate
 
     names = ["lba", "latest_inv", "freq", "write_count", "sequential", "chunk_writes"]
     H = 5
@@ -146,7 +146,7 @@ def test_sequence_windows_match_the_train_pipeline(skewed):
     with pytest.raises(ValueError, match="exceed the buffer"):
         other.next(3001)
     # pre-logging then standardising = the models' scaler (log + standardise) on raw windows
-    from models.base import InputScaler
+    from dogi_ml.models.base import InputScaler
     a = InputScaler(log_columns(names)).fit(ref).transform(ref)
     b = InputScaler([]).fit(got).transform(got)
     np.testing.assert_allclose(a, b, atol=1e-4)
@@ -166,7 +166,7 @@ def test_cdf_knee_and_lifetime_bounds():
 
 
 def test_tcn_regression_option():
-    from models import make_model
+    from dogi_ml.models import make_model
     rng = np.random.default_rng(1)
     X = rng.normal(size=(3000, 4, 3)).astype(np.float32)
     y = (2 * X[:, -1, 0] + X[:, -2, 1]).astype(np.float32)

@@ -4,7 +4,7 @@ import pytest
 
 from dogi_ml.policies import make_policy
 from dogi_ml.sim import SimConfig, Simulator
-from markov.waf import contiguous_splits, fifo_valid_ratio, fifo_waf
+from dogi_ml.markov.waf import contiguous_splits, fifo_valid_ratio, fifo_waf
 
 
 def test_fifo_fixed_point():
@@ -37,7 +37,7 @@ def test_contiguous_splits():
 
 
 def _plog(seed=0, n=20000, k=10, cap=262144):
-    from features.labels import category_bounds
+    from dogi_ml.features.labels import category_bounds
     rng = np.random.default_rng(seed)
     bounds = category_bounds(cap)[1:].astype(float)          # c1..c9 upper bounds
     upper = np.append(bounds, np.inf)
@@ -51,14 +51,14 @@ def _plog(seed=0, n=20000, k=10, cap=262144):
 
 
 def test_chain_model_is_the_closed_form_for_one_group():
-    from markov.groups import chain_waf
+    from dogi_ml.markov.groups import chain_waf
     for rho in (1.1, 1.3):
         assert chain_waf([1.0], [0.0], [np.inf], capacity=1000, rho=rho) == pytest.approx(float(fifo_waf(rho)))
 
 
 def test_search_returns_the_exhaustive_optimum_fast():
     import time
-    from markov.groups import best_configuration, chain_waf, plog_stats
+    from dogi_ml.markov.groups import best_configuration, chain_waf, plog_stats
     pred, inv, upper, cap = _plog()
     t0 = time.perf_counter()
     best = best_configuration(pred, inv, upper, cap)
@@ -85,7 +85,7 @@ def test_search_returns_the_exhaustive_optimum_fast():
 
 
 def test_more_misprediction_means_fewer_groups():
-    from markov.groups import best_configuration
+    from dogi_ml.markov.groups import best_configuration
     pred, inv, upper, cap = _plog()
     clean = best_configuration(pred, np.minimum(inv, upper[pred]), upper, cap)
     rng = np.random.default_rng(1)

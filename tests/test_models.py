@@ -4,7 +4,7 @@ import pytest
 
 from dogi_ml.pipeline.train import build_dataset, train_and_evaluate
 from dogi_ml.traces.generators import generate
-from models import LifetimeModel, make_model, model_names
+from dogi_ml.models import LifetimeModel, make_model, model_names
 
 FAST = {"mlp": {"epochs": 8}, "deepfm": {"epochs": 6}, "gru": {"epochs": 4}, "tcn": {"epochs": 3, "channels": [16, 16]},
         "lightgbm": {"n_estimators": 60}, "random_forest": {"n_estimators": 20}, "logistic": {}}
@@ -65,7 +65,7 @@ def test_bad_model_input():
 def test_numba_mlp_step_matches_pytorch_autograd():
     """One Adam step of the Numba trainer equals PyTorch's from the same weights."""
     import torch
-    from models.mlp_numba import init_weights, one_step_reference
+    from dogi_ml.models.mlp_numba import init_weights, one_step_reference
     rng = np.random.default_rng(0)
     X = rng.normal(size=(128, 6)).astype(np.float32)
     y = rng.integers(0, 10, 128)

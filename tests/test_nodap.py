@@ -7,7 +7,7 @@ from dogi_ml.policies import make_policy
 from dogi_ml.sim import SimConfig, SimulationError, Simulator
 from dogi_ml.sim.state import P_NSEG, SEG_SEALED
 from dogi_ml.sim.victims import register_victim
-from oracles.nodap import search
+from dogi_ml.oracles.nodap import search
 from tests.conftest import hotcold_writes, zipf_writes
 
 CAP, SEG = 8192, 64

@@ -1,10 +1,10 @@
 """The ``export`` command: a trained model -> its deployed forms, checked and logged.
 
 Source model: trained now through the ``train`` pipeline (default), or taken from an MLflow run
-(``export.run_id``) or a file (``export.model_path``; the run's ``config.yaml`` beside it tells
+(``dogi_ml.export.run_id``) or a file (``dogi_ml.export.model_path``; the run's ``config.yaml`` beside it tells
 the workload and data). The same dataset as training is rebuilt for calibration (train split)
 and evaluation (test split). Written to ``export/run-<model>-<workload>-<run>/`` (or
-``export.out``): the C header, ``quantized.npz``, the float and int8 ONNX files, ``report.json``
+``dogi_ml.export.out``): the C header, ``quantized.npz``, the float and int8 ONNX files, ``report.json``
 (accuracy, parity, ONNX agreement, timings) and ``manifest.json``; all logged to MLflow
 (experiment ``export``).
 """
@@ -24,7 +24,7 @@ def _source(cfg, work_dir: Path, log) -> tuple:
     """``(model, source config, source info)`` for the configured source."""
     from omegaconf import OmegaConf
 
-    from models import LifetimeModel
+    from dogi_ml.models import LifetimeModel
 
     e = cfg.export
     if e.model_path and e.run_id:
@@ -72,7 +72,7 @@ def _source(cfg, work_dir: Path, log) -> tuple:
 def _bounds(ds) -> dict | None:
     if ds.info.get("labels") != "dogi":
         return None
-    from features.labels import category_bounds
+    from dogi_ml.features.labels import category_bounds
     b = category_bounds(ds.info["capacity_blocks"], ds.info["mu"])
     return {"hot_threshold_mu": int(b[0]), "upper_bounds": [int(v) for v in b[1:]],
             "meaning": "class c1 covers invalidation times (mu, upper[0]], c_i (upper[i-2], upper[i-1]], "
@@ -87,13 +87,13 @@ def run_export(cfg, work_dir: Path) -> dict:
     from dogi_ml.report import console
     from dogi_ml.tracking import flatten, mlflow_run
     from dogi_ml.traces.workload import load_workload
-    from export import onnx_export as ox
-    from export.bench import bench_deployed
-    from export.c_header import emit_header
-    from export.cbuild import build_shared, find_compiler, strict_compile
-    from export.manifest import load_export, write_manifest
-    from export.parity import all_identical, extreme_features, parity
-    from export.quantize import ExportError, quantize_model
+    from dogi_ml.export import onnx_export as ox
+    from dogi_ml.export.bench import bench_deployed
+    from dogi_ml.export.c_header import emit_header
+    from dogi_ml.export.cbuild import build_shared, find_compiler, strict_compile
+    from dogi_ml.export.manifest import load_export, write_manifest
+    from dogi_ml.export.parity import all_identical, extreme_features, parity
+    from dogi_ml.export.quantize import ExportError, quantize_model
 
     e = cfg.export
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -232,7 +232,7 @@ def run_export(cfg, work_dir: Path) -> dict:
                        bounds=_bounds(ds), metrics=report.get("accuracy"), header_prefix=e.prefix)
         load_export(out)   # the loader accepts what was written
     else:
-        from export.manifest import FORMAT, FORMAT_VERSION, sha256, versions
+        from dogi_ml.export.manifest import FORMAT, FORMAT_VERSION, sha256, versions
         (out / "manifest.json").write_text(json.dumps({
             "format": FORMAT, "format_version": FORMAT_VERSION, "model": {"name": model.name, "deployed": None},
             "features": {"order": ds.feature_names, "count": len(ds.feature_names)},
@@ -265,7 +265,7 @@ def run_export(cfg, work_dir: Path) -> dict:
     (out / "report.json").write_text(json.dumps(report, indent=2, default=float))
     if q is not None:   # report.json changed (run id): refresh its digest
         m = json.loads((out / "manifest.json").read_text())
-        from export.manifest import sha256
+        from dogi_ml.export.manifest import sha256
         m["artifacts"]["report"]["sha256"] = sha256(out / "report.json")
         m["artifacts"]["report"]["bytes"] = (out / "report.json").stat().st_size
         m["source"]["export_mlflow_run_id"] = report["mlflow_run_id"]

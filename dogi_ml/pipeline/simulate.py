@@ -38,7 +38,7 @@ def build_simulator(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping) -> tupl
     search_info = None
     if policy_cfg["name"] == "nodap" and params.get("bounds") == "search":
         # NoDaP's offline configuration search (grow N until WAF improves < 5%) on this very trace
-        from oracles.nodap import search
+        from dogi_ml.oracles.nodap import search
         search_info = search(writes, cap, config, max_groups=int(params.pop("max_groups", 8)),
                              min_gain=float(params.pop("min_gain", 0.05)))
         params["bounds"] = search_info["bounds"]

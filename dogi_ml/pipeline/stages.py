@@ -38,7 +38,7 @@ def generate(p: dict, out: Path) -> None:
 
 def annotate(p: dict, out: Path) -> None:
     from dogi_ml.traces.binfmt import read_binary
-    from oracles.annotate import annotate as ann
+    from dogi_ml.oracles.annotate import annotate as ann
     inv, prev = ann(read_binary(out / "trace.dtr").block_writes)
     np.savez(out / "annotation.npz", inv=inv, prev=prev)
 
@@ -75,9 +75,9 @@ def train(p: dict, out: Path) -> None:
 
 
 def evaluate(p: dict, out: Path) -> None:
-    from features.selection import feature_report
-    from models import LifetimeModel
-    from models.evaluate import classification_metrics, inference_latency, plot_confusion
+    from dogi_ml.features.selection import feature_report
+    from dogi_ml.models import LifetimeModel
+    from dogi_ml.models.evaluate import classification_metrics, inference_latency, plot_confusion
     ds = _load_dataset(out)
     model = LifetimeModel.load(out / "model.pkl")
     te = ds.splits["test"]

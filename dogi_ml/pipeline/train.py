@@ -16,9 +16,9 @@ import numpy as np
 
 from dogi_ml.traces.trace import Trace
 from dogi_ml.traces.workload import workload_capacity
-from features import labels as L
-from features.extract import FEATURES, NO_PREVIOUS, FeatureConfig, extract_features, history_rows, lba_sequences
-from oracles.annotate import NEVER, annotate_cached
+from dogi_ml.features import labels as L
+from dogi_ml.features.extract import FEATURES, NO_PREVIOUS, FeatureConfig, extract_features, history_rows, lba_sequences
+from dogi_ml.oracles.annotate import NEVER, annotate_cached
 
 NO_LOG = {"lba", "prev_lba", "sequential"}  # address-like or binary: not log-scaled
 
@@ -112,8 +112,8 @@ def build_dataset(trace: Trace, cfg: dict, sequence_history: int | None = None,
 def train_and_evaluate(ds: Dataset, model_cfg: dict, seed: int = 0, latency_budget_s: float = 0.5) -> tuple:
     """Fit the model on the train split (early stopping on val), evaluate on test. The metrics
     carry the test predictions under ``_test_predictions`` (an array; pop it before logging)."""
-    from models import make_model
-    from models.evaluate import classification_metrics, inference_latency
+    from dogi_ml.models import make_model
+    from dogi_ml.models.evaluate import classification_metrics, inference_latency
 
     n_classes = len(ds.class_names)
     params = dict(model_cfg.get("params") or {})
@@ -142,7 +142,7 @@ def plog_configuration(ds: Dataset, pred: np.ndarray) -> dict | None:
     invalidation time> of the test rows, scored over all 512 merges of c1..c10 (``markov``)."""
     if ds.info.get("labels") != "dogi":
         return None
-    from markov.groups import best_configuration
+    from dogi_ml.markov.groups import best_configuration
     cap = ds.info["capacity_blocks"]
     upper = np.append(L.category_bounds(cap, ds.info["mu"])[1:].astype(float), np.inf)
     te = ds.splits["test"]
@@ -161,8 +161,8 @@ def run_train(cfg, out_dir: Path) -> dict:
     from dogi_ml.report import console, print_feature_report, print_train_summary
     from dogi_ml.tracking import flatten, mlflow_run
     from dogi_ml.traces.workload import load_workload
-    from features.selection import feature_report, plot_feature_report
-    from models.evaluate import plot_confusion
+    from dogi_ml.features.selection import feature_report, plot_feature_report
+    from dogi_ml.models.evaluate import plot_confusion
 
     resolved = OmegaConf.to_container(cfg, resolve=True)
     sweep_dir = None

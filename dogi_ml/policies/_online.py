@@ -6,7 +6,7 @@
 - collecting those samples between chunks, with right-censoring handled causally: a sample
   not yet overwritten is known to be long-lived only once it has outlived a bound.
 
-The schemes' features come chunk by chunk from :class:`features.extract.FeatureStream`, so
+The schemes' features come chunk by chunk from :class:`dogi_ml.features.extract.FeatureStream`, so
 the policy runs *batched* inference for the writes of the next chunk before the loop applies
 them (``before_chunk``) with memory bounded by the chunk.
 """
@@ -94,7 +94,7 @@ def fit_classifier(name: str, params: dict, X: np.ndarray, y: np.ndarray, n_clas
                    seed: int, val_fraction: float = 0.2):
     """Train a registered model on time-ordered rows (the latest ``val_fraction`` held out for
     early stopping and for the returned accuracy). Returns ``(model, val_slice, seconds)``."""
-    from models import make_model
+    from dogi_ml.models import make_model
 
     model = make_model(name, n_classes, X.shape[-1], seed=seed, **params)
     model.scaler.log_columns = log_columns(names)

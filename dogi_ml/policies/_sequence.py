@@ -2,9 +2,9 @@
 
 A sequence model sees, for a user write, the feature rows of its LBA's last ``history`` writes
 up to and including it (oldest first, left-padded with zeros), exactly as the ``train``
-pipeline builds its sequence datasets (:func:`features.extract.lba_sequences`). The windows are
+pipeline builds its sequence datasets (:func:`dogi_ml.features.extract.lba_sequences`). The windows are
 produced chunk by chunk in time order (:class:`SequenceStream`): causal features from a
-:class:`features.extract.FeatureStream`, and per LBA the rows of its previous ``history - 1``
+:class:`dogi_ml.features.extract.FeatureStream`, and per LBA the rows of its previous ``history - 1``
 writes, so memory is bounded by the capacity and the chunk, not by the trace (a paper-scale
 trace's feature matrix would not fit; the per-LBA rows take ``capacity x (history - 1) x F``
 float32, 5.6 GB at 128 GiB with 8 x 6).
@@ -27,7 +27,7 @@ import numpy as np
 
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext
 from dogi_ml.sim.victims import GENERAL_VICTIMS
-from features.extract import FEATURES, FeatureConfig, FeatureStream, take_columns
+from dogi_ml.features.extract import FEATURES, FeatureConfig, FeatureStream, take_columns
 
 from ._online import SampleRing, log_columns, ring_record
 
@@ -145,7 +145,7 @@ def fit_sequence_model(name: str, params: dict, X: np.ndarray, y: np.ndarray, n_
     """Train a sequence model on time-ordered windows, the latest ``val_fraction`` held out
     (early stopping, validation metrics). Inputs are pre-logged (:func:`log_features`), so the
     scaler only standardises. Returns ``(model, val_slice, seconds)``."""
-    from models import make_model
+    from dogi_ml.models import make_model
 
     model = make_model(name, n_out, X.shape[-1], seed=seed, **params)
     if not getattr(model, "sequence", False):
@@ -207,7 +207,7 @@ class SequencePolicy(PlacementPolicy):
         bad = [f for f in cfg["features"] if f not in FEATURES]
         if bad:
             raise ValueError(f"policy {self.name}: unknown feature(s) {bad}; known: {', '.join(FEATURES)}")
-        from models import make_model
+        from dogi_ml.models import make_model
         # unknown model parameters fail here rather than at the first retraining
         make_model(self.MODEL, 2, len(cfg["features"]), **cfg["model_params"])
         self.cfg = cfg

@@ -7,7 +7,7 @@ Groups (fixed indices; a group that is not in use holds no segment):
   ``mu`` adapts per window of ``n`` user writes by ``d`` (keep if WAF moved < 5%, undo a step
   that made WAF worse);
 - ``G1..GN`` (1..N, N <= 10): the ML-Alloc's categories c1..c10, merged into N contiguous
-  groups by the Markov-chain search over PLog (``markov.groups``, §4.3); a group's BIR is the
+  groups by the Markov-chain search over PLog (``dogi_ml.markov.groups``, §4.3); a group's BIR is the
   union of its categories' ranges;
 - ``G_frzn`` (11): GC-written blocks never updated since the Frozen Filter's clock last cleared
   their bit (§4.4);
@@ -50,7 +50,7 @@ import numpy as np
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, no_reclaim_hook
 from dogi_ml.sim.state import C_GC, C_USER, P_NSEG, P_SEG_BLOCKS, SEG_SEALED
 from dogi_ml.sim.victims import register_victim
-from features.extract import FEATURES, FeatureConfig, FeatureStream, take_columns
+from dogi_ml.features.extract import FEATURES, FeatureConfig, FeatureStream, take_columns
 
 from . import register
 from ._online import SampleRing, fit_classifier, ring_fill, ring_record
@@ -355,7 +355,7 @@ class DOGI(PlacementPolicy):
 
     # -- setup -----------------------------------------------------------------------------
     def bind(self, ctx: SimContext) -> tuple:
-        from features.labels import category_bounds, scaled_mu
+        from dogi_ml.features.labels import category_bounds, scaled_mu
 
         c = self.cfg
         cap = ctx.capacity
@@ -512,7 +512,7 @@ class DOGI(PlacementPolicy):
     def _predict(self, X: np.ndarray) -> np.ndarray:
         if self.qmodel is not None:
             # the deployed integer model: the exported C header's arithmetic, in Numba
-            from export.numba_kernel import int8_mlp_classes
+            from dogi_ml.export.numba_kernel import int8_mlp_classes
             out = np.empty(X.shape[0], np.int64)
             int8_mlp_classes(np.ascontiguousarray(X, np.int64), *self.qargs, out)
             return out.astype(np.int8)
@@ -552,7 +552,7 @@ class DOGI(PlacementPolicy):
         bounds = self.state[P_BOUNDS]
         groups = None
         if self.group_search:
-            from markov.groups import best_configuration
+            from dogi_ml.markov.groups import best_configuration
             upper = np.append(bounds[1:].astype(float), np.inf)
             t0 = time.perf_counter()
             best = best_configuration(plog["pred"], np.minimum(plog["inv"], 1e15).astype(float), upper,
@@ -569,7 +569,7 @@ class DOGI(PlacementPolicy):
         entry["action"] = "configuration applied"
 
     def _retrain(self, sim) -> None:
-        from features.labels import dogi_classes
+        from dogi_ml.features.labels import dogi_classes
 
         st, bounds = self.state[P_ST], self.state[P_BOUNDS]
         now = int(sim.state.ctr[0])
@@ -619,7 +619,7 @@ class DOGI(PlacementPolicy):
         self.history.append(entry)
 
     def _quantise(self, model, X_calib):
-        from export.quantize import quantize_model
+        from dogi_ml.export.quantize import quantize_model
         if getattr(model, "name", None) != "mlp":
             raise ValueError(f"policy dogi: deployed=int8 runs the integer MLP; model is {model.name!r}")
         return quantize_model(model, X_calib, feature_names=list(self.cfg["features"]))

@@ -1,5 +1,5 @@
 """FK: future-knowledge placement (SepBIT's ideal placement); the oracle lives in ``oracles``."""
-from oracles.fk import FutureKnowledge
+from dogi_ml.oracles.fk import FutureKnowledge
 
 from . import register
 

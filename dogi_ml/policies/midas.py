@@ -15,7 +15,7 @@ Groups (simulator ids): ``0`` is G0 (hot), ``1`` is G1, and so on.
 - **Naive MiDA**: at the start, and after a fallback from group ``ns`` on, groups ``ns..ns+3``
   are plain migration groups sharing the cost-benefit pool (with ``ns = 1``, G0 is in it too).
 - **Reconfiguration**: each epoch (4x capacity of user writes) the update intervals of all user
-  writes are counted (:mod:`markov.midas` builds the UID); between chunks the group number and
+  writes are counted (:mod:`dogi_ml.markov.midas` builds the UID); between chunks the group number and
   sizes of lowest modelled WAF are searched and applied if the model's WAF is below the WAF
   measured over the last capacity of writes and G0 has at least two groups after it.
 - **Fallback**: once every group has been collected under a new configuration, the valid ratio
@@ -43,7 +43,7 @@ import numpy as np
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext
 from dogi_ml.sim.state import C_GC, C_USER, P_NSEG, P_SEG_BLOCKS, SEG_OPEN, SEG_SEALED
 from dogi_ml.sim.victims import register_victim
-from markov.midas import Device, HotStats, build_uid, search
+from dogi_ml.markov.midas import Device, HotStats, build_uid, search
 
 from . import register
 

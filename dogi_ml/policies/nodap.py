@@ -1,5 +1,5 @@
 """NoDaP: the DOGI paper's near-optimal oracle; it lives in ``oracles``."""
-from oracles.nodap import NoDaP as _NoDaP
+from dogi_ml.oracles.nodap import NoDaP as _NoDaP
 
 from . import register
 
