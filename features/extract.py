@@ -39,6 +39,8 @@ FEATURES = (
     "write_count",          # writes of this LBA so far (this one excluded)
 )
 DOGI_FEATURES = FEATURES[:6]
+#: address-like or binary features: the models' input scaler keeps them linear (no log transform)
+NO_LOG = frozenset({"lba", "prev_lba", "sequential"})
 F_LBA, F_PREV_LBA, F_FREQ, F_CHUNK_FREQ, F_RECENCY, F_LATEST_INV, F_REQ_BLOCKS, F_SEQ, \
     F_CHUNK_READS, F_CHUNK_WRITES, F_RW_RATIO, F_WRITE_COUNT = range(len(FEATURES))
 

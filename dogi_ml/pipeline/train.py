@@ -17,10 +17,9 @@ import numpy as np
 from dogi_ml.traces.trace import Trace
 from dogi_ml.traces.workload import workload_capacity
 from dogi_ml.features import labels as L
-from dogi_ml.features.extract import FEATURES, NO_PREVIOUS, FeatureConfig, extract_features, history_rows, lba_sequences
+from dogi_ml.features.extract import (FEATURES, NO_LOG, NO_PREVIOUS, FeatureConfig, extract_features, history_rows,
+                                      lba_sequences)
 from dogi_ml.oracles.annotate import NEVER, annotate_cached
-
-NO_LOG = {"lba", "prev_lba", "sequential"}  # address-like or binary: not log-scaled
 
 
 @dataclass
