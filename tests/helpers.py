@@ -1,0 +1,52 @@
+"""Shared test helpers (plain functions; fixtures live in ``conftest.py``).
+
+Import as ``from helpers import ...``: pytest puts ``tests/`` on ``sys.path`` (the folder has no
+``__init__.py``), whichever way it is started (``pytest`` or ``python -m pytest``).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+
+# The standard small simulation of the engine and heuristics tests: 8192 blocks, 64-block segments.
+CAP = 8192
+SEG = 64
+
+
+def shared_data_dir() -> Path:
+    """``../shared/data`` beside the repository, or ``$DOGI_SHARED_DATA``."""
+    return Path(os.environ.get("DOGI_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+def zipf_writes(capacity: int, n: int, theta: float = 1.0, seed: int = 7) -> np.ndarray:
+    """Zipf(theta) block writes, ranks scrambled over the address space (like fio)."""
+    rng = np.random.default_rng(seed)
+    p = 1.0 / np.arange(1, capacity + 1) ** theta
+    cdf = np.cumsum(p / p.sum())
+    ranks = np.minimum(np.searchsorted(cdf, rng.random(n)), capacity - 1)
+    return rng.permutation(capacity)[ranks].astype(np.int64)
+
+
+def hotcold_writes(capacity: int, n: int, hot: float = 0.1, hot_share: float = 0.9, seed: int = 3) -> np.ndarray:
+    """A share ``hot_share`` of the writes on the first ``hot`` fraction of the blocks, uniform
+    within each part."""
+    rng = np.random.default_rng(seed)
+    nhot = int(capacity * hot)
+    is_hot = rng.random(n) < hot_share
+    return np.where(is_hot, rng.integers(0, nhot, n), rng.integers(nhot, capacity, n)).astype(np.int64)
+
+
+def run(policy: str, writes, victim="greedy", cap=CAP, **cfg):
+    """Simulate ``policy`` (default groups) over ``writes`` with prefill, 64-block segments and
+    ``SimConfig`` overrides ``cfg``; returns ``(simulator, result)``."""
+    from dogi_ml.policies import make_policy
+    from dogi_ml.sim import SimConfig, Simulator
+
+    pol = make_policy(policy)
+    sim = Simulator(pol, SimConfig(segment_blocks=SEG, victim=victim, **cfg), cap,
+                    stream=writes if pol.needs_future else None)
+    return sim, sim.run(writes)

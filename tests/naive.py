@@ -1,0 +1,478 @@
+"""Plain-Python twins of the simulator, its victim selectors and the heuristic placement schemes.
+
+Slow and simple on purpose: lists and dicts, one block at a time, each rule written as the
+scheme's paper or docstring states it. ``tests/test_naive_parity.py`` checks that the Numba engine
+(``dogi_ml.sim``) and these twins give the same counts on small traces. Nothing here imports
+``dogi_ml``: the twin must not share a bug with the code it checks.
+
+The model (what the engine does, stated once):
+
+- ``segments = floor(capacity * (1 + op_ratio) / segment_blocks)``, all free at the start. Free
+  segments form a stack: segment 0 is handed out first, and a reclaimed segment is the next one
+  handed out.
+- Each group has one open segment. A group's full segment stays open until the group's next
+  append, which seals it (recording the seal time) and opens the top free segment (recording the
+  open time). Only sealed segments are GC victims.
+- Logical time ``now`` counts user writes, prefill included. A user write at time ``t``
+  invalidates the LBA's old copy, asks the policy for a group (the LBA's previous write time is
+  still visible), appends, records ``t`` as the LBA's write time, and the clock moves to ``t + 1``.
+  Then, at time ``t + 1``, if fewer than ``gc_free_segments`` segments are free, GC collects
+  victims until ``gc_high_free_segments`` (default: the same number) are free; with the
+  garbage-proportion trigger it also collects while invalid blocks exceed that share of the
+  blocks of all non-free segments (open ones counted as full).
+- GC of one victim: the policy's reclaim hook runs first; then every valid block, in slot order,
+  is relocated to the group the policy's GC rule picks (its write time is unchanged). If that
+  group needs a fresh segment and none is free, the block goes to the open segment with the most
+  room (lowest group on a tie) and counts as a spill. The victim then becomes the top free segment.
+- Prefill writes LBAs ``0 .. capacity-1`` once through the same path, then every counter is zeroed
+  (the clock and the policies' state carry on).
+"""
+from __future__ import annotations
+
+import math
+
+
+class NaiveError(RuntimeError):
+    """The twin cannot continue (out of segments, GC without gain)."""
+
+
+MASK63 = (1 << 63) - 1
+
+
+class NaiveStore:
+    """A log-structured store: segments of slots, each slot an LBA or None (empty or invalid)."""
+
+    def __init__(self, policy, victim, capacity, segment_blocks, op_ratio=0.10, gc_free_segments=2,
+                 gc_trigger="free_segments", gc_garbage_ratio=0.15, victim_d=8, seed=1,
+                 series_window=None, gc_high_free_segments=0):
+        self.policy = policy
+        self.victim = victim
+        self.capacity = capacity
+        self.seg_blocks = segment_blocks
+        self.n_segments = math.floor(capacity * (1.0 + op_ratio) / segment_blocks)
+        self.gc_free = gc_free_segments
+        self.gc_high = max(gc_high_free_segments, gc_free_segments)
+        # the engine holds the ratio in parts per million
+        self.garbage_ppm = round(gc_garbage_ratio * 1e6) if gc_trigger == "garbage_proportion" else 0
+        self.victim_d = victim_d
+        self.rng = (seed * 0x9E3779B97F4A7C15 + 1) & MASK63 or 1
+        self.window = series_window or max(1, capacity // 4)
+        n_groups = policy.n_groups
+        self.slots = [[] for _ in range(self.n_segments)]       # LBA or None per written slot
+        self.n_valid = [0] * self.n_segments                    # LBAs (not None) in the slots
+        self.status = ["free"] * self.n_segments                # free / open / sealed
+        self.group = [None] * self.n_segments
+        self.opened_at = [0] * self.n_segments
+        self.sealed_at = [0] * self.n_segments
+        self.free = list(range(self.n_segments - 1, -1, -1))    # a stack: the end is the top
+        self.open = [None] * n_groups
+        self.where = {}          # LBA -> (segment, slot)
+        self.written_at = {}     # LBA -> time of its last user write
+        self.now = 0
+        self.reset_counters()
+        policy.bind(self)
+
+    # -- what policies and selectors may read ------------------------------------------------
+    def valid(self, seg):
+        return self.n_valid[seg]
+
+    def last_write(self, lba):
+        """Time of the LBA's previous user write, None if never written."""
+        return self.written_at.get(lba)
+
+    def sealed(self):
+        return [seg for seg in range(self.n_segments) if self.status[seg] == "sealed"]
+
+    # -- counters ------------------------------------------------------------------------------
+    def reset_counters(self):
+        n = self.policy.n_groups
+        self.user = 0
+        self.gc = 0
+        self.reclaimed = 0
+        self.spills = 0
+        self.group_user = [0] * n
+        self.group_gc = [0] * n
+        self.group_reclaimed = [0] * n
+        self.group_reclaimed_valid = [0] * n
+        self.series = []                 # (time, user writes, GC writes) per window
+        self.series_mark = (0, 0)
+
+    def invalid_blocks(self):
+        return sum(len(self.slots[seg]) - self.n_valid[seg] for seg in range(self.n_segments))
+
+    # -- appending -----------------------------------------------------------------------------
+    def _take_free_segment(self, group):
+        """Seal the group's open segment (if any) and open the top free one; False if none."""
+        old = self.open[group]
+        if old is not None:
+            self.status[old] = "sealed"
+            self.sealed_at[old] = self.now
+        if not self.free:
+            self.open[group] = None
+            return False
+        seg = self.free.pop()
+        self.status[seg] = "open"
+        self.group[seg] = group
+        self.opened_at[seg] = self.now
+        self.open[group] = seg
+        return True
+
+    def _append(self, group, lba):
+        seg = self.open[group]
+        if seg is None or len(self.slots[seg]) == self.seg_blocks:
+            if not self._take_free_segment(group):
+                return False
+            seg = self.open[group]
+        self.where[lba] = (seg, len(self.slots[seg]))
+        self.slots[seg].append(lba)
+        self.n_valid[seg] += 1
+        return True
+
+    def _invalidate(self, lba):
+        if lba in self.where:
+            seg, slot = self.where.pop(lba)
+            self.slots[seg][slot] = None
+            self.n_valid[seg] -= 1
+
+    # -- user writes ---------------------------------------------------------------------------
+    def write(self, lba):
+        if not 0 <= lba < self.capacity:
+            raise NaiveError(f"LBA {lba} beyond capacity {self.capacity}")
+        self._invalidate(lba)
+        g = self.policy.place_user(self, lba, self.now)
+        if not self._append(g, lba):
+            raise NaiveError("out of segments on a user write")
+        self.written_at[lba] = self.now
+        self.group_user[g] += 1
+        self.user += 1
+        self.now += 1
+        self._collect_while_needed()
+        if self.user % self.window == 0:
+            u0, g0 = self.series_mark
+            self.series.append((self.now, self.user - u0, self.gc - g0))
+            self.series_mark = (self.user, self.gc)
+
+    def _too_much_garbage(self):
+        if not self.garbage_ppm:
+            return False
+        written = (self.n_segments - len(self.free)) * self.seg_blocks
+        return self.invalid_blocks() * 1_000_000 > self.garbage_ppm * written
+
+    def _collect_while_needed(self):
+        """Below the low watermark, collect up to the high one (the same unless set); with the
+        garbage-proportion trigger, also collect while there is too much garbage."""
+        if len(self.free) >= self.gc_free and not self._too_much_garbage():
+            return
+        target = self.gc_high if len(self.free) < self.gc_free else self.gc_free
+        rounds = 0
+        while len(self.free) < target or self._too_much_garbage():
+            rounds += 1
+            if rounds > self.n_segments:
+                if len(self.free) >= self.gc_free and not self._too_much_garbage():
+                    break      # only the high watermark unmet
+                raise NaiveError("GC made no progress")
+            victim = self.victim(self, self.now)
+            if victim is None:
+                raise NaiveError("GC needed but no sealed segment")
+            if all(self.valid(seg) == self.seg_blocks for seg in [victim] + self.sealed()):
+                # reclaiming frees nothing: every sealed segment is full of valid blocks
+                if len(self.free) >= self.gc_free:
+                    break      # only the garbage trigger or the high watermark unmet: not an error
+                raise NaiveError("GC victim entirely valid and no garbage anywhere")
+            self._collect(victim)
+
+    def _collect(self, victim):
+        self.policy.on_reclaim(self, victim, self.now)
+        vgroup = self.group[victim]
+        n_valid = self.valid(victim)
+        self.group_reclaimed[vgroup] += 1
+        self.group_reclaimed_valid[vgroup] += n_valid
+        for lba in list(self.slots[victim]):
+            if lba is None:
+                continue
+            g = self.policy.place_gc(self, lba, victim, self.now)
+            del self.where[lba]
+            if not self._append(g, lba):
+                g = self._roomiest_group()
+                if g is None or not self._append(g, lba):
+                    raise NaiveError("out of segments during GC")
+                self.spills += 1
+            self.group_gc[g] += 1
+        self.gc += n_valid
+        self.reclaimed += 1
+        self.slots[victim] = []
+        self.n_valid[victim] = 0
+        self.status[victim] = "free"
+        self.group[victim] = None
+        self.free.append(victim)
+
+    def _roomiest_group(self):
+        best, best_room = None, 0
+        for g, seg in enumerate(self.open):
+            if seg is not None and self.seg_blocks - len(self.slots[seg]) > best_room:
+                best, best_room = g, self.seg_blocks - len(self.slots[seg])
+        return best
+
+    # -- a run ---------------------------------------------------------------------------------
+    def run(self, writes, prefill=True):
+        if prefill:
+            for lba in range(self.capacity):
+                self.write(lba)
+            self.reset_counters()
+        for lba in writes:
+            self.write(int(lba))
+        return self.result()
+
+    def result(self):
+        groups = [{"group": g, "user_writes": self.group_user[g], "gc_writes": self.group_gc[g],
+                   "reclaimed_segments": self.group_reclaimed[g],
+                   "reclaimed_valid_blocks": self.group_reclaimed_valid[g]}
+                  for g in range(self.policy.n_groups)]
+        return {
+            "user_writes": self.user,
+            "gc_writes": self.gc,
+            "reclaimed_segments": self.reclaimed,
+            "gc_spills": self.spills,
+            "free_segments": len(self.free),
+            "invalid_blocks": self.invalid_blocks(),
+            "groups": groups,
+            "series": self.series,
+            "placement": {lba: seg * self.seg_blocks + slot for lba, (seg, slot) in self.where.items()},
+        }
+
+
+# -- victim selectors ----------------------------------------------------------------------------
+# Each takes the store and the GC time and returns a sealed segment (None if there is none).
+# Ties go to the lowest segment number, as in the engine.
+
+def greedy(store, now):
+    """The fewest valid blocks."""
+    return min(store.sealed(), key=lambda seg: (store.valid(seg), seg), default=None)
+
+
+def cost_benefit(store, now):
+    """Rosenblum and Ousterhout: the largest (1 - u) / (1 + u) * age, with u the segment's valid
+    fraction and age = now - seal time + 1; i.e. (S - v) * age / (S + v). Scores compared as exact
+    fractions (the engine cross-multiplies in floats, exact at these sizes)."""
+    def score(seg):
+        v, S = store.valid(seg), store.seg_blocks
+        return _Fraction((S - v) * (now - store.sealed_at[seg] + 1), S + v)
+    return _best_score(store.sealed(), score)
+
+
+def cost_benefit_sepbit(store, now):
+    """SepBIT's variant: the largest GP * age / (1 - GP), GP = garbage proportion, i.e.
+    (S - v) * age / v; a segment with no valid block scores infinity (the lowest such wins)."""
+    for seg in store.sealed():
+        if store.valid(seg) == 0:
+            return seg
+
+    def score(seg):
+        v, S = store.valid(seg), store.seg_blocks
+        return _Fraction((S - v) * (now - store.sealed_at[seg] + 1), v)
+    return _best_score(store.sealed(), score)
+
+
+def fifo(store, now):
+    """The segment sealed longest ago."""
+    return min(store.sealed(), key=lambda seg: (store.sealed_at[seg], seg), default=None)
+
+
+def d_choices(store, now):
+    """The fewest valid blocks among ``d`` random sealed segments (first found wins a tie).
+
+    Random numbers: xorshift64 (shifts 13, 7, 17) kept to 63 bits, seeded as the engine seeds it,
+    segment = number mod segments; at most 64 * d draws, else plain greedy."""
+    best, best_valid, found, draws = None, None, 0, 0
+    while found < store.victim_d and draws < 64 * store.victim_d:
+        draws += 1
+        x = store.rng
+        x ^= (x << 13) & MASK63
+        x ^= x >> 7
+        x ^= (x << 17) & MASK63
+        store.rng = x or 1
+        seg = store.rng % store.n_segments
+        if store.status[seg] == "sealed":
+            found += 1
+            if best is None or store.valid(seg) < best_valid:
+                best, best_valid = seg, store.valid(seg)
+    return greedy(store, now) if best is None else best
+
+
+VICTIMS = {"greedy": greedy, "cost_benefit": cost_benefit, "cost_benefit_sepbit": cost_benefit_sepbit,
+           "fifo": fifo, "d_choices": d_choices}
+
+
+def _Fraction(num, den):
+    from fractions import Fraction
+    return Fraction(num, den)
+
+
+def _best_score(candidates, score):
+    best, best_score = None, None
+    for seg in candidates:          # ascending, so a tie keeps the lower segment
+        s = score(seg)
+        if best is None or s > best_score:
+            best, best_score = seg, s
+    return best
+
+
+# -- placement schemes ---------------------------------------------------------------------------
+# Each has ``n_groups``, ``bind(store)``, ``place_user(store, lba, now)``,
+# ``place_gc(store, lba, victim, now)`` and ``on_reclaim(store, victim, now)``.
+
+class NoSep:
+    """Everything in one group."""
+
+    def __init__(self, n_groups=1):
+        self.n_groups = n_groups
+
+    def bind(self, store):
+        pass
+
+    def place_user(self, store, lba, now):
+        return 0
+
+    def place_gc(self, store, lba, victim, now):
+        return 0
+
+    def on_reclaim(self, store, victim, now):
+        pass
+
+
+class SepGC(NoSep):
+    """User writes in group 0, GC writes in group 1."""
+
+    def __init__(self, n_groups=2):
+        super().__init__(2)
+
+    def place_gc(self, store, lba, victim, now):
+        return 1
+
+
+class SepBIT(NoSep):
+    """SepBIT (Wang et al., FAST'22), Algorithm 1; Class k is group k - 1.
+
+    User write: the invalidated block's lifespan v = now - its last user write (infinite for a
+    first write); v < l -> Class 1, else Class 2. GC write: from a Class-1 segment -> Class 3;
+    else by age g = now - last user write: g < 4l -> Class 4, g < 16l -> Class 5, else Class 6.
+    l starts infinite; after every 16 reclaimed Class-1 segments it becomes their mean lifespan
+    (reclaim time - open time), rounded down."""
+
+    def __init__(self, n_groups=6):
+        super().__init__(6)
+
+    def bind(self, store):
+        self.ell = math.inf
+        self.lifespans = []
+
+    def place_user(self, store, lba, now):
+        last = store.last_write(lba)
+        v = math.inf if last is None else now - last
+        return 0 if v < self.ell else 1
+
+    def place_gc(self, store, lba, victim, now):
+        if store.group[victim] == 0:
+            return 2
+        g = now - store.last_write(lba)
+        if g < 4 * self.ell:
+            return 3
+        if g < 16 * self.ell:
+            return 4
+        return 5
+
+    def on_reclaim(self, store, victim, now):
+        if store.group[victim] == 0:
+            self.lifespans.append(now - store.opened_at[victim])
+            if len(self.lifespans) == 16:
+                self.ell = sum(self.lifespans) // 16
+                self.lifespans = []
+
+
+class MiDA(NoSep):
+    """Groups by migration count: user writes -> group 0 (count reset); each GC move -> one group
+    further, capped at the last."""
+
+    def __init__(self, n_groups=6):
+        super().__init__(n_groups)
+
+    def bind(self, store):
+        self.migrations = {}
+
+    def place_user(self, store, lba, now):
+        self.migrations[lba] = 0
+        return 0
+
+    def place_gc(self, store, lba, victim, now):
+        m = min(self.migrations.get(lba, 0) + 1, self.n_groups - 1)
+        self.migrations[lba] = m
+        return m
+
+
+class DAC(NoSep):
+    """Dynamic dAta Clustering: a per-block region (0 = coldest, all start there); a user write
+    moves the block one region hotter, a GC write one colder, within 0 .. n_groups - 1; the block
+    goes to its new region."""
+
+    def __init__(self, n_groups=6):
+        super().__init__(n_groups)
+
+    def bind(self, store):
+        self.region = {}
+
+    def place_user(self, store, lba, now):
+        r = min(self.region.get(lba, 0) + 1, self.n_groups - 1)
+        self.region[lba] = r
+        return r
+
+    def place_gc(self, store, lba, victim, now):
+        r = max(self.region.get(lba, 0) - 1, 0)
+        self.region[lba] = r
+        return r
+
+
+class WARCIP(NoSep):
+    """Rewrite-interval clustering: ``n_groups - 1`` user classes, the last group for GC writes.
+
+    A rewrite's x = log2(interval + 1) joins the nearest centroid (the lower on a tie), which moves
+    by alpha * (x - centroid); centroids stay sorted. First writes go to the last user class without
+    moving anything. Centroids start evenly spaced from log2(segment size) to log2(4 * capacity)
+    (``lo + i * step`` with ``step = (hi - lo) / (k - 1)``, numpy's linspace rounding)."""
+
+    def __init__(self, n_groups=6, alpha=0.01):
+        super().__init__(n_groups)
+        self.alpha = alpha
+
+    def bind(self, store):
+        k = self.n_groups - 1
+        lo, hi = math.log2(store.seg_blocks), math.log2(4 * store.capacity)
+        if k == 1:
+            self.centroids = [(lo + hi) / 2]
+        else:
+            step = (hi - lo) / (k - 1)
+            self.centroids = [i * step + lo for i in range(k - 1)] + [hi]
+
+    def place_user(self, store, lba, now):
+        c = self.centroids
+        last = store.last_write(lba)
+        if last is None:
+            return len(c) - 1
+        x = math.log2(now - last + 1.0)
+        best = min(range(len(c)), key=lambda i: (abs(x - c[i]), i))
+        c[best] += self.alpha * (x - c[best])
+        c.sort()
+        return best
+
+    def place_gc(self, store, lba, victim, now):
+        return self.n_groups - 1
+
+
+POLICIES = {"nosep": NoSep, "sepgc": SepGC, "sepbit": SepBIT, "mida": MiDA, "dac": DAC, "warcip": WARCIP}
+
+
+def simulate(policy, victim, writes, capacity, segment_blocks, prefill=True, n_groups=None, **config):
+    """Run the twin of ``policy`` with selector ``victim`` over ``writes``; the result dict."""
+    cls = POLICIES[policy]
+    pol = cls() if n_groups is None else cls(n_groups)
+    store = NaiveStore(pol, VICTIMS[victim], capacity, segment_blocks, **config)
+    return store.run(writes, prefill=prefill)
