@@ -15,9 +15,9 @@ import numba as nb
 
 from dogi_ml.sim.kernels import prefetch, _append, _fail, _gc_needed, _any_sealed_garbage, _invalidate, _roomiest_group
 from dogi_ml.sim.state import (
-    C_ERROR, C_ERROR_ARG, C_FREE, C_GC, C_INVALID, C_NOW, C_RECLAIMED, C_SERIES_GC,
+    C_ERROR, C_ERROR_ARG, C_FREE, C_GC, C_GC_BURSTS, C_INVALID, C_NOW, C_RECLAIMED, C_SERIES_GC,
     C_SERIES_USER, C_SPILLS, C_USER, ERR_BAD_GROUP, ERR_BAD_VICTIM, ERR_GC_STUCK, ERR_LBA_RANGE, ERR_NO_GAIN,
-    ERR_NO_VICTIM, ERR_OK, ERR_OUT_OF_SEGMENTS, P_CAPACITY, P_GC_FREE, P_GC_GP_PPM, P_NGROUPS, P_NSEG,
+    ERR_NO_VICTIM, ERR_OK, ERR_OUT_OF_SEGMENTS, P_CAPACITY, P_GC_FREE, P_GC_GP_PPM, P_GC_HIGH, P_NGROUPS, P_NSEG,
     P_SEG_BLOCKS, P_WINDOW, SEG_FREE, SEG_SEALED,
 )
 from dogi_ml.sim._placeholders import on_reclaim, place_gc, place_user, select_victim  # SPECIALISE
@@ -37,9 +37,10 @@ def collect_one(s, p, now):
         return _fail(s, ERR_NO_VICTIM, 0)
     if victim >= s.prm[P_NSEG] or s.seg_state[victim] != SEG_SEALED:
         return _fail(s, ERR_BAD_VICTIM, victim)
-    if s.seg_valid[victim] >= s.seg_wp[victim] and not _any_sealed_garbage(s):
+    if s.seg_valid[victim] >= seg_blocks and not _any_sealed_garbage(s):
         # Relocating a fully valid segment is the selector's call (FIFO does it), but when no
-        # sealed segment holds garbage at all, GC can never free space.
+        # sealed segment holds garbage at all, GC can never free space. (A retired segment's
+        # unwritten tail counts as space freed, hence seg_blocks rather than its write pointer.)
         return _fail(s, ERR_NO_GAIN, victim)
     on_reclaim(s, p, victim, now)
     vgroup = s.seg_group[victim]
@@ -93,6 +94,7 @@ def run_chunk(s, p, writes, series_t, series_user, series_gc):
     ngroups = s.prm[P_NGROUPS]
     window = s.prm[P_WINDOW]
     gc_free = s.prm[P_GC_FREE]
+    gc_high = s.prm[P_GC_HIGH]
     nseg = s.prm[P_NSEG]
     gp_ppm = s.prm[P_GC_GP_PPM]
     nseries = 0
@@ -131,19 +133,28 @@ def run_chunk(s, p, writes, series_t, series_user, series_gc):
         s.ctr[C_USER] += 1
         s.ctr[C_NOW] = now + 1
         # The free-segment test first and by hand: it is the common case and costs a compare.
-        rounds = 0
-        while s.ctr[C_FREE] < gc_free or (gp_ppm > 0 and _gc_needed(s)):
-            rounds += 1
-            if rounds > nseg:
-                return _fail(s, ERR_GC_STUCK, rounds), nseries
-            rc = collect_one(s, p, now + 1)
-            if rc != ERR_OK:
-                # A garbage-proportion trigger with nothing worth collecting is not an error
-                # as long as free segments remain above the hard threshold.
-                if rc == ERR_NO_GAIN and s.ctr[C_FREE] >= s.prm[P_GC_FREE]:
-                    s.ctr[C_ERROR] = ERR_OK
-                    break
-                return rc, nseries
+        if s.ctr[C_FREE] < gc_free or (gp_ppm > 0 and _gc_needed(s)):
+            # Below the low watermark a burst collects up to the high one (gc_high == gc_free
+            # unless sim.gc_high_free_segments is set: then one victim per round, as before).
+            target = gc_high if s.ctr[C_FREE] < gc_free else gc_free
+            s.ctr[C_GC_BURSTS] += 1
+            rounds = 0
+            while s.ctr[C_FREE] < target or (gp_ppm > 0 and _gc_needed(s)):
+                rounds += 1
+                if rounds > nseg:
+                    # Only the high watermark unmet: end the burst, the low one holds.
+                    if s.ctr[C_FREE] >= gc_free and not (gp_ppm > 0 and _gc_needed(s)):
+                        break
+                    return _fail(s, ERR_GC_STUCK, rounds), nseries
+                rc = collect_one(s, p, now + 1)
+                if rc != ERR_OK:
+                    # A garbage-proportion trigger, or a burst towards the high watermark, with
+                    # nothing worth collecting is not an error as long as free segments remain
+                    # at or above the low watermark.
+                    if rc == ERR_NO_GAIN and s.ctr[C_FREE] >= gc_free:
+                        s.ctr[C_ERROR] = ERR_OK
+                        break
+                    return rc, nseries
         if s.ctr[C_USER] == next_sample:
             next_sample += window
             if nseries < series_t.shape[0]:

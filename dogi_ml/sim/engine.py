@@ -1,4 +1,19 @@
-"""The simulator: a policy, a victim selector and a state, fed chunk after chunk."""
+"""The simulator: a policy, a victim selector and a state, fed chunk after chunk.
+
+Garbage collection runs after a user write once fewer than ``sim.gc_free_segments`` segments
+are free (the low watermark). By default it then collects one victim at a time until that many
+are free again, so victims' survivors share open segments with the user writes that keep
+arriving. With ``sim.gc_high_free_segments`` set, each trigger is a burst that goes on until
+that many segments are free (the high watermark), as firmware does: Shiro (shared/papers/shiro.txt,
+"GC triggering") starts foreground GC below 5% free superblocks and background GC below 25%.
+The MiDAS simulator (sungkyun123/MiDAS-Simulation, ``ssdsimul.cpp``: ``GC()`` loops
+``while (fbqueue.size() < FREENUM)`` after every page write, ``FREENUM = 4`` in ``ssd_config.cpp``)
+has the single watermark, i.e. this engine's default (its survivors go to the open segment of
+the victim's next group, ``do_gc``: a placement choice, not a GC schedule). The high watermark
+follows Shiro's two thresholds read as hysteresis; a count of segments, not a share, because at
+the default 10% over-provisioning a quarter of all segments can never be free.
+"""
+
 from __future__ import annotations
 
 import math
@@ -7,10 +22,10 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
-from .kernels import specialise
+from .kernels import retire_group, specialise
 from .policy_api import PlacementPolicy, SimContext
 from .state import (
-    C_ERROR_ARG, C_FREE, C_GC, C_INVALID, C_NOW, C_RECLAIMED, C_SERIES_GC, C_SERIES_USER, C_SPILLS,
+    C_ERROR_ARG, C_FREE, C_GC, C_GC_BURSTS, C_INVALID, C_NOW, C_RECLAIMED, C_SERIES_GC, C_SERIES_USER, C_SPILLS,
     C_USER,
     ERR_OK, ERROR_TEXT, P_WINDOW, check_invariants, new_state, state_nbytes,
 )
@@ -32,6 +47,7 @@ class SimConfig:
     victim_d: int = 8                    # d of d-choices
     gc_trigger: str = "free_segments"    # or "garbage_proportion" (SepBIT)
     gc_free_segments: int = 2            # GC runs while fewer segments than this are free
+    gc_high_free_segments: int | None = None  # once triggered, GC collects until this many are free (None/0 = off)
     gc_garbage_ratio: float = 0.15
     prefill: bool = True                 # write the logical space once before the trace
     chunk_blocks: int = 1 << 20          # user writes between Python hooks / invariant checks
@@ -70,9 +86,21 @@ class Simulator:
         gc_free = int(cfg.gc_free_segments)
         if gc_free < 1:
             raise SimulationError(f"sim.gc_free_segments must be >= 1, got {gc_free}")
+        gc_high = self._high_watermark(cfg.gc_high_free_segments, gc_free)
         # Logical data fills ceil(cap/seg) segments; every group holds an open segment; GC keeps
         # gc_free in reserve; one more sealed segment must exist to have garbage to collect.
-        needed = math.ceil(self.capacity / cfg.segment_blocks) + self.n_groups + gc_free + 1
+        data_segments = math.ceil(self.capacity / cfg.segment_blocks)
+        if gc_high > gc_free:
+            # The same count with the high watermark in reserve: more free segments than this
+            # cannot exist once the logical space is written, so a burst could never end.
+            reachable = self.n_segments - data_segments - self.n_groups - 1
+            if gc_high > reachable:
+                raise SimulationError(
+                    f"sim.gc_high_free_segments={gc_high} cannot be reached: of {self.n_segments} physical "
+                    f"segments, {data_segments} hold the logical data, {self.n_groups} are the groups' open "
+                    f"segments and one more must hold garbage, so at most {max(reachable, 0)} can be free; "
+                    f"lower it or raise sim.op_ratio")
+        needed = data_segments + self.n_groups + gc_free + 1
         if self.n_segments < needed:
             raise SimulationError(
                 f"impossible configuration: {self.n_segments} physical segments of {cfg.segment_blocks} "
@@ -85,7 +113,8 @@ class Simulator:
         window = cfg.series_window if cfg.series_window else max(1, self.capacity // 4)
         self.state = new_state(capacity=self.capacity, n_segments=self.n_segments,
                                segment_blocks=cfg.segment_blocks, n_groups=self.n_groups,
-                               gc_free_segments=gc_free, gc_garbage_ppm=gp_ppm,
+                               gc_free_segments=gc_free, gc_high_free_segments=gc_high,
+                               gc_garbage_ppm=gp_ppm,
                                victim_d=cfg.victim_d, window=window, seed=cfg.seed)
         self.victim_name = policy.victim or cfg.victim
         self.select_victim = get_victim(self.victim_name)
@@ -107,6 +136,46 @@ class Simulator:
         self.compile_s = 0.0
         self.chunks = 0
         self._compiled = False
+
+    @staticmethod
+    def _high_watermark(value, gc_free: int) -> int:
+        """``sim.gc_high_free_segments`` as a segment count; ``gc_free`` (no bursts) when unset."""
+        if value is None or value == 0:
+            return gc_free
+        if isinstance(value, bool) or not float(value).is_integer():
+            raise SimulationError(f"sim.gc_high_free_segments must be a whole number of segments or null, "
+                                  f"got {value!r}")
+        high = int(value)
+        if high < gc_free:
+            raise SimulationError(
+                f"sim.gc_high_free_segments={high} is below the low watermark sim.gc_free_segments={gc_free}: "
+                f"a GC burst starts below the low one and collects up to the high one; set it to at least "
+                f"{gc_free}, or null for no bursts")
+        return high
+
+    # -- groups --------------------------------------------------------------------------
+    def retire_group(self, group: int) -> int:
+        """Seal ``group``'s open segment now, full or not (see :func:`dogi_ml.sim.kernels.retire_group`).
+
+        Call it between chunks (e.g. from a policy's ``between_chunks``) for a group the scheme
+        stops using, so its half-written segment becomes a GC victim like any sealed one instead
+        of holding spare space for the rest of the run. Writing to the group again later opens a
+        fresh segment. Returns the sealed segment, ``-1`` if the group had no open segment."""
+        g = self._group_index(group)
+        return int(retire_group(self.state, g, int(self.state.ctr[C_NOW])))
+
+    def retire_groups(self, groups) -> list[int]:
+        """:meth:`retire_group` for each of ``groups``; the sealed segments (``-1`` for none)."""
+        return [self.retire_group(g) for g in groups]
+
+    def _group_index(self, group) -> int:
+        if isinstance(group, bool) or not isinstance(group, (int, np.integer)):
+            raise TypeError(f"group must be an integer, got {group!r}")
+        g = int(group)
+        if not 0 <= g < self.n_groups:
+            raise ValueError(f"group {g} is outside [0, {self.n_groups}) (policy {self.policy.name} "
+                             f"has {self.n_groups} groups)")
+        return g
 
     # -- running -----------------------------------------------------------------------
     def _kernel(self, writes: np.ndarray) -> None:
@@ -142,7 +211,7 @@ class Simulator:
 
     def reset_counters(self) -> None:
         s = self.state
-        for k in (C_USER, C_GC, C_RECLAIMED, C_SERIES_USER, C_SERIES_GC, C_SPILLS):
+        for k in (C_USER, C_GC, C_RECLAIMED, C_SERIES_USER, C_SERIES_GC, C_SPILLS, C_GC_BURSTS):
             s.ctr[k] = 0
         for a in (s.group_user, s.group_gc, s.group_reclaimed, s.group_reclaimed_valid):
             a[:] = 0
@@ -242,6 +311,7 @@ class Simulator:
             "prefill_blocks": self.prefill_blocks,
             "free_segments": int(s.ctr[C_FREE]),
             "gc_spills": int(s.ctr[C_SPILLS]),
+            "gc_bursts": int(s.ctr[C_GC_BURSTS]),
             "invalid_blocks": int(s.ctr[C_INVALID]),
             "waf_series": {"t": t.tolist(), "waf": [round(float(x), 6) for x in inst]},
             "state_bytes": state_bytes,

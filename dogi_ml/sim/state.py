@@ -25,7 +25,8 @@ P_GC_GP_PPM = 5       # garbage-proportion trigger in parts per million (0 = off
 P_VICTIM_D = 6        # d of d-choices
 P_WINDOW = 7          # user writes per instantaneous-WAF sample
 P_SEG_SHIFT = 8       # log2(seg_blocks) if a power of two, else -1 (a shift beats a division)
-N_PRM = 9
+P_GC_HIGH = 9         # a GC burst started below P_GC_FREE collects until this many are free (>= P_GC_FREE)
+N_PRM = 10
 
 # ctr indices (counters)
 C_NOW = 0             # logical time: user-written blocks so far (prefill included)
@@ -40,7 +41,8 @@ C_ERROR_ARG = 8
 C_SERIES_USER = 9    # user writes at the last series sample
 C_SERIES_GC = 10
 C_SPILLS = 11          # GC blocks written to another group because no segment was free
-N_CTR = 12
+C_GC_BURSTS = 12      # times GC was triggered (each trigger collects one or more victims)
+N_CTR = 13
 
 # Error codes returned by the kernels
 ERR_OK = 0
@@ -90,14 +92,18 @@ SimArrays = namedtuple("SimArrays", [
 
 def new_state(*, capacity: int, n_segments: int, segment_blocks: int, n_groups: int,
               gc_free_segments: int, gc_garbage_ppm: int = 0, victim_d: int = 8,
-              window: int = 0, seed: int = 1) -> SimArrays:
-    """Allocate an empty state (all segments free, nothing mapped)."""
+              window: int = 0, seed: int = 1, gc_high_free_segments: int = 0) -> SimArrays:
+    """Allocate an empty state (all segments free, nothing mapped).
+
+    ``gc_high_free_segments`` is the high watermark of a GC burst; below ``gc_free_segments``
+    (0 included) it is the low watermark itself: one victim at a time, as without it."""
     prm = np.zeros(N_PRM, np.int64)
     prm[P_SEG_BLOCKS] = segment_blocks
     prm[P_NGROUPS] = n_groups
     prm[P_NSEG] = n_segments
     prm[P_CAPACITY] = capacity
     prm[P_GC_FREE] = gc_free_segments
+    prm[P_GC_HIGH] = max(gc_high_free_segments, gc_free_segments)
     prm[P_GC_GP_PPM] = gc_garbage_ppm
     prm[P_VICTIM_D] = victim_d
     prm[P_WINDOW] = window
@@ -186,5 +192,7 @@ def check_invariants(s: SimArrays) -> None:
         raise InvariantError("open segments disagree with the groups' open-segment table")
     if np.any(s.seg_wp > seg_blocks) or np.any(s.seg_valid > s.seg_wp):
         raise InvariantError("a segment's valid count or write pointer exceeds its size")
+    if np.any(s.seg_wp[s.seg_state == SEG_SEALED] == 0):
+        raise InvariantError("a sealed segment holds no block (an empty segment must go back to the free stack)")
     if int(s.group_user.sum()) != int(s.ctr[C_USER]) or int(s.group_gc.sum()) != int(s.ctr[C_GC]):
         raise InvariantError("per-group traffic does not add up to the totals")
