@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .state import (
     C_ERROR, C_ERROR_ARG, C_FREE, C_INVALID, C_NOW, P_GC_FREE, P_GC_GP_PPM, P_NSEG,
-    P_SEG_BLOCKS, P_SEG_SHIFT, SEG_OPEN, SEG_SEALED,
+    P_SEG_BLOCKS, P_SEG_SHIFT, SEG_FREE, SEG_OPEN, SEG_SEALED,
 )
 
 
@@ -103,8 +103,11 @@ def _append(s, group, lba, now):
 
 @nb.njit(cache=True)
 def _any_sealed_garbage(s):
+    """Whether reclaiming some sealed segment frees space: one holding fewer valid blocks than
+    a segment's size (garbage, or the unwritten tail of a retired segment)."""
+    seg_blocks = s.prm[P_SEG_BLOCKS]
     for seg in range(s.prm[P_NSEG]):
-        if s.seg_state[seg] == SEG_SEALED and s.seg_valid[seg] < s.seg_wp[seg]:
+        if s.seg_state[seg] == SEG_SEALED and s.seg_valid[seg] < seg_blocks:
             return True
     return False
 
@@ -142,6 +145,37 @@ def _gc_needed(s):
     return False
 
 
+@nb.njit(cache=True)
+def retire_group(s, group, now):
+    """Seal ``group``'s open segment at time ``now`` even though it is not full; return it
+    (``-1`` if the group had no open segment).
+
+    For groups going out of use (a scheme shrinking or replacing its groups): otherwise their
+    half-written open segments hold spare space for the rest of the run, since only sealed
+    segments are GC victims. The segment is sealed exactly as a full one is (state, seal time),
+    so every victim selector sees it: reclaiming it costs its valid blocks and frees a whole
+    segment. Nothing is moved and no counter changes (the unwritten tail is neither valid nor
+    invalid). The group's next append, if any, opens a fresh segment. A never-written open
+    segment (not produced by the engine, but possible) goes back to the free stack instead, since
+    an empty sealed segment would be a victim that frees nothing.
+
+    Callable from a policy's Numba functions and, between chunks, through
+    :meth:`dogi_ml.sim.Simulator.retire_group`."""
+    seg = s.open_seg[group]
+    if seg < 0:
+        return -1
+    s.open_seg[group] = -1
+    if s.seg_wp[seg] == 0:
+        s.seg_state[seg] = SEG_FREE
+        s.seg_group[seg] = -1
+        s.seg_valid[seg] = 0
+        nfree = s.ctr[C_FREE]
+        s.free_stack[nfree] = seg
+        s.ctr[C_FREE] = nfree + 1
+        return -1
+    s.seg_state[seg] = SEG_SEALED
+    s.seg_seal_time[seg] = now
+    return seg
 
 
 # -- specialisation ------------------------------------------------------------------------
