@@ -251,6 +251,14 @@ class StreamPlan:
     space: np.ndarray        # Tier-1 segments each stream holds: traffic x reclaim age
     waf: float               # 1 + (1 - F(end)): only the last stream migrates valid data
     op_total: float
+    never_fraction: float    # share of writes never invalidated (all in the last stream)
+
+    @property
+    def waf_excluding_never(self) -> float:
+        """WAF counting only blocks that die after ``end`` as migrated, not the never-invalidated
+        ones: what a finite-trace simulation shows if the segments holding the final contents are
+        never cleaned (with ``end = t_max``: 1). The paper's ``waf`` counts them (§3.1)."""
+        return self.waf - self.never_fraction
 
     @property
     def k(self) -> int:
@@ -279,7 +287,8 @@ def plan(cdf: InvalidationCDF, thresholds, end: float | None = None) -> StreamPl
     ops = stream_ops(cdf, tau[1:-1], tau[-1])
     return StreamPlan(thresholds=tau[1:-1].copy(), end=float(tau[-1]), traffic=traffic,
                       reclaim_age=tau[1:].copy(), op=ops, space=traffic * tau[1:],
-                      waf=float(1.0 + (1.0 - F[-1])), op_total=float(ops.sum()))
+                      waf=float(1.0 + (1.0 - F[-1])), op_total=float(ops.sum()),
+                      never_fraction=cdf.never_fraction)
 
 
 # -- Algorithm 1 -------------------------------------------------------------------------------
@@ -424,19 +433,23 @@ def _solve(cdf, k, end, method):
     raise ValueError(f"method must be 'algorithm1' or 'exact', got {method!r}")
 
 
-def min_op_for_waf(cdf: InvalidationCDF, k: int, waf_target: float, method: str = "algorithm1") -> StreamPlan:
+def min_op_for_waf(cdf: InvalidationCDF, k: int, waf_target: float, method: str = "algorithm1", *,
+                   never_migrated: bool = True) -> StreamPlan:
     """Least OP reaching ``waf_target`` with ``k`` streams, §3.2's construction: the last stream
     alone pays the GC, reclaimed at the smallest age ``T`` with ``1 + (1 - F(T)) <= waf_target``
-    (``T = F^{-1}(2 - waf_target)``; ``t_max`` for WAF 1), and the ``k - 1`` inner thresholds
+    (``T = F^{-1}(2 - waf_target)``; ``t_max`` for the floor), and the ``k - 1`` inner thresholds
     minimise CalOP with ``tau_K = T`` (Algorithm 1, or ``method="exact"``).
-    ``k = 1`` is §3.1's single stream."""
+    ``k = 1`` is §3.1's single stream. ``never_migrated=False`` targets
+    :attr:`StreamPlan.waf_excluding_never` instead (floor 1 rather than ``1 + never_fraction``)."""
     k = _check_k(k)
     w = float(waf_target)
-    reachable = 1.0 + cdf.never_fraction
+    never = cdf.never_fraction if never_migrated else 0.0
+    reachable = 1.0 + never
     if not w >= reachable - 1e-12:
         raise ValueError(f"WAF target {w} is below this workload's floor {reachable:.6g} = 1 + the share "
-                         "of never-invalidated blocks, which every GC pass migrates")
-    T = min(float(cdf.quantile(2.0 - w)), cdf.t_max)
+                         "of never-invalidated blocks, which every GC pass migrates (never_migrated=False "
+                         "leaves them out)")
+    T = min(float(cdf.quantile(2.0 - w - (cdf.never_fraction - never))), cdf.t_max)
     return plan(cdf, _solve(cdf, k, T, method).thresholds, T)
 
 

@@ -299,6 +299,14 @@ def test_min_op_for_waf_and_thresholds_for_op_agree(method):
                 assert tight.waf > w
     one = min_op_for_waf(c, 3, floor, method)
     assert one.end == c.t_max and one.waf == pytest.approx(floor)
+    assert one.waf_excluding_never == pytest.approx(1.0) and one.never_fraction == c.never_fraction
+    # never-invalidated blocks left out of the GC count: WAF 1 is reachable, at the same plan
+    kept = min_op_for_waf(c, 3, 1.0, method, never_migrated=False)
+    assert kept.end == c.t_max and kept.op_total == pytest.approx(one.op_total)
+    for w in (1.02, 1.2):
+        q = min_op_for_waf(c, 3, w, method, never_migrated=False)
+        same = min_op_for_waf(c, 3, w + c.never_fraction, method)     # the same target, counted the paper's way
+        assert q.waf_excluding_never <= w + 1e-12 and q.end == same.end and q.op_total == same.op_total
     assert thresholds_for_op(c, 3, 1e9, method).waf == pytest.approx(floor)
     # with no OP a stream can still hold the earliest atom, reclaimed the moment its blocks die;
     # three streams the three earliest
@@ -344,6 +352,7 @@ def test_bad_input_errors():
         single_stream_waf(c, -1.0)
     with pytest.raises(ValueError, match="below this workload's floor"):
         min_op_for_waf(InvalidationCDF([1.0], never_weight=1.0), 2, 1.2)
+    min_op_for_waf(InvalidationCDF([1.0], never_weight=1.0), 2, 1.2, never_migrated=False)   # reachable
     with pytest.raises(ValueError, match="OP budget"):
         thresholds_for_op(c, 2, -1.0)
     with pytest.raises(ValueError, match="method must be"):
