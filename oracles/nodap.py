@@ -10,16 +10,21 @@ the oldest such segment of the lowest group is taken. If none has expired, the s
 the fewest valid blocks in ``GN``; if no segment of ``GN`` holds garbage, the fewest valid
 anywhere.
 
-Group sizes are not fixed here: groups draw segments from one free pool, so a group's size is
-whatever its traffic and BIR keep alive (the offline search below tunes the BIRs).
+Group sizes: the paper's configuration fixes each group's size in segments (its Table 2) and
+searches it with the BIRs. Here ``sizes`` caps ``G1..G(N-1)`` (``GN`` has the rest): when no
+segment has expired and a capped group holds more segments than its size, GC takes that group's
+fewest-valid segment before turning to ``GN``. ``sizes=None`` is the shared pool: a group's size
+is whatever its traffic and BIR keep alive. :func:`search` tunes the BIRs per N, then the sizes.
 """
 from __future__ import annotations
+
+import time
 
 import numba as nb
 import numpy as np
 
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, no_reclaim_hook
-from dogi_ml.sim.state import P_NGROUPS, P_NSEG, SEG_SEALED
+from dogi_ml.sim.state import P_NGROUPS, P_NSEG, SEG_FREE, SEG_SEALED
 from dogi_ml.sim.victims import register_victim
 
 from .annotate import NEVER, annotate
@@ -35,7 +40,7 @@ def _group_of(bounds, remaining):
 
 @nb.njit(cache=True)
 def nodap_user(s, p, lba, now):
-    inv, death, bounds = p
+    inv, death, bounds = p[0], p[1], p[2]
     t = inv[now]
     death[lba] = now + t if t < NEVER else NEVER
     return _group_of(bounds, t)
@@ -43,30 +48,54 @@ def nodap_user(s, p, lba, now):
 
 @nb.njit(cache=True)
 def nodap_gc(s, p, lba, victim, now):
-    inv, death, bounds = p
+    death, bounds = p[1], p[2]
     d = death[lba]
     return _group_of(bounds, d - now if d < NEVER else NEVER)
 
 
 @nb.njit(cache=True)
 def nodap_victim(s, p, now):
-    bounds = p[2]
+    bounds, sizes, held, occupancy = p[2], p[3], p[4], p[5]
     last = s.prm[P_NGROUPS] - 1
     nseg = s.prm[P_NSEG]
+    held[:] = 0
     # the oldest expired segment of the lowest group that has one
     best = -1
     best_group = last
     best_open = 1 << 62
     for seg in range(nseg):
-        if s.seg_state[seg] != SEG_SEALED:
+        if s.seg_state[seg] == SEG_FREE:
             continue
         g = s.seg_group[seg]
+        held[g] += 1
+        if s.seg_state[seg] != SEG_SEALED:
+            continue
         # expired, and holding garbage (a block relocated into the segment late may outlive it)
         if g < last and now - s.seg_open_time[seg] > bounds[g] and s.seg_valid[seg] < s.seg_wp[seg]:
             if g < best_group or (g == best_group and s.seg_open_time[seg] < best_open):
                 best, best_group, best_open = seg, g, s.seg_open_time[seg]
+    # mean segments per group at GC time, after the prefill (the search sizes groups from it)
+    if now >= occupancy[last + 2]:
+        for g in range(last + 1):
+            occupancy[g] += held[g]
+        occupancy[last + 1] += 1
     if best >= 0:
         return best
+    # fixed group sizes: the group furthest over its size gives its fewest-valid segment
+    over_group = -1
+    most_over = 0
+    for g in range(last):
+        if sizes[g] > 0 and held[g] - sizes[g] > most_over:
+            most_over, over_group = held[g] - sizes[g], g
+    if over_group >= 0:
+        fewest = 1 << 62
+        for seg in range(nseg):
+            if s.seg_state[seg] == SEG_SEALED and s.seg_group[seg] == over_group:
+                v = s.seg_valid[seg]
+                if v < fewest and v < s.seg_wp[seg]:
+                    fewest, best = v, seg
+        if best >= 0:
+            return best
     fewest = 1 << 62
     any_best = -1
     any_fewest = 1 << 62
@@ -86,7 +115,11 @@ register_victim("nodap", nodap_victim)
 
 
 class NoDaP(PlacementPolicy):
-    """NoDaP placement with its own victim selector (``sim.victim`` is ignored)."""
+    """NoDaP placement with its own victim selector (``sim.victim`` is ignored).
+
+    ``bounds``: BIR upper bounds of ``G1..G(N-1)`` in blocks; ``sizes``: their sizes in segments
+    (``None`` = one shared free pool); ``inv``: ``annotate(stream)[0]`` if already computed (the
+    search passes it so each of its runs skips the annotation pass)."""
 
     name = "nodap"
     victim = "nodap"
@@ -95,13 +128,15 @@ class NoDaP(PlacementPolicy):
     place_gc = nodap_gc
     on_reclaim = no_reclaim_hook
 
-    def __init__(self, n_groups=None, bounds=None, **params):
+    def __init__(self, n_groups=None, bounds=None, sizes=None, inv=None, **params):
+        self.inv = inv
         self.unresolved = bounds == "search"
         if self.unresolved:
             # resolved on the trace by the simulate pipeline (oracles.nodap.search), which then
             # builds the policy again with the bounds found
             super().__init__(int(n_groups) if n_groups else 2, **params)
             self.bounds = np.zeros(0, np.int64)
+            self.sizes = None
             return
         if not bounds:
             raise ValueError("policy nodap needs params.bounds: the BIR upper bounds of G1..G(N-1) in "
@@ -113,54 +148,269 @@ class NoDaP(PlacementPolicy):
             raise ValueError(f"policy nodap: {len(b)} bounds make {len(b) + 1} groups, but n_groups={n_groups}")
         super().__init__(len(b) + 1, **params)
         self.bounds = np.asarray(b, np.int64)
+        self.sizes = None
+        if sizes is not None:
+            if isinstance(sizes, str) or len(sizes) != len(b) or any(int(x) < 0 for x in sizes):
+                raise ValueError(f"policy nodap: params.sizes must be {len(b)} segment counts, the sizes "
+                                 f"of G1..G{len(b)} (0 = no cap; G{len(b) + 1} has the rest), or null for "
+                                 f"one shared free pool, got {sizes!r}")
+            self.sizes = [int(x) for x in sizes]
 
     def bind(self, ctx: SimContext) -> tuple:
         if self.unresolved:
             raise ValueError("policy nodap: bounds=search must be resolved before the run (the simulate "
                              "command does it with oracles.nodap.search); give explicit bounds otherwise")
-        inv, _prev = annotate(ctx.stream)
-        return (inv, np.full(ctx.capacity, NEVER, np.int64), self.bounds.copy())
+        if self.inv is not None and len(self.inv) == len(ctx.stream):
+            inv = self.inv
+        else:
+            inv, _prev = annotate(ctx.stream)
+        n = self.n_groups
+        sizes = np.zeros(n - 1, np.int64) if self.sizes is None else np.asarray(self.sizes, np.int64)
+        # occupancy: summed segments per group, number of GC calls summed, first counted time
+        occupancy = np.zeros(n + 2, np.int64)
+        occupancy[n + 1] = ctx.prefill_blocks
+        return (inv, np.full(ctx.capacity, NEVER, np.int64), self.bounds.copy(), sizes,
+                np.zeros(n, np.int64), occupancy)
 
     def summary(self, state) -> dict:
-        return {"nodap_bounds": [int(x) for x in self.bounds]}
+        occupancy = state[5]
+        n = self.n_groups
+        calls = int(occupancy[n])
+        mean = [round(float(x) / calls, 2) for x in occupancy[:n]] if calls else None
+        return {"nodap_bounds": [int(x) for x in self.bounds], "nodap_sizes": self.sizes,
+                "nodap_mean_segments": mean}
+
+
+class _Evaluator:
+    """Memoised NoDaP runs: (bounds, sizes) -> result, on a prefix or the whole trace."""
+
+    def __init__(self, writes, capacity, sim_config, bar):
+        from dogi_ml.sim import Simulator
+
+        self._simulator = Simulator
+        self.writes = writes
+        self.capacity = capacity
+        self.cfg = sim_config
+        self.bar = bar
+        self.cache: dict = {}
+        self.inv: dict = {}
+        self.runs = 0
+
+    def __call__(self, bounds, sizes=None, n_writes=None) -> dict:
+        n = self.writes.size if n_writes is None else int(n_writes)
+        key = (tuple(bounds), None if sizes is None else tuple(sizes), n)
+        if key not in self.cache:
+            w = self.writes[:n]
+            if n not in self.inv:
+                stream = np.concatenate([np.arange(self.capacity, dtype=np.int64), w]) if self.cfg.prefill else w
+                self.inv[n] = annotate(stream)[0]
+            pol = NoDaP(bounds=list(bounds), sizes=None if sizes is None else list(sizes), inv=self.inv[n])
+            r = self._simulator(pol, self.cfg, self.capacity, stream=w).run(w)
+            self.cache[key] = {"waf": float(r["waf"]), "mean_segments": r["nodap_mean_segments"]}
+            self.runs += 1
+            if self.bar is not None:
+                self.bar.update(1)
+        return self.cache[key]
+
+
+def _check_search_args(writes, capacity, max_groups, min_gain, candidates, group_sizes, steps,
+                       max_evals_per_n, explore_fraction):
+    if writes.ndim != 1 or writes.size == 0:
+        raise ValueError("nodap search: writes must be a non-empty 1-D array of LBAs")
+    if int(writes.min()) < 0 or int(writes.max()) >= capacity:
+        raise ValueError(f"nodap search: LBAs must lie in [0, capacity={capacity}); raise the capacity "
+                         "or remap the trace (pipeline.simulate.simulation_writes)")
+    if int(max_groups) < 2:
+        raise ValueError(f"nodap search: max_groups must be >= 2 (one BIR bound at least), got {max_groups}")
+    if not 0 <= float(min_gain) < 1:
+        raise ValueError(f"nodap search: min_gain is a fraction in [0, 1) (0.05 = stop below 5%), got {min_gain}")
+    if group_sizes not in ("search", "shared"):
+        raise ValueError(f"nodap search: group_sizes must be 'search' (the paper: fixed sizes, searched "
+                         f"with the BIRs) or 'shared' (one free pool), got {group_sizes!r}")
+    if not steps or any(float(x) <= 0 for x in steps) or list(steps) != sorted(steps, reverse=True):
+        raise ValueError(f"nodap search: steps are positive log2 step sizes, decreasing (e.g. [1, 0.5, 0.25]), got {steps}")
+    if int(max_evals_per_n) < 1:
+        raise ValueError(f"nodap search: max_evals_per_n must be >= 1, got {max_evals_per_n}")
+    if not 0 < float(explore_fraction) <= 1:
+        raise ValueError(f"nodap search: explore_fraction is the share of the trace the search explores "
+                         f"on, in (0, 1], got {explore_fraction}")
+    if candidates is not None:
+        c = np.asarray(candidates)
+        if c.ndim != 1 or c.size == 0 or np.any(c <= 0):
+            raise ValueError(f"nodap search: candidates must be positive BIR bounds in blocks, got {candidates}")
 
 
 def search(writes: np.ndarray, capacity: int, sim_config, max_groups: int = 8, min_gain: float = 0.05,
-           candidates: np.ndarray | None = None, log=None) -> dict:
-    """Offline configuration search with the simulator (DOGI §3): start with two groups, pick
-    the best BIR boundary; then repeatedly add the boundary that lowers WAF most; stop when the
-    gain is below ``min_gain`` (5%) or at ``max_groups``. Candidates default to powers of two
-    from one segment to four capacities. Returns the best bounds, WAF, and the search history."""
-    from dogi_ml.sim import Simulator
+           candidates: np.ndarray | None = None, log=None, group_sizes: str = "search",
+           steps=(1.0, 0.5, 0.25), max_evals_per_n: int = 120, explore_fraction: float = 1.0,
+           progress: bool = True) -> dict:
+    """Offline configuration search with the simulator (DOGI §3).
 
+    For N = 2, 3, ...: the N-1 BIR bounds are optimised by coordinate descent in log2 space
+    (each bound moved by x2^±step while it lowers WAF, step halving through ``steps``), started
+    from the best of: the previous N's optimum with one bound inserted at the best candidate,
+    the greedy power-of-two chain (the earlier search, kept so the result is never worse), and the
+    annotation's invalidation-time quantiles. With ``group_sizes='search'`` (the paper, Table 2)
+    the sizes of G1..G(N-1) are then searched as fractions of their mean shared-pool size, kept
+    if they lower WAF, and the bounds descended once more at those sizes. N grows until WAF improves by less than ``min_gain`` (and the greedy
+    chain has stopped too) or reaches ``max_groups``; the lowest WAF over all N is returned.
+
+    Candidates (the coarse grid) default to powers of two from one segment to four capacities.
+    ``explore_fraction`` < 1 explores on that prefix of the trace; each N's choice is then
+    verified on the whole trace. Deterministic. Returns bounds, sizes (None: shared pool), WAF,
+    n_groups, the per-N history, the number of simulations and the wall time."""
+    writes = np.ascontiguousarray(writes, dtype=np.int64)
+    capacity = int(capacity)
+    _check_search_args(writes, capacity, max_groups, min_gain, candidates, group_sizes, steps,
+                       max_evals_per_n, explore_fraction)
     seg = int(sim_config.segment_blocks)
+    hi = 4 * capacity
     if candidates is None:
-        hi = 4 * capacity
-        candidates = np.unique(np.array([seg * 2 ** k for k in range(64) if seg * 2 ** k <= hi], np.int64))
+        candidates = np.array([seg * 2 ** k for k in range(64) if seg * 2 ** k <= hi], np.int64)
+    grid = sorted({int(c) for c in candidates})
+    hi = max(hi, grid[-1])
+    n_explore = max(1, int(round(writes.size * float(explore_fraction))))
+    t0 = time.perf_counter()
 
-    def waf(bounds):
-        pol = NoDaP(bounds=list(bounds))
-        return Simulator(pol, sim_config, capacity, stream=writes).run(writes)["waf"]
+    from tqdm import tqdm
+    bar = tqdm(desc="NoDaP search", unit="sim", disable=not progress, dynamic_ncols=True, leave=False)
+    ev = _Evaluator(writes, capacity, sim_config, bar)
+
+    def waf(bounds, sizes=None):
+        return ev(bounds, sizes, n_explore)["waf"]
+
+    def full(bounds, sizes=None):
+        return ev(bounds, sizes)["waf"]
+
+    def insert_best(base):
+        """The best of ``base`` plus one coarse-grid bound (the greedy step)."""
+        trials = [sorted(base + [c]) for c in grid if c not in base]
+        if not trials:
+            return None, float("inf")
+        return min(((waf(b), b) for b in trials), key=lambda x: x[0])[::-1]
+
+    # invalidation times of the measured writes (the prefill's blocks are all rewritten or NEVER)
+    inv = annotate(writes[:n_explore])[0]
+    finite = inv[inv < NEVER]
+
+    def quantile_start(n):
+        if finite.size == 0:
+            return None
+        q = np.quantile(finite, np.arange(1, n) / n, method="lower").astype(np.int64)
+        b = sorted({int(min(max(x, 1), hi)) for x in q})
+        return b if len(b) == n - 1 else None
+
+    def descend(bounds, budget, sizes=None, step_list=steps):
+        """Coordinate descent over log2(bounds) at fixed sizes; returns (bounds, waf, evaluations)."""
+        best, best_w = list(bounds), waf(bounds, sizes)
+        used = 0
+        for step in step_list:
+            improved = True
+            while improved and used < budget:
+                improved = False
+                for i in range(len(best)):
+                    lo_i = best[i - 1] + 1 if i else 1
+                    hi_i = best[i + 1] - 1 if i + 1 < len(best) else hi
+                    for direction in (1, -1):
+                        x = int(round(best[i] * 2.0 ** (direction * step)))
+                        x = min(max(x, lo_i), hi_i)
+                        if x == best[i] or used >= budget:
+                            continue
+                        trial = best[:i] + [x] + best[i + 1:]
+                        used += 1
+                        w = waf(trial, sizes)
+                        if w < best_w - 1e-12:
+                            best, best_w, improved = trial, w, True
+                            break
+        return best, best_w, used
+
+    def size_search(bounds, base_w, budget):
+        """Sizes of G1..G(N-1) as fractions of their mean shared-pool size, one group at a time."""
+        mean = ev(bounds, None, n_explore)["mean_segments"]
+        if not mean:
+            return None, base_w, 0
+        sizes = [None] * len(bounds)       # None: not capped yet
+        best_w, used = base_w, 0
+
+        def as_sizes(s):
+            return None if all(x is None for x in s) else [0 if x is None else x for x in s]
+
+        for frac_set in ((0.25, 0.5, 0.75, 0.9), None):
+            for g in range(len(bounds)):
+                if frac_set is None:       # refine around the chosen size
+                    if sizes[g] is None:
+                        continue
+                    tries = {max(1, int(round(sizes[g] * f))) for f in (0.85, 1.15)}
+                else:
+                    tries = {max(1, int(round(mean[g] * f))) for f in frac_set}
+                for x in sorted(tries):
+                    if used >= budget or x == sizes[g]:
+                        continue
+                    trial = sizes[:g] + [x] + sizes[g + 1:]
+                    used += 1
+                    w = waf(bounds, as_sizes(trial))
+                    if w < best_w - 1e-12:
+                        sizes, best_w = trial, w
+        return as_sizes(sizes), best_w, used
 
     history = []
-    best_bounds: list[int] = []
-    best_waf = float("inf")
-    while len(best_bounds) + 1 < max_groups:
-        trials = []
-        for c in candidates:
-            if int(c) in best_bounds:
-                continue
-            b = sorted(best_bounds + [int(c)])
-            trials.append((waf(b), b))
-        if not trials:
+    greedy: list[int] = []                 # the greedy power-of-two chain
+    greedy_w = float("inf")
+    greedy_running = True
+    greedy_best = ([], float("inf"))
+    prev_best: list[int] = []
+    prev_w = float("inf")
+    overall = None
+    n = 2
+    while n <= int(max_groups):
+        bar.set_postfix_str(f"N={n}")
+        before = ev.runs
+        starts = []
+        if greedy_running:
+            g_b, g_w = insert_best(greedy)
+            if g_b is None:
+                greedy_running = False
+            else:
+                if greedy and g_w > greedy_w * (1 - float(min_gain)):
+                    greedy_running = False   # the earlier search stops here
+                greedy, greedy_w = g_b, g_w
+                if g_w < greedy_best[1]:
+                    greedy_best = (g_b, g_w)
+                starts.append(g_b)
+        ins, _ = insert_best(prev_best) if prev_best else (None, None)
+        q = quantile_start(n)
+        starts += [b for b in (ins, q) if b is not None]
+        if not starts:
             break
-        w, b = min(trials, key=lambda x: x[0])
-        history.append({"n_groups": len(b) + 1, "bounds": b, "waf": w, "tried": len(trials)})
+        start = min(starts, key=waf)
+        bounds, w, _ = descend(start, int(max_evals_per_n))
+        sizes = None
+        if group_sizes == "search":
+            sizes, w, _ = size_search(bounds, w, max(1, int(max_evals_per_n) // 2))
+            if sizes is not None:
+                # the BIRs again at the sizes found, at the finer steps
+                bounds, w, _ = descend(bounds, max(1, int(max_evals_per_n) // 2), sizes, steps[1:] or steps)
+        w_full = full(bounds, sizes)
+        entry = {"n_groups": n, "bounds": bounds, "sizes": sizes, "waf": w_full,
+                 "shared_pool_waf": full(bounds, None), "start": start, "tried": ev.runs - before}
+        history.append(entry)
         if log:
-            log(f"  NoDaP search: {len(b) + 1} groups, bounds {b}: WAF {w:.4f}")
-        if best_bounds and w > best_waf * (1 - min_gain):
-            if w < best_waf:
-                best_bounds, best_waf = b, w
+            log(f"  NoDaP search: {n} groups, bounds {bounds}, sizes {sizes}: WAF {w_full:.4f} "
+                f"({entry['tried']} simulations)")
+        if overall is None or w_full < overall["waf"]:
+            overall = entry
+        gained = not prev_best or w_full <= prev_w * (1 - float(min_gain))
+        prev_best, prev_w = bounds, min(prev_w, w_full)
+        if not gained and not greedy_running:
             break
-        best_bounds, best_waf = b, w
-    return {"bounds": best_bounds, "waf": best_waf, "n_groups": len(best_bounds) + 1, "history": history}
+        n += 1
+    # the greedy chain's own optimum, in case it beat every descent (the descent starts from it,
+    # so only a difference between prefix and whole trace can cause this)
+    g_bounds = greedy_best[0]
+    g_full = full(g_bounds) if g_bounds else float("inf")
+    if g_full < overall["waf"]:
+        overall = {"n_groups": len(g_bounds) + 1, "bounds": g_bounds, "sizes": None, "waf": g_full}
+    bar.close()
+    return {"bounds": overall["bounds"], "sizes": overall["sizes"], "waf": overall["waf"],
+            "n_groups": overall["n_groups"], "history": history, "simulations": ev.runs,
+            "seconds": round(time.perf_counter() - t0, 2), "greedy": {"bounds": g_bounds, "waf": g_full}}
