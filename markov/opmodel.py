@@ -28,6 +28,11 @@ neighbouring threshold): Algorithm 1's line search looks exactly there (:func:`a
 and :func:`optimal_thresholds` finds the global optimum over the same points by dynamic
 programming. Units: OP and stream space are in segments (at one segment of user writes per
 unit of ``t``); divide by the logical capacity in segments for an OP ratio.
+
+For the paper's validations: Fig. 3 is :func:`single_stream_waf` / :func:`single_stream_op` over
+``T``; Fig. 5 is :func:`two_stream_plan` over ``tau`` with the cold stream reclaimed at
+``T = cdf.quantile(2 - waf_target)``; an oracle's per-stream OP comes from :class:`StreamPlan`
+(``op``, ``op_share``, ``space``) and its block-to-stream rule from :func:`assign_streams`.
 """
 from __future__ import annotations
 
@@ -127,6 +132,9 @@ class InvalidationCDF:
         never = np.zeros(raw.size, bool)
         if never_marker is not None:
             never |= raw == never_marker
+        elif raw.dtype.kind in "iu" and raw.size and raw.max() >= 1 << 60:
+            raise ValueError("times hold values >= 2**60, the annotation's NEVER marker: pass "
+                             "never_marker=dogi_ml.oracles.annotate.NEVER (or a never_mask)")
         if never_mask is not None:
             m = np.asarray(never_mask, bool).ravel()
             if m.shape != raw.shape:

@@ -323,6 +323,8 @@ def test_bad_input_errors():
         InvalidationCDF([])
     with pytest.raises(ValueError, match="every block is never invalidated"):
         InvalidationCDF.from_times([NEVER, NEVER], never_marker=NEVER)
+    with pytest.raises(ValueError, match="pass never_marker"):
+        InvalidationCDF.from_times(np.array([3, NEVER]))
     with pytest.raises(ValueError, match="must be > 0 segments"):
         InvalidationCDF([3.0, -1.0])
     with pytest.raises(ValueError, match="must be finite"):
