@@ -1,0 +1,226 @@
+"""Chain oracle: a DOGI group configuration run with given (e.g. perfect) placements, to check
+the group-configuration model (:mod:`dogi_ml.markov.groups`) against the simulator.
+
+Groups: ``0`` = ``G_hot`` (BIR ``[1, mu]``), ``1..N`` = the configuration's intermediate groups
+(``bounds``: BIR upper bounds of ``G1..G(N-1)``, ``GN`` open-ended). Every user write goes to
+the group given for it in ``assign`` (one entry per write of the stream, prefill included);
+:func:`perfect_assignment` builds it from the true invalidation times (a perfect Hot Filter and
+a perfect classifier). GC survivors move as the model assumes (``gc="next"``): ``G_hot -> G1``,
+``Gg -> G(g+1)``, ``GN`` stays; ``gc="remaining"`` sends them by their true remaining
+invalidation time instead (NoDaP's rule).
+
+Victims as DOGI's: a dead segment at once; else the oldest expired segment (residence since its
+first write beyond its group's BIR upper bound, holding garbage) of ``G_hot..G(N-1)``; else in
+``GN``: the oldest sealed segment (``final="fifo"``, the model's assumption), the fewest valid
+(``"greedy"``) or cost-benefit (``"cost_benefit"``, DOGI's default); if ``GN`` holds no garbage,
+the fewest valid anywhere.
+"""
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from dogi_ml.sim.policy_api import PlacementPolicy, SimContext
+from dogi_ml.sim.state import P_NGROUPS, P_NSEG, P_SEG_BLOCKS, SEG_SEALED
+from dogi_ml.sim.victims import register_victim
+
+from .annotate import NEVER, annotate
+
+FINAL = {"fifo": 0, "greedy": 1, "cost_benefit": 2}
+GC_RULES = {"next": 0, "remaining": 1}
+
+
+@nb.njit(cache=True)
+def _by_time(expiry, remaining):
+    """Group whose BIR covers ``remaining`` (expiry: upper bounds of G_hot..G(N-1))."""
+    for g in range(expiry.shape[0]):
+        if remaining <= expiry[g]:
+            return g
+    return expiry.shape[0]
+
+
+@nb.njit(cache=True)
+def _chain_user(s, p, lba, now):
+    assign, inv, death, expiry, opts, _ages = p
+    if opts[1] == 1:
+        t = inv[now]
+        death[lba] = now + t if t < NEVER else NEVER
+    return assign[now]
+
+
+@nb.njit(cache=True)
+def _chain_reclaim(s, p, victim, now):
+    """Diagnostics: per group, reclaimed segments and the sum of their ages (since first write)."""
+    ages = p[5]
+    g = s.seg_group[victim]
+    ages[g, 0] += 1
+    ages[g, 1] += now - s.seg_open_time[victim]
+
+
+@nb.njit(cache=True)
+def _chain_gc(s, p, lba, victim, now):
+    assign, inv, death, expiry, opts, _ages = p
+    last = s.prm[P_NGROUPS] - 1
+    if opts[1] == 1:
+        d = death[lba]
+        return _by_time(expiry, d - now if d < NEVER else NEVER)
+    g = s.seg_group[victim]
+    return g + 1 if g < last else last
+
+
+@nb.njit(cache=True)
+def _chain_victim(s, p, now):
+    expiry, opts = p[3], p[4]
+    last = s.prm[P_NGROUPS] - 1
+    nseg = s.prm[P_NSEG]
+    seg_blocks = s.prm[P_SEG_BLOCKS]
+    best = -1
+    best_open = 1 << 62
+    for seg in range(nseg):
+        if s.seg_state[seg] != SEG_SEALED:
+            continue
+        if s.seg_valid[seg] == 0:
+            return seg
+        g = s.seg_group[seg]
+        if g < last and now - s.seg_open_time[seg] > expiry[g] and s.seg_valid[seg] < s.seg_wp[seg]:
+            if s.seg_open_time[seg] < best_open:
+                best, best_open = seg, s.seg_open_time[seg]
+    if best >= 0:
+        return best
+    final = opts[0]
+    best_num = -1.0
+    best_den = 1.0
+    any_best = -1
+    any_fewest = 1 << 62
+    for seg in range(nseg):
+        if s.seg_state[seg] != SEG_SEALED:
+            continue
+        v = s.seg_valid[seg]
+        if v < any_fewest:
+            any_fewest, any_best = v, seg
+        if s.seg_group[seg] != last or v >= s.seg_wp[seg]:
+            continue
+        if final == 0:
+            num = float(-s.seg_seal_time[seg])
+            den = 1.0
+        elif final == 1:
+            num = float(seg_blocks - v)
+            den = 1.0
+        else:
+            num = float((seg_blocks - v) * (now - s.seg_seal_time[seg] + 1))
+            den = float(seg_blocks + v)
+        if best < 0 or num * best_den > best_num * den:
+            best_num, best_den, best = num, den, seg
+    return best if best >= 0 else any_best
+
+
+register_victim("chain_oracle", _chain_victim)
+
+
+def perfect_assignment(inv: np.ndarray, mu: float, bounds) -> np.ndarray:
+    """Group of every write from its true invalidation time: ``0`` if ``inv <= mu``, else the
+    first intermediate group whose BIR upper bound covers it (the last one otherwise)."""
+    edges = np.concatenate([[mu], np.asarray(bounds, np.float64)])
+    return np.searchsorted(edges, np.asarray(inv), side="left").astype(np.int8)
+
+
+class ChainOracle(PlacementPolicy):
+    """A fixed DOGI configuration run with the given placements (see the module docstring)."""
+
+    name = "chain_oracle"
+    victim = "chain_oracle"
+    needs_future = True
+    place_user = _chain_user
+    place_gc = _chain_gc
+    on_reclaim = _chain_reclaim
+
+    def __init__(self, mu: int, bounds, assign: np.ndarray | None = None, gc: str = "next",
+                 final: str = "fifo"):
+        b = [int(x) for x in bounds]
+        if int(mu) <= 0 or any(x <= int(mu) for x in b[:1]) or any(y <= x for x, y in zip(b, b[1:])):
+            raise ValueError(f"chain oracle: mu must be positive and below increasing bounds, got mu={mu}, bounds={b}")
+        if gc not in GC_RULES:
+            raise ValueError(f"chain oracle: gc must be one of {sorted(GC_RULES)}, got {gc!r}")
+        if final not in FINAL:
+            raise ValueError(f"chain oracle: final must be one of {sorted(FINAL)}, got {final!r}")
+        super().__init__(len(b) + 2)
+        self.mu, self.bounds, self.assign = int(mu), b, assign
+        self.gc, self.final = gc, final
+
+    def label(self) -> str:
+        return f"chain_oracle[{self.gc},{self.final}]"
+
+    def bind(self, ctx: SimContext) -> tuple:
+        inv, _ = annotate(ctx.stream)
+        assign = self.assign
+        if assign is None:
+            assign = perfect_assignment(inv, self.mu, self.bounds)
+        assign = np.ascontiguousarray(assign, np.int8)
+        if assign.shape[0] != ctx.stream.shape[0]:
+            raise ValueError(f"chain oracle: {assign.shape[0]} group assignments for {ctx.stream.shape[0]} writes "
+                             "(the stream includes the prefill)")
+        if assign.size and (assign.min() < 0 or assign.max() >= self.n_groups):
+            raise ValueError(f"chain oracle: assignments must lie in [0, {self.n_groups})")
+        death = np.full(ctx.capacity, NEVER, np.int64)
+        expiry = np.array([self.mu] + self.bounds, np.int64)
+        opts = np.array([FINAL[self.final], GC_RULES[self.gc]], np.int64)
+        return (assign, inv, death, expiry, opts, np.zeros((self.n_groups, 2), np.int64))
+
+    def summary(self, state) -> dict:
+        ages = state[5]
+        return {"mean_reclaim_age": [float(a[1] / a[0]) if a[0] else None for a in ages]}
+
+
+def perfect_inputs(writes: np.ndarray, capacity: int, mu: int | None = None, prefill: bool = True) -> dict:
+    """The model's inputs with perfect predictions: the PLog of every non-hot write of the
+    measured run (category and invalidation time from the annotation), the hot share and the
+    hot writes' invalidation times; also the stream's annotation and the category bounds."""
+    from dogi_ml.features.labels import category_bounds
+
+    writes = np.ascontiguousarray(writes, np.int64)
+    stream = np.concatenate([np.arange(capacity, dtype=np.int64), writes]) if prefill else writes
+    inv, _ = annotate(stream)
+    bounds = category_bounds(capacity, mu).astype(np.float64)      # [mu, c1..c9 upper]
+    mu = int(bounds[0])
+    measured = inv[stream.shape[0] - writes.shape[0]:].astype(np.float64)
+    measured[measured >= NEVER] = np.inf
+    hot = measured <= mu
+    cat = np.searchsorted(bounds[1:], measured[~hot], side="left")   # 0..9 = c1..c10
+    return {"stream": stream, "inv": inv, "mu": mu, "cat_upper": np.append(bounds[1:], np.inf),
+            "pred": cat, "plog_inv": np.minimum(measured[~hot], 1e15), "hot_share": float(hot.mean()),
+            "hot_inv": measured[hot]}
+
+
+def model_vs_simulator(writes: np.ndarray, capacity: int, sim_config, mu: int | None = None, *,
+                       groups: list[list[int]] | None = None, gc: str = "next", final: str = "fifo",
+                       assign: np.ndarray | None = None, pred: np.ndarray | None = None, **model_kw) -> dict:
+    """Model WAF of a configuration (the model's best, or ``groups``) against the simulated WAF
+    of the chain oracle running it. Placement is perfect unless ``assign`` (per write of the
+    stream, prefill included) and ``pred`` (the measured non-hot writes' predicted categories,
+    for the PLog) are given."""
+    from dogi_ml.markov.groups import best_configuration, evaluate_configuration
+    from dogi_ml.sim import Simulator
+
+    data = perfect_inputs(writes, capacity, mu, prefill=bool(sim_config.prefill))
+    seg = int(sim_config.segment_blocks)
+    kw = {"segment_blocks": seg, "reserved_blocks": seg * (int(sim_config.gc_free_segments) + 0.5), **model_kw}
+    plog_pred = data["pred"] if pred is None else np.asarray(pred)
+    n_seg = int(np.floor(capacity * (1.0 + sim_config.op_ratio) / seg))
+    rho = n_seg * seg / capacity
+    common = dict(hot_share=data["hot_share"], hot_bound=data["mu"], hot_inv=data["hot_inv"], **kw)
+    if groups is None:
+        conf = best_configuration(plog_pred, data["plog_inv"], data["cat_upper"], capacity, rho, **common)
+    else:
+        conf = evaluate_configuration(groups, plog_pred, data["plog_inv"], data["cat_upper"], capacity, rho, **common)
+    bounds = [int(b) for b in conf.bounds[:-1]]
+    if assign is None:
+        edges = [data["cat_upper"][g[-1]] for g in conf.groups[:-1]]
+        assign = perfect_assignment(data["inv"], data["mu"], edges)
+    pol = ChainOracle(data["mu"], bounds, assign=assign, gc=gc, final=final)
+    res = Simulator(pol, sim_config, capacity, stream=np.ascontiguousarray(writes, np.int64)).run(writes)
+    return {"model_waf": conf.waf, "sim_waf": res["waf"], "rel_error": conf.waf / res["waf"] - 1,
+            "groups": conf.groups, "bounds": bounds, "hot_share": data["hot_share"], "mu": data["mu"],
+            "model_mispredict": conf.mispredict, "model_inflow": conf.inflow,
+            "model_hot_mispredict": conf.hot_mispredict, "sim_groups": res["groups"],
+            "sim_reclaim_age": res["mean_reclaim_age"], "rejected": conf.rejected}
+
