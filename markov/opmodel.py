@@ -45,7 +45,7 @@ __all__ = [
     "InvalidationCDF", "StreamPlan", "Algorithm1Result",
     "single_stream_waf", "single_stream_op", "two_stream_plan",
     "assign_streams", "stream_ops", "cal_op", "plan",
-    "algorithm1", "optimal_thresholds", "min_op_for_waf", "thresholds_for_op",
+    "algorithm1", "optimal_thresholds", "op_waf_frontier", "min_op_for_waf", "thresholds_for_op",
 ]
 
 
@@ -361,7 +361,9 @@ def _max_chain(xs, fx, end, n_inner, arg):
     ``sum_i F(tau_i) (tau_{i+1} - tau_i)`` (``tau_{n_inner+1} = end``): layer by layer,
     ``D_k(y) = max_{x <= y} D_{k-1}(x) + F(x) y - F(x) x``, an upper envelope of lines with
     increasing slopes ``F(x)`` queried at increasing ``y`` (monotone convex-hull trick, O(m) per
-    layer). ``arg[k, j]``: the best ``tau_{k+1}`` index given ``tau_{k+2} = xs[j]`` (``j = m``: end)."""
+    layer). ``arg[k, j]``: the best ``tau_{k+1}`` index given ``tau_{k+2} = xs[j]`` (``j = m``: end).
+    Returns the maximum at ``end`` and the last layer's ``D(xs[j])`` (the maximum were ``end`` at
+    ``xs[j]``: the whole frontier in one pass)."""
     m = xs.shape[0]
     prev = np.zeros(m)
     cur = np.zeros(m)
@@ -402,7 +404,28 @@ def _max_chain(xs, fx, end, n_inner, arg):
                 final = v
         for j in range(m):
             prev[j] = cur[j]
-    return final
+    return final, prev
+
+
+def _dp(cdf, k, end):
+    """Run the dynamic program for ``k`` streams over the jump points <= ``end``; returns
+    ``(xs, arg, D)`` with ``xs = (0, jump points...)`` and ``D[j]`` the best chain value with the
+    last stream reclaimed at ``xs[j]``."""
+    n = int(np.searchsorted(cdf.t, end, side="right"))
+    xs = np.r_[0.0, cdf.t[:n]]
+    fx = np.r_[0.0, cdf.F[:n]]
+    arg = np.empty((k - 1, xs.size + 1), np.int64 if xs.size >= 2**31 else np.int32)
+    _, D = _max_chain(xs, fx, float(end), k - 1, arg)
+    return xs, arg, D
+
+
+def _backtrack(xs, arg, j):
+    """The thresholds of the best chain whose last stream is reclaimed at query ``j``."""
+    tau = np.empty(arg.shape[0])
+    for layer in range(arg.shape[0] - 1, -1, -1):
+        j = int(arg[layer, j])
+        tau[layer] = xs[j]
+    return tau
 
 
 def optimal_thresholds(cdf: InvalidationCDF, k: int, end: float | None = None) -> Algorithm1Result:
@@ -417,18 +440,26 @@ def optimal_thresholds(cdf: InvalidationCDF, k: int, end: float | None = None) -
     start_op = float(cal_op(cdf, cdf.equal_quantiles(k, end), end))
     if k == 1:
         return Algorithm1Result(np.empty(0), start_op, start_op, 0, 0)
-    n = int(np.searchsorted(cdf.t, end, side="right"))
-    xs = np.r_[0.0, cdf.t[:n]]
-    fx = np.r_[0.0, cdf.F[:n]]
-    arg = np.empty((k - 1, xs.size + 1), np.int64 if xs.size >= 2**31 else np.int32)
-    _max_chain(xs, fx, float(end), k - 1, arg)
-    tau = np.empty(k - 1)
-    j = xs.size
-    for layer in range(k - 2, -1, -1):
-        j = int(arg[layer, j])
-        tau[layer] = xs[j]
+    xs, arg, _ = _dp(cdf, k, end)
+    tau = _backtrack(xs, arg, xs.size)
     # the value is recomputed by CalOP itself rather than taken from the recursion
     return Algorithm1Result(tau, float(cal_op(cdf, tau, end)), start_op, 0, 0)
+
+
+def op_waf_frontier(cdf: InvalidationCDF, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The least OP for every WAF the model can reach with ``k`` streams: for each jump point
+    ``T`` (the last stream's reclaim age, where WAF steps down), ``(T, 1 + (1 - F(T)), min CalOP
+    with tau_K = T)``, from one dynamic-programming pass (O(k n)). WAF falls and OP rises along
+    the arrays; the last entry is the WAF-1 plan (``T = t_max``)."""
+    k = _check_k(k)
+    T = cdf.t
+    integral = cdf.F * T - cdf.S                                  # int_0^{t_j} F, exactly
+    if k == 1:
+        op = integral
+    else:
+        _, _, D = _dp(cdf, k, cdf.t_max)
+        op = np.maximum(integral - D[1:], 0.0)                    # D[0] is the point 0
+    return T.copy(), 1.0 + (1.0 - cdf.F), op
 
 
 # -- the inverse questions ------------------------------------------------------------------------
@@ -464,13 +495,24 @@ def min_op_for_waf(cdf: InvalidationCDF, k: int, waf_target: float, method: str 
 def thresholds_for_op(cdf: InvalidationCDF, k: int, op_budget: float, method: str = "algorithm1") -> StreamPlan:
     """Lowest WAF reachable with at most ``op_budget`` segments of OP and ``k`` streams (the
     inverse of :func:`min_op_for_waf`): the largest reclaim age ``T`` of the last stream whose
-    minimised CalOP fits the budget, searched by bisection over ``F``'s jump points (WAF only
-    drops at a jump, and the least OP for a reclaim age grows with it). A budget of at least the
-    WAF-1 CalOP returns the WAF-1 plan (reclaim age ``t_max``)."""
+    minimised CalOP fits the budget (WAF only drops at a jump of ``F``, and the least OP for a
+    reclaim age grows with it). ``method="exact"`` reads it off :func:`op_waf_frontier` (one
+    dynamic program); ``"algorithm1"`` bisects over the jump points, running Algorithm 1 at each
+    probe. A budget of at least the WAF-1 CalOP returns the WAF-1 plan (reclaim age ``t_max``)."""
     k = _check_k(k)
     budget = float(op_budget)
     if not (np.isfinite(budget) and budget >= 0):
         raise ValueError(f"OP budget must be a finite number of segments >= 0, got {op_budget}")
+    if method == "exact":
+        T, _, op = op_waf_frontier(cdf, k)
+        fits = np.flatnonzero(op <= budget * (1 + 1e-12))
+        j = int(fits[-1]) if fits.size else -1          # the largest reclaim age within the budget
+        if j < 0:
+            return plan(cdf, np.zeros(k - 1), 0.0)
+        if k == 1:
+            return plan(cdf, [], float(T[j]))
+        xs, arg, _ = _dp(cdf, k, float(T[j]))
+        return plan(cdf, _backtrack(xs, arg, xs.size), float(T[j]))
     ops = {}
 
     def op_at(j):          # minimised CalOP with the last stream reclaimed at t[j]

@@ -8,7 +8,7 @@ from scipy import stats
 from scipy.special import wrightomega
 
 from dogi_ml.markov.opmodel import (InvalidationCDF, algorithm1, assign_streams, cal_op, min_op_for_waf,
-                                    optimal_thresholds, plan, single_stream_op, single_stream_waf,
+                                    op_waf_frontier, optimal_thresholds, plan, single_stream_op, single_stream_waf,
                                     stream_ops, thresholds_for_op, two_stream_plan)
 from dogi_ml.oracles.annotate import NEVER, annotate
 
@@ -313,6 +313,24 @@ def test_min_op_for_waf_and_thresholds_for_op_agree(method):
     assert thresholds_for_op(c, 1, 0.0, method).waf == pytest.approx(2 - c.F[0])
     zero = thresholds_for_op(c, 3, 0.0, method)
     assert zero.op_total == 0.0 and zero.end == c.t[2] and zero.waf == pytest.approx(2 - c.F[2])
+
+
+def test_frontier_is_the_optimum_at_every_reclaim_age():
+    c = random_small_cdf(7)
+    for k in (1, 2, 3):
+        T, waf, op = op_waf_frontier(c, k)
+        assert np.array_equal(T, c.t) and np.all(np.diff(waf) < 0) and np.all(np.diff(op) >= -1e-12)
+        for j, t in enumerate(T):
+            assert op[j] == pytest.approx(brute_force(c, k, t)[0], abs=1e-12)
+            assert waf[j] == pytest.approx(float(single_stream_waf(c, t)))
+    c = quantile_cdf(stats.lognorm(1.2, scale=30), 3000)
+    T, waf, op = op_waf_frontier(c, 4)
+    for j in (0, 10, 500, 2999):
+        assert op[j] == pytest.approx(optimal_thresholds(c, 4, T[j]).op, rel=1e-9, abs=1e-12)
+    for budget in (0.5, 5.0, 20.0):
+        p = thresholds_for_op(c, 4, budget, "exact")
+        assert p.op_total <= budget * (1 + 1e-9) and p.end == T[np.flatnonzero(op <= budget)[-1]]
+        assert p.waf <= thresholds_for_op(c, 4, budget).waf + 1e-12
 
 
 # -- bad input ------------------------------------------------------------------------------------
