@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-import conftest
+import helpers
 
 from dogi_ml.oracles.annotate import NEVER, annotate, annotate_cached
 
@@ -39,7 +39,7 @@ def test_matches_naive_reference():
 
 
 def test_invariants_on_a_larger_stream():
-    zipf_writes = conftest.zipf_writes(5000, 100_000)
+    zipf_writes = helpers.zipf_writes(5000, 100_000)
     inv, prev = annotate(zipf_writes)
     n = zipf_writes.size
     idx = np.arange(n)

@@ -2,26 +2,13 @@
 
 Each test runs in a fresh temporary working directory (commands must work from anywhere)."""
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from helpers import run_cli
+
 SMALL = ["workload.capacity_blocks=8192", "workload.write_volume=4", "sim.segment_blocks=64",
          "progress=false"]
-
-
-def run_cli(args, cwd, check=True):
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               DOGI_ML_CACHE=str(Path(cwd) / "cache"))
-    proc = subprocess.run([sys.executable, "-m", "dogi_ml", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
-    return proc
 
 
 def test_simulate_writes_the_documented_json(tmp_path):

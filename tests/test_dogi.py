@@ -152,7 +152,7 @@ def test_paper_comparison_command(tmp_path):
     """simulate -m with the paper callback: the documented JSON, a table, a plot, MLflow runs."""
     import json
     import mlflow
-    from tests.test_cli import run_cli
+    from helpers import run_cli
 
     out = tmp_path / "fig.json"
     proc = run_cli(["simulate", "-m", "+workload=zipf,hotcold", "policy=nosep,dogi,nodap",
@@ -178,7 +178,7 @@ def test_paper_comparison_command(tmp_path):
 def test_model_deployed_override(tmp_path):
     """simulate model.deployed=int8 reaches the learned policy; a heuristic one refuses it."""
     import json
-    from tests.test_cli import run_cli
+    from helpers import run_cli
     small = ["workload.capacity_blocks=16384", "workload.write_volume=4", "sim.segment_blocks=64",
              "mlflow=false", "plot=false", "progress=false"]
     out = tmp_path / "r.json"

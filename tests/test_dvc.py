@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+from helpers import REPO
 
 
 def sh(cmd, cwd, env):

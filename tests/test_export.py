@@ -349,7 +349,7 @@ def test_unsupported_models_and_inputs_fail_clearly(ds, mlp):
 @needs_cc
 @pytest.mark.slow
 def test_export_command_end_to_end(tmp_path):
-    from tests.test_cli import run_cli
+    from helpers import run_cli
     small = ["workload.capacity_blocks=16384", "workload.write_volume=6", "latency_budget_s=0.01",
              "model.params.epochs=3", "export.parity_rows=20000", "export.bench_seconds=0.05"]
     proc = run_cli(["export", "+workload=ycsb_a", *small], tmp_path)
@@ -381,7 +381,7 @@ def test_export_command_end_to_end(tmp_path):
 
 
 def test_export_without_workload_says_how(tmp_path):
-    from tests.test_cli import run_cli
+    from helpers import run_cli
     proc = run_cli(["export"], tmp_path, check=False)
     assert proc.returncode == 2 and "+workload=NAME" in proc.stderr
     proc = run_cli(["export", "export.model_path=nope.pkl"], tmp_path, check=False)

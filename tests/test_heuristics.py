@@ -6,15 +6,9 @@ from dogi_ml.pipeline.simulate import simulation_writes
 from dogi_ml.policies import make_policy, policy_names
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.traces.generators import generate
-from tests.conftest import hotcold_writes, zipf_writes
-from tests.test_sim import CAP, SEG, run
+from helpers import CAP, SEG, hotcold_writes, run, zipf_writes
 
 HEURISTICS = ["mida", "dac", "warcip"]
-
-
-@pytest.fixture(scope="module")
-def zipf_small():
-    return zipf_writes(CAP, 8 * CAP, theta=1.0, seed=11)
 
 
 def test_registered_with_configs():

@@ -10,7 +10,7 @@ from dogi_ml.sim import SimConfig, Simulator, check_invariants
 from dogi_ml.markov.midas import (Device, HotStats, build_uid, chain_matrix, chain_waf, predict, search,
                           two_class_fifo_waf)
 from dogi_ml.markov.waf import fifo_waf
-from tests.conftest import hotcold_writes, zipf_writes
+from helpers import hotcold_writes, zipf_writes
 
 # 563 physical segments, as the default scale (and MiDAS's 512 at paper scale)
 CAP, SEG = 32768, 64

@@ -33,7 +33,7 @@ EXTRA = [
     ("sepbit", "d_choices", {}),
     ("dac", "d_choices", {"victim_d": 3, "seed": 9}),
     ("sepbit", "cost_benefit_sepbit", {"gc_trigger": "garbage_proportion", "gc_garbage_ratio": 0.12}),
-    ("mida", "greedy", {"gc_trigger": "garbage_proportion", "gc_garbage_ratio": 0.15}),
+    ("mida", "greedy", {"gc_trigger": "garbage_proportion", "gc_garbage_ratio": 0.10}),
 ]
 
 _WRITES: dict[str, np.ndarray] = {}

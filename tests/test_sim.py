@@ -8,22 +8,7 @@ from dogi_ml.policies import make_policy, policy_names
 from dogi_ml.sim import (GENERAL_VICTIMS, InvariantError, SimConfig, SimulationError, Simulator,
                          check_invariants)
 from dogi_ml.sim.state import C_INVALID
-from tests.conftest import hotcold_writes, zipf_writes
-
-CAP = 8192
-SEG = 64
-
-
-def run(policy: str, writes, victim="greedy", cap=CAP, **cfg):
-    pol = make_policy(policy)
-    sim = Simulator(pol, SimConfig(segment_blocks=SEG, victim=victim, **cfg), cap,
-                    stream=writes if pol.needs_future else None)
-    return sim, sim.run(writes)
-
-
-@pytest.fixture(scope="module")
-def zipf_small():
-    return zipf_writes(CAP, 8 * CAP, theta=1.0, seed=11)
+from helpers import CAP, SEG, hotcold_writes, run
 
 
 @pytest.mark.parametrize("policy", ["nosep", "sepgc", "sepbit", "fk"])
@@ -92,62 +77,6 @@ def test_chunked_runs_are_bit_identical(policy, victim, zipf_small):
         np.testing.assert_array_equal(a, b)
     r2 = parts.result()
     assert (r1["gc_writes"], r1["waf_series"]) == (r2["gc_writes"], r2["waf_series"])
-
-
-def _reference_nosep_greedy(writes, cap, seg, nseg, gc_free):
-    """A deliberately naive pure-Python log-structured store (NoSep, greedy) for parity."""
-    l2p = {}
-    segs = [[] for _ in range(nseg)]  # list of lbas (None = invalid)
-    valid = [0] * nseg
-    free = list(range(nseg - 1, -1, -1))
-    state = ["free"] * nseg
-    open_seg = None
-    gc = 0
-
-    def append(lba):
-        nonlocal open_seg
-        if open_seg is None or len(segs[open_seg]) == seg:
-            if open_seg is not None:
-                state[open_seg] = "sealed"
-            open_seg = free.pop()
-            state[open_seg] = "open"
-        l2p[lba] = (open_seg, len(segs[open_seg]))
-        segs[open_seg].append(lba)
-        valid[open_seg] += 1
-
-    def write(lba, user):
-        nonlocal gc
-        if lba in l2p:
-            s, o = l2p[lba]
-            segs[s][o] = None
-            valid[s] -= 1
-        append(lba)
-        if not user:
-            gc += 1
-
-    for lba in range(cap):
-        write(lba, True)
-    for lba in writes:
-        write(int(lba), True)
-        while len(free) < gc_free:
-            victim = min((s for s in range(nseg) if state[s] == "sealed"), key=lambda s: (valid[s], s))
-            blocks = [b for b in segs[victim] if b is not None]
-            for b in blocks:
-                del l2p[b]
-            for b in blocks:
-                write(b, False)
-            segs[victim] = []
-            valid[victim] = 0
-            state[victim] = "free"
-            free.append(victim)
-    return gc
-
-
-def test_parity_with_naive_reference(zipf_small):
-    writes = zipf_small[:30000]
-    sim, r = run("nosep", writes)
-    ref_gc = _reference_nosep_greedy(writes, CAP, SEG, sim.n_segments, 2)
-    assert r["gc_writes"] == ref_gc
 
 
 # Golden results: exact GC-write counts on a fixed small trace (Zipf 1.0, 8192 blocks, 8x

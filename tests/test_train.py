@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from tests.test_cli import run_cli
+from helpers import run_cli
 
 SMALL = ["workload.capacity_blocks=16384", "workload.write_volume=6", "latency_budget_s=0.02",
          "model.params.epochs=2"]

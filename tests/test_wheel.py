@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from helpers import REPO
 CARD_FOLDERS = ("features", "models", "export", "markov", "oracles")
 
 pytestmark = pytest.mark.slow
