@@ -10,12 +10,12 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-import hashlib
 import importlib.util
-import inspect
 import os
 import sys
 from pathlib import Path
+
+from dogi_ml.numba_cache import kernel_cache_dir, source_key
 
 from .state import (
     C_ERROR, C_ERROR_ARG, C_FREE, C_INVALID, C_NOW, P_GC_FREE, P_GC_GP_PPM, P_NSEG,
@@ -183,47 +183,37 @@ _MARKER = "from dogi_ml.sim._placeholders import on_reclaim, place_gc, place_use
 _LOADED: dict[str, object] = {}
 
 
-def kernel_cache_dir() -> Path:
-    """Where specialised loops (and Numba's cache of them) live: ``$DOGI_ML_KERNEL_CACHE`` or
-    ``~/.cache/dogi_ml/kernels``."""
-    return Path(os.environ.get("DOGI_ML_KERNEL_CACHE", Path.home() / ".cache" / "dogi_ml" / "kernels"))
-
-
-def _origin(fn) -> tuple[str, str, str]:
+def _origin(fn) -> tuple[str, str]:
     py = getattr(fn, "py_func", None)
     if py is None:
         raise TypeError(f"{fn!r} is not a Numba-compiled function (decorate it with @numba.njit)")
     module = sys.modules[py.__module__]
     if getattr(module, py.__name__, None) is not fn:
         raise TypeError(f"{py.__module__}.{py.__name__} must be a module-level Numba function")
-    return py.__module__, py.__name__, inspect.getsource(module)
+    return py.__module__, py.__name__
 
 
 def specialise(place_user, place_gc, on_reclaim, select_victim):
     """The compiled ``run_chunk`` for one policy's functions and one victim selector.
 
-    The template is written out with direct imports of the four functions. The file name hashes
-    the sources of the template, these kernels and the modules defining the four functions, so
-    an edit anywhere gives a new file and Numba's on-disk cache never serves a stale loop."""
+    The template is written out with direct imports of the four functions, as
+    ``loop_<key>.py`` in the kernel cache. The key hashes that code, the sources of every project
+    module it reaches through imports (the template's kernels and state, the modules defining
+    the four functions and every helper module they import, transitively) and the versions of
+    dogi_ml, Numba and NumPy (:func:`dogi_ml.numba_cache.source_key`): an edit anywhere the loop
+    can reach gives a new file, so Numba's on-disk cache never serves a stale loop."""
     template = (Path(__file__).with_name("_loop_template.py")).read_text()
     names = ("place_user", "place_gc", "on_reclaim", "select_victim")
-    fns = (place_user, place_gc, on_reclaim, select_victim)
-    h = hashlib.blake2b(digest_size=10)
-    h.update(template.encode())
-    h.update(inspect.getsource(sys.modules[__name__]).encode())
-    h.update(inspect.getsource(sys.modules["dogi_ml.sim.state"]).encode())
     imports = []
-    for name, fn in zip(names, fns):
-        mod, attr, src = _origin(fn)
-        h.update(f"{mod}.{attr}\n".encode())
-        h.update(src.encode())
+    for name, fn in zip(names, (place_user, place_gc, on_reclaim, select_victim)):
+        mod, attr = _origin(fn)
         imports.append(f"from {mod} import {attr} as {name}")
-    key = h.hexdigest()
-    if key in _LOADED:
-        return _LOADED[key]
     code = template.replace(_MARKER, "\n".join(imports))
     if code == template:
         raise RuntimeError("loop template lost its SPECIALISE marker")
+    key = source_key(code, "dogi_ml_loop")[:20]
+    if key in _LOADED:
+        return _LOADED[key]
     cache = kernel_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     path = cache / f"loop_{key}.py"
