@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import fixedpoint as fx
-from .c_header import _epilogue, _helpers, _prologue, _quantize_inputs_fn, _rules_doc, c_array
-from .quantize import ExportError, InputQuantizer, QuantLayer, as_int_features, logit_scale, quantize_linear
+from .c_common import c_array, epilogue, helpers, prologue, quantize_inputs_fn, rules_doc
+from .integer import ExportError, InputQuantizer, QuantLayer, as_int_features, logit_scale, quantize_linear
 
 H_FRAC = 15                     # hidden state in Q15 (int16)
 GATE_FRAC = fx.SIG_IN_FRAC      # gate pre-activations in Q12
@@ -159,11 +159,11 @@ def emit_gru(q: QuantizedGRU, P: str = "dogi", source: str | None = None) -> str
     U = P.upper()
     doc = [f"int8 GRU, {F} features -> hidden {H} -> {C} classes; state int16 Q15 kept by the caller",
            "(zeros for an LBA never seen); gate pre-activations Q12; sigmoid/tanh from an",
-           "interpolated table; int32 logits, class = first index of the largest logit.", ""] + _rules_doc(q.inputs)
-    out = [_prologue(P, f"{P}: deployed lifetime classifier (GRU step)", doc, source)]
+           "interpolated table; int32 logits, class = first index of the largest logit.", ""] + rules_doc(q.inputs)
+    out = [prologue(P, f"{P}: deployed lifetime classifier (GRU step)", doc, source)]
     out.append(f"#define {U}_N_FEATURES {F}\n#define {U}_N_CLASSES {C}\n#define {U}_HIDDEN {H}\n\n")
-    out.append(_helpers(P))
-    out.append(_quantize_inputs_fn(P, q.inputs))
+    out.append(helpers(P))
+    out.append(quantize_inputs_fn(P, q.inputs))
     out.append(c_array(f"{P}_sigmoid_table", "int32_t", fx.SIGMOID_TABLE, 10))
     out.append(f"""
 /* sigmoid of a Q12 value, in Q15 */
@@ -235,5 +235,5 @@ static inline int32_t {P}_gru_predict_sequence(const int64_t *features, int32_t 
     return c;
 }}
 """)
-    out.append(_epilogue(P))
+    out.append(epilogue(P))
     return "".join(out)

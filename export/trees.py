@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .c_header import _epilogue, _prologue, c_array
-from .quantize import ExportError, as_int_features
+from .c_common import c_array, epilogue, prologue
+from .integer import ExportError, as_int_features
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 INT32_MIN = -(1 << 31)
@@ -251,7 +251,7 @@ def emit_trees(q: IntTreeEnsemble, P: str = "dogi", source: str | None = None) -
            "the float model's splits on its scaled inputs; leaves hold int32 scores summed per class;",
            "class = first index of the largest score.", "", "Features, in order:"]
     doc += [f"  {i}: {n}" for i, n in enumerate(q.feature_names)]
-    out = [_prologue(P, f"{P}: deployed lifetime classifier ({what})", doc, source)]
+    out = [prologue(P, f"{P}: deployed lifetime classifier ({what})", doc, source)]
     out.append(f"#define {U}_N_FEATURES {q.n_features}\n#define {U}_N_CLASSES {C}\n#define {U}_N_TREES {q.roots.size}\n\n")
     pad = lambda a, dt: a if a.size else np.zeros(1, dt)  # noqa: E731  (C has no empty arrays)
     out.append(c_array(f"{P}_feature", "uint8_t" if q.n_features < 256 else "int32_t", pad(q.feature, np.int32)))
@@ -298,5 +298,5 @@ static inline void {P}_predict_batch(const int64_t *features, int32_t n, int32_t
                                      logits ? logits + (int64_t)r * {U}_N_CLASSES : 0);
 }}
 """)
-    out.append(_epilogue(P))
+    out.append(epilogue(P))
     return "".join(out)

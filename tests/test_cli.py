@@ -120,3 +120,107 @@ def test_oracle_search_then_simulate_nodap(tmp_path):
     run_cli(["simulate", "+workload=zipf", *small, "policy=nodap", f"policy.params.bounds={res['bounds']}",
              f"policy.n_groups={res['n_groups']}", f"sim.output={out}", "progress=false"], tmp_path)
     assert json.loads(out.read_text())["waf"] == pytest.approx(res["waf"])
+
+
+# -- the error guard: user errors are one line with the fix, bugs keep their traceback ----------
+def test_bad_config_is_one_line_with_the_fix(tmp_path):
+    proc = run_cli(["simulate", "+workload=zipf", "policy=sepbit", "model.deployed=int8", *SMALL], tmp_path,
+                   check=False)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert lines == ["error: model.deployed=int8 needs a learned policy with a deployed form, not policy=sepbit "
+                     "-- use policy=dogi"], proc.stderr
+
+
+def test_unknown_command_lists_the_known_ones(tmp_path):
+    from dogi_ml.cli import COMMANDS
+    proc = run_cli(["simlate", "+workload=zipf"], tmp_path, check=False)
+    assert proc.returncode == 2 and proc.stdout == ""
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("error: unknown command 'simlate' -- use one of: ")
+    assert all(name in line for name in COMMANDS) and {"simulate", "train", "export", "cache"} <= set(COMMANDS)
+
+
+def test_stage_usage_errors(tmp_path):
+    proc = run_cli(["stage", "bogus"], tmp_path, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("error: unknown stage 'bogus' -- use one of: generate, annotate, features, "
+                                   "train, evaluate")
+    proc = run_cli(["stage", "annotate", "params=missing.yaml", f"out={tmp_path}"], tmp_path, check=False)
+    assert proc.returncode == 2 and "missing.yaml" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_cache_command_dispatches(tmp_path):
+    proc = run_cli(["cache", "--help"], tmp_path)
+    assert "info" in proc.stdout and "clear" in proc.stdout
+    proc = run_cli(["cache", "bogus"], tmp_path, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def _main_in_process(monkeypatch, tmp_path, argv):
+    """``dogi_ml.cli.main(argv)`` in this process from ``tmp_path``; returns the exit status."""
+    import sys
+
+    from dogi_ml import cli
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DOGI_ML_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(sys, "argv", ["dogi_ml", *argv])
+    try:
+        cli.main(argv)
+    except SystemExit as exc:
+        return exc.code
+    return 0
+
+
+def test_internal_error_keeps_its_traceback(monkeypatch, tmp_path, capsys):
+    import dogi_ml.pipeline.simulate as sim_pipeline
+
+    def broken(cfg, out_dir):
+        raise RuntimeError("a bug in the pipeline")
+
+    monkeypatch.setattr(sim_pipeline, "run_simulate", broken)
+    status = _main_in_process(monkeypatch, tmp_path, ["simulate", "+workload=zipf", *SMALL])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "Traceback" in err and "RuntimeError: a bug in the pipeline" in err and "in broken" in err
+    assert "error: a bug" not in err
+
+
+def test_library_value_error_keeps_its_traceback(monkeypatch, tmp_path, capsys):
+    """A ValueError from inside a library is a bug here, not bad input."""
+    import numpy as np
+
+    import dogi_ml.pipeline.simulate as sim_pipeline
+
+    def broken(cfg, out_dir):
+        return np.ones(3) + np.ones(4)          # numpy raises ValueError (shapes)
+
+    monkeypatch.setattr(sim_pipeline, "run_simulate", broken)
+    status = _main_in_process(monkeypatch, tmp_path, ["simulate", "+workload=zipf", *SMALL])
+    err = capsys.readouterr().err
+    assert status == 1 and "Traceback" in err and "could not be broadcast" in err
+
+
+def test_user_error_line():
+    from dogi_ml.cli import user_error_line
+    from dogi_ml.errors import ConfigError, DogiMLError
+    from dogi_ml.policies import make_policy
+    from dogi_ml.sim import SimulationError
+    from dogi_ml.traces.trace import TraceFormatError
+
+    assert user_error_line(ConfigError("bad x", "set x=1")) == "error: bad x -- set x=1"
+    assert user_error_line(DogiMLError("two\nlines")) == "error: two lines"
+    for cls in (TraceFormatError, SimulationError):
+        assert issubclass(cls, DogiMLError)
+        assert user_error_line(cls("bad input")) == "error: bad input"
+    assert issubclass(SimulationError, RuntimeError)       # callers that caught RuntimeError still do
+    assert user_error_line(FileNotFoundError("trace file not found: x.csv")).startswith(
+        "error: trace file not found: x.csv -- check the path")
+    # a plain ValueError raised by dogi_ml's own checks (not yet a DogiMLError) is still bad input
+    with pytest.raises(ValueError) as info:
+        make_policy("no_such_policy")
+    assert user_error_line(info.value).startswith("error: unknown policy 'no_such_policy'; known:")
+    with pytest.raises(ValueError) as info:
+        int("x")
+    assert user_error_line(info.value) is None
+    assert user_error_line(RuntimeError("bug")) is None and user_error_line(KeyError("k")) is None

@@ -17,6 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+from dogi_ml.errors import ConfigError
+from dogi_ml.pipeline.common import require_workload
+
 EXPERIMENT = "export"
 
 
@@ -28,7 +31,7 @@ def _source(cfg, work_dir: Path, log) -> tuple:
 
     e = cfg.export
     if e.model_path and e.run_id:
-        raise ValueError("give export.model_path or export.run_id, not both")
+        raise ConfigError("export.model_path and export.run_id both given", "give one of them, not both")
     if e.model_path:
         path = Path(e.model_path)
         model = LifetimeModel.load(path)
@@ -47,7 +50,8 @@ def _source(cfg, work_dir: Path, log) -> tuple:
         try:
             mlflow.MlflowClient().get_run(str(e.run_id))
         except Exception as exc:  # noqa: BLE001 - MLflow raises its own exception types
-            raise ValueError(f"MLflow run {e.run_id!r} not found in {mlflow.get_tracking_uri()} ({exc})") from exc
+            raise ConfigError(f"MLflow run {e.run_id!r} not found in {mlflow.get_tracking_uri()} ({exc})",
+                              "give the id of a train run in this tracking store (mlflow ui lists them)") from exc
         dst = Path(tempfile.mkdtemp(dir=work_dir))
         try:
             model_file = mlflow.artifacts.download_artifacts(run_id=str(e.run_id), artifact_path="model/model.pkl",
@@ -55,10 +59,9 @@ def _source(cfg, work_dir: Path, log) -> tuple:
             conf_file = mlflow.artifacts.download_artifacts(run_id=str(e.run_id), artifact_path="config.yaml",
                                                             dst_path=str(dst))
         except Exception as exc:  # noqa: BLE001
-            raise ValueError(f"MLflow run {e.run_id} has no model/model.pkl and config.yaml artifacts "
-                             f"(is it a train run?): {exc}") from exc
+            raise ConfigError(f"MLflow run {e.run_id} has no model/model.pkl and config.yaml artifacts ({exc})",
+                              "give the id of a train run") from exc
         return LifetimeModel.load(model_file), OmegaConf.load(conf_file), {"mlflow_run_id": str(e.run_id)}
-    from dogi_ml.cli import require_workload
     from dogi_ml.pipeline.train import run_train
     require_workload(cfg)
     log("[bold]export[/bold]: training the model first (the train pipeline; export.run_id=ID or "
@@ -99,8 +102,8 @@ def run_export(cfg, work_dir: Path) -> dict:
     work_dir.mkdir(parents=True, exist_ok=True)
     model, src_cfg, source = _source(cfg, work_dir, console.print)
     if "workload" not in src_cfg or src_cfg.workload is None:
-        raise ValueError("the source model's workload is unknown (no config.yaml beside it); add +workload=NAME "
-                         "with the data settings it was trained with")
+        raise ConfigError("the source model's workload is unknown (no config.yaml beside it)",
+                          "add +workload=NAME with the data settings it was trained with")
     wl = src_cfg.workload.name
     run_tag = (source.get("mlflow_run_id") or time.strftime("%Y%m%d-%H%M%S"))[:8]
     out = Path(e.out) if e.out else Path("export") / f"run-{model.name}-{wl}-{run_tag}"

@@ -1,4 +1,5 @@
-"""The ``simulate`` stage: workload + policy + sim config -> WAF and friends."""
+"""The ``simulate`` stage: workload + policy + sim config -> WAF and friends, and the
+``simulate`` command (summary, JSON, plot, one MLflow run per simulation)."""
 from __future__ import annotations
 
 import json
@@ -7,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dogi_ml.errors import ConfigError
+from dogi_ml.pipeline.common import multirun, require_workload, sweep_dir
 from dogi_ml.policies import make_policy
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.traces.trace import Trace
@@ -23,8 +26,8 @@ def simulation_writes(trace: Trace, capacity: int | None) -> tuple[np.ndarray, i
     if writes.size and int(writes.max()) >= cap:
         uniq, dense = np.unique(writes, return_inverse=True)
         if uniq.size > cap:
-            raise ValueError(f"sim.capacity_blocks={cap} is smaller than the trace's write working set "
-                             f"({uniq.size} distinct blocks); raise it or leave it null")
+            raise ConfigError(f"sim.capacity_blocks={cap} is smaller than the trace's write working set "
+                              f"({uniq.size} distinct blocks)", "raise it or leave it null")
         writes = dense.astype(np.int64)
     return np.ascontiguousarray(writes, dtype=np.int64), cap
 
@@ -85,3 +88,65 @@ def _json_default(obj):
     if isinstance(obj, Path):
         return str(obj)
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def run_simulate(cfg, out_dir: Path) -> float:
+    """The ``simulate`` command: one policy over one workload; returns the WAF (Hydra's sweep
+    result)."""
+    from omegaconf import OmegaConf
+
+    from dogi_ml.report import print_sim_summary
+    from dogi_ml.traces.workload import load_workload
+
+    require_workload(cfg)
+    trace = load_workload(cfg.workload, cache_dir=cfg.cache_dir)
+    policy_cfg = OmegaConf.to_container(cfg.policy, resolve=True)
+    deployed = (cfg.get("model") or {}).get("deployed")
+    if deployed:
+        # model.deployed=int8: the learned scheme places with the exported integer model
+        if "deployed" not in (policy_cfg.get("params") or {}):
+            raise ConfigError(f"model.deployed={deployed} needs a learned policy with a deployed form, "
+                              f"not policy={policy_cfg['name']}", "use policy=dogi")
+        policy_cfg["params"]["deployed"] = deployed
+    result = simulate(trace, policy_cfg, OmegaConf.to_container(cfg.sim, resolve=True), progress=cfg.progress)
+    out = Path(cfg.sim.output) if cfg.sim.output else out_dir / "result.json"
+    if cfg.get("output") and not multirun():
+        out = Path(cfg.output)      # a single run: output=PATH.json is the result itself
+    result["workload_config"] = OmegaConf.to_container(cfg.workload, resolve=True)
+    write_json(result, out)
+    print_sim_summary(result)
+    print(f"result: {out}")
+    png = None
+    if cfg.get("plot", True):
+        from dogi_ml.report import plot_results
+        png = plot_results([result], out.with_suffix('.png'))
+        print(f"plot:   {png}")
+    if cfg.get("mlflow", True):
+        _log_simulation(cfg, result, [out, png])
+    return result["waf"]
+
+
+def _log_simulation(cfg, result: dict, files) -> None:
+    """One MLflow run per simulation (a child of the sweep's parent run under ``-m``)."""
+    from omegaconf import OmegaConf
+
+    from dogi_ml.tracking import flatten, mlflow_run
+
+    scheme = result.get("scheme") or result["policy"]
+    tags = {"workload": str(result.get("workload")), "policy": result["policy"], "scheme": scheme,
+            "command": "simulate"}
+    with mlflow_run("simulate", f"{scheme} on {result.get('workload')}", sweep_dir=sweep_dir(), tags=tags) as (mlflow, _):
+        params = {k: v for k, v in flatten(OmegaConf.to_container(cfg, resolve=True)).items()
+                  if k.split(".")[0] in ("policy", "sim", "workload")}
+        mlflow.log_params({k: (str(v)[:500] if v is not None else "null") for k, v in params.items()})
+        metrics = {k: float(result[k]) for k in ("waf", "user_accuracy", "gc_accuracy", "mispredict_ratio",
+                                                  "inference_ns_per_block", "train_seconds", "appends_per_second",
+                                                  "elapsed_s", "gc_writes", "user_writes")
+                   if isinstance(result.get(k), (int, float))}
+        mlflow.log_metrics(metrics)
+        series = result.get("waf_series") or {}
+        for i, w in enumerate(series.get("waf", [])[:1000]):
+            mlflow.log_metric("waf_window", w, step=i)
+        for f in files:
+            if f is not None and Path(f).exists():
+                mlflow.log_artifact(str(f))

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dogi_ml.errors import ConfigError, UsageError
+
 STAGES = ("generate", "annotate", "features", "train", "evaluate")
 
 
@@ -49,7 +51,8 @@ def features(p: dict, out: Path) -> None:
     trace = read_binary(out / "trace.dtr")
     with np.load(out / "annotation.npz") as z:
         if z["inv"].size != trace.block_writes.size:
-            raise ValueError(f"{out / 'annotation.npz'} does not belong to {out / 'trace.dtr'}; rerun annotate")
+            raise ConfigError(f"{out / 'annotation.npz'} does not belong to {out / 'trace.dtr'}",
+                              "rerun the annotate stage")
     ds = build_dataset(trace, p.get("data", {}), sequence_history=(p.get("model") or {}).get("history"),
                        cache_dir=None)
     np.savez(out / "dataset.npz", X=ds.X, y=ds.y, rows=ds.rows, inv=ds.inv, all_features=ds.all_features,
@@ -95,7 +98,7 @@ def evaluate(p: dict, out: Path) -> None:
 
 def run_stage(name: str, params: str | Path = "params.yaml", out: str | Path = "data/dvc") -> None:
     if name not in STAGES:
-        raise ValueError(f"unknown stage {name!r}; known: {', '.join(STAGES)}")
+        raise UsageError(f"unknown stage {name!r}", f"use one of: {', '.join(STAGES)}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     globals()[name](_params(Path(params)), out)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dogi_ml.errors import ConfigError
 from dogi_ml.traces.trace import Trace
 from dogi_ml.traces.workload import workload_capacity
 from dogi_ml.features import labels as L
@@ -62,8 +63,8 @@ def build_dataset(trace: Trace, cfg: dict, sequence_history: int | None = None,
     dropped = int((~known).sum())
     rows = rows[known]
     if rows.size < 50:
-        raise ValueError(f"only {rows.size} labelled rows after sampling ({dropped} censored); "
-                         "write more (workload.write_volume) or lower data.sample_every")
+        raise ConfigError(f"only {rows.size} labelled rows after sampling ({dropped} censored)",
+                          "write more (workload.write_volume) or lower data.sample_every")
     r_inv = inv[rows]
     if kind == "dogi":
         y = np.maximum(L.dogi_classes(r_inv, capacity, mu), 1) - 1     # c1..c10 -> 0..9
@@ -78,13 +79,13 @@ def build_dataset(trace: Trace, cfg: dict, sequence_history: int | None = None,
         y = L.binary_classes(r_inv, thr)
         class_names = ["short", "long"]
     else:
-        raise ValueError(f"unknown data.labels {kind!r}; known: dogi, quantile, binary")
+        raise ConfigError(f"unknown data.labels {kind!r}", "use one of: dogi, quantile, binary")
     t0 = time.perf_counter()
     fcfg = FeatureConfig(capacity_blocks=capacity, window_blocks=cfg.get("window_blocks"))
     names = list(cfg.get("features") or FEATURES[:6])
     unknown = [f for f in names if f not in FEATURES]
     if unknown:
-        raise ValueError(f"unknown feature(s) {unknown}; known: {', '.join(FEATURES)}")
+        raise ConfigError(f"unknown feature(s) {unknown}", f"use names from: {', '.join(FEATURES)}")
     cols = [FEATURES.index(f) for f in names]
     if sequence_history:
         need = history_rows(prev, rows, int(sequence_history))
@@ -119,8 +120,8 @@ def train_and_evaluate(ds: Dataset, model_cfg: dict, seed: int = 0, latency_budg
     model = make_model(model_cfg["name"], n_classes, len(ds.feature_names), seed=seed, **params)
     seq = ds.X.ndim == 3
     if seq != model.sequence:
-        raise ValueError(f"model {model.name} {'needs' if model.sequence else 'does not take'} sequences; "
-                         f"set model.history {'> 0' if model.sequence else 'to null'}")
+        raise ConfigError(f"model {model.name} {'needs' if model.sequence else 'does not take'} sequences",
+                          f"set model.history {'> 0' if model.sequence else 'to null'}")
     model.scaler.log_columns = [i for i, f in enumerate(ds.feature_names) if f not in NO_LOG]
     tr, va, te = ds.splits["train"], ds.splits["val"], ds.splits["test"]
     t0 = time.perf_counter()
@@ -152,29 +153,24 @@ def plog_configuration(ds: Dataset, pred: np.ndarray) -> dict | None:
 
 
 def run_train(cfg, out_dir: Path) -> dict:
-    """The ``train`` command: build the dataset, fit, evaluate, log everything to MLflow."""
+    """The ``train`` command: build the dataset, fit, evaluate, log everything to MLflow (under
+    the sweep's parent run with ``-m``)."""
     import json
 
     from omegaconf import OmegaConf
 
+    from dogi_ml.pipeline.common import require_workload, sweep_dir
     from dogi_ml.report import console, print_feature_report, print_train_summary
     from dogi_ml.tracking import flatten, mlflow_run
     from dogi_ml.traces.workload import load_workload
     from dogi_ml.features.selection import feature_report, plot_feature_report
     from dogi_ml.models.evaluate import plot_confusion
 
+    require_workload(cfg)
     resolved = OmegaConf.to_container(cfg, resolve=True)
-    sweep_dir = None
-    try:
-        from hydra.core.hydra_config import HydraConfig
-        hc = HydraConfig.get()
-        if hc.mode.name == "MULTIRUN":
-            sweep_dir = Path(hc.sweep.dir)
-    except ValueError:
-        pass
     wl, model_name = cfg.workload.name, cfg.model.name
     tags = {"workload": wl, "model": model_name, "command": "train"}
-    with mlflow_run("train", f"{model_name} on {wl}", sweep_dir=sweep_dir, tags=tags) as (mlflow, run):
+    with mlflow_run("train", f"{model_name} on {wl}", sweep_dir=sweep_dir(), tags=tags) as (mlflow, run):
         mlflow.log_params({k: (str(v)[:500] if v is not None else "null")
                            for k, v in flatten(resolved).items() if not k.startswith("hydra")})
         console.print(f"[bold]train[/bold] {model_name} on {wl} (MLflow run {run.info.run_id[:8]})")

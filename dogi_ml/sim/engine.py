@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
+from dogi_ml.errors import DogiMLError
+
 from .kernels import retire_group, specialise
 from .policy_api import PlacementPolicy, SimContext
 from .state import (
@@ -32,7 +34,7 @@ from .state import (
 from .victims import get_victim
 
 
-class SimulationError(RuntimeError):
+class SimulationError(DogiMLError, RuntimeError):
     """The run cannot continue (impossible configuration or exhausted space)."""
 
 

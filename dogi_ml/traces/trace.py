@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 import numba as nb
 import numpy as np
 
+from dogi_ml.errors import DogiMLError
+
 BLOCK_SIZE = 4096
 SECTOR_SIZE = 512
 
@@ -22,7 +24,7 @@ OP_TRIM = 2  # kept in the trace so it shows up in statistics; it writes no bloc
 OP_NAMES = {OP_READ: "read", OP_WRITE: "write", OP_TRIM: "trim"}
 
 
-class TraceFormatError(ValueError):
+class TraceFormatError(DogiMLError):
     """Malformed trace input; the message names the file, the line and the reason."""
 
 

@@ -10,13 +10,15 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from dogi_ml.errors import DogiMLError
+
 from .binfmt import content_hash, read_binary, write_trace
 from .generators import GENERATORS, generate
 from .readers import read_trace
 from .trace import Trace
 
 
-class WorkloadError(ValueError):
+class WorkloadError(DogiMLError):
     """A workload config that cannot be turned into a trace."""
 
 

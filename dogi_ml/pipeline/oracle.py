@@ -1,0 +1,39 @@
+"""The ``oracle`` command: NoDaP's offline group search on a workload, the configuration to
+simulate with."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from dogi_ml.pipeline.common import require_workload
+from dogi_ml.pipeline.simulate import simulation_writes
+
+
+def run_oracle(cfg, out_dir: Path) -> dict:
+    """Search the group bounds (``oracle.max_groups``, ``oracle.min_gain``, ``oracle.candidates``),
+    write ``nodap.json`` and print the ``simulate`` command that replays the result."""
+    from omegaconf import OmegaConf
+
+    from dogi_ml.oracles.nodap import search
+    from dogi_ml.report import console
+    from dogi_ml.sim import SimConfig
+    from dogi_ml.traces.workload import load_workload
+
+    require_workload(cfg)
+    trace = load_workload(cfg.workload, cache_dir=cfg.cache_dir)
+    sim_cfg = SimConfig.from_mapping(OmegaConf.to_container(cfg.sim, resolve=True))
+    writes, cap = simulation_writes(trace, sim_cfg.capacity_blocks)
+    o = cfg.oracle
+    cands = np.asarray(list(o.candidates), np.int64) if o.candidates else None
+    res = search(writes, cap, sim_cfg, max_groups=int(o.max_groups), min_gain=float(o.min_gain),
+                 candidates=cands, log=console.print)
+    console.print(f"NoDaP on {cfg.workload.name}: {res['n_groups']} groups, BIR bounds {res['bounds']}, "
+                  f"WAF {res['waf']:.4f}")
+    out = out_dir / "nodap.json"
+    out.write_text(json.dumps({"workload": cfg.workload.name, **res}, indent=2))
+    print(f"result: {out}")
+    print(f"simulate with: python -m dogi_ml simulate +workload={cfg.workload.name} policy=nodap "
+          f"'policy.params.bounds={res['bounds']}' policy.n_groups={res['n_groups']}")
+    return res
