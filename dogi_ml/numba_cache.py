@@ -188,7 +188,7 @@ def _store() -> dict:
     return _STORE
 
 
-def _save_store(limit: int = 2000) -> None:
+def _save_store(limit: int = 500) -> None:
     """Merge this process's new records into the file (atomically; the newest ``limit`` kept)."""
     if not _STORE_NEW or not _STORE_PATH:
         return

@@ -11,6 +11,9 @@ Two caches:
   directory, as the commands' ``cache_dir`` config): generated and converted traces (``*.dtr``)
   and oracle annotations (``annotations/annot-*.npz``).
 
+Entries are dated by their newest file, i.e. when they were last compiled or written; a cache
+hit does not change that, so ``--older-than`` may drop an entry still in use (it is rebuilt).
+
 Only files these caches write are ever removed; anything else found there is listed as unknown
 and left alone. Everything here is rebuilt on demand, so clearing is always safe (the next run
 compiles or generates again).
