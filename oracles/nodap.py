@@ -384,6 +384,7 @@ def search(writes: np.ndarray, capacity: int, sim_config, max_groups: int = 8, m
             break
         start = min(starts, key=waf)
         bounds, w, _ = descend(start, int(max_evals_per_n))
+        shared_bounds = bounds
         sizes = None
         if group_sizes == "search":
             sizes, w, _ = size_search(bounds, w, max(1, int(max_evals_per_n) // 2))
@@ -392,7 +393,10 @@ def search(writes: np.ndarray, capacity: int, sim_config, max_groups: int = 8, m
                 bounds, w, _ = descend(bounds, max(1, int(max_evals_per_n) // 2), sizes, steps[1:] or steps)
         w_full = full(bounds, sizes)
         entry = {"n_groups": n, "bounds": bounds, "sizes": sizes, "waf": w_full,
-                 "shared_pool_waf": full(bounds, None), "start": start, "tried": ev.runs - before}
+                 "shared_pool_waf": full(bounds, None), "start": start,
+                 # the optimum with one shared pool (before the size search) for comparison
+                 "shared_pool_best": {"bounds": shared_bounds, "waf": full(shared_bounds, None)},
+                 "tried": ev.runs - before}
         history.append(entry)
         if log:
             log(f"  NoDaP search: {n} groups, bounds {bounds}, sizes {sizes}: WAF {w_full:.4f} "
