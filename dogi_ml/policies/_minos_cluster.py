@@ -1,0 +1,350 @@
+"""MINOS's two numeric kernels, alone so they can be tested and benchmarked without a simulator.
+
+- **Multi-quantile P²** (Jain & Chlamtac, CACM 1985, the equiprobable-cells extension): ``b + 1``
+  markers track the ``0, 1/b, ..., 1`` quantiles of a stream in O(b) time and space per
+  observation; :func:`p2_query` maps a value to its cell ``0 .. b-1`` (MINOS's ``Query``).
+- **Virtual-stream clustering** (MINOS Algorithm 3): ``N`` ordered virtual streams, each an
+  ID-Vector of write ``W[v, t]`` and invalidation ``I[v, t]`` counters per time slot, are merged
+  greedily into ``K`` clusters by the OP distance of Eqs. (1)-(3)::
+
+      D(x, y) = sum_t alpha^age(t) * |W_x[t] I_y[t] - W_y[t] I_x[t]| / (W_x[t] + W_y[t])
+
+  :func:`cluster_adjacent` merges only neighbouring clusters (the paper's heuristic: two new
+  distances per merge, O(N L)); :func:`cluster_full` considers every pair (the ablation "w/o
+  AC"); :func:`cluster_avg` is the AvgDist ablation (distance = difference of mean invalidation
+  times, as vStream). All return the physical stream of every virtual stream in ``out``;
+  physical ids follow the order of each cluster's first virtual stream.
+
+Counters and weights are float32 and the distance loops branch-free (``fastmath``), so LLVM
+vectorises them (the paper's SIMD clustering). Cluster sums go to spare rows ``N .. 2N-1`` of the
+counter arrays, so clustering allocates nothing and can run inside the simulator's loop.
+"""
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+# -- multi-quantile P² -------------------------------------------------------------------------
+
+
+def p2_new(cells: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Markers for ``cells`` equiprobable cells: (heights, positions, desired positions, count).
+
+    Positions are 1-based as in the paper; ``count`` is a one-element int64 array."""
+    if int(cells) < 1:
+        raise ValueError(f"P² needs at least 1 cell, got {cells}")
+    m = int(cells) + 1
+    return (np.zeros(m, np.float64), np.arange(1, m + 1, dtype=np.float64),
+            1.0 + np.arange(m, dtype=np.float64), np.zeros(1, np.int64))
+
+
+@nb.njit(cache=True, inline="always")
+def _p2_parabolic(q, n, i, d):
+    return q[i] + d / (n[i + 1] - n[i - 1]) * (
+        (n[i] - n[i - 1] + d) * (q[i + 1] - q[i]) / (n[i + 1] - n[i])
+        + (n[i + 1] - n[i] - d) * (q[i] - q[i - 1]) / (n[i] - n[i - 1]))
+
+
+@nb.njit(cache=True)
+def p2_update(q, n, nd, count, x):
+    """Add observation ``x`` to the markers (``q`` heights, ``n`` positions, ``nd`` desired)."""
+    m = q.shape[0]
+    cells = m - 1
+    c = count[0]
+    if c < m:
+        # warm-up: the first m observations, kept sorted (insertion), become the markers
+        j = c
+        while j > 0 and q[j - 1] > x:
+            q[j] = q[j - 1]
+            j -= 1
+        q[j] = x
+        count[0] = c + 1
+        if c + 1 == m:
+            for i in range(m):
+                n[i] = i + 1.0
+                nd[i] = 1.0 + (m - 1) * i / cells
+        return
+    count[0] = c + 1
+    if x < q[0]:
+        q[0] = x
+        k = 0
+    elif x >= q[m - 1]:
+        q[m - 1] = x
+        k = m - 2
+    else:
+        k = 0
+        while x >= q[k + 1]:
+            k += 1
+    for i in range(k + 1, m):
+        n[i] += 1.0
+    for i in range(m):
+        nd[i] += i / cells
+    for i in range(1, m - 1):
+        d = nd[i] - n[i]
+        if (d >= 1.0 and n[i + 1] - n[i] > 1.0) or (d <= -1.0 and n[i - 1] - n[i] < -1.0):
+            step = 1.0 if d > 0 else -1.0
+            qp = _p2_parabolic(q, n, i, step)
+            if q[i - 1] < qp < q[i + 1]:
+                q[i] = qp
+            else:
+                j = i + 1 if step > 0 else i - 1
+                q[i] = q[i] + step * (q[j] - q[i]) / (n[j] - n[i])
+            n[i] += step
+
+
+@nb.njit(cache=True)
+def p2_query(q, count, x):
+    """Cell of ``x``: the number of inner quantile markers strictly below it (0 .. cells-1).
+
+    Before the markers exist (fewer observations than markers) the cell is ``x``'s rank among
+    the observations so far, scaled to the cells."""
+    m = q.shape[0]
+    c = count[0]
+    if c >= m:
+        cell = 0
+        for i in range(1, m - 1):
+            if q[i] < x:
+                cell += 1
+        return cell
+    if c == 0:
+        return 0
+    below = 0
+    for i in range(c):
+        if q[i] < x:
+            below += 1
+    return min(m - 2, (below * (m - 1)) // c)
+
+
+@nb.njit(cache=True)
+def p2_quantiles(q, count):
+    """The inner markers' heights (the ``1/b .. (b-1)/b`` quantiles); NaN before warm-up ends."""
+    m = q.shape[0]
+    out = np.empty(m - 2, np.float64)
+    for i in range(1, m - 1):
+        out[i - 1] = q[i] if count[0] >= m else np.nan
+    return out
+
+
+# -- decay weights ---------------------------------------------------------------------------
+
+
+def decay_table(ring_len: int) -> np.ndarray:
+    """``alpha**-s`` for ring positions ``s``, alpha = 1 - 1/L (at most e ~ 2.72, no overflow)."""
+    alpha = 1.0 - 1.0 / ring_len
+    return (alpha ** -np.arange(ring_len, dtype=np.float64)).astype(np.float32)
+
+
+@nb.njit(cache=True, fastmath=True)
+def slot_weights(inv_table, newest_pos, out):
+    """``out[s] = alpha**age(s)``: age 0 at ring position ``newest_pos``, growing backwards."""
+    L = inv_table.shape[0]
+    alpha = 1.0 - 1.0 / L
+    a_new = np.float32(alpha ** newest_pos)
+    a_old = np.float32(alpha ** (newest_pos + L))
+    for s in range(newest_pos + 1):
+        out[s] = a_new * inv_table[s]
+    for s in range(newest_pos + 1, L):
+        out[s] = a_old * inv_table[s]
+
+
+# -- OP distance and clustering ----------------------------------------------------------------
+
+
+@nb.njit(cache=True, fastmath=True, inline="always")
+def _term(wx, ix, wy, iy, w):
+    den = wx + wy
+    den = den if den > np.float32(0.0) else np.float32(1.0)  # 0/0 slots contribute nothing
+    return w * abs(wx * iy - wy * ix) / den
+
+
+@nb.njit(cache=True, fastmath=True)
+def op_distance(W, I, x, y, wt):
+    """Eq. (3): decayed sum over slots of Eq. (2) between rows ``x`` and ``y``."""
+    acc = np.float32(0.0)
+    for t in range(W.shape[1]):
+        acc += _term(W[x, t], I[x, t], W[y, t], I[y, t], wt[t])
+    return acc
+
+
+@nb.njit(cache=True, fastmath=True)
+def _merge_and_measure(W, I, a, b, dst, left, right, wt):
+    """Row ``dst`` = rows ``a + b``; returns the OP distances of the sum to rows ``left`` and
+    ``right`` (-1: none), in one pass so each slot is loaded once."""
+    dl = np.float32(0.0)
+    dr = np.float32(0.0)
+    L = W.shape[1]
+    if left >= 0 and right >= 0:
+        for t in range(L):
+            w = W[a, t] + W[b, t]
+            i = I[a, t] + I[b, t]
+            W[dst, t] = w
+            I[dst, t] = i
+            dl += _term(W[left, t], I[left, t], w, i, wt[t])
+            dr += _term(w, i, W[right, t], I[right, t], wt[t])
+    elif left >= 0:
+        for t in range(L):
+            w = W[a, t] + W[b, t]
+            i = I[a, t] + I[b, t]
+            W[dst, t] = w
+            I[dst, t] = i
+            dl += _term(W[left, t], I[left, t], w, i, wt[t])
+    elif right >= 0:
+        for t in range(L):
+            w = W[a, t] + W[b, t]
+            i = I[a, t] + I[b, t]
+            W[dst, t] = w
+            I[dst, t] = i
+            dr += _term(w, i, W[right, t], I[right, t], wt[t])
+    else:
+        for t in range(L):
+            W[dst, t] = W[a, t] + W[b, t]
+            I[dst, t] = I[a, t] + I[b, t]
+    return dl, dr
+
+
+@nb.njit(cache=True)
+def _number_clusters(label, n, out):
+    """Physical ids in order of each cluster's first virtual stream (Algorithm 3, lines 6-10)."""
+    nxt = 0
+    for v in range(n):
+        out[v] = -1
+    for v in range(n):
+        if out[v] < 0:
+            for u in range(v, n):
+                if label[u] == label[v]:
+                    out[u] = nxt
+            nxt += 1
+    return nxt
+
+
+@nb.njit(cache=True)
+def cluster_adjacent(W, I, n, k, wt, out, row, nxt, prv, dist):
+    """Algorithm 3: merge the closest *adjacent* clusters of ``n`` virtual streams until ``k``.
+
+    ``W``/``I`` have ``2n`` rows: ``0 .. n-1`` the ID-Vectors (read only), ``n .. 2n-1`` scratch
+    for cluster sums. ``row``/``nxt``/``prv`` (int64[n]) and ``dist`` (float32[n]) are scratch;
+    ``out`` (int64[n]) receives the physical stream of each virtual stream. Ties: lowest index."""
+    for v in range(n):
+        row[v] = v
+        nxt[v] = v + 1 if v + 1 < n else -1
+        prv[v] = v - 1
+    for v in range(n - 1):
+        dist[v] = op_distance(W, I, v, v + 1, wt)
+    dist[n - 1] = np.inf
+    spare = n
+    clusters = n
+    while clusters > k:
+        best = -1
+        v = 0
+        while v >= 0:
+            if nxt[v] >= 0 and (best < 0 or dist[v] < dist[best]):
+                best = v
+            v = nxt[v]
+        a = best
+        b = nxt[a]
+        left = prv[a]
+        right = nxt[b]
+        dl, dr = _merge_and_measure(W, I, row[a], row[b], spare,
+                                    row[left] if left >= 0 else -1,
+                                    row[right] if right >= 0 else -1, wt)
+        row[a] = spare
+        spare += 1
+        nxt[a] = right
+        if right >= 0:
+            prv[right] = a
+            dist[a] = dr
+        else:
+            dist[a] = np.inf
+        if left >= 0:
+            dist[left] = dl
+        clusters -= 1
+    # label every virtual stream with its cluster's head
+    head = 0
+    while head >= 0:
+        stop = nxt[head] if nxt[head] >= 0 else n
+        for v in range(head, stop):
+            row[v] = head
+        head = nxt[head]
+    return _number_clusters(row, n, out)
+
+
+@nb.njit(cache=True)
+def cluster_full(W, I, n, k, wt, out, row, label, dmat):
+    """The "w/o AC" ablation: merge the closest pair of *any* two clusters (first-member order
+    breaks ties). ``dmat`` is float32[n, n] scratch, ``label`` int64[n]."""
+    for v in range(n):
+        row[v] = v
+        label[v] = v
+    for x in range(n):
+        for y in range(x + 1, n):
+            dmat[x, y] = op_distance(W, I, x, y, wt)
+    spare = n
+    clusters = n
+    while clusters > k:
+        ba = -1
+        bb = -1
+        for x in range(n):
+            if label[x] != x:
+                continue
+            for y in range(x + 1, n):
+                if label[y] == y and (ba < 0 or dmat[x, y] < dmat[ba, bb]):
+                    ba = x
+                    bb = y
+        ra = row[ba]
+        rb = row[bb]
+        L = W.shape[1]
+        for t in range(L):
+            W[spare, t] = W[ra, t] + W[rb, t]
+            I[spare, t] = I[ra, t] + I[rb, t]
+        row[ba] = spare
+        spare += 1
+        for v in range(n):
+            if label[v] == bb:
+                label[v] = ba
+        clusters -= 1
+        for z in range(n):
+            if label[z] == z and z != ba:
+                d = op_distance(W, I, row[ba], row[z], wt)
+                if z < ba:
+                    dmat[z, ba] = d
+                else:
+                    dmat[ba, z] = d
+    return _number_clusters(label, n, out)
+
+
+@nb.njit(cache=True)
+def cluster_avg(life_sum, life_cnt, n, k, out, label, sums, cnts):
+    """The AvgDist ablation: adjacent merges by the difference of mean invalidation times
+    (``life_sum / life_cnt`` per virtual stream; an empty stream is at distance 0)."""
+    for v in range(n):
+        label[v] = v
+        sums[v] = life_sum[v]
+        cnts[v] = life_cnt[v]
+    clusters = n
+    while clusters > k:
+        best = -1
+        bestd = 0.0
+        prev = -1
+        for v in range(n):
+            if label[v] != v:
+                continue
+            if prev >= 0:
+                if cnts[prev] > 0 and cnts[v] > 0:
+                    d = abs(sums[prev] / cnts[prev] - sums[v] / cnts[v])
+                else:
+                    d = 0.0
+                if best < 0 or d < bestd:
+                    best = prev
+                    bestd = d
+            prev = v
+        # merge best with the next head after it
+        nb_ = best + 1
+        while label[nb_] != nb_:
+            nb_ += 1
+        sums[best] += sums[nb_]
+        cnts[best] += cnts[nb_]
+        for v in range(nb_, n):
+            if label[v] == nb_:
+                label[v] = best
+        clusters -= 1
+    return _number_clusters(label, n, out)

@@ -1,0 +1,396 @@
+"""MINOS: virtual streams, ID-Vectors and OP-guided clustering into physical streams (§4).
+
+Per write (the critical path, Algorithm 2 and §4.2):
+
+- **Virtual stream prediction**: a user write of a never-written block goes to virtual stream
+  ``N_user - 1``; an update's lifetime ``dt = now - last user write`` feeds the user CDF (a
+  multi-quantile P² estimator over ``N_user - 1`` equiprobable cells) and its cell is the
+  target; with *correlative prediction* the block's previous virtual stream moves at most one
+  step toward it. A GC write's survival time ``dt`` feeds the GC CDF (``N_gc`` cells) and picks
+  virtual stream ``N_user + cell``.
+- **ID-Vectors**: time is cut into slots of one segment of writes (user + GC); per virtual
+  stream and slot a write counter and an invalidation counter live in a ring of ``L`` slots
+  (default: the number of segments). A write counts in its stream's current slot; when a block
+  is overwritten, the invalidation counts in the slot and virtual stream of its last user write,
+  and, if GC moved it since, also in the slot and virtual stream of that GC write (the paper's
+  per-block metadata: write slot and stream id for both).
+- **Physical placement**: the write goes to the physical stream (group) its virtual stream is
+  mapped to.
+
+Every ``W_recluster`` slots (8) the ``N_user + N_gc`` virtual streams are clustered into ``K``
+physical streams (= ``n_groups``, 6) by Algorithm 3 with the OP distance of Eqs. (1)-(3), decay
+``alpha = 1 - 1/L`` (:mod:`dogi_ml.policies._minos_cluster`), inside the simulator's loop, so
+the period is exact in segments written. Until the first clustering, user virtual streams are
+spread evenly over the first ``K - 1`` physical streams and GC ones share the last.
+
+**Spatial Metadata Aggregation** (``agg`` = 1, 8, 32): one metadata entry (last user write
+time, both write slots and stream ids) shared by ``agg`` adjacent LBAs; Table 5's memory is
+:func:`metadata_mib_per_tib`. With ``agg=1`` the last user write time is the engine's own
+``lba_time`` (the same value, stored once).
+
+Ablations: ``correlative=false`` (jump straight to the target), ``search=full`` (merge any two
+clusters, "w/o AC"), ``distance=avg`` (AvgDist: difference of mean invalidation times, decayed
+per slot by ``alpha``). Victims: cost-benefit ``gp/(1-gp) * age`` (§2.3, the paper's default;
+``victim`` param to change).
+
+Departures: lifetimes are in user-written blocks from the engine's clock (the paper stores
+32-bit slots); invalidations older than the ring are dropped, as the ring has no slot for them.
+"""
+from __future__ import annotations
+
+import time
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+
+from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, no_reclaim_hook
+
+from . import register
+from ._minos_cluster import (
+    cluster_adjacent, cluster_avg, cluster_full, decay_table, p2_new, p2_quantiles, p2_query,
+    p2_update, slot_weights,
+)
+
+SEARCH = {"adjacent": 0, "full": 1}
+DISTANCE = {"op": 0, "avg": 1}
+AGG = (1, 8, 32)
+BLOCK_BYTES = 4096
+TIB = 1 << 40
+
+
+class MinosState(NamedTuple):
+    """MINOS's Numba state: arrays only (scalars are one-element arrays), by name."""
+
+    # parameters (fixed for the run)
+    n_user: np.ndarray        # int64[1] user virtual streams
+    n_gc: np.ndarray          # int64[1] GC virtual streams
+    k_phys: np.ndarray        # int64[1] physical streams (= groups)
+    ring_len: np.ndarray      # int64[1] L, slots in the ID-Vector ring
+    recluster_every: np.ndarray  # int64[1] W_recluster, slots between clusterings
+    seg_blocks: np.ndarray    # int64[1] blocks per slot (one segment)
+    agg_shift: np.ndarray     # int64[1] log2 of the LBAs sharing one metadata entry
+    correlative: np.ndarray   # int64[1] 1: move one virtual stream toward the target
+    search: np.ndarray        # int64[1] SEARCH code
+    distance: np.ndarray      # int64[1] DISTANCE code
+    # clock
+    clock: np.ndarray         # int64[1] blocks written (user + GC): slot = clock // seg_blocks
+    reclusters: np.ndarray    # int64[1] clusterings run
+    # per metadata entry (LBA >> agg_shift)
+    u_time: np.ndarray        # int64[entries] last user write time (agg > 1 only; else lba_time)
+    u_slot: np.ndarray        # int64[entries] slot of the last user write, -1 never
+    u_vs: np.ndarray          # int8[entries] its virtual stream
+    g_slot: np.ndarray        # int64[entries] slot of the last GC write since then, -1 none
+    g_vs: np.ndarray          # int8[entries]
+    # ID-Vectors: rows 0..N-1 live counters over ring positions, rows N..2N-1 clustering scratch
+    id_w: np.ndarray          # float32[2N, L]
+    id_i: np.ndarray          # float32[2N, L]
+    inv_decay: np.ndarray     # float32[L] alpha**-position
+    weights: np.ndarray       # float32[L] scratch: alpha**age per position
+    # totals (never forgotten; for checks and reports)
+    tot_w: np.ndarray         # int64[N]
+    tot_i: np.ndarray         # int64[N]
+    gc_superseded: np.ndarray  # int64[N] GC writes whose block GC moved again before any overwrite
+    # AvgDist: decayed invalidation-time sums and counts per virtual stream
+    life_sum: np.ndarray      # float64[N]
+    life_cnt: np.ndarray      # float64[N]
+    # P² markers: user CDF (N_user - 1 cells) and GC CDF (N_gc cells)
+    uq: np.ndarray
+    un: np.ndarray
+    und: np.ndarray
+    ucount: np.ndarray
+    gq: np.ndarray
+    gn: np.ndarray
+    gnd: np.ndarray
+    gcount: np.ndarray
+    # mapping and clustering scratch
+    vs_map: np.ndarray        # int64[N] physical stream of each virtual stream
+    sc_a: np.ndarray          # int64[N]
+    sc_b: np.ndarray          # int64[N]
+    sc_c: np.ndarray          # int64[N]
+    sc_d: np.ndarray          # float32[N]
+    sc_f: np.ndarray          # float64[N]
+    sc_g: np.ndarray          # float64[N]
+    sc_mat: np.ndarray        # float32[N, N]
+
+
+# -- the per-write path ------------------------------------------------------------------------
+
+
+@nb.njit(cache=True)
+def recluster(p):
+    """Algorithm 3 (or an ablation) over the ring as it stands: newest slot = the current one."""
+    n = p.n_user[0] + p.n_gc[0]
+    k = p.k_phys[0]
+    if p.distance[0] == 1:
+        cluster_avg(p.life_sum, p.life_cnt, n, k, p.vs_map, p.sc_a, p.sc_f, p.sc_g)
+    else:
+        slot = p.clock[0] // p.seg_blocks[0]
+        slot_weights(p.inv_decay, slot % p.ring_len[0], p.weights)
+        if p.search[0] == 1:
+            cluster_full(p.id_w, p.id_i, n, k, p.weights, p.vs_map, p.sc_a, p.sc_b, p.sc_mat)
+        else:
+            cluster_adjacent(p.id_w, p.id_i, n, k, p.weights, p.vs_map, p.sc_a, p.sc_b, p.sc_c,
+                             p.sc_d)
+    p.reclusters[0] += 1
+
+
+@nb.njit(cache=True, inline="always")
+def _count_write(p, vs):
+    """A block joins ``vs`` in the current slot; returns that slot. Crossing into a new slot
+    reclusters every ``W_recluster`` slots (on the full ring) and then clears the new slot."""
+    seg = p.seg_blocks[0]
+    c = p.clock[0]
+    slot = c // seg
+    L = p.ring_len[0]
+    p.id_w[vs, slot % L] += 1.0
+    p.tot_w[vs] += 1
+    c += 1
+    p.clock[0] = c
+    if c % seg == 0:
+        nxt = slot + 1
+        if nxt % p.recluster_every[0] == 0:
+            recluster(p)
+        pos = nxt % L
+        n = p.n_user[0] + p.n_gc[0]
+        for v in range(n):
+            p.id_w[v, pos] = 0.0
+            p.id_i[v, pos] = 0.0
+        if p.distance[0] == 1:
+            decay = 1.0 - 1.0 / L
+            for v in range(n):
+                p.life_sum[v] *= decay
+                p.life_cnt[v] *= decay
+    return slot
+
+
+@nb.njit(cache=True, inline="always")
+def _count_invalid(p, vs, wslot, life):
+    """An overwrite invalidates a block written to ``vs`` in slot ``wslot``."""
+    p.tot_i[vs] += 1
+    now_slot = p.clock[0] // p.seg_blocks[0]
+    L = p.ring_len[0]
+    if now_slot - wslot < L:
+        p.id_i[vs, wslot % L] += 1.0
+    p.life_sum[vs] += life
+    p.life_cnt[vs] += 1.0
+
+
+@nb.njit(cache=True)
+def minos_user(s, p, lba, now):
+    e = lba >> p.agg_shift[0]
+    if p.agg_shift[0] == 0:
+        last = s.lba_time[lba]
+    else:
+        last = p.u_time[e]
+        p.u_time[e] = now
+    prev = p.u_vs[e]
+    if s.lba_time[lba] >= 0 and prev >= 0:
+        # the overwritten copy: its user write's slot, and its GC write's if GC moved it since
+        life = float(now - last)
+        _count_invalid(p, prev, p.u_slot[e], life)
+        if p.g_vs[e] >= 0:
+            _count_invalid(p, p.g_vs[e], p.g_slot[e], life)
+    p.g_vs[e] = -1
+    nu = p.n_user[0]
+    if s.lba_time[lba] < 0 or prev < 0:
+        # a first write (the block itself unmapped: a shared entry may know its neighbours)
+        vs = nu - 1
+    else:
+        dt = float(now - last)
+        p2_update(p.uq, p.un, p.und, p.ucount, dt)
+        target = p2_query(p.uq, p.ucount, dt)
+        if p.correlative[0] == 1:
+            vs = prev - (1 if prev > target else (-1 if prev < target else 0))
+        else:
+            vs = target
+    p.u_vs[e] = vs
+    p.u_slot[e] = _count_write(p, vs)
+    return p.vs_map[vs]
+
+
+@nb.njit(cache=True)
+def minos_gc(s, p, lba, victim, now):
+    e = lba >> p.agg_shift[0]
+    last = s.lba_time[lba] if p.agg_shift[0] == 0 else p.u_time[e]
+    dt = float(now - last)
+    p2_update(p.gq, p.gn, p.gnd, p.gcount, dt)
+    vs = p.n_user[0] + p2_query(p.gq, p.gcount, dt)
+    old = p.g_vs[e]
+    if old >= 0:
+        p.gc_superseded[old] += 1
+    p.g_vs[e] = vs
+    p.g_slot[e] = _count_write(p, vs)
+    return p.vs_map[vs]
+
+
+# -- reports and benchmark ---------------------------------------------------------------------
+
+
+def metadata_mib_per_tib(agg: int, *, segment_bytes: int = 512 << 20, n_virtual: int = 16) -> dict:
+    """Table 5's memory: per-block metadata (user and GC: 32-bit write slot + 4-bit stream id,
+    9 bytes) shared by ``agg`` blocks, per TiB of 4 KiB blocks; plus the ID-Vectors (two 32-bit
+    counters per virtual stream and slot, L = segments per TiB)."""
+    blocks = TIB // BLOCK_BYTES
+    per_block = 2 * (32 + 4) / 8
+    meta = blocks * per_block / agg / (1 << 20)
+    L = TIB // segment_bytes
+    id_vectors = n_virtual * L * 2 * 4 / (1 << 20)
+    return {"agg": agg, "metadata_mib": meta, "id_vectors_mib": id_vectors,
+            "total_mib": meta + id_vectors}
+
+
+def _bench_counters(n: int, L: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """ID-Vectors shaped like a skewed workload: stream ``v`` writes ~64 blocks a slot and has
+    invalidated a share of them that falls with the slot's age, slower for colder streams."""
+    rng = np.random.default_rng(seed)
+    W = np.zeros((2 * n, L), np.float32)
+    I = np.zeros((2 * n, L), np.float32)
+    age = np.arange(L)[::-1]
+    for v in range(n):
+        w = rng.poisson(64, L).astype(np.float32)
+        frac = 1.0 - np.exp(-age / (4.0 * 1.6 ** v))
+        W[v] = w
+        I[v] = np.floor(w * frac * rng.uniform(0.9, 1.0, L))
+    return W, I
+
+
+def bench_clustering(segments=(512, 1024, 2048, 4096, 8192), n: int = 16, k: int = 6,
+                     repeats: int = 200) -> dict:
+    """Microseconds per clustering (Algorithm 3, adjacent, OP distance) at ``L`` = each segment
+    count, ``n`` virtual streams into ``k``: median of ``repeats`` timed calls after a warm-up
+    (Table 4). Returns ``{"n": n, "k": k, "us": {L: us}}``."""
+    out = {}
+    for L in segments:
+        W, I = _bench_counters(n, L)
+        wt = np.empty(L, np.float32)
+        slot_weights(decay_table(L), L // 3, wt)
+        res = np.empty(n, np.int64)
+        a, b, c = (np.empty(n, np.int64) for _ in range(3))
+        d = np.empty(n, np.float32)
+        cluster_adjacent(W, I, n, k, wt, res, a, b, c, d)
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter_ns()
+            cluster_adjacent(W, I, n, k, wt, res, a, b, c, d)
+            times.append(time.perf_counter_ns() - t0)
+        out[int(L)] = float(np.median(times)) / 1e3
+    return {"n": n, "k": k, "us": out}
+
+
+# -- the policy --------------------------------------------------------------------------------
+
+
+@register
+class Minos(PlacementPolicy):
+    """MINOS placement (see the module docstring); groups are the K physical streams."""
+
+    name = "minos"
+    default_groups = 6
+    victim = "cost_benefit_sepbit"
+    place_user = minos_user
+    place_gc = minos_gc
+    on_reclaim = no_reclaim_hook
+
+    DEFAULTS = {"n_user": 12, "n_gc": 4, "ring_len": None, "recluster_every": 8, "agg": 8,
+                "correlative": True, "search": "adjacent", "distance": "op",
+                "victim": "cost_benefit_sepbit"}
+
+    def accepted_params(self) -> tuple[str, ...]:
+        return tuple(self.DEFAULTS)
+
+    def __init__(self, n_groups=6, **params):
+        super().__init__(n_groups, **params)
+        cfg = {**self.DEFAULTS, **params}
+        self.n_user = _int_param("n_user", cfg["n_user"], 2, "the new-write stream and at least one update stream")
+        self.n_gc = _int_param("n_gc", cfg["n_gc"], 1, "at least one GC virtual stream")
+        n = self.n_user + self.n_gc
+        if n > 127:
+            raise ValueError(f"policy minos: n_user + n_gc = {n} exceeds 127 virtual streams "
+                             "(int8 stream ids); lower n_user or n_gc")
+        if self.n_groups < 2 or self.n_groups > n:
+            raise ValueError(f"policy minos: n_groups (K physical streams) must be in 2..{n} "
+                             f"(n_user + n_gc virtual streams), got {self.n_groups}")
+        self.ring_len = (None if cfg["ring_len"] is None
+                         else _int_param("ring_len", cfg["ring_len"], 2, "a ring of at least 2 slots"))
+        self.recluster_every = _int_param("recluster_every", cfg["recluster_every"], 1,
+                                          "recluster every >= 1 segments")
+        agg = cfg["agg"]
+        if agg not in AGG and not (isinstance(agg, int) and agg >= 1 and agg & (agg - 1) == 0):
+            raise ValueError(f"policy minos: agg must be a power of two (1, 8 or 32 in the paper), got {agg!r}")
+        self.agg = int(agg)
+        if not isinstance(cfg["correlative"], bool):
+            raise ValueError(f"policy minos: correlative must be true or false, got {cfg['correlative']!r}")
+        self.correlative = cfg["correlative"]
+        for key, table in (("search", SEARCH), ("distance", DISTANCE)):
+            if cfg[key] not in table:
+                raise ValueError(f"policy minos: {key} must be one of {', '.join(table)}, got {cfg[key]!r}")
+        if cfg["distance"] == "avg" and cfg["search"] == "full":
+            raise ValueError("policy minos: distance=avg (AvgDist) clusters adjacent streams only; "
+                             "use search=adjacent with it")
+        self.search = cfg["search"]
+        self.distance = cfg["distance"]
+        self.victim = cfg["victim"]
+
+    def bind(self, ctx: SimContext) -> MinosState:
+        n = self.n_user + self.n_gc
+        K = self.n_groups
+        L = self.ring_len if self.ring_len is not None else int(ctx.n_segments)
+        if L < 2:
+            raise ValueError(f"policy minos: the ID-Vector ring needs >= 2 slots, got L={L}")
+        entries = -(-int(ctx.capacity) // self.agg)
+        one = lambda v: np.array([v], np.int64)  # noqa: E731 -- a named scalar field
+        uq, un, und, ucount = p2_new(self.n_user - 1)
+        gq, gn, gnd, gcount = p2_new(self.n_gc)
+        # before the first clustering: user streams evenly over K-1 physical streams, GC on the last
+        vs_map = np.empty(n, np.int64)
+        vs_map[:self.n_user] = np.arange(self.n_user) * (K - 1) // self.n_user
+        vs_map[self.n_user:] = K - 1
+        return MinosState(
+            n_user=one(self.n_user), n_gc=one(self.n_gc), k_phys=one(K), ring_len=one(L),
+            recluster_every=one(self.recluster_every), seg_blocks=one(ctx.segment_blocks),
+            agg_shift=one(self.agg.bit_length() - 1), correlative=one(int(self.correlative)),
+            search=one(SEARCH[self.search]), distance=one(DISTANCE[self.distance]),
+            clock=one(0), reclusters=one(0),
+            u_time=np.full(entries if self.agg > 1 else 1, -1, np.int64),
+            u_slot=np.full(entries, -1, np.int64), u_vs=np.full(entries, -1, np.int8),
+            g_slot=np.full(entries, -1, np.int64), g_vs=np.full(entries, -1, np.int8),
+            id_w=np.zeros((2 * n, L), np.float32), id_i=np.zeros((2 * n, L), np.float32),
+            inv_decay=decay_table(L), weights=np.zeros(L, np.float32),
+            tot_w=np.zeros(n, np.int64), tot_i=np.zeros(n, np.int64),
+            gc_superseded=np.zeros(n, np.int64),
+            life_sum=np.zeros(n, np.float64), life_cnt=np.zeros(n, np.float64),
+            uq=uq, un=un, und=und, ucount=ucount, gq=gq, gn=gn, gnd=gnd, gcount=gcount,
+            vs_map=vs_map, sc_a=np.zeros(n, np.int64), sc_b=np.zeros(n, np.int64),
+            sc_c=np.zeros(n, np.int64), sc_d=np.zeros(n, np.float32),
+            sc_f=np.zeros(n, np.float64), sc_g=np.zeros(n, np.float64),
+            sc_mat=np.zeros((n, n), np.float32),
+        )
+
+    def label(self) -> str:
+        switches = []
+        if self.agg != 8:
+            switches.append(f"agg{self.agg}")
+        if not self.correlative:
+            switches.append("noCP")
+        if self.search == "full":
+            switches.append("full")
+        if self.distance == "avg":
+            switches.append("avgdist")
+        return self.name + (f"[{','.join(switches)}]" if switches else "")
+
+    def summary(self, state: MinosState) -> dict:
+        return {
+            "minos_mapping": state.vs_map.tolist(),
+            "minos_reclusters": int(state.reclusters[0]),
+            "minos_user_quantiles": [float(x) for x in p2_quantiles(state.uq, state.ucount)],
+            "minos_gc_quantiles": [float(x) for x in p2_quantiles(state.gq, state.gcount)],
+            "minos_vs_writes": state.tot_w.tolist(),
+            "minos_metadata_mib_per_tib": metadata_mib_per_tib(self.agg, n_virtual=self.n_user + self.n_gc)["metadata_mib"],
+        }
+
+
+def _int_param(name: str, value, low: int, why: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"policy minos: {name} must be an integer >= {low} ({why}), got {value!r}")
+    return int(value)
