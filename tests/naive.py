@@ -30,6 +30,7 @@ The model (what the engine does, stated once):
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 
 class NaiveError(RuntimeError):
@@ -90,6 +91,7 @@ class NaiveStore:
         self.gc = 0
         self.reclaimed = 0
         self.spills = 0
+        self.bursts = 0                  # times GC was triggered
         self.group_user = [0] * n
         self.group_gc = [0] * n
         self.group_reclaimed = [0] * n
@@ -164,6 +166,7 @@ class NaiveStore:
         if len(self.free) >= self.gc_free and not self._too_much_garbage():
             return
         target = self.gc_high if len(self.free) < self.gc_free else self.gc_free
+        self.bursts += 1
         rounds = 0
         while len(self.free) < target or self._too_much_garbage():
             rounds += 1
@@ -233,6 +236,7 @@ class NaiveStore:
             "gc_writes": self.gc,
             "reclaimed_segments": self.reclaimed,
             "gc_spills": self.spills,
+            "gc_bursts": self.bursts,
             "free_segments": len(self.free),
             "invalid_blocks": self.invalid_blocks(),
             "groups": groups,
@@ -256,7 +260,7 @@ def cost_benefit(store, now):
     fractions (the engine cross-multiplies in floats, exact at these sizes)."""
     def score(seg):
         v, S = store.valid(seg), store.seg_blocks
-        return _Fraction((S - v) * (now - store.sealed_at[seg] + 1), S + v)
+        return Fraction((S - v) * (now - store.sealed_at[seg] + 1), S + v)
     return _best_score(store.sealed(), score)
 
 
@@ -269,7 +273,7 @@ def cost_benefit_sepbit(store, now):
 
     def score(seg):
         v, S = store.valid(seg), store.seg_blocks
-        return _Fraction((S - v) * (now - store.sealed_at[seg] + 1), v)
+        return Fraction((S - v) * (now - store.sealed_at[seg] + 1), v)
     return _best_score(store.sealed(), score)
 
 
@@ -301,11 +305,6 @@ def d_choices(store, now):
 
 VICTIMS = {"greedy": greedy, "cost_benefit": cost_benefit, "cost_benefit_sepbit": cost_benefit_sepbit,
            "fifo": fifo, "d_choices": d_choices}
-
-
-def _Fraction(num, den):
-    from fractions import Fraction
-    return Fraction(num, den)
 
 
 def _best_score(candidates, score):

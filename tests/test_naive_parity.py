@@ -34,6 +34,11 @@ EXTRA = [
     ("dac", "d_choices", {"victim_d": 3, "seed": 9}),
     ("sepbit", "cost_benefit_sepbit", {"gc_trigger": "garbage_proportion", "gc_garbage_ratio": 0.12}),
     ("mida", "greedy", {"gc_trigger": "garbage_proportion", "gc_garbage_ratio": 0.10}),
+    # GC bursts up to a high watermark
+    ("sepbit", "greedy", {"gc_high_free_segments": 4}),
+    ("nosep", "fifo", {"gc_high_free_segments": 8}),
+    ("warcip", "cost_benefit", {"gc_high_free_segments": 5, "gc_trigger": "garbage_proportion",
+                                "gc_garbage_ratio": 0.10}),
 ]
 
 _WRITES: dict[str, np.ndarray] = {}
@@ -55,6 +60,7 @@ def engine_run(policy, victim, writes, capacity, segment_blocks, prefill=True, *
         "gc_writes": r["gc_writes"],
         "reclaimed_segments": r["reclaimed_segments"],
         "gc_spills": r["gc_spills"],
+        "gc_bursts": r["gc_bursts"],
         "free_segments": r["free_segments"],
         "invalid_blocks": r["invalid_blocks"],
         "groups": [(g["user_writes"], g["gc_writes"], g["reclaimed_segments"],
@@ -75,6 +81,7 @@ def twin_run(policy, victim, writes, capacity, segment_blocks, prefill=True, **c
         "gc_writes": r["gc_writes"],
         "reclaimed_segments": r["reclaimed_segments"],
         "gc_spills": r["gc_spills"],
+        "gc_bursts": r["gc_bursts"],
         "free_segments": r["free_segments"],
         "invalid_blocks": r["invalid_blocks"],
         "groups": [(g["user_writes"], g["gc_writes"], g["reclaimed_segments"], g["reclaimed_valid_blocks"])
@@ -86,7 +93,7 @@ def twin_run(policy, victim, writes, capacity, segment_blocks, prefill=True, **c
 
 
 def assert_same(engine, twin):
-    for key in ("user_writes", "gc_writes", "reclaimed_segments", "gc_spills", "free_segments",
+    for key in ("user_writes", "gc_writes", "reclaimed_segments", "gc_spills", "gc_bursts", "free_segments",
                 "invalid_blocks", "groups", "waf_series"):
         assert engine[key] == twin[key], f"{key}: engine {engine[key]} != twin {twin[key]}"
     np.testing.assert_array_equal(engine["placement"], twin["placement"], err_msg="final block placement")
