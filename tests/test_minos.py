@@ -1,0 +1,276 @@
+"""MINOS: P² quantiles, ID-Vector bookkeeping, clustering (adjacent vs full search), the policy's
+per-write rules, determinism and bad parameters."""
+import numpy as np
+import pytest
+
+from dogi_ml.policies import make_policy, policy_names
+from dogi_ml.policies import _minos_cluster as mc
+from dogi_ml.policies.minos import bench_clustering, metadata_mib_per_tib
+from dogi_ml.sim import SimConfig, Simulator
+from helpers import CAP, SEG, zipf_writes
+
+
+# -- P² ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dist", ["uniform", "exponential", "lognormal"])
+@pytest.mark.parametrize("cells", [4, 11])
+def test_p2_quantiles_match_numpy(dist, cells):
+    rng = np.random.default_rng(5)
+    x = {"uniform": lambda: rng.uniform(0, 1000, 200_000),
+         "exponential": lambda: rng.exponential(50.0, 200_000),
+         "lognormal": lambda: rng.lognormal(3.0, 1.5, 200_000)}[dist]()
+    q, n, nd, count = mc.p2_new(cells)
+    for v in x:
+        mc.p2_update(q, n, nd, count, v)
+    est = mc.p2_quantiles(q, count)
+    probs = np.arange(1, cells) / cells
+    exact = np.quantile(x, probs)
+    # within 2% in probability: the estimate's empirical CDF is close to the target level
+    levels = np.searchsorted(np.sort(x), est) / x.size
+    np.testing.assert_allclose(levels, probs, atol=0.02)
+    np.testing.assert_allclose(est, exact, rtol=0.08)
+    # markers stay ordered and inside the data's range; the query agrees with them
+    assert np.all(np.diff(q) >= 0) and q[0] == x.min() and q[-1] == x.max()
+    cell = np.array([mc.p2_query(q, count, v) for v in x[:5000]])
+    np.testing.assert_array_equal(cell, np.searchsorted(est, x[:5000], side="left"))
+    assert cell.min() == 0 and cell.max() == cells - 1
+
+
+def test_p2_warm_up_and_bad_cells():
+    q, n, nd, count = mc.p2_new(4)
+    assert mc.p2_query(q, count, 3.0) == 0  # nothing seen yet
+    for v in (5.0, 1.0, 3.0):
+        mc.p2_update(q, n, nd, count, v)
+    assert list(q[:3]) == [1.0, 3.0, 5.0] and np.isnan(mc.p2_quantiles(q, count)).all()
+    assert mc.p2_query(q, count, 0.5) == 0 and mc.p2_query(q, count, 9.0) == 3
+    with pytest.raises(ValueError, match="at least 1 cell"):
+        mc.p2_new(0)
+
+
+# -- clustering --------------------------------------------------------------------------------
+
+
+def _monotone_counters(n, L, seed=0, order=None):
+    """Stream v invalidates its slot's writes at a rate falling with v: neighbours are closest."""
+    rng = np.random.default_rng(seed)
+    W = np.zeros((2 * n, L), np.float32)
+    I = np.zeros((2 * n, L), np.float32)
+    age = np.arange(L)[::-1]
+    rates = 2.0 ** np.arange(n) if order is None else 2.0 ** np.asarray(order)
+    for v in range(n):
+        w = rng.poisson(40, L).astype(np.float32)
+        W[v] = w
+        I[v] = np.floor(w * (1.0 - np.exp(-age / rates[v])))
+    return W, I
+
+
+def _run(fn, W, I, n, k, L, **kw):
+    wt = np.empty(L, np.float32)
+    mc.slot_weights(mc.decay_table(L), L - 1, wt)
+    out = np.empty(n, np.int64)
+    if fn == "adjacent":
+        m = mc.cluster_adjacent(W, I, n, k, wt, out, *(np.empty(n, np.int64) for _ in range(3)),
+                                np.empty(n, np.float32))
+    else:
+        m = mc.cluster_full(W, I, n, k, wt, out, np.empty(n, np.int64), np.empty(n, np.int64),
+                            np.empty((n, n), np.float32))
+    return m, out
+
+
+@pytest.mark.parametrize("k", [2, 6, 15])
+def test_adjacent_equals_full_search_when_optimum_is_adjacent(k):
+    n, L = 16, 300
+    W, I = _monotone_counters(n, L)
+    ma, adj = _run("adjacent", W.copy(), I.copy(), n, k, L)
+    mf, full = _run("full", W.copy(), I.copy(), n, k, L)
+    assert ma == mf == k
+    np.testing.assert_array_equal(adj, full)
+    assert np.all(np.diff(adj) >= 0) and set(adj) == set(range(k))
+
+
+def test_full_search_merges_non_adjacent_streams():
+    # streams alternate between two behaviours: the closest pairs are two apart
+    n, L = 8, 200
+    W, I = _monotone_counters(n, L, order=[0, 6, 0.1, 6.1, 0.2, 6.2, 0.3, 6.3])
+    _, full = _run("full", W.copy(), I.copy(), n, 2, L)
+    np.testing.assert_array_equal(full, [0, 1, 0, 1, 0, 1, 0, 1])
+    _, adj = _run("adjacent", W.copy(), I.copy(), n, 2, L)
+    assert np.all(np.diff(adj) >= 0)  # adjacent clusters are runs of virtual streams
+
+
+def test_op_distance_matches_equations():
+    rng = np.random.default_rng(1)
+    L = 50
+    W = rng.integers(0, 30, (2, L)).astype(np.float32)
+    I = np.floor(W * rng.random((2, L))).astype(np.float32)
+    W[:, 7] = 0
+    I[:, 7] = 0  # an empty slot contributes nothing
+    wt = np.empty(L, np.float32)
+    mc.slot_weights(mc.decay_table(L), 20, wt)
+    alpha = 1 - 1 / L
+    ages = (20 - np.arange(L)) % L
+    np.testing.assert_allclose(wt, alpha ** ages, rtol=1e-5)
+    inew = (I[0] + I[1]) / np.maximum(W[0] + W[1], 1) * W[0]  # Eq. (1)
+    expect = np.sum(np.abs(inew - I[0]) * alpha ** ages)      # Eqs. (2), (3)
+    assert mc.op_distance(W, I, 0, 1, wt) == pytest.approx(expect, rel=1e-4)
+    assert mc.op_distance(W, I, 1, 0, wt) == pytest.approx(expect, rel=1e-4)
+
+
+def test_avg_distance_clusters_by_mean_lifetime():
+    out = np.empty(6, np.int64)
+    sums = np.array([10, 12, 100, 105, 1000, 0.0])
+    cnts = np.array([1, 1, 1, 1, 1, 0.0])
+    mc.cluster_avg(sums, cnts, 6, 3, out, np.empty(6, np.int64), np.empty(6), np.empty(6))
+    np.testing.assert_array_equal(out, [0, 0, 1, 1, 2, 2])
+
+
+# -- the policy --------------------------------------------------------------------------------
+
+
+def test_registered_and_defaults():
+    assert "minos" in policy_names()
+    pol = make_policy("minos")
+    assert pol.n_groups == 6 and pol.n_user == 12 and pol.n_gc == 4 and pol.agg == 8
+    assert pol.victim == "cost_benefit_sepbit" and pol.label() == "minos"
+    assert make_policy("minos", agg=1, correlative=False).label() == "minos[agg1,noCP]"
+
+
+def test_id_vector_conservation_and_period():
+    writes = zipf_writes(CAP, 6 * CAP, seed=3)
+    pol = make_policy("minos", agg=1, ring_len=100_000)
+    sim = Simulator(pol, SimConfig(segment_blocks=SEG, victim="cost_benefit_sepbit",
+                                   debug_invariants=True, chunk_blocks=8192), CAP)
+    sim.compile()
+    sim.prefill()
+    sim.feed(writes)
+    p = sim.pstate
+    n = 16
+    r = sim.result()
+    # every write counted once, in some stream
+    assert p.tot_w.sum() == r["user_writes"] + r["gc_writes"] + CAP  # prefill is user writes too
+    assert p.tot_w[:12].sum() == CAP + writes.size and p.tot_w[12:].sum() == r["gc_writes"]
+    # writes = invalidations + live blocks (+ GC copies GC moved again) per virtual stream
+    live_user = np.bincount(p.u_vs[p.u_vs >= 0], minlength=n)
+    live_gc = np.bincount(p.g_vs[p.g_vs >= 0], minlength=n)
+    np.testing.assert_array_equal(p.tot_w[:12], p.tot_i[:12] + live_user[:12])
+    np.testing.assert_array_equal(p.tot_w[12:], p.tot_i[12:] + live_gc[12:] + p.gc_superseded[12:])
+    assert live_user.sum() == CAP and (p.gc_superseded[12:] > 0).any()
+    # the ring covers the whole run here: its counters are the totals
+    np.testing.assert_array_equal(p.id_w[:n].sum(axis=1), p.tot_w)
+    np.testing.assert_array_equal(p.id_i[:n].sum(axis=1), p.tot_i)
+    # clustering ran every 8 slots of one segment
+    assert p.reclusters[0] == (p.clock[0] // SEG) // 8 > 0
+    assert set(p.vs_map.tolist()) == set(range(6))
+    # GC writes went only to GC virtual streams, user writes only to user ones
+    assert p.u_vs.max() < 12 and (p.g_vs[p.g_vs >= 0] >= 12).all()
+
+
+def test_ring_forgets_old_slots():
+    writes = zipf_writes(CAP, 6 * CAP, seed=3)
+    pol = make_policy("minos", agg=1, ring_len=16)
+    sim = Simulator(pol, SimConfig(segment_blocks=SEG, victim="cost_benefit_sepbit"), CAP)
+    sim.compile()
+    sim.prefill()
+    sim.feed(writes)
+    p = sim.pstate
+    # the ring holds the last 16 slots: the completed ones full, the current one partial
+    slot = p.clock[0] // SEG
+    assert p.id_w[:16].sum() == 15 * SEG + p.clock[0] % SEG
+    assert p.id_w[:16, slot % 16].sum() == p.clock[0] % SEG
+    assert (p.id_i[:16] <= p.id_w[:16]).all()
+
+
+def _background(sim, rng):
+    """The lower half of the space written three times over: update intervals of about CAP/2."""
+    for _ in range(3):
+        sim.feed(rng.permutation(CAP // 2).astype(np.int64))
+
+
+def test_new_writes_and_correlative_steps():
+    rng = np.random.default_rng(0)
+    pol = make_policy("minos", agg=1)
+    sim = Simulator(pol, SimConfig(segment_blocks=SEG, prefill=False), CAP)
+    sim.compile()
+    _background(sim, rng)
+    p = sim.pstate
+    assert (p.u_vs[CAP // 2:] == -1).all() and (p.u_vs[: CAP // 2] < 11).all()
+    seen = [int(p.u_vs[7])]
+    for _ in range(12):
+        sim.feed(np.array([7], np.int64))  # interval 1: the hottest cell is the target
+        seen.append(int(p.u_vs[7]))
+    # one step at a time toward cell 0, then it stays
+    expect = [max(seen[0] - i, 0) for i in range(len(seen))]
+    assert seen == expect and seen[-1] == 0 and seen[0] >= 2
+    # without correlative prediction the block jumps to the target cell at once
+    pol2 = make_policy("minos", agg=1, correlative=False)
+    sim2 = Simulator(pol2, SimConfig(segment_blocks=SEG, prefill=False), CAP)
+    sim2.compile()
+    _background(sim2, np.random.default_rng(0))
+    sim2.feed(np.array([CAP - 1], np.int64))
+    assert sim2.pstate.u_vs[CAP - 1] == 11  # a first write
+    sim2.feed(np.array([CAP - 1], np.int64))
+    assert sim2.pstate.u_vs[CAP - 1] == 0
+
+
+def test_first_writes_go_to_the_last_user_stream_with_aggregation():
+    pol = make_policy("minos", agg=8)
+    sim = Simulator(pol, SimConfig(segment_blocks=SEG, prefill=False), CAP)
+    sim.compile()
+    sim.feed(np.arange(64, dtype=np.int64))
+    p = sim.pstate
+    assert p.tot_w[11] == 64 and p.tot_w.sum() == 64 and p.u_vs.size == CAP // 8
+
+
+@pytest.mark.parametrize("params", [{}, {"agg": 32, "search": "full"}, {"distance": "avg", "correlative": False}])
+def test_deterministic_and_consistent(params):
+    writes = zipf_writes(CAP, 4 * CAP, seed=9)
+    results = []
+    for _ in range(2):
+        pol = make_policy("minos", **params)
+        sim = Simulator(pol, SimConfig(segment_blocks=SEG, victim="cost_benefit_sepbit",
+                                       debug_invariants=True, chunk_blocks=5000), CAP)
+        sim.compile()
+        sim.prefill()
+        sim.feed(writes)
+        r = sim.result()
+        results.append((r["waf"], r["minos_mapping"], sim.pstate.tot_w.tolist(),
+                        sim.pstate.id_i.tobytes()))
+    assert results[0] == results[1]
+    assert results[0][0] > 1.0
+
+
+def test_memory_table5():
+    assert [metadata_mib_per_tib(a)["metadata_mib"] for a in (1, 8, 32)] == [2304, 288, 72]
+    assert metadata_mib_per_tib(8)["id_vectors_mib"] == pytest.approx(16 * 2048 * 8 / 2**20)
+
+
+def test_bench_clustering_reports_microseconds():
+    r = bench_clustering(segments=(64, 128), repeats=3)
+    assert r["n"] == 16 and set(r["us"]) == {64, 128} and all(v > 0 for v in r["us"].values())
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"n_user": 1}, "n_user must be an integer >= 2"),
+    ({"n_gc": 0}, "n_gc must be an integer >= 1"),
+    ({"agg": 3}, "agg must be a power of two"),
+    ({"search": "greedy"}, "search must be one of adjacent, full"),
+    ({"distance": "kl"}, "distance must be one of op, avg"),
+    ({"correlative": "yes"}, "correlative must be true or false"),
+    ({"recluster_every": 0}, "recluster_every must be an integer >= 1"),
+    ({"ring_len": 1}, "ring_len must be an integer >= 2"),
+    ({"distance": "avg", "search": "full"}, "AvgDist"),
+    ({"window": 3}, "unknown parameter"),
+])
+def test_bad_parameters(params, message):
+    with pytest.raises(ValueError, match=message):
+        make_policy("minos", **params)
+
+
+def test_bad_group_counts():
+    with pytest.raises(ValueError, match="must be in 2..16"):
+        make_policy("minos", 17)
+    with pytest.raises(ValueError, match="must be in 2..16"):
+        make_policy("minos", 1)
+    with pytest.raises(ValueError, match="exceeds 127"):
+        make_policy("minos", n_user=100, n_gc=30)
