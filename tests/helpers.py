@@ -12,6 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
+from dogi_ml.policies import make_policy
+from dogi_ml.sim import SimConfig, Simulator
+
 REPO = Path(__file__).resolve().parents[1]
 
 # The standard small simulation of the engine and heuristics tests: 8192 blocks, 64-block segments.
@@ -45,9 +48,6 @@ def hotcold_writes(capacity: int, n: int, hot: float = 0.1, hot_share: float = 0
 def run(policy: str, writes, victim="greedy", cap=CAP, **cfg):
     """Simulate ``policy`` (default groups) over ``writes`` with prefill, 64-block segments and
     ``SimConfig`` overrides ``cfg``; returns ``(simulator, result)``."""
-    from dogi_ml.policies import make_policy
-    from dogi_ml.sim import SimConfig, Simulator
-
     pol = make_policy(policy)
     sim = Simulator(pol, SimConfig(segment_blocks=SEG, victim=victim, **cfg), cap,
                     stream=writes if pol.needs_future else None)
