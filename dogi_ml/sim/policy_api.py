@@ -6,13 +6,14 @@ A placement policy supplies three Numba functions with these fixed signatures::
     place_gc(s, p, lba, victim, now) -> group  # a valid block relocated out of ``victim``
     on_reclaim(s, p, victim, now) -> None   # called once per victim, before relocation
 
-``s`` is the engine's :class:`~dogi_ml.sim.state.SimArrays` (read it, don't write it), ``p``
+``s`` is the engine's :class:`~dogi_ml.sim.state.SimArrays` (read it, don't write it, except
+through :func:`dogi_ml.sim.kernels.retire_group`, which seals a group's open segment), ``p``
 is the policy's own state: a tuple of numpy arrays built by :meth:`PlacementPolicy.bind`.
 When ``place_user`` runs, ``s.lba_time[lba]`` still holds the time of the LBA's previous user
 write (``-1`` if none) and ``s.l2p[lba]`` its old location (already invalidated).
 
 Python hooks run between chunks (``between_chunks``): retrain a model, search a group
-configuration, checkpoint; and before each call into the loop (``before_chunk``): batched
+configuration, retire the groups it no longer uses (``sim.retire_group(g)``), checkpoint; and before each call into the loop (``before_chunk``): batched
 inference for the writes about to be applied. The engine never imports a policy; policies import this module.
 """
 from __future__ import annotations
