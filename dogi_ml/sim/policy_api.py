@@ -13,8 +13,9 @@ When ``place_user`` runs, ``s.lba_time[lba]`` still holds the time of the LBA's 
 write (``-1`` if none) and ``s.l2p[lba]`` its old location (already invalidated).
 
 Python hooks run between chunks (``between_chunks``): retrain a model, search a group
-configuration, retire the groups it no longer uses (``sim.retire_group(g)``), checkpoint; and before each call into the loop (``before_chunk``): batched
-inference for the writes about to be applied. The engine never imports a policy; policies import this module.
+configuration, retire the groups it no longer uses (``sim.retire_group(g)``), checkpoint; and
+before each call into the loop (``before_chunk``): batched inference for the writes about to be
+applied. The engine never imports a policy; policies import this module.
 """
 from __future__ import annotations
 
