@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from dogi_ml.policies import make_policy
-from dogi_ml.policies.dogi import G_HOT, MU, MU_MAX, P_BOUNDS, P_ST, _adapt_mu
+from dogi_ml.policies.dogi import G_HOT, _adapt_mu
 from dogi_ml.sim import SimConfig, Simulator
+from dogi_ml.sim.policy_api import record
 from dogi_ml.sim.state import C_GC, C_USER
 from dogi_ml.traces.generators import zipf
 from dogi_ml.oracles.nodap import search
@@ -73,13 +74,13 @@ def test_hot_filter_window_rule(trace):
     """Fig. 6: improve -> mu += d; worse after an increase -> undo; change < 5% -> keep."""
     sim, _ = run(trace, variant="base")
     s, p = sim.state, sim.pstate
-    st = p[P_ST]
-    d = int(st[1])
-    st[MU_MAX] = 1 << 30               # the c1 bound caps mu; lift it for the rule itself
-    mu0 = int(st[MU])
+    st = record(p.scalars)
+    d = int(st.hot_step)
+    st.hot_threshold_max = 1 << 30     # the c1 bound caps mu; lift it for the rule itself
+    mu0 = int(st.hot_threshold)
     user = int(s.ctr[C_USER])
     gc = int(s.ctr[C_GC])
-    p[1][0] = 0.0                      # no previous window
+    st.window_waf = 0.0                # no previous window
 
     def window(waf):
         nonlocal user, gc
@@ -88,17 +89,17 @@ def test_hot_filter_window_rule(trace):
         gc += int(round((waf - 1) * n))
         s.ctr[C_USER], s.ctr[C_GC] = user, gc
         _adapt_mu(s, p)
-        return int(st[MU])
+        return int(st.hot_threshold)
 
     assert window(2.0) == mu0               # first window: nothing to compare
     assert window(1.5) == mu0 + d           # improved by > 5%
     assert window(1.4) == mu0 + 2 * d       # improved again
     assert window(1.8) == mu0 + d           # worse after an increase: undo
     assert window(1.82) == mu0 + d          # within 5%: keep
-    assert p[P_BOUNDS][0] == mu0 + d and p[5][G_HOT] == mu0 + d
-    st[MU_MAX] = mu0 + d + 1               # ... which caps an increase
+    assert p.bounds[0] == mu0 + d and p.group_hi[G_HOT] == mu0 + d
+    st.hot_threshold_max = mu0 + d + 1  # ... which caps an increase
     window(1.0)
-    assert int(st[MU]) == mu0 + d + 1
+    assert int(st.hot_threshold) == mu0 + d + 1
 
 
 @pytest.mark.parametrize("params, match", [

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import time
 
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
 
@@ -23,13 +25,26 @@ PENDING = -1
 
 def log_columns(names: list[str]) -> list[int]:
     """Columns the models' input scaler log-transforms (as the ``train`` pipeline does)."""
-    from dogi_ml.features.extract import NO_LOG
+    from dogi_ml.pipeline.train import NO_LOG
     return [i for i, f in enumerate(names) if f not in NO_LOG]
+
+
+class RingArrays(NamedTuple):
+    """The sample ring as the Numba loop sees it (one field of a policy's state)."""
+
+    row: np.ndarray       # int64 per slot: the sample's block-write index (trace row)
+    time: np.ndarray      # int64 per slot: its write time
+    lba: np.ndarray       # int64 per slot
+    pred: np.ndarray      # int16 per slot: what the deployed model predicted, -1 if none
+    inv: np.ndarray       # int64 per slot: invalidation time once overwritten, else PENDING
+    pending: np.ndarray   # int32 per LBA: the slot of its pending sample, -1 if none
+    count: np.ndarray     # int64[1]: samples recorded so far (the next slot is count % size)
 
 
 class SampleRing:
     """Numpy arrays of the online sample ring (shared with the Numba loop through the policy
-    state tuple): ``row, time, lba, pred, inv`` per slot, ``pending`` per LBA, ``count``."""
+    state as a :class:`RingArrays`): ``row, time, lba, pred, inv`` per slot, ``pending`` per
+    LBA, ``count``."""
 
     def __init__(self, capacity_lbas: int, size: int):
         if size < 1:
@@ -42,8 +57,8 @@ class SampleRing:
         self.pending = np.full(capacity_lbas, -1, np.int32)
         self.count = np.zeros(1, np.int64)
 
-    def arrays(self) -> tuple:
-        return (self.row, self.time, self.lba, self.pred, self.inv, self.pending, self.count)
+    def arrays(self) -> RingArrays:
+        return RingArrays(self.row, self.time, self.lba, self.pred, self.inv, self.pending, self.count)
 
     def collect(self, now: int, long_bound: int, since: int = -1) -> dict:
         """Labelled samples in time order: overwritten ones with their invalidation time, and
@@ -65,28 +80,26 @@ class SampleRing:
 @nb.njit(cache=True)
 def ring_fill(ring, lba, inv):
     """The LBA is overwritten: if it was sampled, its label is now known."""
-    pending = ring[5]
-    slot = pending[lba]
+    slot = ring.pending[lba]
     if slot >= 0:
-        ring[4][slot] = inv
-        pending[lba] = -1
+        ring.inv[slot] = inv
+        ring.pending[lba] = -1
 
 
 @nb.njit(cache=True)
 def ring_record(ring, lba, row, now, pred):
     """Sample this write (the oldest slot is reused once the ring is full); returns its slot."""
-    rows, times, lbas, preds, invs, pending, count = ring
-    slot = count[0] % rows.shape[0]
-    old = lbas[slot]
-    if old >= 0 and pending[old] == slot:
-        pending[old] = -1
-    rows[slot] = row
-    times[slot] = now
-    lbas[slot] = lba
-    preds[slot] = pred
-    invs[slot] = -1
-    pending[lba] = slot
-    count[0] += 1
+    slot = ring.count[0] % ring.row.shape[0]
+    old = ring.lba[slot]
+    if old >= 0 and ring.pending[old] == slot:
+        ring.pending[old] = -1
+    ring.row[slot] = row
+    ring.time[slot] = now
+    ring.lba[slot] = lba
+    ring.pred[slot] = pred
+    ring.inv[slot] = -1
+    ring.pending[lba] = slot
+    ring.count[0] += 1
     return slot
 
 

@@ -43,17 +43,18 @@ group it was relocated to, measured from the relocation (Fig. 12).
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
 
-from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, no_reclaim_hook
+from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, no_reclaim_hook, record, scalar_fields
 from dogi_ml.sim.state import C_GC, C_USER, P_NSEG, P_SEG_BLOCKS, SEG_SEALED
 from dogi_ml.sim.victims import register_victim
 from dogi_ml.features.extract import FEATURES, FeatureConfig, FeatureStream, take_columns
 
 from . import register
-from ._online import SampleRing, fit_classifier, ring_fill, ring_record
+from ._online import RingArrays, SampleRing, fit_classifier, ring_fill, ring_record
 
 PAPER_CAPACITY = 33_554_432          # 128 GiB in 4 KiB blocks: the paper's parameters scale from it
 N_CAT = 10
@@ -64,13 +65,62 @@ N_GROUPS = 15
 MODE_FALLBACK, MODE_ML = 0, 1
 VARIANTS = {"base": (0, 0, 0), "user": (1, 0, 0), "grp": (1, 1, 0), "full": (1, 1, 1)}
 
-# policy-state (st) indices
-(MU, D, WIN, NEXT_WIN, LAST_STEP, MODE, NINT, CHUNK_START, PREFILL, EVERY, NONHOT, CLOCK,
- NEXT_CLOCK, USER_ML, GC_RELOC, WIN_U0, WIN_G0, FB_AGE, FINAL_GREEDY, PREDICTOR, ADAPT_MU,
- MU_MAX, MU_STEPS, FROZEN_ON, ST_LEN) = range(25)
-# p indices
-(P_ST, P_FST, P_PREDS, P_CAT2G, P_GLO, P_GHI, P_GFINAL, P_BOUNDS, P_EXPMIS, P_CLASS, P_RGROUP,
- P_RTIME, P_UPDATED, P_RCOUNT, P_USERCONF, P_GCACC, P_GCDEST, P_RING, P_GEXP, P_CFEAT, P_RFEAT) = range(21)
+#: DOGI's scalar parameters and counters (``DogiState.scalars``, one record)
+SCALARS = scalar_fields(
+    hot_threshold=np.int64,         # mu: a user write whose latest invalidation time is <= mu is hot
+    hot_step=np.int64,              # d: the Hot Filter's step
+    window_writes=np.int64,         # n: user writes per Hot-Filter window
+    next_window_at=np.int64,        # user-write count that ends the current window
+    last_step=np.int64,             # the last window's step: -1, 0 or 1 (times d)
+    mode=np.int64,                  # MODE_FALLBACK or MODE_ML
+    n_intermediate=np.int64,        # N: intermediate groups G1..GN in use
+    chunk_start=np.int64,           # logical time of the current chunk's first write (preds index)
+    prefill=np.int64,               # prefill writes (logical times before it are not placed by class)
+    sample_every=np.int64,          # one in this many non-hot writes becomes a training sample
+    nonhot_writes=np.int64,         # non-hot user writes so far
+    frozen_clock=np.int64,          # user writes between Frozen-Filter clears
+    next_clock_at=np.int64,         # user-write count of the next clear
+    user_ml=np.int64,               # 1: ML-Alloc places non-hot user writes (variant)
+    gc_relocation=np.int64,         # 0: two age-based GC groups, 1: FF + ML-Reloc, 2: FF + next group
+    window_user0=np.int64,          # user writes at the window's start
+    window_gc0=np.int64,            # GC writes at the window's start
+    fallback_gc_age=np.int64,       # age splitting the fallback's young and old GC groups
+    final_greedy=np.int64,          # 1: greedy, 0: cost-benefit among the open-ended groups
+    predictor_latest=np.int64,      # 1: the latest invalidation time's category instead of the model
+    adapt_mu=np.int64,              # 1: mu adapts per window
+    hot_threshold_max=np.int64,     # mu's ceiling (c1 must stay non-empty)
+    hot_threshold_steps=np.int64,   # windows that changed mu
+    frozen_filter=np.int64,         # 1: the Frozen Filter sends never-updated GC blocks to G_frzn
+    gc_correct=np.int64,            # relocated blocks that died within their group's BIR (Fig. 12)
+    gc_scored=np.int64,             # relocated blocks overwritten since (scored for GC accuracy)
+    mispredicted=np.int64,          # ML-placed user writes that outlived their group's BIR (Fig. 13)
+    mispredict_scored=np.int64,     # ML-placed user writes overwritten since
+    window_waf=np.float64,          # WAF of the last Hot-Filter window (0 before the first)
+)
+
+
+class DogiState(NamedTuple):
+    """DOGI's state in the Numba loop."""
+
+    scalars: np.ndarray          # one SCALARS record
+    preds: np.ndarray            # int8 per write of the current chunk: the model's category, -1 if none
+    cat2group: np.ndarray        # int64 per category: its group G1..GN (FB_COLD before a model)
+    group_lo: np.ndarray         # int64 per group: lower bound of its BIR
+    group_hi: np.ndarray         # int64 per group: upper bound of its BIR (INF: open-ended)
+    group_final: np.ndarray      # uint8 per group: 1 if its segments are fallback victims
+    bounds: np.ndarray           # int64: [mu, c1..c9 upper bounds] of the eleven classes
+    expected_miss: np.ndarray    # int64 per category: ML-Reloc's mean invalidation time of its misses, -1 if none
+    lba_class: np.ndarray        # int8 per LBA: class placed for its live version (hot 0, c_k k), -1 if none
+    reloc_group: np.ndarray      # int8 per LBA: group GC last moved it to, -1 if scored or never
+    reloc_time: np.ndarray       # int64 per LBA: time of that relocation
+    updated: np.ndarray          # uint8 per LBA: overwritten since the Frozen Filter's last clear
+    reloc_count: np.ndarray      # uint8 per LBA: relocations of its live version (saturates at 255)
+    user_confusion: np.ndarray   # int64 [placed class, actual class] of overwritten user writes
+    gc_destinations: np.ndarray  # int64 [victim group, destination group] of GC writes
+    ring: RingArrays             # online training samples
+    group_expiry: np.ndarray     # int64 per group: expiry age of its segments (INF: none)
+    chunk_features: np.ndarray   # int64 [write of the chunk, feature]
+    sample_features: np.ndarray  # int64 [ring slot, feature]
 
 
 @nb.njit(cache=True)
@@ -85,18 +135,18 @@ def _class_of(bounds, v):
 @nb.njit(cache=True)
 def _adapt_mu(s, p):
     """Hot Filter's window step (Fig. 6), at the end of a window of user writes."""
-    st, fst, bounds, ghi = p[P_ST], p[P_FST], p[P_BOUNDS], p[P_GHI]
-    du = s.ctr[C_USER] - st[WIN_U0]
-    dg = s.ctr[C_GC] - st[WIN_G0]
-    st[WIN_U0] = s.ctr[C_USER]
-    st[WIN_G0] = s.ctr[C_GC]
-    st[NEXT_WIN] = s.ctr[C_USER] + st[WIN]
+    st, bounds, ghi = p.scalars[0], p.bounds, p.group_hi
+    du = s.ctr[C_USER] - st.window_user0
+    dg = s.ctr[C_GC] - st.window_gc0
+    st.window_user0 = s.ctr[C_USER]
+    st.window_gc0 = s.ctr[C_GC]
+    st.next_window_at = s.ctr[C_USER] + st.window_writes
     if du <= 0:
         return
     waf = (du + dg) / du
-    prev = fst[0]
-    fst[0] = waf
-    if prev <= 0 or st[ADAPT_MU] == 0:
+    prev = st.window_waf
+    st.window_waf = waf
+    if prev <= 0 or st.adapt_mu == 0:
         return
     change = abs(waf - prev) / prev
     step = 0
@@ -104,84 +154,84 @@ def _adapt_mu(s, p):
         step = 0
     elif waf < prev:
         step = 1                      # accepting more hot blocks helped: keep going
-    elif st[LAST_STEP] == 1:
+    elif st.last_step == 1:
         step = -1                     # the last increase made things worse: undo it
-    mu = st[MU] + step * st[D]
-    if mu < st[D]:
-        mu = st[D]
-    if mu > st[MU_MAX]:
-        mu = st[MU_MAX]
-    if mu != st[MU]:
-        st[MU_STEPS] += 1
-    st[MU] = mu
-    st[LAST_STEP] = step
+    mu = st.hot_threshold + step * st.hot_step
+    if mu < st.hot_step:
+        mu = st.hot_step
+    if mu > st.hot_threshold_max:
+        mu = st.hot_threshold_max
+    if mu != st.hot_threshold:
+        st.hot_threshold_steps += 1
+    st.hot_threshold = mu
+    st.last_step = step
     bounds[0] = mu
     ghi[G_HOT] = mu
-    if st[MODE] == MODE_ML:
-        p[P_GEXP][G_HOT] = mu
+    if st.mode == MODE_ML:
+        p.group_expiry[G_HOT] = mu
 
 
 @nb.njit(cache=True)
 def dogi_user(s, p, lba, now):
-    st = p[P_ST]
-    bounds = p[P_BOUNDS]
+    st = p.scalars[0]
+    bounds = p.bounds
     last = s.lba_time[lba]
     v = INF
     if last >= 0:
         v = now - last
-        pc = p[P_CLASS][lba]
+        pc = p.lba_class[lba]
         if pc >= 0:
-            p[P_USERCONF][pc, _class_of(bounds, v)] += 1
-            if pc >= 1 and st[MODE] == MODE_ML:
+            p.user_confusion[pc, _class_of(bounds, v)] += 1
+            if pc >= 1 and st.mode == MODE_ML:
                 # Fig. 13's misprediction: outlived the BIR of the group it was placed in
-                if v > p[P_GHI][p[P_CAT2G][pc - 1]]:
-                    p[P_GCACC][2] += 1
-                p[P_GCACC][3] += 1
-        rg = p[P_RGROUP][lba]
+                if v > p.group_hi[p.cat2group[pc - 1]]:
+                    st.mispredicted += 1
+                st.mispredict_scored += 1
+        rg = p.reloc_group[lba]
         if rg >= 0:
-            r = now - p[P_RTIME][lba]
-            if r >= p[P_GLO][rg] and r <= p[P_GHI][rg]:
-                p[P_GCACC][0] += 1
-            p[P_GCACC][1] += 1
-            p[P_RGROUP][lba] = -1
-        p[P_UPDATED][lba] = 1
-        p[P_RCOUNT][lba] = 0
-        ring_fill(p[P_RING], lba, v)
-    if now < st[PREFILL]:
-        p[P_CLASS][lba] = -1
+            r = now - p.reloc_time[lba]
+            if r >= p.group_lo[rg] and r <= p.group_hi[rg]:
+                st.gc_correct += 1
+            st.gc_scored += 1
+            p.reloc_group[lba] = -1
+        p.updated[lba] = 1
+        p.reloc_count[lba] = 0
+        ring_fill(p.ring, lba, v)
+    if now < st.prefill:
+        p.lba_class[lba] = -1
         return FB_COLD
-    if s.ctr[C_USER] >= st[NEXT_WIN]:
+    if s.ctr[C_USER] >= st.next_window_at:
         _adapt_mu(s, p)
-    if st[FROZEN_ON] and s.ctr[C_USER] >= st[NEXT_CLOCK]:
-        p[P_UPDATED][:] = 0           # the Frozen Filter's clock: forget updates of long ago
-        st[NEXT_CLOCK] = s.ctr[C_USER] + st[CLOCK]
-    if v <= st[MU]:
-        p[P_CLASS][lba] = 0
+    if st.frozen_filter and s.ctr[C_USER] >= st.next_clock_at:
+        p.updated[:] = 0           # the Frozen Filter's clock: forget updates of long ago
+        st.next_clock_at = s.ctr[C_USER] + st.frozen_clock
+    if v <= st.hot_threshold:
+        p.lba_class[lba] = 0
         return G_HOT
     latest_cat = _class_of(bounds, v) - 1
     cat = latest_cat
     g = FB_COLD
     model_pred = -1
-    if st[MODE] == MODE_ML:
-        if st[PREDICTOR] == 0:
-            c = p[P_PREDS][now - st[CHUNK_START]]
+    if st.mode == MODE_ML:
+        if st.predictor_latest == 0:
+            c = p.preds[now - st.chunk_start]
             if c >= 0:
                 cat = c
                 model_pred = c
         else:
             model_pred = latest_cat   # Latest's "prediction" feeds its PLog
-        g = p[P_CAT2G][cat]
-    p[P_CLASS][lba] = cat + 1
-    st[NONHOT] += 1
-    if st[NONHOT] % st[EVERY] == 0:
-        ring = p[P_RING]
-        slot = ring_record(ring, lba, now - st[PREFILL], now, model_pred)
-        cf = p[P_CFEAT]
+        g = p.cat2group[cat]
+    p.lba_class[lba] = cat + 1
+    st.nonhot_writes += 1
+    if st.nonhot_writes % st.sample_every == 0:
+        ring = p.ring
+        slot = ring_record(ring, lba, now - st.prefill, now, model_pred)
+        cf = p.chunk_features
         if cf.shape[0] > 0:
             # keep the sample's features (the chunk buffer is overwritten by the next chunk);
             # element by element: the loop runs without Numba's runtime, so no array views
-            rf = p[P_RFEAT]
-            i = now - st[CHUNK_START]
+            rf = p.sample_features
+            i = now - st.chunk_start
             for f in range(cf.shape[1]):
                 rf[slot, f] = cf[i, f]
     return g
@@ -201,22 +251,22 @@ def _next_group(vg, nint):
 
 @nb.njit(cache=True)
 def dogi_gc(s, p, lba, victim, now):
-    st = p[P_ST]
+    st = p.scalars[0]
     vg = s.seg_group[victim]
     age = now - s.lba_time[lba]
-    if st[MODE] != MODE_ML or st[GC_RELOC] == 0:
-        g = FB_GC_YOUNG if age < st[FB_AGE] else FB_GC_OLD
-    elif p[P_UPDATED][lba] == 0:
+    if st.mode != MODE_ML or st.gc_relocation == 0:
+        g = FB_GC_YOUNG if age < st.fallback_gc_age else FB_GC_OLD
+    elif p.updated[lba] == 0:
         g = G_FRZN
     else:
-        nint = st[NINT]
+        nint = st.n_intermediate
         g = -1
-        cat = p[P_CLASS][lba] - 1
-        if st[GC_RELOC] == 1 and p[P_RCOUNT][lba] == 0 and cat >= 0:
-            expected = p[P_EXPMIS][cat]
+        cat = p.lba_class[lba] - 1
+        if st.gc_relocation == 1 and p.reloc_count[lba] == 0 and cat >= 0:
+            expected = p.expected_miss[cat]
             if expected > age:
                 rem = expected - age
-                ghi = p[P_GHI]
+                ghi = p.group_hi
                 g = nint
                 for k in range(1, nint):
                     if rem <= ghi[k]:
@@ -224,11 +274,11 @@ def dogi_gc(s, p, lba, victim, now):
                         break
         if g < 0:
             g = _next_group(vg, nint)
-    if p[P_RCOUNT][lba] < 255:
-        p[P_RCOUNT][lba] += 1
-    p[P_RGROUP][lba] = g
-    p[P_RTIME][lba] = now
-    p[P_GCDEST][vg, g] += 1
+    if p.reloc_count[lba] < 255:
+        p.reloc_count[lba] += 1
+    p.reloc_group[lba] = g
+    p.reloc_time[lba] = now
+    p.gc_destinations[vg, g] += 1
     return g
 
 
@@ -237,7 +287,7 @@ def dogi_victim(s, p, now):
     """A dead segment (no valid block) at once; else the oldest expired segment of the bounded
     groups; else cost-benefit (or greedy) over the open-ended groups, else over every sealed
     segment."""
-    st, expire, final = p[P_ST], p[P_GEXP], p[P_GFINAL]
+    st, expire, final = p.scalars[0], p.group_expiry, p.group_final
     nseg = s.prm[P_NSEG]
     seg_blocks = s.prm[P_SEG_BLOCKS]
     best = -1
@@ -262,7 +312,7 @@ def dogi_victim(s, p, now):
             if pass_ == 0 and (final[s.seg_group[seg]] == 0 or s.seg_valid[seg] >= s.seg_wp[seg]):
                 continue
             v = s.seg_valid[seg]
-            if st[FINAL_GREEDY]:
+            if st.final_greedy:
                 num = float(seg_blocks - v)
                 den = 1.0
             else:
@@ -380,46 +430,53 @@ class DOGI(PlacementPolicy):
             self.stream = FeatureStream(ctx.trace, FeatureConfig(capacity_blocks=cap))
             self.columns = [FEATURES.index(f) for f in c["features"]]
             self.n_trace_writes = int(ctx.trace.block_writes.size)
-        st = np.zeros(ST_LEN, np.int64)
+        scalars = new_scalars(SCALARS)
+        st = record(scalars)
         bounds = category_bounds(cap, mu)                       # [mu, c1..c9 upper]
-        st[MU] = mu
-        st[D] = int(c["mu_step"] or _scaled(65_000, cap))
-        st[WIN] = int(c["mu_window"] or _scaled(10_000_000, cap, 1000))
-        st[NEXT_WIN] = st[WIN]
-        st[MODE] = MODE_FALLBACK
-        st[NINT] = N_CAT
-        st[PREFILL] = self.prefill
-        st[EVERY] = int(c["sample_every"])
-        st[CLOCK] = int(c["frozen_clock"] or _scaled(200_000_000, cap, 1000))
-        st[NEXT_CLOCK] = st[CLOCK]
-        st[USER_ML] = self.user_ml
-        st[GC_RELOC] = self.gc_reloc
-        st[FB_AGE] = int(c["fallback_gc_age"] or cap)
-        st[FINAL_GREEDY] = int(c["final_victim"] == "greedy")
-        st[PREDICTOR] = int(c["predictor"] == "latest")
-        st[ADAPT_MU] = int(bool(c["adapt_mu"]))
-        st[MU_MAX] = max(int(bounds[1]) - 1, 1)               # c1 must stay non-empty
-        st[FROZEN_ON] = int(self.gc_reloc > 0)
+        st.hot_threshold = mu
+        st.hot_step = int(c["mu_step"] or _scaled(65_000, cap))
+        st.window_writes = int(c["mu_window"] or _scaled(10_000_000, cap, 1000))
+        st.next_window_at = st.window_writes
+        st.mode = MODE_FALLBACK
+        st.n_intermediate = N_CAT
+        st.prefill = self.prefill
+        st.sample_every = int(c["sample_every"])
+        st.frozen_clock = int(c["frozen_clock"] or _scaled(200_000_000, cap, 1000))
+        st.next_clock_at = st.frozen_clock
+        st.user_ml = self.user_ml
+        st.gc_relocation = self.gc_reloc
+        st.fallback_gc_age = int(c["fallback_gc_age"] or cap)
+        st.final_greedy = int(c["final_victim"] == "greedy")
+        st.predictor_latest = int(c["predictor"] == "latest")
+        st.adapt_mu = int(bool(c["adapt_mu"]))
+        st.hot_threshold_max = max(int(bounds[1]) - 1, 1)               # c1 must stay non-empty
+        st.frozen_filter = int(self.gc_reloc > 0)
         self.ring = SampleRing(cap, int(c["max_samples"]))
-        self.state = (
-            st, np.zeros(2, np.float64),
-            np.full(self.max_chunk_blocks, -1, np.int8),         # predictions of the current chunk
-            np.full(N_CAT, FB_COLD, np.int64),                    # category -> group
-            np.zeros(N_GROUPS, np.int64), np.full(N_GROUPS, INF, np.int64), np.ones(N_GROUPS, np.uint8),
-            bounds.astype(np.int64), np.full(N_CAT, -1, np.int64),
-            np.full(cap, -1, np.int8), np.full(cap, -1, np.int8), np.zeros(cap, np.int64),
-            np.zeros(cap, np.uint8), np.zeros(cap, np.uint8),
-            np.zeros((N_CAT + 1, N_CAT + 1), np.int64), np.zeros(4, np.int64),
-            np.zeros((N_GROUPS, N_GROUPS), np.int64),
-            self.ring.arrays(),
-            np.full(N_GROUPS, INF, np.int64),                     # expiry age per group (INF: none)
-            np.zeros((self.max_chunk_blocks if self.uses_model else 0, n_feat), np.int64),  # chunk features
-            np.zeros((int(c["max_samples"]) if self.uses_model else 0, n_feat), np.int64),  # sample features
+        self.state = DogiState(
+            scalars=scalars,
+            preds=np.full(self.max_chunk_blocks, -1, np.int8),
+            cat2group=np.full(N_CAT, FB_COLD, np.int64),
+            group_lo=np.zeros(N_GROUPS, np.int64),
+            group_hi=np.full(N_GROUPS, INF, np.int64),
+            group_final=np.ones(N_GROUPS, np.uint8),
+            bounds=bounds.astype(np.int64),
+            expected_miss=np.full(N_CAT, -1, np.int64),
+            lba_class=np.full(cap, -1, np.int8),
+            reloc_group=np.full(cap, -1, np.int8),
+            reloc_time=np.zeros(cap, np.int64),
+            updated=np.zeros(cap, np.uint8),
+            reloc_count=np.zeros(cap, np.uint8),
+            user_confusion=np.zeros((N_CAT + 1, N_CAT + 1), np.int64),
+            gc_destinations=np.zeros((N_GROUPS, N_GROUPS), np.int64),
+            ring=self.ring.arrays(),
+            group_expiry=np.full(N_GROUPS, INF, np.int64),
+            chunk_features=np.zeros((self.max_chunk_blocks if self.uses_model else 0, n_feat), np.int64),
+            sample_features=np.zeros((int(c["max_samples"]) if self.uses_model else 0, n_feat), np.int64),
         )
         self._fallback_bounds()
         if self.user_ml and not self.uses_model:
             # Latest: categories from the latest invalidation time, no model, no PLog to search
-            st[MODE] = MODE_ML
+            st.mode = MODE_ML
             self._apply_configuration(_even_merge(int(c["intermediate_groups"])) if c["intermediate_groups"] else None, None)
         self.model = None
         self.qmodel = None
@@ -434,46 +491,47 @@ class DOGI(PlacementPolicy):
         return self.state
 
     def _fallback_bounds(self) -> None:
-        st, glo, ghi, final = self.state[P_ST], self.state[P_GLO], self.state[P_GHI], self.state[P_GFINAL]
+        st, glo, ghi, final = record(self.state.scalars), self.state.group_lo, self.state.group_hi, self.state.group_final
         glo[:] = 0
         ghi[:] = INF
         final[:] = 1
-        ghi[G_HOT] = st[MU]
-        glo[FB_GC_OLD] = st[FB_AGE]
-        ghi[FB_GC_YOUNG] = st[FB_AGE] - 1
+        ghi[G_HOT] = st.hot_threshold
+        glo[FB_GC_OLD] = st.fallback_gc_age
+        ghi[FB_GC_YOUNG] = st.fallback_gc_age - 1
         # the base design has no expiry: cost-benefit over every segment (BIRs above only score GC accuracy)
-        self.state[P_GEXP][:] = INF
+        self.state.group_expiry[:] = INF
 
     def _apply_configuration(self, groups: list[list[int]] | None, plog: dict | None) -> None:
         """Map categories to groups G1..GN and set every group's BIR, expiry and the ML-Reloc
         estimates. ``groups=None``: one group per category."""
-        st, cat2g, glo, ghi, final, bounds, expmis = (self.state[i] for i in
-                                                       (P_ST, P_CAT2G, P_GLO, P_GHI, P_GFINAL, P_BOUNDS, P_EXPMIS))
+        p = self.state
+        st, cat2g, glo, ghi, final, bounds, expmis = (record(p.scalars), p.cat2group, p.group_lo, p.group_hi,
+                                                      p.group_final, p.bounds, p.expected_miss)
         if groups is None:
             groups = [[k] for k in range(N_CAT)]
         n = len(groups)
         upper = np.append(bounds[1:], INF)                      # per category
-        st[NINT] = n
+        st.n_intermediate = n
         glo[:] = 0
         ghi[:] = INF
         final[:] = 1
-        ghi[G_HOT] = st[MU]
+        ghi[G_HOT] = st.hot_threshold
         final[G_HOT] = 0
         for k, cats in enumerate(groups):
             g = 1 + k
             for cat in cats:
                 cat2g[cat] = g
-            glo[g] = st[MU] if k == 0 else ghi[g - 1] + 1
+            glo[g] = st.hot_threshold if k == 0 else ghi[g - 1] + 1
             ghi[g] = upper[cats[-1]] if k < n - 1 else INF
             final[g] = 1 if (k == n - 1 or self.cfg["fallback_victims"] == "all") else 0
         if self.cfg["fallback_victims"] == "all":
             final[G_HOT] = 1
         glo[G_FRZN] = glo[n]
-        glo[FB_GC_OLD] = st[FB_AGE]
-        ghi[FB_GC_YOUNG] = st[FB_AGE] - 1
-        expire = self.state[P_GEXP]
+        glo[FB_GC_OLD] = st.fallback_gc_age
+        ghi[FB_GC_YOUNG] = st.fallback_gc_age - 1
+        expire = self.state.group_expiry
         expire[:] = INF
-        expire[G_HOT] = st[MU]
+        expire[G_HOT] = st.hot_threshold
         expire[1:n] = ghi[1:n]                                  # G1..G(N-1); GN is open-ended
         expmis[:] = -1
         if plog is not None and len(plog["pred"]):
@@ -489,8 +547,8 @@ class DOGI(PlacementPolicy):
 
     # -- between chunks --------------------------------------------------------------------
     def before_chunk(self, sim, start: int, n_writes: int) -> None:
-        st, preds, feats = self.state[P_ST], self.state[P_PREDS], self.state[P_CFEAT]
-        st[CHUNK_START] = start
+        st, preds, feats = record(self.state.scalars), self.state.preds, self.state.chunk_features
+        st.chunk_start = start
         if not self.uses_model:
             return
         a = start - self.prefill
@@ -502,7 +560,7 @@ class DOGI(PlacementPolicy):
         t0 = time.perf_counter()
         take_columns(self.stream.next(hi - lo), self.columns, feats[lo - a:hi - a])
         self.feature_s += time.perf_counter() - t0
-        if self.model is None or st[MODE] != MODE_ML:
+        if self.model is None or st.mode != MODE_ML:
             return
         t0 = time.perf_counter()
         preds[lo - a:hi - a] = self._predict(feats[lo - a:hi - a])
@@ -533,11 +591,11 @@ class DOGI(PlacementPolicy):
     def _replan_latest(self, sim) -> None:
         """Latest (Fig. 11): no model; PLog = <latest-invalidation-time category, actual
         invalidation time> of the latest labelled samples; the same group search."""
-        bounds = self.state[P_BOUNDS]
+        bounds = self.state.bounds
         now = int(sim.state.ctr[0])
         data = self.ring.collect(now, long_bound=int(bounds[-1]))
         ok = data["pred"] >= 0
-        entry = {"user_writes": sim.user_writes, "labelled_samples": int(ok.sum()), "mu": int(self.state[P_ST][MU])}
+        entry = {"user_writes": sim.user_writes, "labelled_samples": int(ok.sum()), "mu": int(record(self.state.scalars).hot_threshold)}
         if ok.sum() < int(self.cfg["min_samples"]):
             entry["action"] = "waiting for samples"
             self.history.append(entry)
@@ -549,7 +607,7 @@ class DOGI(PlacementPolicy):
 
     def _search_and_apply(self, plog: dict, entry: dict) -> None:
         c = self.cfg
-        bounds = self.state[P_BOUNDS]
+        bounds = self.state.bounds
         groups = None
         if self.group_search:
             from dogi_ml.markov.groups import best_configuration
@@ -571,13 +629,13 @@ class DOGI(PlacementPolicy):
     def _retrain(self, sim) -> None:
         from dogi_ml.features.labels import dogi_classes
 
-        st, bounds = self.state[P_ST], self.state[P_BOUNDS]
+        st, bounds = record(self.state.scalars), self.state.bounds
         now = int(sim.state.ctr[0])
         c = self.cfg
         data = self.ring.collect(now, long_bound=int(bounds[-1]))
         entry = {"user_writes": sim.user_writes, "labelled_samples": int(len(data["row"])),
-                 "pending_samples": data["n_pending"], "mu": int(st[MU])}
-        y_all = np.maximum(dogi_classes(data["inv"], self.capacity, int(st[MU])), 1) - 1 if len(data["row"]) else None
+                 "pending_samples": data["n_pending"], "mu": int(st.hot_threshold)}
+        y_all = np.maximum(dogi_classes(data["inv"], self.capacity, int(st.hot_threshold)), 1) - 1 if len(data["row"]) else None
         if self.model is not None and len(data["row"]):
             # online accuracy of the deployed model since the last training (what it predicted then)
             recent = (data["time"] >= now - self.retrain_every) & (data["pred"] >= 0)
@@ -587,7 +645,7 @@ class DOGI(PlacementPolicy):
             entry["action"] = "waiting for samples"
             self.history.append(entry)
             return
-        X = self.state[P_RFEAT][data["slot"]]
+        X = self.state.sample_features[data["slot"]]
         model, val, secs = fit_classifier(c["model"], dict(c["model_params"] or {}), X, y_all, N_CAT,
                                           list(c["features"]), seed=int(c["seed"]) + len(self.history))
         self.train_s += secs
@@ -605,9 +663,9 @@ class DOGI(PlacementPolicy):
             entry["int8_validation_accuracy"] = float(np.mean(q_val == y_all[val])) if len(pred_val) else None
             pred_val = q_val                  # PLog from what is deployed
         new_mode = MODE_ML if ok else MODE_FALLBACK
-        if new_mode != st[MODE]:
+        if new_mode != st.mode:
             self.mode_switches += 1
-        st[MODE] = new_mode
+        st.mode = new_mode
         if new_mode == MODE_FALLBACK:
             self._fallback_bounds()
             entry["action"] = "fallback (accuracy below threshold)"
@@ -643,9 +701,10 @@ class DOGI(PlacementPolicy):
         return "dogi" + (f"[{','.join(parts)}]" if parts else "")
 
     def summary(self, state) -> dict:
-        conf = state[P_USERCONF]
+        conf = state.user_confusion
         total = int(conf.sum())
-        gc_ok, gc_total, mis, mis_total = (int(x) for x in state[P_GCACC])
+        st = record(state.scalars)
+        gc_ok, gc_total, mis, mis_total = int(st.gc_correct), int(st.gc_scored), int(st.mispredicted), int(st.mispredict_scored)
         names = ["hot"] + [f"c{k}" for k in range(1, N_CAT + 1)]
         per_class = {names[k]: (float(conf[k, k] / conf[k].sum()) if conf[k].sum() else None) for k in range(N_CAT + 1)}
         nonhot = conf[1:, :].sum()
@@ -660,13 +719,13 @@ class DOGI(PlacementPolicy):
             "gc_accuracy": gc_ok / gc_total if gc_total else None,
             "mispredict_ratio": mis / mis_total if mis_total else None,
             "gc_relocations_scored": gc_total,
-            "gc_destinations": state[P_GCDEST].tolist(),
-            "hot_threshold": int(state[P_ST][MU]),
-            "hot_threshold_steps": int(state[P_ST][MU_STEPS]),
-            "mode": "ml" if state[P_ST][MODE] == MODE_ML else "fallback",
+            "gc_destinations": state.gc_destinations.tolist(),
+            "hot_threshold": int(st.hot_threshold),
+            "hot_threshold_steps": int(st.hot_threshold_steps),
+            "mode": "ml" if st.mode == MODE_ML else "fallback",
             "mode_switches": self.mode_switches,
             "configuration": self.configuration,
-            "n_intermediate_groups": int(state[P_ST][NINT]) if state[P_ST][MODE] == MODE_ML else None,
+            "n_intermediate_groups": int(st.n_intermediate) if st.mode == MODE_ML else None,
             "retrains": sum(1 for h in self.history if "train_seconds" in h),
             "train_seconds": self.train_s,
             "inference_ns_per_block": 1e9 * self.infer_s / self.infer_blocks if self.infer_blocks else None,

@@ -8,7 +8,12 @@ A placement policy supplies three Numba functions with these fixed signatures::
 
 ``s`` is the engine's :class:`~dogi_ml.sim.state.SimArrays` (read it, don't write it, except
 through :func:`dogi_ml.sim.kernels.retire_group`, which seals a group's open segment), ``p``
-is the policy's own state: a tuple of numpy arrays built by :meth:`PlacementPolicy.bind`.
+is the policy's own state, built by :meth:`PlacementPolicy.bind`: a namedtuple of numpy arrays
+(fields may nest further namedtuples of arrays), read by name (``p.hot_counter[lba]``). Scalar
+parameters and counters live in a one-element structured array (a ``scalars`` field, dtype from
+:func:`scalar_fields`); a kernel reads and writes them as record fields, ``st = p.scalars[0];
+st.hot_threshold += 1`` (a record view: writes go to the array), Python code through
+:func:`record` (``record(p.scalars).hot_threshold``).
 When ``place_user`` runs, ``s.lba_time[lba]`` still holds the time of the LBA's previous user
 write (``-1`` if none) and ``s.l2p[lba]`` its old location (already invalidated).
 
@@ -21,10 +26,16 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numba as nb
 import numpy as np
+
+
+class NoState(NamedTuple):
+    """The state of a policy that keeps none (Numba needs one array to type)."""
+
+    unused: np.ndarray
 
 
 @dataclass
@@ -38,6 +49,22 @@ class SimContext:
     stream: np.ndarray | None = None  # all user writes incl. prefill (for oracles), if known
     trace: Any = None                 # the source Trace, if any (features, timestamps)
     extra: dict = field(default_factory=dict)
+
+
+def scalar_fields(**fields) -> np.dtype:
+    """The dtype of a policy's scalars record: ``name=numpy type`` per field, in order."""
+    return np.dtype([(name, np.dtype(t)) for name, t in fields.items()])
+
+
+def new_scalars(dtype: np.dtype) -> np.ndarray:
+    """A zeroed one-element array of the scalars record ``dtype`` (the ``scalars`` state field)."""
+    return np.zeros(1, dtype)
+
+
+def record(scalars: np.ndarray):
+    """The record of a one-element ``scalars`` array with attribute access, for Python code;
+    assignments write through to the array the kernels read."""
+    return scalars.view(np.recarray)[0]
 
 
 @nb.njit(cache=True)
@@ -79,8 +106,8 @@ class PlacementPolicy:
         return ()
 
     def bind(self, ctx: SimContext) -> tuple:
-        """Allocate the policy state for a run; return a non-empty tuple of numpy arrays."""
-        return (np.zeros(1, np.int64),)
+        """Allocate the policy state for a run; return a non-empty namedtuple of numpy arrays."""
+        return NoState(np.zeros(1, np.int64))
 
     #: upper bound on user writes per chunk (e.g. a retraining period); None = sim.chunk_blocks
     max_chunk_blocks: int | None = None
@@ -96,6 +123,6 @@ class PlacementPolicy:
         """The scheme's name in comparisons (a variant may add its switches)."""
         return self.name
 
-    def summary(self, state: tuple) -> dict:
+    def summary(self, state) -> dict:
         """Extra, policy-specific outputs for the run's result."""
         return {}
