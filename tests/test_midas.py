@@ -7,6 +7,7 @@ import pytest
 from dogi_ml.policies import make_policy
 from dogi_ml.policies import midas as M
 from dogi_ml.sim import SimConfig, Simulator, check_invariants
+from dogi_ml.sim.policy_api import record
 from dogi_ml.markov.midas import (Device, HotStats, build_uid, chain_matrix, chain_waf, predict, search,
                           two_class_fifo_waf)
 from dogi_ml.markov.waf import fifo_waf
@@ -185,11 +186,11 @@ def test_policy_counts_update_intervals_like_the_offline_uid():
     window = 4 * CAP
     # the first epoch covers the second capacity of writes after the prefill; it closes on the next write
     sim.feed(writes[: CAP + window + 1])
-    cfg, unit = sim.pstate[M.P_CFG], SEG // 4
+    cfg, unit = record(sim.pstate.scalars), SEG // 4
     counts, once = offline_uid_counts(writes[CAP:CAP + window], unit, window)
-    assert cfg[M.K_DONE_E] == window // unit
-    assert np.array_equal(sim.pstate[M.P_UID_DONE][: window // unit], counts)
-    assert cfg[M.K_DONE_ONCE] == once
+    assert cfg.uid_done_buckets == window // unit
+    assert np.array_equal(sim.pstate.uid_done[: window // unit], counts)
+    assert cfg.uid_done_once == once
 
 
 def test_beats_nosep_on_hot_cold_and_zipf(zipf_run):
@@ -222,25 +223,25 @@ def test_irregular_group_falls_back_to_naive_mida(zipf_run):
     writes, _, _ = zipf_run
     sim = Simulator(make_policy("midas"), SimConfig(segment_blocks=SEG, debug_invariants=True), CAP)
     sim.run(writes[: 8 * CAP])
-    p, cfg = sim.pstate, sim.pstate[M.P_CFG]
-    assert cfg[M.K_APPLIED] == 1 and cfg[M.K_MIDA] == 0 and cfg[M.K_NS] >= 3
+    p, cfg = sim.pstate, record(sim.pstate.scalars)
+    assert cfg.applied == 1 and cfg.naive_on == 0 and cfg.naive_start >= 3
     groups = sim.policy._groups(sim)
     tail = int(np.count_nonzero(groups >= 2))
     # group 2's victims turn out far more valid than modelled
-    p[M.P_PRED][2] = 0.3
-    p[M.P_ERR_VR][2], p[M.P_ERR_N][2] = 9.0, 10
+    p.predicted_valid[2] = 0.3
+    p.victim_valid_sum[2], p.victim_count[2] = 9.0, 10
     M._err_check(sim.state, p)
-    assert (cfg[M.K_NS], cfg[M.K_MIDA], cfg[M.K_LAST]) == (2, 1, 2 + M.NAIVE_N - 1)
-    assert cfg[M.K_FALLBACKS] == 1
+    assert (cfg.naive_start, cfg.naive_on, cfg.last_group) == (2, 1, 2 + M.NAIVE_N - 1)
+    assert cfg.fallbacks == 1
     assert int(np.count_nonzero(sim.policy._groups(sim) == 2)) == tail   # merged, nothing moved
     sim.feed(writes[8 * CAP:10 * CAP])
     check_invariants(sim.state)
     # GC that cannot keep up merges from before the group receiving the copies
-    cfg[M.K_NS], cfg[M.K_MIDA] = 4, 0
+    cfg.naive_start, cfg.naive_on = 4, 0
     M._set_naive(p, False)
-    overruns = int(cfg[M.K_INF_GC])
+    overruns = int(cfg.overrun_merges)
     M._gc_overrun(sim.state, p, 3)
-    assert (cfg[M.K_NS], cfg[M.K_MIDA]) == (2, 1) and cfg[M.K_INF_GC] == overruns + 1
+    assert (cfg.naive_start, cfg.naive_on) == (2, 1) and cfg.overrun_merges == overruns + 1
 
 
 def test_bad_parameters():

@@ -37,10 +37,12 @@ which groups have been collected since the last configuration); the epoch double
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
 
-from dogi_ml.sim.policy_api import PlacementPolicy, SimContext
+from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, record, scalar_fields
 from dogi_ml.sim.state import C_GC, C_USER, P_NSEG, P_SEG_BLOCKS, SEG_OPEN, SEG_SEALED
 from dogi_ml.sim.victims import register_victim
 from dogi_ml.markov.midas import Device, HotStats, build_uid, search
@@ -59,18 +61,72 @@ G0_VALID_MAX_ONE = 0.3
 MAX_DOUBLINGS = 3     # the epoch doubles at most this many times
 BIG = 1 << 62
 
-# policy state: p[...]
-P_CFG, P_SIZES, P_OWNER, P_HF, P_MARK, P_UID, P_UID_DONE, P_F, P_QUEUE, P_PRED, P_ERR_VR, P_ERR_N, \
-    P_CNT, P_OLD, P_OLD_T = range(15)
+#: MiDAS's scalar parameters and counters (``MidasState.scalars``, one record)
+SCALARS = scalar_fields(
+    naive_start=np.int64,        # ns: the last configured group, where naive MiDA starts when on
+    naive_on=np.int64,           # 1: groups ns..ns+3 are naive-MiDA migration groups
+    last_group=np.int64,         # the last group in use (ns, or ns + 3 with naive MiDA)
+    bucket_blocks=np.int64,      # UID bucket width in user writes (a quarter segment)
+    epoch_blocks=np.int64,       # UID epoch length in user writes
+    max_epoch_blocks=np.int64,   # the epoch's ceiling after doublings
+    epoch_start=np.int64,        # logical time the current epoch started
+    epoch_id=np.int64,           # the current epoch's number (overwrite_epoch marks)
+    uid_ready=np.int64,          # 1: a finished epoch's UID waits for the Python hook
+    uid_done_buckets=np.int64,   # buckets of that UID
+    uid_done_once=np.int64,      # blocks written once in that epoch
+    uid_done_at=np.int64,        # logical time that epoch ended
+    capacity=np.int64,           # logical blocks
+    prefill=np.int64,            # prefill writes (not counted as traffic)
+    gc_target=np.int64,          # group receiving the current victim's valid blocks
+    victim_group=np.int64,       # the current victim's group
+    run_time=np.int64,           # user-write time of the current run of collections
+    run_collections=np.int64,    # collections within that user write
+    applied=np.int64,            # 1: a model configuration is in force
+    collected_mask=np.int64,     # bit g: group g collected since the configuration was applied
+    checking=np.int64,           # 1: every group collected, victims' valid ratios are being checked
+    check_writes=np.int64,       # user writes since the last irregular-group check
+    early_irregular=np.int64,    # irregular groups in the first half since the last model
+    model_groups=np.int64,       # groups of the configuration in force
+    warmup_left=np.int64,        # hot-filter updates left in the warm-up
+    period_left=np.int64,        # overwrites left in the hot-filter period
+    g0_age_window=np.int64,      # G0's mean victim age: a younger G1 copy counts as hot
+    periods_queued=np.int64,     # hot-filter periods kept for the model (<= QUEUE_MAX)
+    period_slot=np.int64,        # the next period's row in hot_periods
+    snapshot_at=np.int64,        # logical time of the next WAF snapshot
+    snap_user0=np.int64,         # user / GC writes at the snapshot before last ...
+    snap_gc0=np.int64,
+    snap_user1=np.int64,         # ... and at the last: their difference is the measured WAF
+    snap_gc1=np.int64,
+    fallbacks=np.int64,          # irregular-group fallbacks
+    overrun_merges=np.int64,     # merges because GC could not keep up
+    irregular_streak=np.int64,   # configurations in a row with early irregular groups
+    # the hot-filter period's accumulators
+    g0_victim_age_sum=np.float64,  # ages of G0's victims since sealing
+    g0_victims=np.float64,       # G0 victims counted in the age sum
+    g0_valid_sum=np.float64,     # valid ratios of G0's victims
+    g0_valid_victims=np.float64,  # G0 victims counted in the valid sum
+    g0_traffic=np.float64,       # user writes sent to G0
+    user_traffic=np.float64,     # user writes
+)
 
-# p[P_CFG] (int64) indices
-(K_NS, K_MIDA, K_LAST, K_UNIT, K_WINDOW, K_MAX_WINDOW, K_EPOCH_START, K_EPOCH_ID, K_DONE, K_DONE_E,
- K_DONE_ONCE, K_DONE_AT, K_CAP, K_PREFILL, K_TARGET, K_VGROUP, K_RUN_NOW, K_RUN, K_APPLIED, K_COMMIT,
- K_ERR_FLAG, K_ERR_WRITE, K_TMP_ERR, K_MGNUM, K_COLD, K_LEFT, K_TW, K_Q_N, K_Q_IDX, K_SNAP_NEXT,
- K_SNAP_U0, K_SNAP_G0, K_SNAP_U1, K_SNAP_G1, K_FALLBACKS, K_INF_GC, K_ERR_CNT, N_CFG) = range(38)
 
-# p[P_F] (float64) indices: hot-filter period accumulators
-F_SEG_AGE, F_SEG_NUM, F_G0_VR_SUM, F_G0_VR_NUM, F_G0_TRAFFIC, F_TOT_TRAFFIC, N_F = range(7)
+class MidasState(NamedTuple):
+    """MiDAS's state in the Numba loop."""
+
+    scalars: np.ndarray              # one SCALARS record
+    fifo_sizes: np.ndarray           # int64 per group: designated sealed segments of FIFO groups
+    seg_owner: np.ndarray            # int32 per segment: relabelled group, -1 = the engine's
+    hot_counter: np.ndarray          # int8 per LBA: the hot filter's 2-bit counter
+    overwrite_epoch: np.ndarray      # int32 per LBA: epoch in which the block was written twice
+    uid: np.ndarray                  # int64 per bucket: update intervals counted this epoch
+    uid_done: np.ndarray             # int64 per bucket: the UID of the last finished epoch
+    hot_periods: np.ndarray          # float64 [QUEUE_MAX, 3]: G0 traffic share, victim validity, size
+    predicted_valid: np.ndarray      # float64 per group: modelled valid ratio of its victims
+    victim_valid_sum: np.ndarray     # float64 per group: victims' valid ratios since the last check
+    victim_count: np.ndarray         # int64 per group: victims counted in that sum
+    scratch_sealed: np.ndarray       # int64 per group: victim selector scratch, sealed segments,
+    scratch_oldest: np.ndarray       # int64 per group: oldest sealed segment,
+    scratch_oldest_time: np.ndarray  # int64 per group: its seal time
 
 
 # -- group bookkeeping (kernel and Python hooks) ---------------------------------------------
@@ -78,17 +134,17 @@ F_SEG_AGE, F_SEG_NUM, F_G0_VR_SUM, F_G0_VR_NUM, F_G0_TRAFFIC, F_TOT_TRAFFIC, N_F
 def _logical(s, p, seg):
     """A segment's MiDAS group: the policy's relabelling if any, else the engine's group; groups
     past the last (left over from a larger configuration) count as the last."""
-    g = p[P_OWNER][seg]
+    g = p.seg_owner[seg]
     if g < 0:
         g = s.seg_group[seg]
-    last = p[P_CFG][K_LAST]
+    last = p.scalars[0].last_group
     return last if g > last else g
 
 
 @nb.njit(cache=True)
 def _relabel(s, p, lo, hi, to):
     """Sealed segments of groups ``lo..hi`` now belong to ``to`` (no data moves)."""
-    owner = p[P_OWNER]
+    owner = p.seg_owner
     for seg in range(s.prm[P_NSEG]):
         if s.seg_state[seg] == SEG_SEALED:
             g = _logical(s, p, seg)
@@ -98,30 +154,30 @@ def _relabel(s, p, lo, hi, to):
 
 @nb.njit(cache=True)
 def _set_naive(p, on):
-    cfg = p[P_CFG]
-    cfg[K_MIDA] = 1 if on else 0
-    cfg[K_LAST] = cfg[K_NS] + (NAIVE_N - 1 if on else 0)
+    cfg = p.scalars[0]
+    cfg.naive_on = 1 if on else 0
+    cfg.last_group = cfg.naive_start + (NAIVE_N - 1 if on else 0)
 
 
 @nb.njit(cache=True)
 def _merge_to(s, p, g):
     """Groups ``g`` .. last become one group ``g`` (MiDAS's merge_group, repeated)."""
-    cfg = p[P_CFG]
+    cfg = p.scalars[0]
     _relabel(s, p, g + 1, BIG, g)
-    cfg[K_NS] = g
-    _set_naive(p, cfg[K_MIDA] == 1)
+    cfg.naive_start = g
+    _set_naive(p, cfg.naive_on == 1)
     if g == 1:
         # everything merged: no configuration left to check
-        cfg[K_APPLIED] = 0
-        cfg[K_ERR_FLAG] = 0
-        cfg[K_ERR_WRITE] = 0
+        cfg.applied = 0
+        cfg.checking = 0
+        cfg.check_writes = 0
 
 
 @nb.njit(cache=True)
 def _naive_off(s, p):
     """Naive MiDA off: its groups fold into the naive start, which becomes the last group."""
-    cfg = p[P_CFG]
-    ns = cfg[K_NS]
+    cfg = p.scalars[0]
+    ns = cfg.naive_start
     _relabel(s, p, ns + 1, ns + NAIVE_N - 1, ns)
     _set_naive(p, False)
 
@@ -129,17 +185,17 @@ def _naive_off(s, p):
 @nb.njit(cache=True)
 def _split_to(s, p, new_last):
     """More groups: the last group's segments move to ``new_last``; the new middle groups start empty."""
-    cfg = p[P_CFG]
-    ns = cfg[K_NS]
+    cfg = p.scalars[0]
+    ns = cfg.naive_start
     _relabel(s, p, ns, ns, new_last)
-    cfg[K_NS] = new_last
+    cfg.naive_start = new_last
     _set_naive(p, False)
 
 
 @nb.njit(cache=True)
 def _move_oldest(s, p, g, k, to):
     """The ``k`` oldest sealed segments of group ``g`` move to group ``to`` (MiDAS's move_margin_seg)."""
-    owner = p[P_OWNER]
+    owner = p.seg_owner
     for _ in range(k):
         best = -1
         best_t = BIG
@@ -166,34 +222,38 @@ def _sealed_count(s, p, g):
 def _hf_rollover(s, p):
     """End of a hot-filter period: record G0's traffic, victim validity and size for the model,
     and re-estimate the age window from G0's victims."""
-    cfg, f, q = p[P_CFG], p[P_F], p[P_QUEUE]
-    if f[F_G0_TRAFFIC] > 0 and f[F_TOT_TRAFFIC] > 0:
-        i = cfg[K_Q_IDX]
-        q[3 * i] = f[F_G0_TRAFFIC] / f[F_TOT_TRAFFIC]
-        q[3 * i + 1] = f[F_G0_VR_SUM] / f[F_G0_VR_NUM]
-        q[3 * i + 2] = _sealed_count(s, p, 0)
-        cfg[K_Q_IDX] = (i + 1) % QUEUE_MAX
-        if cfg[K_Q_N] < QUEUE_MAX:
-            cfg[K_Q_N] += 1
-    prev = float(cfg[K_TW])
-    age = f[F_SEG_AGE] / f[F_SEG_NUM]
+    cfg, q = p.scalars[0], p.hot_periods
+    if cfg.g0_traffic > 0 and cfg.user_traffic > 0:
+        i = cfg.period_slot
+        q[i, 0] = cfg.g0_traffic / cfg.user_traffic
+        q[i, 1] = cfg.g0_valid_sum / cfg.g0_valid_victims
+        q[i, 2] = _sealed_count(s, p, 0)
+        cfg.period_slot = (i + 1) % QUEUE_MAX
+        if cfg.periods_queued < QUEUE_MAX:
+            cfg.periods_queued += 1
+    prev = float(cfg.g0_age_window)
+    age = cfg.g0_victim_age_sum / cfg.g0_victims
     if prev > 0:
         # damp the estimate; a jump to twice the old window is capped at 1.5x
         age = 1.5 * prev if age >= 2 * prev else (age + prev) / 2
-    cfg[K_TW] = int(age)
-    cfg[K_LEFT] = cfg[K_TW] - 1
-    for k in range(N_F):
-        f[k] = 0.0
+    cfg.g0_age_window = int(age)
+    cfg.period_left = cfg.g0_age_window - 1
+    cfg.g0_victim_age_sum = 0.0
+    cfg.g0_victims = 0.0
+    cfg.g0_valid_sum = 0.0
+    cfg.g0_valid_victims = 0.0
+    cfg.g0_traffic = 0.0
+    cfg.user_traffic = 0.0
 
 
 @nb.njit(cache=True)
 def _hf_active(s, p):
     """Common start of a hot-filter update: the warm-up, then the period's end."""
-    cfg = p[P_CFG]
-    if cfg[K_COLD] > 0:
-        cfg[K_COLD] -= 1
+    cfg = p.scalars[0]
+    if cfg.warmup_left > 0:
+        cfg.warmup_left -= 1
         return False
-    if cfg[K_LEFT] <= 0 and p[P_F][F_SEG_NUM] > 0:
+    if cfg.period_left <= 0 and cfg.g0_victims > 0:
         _hf_rollover(s, p)
     return True
 
@@ -203,8 +263,8 @@ def _hf_overwrite(s, p, lba, old, now):
     """A user overwrite: was the old copy short-lived (in G0, or young in G1)?"""
     if not _hf_active(s, p):
         return
-    cfg, hf = p[P_CFG], p[P_HF]
-    cfg[K_LEFT] -= 1
+    cfg, hf = p.scalars[0], p.hot_counter
+    cfg.period_left -= 1
     seg = old // s.prm[P_SEG_BLOCKS]
     g = _logical(s, p, seg)
     if g == 0:
@@ -212,7 +272,7 @@ def _hf_overwrite(s, p, lba, old, now):
             hf[lba] += 1
     elif g == 1:
         age = 0 if s.seg_state[seg] == SEG_OPEN else now - s.seg_seal_time[seg]
-        if age <= cfg[K_TW]:
+        if age <= cfg.g0_age_window:
             if hf[lba] < HF_MAX:
                 hf[lba] += 1
         elif hf[lba] > 0:
@@ -224,7 +284,7 @@ def _hf_relocated(s, p, lba, g):
     """GC found the block still valid in G0 or G1: less hot (a G0 block doubly so)."""
     if not _hf_active(s, p):
         return
-    hf = p[P_HF]
+    hf = p.hot_counter
     if hf[lba] > 0:
         hf[lba] -= 1
         if g == 0 and hf[lba] > 0:
@@ -235,27 +295,27 @@ def _hf_relocated(s, p, lba, g):
 @nb.njit(cache=True)
 def _finish_epoch(s, p, now):
     """Hand the epoch's interval counts to the Python hook and start the next epoch."""
-    cfg, uid, done, mark = p[P_CFG], p[P_UID], p[P_UID_DONE], p[P_MARK]
-    start, eid = cfg[K_EPOCH_START], cfg[K_EPOCH_ID]
+    cfg, uid, done, mark = p.scalars[0], p.uid, p.uid_done, p.overwrite_epoch
+    start, eid = cfg.epoch_start, cfg.epoch_id
     once = 0
     for lba in range(s.lba_time.shape[0]):
         if s.lba_time[lba] >= start and mark[lba] != eid:
             once += 1       # written once in the epoch: its interval is longer than what is left
-    e = cfg[K_WINDOW] // cfg[K_UNIT]
+    e = cfg.epoch_blocks // cfg.bucket_blocks
     for j in range(uid.shape[0]):
         done[j] = uid[j] if j < e else 0
         uid[j] = 0
-    cfg[K_DONE] = 1
-    cfg[K_DONE_E] = e
-    cfg[K_DONE_ONCE] = once
-    cfg[K_DONE_AT] = now
-    cfg[K_EPOCH_START] = now
-    cfg[K_EPOCH_ID] = eid + 1
+    cfg.uid_ready = 1
+    cfg.uid_done_buckets = e
+    cfg.uid_done_once = once
+    cfg.uid_done_at = now
+    cfg.epoch_start = now
+    cfg.epoch_id = eid + 1
 
 
 @nb.njit(cache=True)
 def _clear_err(p):
-    vr, n = p[P_ERR_VR], p[P_ERR_N]
+    vr, n = p.victim_valid_sum, p.victim_count
     for g in range(vr.shape[0]):
         vr[g] = 0.0
         n[g] = 0
@@ -264,130 +324,130 @@ def _clear_err(p):
 @nb.njit(cache=True)
 def _fallback(s, p, g):
     """Groups ``g``.. are merged and naive MiDA restarts from ``g``."""
-    cfg = p[P_CFG]
-    cfg[K_MIDA] = 1
+    cfg = p.scalars[0]
+    cfg.naive_on = 1
     _merge_to(s, p, g)
-    cfg[K_FALLBACKS] += 1
+    cfg.fallbacks += 1
 
 
 @nb.njit(cache=True)
 def _err_check(s, p):
     """Compare the victims' valid ratios with the model's; the first irregular group falls back."""
-    cfg, pred, vr, n = p[P_CFG], p[P_PRED], p[P_ERR_VR], p[P_ERR_N]
-    ns = cfg[K_NS]
-    upto = ns if cfg[K_MIDA] == 1 else ns + 1
+    cfg, pred, vr, n = p.scalars[0], p.predicted_valid, p.victim_valid_sum, p.victim_count
+    ns = cfg.naive_start
+    upto = ns if cfg.naive_on == 1 else ns + 1
     for g in range(1, upto):
         if n[g] > 0 and pred[g] - vr[g] / n[g] <= -ERR_TOL:
-            if g <= cfg[K_MGNUM] // 2:
-                cfg[K_TMP_ERR] += 1
+            if g <= cfg.model_groups // 2:
+                cfg.early_irregular += 1
             _fallback(s, p, g)
             break
     _clear_err(p)
-    cfg[K_ERR_WRITE] = 0
+    cfg.check_writes = 0
 
 
 @nb.njit(cache=True)
 def _gc_overrun(s, p, target):
     """GC could not keep up: merge from before the group receiving the copies."""
-    cfg = p[P_CFG]
-    if cfg[K_APPLIED] == 1 and target <= cfg[K_MGNUM] // 2:
-        cfg[K_TMP_ERR] += 1
-    ns = cfg[K_NS]
+    cfg = p.scalars[0]
+    if cfg.applied == 1 and target <= cfg.model_groups // 2:
+        cfg.early_irregular += 1
+    ns = cfg.naive_start
     if ns != 1:
         g = max(1, min(target, ns) - 1)
         _fallback(s, p, g)
-        cfg[K_INF_GC] += 1
+        cfg.overrun_merges += 1
 
 
 # -- the three placement functions and the victim selector ------------------------------------
 @nb.njit(cache=True)
 def midas_user(s, p, lba, now):
-    cfg, f = p[P_CFG], p[P_F]
-    if now >= cfg[K_SNAP_NEXT]:
+    cfg = p.scalars[0]
+    if now >= cfg.snapshot_at:
         # WAF of the last capacity of user writes (MiDAS's "TMP WAF") is what a model must beat
-        cfg[K_SNAP_NEXT] += cfg[K_CAP]
-        cfg[K_SNAP_U0] = cfg[K_SNAP_U1]
-        cfg[K_SNAP_G0] = cfg[K_SNAP_G1]
-        cfg[K_SNAP_U1] = s.ctr[C_USER]
-        cfg[K_SNAP_G1] = s.ctr[C_GC]
-    start = cfg[K_EPOCH_START]
+        cfg.snapshot_at += cfg.capacity
+        cfg.snap_user0 = cfg.snap_user1
+        cfg.snap_gc0 = cfg.snap_gc1
+        cfg.snap_user1 = s.ctr[C_USER]
+        cfg.snap_gc1 = s.ctr[C_GC]
+    start = cfg.epoch_start
     if now >= start:
-        if now - start >= cfg[K_WINDOW]:
+        if now - start >= cfg.epoch_blocks:
             _finish_epoch(s, p, now)
             start = now
         prev = s.lba_time[lba]
         if prev >= start:
-            unit = cfg[K_UNIT]
+            unit = cfg.bucket_blocks
             b = (now - prev) // unit
-            e = cfg[K_WINDOW] // unit
-            p[P_UID][b if b < e else e - 1] += 1
-            p[P_MARK][lba] = cfg[K_EPOCH_ID]
+            e = cfg.epoch_blocks // unit
+            p.uid[b if b < e else e - 1] += 1
+            p.overwrite_epoch[lba] = cfg.epoch_id
     old = s.l2p[lba]
     if old >= 0:
         _hf_overwrite(s, p, lba, old, now)
-    if cfg[K_ERR_FLAG] == 1:
-        cfg[K_ERR_WRITE] += 1
-        if cfg[K_ERR_WRITE] > ERR_SHARE * cfg[K_WINDOW]:
+    if cfg.checking == 1:
+        cfg.check_writes += 1
+        if cfg.check_writes > ERR_SHARE * cfg.epoch_blocks:
             _err_check(s, p)
-    counted = now >= cfg[K_PREFILL]
+    counted = now >= cfg.prefill
     if counted:
-        f[F_TOT_TRAFFIC] += 1.0
-    if p[P_HF][lba] >= HF_HOT:
+        cfg.user_traffic += 1.0
+    if p.hot_counter[lba] >= HF_HOT:
         if counted:
-            f[F_G0_TRAFFIC] += 1.0
+            cfg.g0_traffic += 1.0
         return 0
     return 1
 
 
 @nb.njit(cache=True)
 def midas_gc(s, p, lba, victim, now):
-    cfg = p[P_CFG]
-    g = cfg[K_VGROUP]
+    cfg = p.scalars[0]
+    g = cfg.victim_group
     if g <= 1:
         _hf_relocated(s, p, lba, g)
-    return cfg[K_TARGET]
+    return cfg.gc_target
 
 
 @nb.njit(cache=True)
 def midas_reclaim(s, p, victim, now):
-    cfg, f = p[P_CFG], p[P_F]
+    cfg = p.scalars[0]
     g = _logical(s, p, victim)
-    last = cfg[K_LAST]
+    last = cfg.last_group
     target = g + 1 if g < last else last
-    cfg[K_VGROUP] = g
-    cfg[K_TARGET] = target
+    cfg.victim_group = g
+    cfg.gc_target = target
     v = s.seg_valid[victim] / s.prm[P_SEG_BLOCKS]
     if g == 0:
-        f[F_SEG_AGE] += now - s.seg_seal_time[victim]
-        f[F_SEG_NUM] += 1.0
-        f[F_G0_VR_SUM] += v
-        f[F_G0_VR_NUM] += 1.0
-    if cfg[K_ERR_FLAG] == 1:
-        p[P_ERR_VR][g] += v
-        p[P_ERR_N][g] += 1
-    elif cfg[K_APPLIED] == 1:
+        cfg.g0_victim_age_sum += now - s.seg_seal_time[victim]
+        cfg.g0_victims += 1.0
+        cfg.g0_valid_sum += v
+        cfg.g0_valid_victims += 1.0
+    if cfg.checking == 1:
+        p.victim_valid_sum[g] += v
+        p.victim_count[g] += 1
+    elif cfg.applied == 1:
         # the configuration counts as in force once every group has been collected
-        ns = cfg[K_NS]
-        cfg[K_COMMIT] |= 1 << min(g, ns)
-        if cfg[K_COMMIT] == (1 << (ns + 1)) - 1:
-            cfg[K_ERR_FLAG] = 1
-            cfg[K_ERR_WRITE] = 0
+        ns = cfg.naive_start
+        cfg.collected_mask |= 1 << min(g, ns)
+        if cfg.collected_mask == (1 << (ns + 1)) - 1:
+            cfg.checking = 1
+            cfg.check_writes = 0
             _clear_err(p)
-    p[P_OWNER][victim] = -1          # the segment is freed: its next group comes from the engine
-    if now == cfg[K_RUN_NOW]:
-        cfg[K_RUN] += 1
+    p.seg_owner[victim] = -1          # the segment is freed: its next group comes from the engine
+    if now == cfg.run_time:
+        cfg.run_collections += 1
     else:
-        cfg[K_RUN_NOW] = now
-        cfg[K_RUN] = 1
-    if cfg[K_RUN] % ILOOP == 0:
+        cfg.run_time = now
+        cfg.run_collections = 1
+    if cfg.run_collections % ILOOP == 0:
         _gc_overrun(s, p, target)
 
 
 @nb.njit(cache=True)
 def midas_victim(s, p, now):
     """The oldest segment of the first FIFO group over its size, else cost-benefit in the last."""
-    cfg, sizes, cnt, old, old_t = p[P_CFG], p[P_SIZES], p[P_CNT], p[P_OLD], p[P_OLD_T]
-    ns = cfg[K_NS]
+    cfg, sizes, cnt, old, old_t = p.scalars[0], p.fifo_sizes, p.scratch_sealed, p.scratch_oldest, p.scratch_oldest_time
+    ns = cfg.naive_start
     seg_blocks = s.prm[P_SEG_BLOCKS]
     for g in range(cnt.shape[0]):
         cnt[g] = 0
@@ -469,56 +529,56 @@ class MiDAS(PlacementPolicy):
                              f"than 4 interval buckets of {unit} blocks; raise epoch_capacities")
         max_window = window << MAX_DOUBLINGS
         g = self.n_groups
-        cfg = np.zeros(N_CFG, np.int64)
-        cfg[K_NS] = 1
-        cfg[K_MIDA] = 1
-        cfg[K_LAST] = 1 + NAIVE_N - 1
-        cfg[K_UNIT] = unit
-        cfg[K_WINDOW] = window
-        cfg[K_MAX_WINDOW] = max_window
+        scalars = new_scalars(SCALARS)
+        cfg = record(scalars)
+        cfg.naive_start = 1
+        cfg.naive_on = 1
+        cfg.last_group = 1 + NAIVE_N - 1
+        cfg.bucket_blocks = unit
+        cfg.epoch_blocks = window
+        cfg.max_epoch_blocks = max_window
         # the first epoch starts once the space has been written over once after the prefill
-        cfg[K_EPOCH_START] = ctx.prefill_blocks + cap
-        cfg[K_CAP] = cap
-        cfg[K_PREFILL] = ctx.prefill_blocks
-        cfg[K_RUN_NOW] = -1
-        cfg[K_COLD] = cap                          # hot filter warm-up: one capacity of overwrites
-        cfg[K_TW] = cap
-        cfg[K_LEFT] = cap
-        cfg[K_SNAP_NEXT] = ctx.prefill_blocks + cap
+        cfg.epoch_start = ctx.prefill_blocks + cap
+        cfg.capacity = cap
+        cfg.prefill = ctx.prefill_blocks
+        cfg.run_time = -1
+        cfg.warmup_left = cap                          # hot filter warm-up: one capacity of overwrites
+        cfg.g0_age_window = cap
+        cfg.period_left = cap
+        cfg.snapshot_at = ctx.prefill_blocks + cap
         self._segments = ctx.n_segments
         self.history = []
         # the configuration search runs between chunks: keep them short against the epoch
         self.max_chunk_blocks = max(unit, cap // 4)
-        return (
-            cfg,
-            np.zeros(g, np.int64),                     # designated sealed segments of FIFO groups
-            np.full(ctx.n_segments, -1, np.int32),     # relabelled group of a segment, -1 = engine's
-            np.zeros(cap, np.int8),                    # hot-filter counters
-            np.full(cap, -1, np.int32),                # epoch in which the block was written twice
-            np.zeros(max_window // unit, np.int64),    # UID being counted
-            np.zeros(max_window // unit, np.int64),    # UID of the last finished epoch
-            np.zeros(N_F, np.float64),
-            np.zeros(3 * QUEUE_MAX, np.float64),       # hot-filter periods: traffic, valid, size
-            np.zeros(g, np.float64),                   # modelled valid ratio per group
-            np.zeros(g, np.float64),                   # victims' valid ratios since the last check
-            np.zeros(g, np.int64),
-            np.zeros(g, np.int64),                     # victim selector scratch: sealed per group,
-            np.zeros(g, np.int64),                     # oldest segment,
-            np.zeros(g, np.int64),                     # its seal time
+        return MidasState(
+            scalars=scalars,
+            fifo_sizes=np.zeros(g, np.int64),
+            seg_owner=np.full(ctx.n_segments, -1, np.int32),
+            hot_counter=np.zeros(cap, np.int8),
+            overwrite_epoch=np.full(cap, -1, np.int32),
+            uid=np.zeros(max_window // unit, np.int64),
+            uid_done=np.zeros(max_window // unit, np.int64),
+            hot_periods=np.zeros((QUEUE_MAX, 3), np.float64),
+            predicted_valid=np.zeros(g, np.float64),
+            victim_valid_sum=np.zeros(g, np.float64),
+            victim_count=np.zeros(g, np.int64),
+            scratch_sealed=np.zeros(g, np.int64),
+            scratch_oldest=np.zeros(g, np.int64),
+            scratch_oldest_time=np.zeros(g, np.int64),
         )
 
     # -- reconfiguration ---------------------------------------------------------------------
     def between_chunks(self, sim) -> None:
-        cfg = sim.pstate[P_CFG]
-        if cfg[K_DONE]:
-            cfg[K_DONE] = 0
+        cfg = record(sim.pstate.scalars)
+        if cfg.uid_ready:
+            cfg.uid_ready = 0
             self._reconfigure(sim)
 
     def _hot_stats(self, p) -> HotStats:
-        cfg, q = p[P_CFG], p[P_QUEUE].reshape(QUEUE_MAX, 3)
-        n = int(cfg[K_Q_N])
-        cfg[K_Q_N] = 0
-        cfg[K_Q_IDX] = 0
+        cfg, q = record(p.scalars), p.hot_periods
+        n = int(cfg.periods_queued)
+        cfg.periods_queued = 0
+        cfg.period_slot = 0
         if n == 0:
             return HotStats(traffic=0.01, valid=0.05, size=1)   # MiDAS's defaults without data
         rows = q[:n]
@@ -528,29 +588,29 @@ class MiDAS(PlacementPolicy):
     def _groups(self, sim) -> np.ndarray:
         """MiDAS group of every sealed segment (-1 for the others)."""
         s, p = sim.state, sim.pstate
-        last = int(p[P_CFG][K_LAST])
-        g = np.where(p[P_OWNER] >= 0, p[P_OWNER], s.seg_group).astype(np.int64)
+        last = int(record(p.scalars).last_group)
+        g = np.where(p.seg_owner >= 0, p.seg_owner, s.seg_group).astype(np.int64)
         g = np.minimum(g, last)
         return np.where(s.seg_state == SEG_SEALED, g, -1)
 
     def _double_epoch(self, cfg) -> None:
-        cfg[K_WINDOW] = min(int(cfg[K_WINDOW]) * 2, int(cfg[K_MAX_WINDOW]))
+        cfg.epoch_blocks = min(int(cfg.epoch_blocks) * 2, int(cfg.max_epoch_blocks))
 
     def _reconfigure(self, sim) -> None:
         s, p = sim.state, sim.pstate
-        cfg = p[P_CFG]
+        cfg = record(p.scalars)
         seg = int(s.prm[P_SEG_BLOCKS])
-        entry = {"t": int(cfg[K_DONE_AT]), "applied": False}
+        entry = {"t": int(cfg.uid_done_at), "applied": False}
         self.history.append(entry)
         hot = self._hot_stats(p)
         entry["hot_filter"] = {"traffic": hot.traffic, "valid": hot.valid, "size": hot.size}
         groups = self._groups(sim)
-        ns, last = int(cfg[K_NS]), int(cfg[K_LAST])
+        ns, last = int(cfg.naive_start), int(cfg.last_group)
         if hot.valid > (G0_VALID_MAX if hot.size > 1 else G0_VALID_MAX_ONE) or not np.any(groups == last):
             entry["skipped"] = "G0 victims too valid" if np.any(groups == last) else "last group empty"
             self._double_epoch(cfg)
             return
-        uid = build_uid(p[P_UID_DONE][: int(cfg[K_DONE_E])], int(cfg[K_UNIT]), float(cfg[K_DONE_ONCE]))
+        uid = build_uid(p.uid_done[: int(cfg.uid_done_buckets)], int(cfg.bucket_blocks), float(cfg.uid_done_once))
         tail = groups >= ns
         full = int(np.count_nonzero(tail & (s.seg_valid == seg)))
         static = int(seg * (full - 0.05 * np.count_nonzero(tail)))
@@ -559,35 +619,35 @@ class MiDAS(PlacementPolicy):
         dev = Device(segment_blocks=seg, segments=self._segments - int(sim.cfg.gc_free_segments),
                      live_blocks=int(np.count_nonzero(s.l2p >= 0)), static_blocks=static)
         conf = search(uid, dev, hot, max_groups=self.max_groups)
-        du = int(cfg[K_SNAP_U1] - cfg[K_SNAP_U0])
-        measured = ((du + int(cfg[K_SNAP_G1] - cfg[K_SNAP_G0])) / du) if du > 0 else sim.waf
+        du = int(cfg.snap_user1 - cfg.snap_user0)
+        measured = ((du + int(cfg.snap_gc1 - cfg.snap_gc0)) / du) if du > 0 else sim.waf
         apply = conf.n_groups > 2 and conf.waf < measured
         entry.update(n_groups=conf.n_groups, sizes=conf.sizes, predicted_waf=conf.waf,
                      valid_ratios=[round(float(v), 4) for v in conf.valid_ratios], measured_waf=float(measured),
                      hot_traffic=conf.hot_traffic, hot_from_uid=conf.hot_from_uid, static_blocks=static)
         # two configurations in a row with early irregular groups: observe a longer epoch
         if apply:
-            cfg[K_ERR_CNT] = cfg[K_ERR_CNT] + 1 if cfg[K_TMP_ERR] else 0
-            if cfg[K_ERR_CNT] >= 2:
+            cfg.irregular_streak = cfg.irregular_streak + 1 if cfg.early_irregular else 0
+            if cfg.irregular_streak >= 2:
                 self._double_epoch(cfg)
-        elif cfg[K_TMP_ERR]:
-            cfg[K_ERR_CNT] += 1
-        cfg[K_TMP_ERR] = 0
+        elif cfg.early_irregular:
+            cfg.irregular_streak += 1
+        cfg.early_irregular = 0
         if apply:
             self._apply(sim, conf)
             entry["applied"] = True
 
     def _apply(self, sim, conf) -> None:
         s, p = sim.state, sim.pstate
-        cfg = p[P_CFG]
-        if cfg[K_MIDA]:
+        cfg = record(p.scalars)
+        if cfg.naive_on:
             _naive_off(s, p)
         new_last = conf.n_groups - 1
-        if new_last < cfg[K_NS]:
+        if new_last < cfg.naive_start:
             _merge_to(s, p, new_last)
-        elif new_last > cfg[K_NS]:
+        elif new_last > cfg.naive_start:
             _split_to(s, p, new_last)
-        sizes = p[P_SIZES]
+        sizes = p.fifo_sizes
         sizes[:] = 0
         sizes[:new_last] = np.maximum(np.asarray(conf.sizes[:new_last]) - 1, 0)   # minus the open segment
         groups = self._groups(sim)
@@ -595,29 +655,29 @@ class MiDAS(PlacementPolicy):
             extra = int(np.count_nonzero(groups == g)) - int(sizes[g])
             if extra > 0:
                 _move_oldest(s, p, g, extra, new_last)
-        pred = p[P_PRED]
+        pred = p.predicted_valid
         pred[:] = 0.0
         pred[: conf.n_groups] = conf.valid_ratios
-        cfg[K_APPLIED] = 1
-        cfg[K_COMMIT] = 0
-        cfg[K_ERR_FLAG] = 0
-        cfg[K_ERR_WRITE] = 0
-        cfg[K_MGNUM] = conf.n_groups
+        cfg.applied = 1
+        cfg.collected_mask = 0
+        cfg.checking = 0
+        cfg.check_writes = 0
+        cfg.model_groups = conf.n_groups
         _clear_err(p)
 
     def summary(self, state) -> dict:
-        cfg = state[P_CFG]
-        ns = int(cfg[K_NS])
+        cfg = record(state.scalars)
+        ns = int(cfg.naive_start)
         return {"midas": {
             "reconfigurations": sum(1 for h in self.history if h["applied"]),
             "models": len(self.history),
-            "naive_mida": bool(cfg[K_MIDA]),
+            "naive_mida": bool(cfg.naive_on),
             "naive_start": ns,
-            "last_group": int(cfg[K_LAST]),
+            "last_group": int(cfg.last_group),
             # segments (open one included) of the FIFO groups before the naive start / last group
-            "sizes": [int(x) + 1 for x in state[P_SIZES][:ns]] if ns > 1 else [],
-            "fallbacks": int(cfg[K_FALLBACKS]),
-            "gc_overrun_merges": int(cfg[K_INF_GC]),
-            "epoch_blocks": int(cfg[K_WINDOW]),
+            "sizes": [int(x) + 1 for x in state.fifo_sizes[:ns]] if ns > 1 else [],
+            "fallbacks": int(cfg.fallbacks),
+            "gc_overrun_merges": int(cfg.overrun_merges),
+            "epoch_blocks": int(cfg.epoch_blocks),
             "history": self.history,
         }}
