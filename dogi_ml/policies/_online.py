@@ -25,7 +25,7 @@ PENDING = -1
 
 def log_columns(names: list[str]) -> list[int]:
     """Columns the models' input scaler log-transforms (as the ``train`` pipeline does)."""
-    from dogi_ml.pipeline.train import NO_LOG
+    from dogi_ml.features.extract import NO_LOG
     return [i for i, f in enumerate(names) if f not in NO_LOG]
 
 
