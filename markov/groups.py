@@ -30,6 +30,9 @@ authors' optimiser, ``prototype/app/group_optimizer.cc``). All rates are per use
   it, ``rho_N = (rho C - sum_g w_g A_g - reserved) / (C - sum_g w_g r_g)``, ``reserved``: physical
   blocks that never hold data (free segments kept for GC, the unwritten part of the last
   group's open segment). A configuration whose bounded groups do not fit scores infinity.
+  ``static_blocks`` (default 0) takes logical data that is never rewritten out of that FIFO (as
+  DOGI's Frozen Filter or a greedy / cost-benefit victim leaves it alone): the closed form then
+  runs on the rest, ``(phys_N - static) / (live_N - static)``.
 
 WAF = 1 + (hot and cascade copies) + ``w_N u / (1 - u)``. With one group and no hot group this
 is exactly the FIFO closed form; with ``h = 0`` and ``segment_blocks = 0`` it is the chain model
@@ -145,17 +148,27 @@ def plog_stats(pred: np.ndarray, inv: np.ndarray, n_categories: int) -> tuple[np
     return share, [np.sort(inv[pred == c]) for c in range(n_categories)]
 
 
-def _check_options(hot_survivors: str, min_user_share: float, segment_blocks: float, reserved_blocks: float):
-    if hot_survivors not in HOT_SURVIVORS:
-        raise ValueError(f"hot_survivors must be one of {HOT_SURVIVORS}, got {hot_survivors!r}")
-    if not 0.0 <= float(min_user_share) < 1.0:
-        raise ValueError(f"min_user_share must lie in [0, 1) (a share of all user writes), got {min_user_share}")
-    if float(segment_blocks) < 0 or float(reserved_blocks) < 0:
-        raise ValueError(f"segment_blocks and reserved_blocks must be >= 0, got {segment_blocks}, {reserved_blocks}")
+@dataclass(frozen=True)
+class Options:
+    """The model's switches (see the module docstring)."""
+
+    hot_survivors: str = "die_in_g1"
+    min_user_share: float = AUTHORS_MIN_USER_SHARE
+    segment_blocks: float = 0.0
+    reserved_blocks: float = 0.0
+    static_blocks: float = 0.0
+
+    def __post_init__(self):
+        if self.hot_survivors not in HOT_SURVIVORS:
+            raise ValueError(f"hot_survivors must be one of {HOT_SURVIVORS}, got {self.hot_survivors!r}")
+        if not 0.0 <= float(self.min_user_share) < 1.0:
+            raise ValueError(f"min_user_share must lie in [0, 1) (a share of all user writes), got {self.min_user_share}")
+        for name in ("segment_blocks", "reserved_blocks", "static_blocks"):
+            if float(getattr(self, name)) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
 
 
-def _chain(q, bounds, group_stats, capacity, rho, hot: HotGroup, hot_survivors, min_user_share,
-           segment_blocks, reserved_blocks):
+def _chain(q, bounds, group_stats, capacity, rho, hot: HotGroup, opt: Options):
     """The model for one configuration. ``q``: PLog shares of the intermediate groups;
     ``group_stats(g, age, fill) -> (m, r)``. Returns ``(waf, inflow[N], mispredict[N], m_hot)``."""
     q = np.asarray(q, np.float64)
@@ -164,9 +177,9 @@ def _chain(q, bounds, group_stats, capacity, rho, hot: HotGroup, hot_survivors, 
     user = (1.0 - h) * q
     inflow = np.zeros(n)
     mis = np.zeros(n)
-    if np.any(user <= 0) or np.any(user < min_user_share):
+    if np.any(user <= 0) or np.any(user < opt.min_user_share):
         return float("inf"), inflow, mis, 0.0
-    S = float(segment_blocks)
+    S = float(opt.segment_blocks)
     held = 0.0          # physical blocks held by bounded groups (valid and dead until reclaim)
     live = 0.0          # logical data among them
     copies = 0.0
@@ -181,7 +194,7 @@ def _chain(q, bounds, group_stats, capacity, rho, hot: HotGroup, hot_survivors, 
         live += h * r_hot
         carry = h * m_hot
         copies += carry
-        dying = carry if hot_survivors == "die_in_g1" else 0.0
+        dying = carry if opt.hot_survivors == "die_in_g1" else 0.0
     for g in range(n - 1):
         w = user[g] + carry
         fill = S / w
@@ -197,23 +210,27 @@ def _chain(q, bounds, group_stats, capacity, rho, hot: HotGroup, hot_survivors, 
     w_last = user[-1] + carry
     inflow[-1] = w_last
     live_last = capacity - live
-    phys_last = rho * capacity - held - float(reserved_blocks)
+    phys_last = rho * capacity - held - float(opt.reserved_blocks)
     if live_last <= 0 or phys_last <= live_last:
         return float("inf"), inflow, mis, m_hot   # the bounded groups would not fit in the space
-    u = float(fifo_valid_ratio(phys_last / live_last))
+    # static data (never rewritten) kept out of the cleaning: the FIFO runs on the rest
+    static = min(float(opt.static_blocks), live_last)
+    if live_last - static <= 0:
+        return 1.0 + copies, inflow, mis, m_hot
+    u = float(fifo_valid_ratio((phys_last - static) / (live_last - static)))
     return 1.0 + copies + w_last * u / (1.0 - u), inflow, mis, m_hot
 
 
 def chain_waf(fractions, mispredict, bounds, capacity: float, rho: float = 1.1, residence=None, *,
               hot_share: float = 0.0, hot_bound: float = 0.0, hot_mispredict: float = 0.0,
               hot_residence: float | None = None, hot_survivors: str = "die_in_g1",
-              min_user_share: float = 0.0, reserved_blocks: float = 0.0) -> float:
+              min_user_share: float = 0.0, reserved_blocks: float = 0.0, static_blocks: float = 0.0) -> float:
     """The model above for one configuration from per-group scalars, without fill time
     (``bounds[-1]`` ignored: the last group is open-ended). ``fractions``: PLog shares (of the
     non-hot writes); ``mispredict[g]``: share still valid at ``b_g``; ``residence[g]``:
     ``E[min(inv, b_g)]`` (default ``b_g / 2``). The hot group: ``hot_share`` of all user
     writes, BIR ``hot_bound``, ``hot_mispredict`` of it still valid at reclaim."""
-    _check_options(hot_survivors, min_user_share, 0, reserved_blocks)
+    opt = Options(hot_survivors, min_user_share, 0.0, reserved_blocks, static_blocks)
     f = np.asarray(fractions, np.float64)
     m = np.asarray(mispredict, np.float64)
     b = np.asarray(bounds, np.float64)
@@ -223,8 +240,7 @@ def chain_waf(fractions, mispredict, bounds, capacity: float, rho: float = 1.1, 
                          f"{f.size}, {m.size}, {b.size}, {r.size}")
     hot = HotGroup(hot_share, hot_bound, valid_ratio=hot_mispredict,
                    residence=hot_bound / 2 if hot_residence is None else hot_residence)
-    return _chain(f, b, lambda g, age, fill: (m[g], r[g]), capacity, rho, hot, hot_survivors,
-                  min_user_share, 0.0, reserved_blocks)[0]
+    return _chain(f, b, lambda g, age, fill: (m[g], r[g]), capacity, rho, hot, opt)[0]
 
 
 class _Ranges:
@@ -238,45 +254,42 @@ class _Ranges:
                 self.tails[lo, hi] = _Tail(np.concatenate(by_cat[lo:hi + 1]) if hi > lo else by_cat[lo])
 
 
-def _score(groups_row, share, ranges, cat_upper, capacity, rho, hot, hot_survivors, min_user_share,
-           segment_blocks, reserved_blocks):
+def _score(groups_row, share, ranges, cat_upper, capacity, rho, hot, opt):
     n = int(groups_row[-1]) + 1
     starts = np.searchsorted(groups_row, np.arange(n), side="left")
     ends = np.append(starts[1:], len(groups_row)) - 1
     q = np.array([share[starts[g]:ends[g] + 1].sum() for g in range(n)])
     b = np.array([cat_upper[ends[g]] for g in range(n)], np.float64)
     tails = [ranges.tails[int(starts[g]), int(ends[g])] for g in range(n)]
-    waf, inflow, mis, m_hot = _chain(q, b, lambda g, age, fill: tails[g].stats(age, fill), capacity, rho, hot,
-                                     hot_survivors, min_user_share, segment_blocks, reserved_blocks)
+    waf, inflow, mis, m_hot = _chain(q, b, lambda g, age, fill: tails[g].stats(age, fill), capacity, rho, hot, opt)
     return waf, q, b, inflow, mis, m_hot
 
 
 def score_all(share, by_cat, cat_upper, capacity: float, rho: float = 1.1, *, hot: HotGroup | None = None,
               hot_survivors: str = "die_in_g1", min_user_share: float = AUTHORS_MIN_USER_SHARE,
-              segment_blocks: float = 0, reserved_blocks: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+              segment_blocks: float = 0, reserved_blocks: float = 0.0,
+              static_blocks: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Modelled WAF of every contiguous configuration: ``(splits [S, K], waf [S])``; infinity
     for a configuration that does not fit or has a group without user traffic."""
-    _check_options(hot_survivors, min_user_share, segment_blocks, reserved_blocks)
+    opt = Options(hot_survivors, min_user_share, segment_blocks, reserved_blocks, static_blocks)
     hot = hot or HotGroup()
     cat_upper = np.asarray(cat_upper, np.float64)
     if len(cat_upper) != len(share):
         raise ValueError(f"{len(cat_upper)} category bounds for {len(share)} categories")
-    return _score_all(share, _Ranges(by_cat), cat_upper, capacity, rho, hot, hot_survivors, min_user_share,
-                      segment_blocks, reserved_blocks)
+    return _score_all(share, _Ranges(by_cat), cat_upper, capacity, rho, hot, opt)
 
 
-def _score_all(share, ranges, cat_upper, capacity, rho, hot, hot_survivors, min_user_share, segment_blocks,
-               reserved_blocks):
+def _score_all(share, ranges, cat_upper, capacity, rho, hot, opt):
     splits = contiguous_splits(len(share))
-    wafs = np.array([_score(row, share, ranges, cat_upper, capacity, rho, hot, hot_survivors, min_user_share,
-                            segment_blocks, reserved_blocks)[0] for row in splits])
+    wafs = np.array([_score(row, share, ranges, cat_upper, capacity, rho, hot, opt)[0] for row in splits])
     return splits, wafs
 
 
 def best_configuration(pred, inv, cat_upper, capacity: float, rho: float = 1.1,
                        n_groups: int | None = None, *, hot_share: float = 0.0, hot_bound: float = 0.0,
                        hot_inv=None, hot_valid_ratio: float = 0.0, segment_blocks: float = 0,
-                       reserved_blocks: float = 0.0, hot_survivors: str = "die_in_g1",
+                       reserved_blocks: float = 0.0, static_blocks: float = 0.0,
+                       hot_survivors: str = "die_in_g1",
                        min_user_share: float = AUTHORS_MIN_USER_SHARE) -> Configuration:
     """Score all ``2^(K-1)`` merges of the categories and return the lowest-WAF one; with
     ``n_groups``, the lowest among the merges into exactly that many groups (Fig. 13's sweep).
@@ -285,15 +298,15 @@ def best_configuration(pred, inv, cat_upper, capacity: float, rho: float = 1.1,
     user writes classified hot), ``hot_bound`` (mu), and its survivors from ``hot_inv`` (actual
     invalidation times of hot writes) or ``hot_valid_ratio`` (valid share of reclaimed G_hot
     segments). ``segment_blocks`` turns on the segment fill time; ``reserved_blocks``: physical
-    blocks that never hold data. A group with user traffic below ``min_user_share`` (or none)
-    rejects its configuration."""
+    blocks that never hold data; ``static_blocks``: logical blocks never rewritten, kept out of
+    the last group's cleaning (0: the uniform FIFO over all its data). A group with user
+    traffic below ``min_user_share`` (or none) rejects its configuration."""
     cat_upper = np.asarray(cat_upper, np.float64)
     hot = HotGroup(hot_share, hot_bound, inv=hot_inv, valid_ratio=hot_valid_ratio)
-    _check_options(hot_survivors, min_user_share, segment_blocks, reserved_blocks)
+    opt = Options(hot_survivors, min_user_share, segment_blocks, reserved_blocks, static_blocks)
     share, by_cat = plog_stats(pred, inv, len(cat_upper))
     ranges = _Ranges(by_cat)
-    splits, modelled = _score_all(share, ranges, cat_upper, capacity, rho, hot, hot_survivors, min_user_share,
-                                  segment_blocks, reserved_blocks)
+    splits, modelled = _score_all(share, ranges, cat_upper, capacity, rho, hot, opt)
     n_groups_of = splits[:, -1] + 1
     rejected = int(sum(_has_empty_group(row, share, hot.share, min_user_share) for row in splits))
     wafs = modelled
@@ -310,8 +323,7 @@ def best_configuration(pred, inv, cat_upper, capacity: float, rho: float = 1.1,
                 pick = n_groups_of == int(n_groups)
             wafs = np.where(pick, 0.0, np.inf)
     best = int(np.argmin(wafs))
-    conf = _configuration(splits[best], share, ranges, cat_upper, capacity, rho, hot, hot_survivors, min_user_share,
-                          segment_blocks, reserved_blocks)
+    conf = _configuration(splits[best], share, ranges, cat_upper, capacity, rho, hot, opt)
     conf.rejected = rejected
     return conf
 
@@ -319,7 +331,7 @@ def best_configuration(pred, inv, cat_upper, capacity: float, rho: float = 1.1,
 def evaluate_configuration(groups: list[list[int]], pred, inv, cat_upper, capacity: float, rho: float = 1.1, *,
                            hot_share: float = 0.0, hot_bound: float = 0.0, hot_inv=None,
                            hot_valid_ratio: float = 0.0, segment_blocks: float = 0, reserved_blocks: float = 0.0,
-                           hot_survivors: str = "die_in_g1",
+                           static_blocks: float = 0.0, hot_survivors: str = "die_in_g1",
                            min_user_share: float = AUTHORS_MIN_USER_SHARE) -> Configuration:
     """The model for one given merge of the categories (``groups``: contiguous lists covering
     ``0..K-1``); same inputs as :func:`best_configuration`."""
@@ -328,18 +340,15 @@ def evaluate_configuration(groups: list[list[int]], pred, inv, cat_upper, capaci
     flat = [c for g in groups for c in g]
     if flat != list(range(k)) or any(not g for g in groups):
         raise ValueError(f"groups must split the categories 0..{k - 1} into non-empty contiguous runs, got {groups}")
-    _check_options(hot_survivors, min_user_share, segment_blocks, reserved_blocks)
+    opt = Options(hot_survivors, min_user_share, segment_blocks, reserved_blocks, static_blocks)
     hot = HotGroup(hot_share, hot_bound, inv=hot_inv, valid_ratio=hot_valid_ratio)
     share, by_cat = plog_stats(pred, inv, k)
     row = np.concatenate([[g] * len(c) for g, c in enumerate(groups)]).astype(np.int64)
-    return _configuration(row, share, _Ranges(by_cat), cat_upper, capacity, rho, hot, hot_survivors,
-                          min_user_share, segment_blocks, reserved_blocks)
+    return _configuration(row, share, _Ranges(by_cat), cat_upper, capacity, rho, hot, opt)
 
 
-def _configuration(row, share, ranges, cat_upper, capacity, rho, hot, hot_survivors, min_user_share,
-                   segment_blocks, reserved_blocks) -> Configuration:
-    waf, q, b, inflow, mis, m_hot = _score(row, share, ranges, cat_upper, capacity, rho, hot, hot_survivors,
-                                           min_user_share, segment_blocks, reserved_blocks)
+def _configuration(row, share, ranges, cat_upper, capacity, rho, hot, opt) -> Configuration:
+    waf, q, b, inflow, mis, m_hot = _score(row, share, ranges, cat_upper, capacity, rho, hot, opt)
     n = int(row[-1]) + 1
     cats = [np.flatnonzero(row == g).tolist() for g in range(n)]
     bounds = [float(x) for x in b[:-1]] + [float("inf")]

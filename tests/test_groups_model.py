@@ -237,3 +237,28 @@ def test_model_agrees_with_the_simulator_under_perfect_placement():
     res = model_vs_simulator(writes, cap, SimConfig(segment_blocks=64))
     assert len(res["groups"]) >= 2 and res["hot_share"] > 0.2
     assert res["model_waf"] == pytest.approx(res["sim_waf"], rel=0.03), res
+
+
+def test_static_data_is_kept_out_of_the_last_groups_fifo():
+    """static_blocks: data never rewritten is left alone; the closed form runs on the rest."""
+    cap, rho = 100_000, 1.1
+    assert chain_waf([1.0], [0.0], [np.inf], cap, rho, static_blocks=0.0) == pytest.approx(float(fifo_waf(rho)))
+    for static in (20_000.0, 60_000.0):
+        rest = (rho * cap - static) / (cap - static)
+        assert chain_waf([1.0], [0.0], [np.inf], cap, rho, static_blocks=static) == pytest.approx(float(fifo_waf(rest)))
+    # all data static: nothing left to clean in the last group, only the chain's copies remain
+    assert chain_waf([0.5, 0.5], [0.2, 0.0], [1000.0, np.inf], cap, rho, static_blocks=cap) == pytest.approx(1 + 0.5 * 0.2)
+    with pytest.raises(ValueError, match="static_blocks must be >= 0"):
+        chain_waf([1.0], [0.0], [np.inf], cap, rho, static_blocks=-1.0)
+
+
+def test_chain_oracle_rejects_bad_configurations():
+    from dogi_ml.oracles.chain import ChainOracle, perfect_assignment
+    with pytest.raises(ValueError, match="mu must be positive and below increasing bounds"):
+        ChainOracle(mu=500, bounds=[400, 800])
+    with pytest.raises(ValueError, match="gc must be one of"):
+        ChainOracle(mu=100, bounds=[400], gc="oldest")
+    with pytest.raises(ValueError, match="final must be one of"):
+        ChainOracle(mu=100, bounds=[400], final="random")
+    # perfect placement: hot up to mu, then the first group whose bound covers the time
+    assert perfect_assignment(np.array([1, 100, 101, 400, 401, 10**18]), 100, [400]).tolist() == [0, 0, 1, 1, 2, 2]
