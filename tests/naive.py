@@ -277,6 +277,20 @@ def cost_benefit_sepbit(store, now):
     return _best_score(store.sealed(), score)
 
 
+def cost_benefit_sqrt(store, now):
+    """The SepBIT authors' CostBenefit.java: the largest GP / (1 - GP) * sqrt(age), age = now - seal
+    time, i.e. (S - v) / v * sqrt(age); a segment with no valid block wins at once (the lowest
+    such). A float score (as the engine computes it: the same IEEE operations in the same order)."""
+    for seg in store.sealed():
+        if store.valid(seg) == 0:
+            return seg
+
+    def score(seg):
+        v, S = store.valid(seg), store.seg_blocks
+        return float(S - v) * math.sqrt(float(now - store.sealed_at[seg])) / float(v)
+    return _best_score(store.sealed(), score)
+
+
 def fifo(store, now):
     """The segment sealed longest ago."""
     return min(store.sealed(), key=lambda seg: (store.sealed_at[seg], seg), default=None)
@@ -304,7 +318,7 @@ def d_choices(store, now):
 
 
 VICTIMS = {"greedy": greedy, "cost_benefit": cost_benefit, "cost_benefit_sepbit": cost_benefit_sepbit,
-           "fifo": fifo, "d_choices": d_choices}
+           "cost_benefit_sqrt": cost_benefit_sqrt, "fifo": fifo, "d_choices": d_choices}
 
 
 def _best_score(candidates, score):
@@ -409,18 +423,23 @@ class MiDA(NoSep):
 
 
 class DAC(NoSep):
-    """Dynamic dAta Clustering: a per-block region (0 = coldest, all start there); a user write
-    moves the block one region hotter, a GC write one colder, within 0 .. n_groups - 1; the block
-    goes to its new region."""
+    """Dynamic dAta Clustering as in the SepBIT authors' ``DAC.java``: a per-block level (0 =
+    coldest). A never-written LBA gets level 0; a rewrite moves it one level hotter, a GC write one
+    colder, within 0 .. n_groups - 1; the block goes to its (new) level. ``variant="paper"``: every
+    user write promotes, the first one too (SepBIT's text), so a new LBA lands in level 1."""
 
-    def __init__(self, n_groups=6):
+    def __init__(self, n_groups=6, variant="code"):
         super().__init__(n_groups)
+        self.variant = variant
 
     def bind(self, store):
         self.region = {}
 
     def place_user(self, store, lba, now):
-        r = min(self.region.get(lba, 0) + 1, self.n_groups - 1)
+        if lba not in self.region and self.variant == "code":
+            r = 0
+        else:
+            r = min(self.region.get(lba, 0) + 1, self.n_groups - 1)
         self.region[lba] = r
         return r
 
@@ -469,9 +488,12 @@ class WARCIP(NoSep):
 POLICIES = {"nosep": NoSep, "sepgc": SepGC, "sepbit": SepBIT, "mida": MiDA, "dac": DAC, "warcip": WARCIP}
 
 
-def simulate(policy, victim, writes, capacity, segment_blocks, prefill=True, n_groups=None, **config):
-    """Run the twin of ``policy`` with selector ``victim`` over ``writes``; the result dict."""
+def simulate(policy, victim, writes, capacity, segment_blocks, prefill=True, n_groups=None, params=None,
+             **config):
+    """Run the twin of ``policy`` (with ``params``, e.g. a variant) with selector ``victim`` over
+    ``writes``; the result dict."""
     cls = POLICIES[policy]
-    pol = cls() if n_groups is None else cls(n_groups)
+    params = params or {}
+    pol = cls(**params) if n_groups is None else cls(n_groups, **params)
     store = NaiveStore(pol, VICTIMS[victim], capacity, segment_blocks, **config)
     return store.run(writes, prefill=prefill)

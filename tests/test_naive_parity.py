@@ -39,6 +39,11 @@ EXTRA = [
     ("nosep", "fifo", {"gc_high_free_segments": 8}),
     ("warcip", "cost_benefit", {"gc_high_free_segments": 5, "gc_trigger": "garbage_proportion",
                                 "gc_garbage_ratio": 0.10}),
+    # the SepBIT authors' Cost-Benefit (square root of the age)
+    ("sepbit", "cost_benefit_sqrt", {}),
+    ("dac", "cost_benefit_sqrt", {}),
+    # the variants that keep a paper's text where the authors' code differs
+    ("dac", "greedy", {"params": {"variant": "paper"}}),
 ]
 
 _WRITES: dict[str, np.ndarray] = {}
@@ -50,8 +55,8 @@ def trace(name):
     return _WRITES[name]
 
 
-def engine_run(policy, victim, writes, capacity, segment_blocks, prefill=True, **cfg):
-    sim = Simulator(make_policy(policy), SimConfig(segment_blocks=segment_blocks, victim=victim,
+def engine_run(policy, victim, writes, capacity, segment_blocks, prefill=True, params=None, **cfg):
+    sim = Simulator(make_policy(policy, **(params or {})), SimConfig(segment_blocks=segment_blocks, victim=victim,
                                                    prefill=prefill, **cfg), capacity)
     r = sim.run(writes)
     seg = segment_blocks
@@ -71,8 +76,8 @@ def engine_run(policy, victim, writes, capacity, segment_blocks, prefill=True, *
     }
 
 
-def twin_run(policy, victim, writes, capacity, segment_blocks, prefill=True, **cfg):
-    r = naive.simulate(policy, victim, writes, capacity, segment_blocks, prefill=prefill, **cfg)
+def twin_run(policy, victim, writes, capacity, segment_blocks, prefill=True, params=None, **cfg):
+    r = naive.simulate(policy, victim, writes, capacity, segment_blocks, prefill=prefill, params=params, **cfg)
     placement = np.full(capacity, -1, np.int64)
     for lba, phys in r["placement"].items():
         placement[lba] = phys

@@ -7,6 +7,8 @@ runs are deterministic.
 """
 from __future__ import annotations
 
+import math
+
 import numba as nb
 
 from .state import C_RNG, P_NSEG, P_SEG_BLOCKS, P_VICTIM_D, SEG_SEALED
@@ -70,6 +72,32 @@ def cost_benefit_sepbit(s, p, now):
 
 
 @nb.njit(cache=True)
+def cost_benefit_sqrt(s, p, now):
+    """The SepBIT authors' simulator's Cost-Benefit (fallfish/sepbit, ``trace_replay/.../selection/
+    CostBenefit.java``): maximise ``GP / (1 - GP) * sqrt(age)``, i.e. ``(S-v) / v * sqrt(age)``, age
+    = ``now - seal time`` (theirs: time since the segment's last append). SepBIT's text (FAST'22
+    §2.1) says ``GP * age / (1 - GP)`` without the root: that is :func:`cost_benefit_sepbit`. A
+    segment with no valid block is taken at once (their score ``Double.MAX_VALUE``). The score is
+    computed as a float (a square root cannot be cross-multiplied exactly); ties go to the lowest
+    segment index (theirs: a stable sort over their segment map's order). Their GC also skips
+    segments under the garbage-proportion threshold (``GCWorker.pickSegments``); this selector
+    does not (see ``notes/baselines.md``)."""
+    seg_blocks = s.prm[P_SEG_BLOCKS]
+    best = -1
+    best_score = -1.0
+    for seg in range(s.prm[P_NSEG]):
+        if s.seg_state[seg] == SEG_SEALED:
+            v = s.seg_valid[seg]
+            if v == 0:
+                return seg
+            score = float(seg_blocks - v) * math.sqrt(float(now - s.seg_seal_time[seg])) / float(v)
+            if score > best_score:
+                best_score = score
+                best = seg
+    return best
+
+
+@nb.njit(cache=True)
 def fifo(s, p, now):
     """The segment sealed longest ago (a circular log)."""
     best = -1
@@ -121,6 +149,7 @@ VICTIMS = {
     "greedy": greedy,
     "cost_benefit": cost_benefit,
     "cost_benefit_sepbit": cost_benefit_sepbit,
+    "cost_benefit_sqrt": cost_benefit_sqrt,
     "fifo": fifo,
     "d_choices": d_choices,
 }
