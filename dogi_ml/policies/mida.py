@@ -6,6 +6,8 @@ User-written blocks go to group 0; each time GC relocates a block it moves one g
 logical block. (The migration-count idea as used for GC-written data by MiDAS and its
 predecessors; cf. dogi-fast26 §2, Table 1.)
 """
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
 
@@ -15,15 +17,19 @@ from dogi_ml.sim.state import P_NGROUPS
 from . import register
 
 
+class MidaState(NamedTuple):
+    migrations: np.ndarray    # uint8 per LBA: GC relocations since its last user write (capped)
+
+
 @nb.njit(cache=True)
 def mida_user(s, p, lba, now):
-    p[0][lba] = 0
+    p.migrations[lba] = 0
     return 0
 
 
 @nb.njit(cache=True)
 def mida_gc(s, p, lba, victim, now):
-    mig = p[0]
+    mig = p.migrations
     m = mig[lba] + 1
     last = s.prm[P_NGROUPS] - 1
     if m > last:
@@ -46,4 +52,4 @@ class MiDA(PlacementPolicy):
         super().__init__(n_groups, **params)
 
     def bind(self, ctx: SimContext) -> tuple:
-        return (np.zeros(ctx.capacity, np.uint8),)
+        return MidaState(migrations=np.zeros(ctx.capacity, np.uint8))

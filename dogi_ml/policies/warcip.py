@@ -9,19 +9,27 @@ longest intervals. Centroids start evenly spaced in log space between one segmen
 times the capacity.
 """
 import math
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
 
-from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, no_reclaim_hook
+from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, no_reclaim_hook, record, scalar_fields
 from dogi_ml.sim.state import P_NGROUPS
 
 from . import register
 
+SCALARS = scalar_fields(alpha=np.float64)   # the k-means learning rate
+
+
+class WarcipState(NamedTuple):
+    centroids: np.ndarray     # float64 per user class: log2 of its rewrite interval, ascending
+    scalars: np.ndarray       # one SCALARS record
+
 
 @nb.njit(cache=True)
 def warcip_user(s, p, lba, now):
-    centroids, params = p
+    centroids = p.centroids
     k = centroids.shape[0]
     last = s.lba_time[lba]
     if last < 0:
@@ -34,7 +42,7 @@ def warcip_user(s, p, lba, now):
         if d < best_d:
             best_d = d
             best = c
-    centroids[best] += params[0] * (x - centroids[best])
+    centroids[best] += p.scalars[0].alpha * (x - centroids[best])
     # keep the order (a centroid may pass a neighbour)
     c = best
     while c > 0 and centroids[c] < centroids[c - 1]:
@@ -74,7 +82,9 @@ class WARCIP(PlacementPolicy):
         k = self.n_groups - 1
         lo, hi = math.log2(ctx.segment_blocks), math.log2(4 * ctx.capacity)
         centroids = np.linspace(lo, hi, k) if k > 1 else np.array([(lo + hi) / 2])
-        return (centroids.astype(np.float64), np.array([self.alpha]))
+        scalars = new_scalars(SCALARS)
+        record(scalars).alpha = self.alpha
+        return WarcipState(centroids=centroids.astype(np.float64), scalars=scalars)
 
     def summary(self, state) -> dict:
-        return {"warcip_centroids_blocks": [round(2.0 ** c) for c in state[0]]}
+        return {"warcip_centroids_blocks": [round(2.0 ** c) for c in state.centroids]}
