@@ -25,7 +25,7 @@ import time
 import numba as nb
 import numpy as np
 
-from dogi_ml.sim.policy_api import PlacementPolicy, SimContext
+from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, record, scalar_fields
 from dogi_ml.sim.victims import GENERAL_VICTIMS
 from dogi_ml.features.extract import FEATURES, FeatureConfig, FeatureStream, take_columns
 
@@ -127,14 +127,28 @@ class SequenceStream:
         return out
 
 
+def sequence_scalars(**extra) -> np.dtype:
+    """A sequence scheme's scalars record: the fields :class:`SequencePolicy` and
+    :func:`count_and_sample` use, then the scheme's own (``name=numpy type``)."""
+    return scalar_fields(
+        chunk_start=np.int64,      # logical time of the current chunk's first write (windows index)
+        prefill=np.int64,          # prefill writes (not placed by the model, not sampled)
+        sample_every=np.int64,     # one in this many user writes becomes a training sample
+        counted_writes=np.int64,   # user writes counted for sampling so far
+        mode=np.int64,             # 1 once a model is deployed, 0 before
+        **extra,
+    )
+
+
 @nb.njit(cache=True)
 def count_and_sample(st, ring, ring_windows, windows, lba, now, pred):
-    """Count a user write; every ``st[EVERY]``-th becomes a training sample: the ring records
-    it and keeps its window (``windows[now - st[CHUNK_START]]``, this chunk's)."""
-    st[COUNT] += 1
-    if st[COUNT] % st[EVERY] == 0:
-        slot = ring_record(ring, lba, now - st[PREFILL], now, pred)
-        k = now - st[CHUNK_START]
+    """Count a user write; every ``st.sample_every``-th becomes a training sample: the ring
+    records it and keeps its window (``windows[now - st.chunk_start]``, this chunk's). ``st``
+    is the scheme's scalars record (:func:`sequence_scalars`)."""
+    st.counted_writes += 1
+    if st.counted_writes % st.sample_every == 0:
+        slot = ring_record(ring, lba, now - st.prefill, now, pred)
+        k = now - st.chunk_start
         for j in range(windows.shape[1]):        # element by element: the loop runs without NRT
             for f in range(windows.shape[2]):
                 ring_windows[slot, j, f] = windows[k, j, f]
@@ -167,9 +181,9 @@ class SequencePolicy(PlacementPolicy):
 
     Subclasses set ``name``, ``DEFAULTS`` (merged over :attr:`COMMON`), the Numba functions,
     and implement :meth:`_bind_state`, :meth:`_train` and :meth:`_deploy_predictions`.
-    Conventions of the policy state tuple: ``p[0]`` is the int64 scalar array with
-    :data:`CHUNK_START`, :data:`PREFILL`, :data:`EVERY`, :data:`COUNT`, :data:`MODE` first; the
-    tuple ends with :meth:`_sampling_arrays` (ring, its windows, this chunk's windows).
+    Conventions of the policy state (a namedtuple): a ``scalars`` field whose record has the
+    :func:`sequence_scalars` fields, and the fields of :meth:`_sampling_arrays` (``ring``,
+    ``ring_windows``, ``windows``).
     """
 
     COMMON = {
@@ -235,10 +249,10 @@ class SequencePolicy(PlacementPolicy):
         self.infer_blocks = 0
         self.train_s = 0.0
         self.state = self._bind_state(ctx)
-        st = self.state[0]
-        st[PREFILL] = self.prefill
-        st[EVERY] = int(c["sample_every"])
-        st[MODE] = 0
+        st = record(self.state.scalars)
+        st.prefill = self.prefill
+        st.sample_every = int(c["sample_every"])
+        st.mode = 0
         return self.state
 
     def _bind_state(self, ctx: SimContext) -> tuple:  # pragma: no cover - abstract
@@ -246,8 +260,8 @@ class SequencePolicy(PlacementPolicy):
 
     # -- between chunks --------------------------------------------------------------------
     def before_chunk(self, sim, start: int, n_writes: int) -> None:
-        st = self.state[0]
-        st[CHUNK_START] = start
+        st = record(self.state.scalars)
+        st.chunk_start = start
         a = start - self.prefill                 # feature row of the chunk's first write
         lo, hi = max(a, 0), min(a + n_writes, self.stream.n_rows)
         self._clear_predictions(n_writes)        # writes beyond the trace's features: no prediction
@@ -258,7 +272,7 @@ class SequencePolicy(PlacementPolicy):
         t0 = time.perf_counter()
         X = self.stream.next(hi - lo, offset=lo - a)   # every chunk: sampled writes keep their window
         self.window_s += time.perf_counter() - t0
-        if self.model is None or st[MODE] == 0:
+        if self.model is None or st.mode == 0:
             return
         t0 = time.perf_counter()
         out = np.concatenate([self._model_output(X[i:i + INFER_BATCH]) for i in range(0, len(X), INFER_BATCH)])
@@ -283,7 +297,7 @@ class SequencePolicy(PlacementPolicy):
         now = int(sim.state.ctr[0])
         entry = {"user_writes": user}
         if self._train(now, entry):
-            self.state[0][MODE] = 1
+            record(self.state.scalars).mode = 1
         self.history.append(entry)
 
     def _train(self, now: int, entry: dict) -> bool:  # pragma: no cover - abstract
@@ -299,9 +313,10 @@ class SequencePolicy(PlacementPolicy):
         """The windows the ring kept for the samples ``idx`` of a :meth:`SampleRing.collect`."""
         return self.ring_windows[data["slot"][idx]]
 
-    def _sampling_arrays(self) -> tuple:
-        """``(ring, ring_windows, windows)``: the state tuple's tail for :func:`count_and_sample`."""
-        return self.ring.arrays(), self.ring_windows, self.stream.buffer
+    def _sampling_arrays(self) -> dict:
+        """The state's fields for :func:`count_and_sample`: ``ring`` (the sample ring),
+        ``ring_windows`` (each sample's window) and ``windows`` (this chunk's windows)."""
+        return {"ring": self.ring.arrays(), "ring_windows": self.ring_windows, "windows": self.stream.buffer}
 
     def common_summary(self) -> dict:
         return {
@@ -310,11 +325,7 @@ class SequencePolicy(PlacementPolicy):
             "inference_ns_per_block": 1e9 * self.infer_s / self.infer_blocks if self.infer_blocks else None,
             "window_ns_per_block": 1e9 * self.window_s / self.stream.position if self.stream.position else None,
             "inferred_blocks": self.infer_blocks,
-            "mode": "model" if self.state[0][MODE] else "fallback (no model yet)",
+            "mode": "model" if record(self.state.scalars).mode else "fallback (no model yet)",
             "training_history": self.history,
         }
 
-
-# indices shared by the schemes' int64 state array p[0]
-CHUNK_START, PREFILL, EVERY, COUNT, MODE = range(5)
-N_COMMON_ST = 5

@@ -27,19 +27,36 @@ the bin of its actual lifetime (``user_accuracy``), plus the mean absolute error
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
 
-from dogi_ml.sim.policy_api import SimContext, no_reclaim_hook
+from dogi_ml.sim.policy_api import SimContext, new_scalars, no_reclaim_hook, record
 
 from . import register
-from ._online import ring_fill
-from ._sequence import CHUNK_START, MODE, N_COMMON_ST, PREFILL, SequencePolicy, count_and_sample, fit_sequence_model
+from ._online import RingArrays, ring_fill
+from ._sequence import SequencePolicy, count_and_sample, fit_sequence_model, sequence_scalars
 
-FALLBACK, GC_GROUP = N_COMMON_ST, N_COMMON_ST + 1    # st indices: fallback group, the GC group
-ST_LEN = N_COMMON_ST + 2
-P_ST, P_PGROUP, P_PVALUE, P_BOUNDS, P_CLASS, P_PLOG, P_CONF, P_ERR, P_RING, P_RWIN, P_WIN = range(11)
+SCALARS = sequence_scalars(
+    fallback_group=np.int64,     # user group before the first model (the middle bin)
+    gc_group=np.int64,           # the one GC group
+    log2_error_sum=np.float64,   # |predicted - actual| log2(1 + lifetime) of scored user writes
+    log2_errors=np.float64,      # how many were scored
+)
+
+
+class MldtState(NamedTuple):
+    scalars: np.ndarray          # one SCALARS record
+    pred_group: np.ndarray       # int8 per write of the current chunk: predicted bin, -1 if none
+    pred_value: np.ndarray       # float32 per write of the chunk: regressed log2(1 + lifetime)
+    bounds: np.ndarray           # int64: upper bounds of the bounded bins
+    lba_class: np.ndarray        # int8 per LBA: bin predicted for its live version, -1 if none
+    lba_log_pred: np.ndarray     # float32 per LBA: the regressed value for its live version
+    user_confusion: np.ndarray   # int64 [predicted bin, actual bin] of overwritten user writes
+    ring: RingArrays             # online training samples
+    ring_windows: np.ndarray     # float32 [ring slot, history, feature]: each sample's window
+    windows: np.ndarray          # float32 [write of the chunk, history, feature]
 
 
 @nb.njit(cache=True)
@@ -53,36 +70,36 @@ def _bin_of(bounds, v):
 
 @nb.njit(cache=True)
 def mldt_user(s, p, lba, now):
-    st = p[P_ST]
+    st = p.scalars[0]
     last = s.lba_time[lba]
     if last >= 0:
         v = now - last
-        pc = p[P_CLASS][lba]
+        pc = p.lba_class[lba]
         if pc >= 0:
-            p[P_CONF][pc, _bin_of(p[P_BOUNDS], v)] += 1
-            p[P_ERR][0] += abs(p[P_PLOG][lba] - math.log2(1.0 + v))
-            p[P_ERR][1] += 1.0
-        ring_fill(p[P_RING], lba, v)
-    if now < st[PREFILL]:
-        p[P_CLASS][lba] = -1
-        return st[FALLBACK]
-    g = st[FALLBACK]
+            p.user_confusion[pc, _bin_of(p.bounds, v)] += 1
+            st.log2_error_sum += abs(p.lba_log_pred[lba] - math.log2(1.0 + v))
+            st.log2_errors += 1.0
+        ring_fill(p.ring, lba, v)
+    if now < st.prefill:
+        p.lba_class[lba] = -1
+        return st.fallback_group
+    g = st.fallback_group
     pc = -1
-    if st[MODE] == 1:
-        k = now - st[CHUNK_START]
-        c = p[P_PGROUP][k]
+    if st.mode == 1:
+        k = now - st.chunk_start
+        c = p.pred_group[k]
         if c >= 0:
             g = c
             pc = c
-            p[P_PLOG][lba] = p[P_PVALUE][k]
-    p[P_CLASS][lba] = pc
-    count_and_sample(st, p[P_RING], p[P_RWIN], p[P_WIN], lba, now, pc)
+            p.lba_log_pred[lba] = p.pred_value[k]
+    p.lba_class[lba] = pc
+    count_and_sample(st, p.ring, p.ring_windows, p.windows, lba, now, pc)
     return g
 
 
 @nb.njit(cache=True)
 def mldt_gc(s, p, lba, victim, now):
-    return p[P_ST][GC_GROUP]
+    return p.scalars[0].gc_group
 
 
 def lifetime_bounds(capacity: int, user_groups: int, top_bin: float) -> np.ndarray:
@@ -129,21 +146,23 @@ class MLDT(SequencePolicy):
         u = int(self.cfg["user_groups"])
         self.bounds = lifetime_bounds(ctx.capacity, u, float(self.cfg["top_bin"]))
         self.log_bounds = np.log2(1.0 + self.bounds.astype(np.float64))
-        st = np.zeros(ST_LEN, np.int64)
-        st[FALLBACK] = u // 2
-        st[GC_GROUP] = u
-        return (st, np.full(self.max_chunk_blocks, -1, np.int8), np.zeros(self.max_chunk_blocks, np.float32),
-                self.bounds, np.full(ctx.capacity, -1, np.int8), np.zeros(ctx.capacity, np.float32),
-                np.zeros((u, u), np.int64), np.zeros(2, np.float64), *self._sampling_arrays())
+        scalars = new_scalars(SCALARS)
+        st = record(scalars)
+        st.fallback_group = u // 2
+        st.gc_group = u
+        return MldtState(scalars=scalars, pred_group=np.full(self.max_chunk_blocks, -1, np.int8),
+                         pred_value=np.zeros(self.max_chunk_blocks, np.float32), bounds=self.bounds,
+                         lba_class=np.full(ctx.capacity, -1, np.int8), lba_log_pred=np.zeros(ctx.capacity, np.float32),
+                         user_confusion=np.zeros((u, u), np.int64), **self._sampling_arrays())
 
     # -- inference -------------------------------------------------------------------------
     def _clear_predictions(self, n: int) -> None:
-        self.state[P_PGROUP][:n] = -1
+        self.state.pred_group[:n] = -1
 
     def _deploy_predictions(self, out: np.ndarray, offset: int) -> None:
         n = len(out)
-        self.state[P_PVALUE][offset:offset + n] = out
-        self.state[P_PGROUP][offset:offset + n] = self._groups(out)
+        self.state.pred_value[offset:offset + n] = out
+        self.state.pred_group[offset:offset + n] = self._groups(out)
 
     def _groups(self, log_lifetime: np.ndarray) -> np.ndarray:
         """Bin of each regressed ``log2(1 + lifetime)`` (compared in the log domain)."""
@@ -181,9 +200,10 @@ class MLDT(SequencePolicy):
 
     # -- results ---------------------------------------------------------------------------
     def summary(self, state) -> dict:
-        conf = state[P_CONF]
+        conf = state.user_confusion
         total = int(conf.sum())
-        err_sum, err_n = state[P_ERR]
+        st = record(state.scalars)
+        err_sum, err_n = st.log2_error_sum, st.log2_errors
         return {
             "user_accuracy": float(np.trace(conf) / total) if total else None,
             "user_accuracy_within_one_group": float(sum(np.trace(conf, k) for k in (-1, 0, 1)) / total) if total else None,

@@ -28,45 +28,55 @@ lifetime vs the threshold in force.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
 
-from dogi_ml.sim.policy_api import SimContext, no_reclaim_hook
+from dogi_ml.sim.policy_api import SimContext, new_scalars, no_reclaim_hook, record
 
 from . import register
-from ._online import ring_fill
-from ._sequence import CHUNK_START, MODE, N_COMMON_ST, PREFILL, SequencePolicy, count_and_sample, fit_sequence_model
+from ._online import RingArrays, ring_fill
+from ._sequence import SequencePolicy, count_and_sample, fit_sequence_model, sequence_scalars
 
 G_HOT, G_COLD, G_GC1 = 0, 1, 2
 N_GC = 5
 N_GROUPS = 2 + N_GC
-THRESH = N_COMMON_ST               # st index: hot threshold (lifetime <= THRESH is hot)
-ST_LEN = N_COMMON_ST + 1
-P_ST, P_PREDS, P_CLASS, P_CONF, P_RING, P_RWIN, P_WIN = range(7)
+SCALARS = sequence_scalars(hot_threshold=np.int64)   # a lifetime <= hot_threshold is hot
+
+
+class PhftlState(NamedTuple):
+    scalars: np.ndarray          # one SCALARS record
+    preds: np.ndarray            # int8 per write of the current chunk: 0 hot, 1 non-hot, -1 none
+    lba_class: np.ndarray        # int8 per LBA: class predicted for its live version, -1 if none
+    user_confusion: np.ndarray   # int64 [predicted, actual] hot/non-hot of overwritten user writes
+    ring: RingArrays             # online training samples
+    ring_windows: np.ndarray     # float32 [ring slot, history, feature]: each sample's window
+    windows: np.ndarray          # float32 [write of the chunk, history, feature]
 
 
 @nb.njit(cache=True)
 def phftl_user(s, p, lba, now):
-    st = p[P_ST]
+    st = p.scalars[0]
     last = s.lba_time[lba]
     if last >= 0:
         v = now - last
-        pc = p[P_CLASS][lba]
+        pc = p.lba_class[lba]
         if pc >= 0:
-            p[P_CONF][pc, 0 if v <= st[THRESH] else 1] += 1
-        ring_fill(p[P_RING], lba, v)
-    if now < st[PREFILL]:
-        p[P_CLASS][lba] = -1
+            p.user_confusion[pc, 0 if v <= st.hot_threshold else 1] += 1
+        ring_fill(p.ring, lba, v)
+    if now < st.prefill:
+        p.lba_class[lba] = -1
         return G_COLD
     g = G_COLD
     pc = -1
-    if st[MODE] == 1:
-        c = p[P_PREDS][now - st[CHUNK_START]]
+    if st.mode == 1:
+        c = p.preds[now - st.chunk_start]
         if c >= 0:
             g = c                     # class 0 = hot -> group 0, 1 = non-hot -> group 1
             pc = c
-    p[P_CLASS][lba] = pc
-    count_and_sample(st, p[P_RING], p[P_RWIN], p[P_WIN], lba, now, pc)
+    p.lba_class[lba] = pc
+    count_and_sample(st, p.ring, p.ring_windows, p.windows, lba, now, pc)
     return g
 
 
@@ -115,18 +125,19 @@ class PHFTL(SequencePolicy):
                              f"positive number of blocks, got {t!r}")
 
     def _bind_state(self, ctx: SimContext) -> tuple:
-        st = np.zeros(ST_LEN, np.int64)
+        scalars = new_scalars(SCALARS)
         t = self.cfg["hot_threshold"]
-        st[THRESH] = int(t) if t is not None else 1
-        return (st, np.full(self.max_chunk_blocks, -1, np.int8), np.full(ctx.capacity, -1, np.int8),
-                np.zeros((2, 2), np.int64), *self._sampling_arrays())
+        record(scalars).hot_threshold = int(t) if t is not None else 1
+        return PhftlState(scalars=scalars, preds=np.full(self.max_chunk_blocks, -1, np.int8),
+                          lba_class=np.full(ctx.capacity, -1, np.int8), user_confusion=np.zeros((2, 2), np.int64),
+                          **self._sampling_arrays())
 
     # -- inference -------------------------------------------------------------------------
     def _clear_predictions(self, n: int) -> None:
-        self.state[P_PREDS][:n] = -1
+        self.state.preds[:n] = -1
 
     def _deploy_predictions(self, out: np.ndarray, offset: int) -> None:
-        self.state[P_PREDS][offset:offset + len(out)] = out
+        self.state.preds[offset:offset + len(out)] = out
 
     # -- training --------------------------------------------------------------------------
     def _threshold(self, now: int) -> int:
@@ -138,11 +149,11 @@ class PHFTL(SequencePolicy):
         data = self.ring.collect(now, long_bound=horizon)
         old = data["time"] <= now - horizon
         inv = data["inv"][old] if old.sum() >= int(self.cfg["min_samples"]) else data["inv"]
-        return cdf_knee(np.minimum(inv, horizon)) if inv.size else int(self.state[P_ST][THRESH])
+        return cdf_knee(np.minimum(inv, horizon)) if inv.size else int(record(self.state.scalars).hot_threshold)
 
     def _train(self, now: int, entry: dict) -> bool:
         c = self.cfg
-        st = self.state[P_ST]
+        st = record(self.state.scalars)
         thresh = self._threshold(now)
         data = self.ring.collect(now, long_bound=thresh)   # pending and older than T: non-hot
         y_all = (data["inv"] > thresh).astype(np.int64)
@@ -166,12 +177,12 @@ class PHFTL(SequencePolicy):
                       "validation_accuracy": float(np.mean(pred == y[val])) if len(pred) else None,
                       "epochs": len(model.history), "action": "model deployed"})
         self.model = model
-        st[THRESH] = thresh
+        st.hot_threshold = thresh
         return True
 
     # -- results ---------------------------------------------------------------------------
     def summary(self, state) -> dict:
-        conf = state[P_CONF]
+        conf = state.user_confusion
         total = int(conf.sum())
         return {
             "user_accuracy": float(np.trace(conf) / total) if total else None,
@@ -179,6 +190,6 @@ class PHFTL(SequencePolicy):
             "user_accuracy_nonhot": float(conf[1, 1] / conf[1].sum()) if conf[1].sum() else None,
             "user_confusion": conf.tolist(),        # rows: predicted hot/non-hot, columns: actual
             "user_predictions_scored": total,
-            "hot_threshold": int(state[P_ST][THRESH]),
+            "hot_threshold": int(record(state.scalars).hot_threshold),
             **self.common_summary(),
         }
