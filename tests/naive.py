@@ -29,6 +29,7 @@ The model (what the engine does, stated once):
 """
 from __future__ import annotations
 
+import collections
 import math
 from fractions import Fraction
 
@@ -364,41 +365,104 @@ class SepGC(NoSep):
 
 
 class SepBIT(NoSep):
-    """SepBIT (Wang et al., FAST'22), Algorithm 1; Class k is group k - 1.
+    """SepBIT (Wang et al., FAST'22); Class k is group k - 1. Default: the authors' simulator
+    (fallfish/sepbit ``SepBIT.java``), written as they wrote it, with a real queue.
 
-    User write: the invalidated block's lifespan v = now - its last user write (infinite for a
-    first write); v < l -> Class 1, else Class 2. GC write: from a Class-1 segment -> Class 3;
-    else by age g = now - last user write: g < 4l -> Class 4, g < 16l -> Class 5, else Class 6.
-    l starts infinite; after every 16 reclaimed Class-1 segments it becomes their mean lifespan
-    (reclaim time - open time), rounded down."""
+    Their clock: ``accessId`` counts user writes, 1-based, and is the id of the last user write
+    while GC runs (here: ``now + 1`` at a user write, ``now`` during GC).
+    User write (id ``a``): Class 1 iff ``a - lba2fifo.get(lba, -1) < min(l, len(fifo))``. Then the
+    LBA is queued with its id; if the queue is longer than ``min(V, l)`` the head leaves (and its
+    LBA is forgotten if that was its latest entry), and a second one if it is still longer than
+    ``l``. ``V`` = blocks stored minus invalid blocks of sealed segments, before this block is
+    stored (a full segment is sealed for them: they seal the write that fills it).
+    GC write: from a Class-1 segment -> Class 3; else age = id - last user write id; level 3,
+    then one more per factor 4 while age >= 4l, 16l (at most 5).
+    Reclaim of a Class-1 segment: lifespan = id - its creation id, where a segment is created when
+    the previous one of Class 1 fills (the first one at time 0); every 16, l = their mean (float).
 
-    def __init__(self, n_groups=6):
+    ``variant="paper"``: Algorithm 1 as printed: v = now - last user write (infinite for a first
+    write), Class 1 iff v < l; GC age g = now - last user write; creation = first append."""
+
+    def __init__(self, n_groups=6, variant="code"):
         super().__init__(6)
+        self.variant = variant
 
     def bind(self, store):
         self.ell = math.inf
         self.lifespans = []
+        self.fifo = collections.deque()
+        self.lba2fifo = {}
+        self.created = {}            # Class-1 segment -> creation id
+        self.next_created = 0        # creation id of Class 1's next segment
+        self.opening_created = 0
+
+    def _valid_blocks(self, store):
+        """Their log.getnValidBlocks(): stored blocks minus invalid blocks of sealed segments."""
+        n = 0
+        for seg in range(store.n_segments):
+            n += store.valid(seg)
+            if store.status[seg] == "open" and len(store.slots[seg]) < store.seg_blocks:
+                n += len(store.slots[seg]) - store.valid(seg)
+        return n
 
     def place_user(self, store, lba, now):
-        last = store.last_write(lba)
-        v = math.inf if last is None else now - last
-        return 0 if v < self.ell else 1
+        if self.variant == "paper":
+            last = store.last_write(lba)
+            v = math.inf if last is None else now - last
+            return 0 if v < self.ell else 1
+        seg0 = store.open[0]
+        if seg0 is not None and seg0 not in self.created:
+            self.created[seg0] = self.opening_created
+        a = now + 1
+        level = 0 if a - self.lba2fifo.get(lba, -1) < min(self.ell, len(self.fifo)) else 1
+        self.lba2fifo[lba] = a
+        self.fifo.append(lba)
+        if len(self.fifo) > min(self._valid_blocks(store), self.ell):
+            head_id = a - len(self.fifo) + 1
+            old = self.fifo.popleft()
+            if self.lba2fifo.get(old) == head_id:
+                del self.lba2fifo[old]
+            if len(self.fifo) > self.ell:
+                old = self.fifo.popleft()
+                if self.lba2fifo.get(old) == head_id + 1:
+                    del self.lba2fifo[old]
+        if level == 0:
+            seg = store.open[0]
+            if seg is None or len(store.slots[seg]) == store.seg_blocks:
+                self.opening_created = self.next_created     # this write opens a new segment
+                filled = 1
+            else:
+                filled = len(store.slots[seg]) + 1
+            if filled == store.seg_blocks:
+                self.next_created = a      # they open the next segment as this one fills
+        return level
 
     def place_gc(self, store, lba, victim, now):
         if store.group[victim] == 0:
             return 2
-        g = now - store.last_write(lba)
-        if g < 4 * self.ell:
-            return 3
-        if g < 16 * self.ell:
-            return 4
-        return 5
+        if self.variant == "paper":
+            g = now - store.last_write(lba)
+            if g < 4 * self.ell:
+                return 3
+            if g < 16 * self.ell:
+                return 4
+            return 5
+        age = now - (store.last_write(lba) + 1)
+        level, base = 3, self.ell * 4
+        while age >= base and level < 5:
+            base *= 4
+            level += 1
+        return level
 
     def on_reclaim(self, store, victim, now):
         if store.group[victim] == 0:
-            self.lifespans.append(now - store.opened_at[victim])
+            if self.variant == "paper":
+                created = store.opened_at[victim]
+            else:
+                created = self.created.pop(victim)
+            self.lifespans.append(now - created)
             if len(self.lifespans) == 16:
-                self.ell = sum(self.lifespans) // 16
+                self.ell = sum(self.lifespans) / 16
                 self.lifespans = []
 
 

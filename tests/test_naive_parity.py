@@ -44,6 +44,9 @@ EXTRA = [
     ("dac", "cost_benefit_sqrt", {}),
     # the variants that keep a paper's text where the authors' code differs
     ("dac", "greedy", {"params": {"variant": "paper"}}),
+    ("sepbit", "greedy", {"params": {"variant": "paper"}}),
+    ("sepbit", "cost_benefit", {"params": {"variant": "paper"}, "gc_trigger": "garbage_proportion",
+                                "gc_garbage_ratio": 0.12}),
 ]
 
 _WRITES: dict[str, np.ndarray] = {}
