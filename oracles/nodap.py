@@ -228,7 +228,8 @@ def _check_search_args(writes, capacity, max_groups, min_gain, candidates, group
         raise ValueError(f"nodap search: group_sizes must be 'search' (the paper: fixed sizes, searched "
                          f"with the BIRs) or 'shared' (one free pool), got {group_sizes!r}")
     if not steps or any(float(x) <= 0 for x in steps) or list(steps) != sorted(steps, reverse=True):
-        raise ValueError(f"nodap search: steps are positive log2 step sizes, decreasing (e.g. [1, 0.5, 0.25]), got {steps}")
+        raise ValueError(f"nodap search: steps are positive log2 step sizes, decreasing "
+                         f"(e.g. [1, 0.5, 0.25]), got {steps}")
     if int(max_evals_per_n) < 1:
         raise ValueError(f"nodap search: max_evals_per_n must be >= 1, got {max_evals_per_n}")
     if not 0 < float(explore_fraction) <= 1:
@@ -240,7 +241,7 @@ def _check_search_args(writes, capacity, max_groups, min_gain, candidates, group
             raise ValueError(f"nodap search: candidates must be positive BIR bounds in blocks, got {candidates}")
 
 
-def search(writes: np.ndarray, capacity: int, sim_config, max_groups: int = 8, min_gain: float = 0.05,
+def search(writes: np.ndarray, capacity: int, sim_config, max_groups: int = 10, min_gain: float = 0.05,
            candidates: np.ndarray | None = None, log=None, group_sizes: str = "search",
            steps=(1.0, 0.5, 0.25), max_evals_per_n: int = 120, explore_fraction: float = 1.0,
            progress: bool = True) -> dict:
@@ -252,8 +253,9 @@ def search(writes: np.ndarray, capacity: int, sim_config, max_groups: int = 8, m
     the greedy power-of-two chain (the earlier search, kept so the result is never worse), and the
     annotation's invalidation-time quantiles. With ``group_sizes='search'`` (the paper, Table 2)
     the sizes of G1..G(N-1) are then searched as fractions of their mean shared-pool size, kept
-    if they lower WAF, and the bounds descended once more at those sizes. N grows until WAF improves by less than ``min_gain`` (and the greedy
-    chain has stopped too) or reaches ``max_groups``; the lowest WAF over all N is returned.
+    if they lower WAF, and the bounds descended once more at those sizes. N grows until WAF
+    improves by less than ``min_gain`` (and the greedy chain has stopped too) or reaches
+    ``max_groups``; the lowest WAF over all N is returned.
 
     Candidates (the coarse grid) default to powers of two from one segment to four capacities.
     ``explore_fraction`` < 1 explores on that prefix of the trace; each N's choice is then
