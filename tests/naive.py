@@ -210,6 +210,21 @@ class NaiveStore:
         self.group[victim] = None
         self.free.append(victim)
 
+    def retire(self, group):
+        """Seal the group's open segment now, full or not (the engine's ``retire_group``); an
+        empty one goes back to the free stack."""
+        seg = self.open[group]
+        if seg is None:
+            return
+        self.open[group] = None
+        if not self.slots[seg]:
+            self.status[seg] = "free"
+            self.group[seg] = None
+            self.free.append(seg)
+            return
+        self.status[seg] = "sealed"
+        self.sealed_at[seg] = self.now
+
     def _roomiest_group(self):
         best, best_room = None, 0
         for g, seg in enumerate(self.open):
@@ -514,39 +529,99 @@ class DAC(NoSep):
 
 
 class WARCIP(NoSep):
-    """Rewrite-interval clustering: ``n_groups - 1`` user classes, the last group for GC writes.
+    """WARCIP as the SepBIT authors' ``Warcip.java`` does it, with their lists.
 
-    A rewrite's x = log2(interval + 1) joins the nearest centroid (the lower on a tie), which moves
-    by alpha * (x - centroid); centroids stay sorted. First writes go to the last user class without
-    moving anything. Centroids start evenly spaced from log2(segment size) to log2(4 * capacity)
-    (``lo + i * step`` with ``step = (hi - lo) / (k - 1)``, numpy's linspace rounding)."""
+    ``clusters[0]`` is the GC class (group 0, every GC write); the others are user clusters, each
+    a dict with its group, centre (starts at 0), ``blocks`` (user blocks in its open segment) and
+    ``writes`` (user writes this period). User write: ui = now - last user write + penalty (0 if
+    never written), penalty cleared; the nearest centre wins, scanning from the last cluster down
+    to cluster 1, strict < (a tie keeps the later one); centre = (centre * blocks + ui) /
+    (blocks + 1). When the write fills the cluster's segment: 256 such seals -> split or merge
+    (below); a cluster marked for merging is removed, else its block count restarts. Split: the
+    first user cluster with more than half the period's writes (integer half), if fewer than
+    n_groups clusters: a new one before it, centre = mean of its neighbours, in the lowest free
+    group. Else the first user cluster with fewer writes than a segment is marked (if none is).
+    Then the period's counts restart. GC write: penalty = (now - 1) - last user write. A merged
+    cluster's full segment is sealed at the next user write or reclaim (the engine's
+    retire_group)."""
 
-    def __init__(self, n_groups=6, alpha=0.01):
+    def __init__(self, n_groups=6):
         super().__init__(n_groups)
-        self.alpha = alpha
 
     def bind(self, store):
-        k = self.n_groups - 1
-        lo, hi = math.log2(store.seg_blocks), math.log2(4 * store.capacity)
-        if k == 1:
-            self.centroids = [(lo + hi) / 2]
-        else:
-            step = (hi - lo) / (k - 1)
-            self.centroids = [i * step + lo for i in range(k - 1)] + [hi]
+        self.clusters = [{"group": g, "center": 0.0, "blocks": 0, "writes": 0} for g in range(self.n_groups)]
+        self.total = 0
+        self.sealed_user = 0
+        self.next_merge = -1
+        self.penalty = {}
+        self.to_retire = None
+
+    def _retire_merged(self, store):
+        g, self.to_retire = self.to_retire, None
+        if g is not None:
+            seg = store.open[g]
+            if seg is not None and len(store.slots[seg]) == store.seg_blocks:
+                store.retire(g)
 
     def place_user(self, store, lba, now):
-        c = self.centroids
+        self._retire_merged(store)
         last = store.last_write(lba)
-        if last is None:
-            return len(c) - 1
-        x = math.log2(now - last + 1.0)
-        best = min(range(len(c)), key=lambda i: (abs(x - c[i]), i))
-        c[best] += self.alpha * (x - c[best])
-        c.sort()
-        return best
+        ui = 0 if last is None else now - last + self.penalty.get(lba, 0)
+        self.penalty[lba] = 0
+        nearest, min_diff = 1, float("inf")
+        for i in range(len(self.clusters) - 1, 0, -1):
+            diff = abs(self.clusters[i]["center"] - ui)
+            if diff < min_diff:
+                nearest, min_diff = i, diff
+        c = self.clusters[nearest]
+        c["center"] = (c["center"] * c["blocks"] + ui) / (c["blocks"] + 1)
+        c["blocks"] += 1
+        c["writes"] += 1
+        self.total += 1
+        g = c["group"]
+        seg = store.open[g]
+        filled = 1 if seg is None or len(store.slots[seg]) == store.seg_blocks else len(store.slots[seg]) + 1
+        if filled == store.seg_blocks:
+            self._seal(store, nearest)
+        return g
+
+    def _seal(self, store, i):
+        self.sealed_user += 1
+        if self.next_merge == i:
+            self.to_retire = self.clusters.pop(i)["group"]
+            self.next_merge = -1
+        else:
+            self.clusters[i]["blocks"] = 0
+        if self.sealed_user == 256:
+            self.sealed_user = 0
+            self._split_and_merge(store)
+
+    def _split_and_merge(self, store):
+        split = False
+        for i in range(1, len(self.clusters)):
+            if self.clusters[i]["writes"] > self.total // 2 and len(self.clusters) < self.n_groups:
+                used = {c["group"] for c in self.clusters}
+                free = min(g for g in range(self.n_groups) if g not in used)
+                center = (self.clusters[i - 1]["center"] + self.clusters[i]["center"]) / 2
+                self.clusters.insert(i, {"group": free, "center": center, "blocks": 0, "writes": 0})
+                split = True
+                break
+        if not split:
+            for i in range(1, len(self.clusters)):
+                if self.clusters[i]["writes"] < store.seg_blocks:
+                    if self.next_merge == -1:
+                        self.next_merge = i
+                    break
+        self.total = 0
+        for c in self.clusters:
+            c["writes"] = 0
 
     def place_gc(self, store, lba, victim, now):
-        return self.n_groups - 1
+        self.penalty[lba] = now - 1 - store.last_write(lba)
+        return self.clusters[0]["group"]
+
+    def on_reclaim(self, store, victim, now):
+        self._retire_merged(store)
 
 
 POLICIES = {"nosep": NoSep, "sepgc": SepGC, "sepbit": SepBIT, "mida": MiDA, "dac": DAC, "warcip": WARCIP}

@@ -81,6 +81,15 @@ def engine_run(policy, victim, writes, capacity, segment_blocks, prefill=True, p
 
 def twin_run(policy, victim, writes, capacity, segment_blocks, prefill=True, params=None, **cfg):
     r = naive.simulate(policy, victim, writes, capacity, segment_blocks, prefill=prefill, params=params, **cfg)
+    return _twin_dict(r, capacity)
+
+
+def twin_run_store(store, writes):
+    """Run a twin store set up by hand (prefill on) and format it as :func:`twin_run` does."""
+    return _twin_dict(store.run(writes), store.capacity)
+
+
+def _twin_dict(r, capacity):
     placement = np.full(capacity, -1, np.int64)
     for lba, phys in r["placement"].items():
         placement[lba] = phys
@@ -130,8 +139,30 @@ def test_engine_matches_naive_twin_other_selectors_and_triggers(policy, victim, 
     assert_same(engine, twin)
 
 
-def test_twin_warcip_centroids_start_as_numpy_linspace():
-    """The twin's hand-written spacing is numpy's (a last-bit difference would move a tie)."""
-    pol = naive.WARCIP(6)
-    naive.NaiveStore(pol, naive.greedy, 4096, 64)
-    np.testing.assert_array_equal(pol.centroids, np.linspace(np.log2(64), np.log2(4 * 4096), 5))
+def test_warcip_parity_trace_splits_and_merges():
+    """The parity traces reach WARCIP's merge and split (every 256 sealed user segments), so the
+    cases above compare them too: on the Zipf trace with 16-block segments a cluster is merged
+    away and a later split brings the count back, in the twin exactly as in the engine."""
+    spec = dict(capacity=4096, segment_blocks=16, op_ratio=0.2)
+    writes = trace("zipf")
+    engine = engine_run("warcip", "greedy", writes, **spec)
+    twin_pol = naive.WARCIP(6)
+    store = naive.NaiveStore(twin_pol, naive.greedy, 4096, 16, op_ratio=0.2)
+    merges, splits = [], []
+    seal, split_merge = twin_pol._seal, twin_pol._split_and_merge
+
+    def counting_seal(st, i):
+        n = len(twin_pol.clusters)
+        seal(st, i)
+        if len(twin_pol.clusters) < n:
+            merges.append(st.now)
+
+    def counting_split_merge(st):
+        n = len(twin_pol.clusters)
+        split_merge(st)
+        if len(twin_pol.clusters) > n:
+            splits.append(st.now)
+    twin_pol._seal, twin_pol._split_and_merge = counting_seal, counting_split_merge
+    twin = twin_run_store(store, writes)
+    assert merges and splits, (merges, splits)
+    assert_same(engine, twin)
