@@ -8,6 +8,7 @@ from dogi_ml.policies import make_policy
 from dogi_ml.policies import midas as M
 from dogi_ml.sim import SimConfig, Simulator, check_invariants
 from dogi_ml.sim.policy_api import record
+from dogi_ml.sim.state import SEG_SEALED
 from dogi_ml.markov.midas import (Device, HotStats, build_uid, chain_matrix, chain_waf, predict, search,
                           two_class_fifo_waf)
 from dogi_ml.markov.waf import fifo_waf
@@ -15,6 +16,7 @@ from helpers import hotcold_writes, zipf_writes
 
 # 563 physical segments, as the default scale (and MiDAS's 512 at paper scale)
 CAP, SEG = 32768, 64
+BIG = 1 << 30
 
 
 def run(policy, writes, **cfg):
@@ -227,13 +229,21 @@ def test_irregular_group_falls_back_to_naive_mida(zipf_run):
     assert cfg.applied == 1 and cfg.naive_on == 0 and cfg.naive_start >= 3
     groups = sim.policy._groups(sim)
     tail = int(np.count_nonzero(groups >= 2))
+    old_last, retired = int(cfg.last_group), int(cfg.retired_segments)
+    merged_open = [int(sim.state.open_seg[g]) for g in range(3, old_last + 1) if sim.state.open_seg[g] >= 0]
+    assert merged_open                                # groups 3.. were written since the configuration
     # group 2's victims turn out far more valid than modelled
     p.predicted_valid[2] = 0.3
     p.victim_valid_sum[2], p.victim_count[2] = 9.0, 10
     M._err_check(sim.state, p)
     assert (cfg.naive_start, cfg.naive_on, cfg.last_group) == (2, 1, 2 + M.NAIVE_N - 1)
     assert cfg.fallbacks == 1
-    assert int(np.count_nonzero(sim.policy._groups(sim) == 2)) == tail   # merged, nothing moved
+    # merged, nothing moved; the merged groups' half-written open segments are sealed into group 2
+    assert cfg.retired_segments == retired + len(merged_open)
+    assert all(sim.state.seg_state[seg] == SEG_SEALED and p.seg_owner[seg] == 2 for seg in merged_open)
+    assert np.all(sim.state.open_seg[3:] < 0)
+    assert int(np.count_nonzero(sim.policy._groups(sim) == 2)) == tail + len(merged_open)
+    check_invariants(sim.state)
     sim.feed(writes[8 * CAP:10 * CAP])
     check_invariants(sim.state)
     # GC that cannot keep up merges from before the group receiving the copies
@@ -242,6 +252,62 @@ def test_irregular_group_falls_back_to_naive_mida(zipf_run):
     overruns = int(cfg.overrun_merges)
     M._gc_overrun(sim.state, p, 3)
     assert (cfg.naive_start, cfg.naive_on) == (2, 1) and cfg.overrun_merges == overruns + 1
+
+
+def _open_groups(sim):
+    return [g for g in range(sim.n_groups) if sim.state.open_seg[g] >= 0]
+
+
+def test_no_group_out_of_use_keeps_an_open_segment(zipf_run):
+    """The reconfigurations of the zipf run (naive MiDA off, splits) leave open segments only in
+    groups still in use; turning naive MiDA off seals its groups' open segments."""
+    writes, sim, r = zipf_run
+    cfg = record(sim.pstate.scalars)
+    assert r["midas"]["retire"] == "changed" and r["midas"]["retired_segments"] >= M.NAIVE_N - 1
+    assert max(_open_groups(sim)) <= cfg.last_group
+    assert make_policy("midas", retire="none").label() == "midas[retire=none]"
+
+
+@pytest.mark.parametrize("naive", [0, 1], ids=["smaller-configuration", "fallback"])
+@pytest.mark.parametrize("mode", ["changed", "unused", "none"])
+def test_merge_retires_the_groups_it_drops(zipf_run, mode, naive):
+    """Groups 2.. merged into group 2, as a smaller configuration (naive MiDA off: group 2 is
+    the last) or a fallback (naive MiDA on: groups 3..5 go on as its groups) does it.
+    ``changed`` seals every merged group's open segment into group 2 (naive MiDA's groups restart
+    empty), ``unused`` only those of groups past the new last one (into it), ``none`` leaves them
+    open (the old behaviour: out of use after a smaller configuration, their space stranded).
+    The run goes on with its invariants, and GC reclaims the retired segments."""
+    writes, _, _ = zipf_run
+    sim = Simulator(make_policy("midas", retire=mode), SimConfig(segment_blocks=SEG, debug_invariants=True), CAP)
+    sim.run(writes[: 8 * CAP])
+    p, s, cfg = sim.pstate, sim.state, record(sim.pstate.scalars)
+    assert cfg.naive_on == 0 and cfg.naive_start >= 3
+    new_last = 2 + naive * (M.NAIVE_N - 1)
+    before = {g: int(s.open_seg[g]) for g in _open_groups(sim)}
+    assert max(before) > 2                             # merged groups hold open segments
+    retired0 = int(cfg.retired_segments)
+    cfg.naive_on = naive
+    M._merge_to(s, p, 2)
+    assert cfg.last_group == new_last
+    lo = {"changed": 3, "unused": new_last + 1, "none": BIG}[mode]
+    for g, seg in before.items():
+        if g >= lo:
+            assert s.open_seg[g] < 0 and s.seg_state[seg] == SEG_SEALED
+            assert p.seg_owner[seg] == (2 if mode == "changed" else new_last)
+        else:
+            assert s.open_seg[g] == seg                # in use (or, with none, stranded): left open
+    assert cfg.retired_segments - retired0 == sum(g >= lo for g in before)
+    stranded = [g for g in _open_groups(sim) if g > cfg.last_group]
+    # out of use yet open: the spare space issue 12 is about
+    assert bool(stranded) == (mode == "none" and max(before) > new_last)
+    check_invariants(s)
+    sim.feed(writes[8 * CAP:10 * CAP])                 # debug_invariants: checked after every chunk
+    if mode == "none":
+        return
+    assert max(_open_groups(sim)) <= cfg.last_group
+    # a retired segment is a victim like any sealed one: GC reclaims it
+    retired = [seg for g, seg in before.items() if g >= lo]
+    assert not retired or any(s.seg_state[seg] != SEG_SEALED or p.seg_owner[seg] < 0 for seg in retired)
 
 
 def test_bad_parameters():
@@ -255,6 +321,8 @@ def test_bad_parameters():
         make_policy("midas", epoch_capacities=0)
     with pytest.raises(ValueError, match="unknown parameter"):
         make_policy("midas", hot_bits=2)
+    with pytest.raises(ValueError, match="retire must be one of"):
+        make_policy("midas", retire="always")
     with pytest.raises(ValueError, match="shorter than 4 interval buckets"):
         Simulator(make_policy("midas", epoch_capacities=0.001), SimConfig(segment_blocks=SEG), CAP)
     assert make_policy("midas", max_groups=4).n_groups == 13      # unused groups stay empty

@@ -29,8 +29,12 @@ Groups (simulator ids): ``0`` is G0 (hot), ``1`` is G1, and so on.
 Departures from the authors' code, and why: update intervals are counted for every block (our
 simulator already keeps each block's last write time; MiDAS samples 1 in 100 to save memory);
 merged or moved segments are relabelled in a policy table, since the policy may not write the
-engine's state, and open segments of merged groups stay open (MiDAS copies their valid blocks
-into the merged group's open segment); the search runs between chunks, at most a quarter
+engine's state; the open segment of a group whose role changes (merged into another, naive MiDA
+turned off, the last group moved by a split) is sealed half-written by the engine's
+``retire_group`` and joins the group its data now belongs to, where GC collects it like any
+sealed segment (MiDAS copies a merged group's valid blocks into the merged group's open segment
+without counting the copies, and seals naive MiDA's open segments into the naive start; ``retire``
+selects this, only groups that receive no more writes, or none as before); the search runs between chunks, at most a quarter
 capacity of writes after the epoch ends (MiDAS runs it in a thread while writes continue); GC
 that cannot keep up merges from before the group receiving the copies (MiDAS's choice depends on
 which groups have been collected since the last configuration); the epoch doubles at most 3 times.
@@ -42,8 +46,9 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from dogi_ml.sim.kernels import retire_group
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, record, scalar_fields
-from dogi_ml.sim.state import C_GC, C_USER, P_NSEG, P_SEG_BLOCKS, SEG_OPEN, SEG_SEALED
+from dogi_ml.sim.state import C_GC, C_NOW, C_USER, P_NSEG, P_SEG_BLOCKS, SEG_OPEN, SEG_SEALED
 from dogi_ml.sim.victims import register_victim
 from dogi_ml.markov.midas import Device, HotStats, build_uid, search
 
@@ -60,6 +65,9 @@ G0_VALID_MAX = 0.18   # model skipped when G0's victims are this valid (0.3 for 
 G0_VALID_MAX_ONE = 0.3
 MAX_DOUBLINGS = 3     # the epoch doubles at most this many times
 BIG = 1 << 62
+#: ``retire``: which open segments are sealed when the groups change (kernel codes)
+RETIRE_MODES = {"none": 0, "unused": 1, "changed": 2}
+RETIRE_NONE, RETIRE_UNUSED, RETIRE_CHANGED = 0, 1, 2
 
 #: MiDAS's scalar parameters and counters (``MidasState.scalars``, one record)
 SCALARS = scalar_fields(
@@ -100,6 +108,8 @@ SCALARS = scalar_fields(
     fallbacks=np.int64,          # irregular-group fallbacks
     overrun_merges=np.int64,     # merges because GC could not keep up
     irregular_streak=np.int64,   # configurations in a row with early irregular groups
+    retire_mode=np.int64,        # RETIRE_*: open segments sealed when the groups change
+    retired_segments=np.int64,   # open segments sealed half-written that way
     # the hot-filter period's accumulators
     g0_victim_age_sum=np.float64,  # ages of G0's victims since sealing
     g0_victims=np.float64,       # G0 victims counted in the age sum
@@ -160,12 +170,46 @@ def _set_naive(p, on):
 
 
 @nb.njit(cache=True)
-def _merge_to(s, p, g):
-    """Groups ``g`` .. last become one group ``g`` (MiDAS's merge_group, repeated)."""
+def _retire(s, p, lo, hi, to):
+    """Seal the open segments of engine groups ``lo..hi`` (the engine's ``retire_group``) and
+    label them MiDAS group ``to``: half-written, they become GC victims of the group their data
+    now belongs to instead of spare space held for the rest of the run."""
     cfg = p.scalars[0]
+    now = s.ctr[C_NOW]
+    for g in range(max(lo, 0), min(hi, s.open_seg.shape[0] - 1) + 1):
+        seg = retire_group(s, g, now)
+        if seg >= 0:
+            p.seg_owner[seg] = to
+            cfg.retired_segments += 1
+
+
+@nb.njit(cache=True)
+def _retire_changed(s, p, lo, hi, to):
+    """:func:`_retire` when groups whose role changed are retired (``retire=changed``)."""
+    if p.scalars[0].retire_mode == RETIRE_CHANGED:
+        _retire(s, p, lo, hi, to)
+
+
+@nb.njit(cache=True)
+def _retire_unused(s, p):
+    """Groups past the last receive no more writes: seal their open segments into the last
+    group, where their sealed segments count already (``retire=unused`` or ``changed``)."""
+    cfg = p.scalars[0]
+    if cfg.retire_mode != RETIRE_NONE:
+        _retire(s, p, cfg.last_group + 1, BIG, cfg.last_group)
+
+
+@nb.njit(cache=True)
+def _merge_to(s, p, g):
+    """Groups ``g`` .. last become one group ``g`` (MiDAS's merge_group, repeated). With
+    ``retire=changed`` the merged groups' open segments join ``g`` too (MiDAS copies their
+    blocks into ``g``'s open segment); the groups after ``g`` restart empty as naive MiDA's."""
+    cfg = p.scalars[0]
+    _retire_changed(s, p, g + 1, cfg.last_group, g)
     _relabel(s, p, g + 1, BIG, g)
     cfg.naive_start = g
     _set_naive(p, cfg.naive_on == 1)
+    _retire_unused(s, p)
     if g == 1:
         # everything merged: no configuration left to check
         cfg.applied = 0
@@ -175,18 +219,24 @@ def _merge_to(s, p, g):
 
 @nb.njit(cache=True)
 def _naive_off(s, p):
-    """Naive MiDA off: its groups fold into the naive start, which becomes the last group."""
+    """Naive MiDA off: its groups fold into the naive start, which becomes the last group (MiDAS
+    seals their open segments into it)."""
     cfg = p.scalars[0]
     ns = cfg.naive_start
+    _retire_changed(s, p, ns + 1, ns + NAIVE_N - 1, ns)
     _relabel(s, p, ns + 1, ns + NAIVE_N - 1, ns)
     _set_naive(p, False)
+    _retire_unused(s, p)
 
 
 @nb.njit(cache=True)
 def _split_to(s, p, new_last):
-    """More groups: the last group's segments move to ``new_last``; the new middle groups start empty."""
+    """More groups: the last group's segments move to ``new_last``; the new middle groups start
+    empty (with ``retire=changed`` the old last group's open segment moves too, sealed, as
+    MiDAS hands it to the new last group)."""
     cfg = p.scalars[0]
     ns = cfg.naive_start
+    _retire_changed(s, p, ns, new_last - 1, new_last)
     _relabel(s, p, ns, ns, new_last)
     cfg.naive_start = new_last
     _set_naive(p, False)
@@ -499,8 +549,12 @@ class MiDAS(PlacementPolicy):
     place_gc = midas_gc
     on_reclaim = midas_reclaim
 
-    def __init__(self, n_groups=None, max_groups: int = 9, epoch_capacities: float = 4.0, **params):
+    def __init__(self, n_groups=None, max_groups: int = 9, epoch_capacities: float = 4.0,
+                 retire: str = "changed", **params):
         max_groups = int(max_groups)
+        if retire not in RETIRE_MODES:
+            raise ValueError(f"policy midas: retire must be one of {sorted(RETIRE_MODES)} (which open segments "
+                             f"are sealed when the groups change), got {retire!r}")
         if not 2 <= max_groups <= 60:        # one bit per group in a 64-bit mask (commit check)
             raise ValueError(f"policy midas: max_groups (groups after G0 the search may use) must be in "
                              f"[2, 60], got {max_groups}")
@@ -515,10 +569,14 @@ class MiDAS(PlacementPolicy):
         super().__init__(n_groups, **params)
         self.max_groups = max_groups
         self.epoch_capacities = float(epoch_capacities)
+        self.retire = retire
         self.history: list[dict] = []
 
     def accepted_params(self) -> tuple[str, ...]:
-        return ("max_groups", "epoch_capacities")
+        return ("max_groups", "epoch_capacities", "retire")
+
+    def label(self) -> str:
+        return self.name if self.retire == "changed" else f"{self.name}[retire={self.retire}]"
 
     def bind(self, ctx: SimContext) -> tuple:
         cap, seg = ctx.capacity, ctx.segment_blocks
@@ -546,6 +604,7 @@ class MiDAS(PlacementPolicy):
         cfg.g0_age_window = cap
         cfg.period_left = cap
         cfg.snapshot_at = ctx.prefill_blocks + cap
+        cfg.retire_mode = RETIRE_MODES[self.retire]
         self._segments = ctx.n_segments
         self.history = []
         # the configuration search runs between chunks: keep them short against the epoch
@@ -678,6 +737,8 @@ class MiDAS(PlacementPolicy):
             "sizes": [int(x) + 1 for x in state.fifo_sizes[:ns]] if ns > 1 else [],
             "fallbacks": int(cfg.fallbacks),
             "gc_overrun_merges": int(cfg.overrun_merges),
+            "retire": self.retire,
+            "retired_segments": int(cfg.retired_segments),
             "epoch_blocks": int(cfg.epoch_blocks),
             "history": self.history,
         }}
