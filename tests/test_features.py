@@ -79,6 +79,25 @@ def test_category_bounds_scale_and_double():
     assert cls.tolist() == [0, 0, 1, 1, 2, 2, 10]
 
 
+def test_c1_never_collapses_when_the_hot_threshold_reaches_one_percent():
+    """The rule: every bound is the paper's (1% of capacity, doubling) or 1.5x the one below it,
+    whichever is larger. DOGI's hot threshold at its cap (1% - 1 block) used to leave c1 one block."""
+    cap = 262_144
+    one = cap // 100
+    paper = L.category_bounds(cap)[1:].tolist()
+    assert L.category_bounds(cap, 1747)[1:].tolist() == paper         # up to 2/3 of 1%: the paper's ladder
+    assert L.category_bounds(cap, 1748)[1:].tolist() != paper
+    b = L.category_bounds(cap, one - 1)                               # the old cap: c1 was (2620, 2621]
+    assert b[:4].tolist() == [2620, 3930, 5895, 4 * one]               # 1.5x, 1.5x, then the paper's 4% again
+    assert b[4:].tolist() == [one << i for i in range(3, 9)]
+    cls = L.dogi_classes(np.array([2620, 2621, 3930, 3931, 5895, 5896]), cap, one - 1)
+    assert cls.tolist() == [0, 1, 1, 2, 2, 3]
+    for mu in (1, 2620, 2621, 5000, 40_000, cap):                     # far past the paper's bounds too
+        b = L.category_bounds(cap, mu)
+        assert b[0] == mu and np.all(b[1:] >= np.ceil(1.5 * b[:-1]))  # each category at least a third of its bound
+    assert L.category_bounds(50).tolist() == [1, 2, 3, 5, 8, 12, 18, 27, 41, 62]  # no 1% bound below 100 blocks
+
+
 def test_dogi_sampling_is_causal_one_in_ten_after_2x():
     cap = 1000
     n = 10_000
