@@ -1,4 +1,12 @@
-"""NoSep: no separation, every block goes to one open segment."""
+"""NoSep: no separation, every block goes to one open segment.
+
+Checked against the SepBIT authors' simulator (fallfish/sepbit, ``trace_replay/src/main/java/
+gcsimulator/placement/NoSep.java``: the base ``Separator.classify`` returns 0 for every write,
+run with ``--setNumOpenSegments 1``): the same placement. What differs is the GC around it (their
+garbage-proportion trigger with a 15% floor per victim, sealing on the filling write, their
+Cost-Benefit with the square root of the age): see :mod:`dogi_ml.sim.victims` and
+``notes/baselines.md``.
+"""
 import numba as nb
 
 from dogi_ml.sim.policy_api import PlacementPolicy, no_reclaim_hook

@@ -1,4 +1,12 @@
-"""SepGC: user-written blocks in one group, GC-rewritten blocks in another."""
+"""SepGC: user-written blocks in one group, GC-rewritten blocks in another.
+
+Checked against the SepBIT authors' simulator (fallfish/sepbit, ``trace_replay/src/main/java/
+gcsimulator/placement/SepGC.java``: ``classify`` returns 1 for a GC write, 0 for a user write,
+run with ``--setNumOpenSegments 2``): the same placement (group 0 user, group 1 GC). What
+differs is the GC around it (their garbage-proportion trigger with a 15% floor per victim,
+sealing on the filling write, their Cost-Benefit with the square root of the age): see
+:mod:`dogi_ml.sim.victims` and ``notes/baselines.md``.
+"""
 import numba as nb
 
 from dogi_ml.sim.policy_api import PlacementPolicy, no_reclaim_hook
