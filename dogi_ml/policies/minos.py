@@ -24,9 +24,13 @@ the period is exact in segments written. Until the first clustering, user virtua
 spread evenly over the first ``K - 1`` physical streams and GC ones share the last.
 
 **Spatial Metadata Aggregation** (``agg`` = 1, 8, 32): one metadata entry (last user write
-time, both write slots and stream ids) shared by ``agg`` adjacent LBAs; Table 5's memory is
+time, both write slots and stream ids) shared by ``agg`` adjacent *physical* blocks (§4.4:
+"physically contiguous data", written together to one stream); a write sets the entry of the
+block it lands on (the engine's next append position, predicted from its open segment and free
+stack), GC carries the user fields along. ``agg_space=logical`` shares entries among adjacent
+LBAs instead (much lossier for small random writes). Table 5's memory is
 :func:`metadata_mib_per_tib`. With ``agg=1`` the last user write time is the engine's own
-``lba_time`` (the same value, stored once).
+``lba_time`` (the same value, stored once), and both spaces give identical runs.
 
 Ablations: ``correlative=false`` (jump straight to the target), ``search=full`` (merge any two
 clusters, "w/o AC"), ``distance=avg`` (AvgDist: difference of mean invalidation times, decayed
@@ -45,6 +49,8 @@ import numba as nb
 import numpy as np
 
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, no_reclaim_hook
+from dogi_ml.sim.kernels import _roomiest_group
+from dogi_ml.sim.state import C_FREE
 
 from . import register
 from ._minos_cluster import (
@@ -69,14 +75,15 @@ class MinosState(NamedTuple):
     ring_len: np.ndarray      # int64[1] L, slots in the ID-Vector ring
     recluster_every: np.ndarray  # int64[1] W_recluster, slots between clusterings
     seg_blocks: np.ndarray    # int64[1] blocks per slot (one segment)
-    agg_shift: np.ndarray     # int64[1] log2 of the LBAs sharing one metadata entry
+    agg_shift: np.ndarray     # int64[1] log2 of the blocks sharing one metadata entry
+    physical: np.ndarray      # int64[1] 1: entries cover physical blocks (the paper), 0: LBAs
     correlative: np.ndarray   # int64[1] 1: move one virtual stream toward the target
     search: np.ndarray        # int64[1] SEARCH code
     distance: np.ndarray      # int64[1] DISTANCE code
     # clock
     clock: np.ndarray         # int64[1] blocks written (user + GC): slot = clock // seg_blocks
     reclusters: np.ndarray    # int64[1] clusterings run
-    # per metadata entry (LBA >> agg_shift)
+    # per metadata entry (physical block or LBA >> agg_shift)
     u_time: np.ndarray        # int64[entries] last user write time (agg > 1 only; else lba_time)
     u_slot: np.ndarray        # int64[entries] slot of the last user write, -1 never
     u_vs: np.ndarray          # int8[entries] its virtual stream
@@ -95,13 +102,11 @@ class MinosState(NamedTuple):
     life_sum: np.ndarray      # float64[N]
     life_cnt: np.ndarray      # float64[N]
     # P² markers: user CDF (N_user - 1 cells) and GC CDF (N_gc cells)
-    uq: np.ndarray
-    un: np.ndarray
-    und: np.ndarray
-    ucount: np.ndarray
-    gq: np.ndarray
+    uq: np.ndarray            # float64[N_user] marker heights
+    un: np.ndarray            # float64[N_user] marker positions
+    ucount: np.ndarray        # int64[1] observations
+    gq: np.ndarray            # float64[N_gc + 1]
     gn: np.ndarray
-    gnd: np.ndarray
     gcount: np.ndarray
     # mapping and clustering scratch
     vs_map: np.ndarray        # int64[N] physical stream of each virtual stream
@@ -176,52 +181,95 @@ def _count_invalid(p, vs, wslot, life):
     p.life_cnt[vs] += 1.0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
+def _landing_entry(s, p, group):
+    """Metadata entry of the physical block the engine's next append to ``group`` fills: the
+    open segment's write pointer, or offset 0 of the segment the free stack gives next
+    (``sim.kernels._append``); with none free, a GC block spills into the open segment with the
+    most room (``_roomiest_group``, as the GC loop does); -1 if there is none either."""
+    sb = p.seg_blocks[0]
+    seg = s.open_seg[group]
+    if seg < 0 or s.seg_wp[seg] == sb:
+        nfree = s.ctr[C_FREE]
+        if nfree > 0:
+            return (s.free_stack[nfree - 1] * sb) >> p.agg_shift[0]
+        spill = _roomiest_group(s)
+        if spill < 0:
+            return -1
+        seg = s.open_seg[spill]
+    return (seg * sb + s.seg_wp[seg]) >> p.agg_shift[0]
+
+
+@nb.njit(cache=True, inline="always")
+def _old_entry(s, p, lba):
+    """Metadata entry of ``lba``'s current copy (-1 if it has none)."""
+    if p.physical[0] == 1:
+        old = s.l2p[lba]
+        return old >> p.agg_shift[0] if old >= 0 else -1
+    return lba >> p.agg_shift[0] if s.lba_time[lba] >= 0 else -1
+
+
+@nb.njit(cache=True, inline="always")
 def minos_user(s, p, lba, now):
-    e = lba >> p.agg_shift[0]
-    if p.agg_shift[0] == 0:
-        last = s.lba_time[lba]
+    shift = p.agg_shift[0]
+    eo = _old_entry(s, p, lba)
+    nu = p.n_user[0]
+    if eo < 0 or p.u_vs[eo] < 0:
+        vs = nu - 1  # a first write
     else:
-        last = p.u_time[e]
-        p.u_time[e] = now
-    prev = p.u_vs[e]
-    if s.lba_time[lba] >= 0 and prev >= 0:
+        last = s.lba_time[lba] if shift == 0 else p.u_time[eo]
+        prev = p.u_vs[eo]
         # the overwritten copy: its user write's slot, and its GC write's if GC moved it since
         life = float(now - last)
-        _count_invalid(p, prev, p.u_slot[e], life)
-        if p.g_vs[e] >= 0:
-            _count_invalid(p, p.g_vs[e], p.g_slot[e], life)
-    p.g_vs[e] = -1
-    nu = p.n_user[0]
-    if s.lba_time[lba] < 0 or prev < 0:
-        # a first write (the block itself unmapped: a shared entry may know its neighbours)
-        vs = nu - 1
-    else:
+        _count_invalid(p, prev, p.u_slot[eo], life)
+        if p.g_vs[eo] >= 0:
+            _count_invalid(p, p.g_vs[eo], p.g_slot[eo], life)
         dt = float(now - last)
-        p2_update(p.uq, p.un, p.und, p.ucount, dt)
+        p2_update(p.uq, p.un, p.ucount, dt)
         target = p2_query(p.uq, p.ucount, dt)
         if p.correlative[0] == 1:
             vs = prev - (1 if prev > target else (-1 if prev < target else 0))
         else:
             vs = target
-    p.u_vs[e] = vs
-    p.u_slot[e] = _count_write(p, vs)
-    return p.vs_map[vs]
+    slot = _count_write(p, vs)  # may recluster: the group is read after it
+    group = p.vs_map[vs]
+    en = _landing_entry(s, p, group) if p.physical[0] == 1 else lba >> shift
+    if en >= 0:
+        if shift != 0:
+            p.u_time[en] = now
+        p.u_vs[en] = vs
+        p.u_slot[en] = slot
+        p.g_vs[en] = -1
+        p.g_slot[en] = -1
+    return group
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def minos_gc(s, p, lba, victim, now):
-    e = lba >> p.agg_shift[0]
-    last = s.lba_time[lba] if p.agg_shift[0] == 0 else p.u_time[e]
+    shift = p.agg_shift[0]
+    eo = _old_entry(s, p, lba)
+    last = s.lba_time[lba] if shift == 0 else p.u_time[eo]
     dt = float(now - last)
-    p2_update(p.gq, p.gn, p.gnd, p.gcount, dt)
+    p2_update(p.gq, p.gn, p.gcount, dt)
     vs = p.n_user[0] + p2_query(p.gq, p.gcount, dt)
-    old = p.g_vs[e]
-    if old >= 0:
-        p.gc_superseded[old] += 1
-    p.g_vs[e] = vs
-    p.g_slot[e] = _count_write(p, vs)
-    return p.vs_map[vs]
+    if p.g_vs[eo] >= 0:
+        p.gc_superseded[p.g_vs[eo]] += 1
+    slot = _count_write(p, vs)
+    group = p.vs_map[vs]
+    if p.physical[0] == 1:
+        # the block's user metadata moves with it to its new physical place
+        en = _landing_entry(s, p, group)
+        if en >= 0:
+            if shift != 0:
+                p.u_time[en] = p.u_time[eo]
+            p.u_vs[en] = p.u_vs[eo]
+            p.u_slot[en] = p.u_slot[eo]
+    else:
+        en = eo
+    if en >= 0:
+        p.g_vs[en] = vs
+        p.g_slot[en] = slot
+    return group
 
 
 # -- reports and benchmark ---------------------------------------------------------------------
@@ -292,7 +340,7 @@ class Minos(PlacementPolicy):
     place_gc = minos_gc
     on_reclaim = no_reclaim_hook
 
-    DEFAULTS = {"n_user": 12, "n_gc": 4, "ring_len": None, "recluster_every": 8, "agg": 8,
+    DEFAULTS = {"n_user": 12, "n_gc": 4, "ring_len": None, "recluster_every": 8, "agg": 8, "agg_space": "physical",
                 "correlative": True, "search": "adjacent", "distance": "op",
                 "victim": "cost_benefit_sepbit"}
 
@@ -319,6 +367,10 @@ class Minos(PlacementPolicy):
         if agg not in AGG and not (isinstance(agg, int) and agg >= 1 and agg & (agg - 1) == 0):
             raise ValueError(f"policy minos: agg must be a power of two (1, 8 or 32 in the paper), got {agg!r}")
         self.agg = int(agg)
+        if cfg["agg_space"] not in ("physical", "logical"):
+            raise ValueError(f"policy minos: agg_space must be physical (the paper: adjacent physical "
+                             f"blocks share an entry) or logical (adjacent LBAs), got {cfg['agg_space']!r}")
+        self.agg_space = cfg["agg_space"]
         if not isinstance(cfg["correlative"], bool):
             raise ValueError(f"policy minos: correlative must be true or false, got {cfg['correlative']!r}")
         self.correlative = cfg["correlative"]
@@ -338,10 +390,12 @@ class Minos(PlacementPolicy):
         L = self.ring_len if self.ring_len is not None else int(ctx.n_segments)
         if L < 2:
             raise ValueError(f"policy minos: the ID-Vector ring needs >= 2 slots, got L={L}")
-        entries = -(-int(ctx.capacity) // self.agg)
+        blocks = (int(ctx.n_segments) * int(ctx.segment_blocks) if self.agg_space == "physical"
+                  else int(ctx.capacity))
+        entries = -(-blocks // self.agg)
         one = lambda v: np.array([v], np.int64)  # noqa: E731 -- a named scalar field
-        uq, un, und, ucount = p2_new(self.n_user - 1)
-        gq, gn, gnd, gcount = p2_new(self.n_gc)
+        uq, un, ucount = p2_new(self.n_user - 1)
+        gq, gn, gcount = p2_new(self.n_gc)
         # before the first clustering: user streams evenly over K-1 physical streams, GC on the last
         vs_map = np.empty(n, np.int64)
         vs_map[:self.n_user] = np.arange(self.n_user) * (K - 1) // self.n_user
@@ -349,7 +403,8 @@ class Minos(PlacementPolicy):
         return MinosState(
             n_user=one(self.n_user), n_gc=one(self.n_gc), k_phys=one(K), ring_len=one(L),
             recluster_every=one(self.recluster_every), seg_blocks=one(ctx.segment_blocks),
-            agg_shift=one(self.agg.bit_length() - 1), correlative=one(int(self.correlative)),
+            agg_shift=one(self.agg.bit_length() - 1),
+            physical=one(int(self.agg_space == "physical")), correlative=one(int(self.correlative)),
             search=one(SEARCH[self.search]), distance=one(DISTANCE[self.distance]),
             clock=one(0), reclusters=one(0),
             u_time=np.full(entries if self.agg > 1 else 1, -1, np.int64),
@@ -360,7 +415,7 @@ class Minos(PlacementPolicy):
             tot_w=np.zeros(n, np.int64), tot_i=np.zeros(n, np.int64),
             gc_superseded=np.zeros(n, np.int64),
             life_sum=np.zeros(n, np.float64), life_cnt=np.zeros(n, np.float64),
-            uq=uq, un=un, und=und, ucount=ucount, gq=gq, gn=gn, gnd=gnd, gcount=gcount,
+            uq=uq, un=un, ucount=ucount, gq=gq, gn=gn, gcount=gcount,
             vs_map=vs_map, sc_a=np.zeros(n, np.int64), sc_b=np.zeros(n, np.int64),
             sc_c=np.zeros(n, np.int64), sc_d=np.zeros(n, np.float32),
             sc_f=np.zeros(n, np.float64), sc_g=np.zeros(n, np.float64),
@@ -371,6 +426,8 @@ class Minos(PlacementPolicy):
         switches = []
         if self.agg != 8:
             switches.append(f"agg{self.agg}")
+        if self.agg_space != "physical":
+            switches.append("lba")
         if not self.correlative:
             switches.append("noCP")
         if self.search == "full":
