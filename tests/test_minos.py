@@ -5,7 +5,7 @@ import pytest
 
 from dogi_ml.policies import make_policy, policy_names
 from dogi_ml.policies import _minos_cluster as mc
-from dogi_ml.policies.minos import bench_clustering, metadata_mib_per_tib
+from dogi_ml.policies.minos import bench_clustering, entries, metadata_mib_per_tib
 from dogi_ml.sim import SimConfig, Simulator
 from helpers import CAP, SEG, zipf_writes
 
@@ -152,8 +152,9 @@ def test_id_vector_conservation_and_period():
     assert p.tot_w[:12].sum() == CAP + writes.size and p.tot_w[12:].sum() == r["gc_writes"]
     # writes = invalidations + live blocks (+ GC copies GC moved again) per virtual stream
     here = sim.state.l2p  # agg=1, physical entries: one per physical block
-    live_user = np.bincount(p.u_vs[here], minlength=n)
-    gvs = p.g_vs[here]
+    e = entries(p)
+    live_user = np.bincount(e["u_vs"][here], minlength=n)
+    gvs = e["g_vs"][here]
     live_gc = np.bincount(gvs[gvs >= 0], minlength=n)
     np.testing.assert_array_equal(p.tot_w[:12], p.tot_i[:12] + live_user[:12])
     np.testing.assert_array_equal(p.tot_w[12:], p.tot_i[12:] + live_gc[12:] + p.gc_superseded[12:])
@@ -163,9 +164,10 @@ def test_id_vector_conservation_and_period():
     np.testing.assert_array_equal(p.id_i[:n].sum(axis=1), p.tot_i)
     # clustering ran every 8 slots of one segment
     assert p.reclusters[0] == (p.clock[0] // SEG) // 8 > 0
+    assert p.slot[0] == p.clock[0] // SEG and p.pos[0] == p.slot[0] % 100_000 and p.fill[0] == p.clock[0] % SEG
     assert set(p.vs_map.tolist()) == set(range(6))
     # GC writes went only to GC virtual streams, user writes only to user ones
-    assert p.u_vs.max() < 12 and (gvs[gvs >= 0] >= 12).all()
+    assert e["u_vs"].max() < 12 and (gvs[gvs >= 0] >= 12).all()
     # each live block's entry says where it went: its segment's group is its stream's group
     # at the time of writing (the mapping may have moved since, so check the latest slot only)
     assert (live_user >= 0).all()
@@ -184,8 +186,10 @@ def test_physical_and_logical_entries_agree_without_aggregation():
         sim.feed(writes)
         r = sim.result()
         p = sim.pstate
-        lba_view = p.u_vs[sim.state.l2p] if space == "physical" else p.u_vs
-        out.append((r["waf"], r["gc_writes"], p.tot_w.tolist(), p.tot_i.tolist(), lba_view.tolist()))
+        e = entries(p)
+        at = sim.state.l2p if space == "physical" else np.arange(CAP)
+        view = [e[k][at].tolist() for k in ("u_vs", "u_slot", "g_vs", "g_slot")]
+        out.append((r["waf"], r["gc_writes"], p.tot_w.tolist(), p.tot_i.tolist(), view))
     assert out[0] == out[1]
 
 
@@ -217,11 +221,13 @@ def test_new_writes_and_correlative_steps():
     sim.compile()
     _background(sim, rng)
     p = sim.pstate
-    assert (sim.state.l2p[CAP // 2:] == -1).all() and (p.u_vs[sim.state.l2p[: CAP // 2]] < 11).all()
-    seen = [int(p.u_vs[sim.state.l2p[7]])]
+    uvs = lambda sim, lba: int(entries(sim.pstate)["u_vs"][sim.state.l2p[lba]])  # noqa: E731
+    assert (sim.state.l2p[CAP // 2:] == -1).all()
+    assert (entries(p)["u_vs"][sim.state.l2p[: CAP // 2]] < 11).all()
+    seen = [uvs(sim, 7)]
     for _ in range(12):
         sim.feed(np.array([7], np.int64))  # interval 1: the hottest cell is the target
-        seen.append(int(p.u_vs[sim.state.l2p[7]]))
+        seen.append(uvs(sim, 7))
     # one step at a time toward cell 0, then it stays
     expect = [max(seen[0] - i, 0) for i in range(len(seen))]
     assert seen == expect and seen[-1] == 0 and seen[0] >= 2
@@ -231,9 +237,9 @@ def test_new_writes_and_correlative_steps():
     sim2.compile()
     _background(sim2, np.random.default_rng(0))
     sim2.feed(np.array([CAP - 1], np.int64))
-    assert sim2.pstate.u_vs[sim2.state.l2p[CAP - 1]] == 11  # a first write
+    assert uvs(sim2, CAP - 1) == 11  # a first write
     sim2.feed(np.array([CAP - 1], np.int64))
-    assert sim2.pstate.u_vs[sim2.state.l2p[CAP - 1]] == 0
+    assert uvs(sim2, CAP - 1) == 0
 
 
 def test_first_writes_go_to_the_last_user_stream_with_aggregation():
@@ -243,7 +249,7 @@ def test_first_writes_go_to_the_last_user_stream_with_aggregation():
     sim.feed(np.arange(64, dtype=np.int64))
     p = sim.pstate
     assert p.tot_w[11] == 64 and p.tot_w.sum() == 64
-    assert p.u_vs.size == sim.n_segments * SEG // 8  # physical entries
+    assert p.meta.shape == (sim.n_segments * SEG // 8, 3)  # physical entries
     assert make_policy("minos", agg_space="logical").label() == "minos[lba]"
 
 
@@ -298,5 +304,5 @@ def test_bad_group_counts():
         make_policy("minos", 17)
     with pytest.raises(ValueError, match="must be in 2..16"):
         make_policy("minos", 1)
-    with pytest.raises(ValueError, match="exceeds 127"):
-        make_policy("minos", n_user=100, n_gc=30)
+    with pytest.raises(ValueError, match="exceeds 255"):
+        make_policy("minos", n_user=200, n_gc=60)

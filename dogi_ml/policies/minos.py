@@ -58,6 +58,7 @@ from ._minos_cluster import (
     p2_update, slot_weights,
 )
 
+META_TIME, META_USER, META_GC = 0, 1, 2
 SEARCH = {"adjacent": 0, "full": 1}
 DISTANCE = {"op": 0, "avg": 1}
 AGG = (1, 8, 32)
@@ -80,15 +81,17 @@ class MinosState(NamedTuple):
     correlative: np.ndarray   # int64[1] 1: move one virtual stream toward the target
     search: np.ndarray        # int64[1] SEARCH code
     distance: np.ndarray      # int64[1] DISTANCE code
-    # clock
-    clock: np.ndarray         # int64[1] blocks written (user + GC): slot = clock // seg_blocks
+    # clock (kept incrementally: no integer division on the per-write path)
+    clock: np.ndarray         # int64[1] blocks written (user + GC)
+    slot: np.ndarray          # int64[1] current time slot = clock // seg_blocks
+    pos: np.ndarray           # int64[1] its ring position = slot % L
+    fill: np.ndarray          # int64[1] blocks written in it = clock % seg_blocks
     reclusters: np.ndarray    # int64[1] clusterings run
     # per metadata entry (physical block or LBA >> agg_shift)
-    u_time: np.ndarray        # int64[entries] last user write time (agg > 1 only; else lba_time)
-    u_slot: np.ndarray        # int64[entries] slot of the last user write, -1 never
-    u_vs: np.ndarray          # int8[entries] its virtual stream
-    g_slot: np.ndarray        # int64[entries] slot of the last GC write since then, -1 none
-    g_vs: np.ndarray          # int8[entries]
+    # one row (one cache line) per entry: META_TIME last user write time (agg > 1 only; with
+    # agg = 1 it is the engine's lba_time), META_USER and META_GC the slot and virtual stream of
+    # the last user write and of the last GC write since, packed (slot << 8 | vs + 1; 0 = none)
+    meta: np.ndarray          # int64[entries, 3]
     # ID-Vectors: rows 0..N-1 live counters over ring positions, rows N..2N-1 clustering scratch
     id_w: np.ndarray          # float32[2N, L]
     id_i: np.ndarray          # float32[2N, L]
@@ -130,8 +133,7 @@ def recluster(p):
     if p.distance[0] == 1:
         cluster_avg(p.life_sum, p.life_cnt, n, k, p.vs_map, p.sc_a, p.sc_f, p.sc_g)
     else:
-        slot = p.clock[0] // p.seg_blocks[0]
-        slot_weights(p.inv_decay, slot % p.ring_len[0], p.weights)
+        slot_weights(p.inv_decay, p.pos[0], p.weights)
         if p.search[0] == 1:
             cluster_full(p.id_w, p.id_i, n, k, p.weights, p.vs_map, p.sc_a, p.sc_b, p.sc_mat)
         else:
@@ -142,43 +144,50 @@ def recluster(p):
 
 @nb.njit(cache=True, inline="always")
 def _count_write(p, vs):
-    """A block joins ``vs`` in the current slot; returns that slot. Crossing into a new slot
-    reclusters every ``W_recluster`` slots (on the full ring) and then clears the new slot."""
-    seg = p.seg_blocks[0]
-    c = p.clock[0]
-    slot = c // seg
-    L = p.ring_len[0]
-    p.id_w[vs, slot % L] += 1.0
+    """A block joins ``vs`` in the current slot; returns its packed (slot, vs). Filling the slot
+    reclusters every ``W_recluster`` slots (on the full ring), then opens and clears the next."""
+    slot = p.slot[0]
+    pos = p.pos[0]
+    p.id_w[vs, pos] += 1.0
     p.tot_w[vs] += 1
-    c += 1
-    p.clock[0] = c
-    if c % seg == 0:
+    p.clock[0] += 1
+    fill = p.fill[0] + 1
+    if fill < p.seg_blocks[0]:
+        p.fill[0] = fill
+    else:
+        p.fill[0] = 0
         nxt = slot + 1
         if nxt % p.recluster_every[0] == 0:
             recluster(p)
-        pos = nxt % L
+        L = p.ring_len[0]
+        npos = pos + 1 if pos + 1 < L else 0
+        p.slot[0] = nxt
+        p.pos[0] = npos
         n = p.n_user[0] + p.n_gc[0]
         for v in range(n):
-            p.id_w[v, pos] = 0.0
-            p.id_i[v, pos] = 0.0
+            p.id_w[v, npos] = 0.0
+            p.id_i[v, npos] = 0.0
         if p.distance[0] == 1:
             decay = 1.0 - 1.0 / L
             for v in range(n):
                 p.life_sum[v] *= decay
                 p.life_cnt[v] *= decay
-    return slot
+    return (slot << 8) | (vs + 1)
 
 
 @nb.njit(cache=True, inline="always")
-def _count_invalid(p, vs, wslot, life):
-    """An overwrite invalidates a block written to ``vs`` in slot ``wslot``."""
+def _count_invalid(p, packed, life):
+    """An overwrite invalidates a block written as ``packed`` (slot << 8 | vs + 1)."""
+    vs = (packed & 255) - 1
     p.tot_i[vs] += 1
-    now_slot = p.clock[0] // p.seg_blocks[0]
+    age = p.slot[0] - (packed >> 8)
     L = p.ring_len[0]
-    if now_slot - wslot < L:
-        p.id_i[vs, wslot % L] += 1.0
-    p.life_sum[vs] += life
-    p.life_cnt[vs] += 1.0
+    if age < L:  # still in the ring: its position is the current one, age slots back
+        pos = p.pos[0] - age
+        p.id_i[vs, pos if pos >= 0 else pos + L] += 1.0
+    if p.distance[0] == 1:
+        p.life_sum[vs] += life
+        p.life_cnt[vs] += 1.0
 
 
 @nb.njit(cache=True, inline="always")
@@ -212,64 +221,71 @@ def _old_entry(s, p, lba):
 @nb.njit(cache=True, inline="always")
 def minos_user(s, p, lba, now):
     shift = p.agg_shift[0]
+    meta = p.meta
     eo = _old_entry(s, p, lba)
     nu = p.n_user[0]
-    if eo < 0 or p.u_vs[eo] < 0:
+    if eo < 0 or meta[eo, META_USER] == 0:
         vs = nu - 1  # a first write
     else:
-        last = s.lba_time[lba] if shift == 0 else p.u_time[eo]
-        prev = p.u_vs[eo]
+        last = s.lba_time[lba] if shift == 0 else meta[eo, META_TIME]
+        user = meta[eo, META_USER]
+        prev = (user & 255) - 1
         # the overwritten copy: its user write's slot, and its GC write's if GC moved it since
-        life = float(now - last)
-        _count_invalid(p, prev, p.u_slot[eo], life)
-        if p.g_vs[eo] >= 0:
-            _count_invalid(p, p.g_vs[eo], p.g_slot[eo], life)
         dt = float(now - last)
+        _count_invalid(p, user, dt)
+        if meta[eo, META_GC] != 0:
+            _count_invalid(p, meta[eo, META_GC], dt)
         p2_update(p.uq, p.un, p.ucount, dt)
         target = p2_query(p.uq, p.ucount, dt)
         if p.correlative[0] == 1:
             vs = prev - (1 if prev > target else (-1 if prev < target else 0))
         else:
             vs = target
-    slot = _count_write(p, vs)  # may recluster: the group is read after it
+    packed = _count_write(p, vs)  # may recluster: the group is read after it
     group = p.vs_map[vs]
     en = _landing_entry(s, p, group) if p.physical[0] == 1 else lba >> shift
     if en >= 0:
-        if shift != 0:
-            p.u_time[en] = now
-        p.u_vs[en] = vs
-        p.u_slot[en] = slot
-        p.g_vs[en] = -1
-        p.g_slot[en] = -1
+        meta[en, META_TIME] = now
+        meta[en, META_USER] = packed
+        meta[en, META_GC] = 0
     return group
 
 
 @nb.njit(cache=True, inline="always")
 def minos_gc(s, p, lba, victim, now):
     shift = p.agg_shift[0]
+    meta = p.meta
     eo = _old_entry(s, p, lba)
-    last = s.lba_time[lba] if shift == 0 else p.u_time[eo]
+    last = s.lba_time[lba] if shift == 0 else meta[eo, META_TIME]
     dt = float(now - last)
     p2_update(p.gq, p.gn, p.gcount, dt)
     vs = p.n_user[0] + p2_query(p.gq, p.gcount, dt)
-    if p.g_vs[eo] >= 0:
-        p.gc_superseded[p.g_vs[eo]] += 1
-    slot = _count_write(p, vs)
+    if meta[eo, META_GC] != 0:
+        p.gc_superseded[(meta[eo, META_GC] & 255) - 1] += 1
+    packed = _count_write(p, vs)
     group = p.vs_map[vs]
     if p.physical[0] == 1:
         # the block's user metadata moves with it to its new physical place
         en = _landing_entry(s, p, group)
         if en >= 0:
-            if shift != 0:
-                p.u_time[en] = p.u_time[eo]
-            p.u_vs[en] = p.u_vs[eo]
-            p.u_slot[en] = p.u_slot[eo]
+            meta[en, META_TIME] = meta[eo, META_TIME]
+            meta[en, META_USER] = meta[eo, META_USER]
     else:
         en = eo
     if en >= 0:
-        p.g_vs[en] = vs
-        p.g_slot[en] = slot
+        meta[en, META_GC] = packed
     return group
+
+
+def entries(state: MinosState) -> dict:
+    """The metadata entries decoded: u_vs, u_slot, g_vs, g_slot (-1 = none) and u_time."""
+    m = state.meta
+    out = {"u_time": m[:, META_TIME].copy()}
+    for key, col in (("u", META_USER), ("g", META_GC)):
+        v = m[:, col]
+        out[f"{key}_vs"] = np.where(v != 0, (v & 255) - 1, -1)
+        out[f"{key}_slot"] = np.where(v != 0, v >> 8, -1)
+    return out
 
 
 # -- reports and benchmark ---------------------------------------------------------------------
@@ -353,9 +369,9 @@ class Minos(PlacementPolicy):
         self.n_user = _int_param("n_user", cfg["n_user"], 2, "the new-write stream and at least one update stream")
         self.n_gc = _int_param("n_gc", cfg["n_gc"], 1, "at least one GC virtual stream")
         n = self.n_user + self.n_gc
-        if n > 127:
-            raise ValueError(f"policy minos: n_user + n_gc = {n} exceeds 127 virtual streams "
-                             "(int8 stream ids); lower n_user or n_gc")
+        if n > 255:
+            raise ValueError(f"policy minos: n_user + n_gc = {n} exceeds 255 virtual streams "
+                             "(8-bit stream ids); lower n_user or n_gc")
         if self.n_groups < 2 or self.n_groups > n:
             raise ValueError(f"policy minos: n_groups (K physical streams) must be in 2..{n} "
                              f"(n_user + n_gc virtual streams), got {self.n_groups}")
@@ -406,10 +422,8 @@ class Minos(PlacementPolicy):
             agg_shift=one(self.agg.bit_length() - 1),
             physical=one(int(self.agg_space == "physical")), correlative=one(int(self.correlative)),
             search=one(SEARCH[self.search]), distance=one(DISTANCE[self.distance]),
-            clock=one(0), reclusters=one(0),
-            u_time=np.full(entries if self.agg > 1 else 1, -1, np.int64),
-            u_slot=np.full(entries, -1, np.int64), u_vs=np.full(entries, -1, np.int8),
-            g_slot=np.full(entries, -1, np.int64), g_vs=np.full(entries, -1, np.int8),
+            clock=one(0), slot=one(0), pos=one(0), fill=one(0), reclusters=one(0),
+            meta=np.zeros((entries, 3), np.int64),
             id_w=np.zeros((2 * n, L), np.float32), id_i=np.zeros((2 * n, L), np.float32),
             inv_decay=decay_table(L), weights=np.zeros(L, np.float32),
             tot_w=np.zeros(n, np.int64), tot_i=np.zeros(n, np.int64),
