@@ -55,20 +55,30 @@ def print_sim_summary(r: dict) -> None:
 
 
 def print_train_summary(s: dict) -> None:
-    """The end-of-run table of ``train``."""
+    """The end-of-run table of ``train``: accuracies, then recall and precision per class (over
+    hot, c1..c10 with DOGI labels, where the model's classes fold truly hot rows into c1)."""
     t = Table(title=f"train: {s['model']} on {s['workload']}", show_header=False)
-    for key, label in (("accuracy", "accuracy (test)"), ("macro_f1", "macro-F1 (test)"),
-                       ("majority_baseline", "majority-class baseline"), ("latency_ns_per_block", "latency ns/block (batch 128)"),
-                       ("latency_ns_per_block_batch1", "latency ns/block (batch 1)"), ("train_seconds", "training s"),
-                       ("n_parameters", "parameters"), ("epochs_run", "epochs")):
+    hot = s.get("accuracy_all_classes") is not None
+    rows = (("accuracy_all_classes", "accuracy, all classes incl. hot (test; Fig. 11)"),
+            ("accuracy_nonhot", "accuracy, truly non-hot rows (test)"),
+            ("hot_row_share", "truly hot rows (test share)"),
+            ("accuracy", "accuracy, model classes: hot rows as c1 (test)" if hot else "accuracy (test)"),
+            ("macro_f1", "macro-F1 (test)"),
+            ("majority_baseline", "majority-class baseline"), ("latency_ns_per_block", "latency ns/block (batch 128)"),
+            ("latency_ns_per_block_batch1", "latency ns/block (batch 1)"), ("train_seconds", "training s"),
+            ("n_parameters", "parameters"), ("epochs_run", "epochs"))
+    for key, label in rows:
         if s.get(key) is not None:
             t.add_row(label, _fmt(s[key]))
     console.print(t)
-    pc = Table(title="per-class accuracy (test)")
-    names = s.get("class_names") or []
-    for n in names:
-        pc.add_column(n, justify="right")
-    pc.add_row(*[_fmt(s["per_class_accuracy"].get(i, s["per_class_accuracy"].get(str(i)))) for i in range(len(names))])
+    per_class = s.get("per_class") or {}
+    pc = Table(title="per-class recall and precision (test" + ("; true class by invalidation time, hot included)"
+                                                              if hot else ")"),
+               caption="recall: right / rows truly of the class; precision: right / rows predicted as it")
+    for col in ("class", "recall", "precision", "true rows"):
+        pc.add_column(col, justify="left" if col == "class" else "right")
+    for n in per_class.get("recall", {}):
+        pc.add_row(n, *[_fmt(per_class[key].get(n)) for key in ("recall", "precision", "support")])
     console.print(pc)
 
 

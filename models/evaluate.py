@@ -10,8 +10,13 @@ import numpy as np
 
 
 def classification_metrics(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> dict:
-    """Accuracy, macro-F1 (over classes present in truth or prediction), per-class accuracy
-    (recall), the confusion matrix, and the majority-class baseline accuracy."""
+    """Accuracy, macro-F1 (over classes present in truth or prediction), per-class recall and
+    precision, the confusion matrix and the majority-class baseline accuracy.
+
+    ``confusion_matrix[t][p]`` counts rows of true class ``t`` predicted ``p``. Recall of class
+    ``c``: its correct predictions over the rows truly in ``c`` (row ``c``); precision: over
+    the rows predicted ``c`` (column ``c``); ``None`` where that count is zero. ``support``
+    counts rows per true class, ``predicted`` per predicted class."""
     from sklearn.metrics import confusion_matrix, f1_score
 
     y_true = np.asarray(y_true)
@@ -19,17 +24,23 @@ def classification_metrics(y_true: np.ndarray, y_pred: np.ndarray, n_classes: in
     labels = np.arange(n_classes)
     cm = confusion_matrix(y_true, y_pred, labels=labels)
     support = cm.sum(axis=1)
+    predicted = cm.sum(axis=0)
     present = np.union1d(np.unique(y_true), np.unique(y_pred))
-    per_class = {int(c): (float(cm[c, c] / support[c]) if support[c] else None) for c in labels}
     majority = float(np.bincount(y_true, minlength=n_classes).max() / max(1, y_true.size))
     return {
         "accuracy": float((y_true == y_pred).mean()) if y_true.size else float("nan"),
         "macro_f1": float(f1_score(y_true, y_pred, labels=present, average="macro", zero_division=0)),
         "majority_baseline": majority,
-        "per_class_accuracy": per_class,
+        "per_class_recall": _ratios(np.diag(cm), support),
+        "per_class_precision": _ratios(np.diag(cm), predicted),
         "support": {int(c): int(s) for c, s in enumerate(support)},
+        "predicted": {int(c): int(s) for c, s in enumerate(predicted)},
         "confusion_matrix": cm.tolist(),
     }
+
+
+def _ratios(num: np.ndarray, den: np.ndarray) -> dict:
+    return {int(c): (float(num[c] / den[c]) if den[c] else None) for c in range(den.size)}
 
 
 def plot_confusion(cm, class_names: list[str], path: Path, title: str = "") -> Path:

@@ -108,3 +108,21 @@ def test_gru_one_step_inference_keeps_the_lba_state(hotcold_trace):
     for t in range(X.shape[1]):
         logits, h = model.step(np.ascontiguousarray(X[:, t]), h)
     np.testing.assert_allclose(logits, full, rtol=1e-5, atol=1e-5)
+
+
+def test_per_class_recall_and_precision_on_a_known_confusion_matrix():
+    """Rows are true classes, columns predictions: recall divides by the row, precision by the column."""
+    from dogi_ml.models.evaluate import classification_metrics
+    cm = np.array([[5, 3, 2, 0],      # class 0: 10 rows, 5 right
+                   [1, 8, 1, 0],      # class 1: 10 rows, 8 right
+                   [0, 0, 0, 0],      # class 2: never true (predicted twice + once)
+                   [0, 4, 0, 6]])     # class 3: 10 rows, 6 right
+    true = np.repeat(np.repeat(np.arange(4), 4), cm.ravel())
+    pred = np.repeat(np.tile(np.arange(4), 4), cm.ravel())
+    m = classification_metrics(true, pred, 4)
+    assert m["confusion_matrix"] == cm.tolist()
+    assert m["per_class_recall"] == {0: 0.5, 1: 0.8, 2: None, 3: 0.6}
+    assert m["per_class_precision"] == {0: 5 / 6, 1: 8 / 15, 2: 0.0, 3: 1.0}
+    assert m["support"] == {0: 10, 1: 10, 2: 0, 3: 10} and m["predicted"] == {0: 6, 1: 15, 2: 3, 3: 6}
+    assert m["accuracy"] == pytest.approx(19 / 30) and m["majority_baseline"] == pytest.approx(1 / 3)
+    assert "per_class_accuracy" not in m

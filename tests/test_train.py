@@ -1,8 +1,10 @@
 """``python -m dogi_ml train`` end to end: MLflow run, metrics, artifacts, failures, sweeps."""
 import json
 
+import numpy as np
 import pytest
 
+from dogi_ml.pipeline.train import Dataset, hot_included_metrics, per_class_table
 from helpers import run_cli
 
 SMALL = ["workload.capacity_blocks=16384", "workload.write_volume=6", "latency_budget_s=0.02",
@@ -16,17 +18,47 @@ def runs(cwd):
     return client, exp, client.search_runs([exp.experiment_id])
 
 
+def test_hot_included_accuracy_counts_a_c1_prediction_of_a_hot_row_as_wrong():
+    """Capacity 100000, mu 100: hot <= 100 < c1 <= 1000 < c2 <= 2000 < c3 <= 4000. Two truly hot
+    rows (predicted c1 and c2), then c1, c2, c3, c1 predicted c1, c2, c2, c3."""
+    inv = np.array([50, 80, 500, 1500, 3000, 500])
+    pred = np.array([0, 1, 0, 1, 1, 2])                       # model classes: 0 = c1
+    names = [f"c{i}" for i in range(1, 11)]
+    ds = Dataset(X=np.zeros((6, 1)), y=np.array([0, 0, 0, 1, 2, 0]), rows=np.arange(6), inv=inv,
+                 feature_names=["lba"], class_names=names, splits={"test": slice(0, 6)},
+                 info={"labels": "dogi", "capacity_blocks": 100_000, "mu": 100})
+    m = hot_included_metrics(ds, pred)
+    assert m["accuracy_all_classes"] == pytest.approx(2 / 6)   # the hot row predicted c1 is wrong here ...
+    assert float(np.mean(pred == ds.y)) == pytest.approx(3 / 6)  # ... and right in the model's classes
+    assert m["accuracy_nonhot"] == pytest.approx(2 / 4) and m["hot_row_share"] == pytest.approx(2 / 6)
+    table = per_class_table(m, names)
+    assert list(table["recall"])[:4] == ["hot", "c1", "c2", "c3"]
+    assert [table["recall"][k] for k in ("hot", "c1", "c2", "c3", "c4")] == [0.0, 0.5, 1.0, 0.0, None]
+    assert [table["precision"][k] for k in ("hot", "c1", "c2", "c3")] == [None, 0.5, pytest.approx(1 / 3), 0.0]
+    assert [table["support"][k] for k in ("hot", "c1", "c2", "c3", "c10")] == [2, 2, 1, 1, 0]
+    # other label kinds have no hot class: the table is over the model's classes
+    ds.info["labels"] = "binary"
+    assert hot_included_metrics(ds, pred) == {}
+    assert list(per_class_table({"per_class_recall": {0: 1.0, 1: 0.5}, "per_class_precision": {0: 0.5, 1: 1.0},
+                                 "support": {0: 1, 1: 2}}, ["short", "long"])["recall"]) == ["short", "long"]
+
+
 def test_train_logs_a_complete_mlflow_run(tmp_path):
     proc = run_cli(["train", "+workload=ycsb_a", *SMALL], tmp_path)
-    assert "accuracy (test)" in proc.stdout and "per-class accuracy" in proc.stdout
+    assert "accuracy, all classes incl. hot" in proc.stdout and "accuracy, truly non-hot rows" in proc.stdout
+    assert "per-class recall and precision" in proc.stdout and "per-class accuracy" not in proc.stdout
     client, exp, found = runs(tmp_path)
     assert exp.artifact_location.endswith("mlartifacts")
     assert len(found) == 1
     run = found[0]
     assert run.info.status == "FINISHED"
-    for key in ("accuracy", "macro_f1", "latency_ns_per_block"):
+    for key in ("accuracy", "accuracy_all_classes", "accuracy_nonhot", "hot_row_share", "macro_f1",
+                "latency_ns_per_block", "recall_hot"):
         assert key in run.data.metrics, key
     assert 0 <= run.data.metrics["accuracy"] <= 1
+    assert not any(k.startswith("acc_") for k in run.data.metrics)
+    # hot included, a c1 prediction of a truly hot row is wrong: never above the model-class accuracy
+    assert run.data.metrics["accuracy_all_classes"] <= run.data.metrics["accuracy"]
     assert run.data.tags["workload"] == "ycsb_a" and run.data.tags["model"] == "mlp"
     assert run.data.params["model.name"] == "mlp" and run.data.params["workload.capacity_blocks"] == "16384"
     top = {a.path for a in client.list_artifacts(run.info.run_id)}
@@ -35,6 +67,18 @@ def test_train_logs_a_complete_mlflow_run(tmp_path):
     assert {a.path for a in client.list_artifacts(run.info.run_id, "model")} == {"model/model.pkl", "model/model.json"}
     metrics = json.loads(next(tmp_path.glob("outputs/train/*/*/metrics.json")).read_text())
     assert len(metrics["confusion_matrix"]) == 10 and metrics["mlflow_run_id"] == run.info.run_id
+    assert len(metrics["confusion_matrix_all_classes"]) == 11
+    assert {"accuracy", "accuracy_all_classes", "accuracy_nonhot", "hot_row_share", "per_class_recall",
+            "per_class_precision", "per_class"} <= set(metrics) and "per_class_accuracy" not in metrics
+    assert list(metrics["per_class"]["recall"]) == ["hot"] + [f"c{i}" for i in range(1, 11)]
+    assert metrics["per_class"]["recall"]["hot"] in (0.0, None)    # the model never predicts hot
+    assert sum(metrics["per_class"]["support"].values()) == metrics["dataset"]["n_test"]
+    for key in ("recall", "precision"):             # MLflow: one metric per class that has a value
+        for name, v in metrics["per_class"][key].items():
+            assert (f"{key}_{name}" in run.data.metrics) == (v is not None)
+    cm = np.array(metrics["confusion_matrix_all_classes"])
+    assert metrics["accuracy_all_classes"] == pytest.approx(np.trace(cm) / cm.sum())
+    assert metrics["accuracy_nonhot"] == pytest.approx(np.trace(cm[1:, 1:]) / cm[1:].sum())
     # DOGI's group configuration from this model's PLog (the 512-merge Markov search)
     plog = metrics["plog_configuration"]
     assert sum(len(g) for g in plog["groups"]) == 10 and plog["groups"][0][0] == "c1"
