@@ -117,7 +117,9 @@ def test_oracle_search_then_simulate_nodap(tmp_path):
     assert res["n_groups"] == len(res["bounds"]) + 1 and res["waf"] >= 1
     assert "policy=nodap" in proc.stdout
     out = tmp_path / "r.json"
-    run_cli(["simulate", "+workload=zipf", *small, "policy=nodap", f"policy.params.bounds={res['bounds']}",
+    sizes = [] if res["sizes"] is None else [f"policy.params.sizes={res['sizes']}"]
+    assert ("policy.params.sizes=" in proc.stdout) == bool(sizes)
+    run_cli(["simulate", "+workload=zipf", *small, "policy=nodap", f"policy.params.bounds={res['bounds']}", *sizes,
              f"policy.n_groups={res['n_groups']}", f"sim.output={out}", "progress=false"], tmp_path)
     assert json.loads(out.read_text())["waf"] == pytest.approx(res["waf"])
 

@@ -28,12 +28,15 @@ def run_oracle(cfg, out_dir: Path) -> dict:
     o = cfg.oracle
     cands = np.asarray(list(o.candidates), np.int64) if o.candidates else None
     res = search(writes, cap, sim_cfg, max_groups=int(o.max_groups), min_gain=float(o.min_gain),
-                 candidates=cands, log=console.print)
+                 candidates=cands, log=console.print, group_sizes=str(o.group_sizes),
+                 steps=tuple(float(x) for x in o.steps), max_evals_per_n=int(o.max_evals_per_n),
+                 explore_fraction=float(o.explore_fraction), progress=bool(cfg.get("progress", True)))
     console.print(f"NoDaP on {cfg.workload.name}: {res['n_groups']} groups, BIR bounds {res['bounds']}, "
                   f"WAF {res['waf']:.4f}")
     out = out_dir / "nodap.json"
     out.write_text(json.dumps({"workload": cfg.workload.name, **res}, indent=2))
     print(f"result: {out}")
+    sizes = f" 'policy.params.sizes={res['sizes']}'" if res.get("sizes") is not None else ""
     print(f"simulate with: python -m dogi_ml simulate +workload={cfg.workload.name} policy=nodap "
-          f"'policy.params.bounds={res['bounds']}' policy.n_groups={res['n_groups']}")
+          f"'policy.params.bounds={res['bounds']}'{sizes} policy.n_groups={res['n_groups']}")
     return res

@@ -42,9 +42,10 @@ def build_simulator(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping) -> tupl
     if policy_cfg["name"] == "nodap" and params.get("bounds") == "search":
         # NoDaP's offline configuration search (grow N until WAF improves < 5%) on this very trace
         from dogi_ml.oracles.nodap import search
-        search_info = search(writes, cap, config, max_groups=int(params.pop("max_groups", 8)),
+        search_info = search(writes, cap, config, max_groups=int(params.pop("max_groups", 10)),
                              min_gain=float(params.pop("min_gain", 0.05)))
         params["bounds"] = search_info["bounds"]
+        params["sizes"] = search_info["sizes"]   # None: the shared pool won
         n_groups = search_info["n_groups"]
     params.pop("max_groups", None)
     params.pop("min_gain", None)
