@@ -175,7 +175,7 @@ def perfect_inputs(writes: np.ndarray, capacity: int, mu: int | None = None, pre
     """The model's inputs with perfect predictions: the PLog of every non-hot write of the
     measured run (category and invalidation time from the annotation), the hot share and the
     hot writes' invalidation times; also the stream's annotation and the category bounds."""
-    from dogi_ml.features.labels import category_bounds
+    from .categories import category_bounds
 
     writes = np.ascontiguousarray(writes, np.int64)
     stream = np.concatenate([np.arange(capacity, dtype=np.int64), writes]) if prefill else writes
