@@ -261,7 +261,7 @@ def _open_groups(sim):
 def test_no_group_out_of_use_keeps_an_open_segment(zipf_run):
     """The reconfigurations of the zipf run (naive MiDA off, splits) leave open segments only in
     groups still in use; turning naive MiDA off seals its groups' open segments."""
-    writes, sim, r = zipf_run
+    _, sim, r = zipf_run
     cfg = record(sim.pstate.scalars)
     assert r["midas"]["retire"] == "changed" and r["midas"]["retired_segments"] >= M.NAIVE_N - 1
     assert max(_open_groups(sim)) <= cfg.last_group

@@ -33,11 +33,12 @@ engine's state; the open segment of a group whose role changes (merged into anot
 turned off, the last group moved by a split) is sealed half-written by the engine's
 ``retire_group`` and joins the group its data now belongs to, where GC collects it like any
 sealed segment (MiDAS copies a merged group's valid blocks into the merged group's open segment
-without counting the copies, and seals naive MiDA's open segments into the naive start; ``retire``
-selects this, only groups that receive no more writes, or none as before); the search runs between chunks, at most a quarter
-capacity of writes after the epoch ends (MiDAS runs it in a thread while writes continue); GC
-that cannot keep up merges from before the group receiving the copies (MiDAS's choice depends on
-which groups have been collected since the last configuration); the epoch doubles at most 3 times.
+without counting the copies, and seals naive MiDA's open segments into the naive start;
+``retire`` selects this, only groups that receive no more writes, or none as before); the
+search runs between chunks, at most a quarter capacity of writes after the epoch ends (MiDAS runs
+it in a thread while writes continue); GC that cannot keep up merges from before the group
+receiving the copies (MiDAS's choice depends on which groups have been collected since the last
+configuration); the epoch doubles at most 3 times.
 """
 from __future__ import annotations
 
