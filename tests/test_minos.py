@@ -249,6 +249,8 @@ def test_first_writes_go_to_the_last_user_stream_with_aggregation():
     sim.feed(np.arange(64, dtype=np.int64))
     p = sim.pstate
     assert p.tot_w[11] == 64 and p.tot_w.sum() == 64
+    r = sim.result()  # no update seen yet: the quantiles are unknown, not NaN
+    assert r["minos_user_quantiles"] == [None] * 10 and r["minos_gc_quantiles"] == [None] * 3
     assert p.meta.shape == (sim.n_segments * SEG // 8, 3)  # physical entries
     assert make_policy("minos", agg_space="logical").label() == "minos[lba]"
 

@@ -454,8 +454,9 @@ class Minos(PlacementPolicy):
         return {
             "minos_mapping": state.vs_map.tolist(),
             "minos_reclusters": int(state.reclusters[0]),
-            "minos_user_quantiles": [float(x) for x in p2_quantiles(state.uq, state.ucount)],
-            "minos_gc_quantiles": [float(x) for x in p2_quantiles(state.gq, state.gcount)],
+            # None until the estimator has seen as many lifetimes as it has markers (JSON has no NaN)
+            "minos_user_quantiles": [None if np.isnan(x) else float(x) for x in p2_quantiles(state.uq, state.ucount)],
+            "minos_gc_quantiles": [None if np.isnan(x) else float(x) for x in p2_quantiles(state.gq, state.gcount)],
             "minos_vs_writes": state.tot_w.tolist(),
             "minos_metadata_mib_per_tib": metadata_mib_per_tib(self.agg, n_virtual=self.n_user + self.n_gc)["metadata_mib"],
         }
