@@ -193,6 +193,29 @@ def test_physical_and_logical_entries_agree_without_aggregation():
     assert out[0] == out[1]
 
 
+def test_mapping_log_keeps_the_latest_clusterings():
+    writes = zipf_writes(CAP, 3 * CAP, seed=5)
+    pol = make_policy("minos", mapping_log=4)
+    sim = Simulator(pol, SimConfig(segment_blocks=SEG, victim="cost_benefit_sepbit"), CAP)
+    sim.compile()
+    sim.prefill()
+    sim.feed(writes)
+    r = sim.result()
+    log = r["minos_mapping_log"]
+    done = r["minos_reclusters"]
+    assert len(log) == 4 and [e["slot"] for e in log] == [8 * i - 1 for i in range(done - 3, done + 1)]
+    assert log[-1]["mapping"] == r["minos_mapping"]
+    assert "minos_mapping_log" not in _plain_result()
+
+
+def _plain_result():
+    pol = make_policy("minos")
+    sim = Simulator(pol, SimConfig(segment_blocks=SEG, prefill=False), CAP)
+    sim.compile()
+    sim.feed(np.arange(100, dtype=np.int64))
+    return sim.result()
+
+
 def test_ring_forgets_old_slots():
     writes = zipf_writes(CAP, 6 * CAP, seed=3)
     pol = make_policy("minos", agg=1, ring_len=16)
@@ -295,6 +318,7 @@ def test_bench_clustering_reports_microseconds():
     ({"distance": "avg", "search": "full"}, "AvgDist"),
     ({"window": 3}, "unknown parameter"),
     ({"agg_space": "lbas"}, "agg_space must be physical"),
+    ({"mapping_log": -1}, "mapping_log must be an integer >= 0"),
 ])
 def test_bad_parameters(params, message):
     with pytest.raises(ValueError, match=message):

@@ -120,6 +120,10 @@ class MinosState(NamedTuple):
     sc_f: np.ndarray          # float64[N]
     sc_g: np.ndarray          # float64[N]
     sc_mat: np.ndarray        # float32[N, N]
+    # the last ``mapping_log`` clusterings (Fig. 19): slot and mapping, a ring
+    log_slot: np.ndarray      # int64[H]
+    log_map: np.ndarray       # int64[H, N]
+    log_on: np.ndarray        # int64[1] 1: record (H = mapping_log), 0: off (H = 1, unused)
 
 
 # -- the per-write path ------------------------------------------------------------------------
@@ -139,6 +143,11 @@ def recluster(p):
         else:
             cluster_adjacent(p.id_w, p.id_i, n, k, p.weights, p.vs_map, p.sc_a, p.sc_b, p.sc_c,
                              p.sc_d)
+    if p.log_on[0] == 1:
+        row = p.reclusters[0] % p.log_slot.shape[0]
+        p.log_slot[row] = p.slot[0]
+        for v in range(n):
+            p.log_map[row, v] = p.vs_map[v]
     p.reclusters[0] += 1
 
 
@@ -358,7 +367,7 @@ class Minos(PlacementPolicy):
 
     DEFAULTS = {"n_user": 12, "n_gc": 4, "ring_len": None, "recluster_every": 8, "agg": 8, "agg_space": "physical",
                 "correlative": True, "search": "adjacent", "distance": "op",
-                "victim": "cost_benefit_sepbit"}
+                "victim": "cost_benefit_sepbit", "mapping_log": 0}
 
     def accepted_params(self) -> tuple[str, ...]:
         return tuple(self.DEFAULTS)
@@ -398,6 +407,8 @@ class Minos(PlacementPolicy):
                              "use search=adjacent with it")
         self.search = cfg["search"]
         self.distance = cfg["distance"]
+        self.mapping_log = _int_param("mapping_log", cfg["mapping_log"], 0,
+                                      "the number of latest clusterings to keep, 0 = none")
         self.victim = cfg["victim"]
 
     def bind(self, ctx: SimContext) -> MinosState:
@@ -434,6 +445,9 @@ class Minos(PlacementPolicy):
             sc_c=np.zeros(n, np.int64), sc_d=np.zeros(n, np.float32),
             sc_f=np.zeros(n, np.float64), sc_g=np.zeros(n, np.float64),
             sc_mat=np.zeros((n, n), np.float32),
+            log_slot=np.full(max(self.mapping_log, 1), -1, np.int64),
+            log_map=np.full((max(self.mapping_log, 1), n), -1, np.int64),
+            log_on=one(int(self.mapping_log > 0)),
         )
 
     def label(self) -> str:
@@ -451,7 +465,14 @@ class Minos(PlacementPolicy):
         return self.name + (f"[{','.join(switches)}]" if switches else "")
 
     def summary(self, state: MinosState) -> dict:
-        return {
+        out = {}
+        if self.mapping_log:
+            done = int(state.reclusters[0])
+            h = state.log_slot.shape[0]
+            rows = [i % h for i in range(max(0, done - h), done)]
+            out["minos_mapping_log"] = [{"slot": int(state.log_slot[r]), "mapping": state.log_map[r].tolist()}
+                                        for r in rows]
+        return out | {
             "minos_mapping": state.vs_map.tolist(),
             "minos_reclusters": int(state.reclusters[0]),
             # None until the estimator has seen as many lifetimes as it has markers (JSON has no NaN)
