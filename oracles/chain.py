@@ -17,6 +17,8 @@ the fewest valid anywhere.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
 
@@ -39,19 +41,29 @@ def _by_time(expiry, remaining):
     return expiry.shape[0]
 
 
+class ChainState(NamedTuple):
+    """The chain oracle's kernel state."""
+
+    assign: np.ndarray        # int8 group of every write of the stream (prefill included)
+    inv: np.ndarray           # invalidation time of every write of the stream
+    death: np.ndarray         # per LBA: the logical time its current version dies
+    expiry: np.ndarray        # G_hot's and G1..G(N-1)'s BIR upper bounds
+    opts: np.ndarray          # [last-group victim rule, GC survivor rule]
+    reclaim_ages: np.ndarray  # per group: reclaimed segments, summed ages (since first write)
+
+
 @nb.njit(cache=True)
 def _chain_user(s, p, lba, now):
-    assign, inv, death, expiry, opts, _ages = p
-    if opts[1] == 1:
-        t = inv[now]
-        death[lba] = now + t if t < NEVER else NEVER
-    return assign[now]
+    if p.opts[1] == 1:
+        t = p.inv[now]
+        p.death[lba] = now + t if t < NEVER else NEVER
+    return p.assign[now]
 
 
 @nb.njit(cache=True)
 def _chain_reclaim(s, p, victim, now):
     """Diagnostics: per group, reclaimed segments and the sum of their ages (since first write)."""
-    ages = p[5]
+    ages = p.reclaim_ages
     g = s.seg_group[victim]
     ages[g, 0] += 1
     ages[g, 1] += now - s.seg_open_time[victim]
@@ -59,18 +71,17 @@ def _chain_reclaim(s, p, victim, now):
 
 @nb.njit(cache=True)
 def _chain_gc(s, p, lba, victim, now):
-    assign, inv, death, expiry, opts, _ages = p
     last = s.prm[P_NGROUPS] - 1
-    if opts[1] == 1:
-        d = death[lba]
-        return _by_time(expiry, d - now if d < NEVER else NEVER)
+    if p.opts[1] == 1:
+        d = p.death[lba]
+        return _by_time(p.expiry, d - now if d < NEVER else NEVER)
     g = s.seg_group[victim]
     return g + 1 if g < last else last
 
 
 @nb.njit(cache=True)
 def _chain_victim(s, p, now):
-    expiry, opts = p[3], p[4]
+    expiry, opts = p.expiry, p.opts
     last = s.prm[P_NGROUPS] - 1
     nseg = s.prm[P_NSEG]
     seg_blocks = s.prm[P_SEG_BLOCKS]
@@ -150,7 +161,7 @@ class ChainOracle(PlacementPolicy):
     def label(self) -> str:
         return f"chain_oracle[{self.gc},{self.final}]"
 
-    def bind(self, ctx: SimContext) -> tuple:
+    def bind(self, ctx: SimContext) -> ChainState:
         inv, _ = annotate(ctx.stream)
         assign = self.assign
         if assign is None:
@@ -164,10 +175,11 @@ class ChainOracle(PlacementPolicy):
         death = np.full(ctx.capacity, NEVER, np.int64)
         expiry = np.array([self.mu] + self.bounds, np.int64)
         opts = np.array([FINAL[self.final], GC_RULES[self.gc]], np.int64)
-        return (assign, inv, death, expiry, opts, np.zeros((self.n_groups, 2), np.int64))
+        return ChainState(assign=assign, inv=inv, death=death, expiry=expiry, opts=opts,
+                          reclaim_ages=np.zeros((self.n_groups, 2), np.int64))
 
     def summary(self, state) -> dict:
-        ages = state[5]
+        ages = state.reclaim_ages
         return {"mean_reclaim_age": [float(a[1] / a[0]) if a[0] else None for a in ages]}
 
 

@@ -7,6 +7,8 @@ blocks that are never invalidated.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
 
@@ -27,18 +29,23 @@ def _group_for(s, remaining):
     return min(g, last)
 
 
+class FutureState(NamedTuple):
+    """The future-knowledge oracles' kernel state."""
+
+    inv: np.ndarray    # invalidation time of every write of the stream (prefill included)
+    death: np.ndarray  # per LBA: the logical time its current version dies
+
+
 @nb.njit(cache=True)
 def fk_place_user(s, p, lba, now):
-    inv, death = p
-    t = inv[now]
-    death[lba] = now + t
+    t = p.inv[now]
+    p.death[lba] = now + t
     return _group_for(s, t)
 
 
 @nb.njit(cache=True)
 def fk_place_gc(s, p, lba, victim, now):
-    inv, death = p
-    return _group_for(s, death[lba] - now)
+    return _group_for(s, p.death[lba] - now)
 
 
 class FutureKnowledge(PlacementPolicy):
@@ -50,7 +57,6 @@ class FutureKnowledge(PlacementPolicy):
     place_gc = fk_place_gc
     on_reclaim = no_reclaim_hook
 
-    def bind(self, ctx: SimContext) -> tuple:
+    def bind(self, ctx: SimContext) -> FutureState:
         inv, _prev = annotate(ctx.stream)
-        death = np.full(ctx.capacity, NEVER, np.int64)
-        return (inv, death)
+        return FutureState(inv=inv, death=np.full(ctx.capacity, NEVER, np.int64))

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import time
 
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
 
@@ -28,6 +30,17 @@ from dogi_ml.sim.state import P_NGROUPS, P_NSEG, SEG_FREE, SEG_SEALED
 from dogi_ml.sim.victims import register_victim
 
 from .annotate import NEVER, annotate
+
+
+class NodapState(NamedTuple):
+    """NoDaP's kernel state."""
+
+    inv: np.ndarray        # invalidation time of every write of the stream (prefill included)
+    death: np.ndarray      # per LBA: the logical time its current version dies (NEVER if never)
+    bounds: np.ndarray     # BIR upper bounds of G1..G(N-1)
+    sizes: np.ndarray      # fixed sizes of G1..G(N-1) in segments (0 = no cap)
+    held: np.ndarray       # per group: segments held, counted at each victim choice (scratch)
+    occupancy: np.ndarray  # summed segments per group, then victim choices counted, first counted time
 
 
 @nb.njit(cache=True)
@@ -40,22 +53,22 @@ def _group_of(bounds, remaining):
 
 @nb.njit(cache=True)
 def nodap_user(s, p, lba, now):
-    inv, death, bounds = p[0], p[1], p[2]
-    t = inv[now]
+    t = p.inv[now]
+    death, bounds = p.death, p.bounds
     death[lba] = now + t if t < NEVER else NEVER
     return _group_of(bounds, t)
 
 
 @nb.njit(cache=True)
 def nodap_gc(s, p, lba, victim, now):
-    death, bounds = p[1], p[2]
-    d = death[lba]
+    d = p.death[lba]
+    bounds = p.bounds
     return _group_of(bounds, d - now if d < NEVER else NEVER)
 
 
 @nb.njit(cache=True)
 def nodap_victim(s, p, now):
-    bounds, sizes, held, occupancy = p[2], p[3], p[4], p[5]
+    bounds, sizes, held, occupancy = p.bounds, p.sizes, p.held, p.occupancy
     last = s.prm[P_NGROUPS] - 1
     nseg = s.prm[P_NSEG]
     held[:] = 0
@@ -156,7 +169,7 @@ class NoDaP(PlacementPolicy):
                                  f"one shared free pool, got {sizes!r}")
             self.sizes = [int(x) for x in sizes]
 
-    def bind(self, ctx: SimContext) -> tuple:
+    def bind(self, ctx: SimContext) -> NodapState:
         if self.unresolved:
             raise ValueError("policy nodap: bounds=search must be resolved before the run (the simulate "
                              "command does it with oracles.nodap.search); give explicit bounds otherwise")
@@ -169,11 +182,11 @@ class NoDaP(PlacementPolicy):
         # occupancy: summed segments per group, number of GC calls summed, first counted time
         occupancy = np.zeros(n + 2, np.int64)
         occupancy[n + 1] = ctx.prefill_blocks
-        return (inv, np.full(ctx.capacity, NEVER, np.int64), self.bounds.copy(), sizes,
-                np.zeros(n, np.int64), occupancy)
+        return NodapState(inv=inv, death=np.full(ctx.capacity, NEVER, np.int64), bounds=self.bounds.copy(),
+                          sizes=sizes, held=np.zeros(n, np.int64), occupancy=occupancy)
 
     def summary(self, state) -> dict:
-        occupancy = state[5]
+        occupancy = state.occupancy
         n = self.n_groups
         calls = int(occupancy[n])
         mean = [round(float(x) / calls, 2) for x in occupancy[:n]] if calls else None

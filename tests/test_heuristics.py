@@ -54,7 +54,7 @@ def test_dac_promotes_on_user_writes_and_demotes_on_gc():
     sim = Simulator(pol, SimConfig(segment_blocks=SEG, prefill=False), CAP)
     sim.compile()
     sim.feed(np.array([5, 5, 5, 5, 5, 7], np.int64))
-    region = sim.pstate[0]
+    region = sim.pstate.region
     # a new LBA starts at level 0 (the authors' DAC.java); each rewrite promotes, capped at the hottest
     assert region[5] == 3 and region[7] == 0 and region[6] == 0
     sim_p = Simulator(make_policy("dac", 4, variant="paper"), SimConfig(segment_blocks=SEG, prefill=False), CAP)
@@ -63,7 +63,7 @@ def test_dac_promotes_on_user_writes_and_demotes_on_gc():
     assert sim_p.pstate.region[5] == 3 and sim_p.pstate.region[7] == 1  # SepBIT's text: every write promotes
     sim2, _ = run("dac", zipf_writes(CAP, 4 * CAP, seed=4))
     seg = sim2.state.l2p // SEG
-    np.testing.assert_array_equal(sim2.state.seg_group[seg], sim2.pstate[0])
+    np.testing.assert_array_equal(sim2.state.seg_group[seg], sim2.pstate.region)
 
 
 def test_warcip_clusters_by_rewrite_interval():

@@ -41,15 +41,14 @@ def _level(s, remaining):
 
 @nb.njit(cache=True)
 def fk_code_user(s, p, lba, now):
-    inv, death = p[0], p[1]     # the oracle's state: invalidation times, per-LBA death times
-    t = inv[now]
-    death[lba] = now + t
+    t = p.inv[now]
+    p.death[lba] = now + t
     return _level(s, t)
 
 
 @nb.njit(cache=True)
 def fk_code_gc(s, p, lba, victim, now):
-    return _level(s, p[1][lba] - now + 1)
+    return _level(s, p.death[lba] - now + 1)
 
 
 @register
