@@ -152,6 +152,31 @@ def bench_export(ecfg) -> dict:
     return res
 
 
+def bench_minos(mcfg, rows: list[dict]) -> dict:
+    """MINOS's clustering step in microseconds per call (its Table 4) and its per-write cost
+    against SepBIT's from the simulator rows (the same victim selector)."""
+    from dogi_ml.policies.minos import bench_clustering
+    res = bench_clustering(segments=tuple(int(x) for x in mcfg.segments), n=int(mcfg.n_virtual))
+    table = Table(title=f"MINOS clustering, {res['n']} virtual -> {res['k']} physical streams (us per call)")
+    for col in ("segments", "us"):
+        table.add_column(col, justify="right")
+    for segs, us in res["us"].items():
+        table.add_row(f"{segs:,}", f"{us:.1f}")
+    console.print(table)
+    us_max = res["us"].get(8192)
+    if us_max is not None:
+        target = float(mcfg.target_us_at_8192)
+        console.print(f"MINOS clustering at 8192 segments: {us_max:.1f} us ({us_max / target:.2f}x the "
+                      f"{target:.0f} us target; the paper: 117.9 us with SIMD)")
+    aps = {(r["policy"], r["victim"]): r["appends_per_second"] for r in rows}
+    ratios = {v: aps[("sepbit", v)] / aps[("minos", v)] for (p, v) in aps
+              if p == "minos" and ("sepbit", v) in aps and aps[("minos", v)] > 0}
+    for v, ratio in ratios.items():
+        console.print(f"MINOS per append costs {ratio:.2f}x SepBIT's ({v} victims; target <= "
+                      f"{float(mcfg.target_slowdown_vs_sepbit):.1f}x)")
+    return {**res, "slowdown_vs_sepbit": ratios}
+
+
 def run_bench(cfg, out_dir: Path) -> dict:
     pin = _pin_one_core()
     console.print(f"bench: Zipf({cfg.theta}) over {cfg.capacity_blocks:,} blocks, "
@@ -182,6 +207,9 @@ def run_bench(cfg, out_dir: Path) -> dict:
     target_mlp = float(cfg.targets.mlp_training_seconds)
     console.print(f"MLP training: {mlp['samples']:,} samples x {mlp['epochs']} epochs in {mlp['elapsed_s']:.1f} s "
                   f"(target <= {target_mlp:.0f} s; {mlp['parameters']:,} parameters)")
+    minos_res = None
+    if cfg.get("minos") is not None and cfg.minos.enabled:
+        minos_res = bench_minos(cfg.minos, rows)
     export_res = None
     if cfg.get("export") is not None and cfg.export.enabled:
         export_res = bench_export(cfg.export)
@@ -190,6 +218,8 @@ def run_bench(cfg, out_dir: Path) -> dict:
               "cpu": pin, "simulator": rows, "annotation": ann, "features": feats, "mlp_training": mlp,
               "targets": {"appends_per_second": target_aps, "annotation_blocks_per_second": target_ann,
                           "feature_blocks_per_second": target_feat, "mlp_training_seconds": target_mlp}}
+    if minos_res is not None:
+        result["minos"] = minos_res
     if export_res is not None:
         result["export"] = export_res
         result["targets"]["export_c_ns_per_block"] = float(cfg.export.target_ns_per_block)
