@@ -14,6 +14,8 @@ extractor produced. Entry points (``P`` is the prefix, ``dogi`` by default):
   the caller's hidden state ``h[P_HIDDEN]`` (Q15, zeros for an LBA never seen) by one write
   and returns the class; ``P_gru_step_batch`` does it for ``n`` blocks, each with its own
   state; ``P_gru_predict_sequence`` runs a whole history from a zero state.
+* Q-table (:class:`dogi_ml.rl.export.IntQTable`, GC relocation): ``int32_t P_relocate(...)``,
+  ``P_encode_state`` and ``P_best_action`` (:mod:`dogi_ml.export.qtable`).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from .c_common import COMPILE_FLAGS  # noqa: F401  (cbuild compiles with them)
 from .c_mlp import emit_mlp
 from .gru import emit_gru
 from .integer import ExportError
+from .qtable import emit_qtable
 from .trees import emit_trees
 
 
@@ -35,4 +38,6 @@ def emit_header(q, prefix: str = "dogi", source: str | None = None) -> str:
         return emit_gru(q, prefix, source)
     if kind == "trees":
         return emit_trees(q, prefix, source)
+    if kind == "qtable":
+        return emit_qtable(q, prefix, source)
     raise ExportError(f"no C header for {type(q).__name__}")
