@@ -14,10 +14,15 @@ integer-only ``static inline`` functions, ``<stdint.h>`` only, no libc, no float
 from __future__ import annotations
 
 import numpy as np
-
 from dogi_ml.rl.export import IntQTable
 from dogi_ml.rl.qlearning import (
-    N_ACTIONS, N_LIFETIME_BINS, N_PREDICTIONS, N_PREVIOUS, N_SEGMENT_TYPES, N_STATES, N_VALID_BINS,
+    N_ACTIONS,
+    N_LIFETIME_BINS,
+    N_PREDICTIONS,
+    N_PREVIOUS,
+    N_SEGMENT_TYPES,
+    N_STATES,
+    N_VALID_BINS,
 )
 
 from .c_common import c_array, epilogue, prologue
