@@ -405,3 +405,20 @@ def test_c_header_compiles_freestanding_and_matches_python(tmp_path, trained):
                    out.ctypes.data_as(ctypes.c_void_p))
     expect = [encode_state(*map(int, row)) for row in x]
     assert np.array_equal(out, expect) and (out == -1).any() and (out >= 0).sum() > 100
+
+
+def test_update_with_discount_bootstraps_on_the_successor():
+    """n aggregated decisions = n single updates toward r + gamma max Q(successor)."""
+    s = encode_state(5000, 30, 64, 1, PRED_SHORT, PREV_NEVER)
+    nxt = ql.successor_state(s, 2)
+    agents = [new_qtable(64, alpha=0.25, gamma=0.5, epsilon=0.0) for _ in range(2)]
+    for qt in agents:
+        qt.q[nxt] = [0.1, 0.7, 0.2, 0.3, 0.4]
+        qt.q[s, 2] = 0.05
+    ql.update(agents[0], s, 2, 0.6, 3)
+    for _ in range(3):
+        ql.update(agents[1], s, 2, 0.6, 1)
+    target = 0.6 + 0.5 * 0.7
+    assert agents[0].q[s, 2] == pytest.approx(target + 0.75 ** 3 * (0.05 - target), rel=1e-14)
+    assert agents[0].q[s, 2] == pytest.approx(agents[1].q[s, 2], rel=1e-14)
+    assert agents[0].visits[s, 2] == 3 and agents[0].reward_sum[s, 2] == pytest.approx(1.8)
