@@ -6,9 +6,17 @@ from __future__ import annotations
 import json
 import os
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 PARENT_FILE = "mlflow_parent_run.json"
+# set by the Python API (dogi_ml.api): the overrides of the call, and the parent run of compare()
+_API_OVERRIDES: ContextVar[list | None] = ContextVar("dogi_ml_api_overrides", default=None)
+_API_PARENT: ContextVar[str | None] = ContextVar("dogi_ml_api_parent", default=None)
+# overrides that change no result (or are in the run name already) stay out of the name
+_NOT_IN_NAME = ("workload", "policy", "model", "progress", "plot", "mlflow", "output", "title", "cache_dir",
+                "sim.output", "export.out", "hydra", "latency_budget_s")
+_SHORT = ("workload.params.", "policy.params.", "model.params.", "workload.", "sim.", "data.")
 # read once: mlflow.set_tracking_uri() itself exports MLFLOW_TRACKING_URI
 _USER_URI = os.environ.get("MLFLOW_TRACKING_URI")
 
@@ -50,16 +58,97 @@ def flatten(d, prefix: str = "") -> dict:
     return out
 
 
+def _hydra_overrides() -> list:
+    """The command line's overrides of the current Hydra job; [] outside Hydra."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+        return list(HydraConfig.get().overrides.task)
+    except (ImportError, ValueError):
+        return []
+
+
+def run_overrides() -> list:
+    """The overrides of the current run: the API call's, else the Hydra command line's."""
+    api = _API_OVERRIDES.get()
+    return list(api) if api is not None else _hydra_overrides()
+
+
+def key_overrides(overrides: list) -> list:
+    """The overrides worth a place in a run's name, with short keys (``sim.victim=fifo`` ->
+    ``victim=fifo``): those that change the result and are not the scheme, workload or model."""
+    out = []
+    for o in overrides:
+        key, sep, value = str(o).lstrip("+~").partition("=")
+        if not sep or key in _NOT_IN_NAME or key.split(".")[0] in ("hydra",) or key in ("sim.output",):
+            continue
+        for prefix in _SHORT:
+            if key.startswith(prefix):
+                key = key[len(prefix):]
+                break
+        out.append(f"{key}={value}")
+    return out
+
+
+def readable_name(base: str, overrides: list, limit: int = 120) -> str:
+    """``base`` plus its key overrides in brackets, cut at ``limit`` characters."""
+    keys = key_overrides(overrides)
+    name = f"{base} [{', '.join(keys)}]" if keys else base
+    return name if len(name) <= limit else name[:limit - 1] + "…"
+
+
+@contextmanager
+def override_labels(overrides: list):
+    """Name and tag the runs started inside by these overrides (the Python API's calls)."""
+    token = _API_OVERRIDES.set(list(overrides))
+    try:
+        yield
+    finally:
+        _API_OVERRIDES.reset(token)
+
+
+@contextmanager
+def parent_run(experiment: str, run_name: str, tags: dict | None = None):
+    """A parent run for the runs started inside (the API's ``compare``), as a ``-m`` sweep has;
+    it ends FAILED if a child failed or an exception escapes."""
+    mlflow = _mlflow()
+    client = mlflow.MlflowClient()
+    run = client.create_run(experiment_id(experiment), run_name=run_name,
+                            tags={"kind": "sweep", "dogi_ml.source": "api", **(tags or {})})
+    token = _API_PARENT.set(run.info.run_id)
+    status = "FINISHED"
+    try:
+        yield run
+    except BaseException:
+        status = "FAILED"
+        raise
+    finally:
+        _API_PARENT.reset(token)
+        children = client.search_runs([experiment_id(experiment)],
+                                      filter_string=f"tags.mlflow.parentRunId = '{run.info.run_id}'")
+        failed = sum(r.info.status == "FAILED" for r in children)
+        client.log_metric(run.info.run_id, "jobs", len(children))
+        client.log_metric(run.info.run_id, "failed_jobs", failed)
+        client.set_terminated(run.info.run_id, status="FAILED" if failed else status)
+
+
 @contextmanager
 def mlflow_run(experiment: str, run_name: str, sweep_dir: Path | None = None, tags: dict | None = None):
-    """Start a run (a child of the sweep's parent run when ``sweep_dir`` holds one). An
+    """Start a run (a child of the sweep's parent run when ``sweep_dir`` holds one, or of the
+    API's :func:`parent_run`). Its name gets the key overrides (``sepbit on zipf [victim=fifo]``);
+    its tags the full overrides and where it came from (``dogi_ml.source``: cli or api). An
     exception inside marks the run FAILED and propagates."""
     mlflow = _mlflow()
     exp_id = experiment_id(experiment)
     tags = dict(tags or {})
+    overrides = run_overrides()
+    tags.setdefault("overrides", " ".join(overrides)[:5000])
+    tags.setdefault("dogi_ml.source", "api" if _API_OVERRIDES.get() is not None else "cli")
     if sweep_dir is not None and (Path(sweep_dir) / PARENT_FILE).exists():
         tags["mlflow.parentRunId"] = json.loads((Path(sweep_dir) / PARENT_FILE).read_text())["run_id"]
-    run = mlflow.start_run(experiment_id=exp_id, run_name=run_name, tags=tags)
+        tags.setdefault("sweep", Path(sweep_dir).name)
+    elif _API_PARENT.get() is not None:
+        tags["mlflow.parentRunId"] = _API_PARENT.get()
+    run = mlflow.start_run(experiment_id=exp_id, run_name=readable_name(run_name, overrides), tags=tags)
     try:
         yield mlflow, run
     except BaseException:
