@@ -1,5 +1,7 @@
 """The ``oracle`` command: NoDaP's offline group search on a workload, the configuration to
-simulate with."""
+simulate with (``oracle.kind=nodap``, the default); the MINOS §3.3 oracles
+(``oracle.kind=opmin|segment|percentile|kmeans``) and their Table 1 (``+experiment=minos_table1``)
+are in :mod:`dogi_ml.pipeline.minos_table`."""
 from __future__ import annotations
 
 import json
@@ -13,7 +15,19 @@ from dogi_ml.pipeline.simulate import simulation_writes
 
 def run_oracle(cfg, out_dir: Path) -> dict:
     """Search the group bounds (``oracle.max_groups``, ``oracle.min_gain``, ``oracle.candidates``),
-    write ``nodap.json`` and print the ``simulate`` command that replays the result."""
+    write ``nodap.json`` and print the ``simulate`` command that replays the result. Other
+    ``oracle.kind`` values go to :mod:`dogi_ml.pipeline.minos_table`."""
+    kind = str(cfg.oracle.get("kind", "nodap"))
+    if kind != "nodap":
+        from dogi_ml.errors import ConfigError
+        from dogi_ml.oracles.minos_oracles import KINDS
+        from dogi_ml.pipeline import minos_table
+        if kind == "minos_table1":
+            return minos_table.run_minos_table(cfg, out_dir)
+        if kind not in KINDS:
+            raise ConfigError(f"unknown oracle.kind {kind!r}",
+                              f"use one of: nodap, {', '.join(KINDS)}, minos_table1 (+experiment=minos_table1)")
+        return minos_table.run_minos_oracle(cfg, out_dir)
     from omegaconf import OmegaConf
 
     from dogi_ml.oracles.nodap import search
