@@ -87,6 +87,7 @@ SCALARS = np.dtype([
     ("recorded", np.int64),         # record_decision calls that entered an epoch
     ("unrecorded", np.int64),       # before the first on_gc, or while frozen (never credited)
     ("overflow", np.int64),         # dropped: more distinct (state, action) in one epoch than epoch_capacity
+    ("rejected", np.int64),         # dropped: state or action out of range (e.g. encode_state's -1)
     ("credited", np.int64),         # decisions whose reward has been applied
 ])
 
@@ -220,8 +221,12 @@ def record_decision(qt, state, action):
     """Count one decision ``(state, action)`` in the current GC epoch (its reward comes
     ``horizon`` GC operations later). Returns False if it was dropped: the epoch already holds
     ``epoch_capacity`` distinct pairs (counted in ``overflow``). Decisions before the first
-    :func:`on_gc`, or while the table is frozen, are counted in ``unrecorded`` only."""
+    :func:`on_gc`, or while the table is frozen, are counted in ``unrecorded`` only; a state
+    or action out of range is dropped (False) and counted in ``rejected``."""
     st = qt.scalars[0]
+    if state < 0 or state >= N_STATES or action < 0 or action >= N_ACTIONS:
+        st.rejected += 1
+        return False
     if st.gc_ops == 0 or st.learn == 0:
         st.unrecorded += 1
         return True
@@ -366,6 +371,6 @@ def new_qtable(segment_blocks: int, *, horizon: int = DEFAULT_HORIZON, alpha: fl
 def counters(qt: QTable) -> dict:
     """The agent's counters as plain ints (decisions, explorations, recorded, credited, ...)."""
     st = qt.scalars[0]
-    names = ("gc_ops", "decisions", "explorations", "recorded", "unrecorded", "overflow", "credited")
+    names = ("gc_ops", "decisions", "explorations", "recorded", "unrecorded", "overflow", "rejected", "credited")
     return {n: int(st[n]) for n in names} | {"pending": int(qt.pend_count.sum(where=np.arange(
         qt.pend_count.shape[1])[None, :] < qt.pend_len[:, None]))}

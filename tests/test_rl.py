@@ -288,6 +288,8 @@ def test_epoch_overflow_is_counted_not_silent():
     assert record_decision(agent, 10, 0) and record_decision(agent, 11, 0) and record_decision(agent, 10, 0)
     assert not record_decision(agent, 12, 1)
     assert ql.counters(agent)["overflow"] == 1 and ql.counters(agent)["recorded"] == 3
+    assert not record_decision(agent, -1, 0) and not record_decision(agent, 10, N_ACTIONS)
+    assert ql.counters(agent)["rejected"] == 2 and choose_action(agent, -1) == -1
 
 
 # -- learning ------------------------------------------------------------------------------
