@@ -153,7 +153,7 @@ def _copy_project(dest: Path) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc", "*.pyc", "run-*")
     pkg = dest / "dogi_ml"
     shutil.copytree(REPO / "dogi_ml", pkg, ignore=ignore)
-    for sub in ("features", "models", "export", "markov", "oracles", "conf"):
+    for sub in ("features", "models", "export", "markov", "oracles", "rl", "conf"):
         shutil.copytree(REPO / sub, pkg / sub, ignore=ignore)
     return pkg
 

@@ -80,7 +80,7 @@ def test_import_contracts_hold(tmp_path):
 def test_checked_copy_is_the_installed_layout(tmp_path):
     """The mapped folders are inside the built package, and it is that copy Python imports."""
     site = build_installed_copy(tmp_path)
-    for sub in ("features", "models", "export", "markov", "oracles", "conf"):
+    for sub in ("features", "models", "export", "markov", "oracles", "rl", "conf"):
         assert (site / "dogi_ml" / sub / "__init__.py").exists(), sub
     proc = subprocess.run([sys.executable, "-c", "import dogi_ml.models, sys; print(dogi_ml.models.__file__)"],
                           cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(site)})

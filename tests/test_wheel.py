@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from helpers import REPO
-CARD_FOLDERS = ("features", "models", "export", "markov", "oracles")
+CARD_FOLDERS = ("features", "models", "export", "markov", "oracles", "rl")
 
 pytestmark = pytest.mark.slow
 
