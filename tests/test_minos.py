@@ -37,6 +37,49 @@ def test_p2_quantiles_match_numpy(dist, cells):
     assert cell.min() == 0 and cell.max() == cells - 1
 
 
+def _p2_reference(xs, cells):
+    """Jain & Chlamtac's P² as written in the paper (search for the cell, then increment the
+    positions above it), in plain Python: the kernel's branch-free form must match it exactly."""
+    m = cells + 1
+    q, n = sorted(xs[:m]), [float(i) for i in range(1, m + 1)]
+    for c, x in enumerate(xs[m:], start=m + 1):
+        if x < q[0]:
+            q[0], k = x, 0
+        elif x >= q[-1]:
+            q[-1], k = x, m - 2
+        else:
+            k = 0
+            while x >= q[k + 1]:
+                k += 1
+        for i in range(k + 1, m):
+            n[i] += 1.0
+        for i in range(1, m - 1):
+            d = 1.0 + (c - 1.0) / cells * i - n[i]
+            if (d >= 1.0 and n[i + 1] - n[i] > 1.0) or (d <= -1.0 and n[i - 1] - n[i] < -1.0):
+                s = 1.0 if d > 0 else -1.0
+                qp = q[i] + s / (n[i + 1] - n[i - 1]) * (
+                    (n[i] - n[i - 1] + s) * (q[i + 1] - q[i]) / (n[i + 1] - n[i])
+                    + (n[i + 1] - n[i] - s) * (q[i] - q[i - 1]) / (n[i] - n[i - 1]))
+                if q[i - 1] < qp < q[i + 1]:
+                    q[i] = qp
+                else:
+                    j = i + 1 if s > 0 else i - 1
+                    q[i] = q[i] + s * (q[j] - q[i]) / (n[j] - n[i])
+                n[i] += s
+    return q, n
+
+
+@pytest.mark.parametrize("cells", [4, 11])
+def test_p2_matches_the_textbook_update_exactly(cells):
+    # integers make ties (x equal to a marker) frequent: the cell search's >= must be kept
+    xs = [float(v) for v in np.random.default_rng(2).geometric(0.01, 6000)]
+    q, n, count = mc.p2_new(cells)
+    for v in xs:
+        mc.p2_update(q, n, count, v)
+    rq, rn = _p2_reference(xs, cells)
+    assert q.tolist() == rq and n.tolist() == rn
+
+
 def test_p2_warm_up_and_bad_cells():
     q, n, count = mc.p2_new(4)
     assert mc.p2_query(q, count, 3.0) == 0  # nothing seen yet
@@ -134,6 +177,23 @@ def test_registered_and_defaults():
     assert pol.n_groups == 6 and pol.n_user == 12 and pol.n_gc == 4 and pol.agg == 8
     assert pol.victim == "cost_benefit_sepbit" and pol.label() == "minos"
     assert make_policy("minos", agg=1, correlative=False).label() == "minos[agg1,noCP]"
+    assert pol.p2_every == 8 and make_policy("minos", p2_every=1).label() == "minos[p2every1]"
+
+
+def test_p2_learns_from_every_kth_lifetime():
+    # agg = 1: every user write after the prefill overwrites a block, so the lifetimes offered to
+    # the user P² number the same whatever the placement; the first m + 1 all update the markers
+    writes = zipf_writes(CAP, 3 * CAP, seed=4)
+    counts = {}
+    for k in (1, 5):
+        sim = Simulator(make_policy("minos", agg=1, p2_every=k),
+                        SimConfig(segment_blocks=SEG, victim="cost_benefit_sepbit"), CAP)
+        sim.prefill()
+        sim.feed(writes)
+        counts[k] = int(sim.pstate.ucount[0])
+    m = sim.pstate.uq.shape[0]
+    assert counts[1] == writes.size
+    assert counts[5] == m + 1 + (writes.size - m - 1) // 5
 
 
 def test_id_vector_conservation_and_period():
@@ -278,7 +338,8 @@ def test_first_writes_go_to_the_last_user_stream_with_aggregation():
     assert make_policy("minos", agg_space="logical").label() == "minos[lba]"
 
 
-@pytest.mark.parametrize("params", [{}, {"agg": 32, "search": "full"}, {"distance": "avg", "correlative": False}])
+@pytest.mark.parametrize("params", [{}, {"agg": 32, "search": "full"}, {"distance": "avg", "correlative": False},
+                                    {"p2_every": 1}])
 def test_deterministic_and_consistent(params):
     writes = zipf_writes(CAP, 4 * CAP, seed=9)
     results = []
@@ -319,6 +380,7 @@ def test_bench_clustering_reports_microseconds():
     ({"window": 3}, "unknown parameter"),
     ({"agg_space": "lbas"}, "agg_space must be physical"),
     ({"mapping_log": -1}, "mapping_log must be an integer >= 0"),
+    ({"p2_every": 0}, "p2_every must be an integer >= 1"),
 ])
 def test_bad_parameters(params, message):
     with pytest.raises(ValueError, match=message):

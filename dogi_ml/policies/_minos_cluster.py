@@ -62,18 +62,15 @@ def p2_update(q, n, count, x):
         return
     c += 1
     count[0] = c
-    if x < q[0]:
-        q[0] = x
-        k = 0
-    elif x >= q[m - 1]:
-        q[m - 1] = x
-        k = m - 2
-    else:
-        k = 0
-        while x >= q[k + 1]:
-            k += 1
-    for i in range(k + 1, m):
-        n[i] += 1.0
+    # the cell k of x (q[k] <= x < q[k+1]) and the extremes, without data-dependent branches:
+    # the comparisons are unpredictable, and counting them gives the same k as a search
+    k = 0
+    for i in range(1, m - 1):
+        k += x >= q[i]
+    q[0] = min(q[0], x)
+    q[m - 1] = max(q[m - 1], x)
+    for i in range(1, m):
+        n[i] += 1.0 if i > k else 0.0
     scale = (c - 1.0) / cells
     for i in range(1, m - 1):
         d = 1.0 + scale * i - n[i]
