@@ -1,11 +1,12 @@
 # Quickstart:  make run   (venv + install + the main job)
+#              make ui    (the MLflow UI over ./mlruns.db: http://127.0.0.1:5000)
 #              make test  (venv + install + the test suite)
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run compare test test-fast bench lint clean
+.PHONY: install run compare test test-fast bench lint ui notebooks clean
 
 install: $(STAMP)
 
@@ -37,6 +38,18 @@ bench: install
 # tree has no dogi_ml/models): the wheel is built and unpacked into a temporary directory first
 lint: install
 	$(BIN)/python tests/test_layering.py
+
+# The MLflow UI over this directory's runs (./mlruns.db, artifacts in ./mlartifacts), on the
+# loopback interface only: open http://127.0.0.1:$(UI_PORT) (UI_PORT=5001 make ui for another port)
+UI_PORT ?= 5000
+ui: install
+	$(BIN)/mlflow ui --backend-store-uri sqlite:///$(CURDIR)/mlruns.db --host 127.0.0.1 --port $(UI_PORT)
+
+# Run every notebook (notebooks/*.py, paired .ipynb) at its default scale and render it to HTML
+# under docs/notebooks/ (SCALE=4 make notebooks for bigger runs)
+SCALE ?= 1
+notebooks: install
+	$(BIN)/python notebooks/execute.py --scale $(SCALE) --html docs/notebooks notebooks/[0-9]*.py
 
 clean:
 	rm -rf $(VENV) outputs multirun .cache mlruns.db mlartifacts
