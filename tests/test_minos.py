@@ -265,6 +265,9 @@ def test_mapping_log_keeps_the_latest_clusterings():
     done = r["minos_reclusters"]
     assert len(log) == 4 and [e["slot"] for e in log] == [8 * i - 1 for i in range(done - 3, done + 1)]
     assert log[-1]["mapping"] == r["minos_mapping"]
+    # the user-write clock of each clustering: increasing, within the run (prefill included)
+    times = [e["user_time"] for e in log]
+    assert times == sorted(times) and 0 < times[0] and times[-1] < CAP + writes.size
     assert "minos_mapping_log" not in _plain_result()
 
 

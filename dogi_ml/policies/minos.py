@@ -128,6 +128,8 @@ class MinosState(NamedTuple):
     sc_mat: np.ndarray        # float32[N, N]
     # the last ``mapping_log`` clusterings (Fig. 19): slot and mapping, a ring
     log_slot: np.ndarray      # int64[H]
+    log_time: np.ndarray      # int64[H] the engine's user-write clock at that clustering
+    user_now: np.ndarray      # int64[1] the engine's clock at the latest user write
     log_map: np.ndarray       # int64[H, N]
     log_on: np.ndarray        # int64[1] 1: record (H = mapping_log), 0: off (H = 1, unused)
 
@@ -152,6 +154,7 @@ def recluster(p):
     if p.log_on[0] == 1:
         row = p.reclusters[0] % p.log_slot.shape[0]
         p.log_slot[row] = p.slot[0]
+        p.log_time[row] = p.user_now[0]
         for v in range(n):
             p.log_map[row, v] = p.vs_map[v]
     p.reclusters[0] += 1
@@ -247,6 +250,7 @@ def _old_entry(s, p, lba):
 @nb.njit(cache=True, inline="always")
 def minos_user(s, p, lba, now):
     shift = p.agg_shift[0]
+    p.user_now[0] = now
     meta = p.meta
     eo = _old_entry(s, p, lba)
     nu = p.n_user[0]
@@ -466,6 +470,7 @@ class Minos(PlacementPolicy):
             sc_f=np.zeros(n, np.float64), sc_g=np.zeros(n, np.float64),
             sc_mat=np.zeros((n, n), np.float32),
             log_slot=np.full(max(self.mapping_log, 1), -1, np.int64),
+            log_time=np.full(max(self.mapping_log, 1), -1, np.int64), user_now=one(0),
             log_map=np.full((max(self.mapping_log, 1), n), -1, np.int64),
             log_on=one(int(self.mapping_log > 0)),
         )
@@ -492,7 +497,8 @@ class Minos(PlacementPolicy):
             done = int(state.reclusters[0])
             h = state.log_slot.shape[0]
             rows = [i % h for i in range(max(0, done - h), done)]
-            out["minos_mapping_log"] = [{"slot": int(state.log_slot[r]), "mapping": state.log_map[r].tolist()}
+            out["minos_mapping_log"] = [{"slot": int(state.log_slot[r]), "user_time": int(state.log_time[r]),
+                                         "mapping": state.log_map[r].tolist()}
                                         for r in rows]
         return out | {
             "minos_mapping": state.vs_map.tolist(),
