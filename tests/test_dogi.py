@@ -4,7 +4,10 @@ import numpy as np
 import pytest
 
 from dogi_ml.policies import make_policy
-from dogi_ml.policies.dogi import G_HOT, _adapt_mu
+from dogi_ml.policies.dogi import (
+    FB_COLD, FB_GC_OLD, FB_GC_YOUNG, G_FRZN, G_HOT, G_TIER1, MODE_FALLBACK, MODE_ML, _adapt_mu, kaplan_meier,
+    km_mean_residual, remaining_table, survivors_residual, use_model_against_base,
+)
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.sim.policy_api import record
 from dogi_ml.sim.state import C_GC, C_USER
@@ -12,7 +15,9 @@ from dogi_ml.traces.generators import zipf
 from dogi_ml.oracles.nodap import search
 
 CAP, SEG = 16384, 64
-SMALL = dict(retrain_every=16384, min_samples=300, max_samples=20000, model_params={"epochs": 4, "patience": 2})
+# the base design's ghost often wins on this small trace: tests of the ML path keep the model on
+SMALL = dict(retrain_every=16384, min_samples=300, max_samples=20000, model_params={"epochs": 4, "patience": 2},
+             fallback_compare="none")
 
 
 @pytest.fixture(scope="module")
@@ -64,10 +69,11 @@ def test_variants_and_fixed_group_count(trace):
     assert all(h["configuration"]["bounds"][-1] is None for h in n3["training_history"] if "configuration" in h)
     _, latest = run(trace, predictor="latest")
     assert latest["retrains"] == 0 and latest["inferred_blocks"] == 0 and latest["scheme"] == "dogi[latest]"
-    # +GC: GC-written blocks are placed by FF / ML-Reloc in G1..GN and G_frzn, not the fallback GC groups
+    # +GC: GC-written blocks are placed by FF / ML-Reloc in G1..GN, G_frzn and the tiers beyond
+    # the last BIR, not the fallback GC groups
     _, full = run(trace)
     dest = np.asarray(full["gc_destinations"])
-    assert dest[:, 1:12].sum() > dest[:, 13:].sum()
+    assert dest[:, 1:12].sum() + dest[:, G_TIER1:].sum() > dest[:, FB_GC_YOUNG:FB_GC_OLD + 1].sum()
 
 
 def test_hot_filter_window_rule(trace):
@@ -143,7 +149,7 @@ def test_int8_deployed_model_runs_in_the_simulator(trace):
     _, f = run(trace)
     agree = [h["int8_agreement"] for h in q["training_history"] if "int8_agreement" in h]
     assert agree and min(agree) >= 0.97
-    assert q["scheme"] == "dogi[int8]" and q["inferred_blocks"] == f["inferred_blocks"]
+    assert q["scheme"] == "dogi[int8]" and q["inferred_blocks"] > 0 and f["inferred_blocks"] > 0
     assert abs(q["waf"] - f["waf"]) / f["waf"] < 0.05
     with pytest.raises(ValueError, match="integer MLP"):
         make_policy("dogi", deployed="int8", model="lightgbm")
@@ -187,3 +193,79 @@ def test_model_deployed_override(tmp_path):
     assert json.loads(out.read_text())["scheme"] == "dogi[int8]"
     proc = run_cli(["simulate", "+workload=zipf", "policy=sepbit", "model.deployed=int8", *small], tmp_path, check=False)
     assert proc.returncode == 2 and "needs a learned policy" in proc.stderr
+
+
+# -- issue 12: retired groups, survival estimate, relocation floor, fallback comparison -------
+
+def test_retired_fallback_groups_hold_no_open_segment(trace):
+    """Once the model is deployed the base design's groups are out of use: their half-written
+    open segments are sealed (GC victims like any other) instead of holding spare space."""
+    sim, res = run(trace)
+    assert res["mode"] == "ml" and res["retired_segments"] > 0
+    open_seg = sim.state.open_seg
+    assert all(open_seg[g] == -1 for g in (FB_COLD, FB_GC_YOUNG, FB_GC_OLD))
+    n = res["n_intermediate_groups"]
+    assert all(open_seg[g] == -1 for g in range(n + 1, G_FRZN))     # groups a shrinking N dropped
+    kept, _ = run(trace, retire_unused=False)
+    assert (kept.state.open_seg[[FB_COLD, FB_GC_YOUNG, FB_GC_OLD]] >= 0).any()
+
+
+def test_kaplan_meier_by_hand():
+    """Six lifetimes, two censored (3 and 8): S = 5/6 at 2, 2/3 at 3, 4/9 at 5 and 8, 0 at 9;
+    int_0^9 S = 107/18, so the mean remaining lifetime at 0 is 107/18 and at 2.5 it is
+    (107/18 - 29/12) / (5/6) = 127/30; past the last observation it is unknown."""
+    t = np.array([2, 3, 3, 5, 8, 9.0])
+    event = np.array([1, 1, 0, 1, 0, 1], bool)
+    times, S = kaplan_meier(t, event)
+    assert times.tolist() == [2, 3, 5, 8, 9]
+    assert S == pytest.approx([5 / 6, 2 / 3, 4 / 9, 4 / 9, 0])
+    r = km_mean_residual(t, event, np.array([0, 2.5, 8.5, 9, 12]))
+    assert r[:3] == pytest.approx([107 / 18, 127 / 30, 0.5])
+    assert np.isnan(r[3:]).all()
+    # without censoring the estimate is the plain mean of the survivors' remaining lifetimes
+    plain = km_mean_residual(t, np.ones(6, bool), np.array([2.5]))
+    assert plain == pytest.approx([np.mean([3, 3, 5, 8, 9]) - 2.5])
+    # the authors' estimate: geometric mean of the survivors after dropping the longest 15%
+    x = np.array([1, 2, 4, 8, 16, 32, 64.0])
+    assert survivors_residual(x, np.array([4.0]), "trimmed_geomean") == pytest.approx([16 - 4])
+    assert survivors_residual(x, np.array([1.0]), "trimmed_geomean") == pytest.approx([2 ** 2.5 - 1])  # 64 dropped
+    assert survivors_residual(x, np.array([4.0]), "mean") == pytest.approx([124 / 5 - 4])
+    table = remaining_table(np.array([0, 0, 0, 0, 0, 0]), t, event, np.array([0, 2, 100]), "km")
+    assert table[0].tolist() == [6, 5, -1] and (table[1:] == -1).all()        # 107/18, 71/15, unknown
+
+
+def test_gc_survivor_never_goes_hotter_than_its_source(trace):
+    """With N fixed (group indices keep their order of BIRs), no GC write goes from G_i to
+    G_j, j < i; without the floor ML-Reloc does send some back."""
+    _, res = run(trace, intermediate_groups=4)
+    dest = np.asarray(res["gc_destinations"])
+    inter = dest[1:G_FRZN, 1:G_FRZN]                 # [source G1..G10, destination G1..G10]
+    assert inter.sum() > 0 and np.tril(inter, -1).sum() == 0
+    assert dest[G_TIER1:, 1:G_FRZN].sum() == 0       # tiers and the old frozen group never go back
+    _, free = run(trace, intermediate_groups=4, reloc_floor=False)
+    assert np.tril(np.asarray(free["gc_destinations"])[1:G_FRZN, 1:G_FRZN], -1).sum() > 0
+
+
+def test_fallback_comparison_rule():
+    assert use_model_against_base(MODE_ML, 3.0, 3.0, None, None, 0.02)
+    assert not use_model_against_base(MODE_ML, 3.1, 3.0, None, None, 0.02)
+    assert use_model_against_base(MODE_FALLBACK, None, 3.0, 2.5, 1.2, 0.02)        # 3.0 <= 3.06
+    assert not use_model_against_base(MODE_FALLBACK, None, 3.0, 2.6, 1.2, 0.02)    # 3.12 > 3.06
+    assert not use_model_against_base(MODE_FALLBACK, None, 3.0, float("inf"), None, 0.02)
+
+
+def test_fallback_comparison_switches_to_the_base_design(trace, monkeypatch):
+    """Scripted base design measuring WAF 1.0: the model's first period loses to it, so DOGI
+    falls back; the next models' calibrated modelled WAF stays above it, so DOGI stays there."""
+    pol = make_policy("dogi", **{**SMALL, "fallback_compare": "ghost"}, fallback_accuracy=0.0)   # the comparison alone
+    monkeypatch.setattr(pol, "ghost_period_waf", lambda: 1.0)
+    sim = Simulator(pol, SimConfig(segment_blocks=SEG, chunk_blocks=16384), CAP, trace=trace)
+    res = sim.run(trace.block_writes)
+    actions = [h["action"] for h in res["training_history"]]
+    first = actions.index("model deployed")
+    assert actions[first + 1] == "fallback (measured WAF above the base design's)"
+    assert set(actions[first + 2:]) == {"fallback (modelled WAF above the base design's measured)"}
+    assert res["mode"] == "fallback" and res["fallbacks"]
+    # with the real ghost the comparison runs the base design beside DOGI
+    _, ghost = run(trace, fallback_compare="ghost")
+    assert ghost["base_ghost_waf"] > 1 and all("base_ghost_waf" in h for h in ghost["training_history"])

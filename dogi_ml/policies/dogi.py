@@ -13,7 +13,13 @@ Groups (fixed indices; a group that is not in use holds no segment):
   their bit (§4.4);
 - fallback / base design (12..14): one non-hot user group and two age-based GC groups (young,
   old), used before the first model, when the model's accuracy falls below a threshold, and as
-  the ablation baseline.
+  the ablation baseline;
+- age tiers beyond the last BIR (15..17, ``final_tiers``): GC survivors of ``GN`` go to
+  ``T1``, those of ``T1``/``T2`` to ``T2``, survivors of ``G_frzn`` to ``G_frzn_old``, instead of
+  being copied back among the blocks they outlived.
+
+Groups a new configuration or mode no longer writes are retired between chunks
+(``retire_unused``): their half-written open segments are sealed, so they become victims.
 
 ML-Alloc (§4.2.2–4.2.3): the classifier predicts a category for every non-hot user write,
 batched per chunk (inference runs between chunks, on the causal features of exactly the writes
@@ -22,9 +28,15 @@ online when the LBA is overwritten; the model is retrained every ``retrain_every
 (100 GiB at 128 GiB, scaled). PLog: the new model's predictions on the latest held-out samples
 with their actual invalidation times.
 
-ML-Reloc (§4.4): per category, the mean actual invalidation time of the PLog records that
-outlived their group's BIR; a GC-written block goes to the group whose BIR covers that mean
-minus the block's age; a block relocated before (or with no estimate) moves to the next group.
+ML-Reloc (§4.4): per category, the mean remaining lifetime of a block that has lived a given
+age, tabulated over a log grid of ages from survival records: every sample in the ring, an
+overwritten one with its invalidation time, a pending one right-censored at its age, categorised
+by the new model (``reloc_estimate``: ``km`` Kaplan–Meier's restricted mean residual life;
+``trimmed_geomean`` the authors' geometric mean of the survivors without the longest 15%;
+``mean`` the paper's mean of the survivors). A first relocation reads it at the source group's
+BIR bound (``reloc_remainder=bound``, the paper's 70 - 50) or at the block's age, and goes to
+the first group from its source on (``reloc_floor``) whose BIR covers it; a block relocated
+before (or with no estimate) moves to the next group.
 
 Victims: the oldest expired segment (residence since its first write > its group's BIR upper
 bound) of ``G_hot..G(N-1)``; else cost-benefit (the authors' code; ``final_victim: greedy`` for
@@ -35,9 +47,15 @@ groups), ``user`` (+ML-Alloc into ten groups, one per category), ``grp`` (+ the 
 ``full`` (+FF and ML-Reloc: DOGI). ``predictor: latest`` replaces the model by the latest
 invalidation time's category (Fig. 11's *Latest*).
 
+Fallback comparison (``fallback_compare=ghost``): a ghost store runs the base design on the
+same writes; a model whose period measured a WAF above the ghost's (by more than
+``fallback_margin``) is switched off, and a later one is deployed again only when its modelled
+WAF, calibrated by the last ML period's measured / modelled ratio, beats the ghost's.
+
 Accuracy is measured online without future knowledge: when an LBA is overwritten, the class
 predicted for its previous version (hot or c1..c10) is compared with the class of its actual
-invalidation time (Fig. 11); a GC-written block is correct if it dies within the BIR of the
+invalidation time (Fig. 11; a c1 placement of a block that turned out hot counts as right, it died within G1's
+BIR); a GC-written block is correct if it dies within the BIR of the
 group it was relocated to, measured from the relocation (Fig. 12).
 """
 from __future__ import annotations
@@ -61,7 +79,10 @@ N_CAT = 10
 INF = np.int64(1 << 58)
 
 G_HOT, G_FRZN, FB_COLD, FB_GC_YOUNG, FB_GC_OLD = 0, 11, 12, 13, 14
-N_GROUPS = 15
+G_TIER1, G_TIER2, G_FRZN_OLD = 15, 16, 17   # GC survivors of GN (twice) and of G_frzn (final_tiers)
+N_GROUPS = 18
+#: ages (user writes) at which ML-Reloc tabulates each category's mean remaining lifetime
+N_AGE_GRID = 96
 MODE_FALLBACK, MODE_ML = 0, 1
 VARIANTS = {"base": (0, 0, 0), "user": (1, 0, 0), "grp": (1, 1, 0), "full": (1, 1, 1)}
 
@@ -96,6 +117,14 @@ SCALARS = scalar_fields(
     mispredicted=np.int64,          # ML-placed user writes that outlived their group's BIR (Fig. 13)
     mispredict_scored=np.int64,     # ML-placed user writes overwritten since
     window_waf=np.float64,          # WAF of the last Hot-Filter window (0 before the first)
+    hot_writes=np.int64,            # user writes placed in G_hot (after prefill)
+    placed_writes=np.int64,         # user writes placed after prefill (hot share's denominator)
+    reloc_from_bound=np.int64,      # 1: a first relocation's remainder is counted from its group's BIR bound
+    reloc_floor=np.int64,           # 1: a survivor never goes to a hotter group than its source
+    reloc_repeat=np.int64,          # 1: later relocations use the estimate too (at the block's age)
+    final_tiers=np.int64,           # 1: survivors of GN / G_frzn go to age tiers beyond the last BIR
+    shift_bounds=np.int64,          # 1: c1..c9's bounds move up with mu (c1 keeps its initial width)
+    c1_width=np.int64,              # c1's initial width (its upper bound minus the initial mu)
 )
 
 
@@ -109,7 +138,9 @@ class DogiState(NamedTuple):
     group_hi: np.ndarray         # int64 per group: upper bound of its BIR (INF: open-ended)
     group_final: np.ndarray      # uint8 per group: 1 if its segments are fallback victims
     bounds: np.ndarray           # int64: [mu, c1..c9 upper bounds] of the eleven classes
-    expected_miss: np.ndarray    # int64 per category: ML-Reloc's mean invalidation time of its misses, -1 if none
+    base_bounds: np.ndarray      # int64: the initial bounds (c1..c9 never go below them)
+    remaining: np.ndarray        # int64 [category, age grid]: ML-Reloc's mean remaining lifetime at that age, -1 if unknown
+    age_grid: np.ndarray         # int64 [N_AGE_GRID]: the ages of ``remaining``'s columns (ascending)
     lba_class: np.ndarray        # int8 per LBA: class placed for its live version (hot 0, c_k k), -1 if none
     reloc_group: np.ndarray      # int8 per LBA: group GC last moved it to, -1 if scored or never
     reloc_time: np.ndarray       # int64 per LBA: time of that relocation
@@ -130,6 +161,16 @@ def _class_of(bounds, v):
         if v <= bounds[k]:
             return k
     return bounds.shape[0]
+
+
+@nb.njit(cache=True)
+def _shift_bounds(bounds, base, mu, width):
+    """c1..c9's upper bounds for hot threshold ``mu``: c1 ends ``width`` above mu (never below
+    its initial bound), each next category doubles (issue 12 §4: with fixed bounds c1 shrinks
+    to one block when mu reaches its ceiling)."""
+    c1 = max(base[1], mu + width)
+    for k in range(1, bounds.shape[0]):
+        bounds[k] = max(base[k], c1 << (k - 1))
 
 
 @nb.njit(cache=True)
@@ -166,6 +207,8 @@ def _adapt_mu(s, p):
     st.hot_threshold = mu
     st.last_step = step
     bounds[0] = mu
+    if st.shift_bounds:
+        _shift_bounds(bounds, p.base_bounds, mu, st.c1_width)
     ghi[G_HOT] = mu
     if st.mode == MODE_ML:
         p.group_expiry[G_HOT] = mu
@@ -205,8 +248,10 @@ def dogi_user(s, p, lba, now):
     if st.frozen_filter and s.ctr[C_USER] >= st.next_clock_at:
         p.updated[:] = 0           # the Frozen Filter's clock: forget updates of long ago
         st.next_clock_at = s.ctr[C_USER] + st.frozen_clock
+    st.placed_writes += 1
     if v <= st.hot_threshold:
         p.lba_class[lba] = 0
+        st.hot_writes += 1
         return G_HOT
     latest_cat = _class_of(bounds, v) - 1
     cat = latest_cat
@@ -250,6 +295,46 @@ def _next_group(vg, nint):
 
 
 @nb.njit(cache=True)
+def _remaining(p, cat, age):
+    """ML-Reloc's mean remaining lifetime of a category-``cat`` block that has lived ``age``
+    (the table's value at the largest tabulated age <= ``age``), -1 if unknown."""
+    grid = p.age_grid
+    j = np.searchsorted(grid, age, side="right") - 1
+    if j < 0:
+        j = 0
+    return p.remaining[cat, j]
+
+
+@nb.njit(cache=True)
+def _ml_reloc(p, st, lba, vg, age):
+    """ML-Reloc's destination among G1..GN, -1 without an estimate (§4.4): the group whose BIR
+    covers the category's mean remaining lifetime, counted from the source group's BIR bound
+    (``reloc_from_bound``, the paper's 70 - 50) or from the block's age, never hotter than the
+    source (``reloc_floor``)."""
+    nint = st.n_intermediate
+    cat = p.lba_class[lba] - 1
+    if cat < 0:
+        return -1
+    first = p.reloc_count[lba] == 0
+    if not first and st.reloc_repeat == 0:
+        return -1
+    ghi = p.group_hi
+    at = age
+    if first and st.reloc_from_bound and vg >= 1 and vg < nint and ghi[vg] < INF:
+        at = ghi[vg]
+    rem = _remaining(p, cat, at)
+    if rem < 0:
+        return -1
+    lo = 1
+    if st.reloc_floor and vg >= 1 and vg < G_FRZN:
+        lo = min(vg, nint)            # a group a shrinking N dropped counts as the coldest
+    for k in range(lo, nint):
+        if rem <= ghi[k]:
+            return k
+    return nint
+
+
+@nb.njit(cache=True)
 def dogi_gc(s, p, lba, victim, now):
     st = p.scalars[0]
     vg = s.seg_group[victim]
@@ -258,22 +343,22 @@ def dogi_gc(s, p, lba, victim, now):
         g = FB_GC_YOUNG if age < st.fallback_gc_age else FB_GC_OLD
     elif p.updated[lba] == 0:
         g = G_FRZN
+        if st.final_tiers and (vg == G_FRZN or vg == G_FRZN_OLD):
+            g = G_FRZN_OLD            # a frozen block that outlived G_frzn's cleaning
     else:
         nint = st.n_intermediate
         g = -1
-        cat = p.lba_class[lba] - 1
-        if st.gc_relocation == 1 and p.reloc_count[lba] == 0 and cat >= 0:
-            expected = p.expected_miss[cat]
-            if expected > age:
-                rem = expected - age
-                ghi = p.group_hi
-                g = nint
-                for k in range(1, nint):
-                    if rem <= ghi[k]:
-                        g = k
-                        break
+        if st.gc_relocation == 1:
+            g = _ml_reloc(p, st, lba, vg, age)
         if g < 0:
             g = _next_group(vg, nint)
+        if st.final_tiers and g == nint:
+            # survivors of the open-ended groups: age tiers beyond the last BIR instead of
+            # copying them back among GN's fresh user writes
+            if vg == nint:
+                g = G_TIER1
+            elif vg == G_TIER1 or vg == G_TIER2:
+                g = G_TIER2
     if p.reloc_count[lba] < 255:
         p.reloc_count[lba] += 1
     p.reloc_group[lba] = g
@@ -328,6 +413,142 @@ def dogi_victim(s, p, now):
 register_victim("dogi", dogi_victim)
 
 
+RELOC_ESTIMATES = ("km", "trimmed_geomean", "mean")
+
+
+def use_model_against_base(mode: int, measured: float | None, base: float, modelled: float | None,
+                           calibration: float | None, margin: float) -> bool:
+    """The fallback comparison with the base design (issue 12 §5; MiDAS compares its model with
+    the measured WAF the same way). ``mode``: the mode of the period that just ended.
+
+    - ML mode: keep the model unless its ``measured`` WAF exceeds the base design's measured
+      ``base`` by more than ``margin``;
+    - fallback: deploy a new configuration only if its ``modelled`` WAF, times ``calibration``
+      (measured / modelled of the last ML period, 1 if none), is within ``margin`` of ``base``."""
+    if mode == MODE_ML:
+        return measured is None or measured <= base * (1.0 + margin)
+    if modelled is None or not np.isfinite(modelled):
+        return False
+    return modelled * (calibration or 1.0) <= base * (1.0 + margin)
+
+
+def kaplan_meier(times: np.ndarray, event: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Kaplan–Meier survival of right-censored lifetimes: ``(t, S)`` with ``S[i]`` the
+    probability of living longer than ``t[i]`` (distinct observed times, ascending).
+    ``event[i]`` is False for a record censored at ``times[i]`` (still alive then)."""
+    times = np.asarray(times, np.float64)
+    event = np.asarray(event, bool)
+    if times.shape != event.shape:
+        raise ValueError(f"one event flag per time needed, got {times.shape} and {event.shape}")
+    if times.size == 0:
+        return np.zeros(0), np.zeros(0)
+    t, inv = np.unique(times, return_inverse=True)
+    deaths = np.bincount(inv, weights=event.astype(np.float64), minlength=t.size)
+    leaving = np.bincount(inv, minlength=t.size).astype(np.float64)
+    at_risk = times.size - np.concatenate([[0.0], np.cumsum(leaving)[:-1]])
+    return t, np.cumprod(1.0 - deaths / at_risk)
+
+
+def km_mean_residual(times: np.ndarray, event: np.ndarray, ages: np.ndarray) -> np.ndarray:
+    """Mean remaining lifetime at each of ``ages`` from the Kaplan–Meier curve, restricted to
+    the last observed time ``tau``: ``int_a^tau S(u) du / S(a)``; NaN where ``S(a) = 0`` or
+    ``a >= tau`` (no record tells what happens beyond)."""
+    t, S = kaplan_meier(times, event)
+    ages = np.asarray(ages, np.float64)
+    out = np.full(ages.shape, np.nan)
+    if t.size == 0:
+        return out
+    # S is a step function: 1 on [0, t0), S[i] on [t_i, t_{i+1})
+    knots = np.concatenate([[0.0], t])
+    level = np.concatenate([[1.0], S])
+    area = np.concatenate([[0.0], np.cumsum(level[:-1] * np.diff(knots))])   # int_0^knot S
+    tau = t[-1]
+    i = np.searchsorted(knots, ages, side="right") - 1
+    ok = (ages < tau) & (i >= 0)
+    i = np.clip(i, 0, knots.size - 1)
+    s_a = level[i]
+    int_a = area[i] + level[i] * (ages - knots[i])
+    ok &= s_a > 0
+    out[ok] = (area[-1] - int_a[ok]) / s_a[ok]
+    return out
+
+
+def survivors_residual(times: np.ndarray, ages: np.ndarray, how: str, trim: float = 0.15) -> np.ndarray:
+    """Mean remaining lifetime at each of ``ages`` from the records that lived at least that
+    long (censored ones counted at their age): their mean (the paper's §4.4) or, ``how =
+    'trimmed_geomean'``, the geometric mean after dropping the longest ``trim`` share (the
+    authors' ``BuildRelocation``), minus the age; NaN without survivors."""
+    x = np.sort(np.asarray(times, np.float64))
+    ages = np.asarray(ages, np.float64)
+    out = np.full(ages.shape, np.nan)
+    n = x.size
+    if n == 0:
+        return out
+    c1 = np.concatenate([[0.0], np.cumsum(x)])
+    cl = np.concatenate([[0.0], np.cumsum(np.log(x + 1e-9))])
+    i0 = np.searchsorted(x, ages, side="left")
+    m = n - i0
+    if how == "mean":
+        ok = m > 0
+        out[ok] = (c1[n] - c1[i0[ok]]) / m[ok] - ages[ok]
+    else:
+        hi = n - np.floor(m * trim).astype(np.int64)
+        keep = hi - i0
+        ok = keep > 0
+        out[ok] = np.exp((cl[hi[ok]] - cl[i0[ok]]) / keep[ok]) - 1e-9 - ages[ok]
+    return np.maximum(out, 0.0)
+
+
+def remaining_table(pred: np.ndarray, times: np.ndarray, event, ages: np.ndarray, how: str) -> np.ndarray:
+    """ML-Reloc's table: per category (row) the mean remaining lifetime at each age (column),
+    int64, -1 where unknown. ``event=None``: every record is an observed invalidation."""
+    pred = np.asarray(pred, np.int64)
+    times = np.asarray(times, np.float64)
+    event = np.ones(times.shape, bool) if event is None else np.asarray(event, bool)
+    table = np.full((N_CAT, len(ages)), -1, np.int64)
+    for cat in range(N_CAT):
+        sel = pred == cat
+        if not sel.any():
+            continue
+        if how == "km":
+            r = km_mean_residual(times[sel], event[sel], ages)
+        else:
+            r = survivors_residual(times[sel], ages, how)
+        ok = np.isfinite(r)
+        table[cat, ok] = np.minimum(np.round(r[ok]), float(INF)).astype(np.int64)
+    return table
+
+
+CLASS_NAMES = ["hot"] + [f"c{k}" for k in range(1, N_CAT + 1)]
+
+
+def user_accuracies(conf: np.ndarray) -> dict:
+    """Accuracies of user-written placement from the confusion ``conf[placed class, actual
+    class]`` (hot 0, c_k k). A block placed c1 that turned out hot counts as right: it died
+    within G1's BIR (whose lower bound only marks where the Hot Filter stops). ``user_accuracy``
+    is the paper's (Fig. 11: hot class included), ``user_accuracy_nonhot`` the same over the
+    writes the model placed; per class, recall (of the blocks truly in a class, the share placed
+    there; hot's counts c1 as right too) and precision."""
+    conf = np.asarray(conf, np.int64)
+    right = np.diag(conf).astype(np.float64).copy()
+    c1_hot = float(conf[1, 0])
+    total, nonhot = conf.sum(), conf[1:].sum()
+    actual, placed = conf.sum(axis=0), conf.sum(axis=1)
+    recall = {}
+    for k, name in enumerate(CLASS_NAMES):
+        hit = right[k] + (c1_hot if k == 0 else 0.0)
+        recall[name] = float(hit / actual[k]) if actual[k] else None
+    precision = {name: (float((right[k] + (c1_hot if k == 1 else 0.0)) / placed[k]) if placed[k] else None)
+                 for k, name in enumerate(CLASS_NAMES)}
+    return {
+        "user_accuracy": float((right.sum() + c1_hot) / total) if total else None,
+        "user_accuracy_nonhot": float((right[1:].sum() + c1_hot) / nonhot) if nonhot else None,
+        "user_accuracy_strict": float(right.sum() / total) if total else None,
+        "user_recall_per_class": recall,
+        "user_precision_per_class": precision,
+    }
+
+
 def _scaled(value: float, capacity: int, floor: int = 1) -> int:
     return max(floor, int(round(value * capacity / PAPER_CAPACITY)))
 
@@ -364,6 +585,17 @@ class DOGI(PlacementPolicy):
         "relocation": None,              # ml (FF + ML-Reloc) | next_group (FF + age-based) | age_groups (two GC groups); None = by variant
         "deployed": "float",         # float | int8 (the exported integer model, if available)
         "seed": 0,
+        # issue 12 switches (defaults measured in /work/notes/dogi_fidelity.md and the README)
+        "retire_unused": True,       # seal the open segment of every group a configuration stops using
+        "reloc_estimate": "km",      # km (Kaplan–Meier, censored samples) | trimmed_geomean (authors) | mean (paper text)
+        "reloc_remainder": "bound",  # bound (estimate - source BIR bound, §4.4's 70 - 50) | age (estimate at the block's age)
+        "reloc_floor": True,         # a survivor never goes to a hotter group than its source (authors' code)
+        "reloc_repeat": False,       # later relocations use the estimate too (False: next group, §4.4)
+        "final_tiers": False,        # survivors of GN / G_frzn go to age tiers beyond the last BIR
+        "model_hot": True,           # the Markov search models G_hot (its share, mu, its survivors)
+        "mu_bounds": "fixed",        # fixed (c1..c9 from capacity; mu stays below c1's bound) | shift (they move up with mu)
+        "fallback_compare": "ghost", # none (accuracy only, the paper) | ghost (also lose to the base design's ghost WAF)
+        "fallback_margin": 0.02,     # the ML configuration may be this much worse than the base design
     }
 
     def __init__(self, n_groups=N_GROUPS, **params):
@@ -372,7 +604,7 @@ class DOGI(PlacementPolicy):
             raise ValueError(f"policy dogi: unknown parameter(s) {sorted(unknown)}; accepted: {sorted(self.DEFAULTS)}")
         if int(n_groups) != N_GROUPS:
             raise ValueError(f"policy dogi allocates {N_GROUPS} group slots (hot, ten intermediate, frozen, "
-                             f"three fallback); leave n_groups unset (got {n_groups}); fix the number of "
+                             f"three fallback, three age tiers beyond the last BIR); leave n_groups unset (got {n_groups}); fix the number of "
                              "intermediate groups with params.intermediate_groups")
         cfg = {**self.DEFAULTS, **params}
         if cfg["variant"] not in VARIANTS:
@@ -393,6 +625,16 @@ class DOGI(PlacementPolicy):
             raise ValueError(f"policy dogi: params.intermediate_groups must lie in [1, {N_CAT}], got {cfg['intermediate_groups']}")
         if not 0 <= float(cfg["fallback_accuracy"]) < 1:
             raise ValueError(f"policy dogi: fallback_accuracy must lie in [0, 1), got {cfg['fallback_accuracy']}")
+        if cfg["reloc_estimate"] not in RELOC_ESTIMATES:
+            raise ValueError(f"policy dogi: reloc_estimate must be one of {RELOC_ESTIMATES}, got {cfg['reloc_estimate']!r}")
+        if cfg["reloc_remainder"] not in ("bound", "age"):
+            raise ValueError(f"policy dogi: reloc_remainder must be bound or age, got {cfg['reloc_remainder']!r}")
+        if cfg["mu_bounds"] not in ("fixed", "shift"):
+            raise ValueError(f"policy dogi: mu_bounds must be fixed or shift, got {cfg['mu_bounds']!r}")
+        if cfg["fallback_compare"] not in ("none", "ghost"):
+            raise ValueError(f"policy dogi: fallback_compare must be none or ghost, got {cfg['fallback_compare']!r}")
+        if not 0 <= float(cfg["fallback_margin"]) < 1:
+            raise ValueError(f"policy dogi: fallback_margin must lie in [0, 1), got {cfg['fallback_margin']}")
         if int(cfg["sample_every"]) < 1:
             raise ValueError(f"policy dogi: sample_every must be >= 1, got {cfg['sample_every']}")
         self.cfg = cfg
@@ -430,6 +672,7 @@ class DOGI(PlacementPolicy):
             self.stream = FeatureStream(ctx.trace, FeatureConfig(capacity_blocks=cap))
             self.columns = [FEATURES.index(f) for f in c["features"]]
             self.n_trace_writes = int(ctx.trace.block_writes.size)
+            self.trace_writes = ctx.trace.block_writes
         scalars = new_scalars(SCALARS)
         st = record(scalars)
         bounds = category_bounds(cap, mu)                       # [mu, c1..c9 upper]
@@ -449,8 +692,16 @@ class DOGI(PlacementPolicy):
         st.final_greedy = int(c["final_victim"] == "greedy")
         st.predictor_latest = int(c["predictor"] == "latest")
         st.adapt_mu = int(bool(c["adapt_mu"]))
-        st.hot_threshold_max = max(int(bounds[1]) - 1, 1)               # c1 must stay non-empty
+        st.shift_bounds = int(c["mu_bounds"] == "shift")
+        st.c1_width = int(bounds[1]) - mu
+        # fixed bounds: c1 must stay non-empty; shifting ones: up to the initial c3 bound
+        st.hot_threshold_max = int(bounds[3]) if st.shift_bounds else max(int(bounds[1]) - 1, 1)
         st.frozen_filter = int(self.gc_reloc > 0)
+        st.reloc_from_bound = int(c["reloc_remainder"] == "bound")
+        st.reloc_floor = int(bool(c["reloc_floor"]))
+        st.reloc_repeat = int(bool(c["reloc_repeat"]))
+        st.final_tiers = int(bool(c["final_tiers"]) and self.gc_reloc > 0)
+        self.segment_blocks = ctx.segment_blocks
         self.ring = SampleRing(cap, int(c["max_samples"]))
         self.state = DogiState(
             scalars=scalars,
@@ -460,7 +711,9 @@ class DOGI(PlacementPolicy):
             group_hi=np.full(N_GROUPS, INF, np.int64),
             group_final=np.ones(N_GROUPS, np.uint8),
             bounds=bounds.astype(np.int64),
-            expected_miss=np.full(N_CAT, -1, np.int64),
+            base_bounds=bounds.astype(np.int64),
+            remaining=np.full((N_CAT, N_AGE_GRID), -1, np.int64),
+            age_grid=np.geomspace(1, 64 * cap, N_AGE_GRID).astype(np.int64),
             lba_class=np.full(cap, -1, np.int8),
             reloc_group=np.full(cap, -1, np.int8),
             reloc_time=np.zeros(cap, np.int64),
@@ -487,6 +740,10 @@ class DOGI(PlacementPolicy):
         self.infer_blocks = 0
         self.train_s = 0.0
         self.mode_switches = 0
+        self.retired_segments = 0
+        self._last_period = None
+        self.ghost = None
+        self.base_compare = {"calibration": None, "lost": False}
         self.configuration = None
         return self.state
 
@@ -503,10 +760,11 @@ class DOGI(PlacementPolicy):
 
     def _apply_configuration(self, groups: list[list[int]] | None, plog: dict | None) -> None:
         """Map categories to groups G1..GN and set every group's BIR, expiry and the ML-Reloc
-        estimates. ``groups=None``: one group per category."""
+        table (from ``plog``'s survival records: ``pred``, ``inv``, optional ``event``).
+        ``groups=None``: one group per category."""
         p = self.state
-        st, cat2g, glo, ghi, final, bounds, expmis = (record(p.scalars), p.cat2group, p.group_lo, p.group_hi,
-                                                      p.group_final, p.bounds, p.expected_miss)
+        st, cat2g, glo, ghi, final, bounds, rem = (record(p.scalars), p.cat2group, p.group_lo, p.group_hi,
+                                                   p.group_final, p.bounds, p.remaining)
         if groups is None:
             groups = [[k] for k in range(N_CAT)]
         n = len(groups)
@@ -533,15 +791,10 @@ class DOGI(PlacementPolicy):
         expire[:] = INF
         expire[G_HOT] = st.hot_threshold
         expire[1:n] = ghi[1:n]                                  # G1..G(N-1); GN is open-ended
-        expmis[:] = -1
+        rem[:] = -1
         if plog is not None and len(plog["pred"]):
-            for cat in range(N_CAT):
-                b = ghi[cat2g[cat]]
-                if b >= INF:
-                    continue
-                sel = (plog["pred"] == cat) & (plog["inv"] > b)
-                if sel.any():
-                    expmis[cat] = int(plog["inv"][sel].mean())
+            rem[:] = remaining_table(plog["pred"], plog["inv"], plog.get("event"), self.state.age_grid,
+                                     self.cfg["reloc_estimate"])
         self.configuration = {"groups": [[f"c{c + 1}" for c in cats] for cats in groups],
                               "bounds": [int(ghi[1 + k]) if ghi[1 + k] < INF else None for k in range(n)]}
 
@@ -553,6 +806,8 @@ class DOGI(PlacementPolicy):
             return
         a = start - self.prefill
         lo, hi = max(a, 0), min(a + n_writes, self.n_trace_writes)
+        if self.cfg["fallback_compare"] == "ghost":
+            self._ghost_feed(sim, start, lo, hi)
         if hi <= lo:
             return
         if self.stream.position != lo:
@@ -566,6 +821,29 @@ class DOGI(PlacementPolicy):
         preds[lo - a:hi - a] = self._predict(feats[lo - a:hi - a])
         self.infer_s += time.perf_counter() - t0
         self.infer_blocks += hi - lo
+
+    def _ghost_feed(self, sim, start: int, lo: int, hi: int) -> None:
+        """The base design's ghost (issue 12 §5): a second store run with ``variant=base`` on
+        the same writes, so each retraining period has the WAF DOGI's own base would have had."""
+        if self.ghost is None:
+            from dogi_ml.sim import Simulator
+            keep = ("mu", "mu_step", "mu_window", "adapt_mu", "fallback_gc_age", "final_victim",
+                    "fallback_victims", "seed")
+            base = DOGI(variant="base", **{k: self.cfg[k] for k in keep})
+            self.ghost = Simulator(base, sim.cfg, sim.capacity)
+            self.ghost.prefill()
+            self._ghost_last = (0, 0)
+        if hi > lo:
+            self.ghost.feed(self.trace_writes[lo:hi])
+
+    def ghost_period_waf(self) -> float | None:
+        """The ghost's WAF since the last call (``None`` without a ghost or writes)."""
+        if self.ghost is None:
+            return None
+        u, g = self.ghost.user_writes, self.ghost.gc_writes
+        u0, g0 = self._ghost_last
+        self._ghost_last = (u, g)
+        return (u - u0 + g - g0) / (u - u0) if u > u0 else None
 
     def _predict(self, X: np.ndarray) -> np.ndarray:
         if self.qmodel is not None:
@@ -583,59 +861,140 @@ class DOGI(PlacementPolicy):
         if user - self.last_train < self.retrain_every:
             return
         self.last_train = user
+        period = self._period(sim)
         if self.uses_model:
-            self._retrain(sim)
+            self._retrain(sim, period)
         elif self.group_search:
-            self._replan_latest(sim)
+            self._replan_latest(sim, period)
+        if self.cfg["retire_unused"]:
+            self._retire_unused(sim)
 
-    def _replan_latest(self, sim) -> None:
+    def _period(self, sim) -> dict:
+        """Measurements since the last retraining: WAF, the hot share of the placed user writes
+        and the share of G_hot's writes GC copied out of it (its valid ratio at reclaim)."""
+        st, dest = record(self.state.scalars), self.state.gc_destinations
+        now = {"user": sim.user_writes, "gc": sim.gc_writes, "hot": int(st.hot_writes),
+               "placed": int(st.placed_writes), "hot_copies": int(dest[G_HOT].sum())}
+        last, self._last_period = getattr(self, "_last_period", None), now
+        if last is None:
+            last = {k: 0 for k in now}        # the engine zeroes its counters after prefill
+        d = {k: now[k] - last[k] for k in now}
+        return {"waf": (d["user"] + d["gc"]) / d["user"] if d["user"] > 0 else None,
+                "hot_share": d["hot"] / d["placed"] if d["placed"] > 0 else 0.0,
+                "hot_valid_ratio": min(1.0, d["hot_copies"] / d["hot"]) if d["hot"] > 0 else 0.0,
+                "mode": int(st.mode)}
+
+    def groups_in_use(self) -> set[int]:
+        """Groups the current mode and configuration write to (user or GC)."""
+        st = record(self.state.scalars)
+        used = {G_HOT}
+        if st.mode != MODE_ML:
+            return used | {FB_COLD, FB_GC_YOUNG, FB_GC_OLD}
+        used |= set(range(1, int(st.n_intermediate) + 1))
+        if st.gc_relocation == 0:
+            used |= {FB_GC_YOUNG, FB_GC_OLD}
+        if st.frozen_filter:
+            used.add(G_FRZN)
+        if st.final_tiers:
+            used |= {G_TIER1, G_TIER2, G_FRZN_OLD}
+        return used
+
+    def _retire_unused(self, sim) -> None:
+        """Seal the open segments of groups out of use (issue 12 §1): a shrinking N, the
+        fallback's groups after a model is deployed, the model's after a fallback."""
+        used = self.groups_in_use()
+        open_seg = sim.state.open_seg
+        idle = [g for g in range(N_GROUPS) if g not in used and open_seg[g] >= 0]
+        sealed = [s for s in sim.retire_groups(idle) if s >= 0]
+        self.retired_segments += len(sealed)
+        if self.history:
+            self.history[-1]["retired_groups"] = idle
+
+    def _replan_latest(self, sim, period: dict) -> None:
         """Latest (Fig. 11): no model; PLog = <latest-invalidation-time category, actual
         invalidation time> of the latest labelled samples; the same group search."""
         bounds = self.state.bounds
         now = int(sim.state.ctr[0])
         data = self.ring.collect(now, long_bound=int(bounds[-1]))
         ok = data["pred"] >= 0
-        entry = {"user_writes": sim.user_writes, "labelled_samples": int(ok.sum()), "mu": int(record(self.state.scalars).hot_threshold)}
+        entry = {"user_writes": sim.user_writes, "labelled_samples": int(ok.sum()),
+                 "mu": int(record(self.state.scalars).hot_threshold), **self._period_entry(period)}
         if ok.sum() < int(self.cfg["min_samples"]):
             entry["action"] = "waiting for samples"
             self.history.append(entry)
             return
         tail = np.flatnonzero(ok)[-max(1, int(ok.sum()) // 5):]
         plog = {"pred": data["pred"][tail], "inv": data["inv"][tail]}
-        self._search_and_apply(plog, entry)
+        self._search_and_apply(plog, entry, sim, period, self._reloc_records(now, False))
         self.history.append(entry)
 
-    def _search_and_apply(self, plog: dict, entry: dict) -> None:
+    def _period_entry(self, period: dict) -> dict:
+        return {"measured_waf": period["waf"], "hot_share": period["hot_share"],
+                "hot_valid_ratio": period["hot_valid_ratio"]}
+
+    def _reloc_records(self, now: int, use_model: bool) -> dict:
+        """Every sample in the ring as a survival record for ML-Reloc: ``inv`` the invalidation
+        time if overwritten (event), else its age now (right-censored); its category from
+        the deployed model on the stored features (``use_model``), else the ring's prediction."""
+        r = self.ring
+        n = int(min(r.count[0], r.row.size))
+        slots = np.flatnonzero(r.time[:n] >= 0)
+        event = r.inv[slots] >= 0
+        inv = np.where(event, r.inv[slots], now - r.time[slots])
+        if use_model and len(slots):
+            pred = self._predict(self.state.sample_features[slots]).astype(np.int64)
+        else:
+            pred = r.pred[slots].astype(np.int64)
+        keep = pred >= 0
+        return {"pred": pred[keep], "inv": inv[keep], "event": event[keep]}
+
+    def _search_and_apply(self, plog: dict, entry: dict, sim, period: dict, reloc: dict, apply: bool = True) -> None:
         c = self.cfg
-        bounds = self.state.bounds
+        st, bounds = record(self.state.scalars), self.state.bounds
         groups = None
         if self.group_search:
             from dogi_ml.markov.groups import best_configuration
             upper = np.append(bounds[1:].astype(float), np.inf)
+            hot = {}
+            if c["model_hot"]:
+                # G_hot in the model: its share of the user writes, mu, the share GC copied out of it;
+                # segment fill time and the space that never holds data (free and open segments)
+                S = float(self.segment_blocks)
+                reserved = (float(sim.cfg.gc_free_segments) + 0.5 * 6) * S
+                hot = dict(hot_share=min(period["hot_share"], 0.99), hot_bound=float(st.hot_threshold),
+                           hot_valid_ratio=period["hot_valid_ratio"], segment_blocks=S, reserved_blocks=reserved)
             t0 = time.perf_counter()
             best = best_configuration(plog["pred"], np.minimum(plog["inv"], 1e15).astype(float), upper,
                                       float(self.capacity), rho=self.rho,
-                                      n_groups=int(c["intermediate_groups"]) if c["intermediate_groups"] else None)
+                                      n_groups=int(c["intermediate_groups"]) if c["intermediate_groups"] else None,
+                                      **hot)
             entry["search_seconds"] = time.perf_counter() - t0
             entry["modelled_waf"] = best.waf
             entry["mispredict"] = best.mispredict
+            entry["rejected_configurations"] = best.rejected
             groups = best.groups
         elif c["intermediate_groups"]:
             groups = _even_merge(int(c["intermediate_groups"]))
-        self._apply_configuration(groups, plog)
-        entry["configuration"] = self.configuration
-        entry["action"] = "configuration applied"
+        self._pending_groups, self._pending_reloc = groups, reloc
+        if apply:
+            self._apply_configuration(groups, reloc)
+            entry["configuration"] = self.configuration
+            entry["action"] = "configuration applied"
 
-    def _retrain(self, sim) -> None:
-        from dogi_ml.features.labels import dogi_classes
-
+    def _retrain(self, sim, period: dict) -> None:
         st, bounds = record(self.state.scalars), self.state.bounds
         now = int(sim.state.ctr[0])
         c = self.cfg
         data = self.ring.collect(now, long_bound=int(bounds[-1]))
         entry = {"user_writes": sim.user_writes, "labelled_samples": int(len(data["row"])),
-                 "pending_samples": data["n_pending"], "mu": int(st.hot_threshold)}
-        y_all = np.maximum(dogi_classes(data["inv"], self.capacity, int(st.hot_threshold)), 1) - 1 if len(data["row"]) else None
+                 "pending_samples": data["n_pending"], "mu": int(st.hot_threshold), **self._period_entry(period)}
+        last = self.history[-1] if self.history else {}
+        if st.mode == MODE_ML and last.get("modelled_waf") and period["waf"] is not None:
+            # the model's agreement with what its configuration measured over the period
+            entry["previous_modelled_waf"] = last["modelled_waf"]
+            self.base_compare["calibration"] = period["waf"] / last["modelled_waf"]
+        # a hot block predicted c1 dies within G1's BIR: c1 is right for it (labels fold hot into c1)
+        y_all = np.maximum(np.searchsorted(bounds, data["inv"], side="left"), 1) - 1 if len(data["row"]) else None
         if self.model is not None and len(data["row"]):
             # online accuracy of the deployed model since the last training (what it predicted then)
             recent = (data["time"] >= now - self.retrain_every) & (data["pred"] >= 0)
@@ -662,17 +1021,38 @@ class DOGI(PlacementPolicy):
             entry["int8_agreement"] = float(np.mean(q_val == pred_val)) if len(pred_val) else None
             entry["int8_validation_accuracy"] = float(np.mean(q_val == y_all[val])) if len(pred_val) else None
             pred_val = q_val                  # PLog from what is deployed
+        base_waf = self.ghost_period_waf()
+        entry["base_ghost_waf"] = base_waf
+        if ok and base_waf is not None and st.mode == MODE_ML and period["waf"] is not None:
+            # the last period ran this model's placement: did it lose to the base design?
+            ok = use_model_against_base(MODE_ML, period["waf"], base_waf, None, None, float(c["fallback_margin"]))
+            if not ok:
+                entry["action"] = "fallback (measured WAF above the base design's)"
+            self.base_compare["lost"] = not ok
+        plog = {"pred": pred_val.astype(np.int64), "inv": data["inv"][val]}
+        if ok:
+            reloc = self._reloc_records(now, True)
+            self._search_and_apply(plog, entry, sim, period, reloc, apply=False)
+            if (base_waf is not None and st.mode == MODE_FALLBACK and self.base_compare.get("lost")
+                    and "modelled_waf" in entry):
+                # back from a lost comparison: deploy when the modelled WAF, calibrated by how
+                # the model matched the last ML period, beats the base design's measured WAF
+                ok = use_model_against_base(MODE_FALLBACK, None, base_waf, entry["modelled_waf"],
+                                            self.base_compare["calibration"], float(c["fallback_margin"]))
+                if not ok:
+                    entry["action"] = "fallback (modelled WAF above the base design's measured)"
+                self.base_compare["lost"] = not ok
         new_mode = MODE_ML if ok else MODE_FALLBACK
         if new_mode != st.mode:
             self.mode_switches += 1
         st.mode = new_mode
         if new_mode == MODE_FALLBACK:
             self._fallback_bounds()
-            entry["action"] = "fallback (accuracy below threshold)"
+            entry.setdefault("action", "fallback (accuracy below threshold)")
             self.history.append(entry)
             return
-        plog = {"pred": pred_val.astype(np.int64), "inv": data["inv"][val]}
-        self._search_and_apply(plog, entry)
+        self._apply_configuration(self._pending_groups, self._pending_reloc)
+        entry["configuration"] = self.configuration
         entry["action"] = "model deployed"
         self.history.append(entry)
 
@@ -705,15 +1085,11 @@ class DOGI(PlacementPolicy):
         total = int(conf.sum())
         st = record(state.scalars)
         gc_ok, gc_total, mis, mis_total = int(st.gc_correct), int(st.gc_scored), int(st.mispredicted), int(st.mispredict_scored)
-        names = ["hot"] + [f"c{k}" for k in range(1, N_CAT + 1)]
-        per_class = {names[k]: (float(conf[k, k] / conf[k].sum()) if conf[k].sum() else None) for k in range(N_CAT + 1)}
-        nonhot = conf[1:, :].sum()
+        acc = user_accuracies(conf)
         return {
             "variant": self.cfg["variant"],
             "predictor": self.cfg["predictor"],
-            "user_accuracy": float(np.trace(conf) / total) if total else None,
-            "user_accuracy_nonhot": float(np.trace(conf[1:, 1:]) / nonhot) if nonhot else None,
-            "user_accuracy_per_class": per_class,
+            **acc,
             "user_confusion": conf.tolist(),
             "user_predictions_scored": total,
             "gc_accuracy": gc_ok / gc_total if gc_total else None,
@@ -724,6 +1100,12 @@ class DOGI(PlacementPolicy):
             "hot_threshold_steps": int(st.hot_threshold_steps),
             "mode": "ml" if st.mode == MODE_ML else "fallback",
             "mode_switches": self.mode_switches,
+            "fallbacks": {reason: sum(1 for h in self.history if h.get("action") == reason)
+                          for reason in sorted({h["action"] for h in self.history
+                                                if str(h.get("action", "")).startswith("fallback")})},
+            "retired_segments": self.retired_segments,
+            "base_ghost_waf": self.ghost.waf if self.ghost is not None else None,
+            "model_agreement": _model_agreement(self.history),
             "configuration": self.configuration,
             "n_intermediate_groups": int(st.n_intermediate) if st.mode == MODE_ML else None,
             "retrains": sum(1 for h in self.history if "train_seconds" in h),
@@ -734,6 +1116,19 @@ class DOGI(PlacementPolicy):
                                      if self.stream is not None and self.stream.position else None),
             "training_history": self.history,
         }
+
+
+def _model_agreement(history: list[dict]) -> dict | None:
+    """How the Markov model's WAF of each applied configuration compares with the WAF measured
+    over the period it ran: the pairs and the mean relative error (measured / modelled - 1)."""
+    pairs = [(h["previous_modelled_waf"], h["measured_waf"]) for h in history
+             if h.get("previous_modelled_waf") and h.get("measured_waf")]
+    if not pairs:
+        return None
+    rel = [m / p - 1.0 for p, m in pairs]
+    return {"periods": len(pairs), "mean_relative_error": float(np.mean(rel)),
+            "mean_abs_relative_error": float(np.mean(np.abs(rel))),
+            "modelled_measured": [[float(p), float(m)] for p, m in pairs]}
 
 
 def _even_merge(n: int) -> list[list[int]]:
