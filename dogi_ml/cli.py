@@ -21,7 +21,7 @@ __all__ = ["CONF_DIR", "COMMANDS", "available", "main", "usage"]
 
 COMMANDS = {
     "train": "learn block lifetimes: +workload=NAME [model=NAME]; logs to MLflow",
-    "oracle": "NoDaP's offline group search: +workload=NAME [oracle.max_groups=10] [oracle.group_sizes=search|shared]",
+    "oracle": "offline oracles: +workload=NAME [oracle.kind=nodap|opmin|segment|percentile|kmeans] [oracle.max_groups=10]",
     "simulate": "run placement schemes over a workload: +workload=NAME policy=NAME sim.victim=NAME",
     "ingest": "convert a trace to the binary format: path=FILE format=NAME out=DIR",
     "stats": "show a binary trace's header and statistics: path=FILE.dtr",
