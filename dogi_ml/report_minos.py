@@ -60,12 +60,13 @@ def _setting(r: dict, varied: tuple[str, ...]) -> str:
 
 
 def varied_keys(results: list[dict]) -> tuple[str, ...]:
-    """The sensitivity keys whose value differs between runs of the same policy."""
+    """The sensitivity keys whose value differs between runs of the same policy on the same
+    workload (a per-workload segment size, as for the trace samples, is not a sweep)."""
     out = []
     for k in SETTING_KEYS:
         per_policy: dict = {}
         for r in results:
-            per_policy.setdefault(r["policy"], set()).add(r.get(k))
+            per_policy.setdefault((r["policy"], r.get("workload")), set()).add(r.get(k))
         if any(len(v) > 1 for v in per_policy.values()):
             out.append(k)
     return tuple(out)
