@@ -125,8 +125,36 @@ def _quiet(enabled: bool):
     if not enabled:
         yield
         return
-    with contextlib.redirect_stdout(io.StringIO()):
+    from dogi_ml.report import console     # rich: in Jupyter it displays, bypassing sys.stdout
+    was = console.quiet
+    console.quiet = True
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        console.quiet = was
+
+
+@contextlib.contextmanager
+def _keep_plot_backend():
+    """The commands' plots switch matplotlib to Agg (files only); a notebook's inline backend
+    comes back afterwards, so its own figures still show."""
+    import sys
+    if "matplotlib.pyplot" not in sys.modules:      # the caller shows no figures of its own
         yield
+        return
+    import matplotlib
+    import matplotlib.pyplot as plt
+    backend = matplotlib.get_backend()
+    try:
+        yield
+    finally:
+        if matplotlib.get_backend() != backend:
+            shell = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
+            if shell is not None and "inline" in backend:
+                shell.enable_matplotlib("inline")     # also re-registers the inline figure display
+            else:
+                plt.switch_backend(backend)
 
 
 def _is_trace(obj) -> bool:
@@ -293,7 +321,7 @@ def simulate(trace_or_workload, policy: str = "sepbit", *, policy_params: Mappin
         result["workload_config"] = config["workload"]
     run_id = None
     if log or out_dir is not None:
-        with _out_dir(out_dir, "simulate") as d:
+        with _out_dir(out_dir, "simulate") as d, _keep_plot_backend():
             out = write_json(result, Path(d) / "result.json")
             png = None
             if plot if plot is not None else True:
@@ -407,7 +435,7 @@ def train(workload, model: str = "mlp", *, overrides: Sequence[str] = (), out_di
     ov += _group_overrides("data", data, base) + list(overrides)
     cfg = compose("train", ov)
     out = Path(out_dir) if out_dir is not None else _stamp_dir("train")
-    with _quiet(quiet), override_labels(ov):
+    with _quiet(quiet), override_labels(ov), _keep_plot_backend():
         summary = run_train(cfg, out)
     names = summary["class_names"]
     confusion = pd.DataFrame(summary["confusion_matrix"], index=pd.Index(names, name="true"),
@@ -445,7 +473,7 @@ def export(source, *, overrides: Sequence[str] = (), out: str | Path | None = No
     base = compose("export", ov)
     ov += _group_overrides("export", settings, base) + list(overrides)
     cfg = compose("export", ov)
-    with _out_dir(None, "export") as work, _quiet(quiet):
+    with _out_dir(None, "export") as work, _quiet(quiet), _keep_plot_backend():
         report = run_export(cfg, Path(work))
     return report
 

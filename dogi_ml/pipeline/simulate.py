@@ -63,7 +63,7 @@ def simulate(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, progress: bool
     if progress:
         from tqdm import tqdm
         with tqdm(total=writes.size, unit="blk", unit_scale=True, desc=f"{sim.policy.name}",
-                  leave=False, dynamic_ncols=True) as bar:
+                  leave=False, dynamic_ncols=True, disable=None) as bar:   # None: off when not a TTY
             sim.feed(writes, progress=bar.update)
     else:
         sim.feed(writes)
