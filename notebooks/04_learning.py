@@ -30,6 +30,7 @@ scale = 1
 
 # %%
 import json
+import warnings
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -37,6 +38,8 @@ import pandas as pd
 
 import dogi_ml
 
+# mlflow imports tqdm.auto, which warns that ipywidgets is missing: plain bars are fine here
+warnings.filterwarnings("ignore", message="IProgress not found")
 workload = {"name": "ycsb_a", "capacity_blocks": int(16384 * scale), "write_volume": 6}
 fast = ["latency_budget_s=0.02"] if scale < 4 else []
 epochs = [f"model.params.epochs={int(10 * scale)}"] if scale < 4 else []

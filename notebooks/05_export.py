@@ -28,11 +28,15 @@
 scale = 1
 
 # %%
+import warnings
+
 import matplotlib.pyplot as plt
 import pandas as pd
 
 import dogi_ml
 
+# mlflow imports tqdm.auto, which warns that ipywidgets is missing: plain bars are fine here
+warnings.filterwarnings("ignore", message="IProgress not found")
 workload = {"name": "ycsb_a", "capacity_blocks": int(16384 * scale), "write_volume": 6}
 fast = ["latency_budget_s=0.02", f"model.params.epochs={int(10 * scale)}"] if scale < 4 else []
 model = dogi_ml.train(workload, model="mlp", out_dir="train/mlp", overrides=fast)
