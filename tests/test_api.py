@@ -29,9 +29,15 @@ def test_docstring_examples(tmp_path, monkeypatch):
 def test_reexported_from_the_package():
     import dogi_ml
     import dogi_ml.api as api
-    for name in ("load_trace", "generate", "annotate", "simulate", "train", "export", "compare"):
+    for name in ("load_trace", "generate", "annotate", "simulate", "train", "compare"):
         assert getattr(dogi_ml, name) is getattr(api, name)
         assert name in dir(dogi_ml)
+    # dogi_ml.export is also the deployment subpackage: it stays one, and calling it is api.export
+    from dogi_ml.export import quantize
+    assert dogi_ml.export.quantize is quantize and callable(dogi_ml.export)
+    from dogi_ml.errors import ConfigError
+    with pytest.raises(ConfigError, match="cannot export from 3"):
+        dogi_ml.export(3)
     with pytest.raises(AttributeError, match="no attribute 'simulat'"):
         dogi_ml.simulat  # noqa: B018
 
