@@ -139,7 +139,7 @@ event.register("numba:compile", Compiles())
 
 cap = 8192
 writes = (np.random.default_rng(1).zipf(1.3, 6 * cap) % cap).astype(np.int64)
-policy = make_policy("dogi", 15, variant="base", predictor="latest")
+policy = make_policy("dogi", variant="base", predictor="latest")
 sim = Simulator(policy, SimConfig.from_mapping({"segment_blocks": 32}), cap)
 sim.prefill()
 sim.feed(writes)
@@ -188,8 +188,8 @@ def test_an_edited_helper_module_is_never_served_stale(tmp_path):
     # edit the helper only: every sample now counts twice
     online = pkg / "policies" / "_online.py"
     text = online.read_text()
-    assert text.count("\n    count[0] += 1\n") == 1, "ring_record changed; update this test's edit"
-    online.write_text(text.replace("\n    count[0] += 1\n", "\n    count[0] += 2\n"))
+    assert text.count("\n    ring.count[0] += 1\n") == 1, "ring_record changed; update this test's edit"
+    online.write_text(text.replace("\n    ring.count[0] += 1\n", "\n    ring.count[0] += 2\n"))
     edited = json.loads(_run([str(script)], env, tmp_path))
     assert edited["samples"] == 2 * first["samples"]
     for fn in ("dogi_ml.policies._online.ring_record", "dogi_ml.policies.dogi.dogi_user"):
