@@ -353,10 +353,11 @@ def _last_run_id() -> str | None:
 
 
 def compare(policies: Sequence[str], workload, *, log: bool = False, overrides: Sequence[str] = (),
-            quiet: bool = True, **sim):
+            quiet: bool = True, progress: bool = True, **sim):
     """Several schemes on one workload (with the same simulator settings): a DataFrame, one row
     per scheme, sorted by WAF. ``log=True`` nests the runs under one parent MLflow run, as a
-    ``-m`` sweep does.
+    ``-m`` sweep does. A progress bar over the schemes shows on a terminal (``progress=False``
+    hides it).
 
     >>> import dogi_ml
     >>> wl = {"name": "hotcold", "capacity_blocks": 8192, "write_volume": 4}
@@ -375,8 +376,11 @@ def compare(policies: Sequence[str], workload, *, log: bool = False, overrides: 
     trace = workload if _is_trace(workload) else generate(workload)
     rows = []
     parent = parent_run("simulate", f"compare {', '.join(policies)} on {trace.name}") if log else contextlib.nullcontext()
-    with parent:
-        for p in policies:
+    from tqdm import tqdm
+    with parent, tqdm(policies, desc="compare", unit="scheme", leave=False,
+                      disable=None if progress else True) as bar:      # None: only on a terminal
+        for p in bar:
+            bar.set_postfix_str(p)
             r = simulate(trace, policy=p, log=log, overrides=overrides, quiet=quiet, **sim)
             rows.append({"policy": r.raw["policy"], "scheme": r.scheme, "waf": r.waf, "user_writes": r.raw["user_writes"],
                          "gc_writes": r.raw["gc_writes"], "victim": r.raw["victim"], "workload": r.raw.get("workload"),
