@@ -34,9 +34,11 @@ test-fast: install
 bench: install
 	$(BIN)/python -m dogi_ml bench
 
-# import-linter on the installed layout (the card's folders are mapped into dogi_ml, so the source
-# tree has no dogi_ml/models): the wheel is built and unpacked into a temporary directory first
+# ruff (lint + format check), then import-linter on the installed layout (the card's folders are
+# mapped into dogi_ml, so the source tree has no dogi_ml/models): the wheel is built and unpacked into a temporary directory first
 lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python tests/test_layering.py
 
 # The MLflow UI over this directory's runs (./mlruns.db, artifacts in ./mlartifacts), on the

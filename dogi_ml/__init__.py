@@ -1,4 +1,5 @@
 """dogi_ml: data placement for log-structured storage."""
+
 __version__ = "0.1.0"
 
 # Before any project module defines a Numba function: Numba's cache of the project's functions
@@ -9,19 +10,31 @@ _numba_cache.install()
 
 # The Python API (dogi_ml.api), loaded on first use so that `import dogi_ml.traces` and the CLI
 # do not pay for Hydra, pandas and the pipeline.
-_API = ("load_trace", "generate", "annotate", "simulate", "compare", "train", "export", "compose",
-        "SimResult", "TrainResult")
+_API = (
+    "load_trace",
+    "generate",
+    "annotate",
+    "simulate",
+    "compare",
+    "train",
+    "export",
+    "compose",
+    "SimResult",
+    "TrainResult",
+)
 __all__ = ["__version__", *_API]
 
 
 def __getattr__(name: str):
     if name in _API:
         from . import api
+
         return getattr(api, name)
     raise AttributeError(f"module 'dogi_ml' has no attribute {name!r}")
 
 
 from types import ModuleType as _ModuleType  # noqa: E402
+
 
 # `dogi_ml.export` is both the deployment subpackage and the API's export(): once any module
 # imports the subpackage, Python binds it to that name, so the subpackage itself is made
@@ -29,6 +42,7 @@ from types import ModuleType as _ModuleType  # noqa: E402
 class _CallableExport(_ModuleType):
     def __call__(self, *args, **kwargs):
         from .api import export
+
         return export(*args, **kwargs)
 
 

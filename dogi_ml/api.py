@@ -13,6 +13,7 @@ parameters may be given flat or under ``params``), or, for :func:`simulate` and
 
 Doctests use tiny workloads (8192 blocks written four times) so they run in seconds.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -26,8 +27,18 @@ from typing import Any
 from dogi_ml.errors import ConfigError
 from dogi_ml.pipeline.common import CONF_DIR, available
 
-__all__ = ["SimResult", "TrainResult", "annotate", "compare", "compose", "export", "generate", "load_trace",
-           "simulate", "train"]
+__all__ = [
+    "SimResult",
+    "TrainResult",
+    "annotate",
+    "compare",
+    "compose",
+    "export",
+    "generate",
+    "load_trace",
+    "simulate",
+    "train",
+]
 
 
 # -- Hydra composition ----------------------------------------------------------------------------
@@ -65,14 +76,18 @@ def compose(command: str, overrides: Sequence[str] = ()):
     from omegaconf.errors import OmegaConfBaseException
 
     if not (Path(CONF_DIR) / f"{command}.yaml").exists():
-        raise ConfigError(f"unknown command {command!r}",
-                          "use one of: " + ", ".join(sorted(p.stem for p in Path(CONF_DIR).glob("*.yaml"))))
+        raise ConfigError(
+            f"unknown command {command!r}",
+            "use one of: " + ", ".join(sorted(p.stem for p in Path(CONF_DIR).glob("*.yaml"))),
+        )
     try:
         with initialize_config_dir(config_dir=CONF_DIR, job_name=command, version_base="1.3"):
             return hydra_compose(config_name=command, overrides=list(overrides))
     except (HydraException, OmegaConfBaseException) as exc:
-        raise ConfigError(f"{command}: {' '.join(str(exc).split())}",
-                          "check the setting names (python -m dogi_ml " + command + " --cfg job shows them)") from None
+        raise ConfigError(
+            f"{command}: {' '.join(str(exc).split())}",
+            "check the setting names (python -m dogi_ml " + command + " --cfg job shows them)",
+        ) from None
 
 
 def _workload_overrides(workload: str | Mapping, extra: Mapping | None = None, plus: bool = True) -> list[str]:
@@ -83,9 +98,10 @@ def _workload_overrides(workload: str | Mapping, extra: Mapping | None = None, p
     elif isinstance(workload, Mapping) and workload.get("name"):
         spec = dict(workload)
     else:
-        raise ConfigError(f"workload {workload!r} is neither a config name nor a mapping with a name",
-                          "pass e.g. 'zipf' or {'name': 'zipf', 'capacity_blocks': 8192}; names: "
-                          + ", ".join(available("workload")))
+        raise ConfigError(
+            f"workload {workload!r} is neither a config name nor a mapping with a name",
+            "pass e.g. 'zipf' or {'name': 'zipf', 'capacity_blocks': 8192}; names: " + ", ".join(available("workload")),
+        )
     spec.update(extra or {})
     name = spec.pop("name")
     if name not in available("workload"):
@@ -103,8 +119,10 @@ def _workload_overrides(workload: str | Mapping, extra: Mapping | None = None, p
             raise ConfigError(f"workload {name!r} has no setting {key!r}", "use one of: " + ", ".join(known))
     for key, v in params.items():
         if not (base.get("params") is not None and key in base.params):
-            raise ConfigError(f"workload {name!r} has no parameter {key!r}",
-                              "use one of: " + ", ".join((base.get("params") or {}).keys()))
+            raise ConfigError(
+                f"workload {name!r} has no parameter {key!r}",
+                "use one of: " + ", ".join((base.get("params") or {}).keys()),
+            )
         out.append(f"workload.params.{key}={_value(v)}")
     return out
 
@@ -125,7 +143,8 @@ def _quiet(enabled: bool):
     if not enabled:
         yield
         return
-    from dogi_ml.report import console     # rich: in Jupyter it displays, bypassing sys.stdout
+    from dogi_ml.report import console  # rich: in Jupyter it displays, bypassing sys.stdout
+
     was = console.quiet
     console.quiet = True
     try:
@@ -140,11 +159,13 @@ def _keep_plot_backend():
     """The commands' plots switch matplotlib to Agg (files only); a notebook's inline backend
     comes back afterwards, so its own figures still show."""
     import sys
-    if "matplotlib.pyplot" not in sys.modules:      # the caller shows no figures of its own
+
+    if "matplotlib.pyplot" not in sys.modules:  # the caller shows no figures of its own
         yield
         return
     import matplotlib
     import matplotlib.pyplot as plt
+
     backend = matplotlib.get_backend()
     try:
         yield
@@ -152,13 +173,14 @@ def _keep_plot_backend():
         if matplotlib.get_backend() != backend:
             shell = sys.modules["IPython"].get_ipython() if "IPython" in sys.modules else None
             if shell is not None and "inline" in backend:
-                shell.enable_matplotlib("inline")     # also re-registers the inline figure display
+                shell.enable_matplotlib("inline")  # also re-registers the inline figure display
             else:
                 plt.switch_backend(backend)
 
 
 def _is_trace(obj) -> bool:
     from dogi_ml.traces.trace import Trace
+
     return isinstance(obj, Trace)
 
 
@@ -234,8 +256,8 @@ class SimResult:
     and the MLflow run id when logged."""
 
     waf: float
-    groups: Any                # pandas DataFrame: group, user_writes, gc_writes, ...
-    series: Any                # pandas DataFrame: t (user writes incl. prefill), t_over_capacity, waf
+    groups: Any  # pandas DataFrame: group, user_writes, gc_writes, ...
+    series: Any  # pandas DataFrame: t (user writes incl. prefill), t_over_capacity, waf
     config: dict
     raw: dict = field(repr=False)
     run_id: str | None = None
@@ -245,8 +267,10 @@ class SimResult:
         return self.raw.get("scheme") or self.raw["policy"]
 
     def __repr__(self) -> str:
-        return (f"SimResult(scheme={self.scheme!r}, workload={self.raw.get('workload')!r}, waf={self.waf:.4f}, "
-                f"user_writes={self.raw['user_writes']}, gc_writes={self.raw['gc_writes']})")
+        return (
+            f"SimResult(scheme={self.scheme!r}, workload={self.raw.get('workload')!r}, waf={self.waf:.4f}, "
+            f"user_writes={self.raw['user_writes']}, gc_writes={self.raw['gc_writes']})"
+        )
 
 
 def _sim_result(result: dict, config: dict, run_id: str | None) -> SimResult:
@@ -260,8 +284,14 @@ def _sim_result(result: dict, config: dict, run_id: str | None) -> SimResult:
     return SimResult(waf=result["waf"], groups=groups, series=series, config=config, raw=result, run_id=run_id)
 
 
-def _sim_config(trace_or_workload, policy: str, policy_params: Mapping | None, overrides: Sequence[str],
-                sim: Mapping, extra: Sequence[str] = ()):
+def _sim_config(
+    trace_or_workload,
+    policy: str,
+    policy_params: Mapping | None,
+    overrides: Sequence[str],
+    sim: Mapping,
+    extra: Sequence[str] = (),
+):
     if policy not in available("policy"):
         raise ConfigError(f"unknown policy {policy!r}", "use one of: " + ", ".join(available("policy")))
     ov = [f"policy={policy}", *extra]
@@ -272,16 +302,28 @@ def _sim_config(trace_or_workload, policy: str, policy_params: Mapping | None, o
     params = base.policy.get("params")
     for key, v in (policy_params or {}).items():
         if params is None or key not in params:
-            raise ConfigError(f"policy {policy!r} has no parameter {key!r}",
-                              "use one of: " + ", ".join((params or {}).keys()) if params else "it takes none")
+            raise ConfigError(
+                f"policy {policy!r} has no parameter {key!r}",
+                "use one of: " + ", ".join((params or {}).keys()) if params else "it takes none",
+            )
         ov.append(f"policy.params.{key}={_value(v)}")
     ov += list(overrides)
     return compose("simulate", ov), ov
 
 
-def simulate(trace_or_workload, policy: str = "sepbit", *, policy_params: Mapping | None = None,
-             overrides: Sequence[str] = (), log: bool = False, plot: bool | None = None, progress: bool = False,
-             out_dir: str | Path | None = None, quiet: bool = True, **sim) -> SimResult:
+def simulate(
+    trace_or_workload,
+    policy: str = "sepbit",
+    *,
+    policy_params: Mapping | None = None,
+    overrides: Sequence[str] = (),
+    log: bool = False,
+    plot: bool | None = None,
+    progress: bool = False,
+    out_dir: str | Path | None = None,
+    quiet: bool = True,
+    **sim,
+) -> SimResult:
     """Run one placement scheme over a workload (or a Trace), as ``python -m dogi_ml simulate``.
 
     ``sim``: simulator settings (``victim``, ``op_ratio``, ``segment_blocks``, ...);
@@ -309,10 +351,13 @@ def simulate(trace_or_workload, policy: str = "sepbit", *, policy_params: Mappin
     trace = trace_or_workload if _is_trace(trace_or_workload) else load_workload(cfg.workload, cache_dir=cfg.cache_dir)
     policy_cfg = OmegaConf.to_container(cfg.policy, resolve=True)
     deployed = (cfg.get("model") or {}).get("deployed")
-    if deployed:        # as run_simulate: the learned scheme places with its exported integer model
+    if deployed:  # as run_simulate: the learned scheme places with its exported integer model
         if "deployed" not in (policy_cfg.get("params") or {}):
-            raise ConfigError(f"model.deployed={deployed} needs a learned policy with a deployed form, "
-                              f"not policy={policy_cfg['name']}", "use policy=dogi")
+            raise ConfigError(
+                f"model.deployed={deployed} needs a learned policy with a deployed form, "
+                f"not policy={policy_cfg['name']}",
+                "use policy=dogi",
+            )
         policy_cfg["params"]["deployed"] = deployed
     with _quiet(quiet):
         result = run_one(trace, policy_cfg, OmegaConf.to_container(cfg.sim, resolve=True), progress=progress)
@@ -326,9 +371,11 @@ def simulate(trace_or_workload, policy: str = "sepbit", *, policy_params: Mappin
             png = None
             if plot if plot is not None else True:
                 from dogi_ml.report import plot_results
+
                 png = plot_results([result], out.with_suffix(".png"))
             if log:
                 from dogi_ml.pipeline.simulate import _log_simulation
+
                 with override_labels(ov):
                     _log_simulation(cfg, result, [out, png])
                 run_id = _last_run_id()
@@ -348,12 +395,21 @@ def _out_dir(out_dir, command: str):
 
 def _last_run_id() -> str | None:
     import mlflow
+
     run = mlflow.last_active_run()
     return run.info.run_id if run is not None else None
 
 
-def compare(policies: Sequence[str], workload, *, log: bool = False, overrides: Sequence[str] = (),
-            quiet: bool = True, progress: bool = True, **sim):
+def compare(
+    policies: Sequence[str],
+    workload,
+    *,
+    log: bool = False,
+    overrides: Sequence[str] = (),
+    quiet: bool = True,
+    progress: bool = True,
+    **sim,
+):
     """Several schemes on one workload (with the same simulator settings): a DataFrame, one row
     per scheme, sorted by WAF. ``log=True`` nests the runs under one parent MLflow run, as a
     ``-m`` sweep does. A progress bar over the schemes shows on a terminal (``progress=False``
@@ -375,16 +431,31 @@ def compare(policies: Sequence[str], workload, *, log: bool = False, overrides: 
         policies = [policies]
     trace = workload if _is_trace(workload) else generate(workload)
     rows = []
-    parent = parent_run("simulate", f"compare {', '.join(policies)} on {trace.name}") if log else contextlib.nullcontext()
+    parent = (
+        parent_run("simulate", f"compare {', '.join(policies)} on {trace.name}") if log else contextlib.nullcontext()
+    )
     from tqdm import tqdm
-    with parent, tqdm(policies, desc="compare", unit="scheme", leave=False,
-                      disable=None if progress else True) as bar:      # None: only on a terminal
+
+    with (
+        parent,
+        tqdm(policies, desc="compare", unit="scheme", leave=False, disable=None if progress else True) as bar,
+    ):  # None: only on a terminal
         for p in bar:
             bar.set_postfix_str(p)
             r = simulate(trace, policy=p, log=log, overrides=overrides, quiet=quiet, **sim)
-            rows.append({"policy": r.raw["policy"], "scheme": r.scheme, "waf": r.waf, "user_writes": r.raw["user_writes"],
-                         "gc_writes": r.raw["gc_writes"], "victim": r.raw["victim"], "workload": r.raw.get("workload"),
-                         "appends_per_second": r.raw.get("appends_per_second"), "run_id": r.run_id})
+            rows.append(
+                {
+                    "policy": r.raw["policy"],
+                    "scheme": r.scheme,
+                    "waf": r.waf,
+                    "user_writes": r.raw["user_writes"],
+                    "gc_writes": r.raw["gc_writes"],
+                    "victim": r.raw["victim"],
+                    "workload": r.raw.get("workload"),
+                    "appends_per_second": r.raw.get("appends_per_second"),
+                    "run_id": r.run_id,
+                }
+            )
     return pd.DataFrame(rows).sort_values("waf", kind="stable").reset_index(drop=True)
 
 
@@ -404,17 +475,27 @@ class TrainResult:
         return self.metrics["accuracy"]
 
     def __repr__(self) -> str:
-        return (f"TrainResult(model={self.metrics['model']!r}, workload={self.metrics['workload']!r}, "
-                f"accuracy={self.accuracy:.4f}, run_id={self.run_id[:8]!r})")
+        return (
+            f"TrainResult(model={self.metrics['model']!r}, workload={self.metrics['workload']!r}, "
+            f"accuracy={self.accuracy:.4f}, run_id={self.run_id[:8]!r})"
+        )
 
 
 def _stamp_dir(command: str) -> Path:
     import time
+
     return Path("outputs") / command / time.strftime("%Y-%m-%d") / time.strftime("%H-%M-%S")
 
 
-def train(workload, model: str = "mlp", *, overrides: Sequence[str] = (), out_dir: str | Path | None = None,
-          quiet: bool = True, **data) -> TrainResult:
+def train(
+    workload,
+    model: str = "mlp",
+    *,
+    overrides: Sequence[str] = (),
+    out_dir: str | Path | None = None,
+    quiet: bool = True,
+    **data,
+) -> TrainResult:
     """Learn block lifetimes, as ``python -m dogi_ml train``: always an MLflow run (``train``
     experiment) with its plots; files under ``out_dir`` (default ``outputs/train/<date>/<time>``).
 
@@ -442,13 +523,15 @@ def train(workload, model: str = "mlp", *, overrides: Sequence[str] = (), out_di
     with _quiet(quiet), override_labels(ov), _keep_plot_backend():
         summary = run_train(cfg, out)
     names = summary["class_names"]
-    confusion = pd.DataFrame(summary["confusion_matrix"], index=pd.Index(names, name="true"),
-                             columns=pd.Index(names, name="predicted"))
+    confusion = pd.DataFrame(
+        summary["confusion_matrix"], index=pd.Index(names, name="true"), columns=pd.Index(names, name="predicted")
+    )
     return TrainResult(metrics=summary, confusion=confusion, out_dir=out, run_id=summary["mlflow_run_id"])
 
 
-def export(source, *, overrides: Sequence[str] = (), out: str | Path | None = None, quiet: bool = True,
-           **settings) -> dict:
+def export(
+    source, *, overrides: Sequence[str] = (), out: str | Path | None = None, quiet: bool = True, **settings
+) -> dict:
     """Deploy a trained model, as ``python -m dogi_ml export``: the integer C header, ONNX, the
     manifest and the accuracy/speed report (returned as a dict, also ``report.json``).
 
@@ -480,4 +563,3 @@ def export(source, *, overrides: Sequence[str] = (), out: str | Path | None = No
     with _out_dir(None, "export") as work, _quiet(quiet), _keep_plot_backend():
         report = run_export(cfg, Path(work))
     return report
-

@@ -1,4 +1,5 @@
 """``python -m dogi_ml bench``: simulator and annotation throughput, with ratios to targets."""
+
 from __future__ import annotations
 
 import json
@@ -10,11 +11,11 @@ import numpy as np
 import psutil
 from rich.table import Table
 
+from dogi_ml.oracles.annotate import annotate
 from dogi_ml.policies import make_policy
 from dogi_ml.report import console
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.traces.generators import ZipfSampler
-from dogi_ml.oracles.annotate import annotate
 
 
 def _pin_one_core() -> str:
@@ -27,24 +28,35 @@ def _pin_one_core() -> str:
         return "not pinned"
 
 
-def bench_policies(writes: np.ndarray, capacity: int, segment_blocks: int, op_ratio: float,
-                   policies, victims) -> list[dict]:
+def bench_policies(
+    writes: np.ndarray, capacity: int, segment_blocks: int, op_ratio: float, policies, victims
+) -> list[dict]:
     rows = []
     for name in policies:
         for victim in victims:
             policy = make_policy(name)
-            cfg = SimConfig(segment_blocks=segment_blocks, op_ratio=op_ratio, victim=victim,
-                            chunk_blocks=max(1 << 20, writes.size))
+            cfg = SimConfig(
+                segment_blocks=segment_blocks, op_ratio=op_ratio, victim=victim, chunk_blocks=max(1 << 20, writes.size)
+            )
             sim = Simulator(policy, cfg, capacity, stream=writes if policy.needs_future else None)
             sim.prefill()
             sim.feed(writes)
             r = sim.result()
-            rows.append({"policy": name, "victim": victim, "waf": r["waf"],
-                         "user_writes": r["user_writes"], "gc_writes": r["gc_writes"],
-                         "elapsed_s": r["elapsed_s"], "compile_s": r["compile_s"],
-                         "appends_per_second": r["appends_per_second"]})
-            console.print(f"  {name:<8} {victim:<14} WAF {r['waf']:.3f}  "
-                          f"{r['appends_per_second'] / 1e6:6.1f} M appends/s")
+            rows.append(
+                {
+                    "policy": name,
+                    "victim": victim,
+                    "waf": r["waf"],
+                    "user_writes": r["user_writes"],
+                    "gc_writes": r["gc_writes"],
+                    "elapsed_s": r["elapsed_s"],
+                    "compile_s": r["compile_s"],
+                    "appends_per_second": r["appends_per_second"],
+                }
+            )
+            console.print(
+                f"  {name:<8} {victim:<14} WAF {r['waf']:.3f}  {r['appends_per_second'] / 1e6:6.1f} M appends/s"
+            )
     return rows
 
 
@@ -61,11 +73,17 @@ def bench_annotation(writes: np.ndarray, repeats: int = 3) -> dict:
 def bench_features(writes: np.ndarray, capacity: int, every: int = 10) -> dict:
     """DOGI feature extraction over the whole stream (state updated for every block write,
     rows kept for one in ``every``, as training samples them)."""
-    from dogi_ml.traces.trace import OP_WRITE, Trace
     from dogi_ml.features.extract import FeatureConfig, extract_features
+    from dogi_ml.traces.trace import OP_WRITE, Trace
+
     n = writes.size
-    trace = Trace(np.arange(n, dtype=np.int64), writes, np.ones(n, np.int32), np.full(n, OP_WRITE, np.uint8),
-                  np.zeros(n, np.int32))
+    trace = Trace(
+        np.arange(n, dtype=np.int64),
+        writes,
+        np.ones(n, np.int32),
+        np.full(n, OP_WRITE, np.uint8),
+        np.zeros(n, np.int32),
+    )
     cfg = FeatureConfig(capacity_blocks=capacity)
     rows = np.arange(0, n, every, dtype=np.int64)
     extract_features(trace, cfg, rows=rows[:10])  # compile outside the timing
@@ -78,6 +96,7 @@ def bench_features(writes: np.ndarray, capacity: int, every: int = 10) -> dict:
 def bench_mlp_training(n: int = 300_000, epochs: int = 10, seed: int = 0) -> dict:
     """The DOGI MLP (6 -> 32 -> 32 -> 10, batch 128, Adam) on ``n`` samples for ``epochs``."""
     from dogi_ml.models import make_model
+
     rng = np.random.Generator(np.random.PCG64(seed))
     X = rng.normal(size=(n, 6))
     y = np.clip((X[:, 0] * 2 + X[:, 1] + rng.normal(scale=0.5, size=n)).round() + 5, 0, 9).astype(np.int64)
@@ -89,8 +108,13 @@ def bench_mlp_training(n: int = 300_000, epochs: int = 10, seed: int = 0) -> dic
     t0 = time.perf_counter()
     model.fit(X, y)
     el = time.perf_counter() - t0
-    return {"samples": n, "epochs": epochs, "elapsed_s": el, "parameters": model.n_parameters(),
-            "train_accuracy": float((model.predict(X[:20000]) == y[:20000]).mean())}
+    return {
+        "samples": n,
+        "epochs": epochs,
+        "elapsed_s": el,
+        "parameters": model.n_parameters(),
+        "train_accuracy": float((model.predict(X[:20000]) == y[:20000]).mean()),
+    }
 
 
 def bench_paper_scale(pcfg, theta: float, op_ratio: float, seed: int) -> dict:
@@ -98,8 +122,12 @@ def bench_paper_scale(pcfg, theta: float, op_ratio: float, seed: int) -> dict:
     proc = psutil.Process()
     cap = int(pcfg.capacity_blocks)
     policy = make_policy(pcfg.policy)
-    cfg = SimConfig(segment_blocks=int(pcfg.segment_blocks), op_ratio=op_ratio, victim=pcfg.victim,
-                    chunk_blocks=int(pcfg.chunk_writes))
+    cfg = SimConfig(
+        segment_blocks=int(pcfg.segment_blocks),
+        op_ratio=op_ratio,
+        victim=pcfg.victim,
+        chunk_blocks=int(pcfg.chunk_writes),
+    )
     t0 = time.perf_counter()
     sim = Simulator(policy, cfg, cap)
     sim.prefill()
@@ -108,6 +136,7 @@ def bench_paper_scale(pcfg, theta: float, op_ratio: float, seed: int) -> dict:
     done = 0
     gen_s = 0.0
     from tqdm import tqdm
+
     with tqdm(total=total, unit="blk", unit_scale=True, desc="paper scale", leave=False) as bar:
         while done < total:
             k = min(int(pcfg.chunk_writes), total - done)
@@ -118,11 +147,20 @@ def bench_paper_scale(pcfg, theta: float, op_ratio: float, seed: int) -> dict:
             done += k
             bar.update(k)
     r = sim.result()
-    return {"capacity_blocks": cap, "segment_blocks": int(pcfg.segment_blocks), "user_writes": done,
-            "policy": pcfg.policy, "victim": pcfg.victim, "waf": r["waf"],
-            "sim_elapsed_s": r["elapsed_s"], "generation_s": gen_s,
-            "wall_s": time.perf_counter() - t0, "appends_per_second": r["appends_per_second"],
-            "state_bytes": r["state_bytes"], "peak_rss_bytes": proc.memory_info().rss}
+    return {
+        "capacity_blocks": cap,
+        "segment_blocks": int(pcfg.segment_blocks),
+        "user_writes": done,
+        "policy": pcfg.policy,
+        "victim": pcfg.victim,
+        "waf": r["waf"],
+        "sim_elapsed_s": r["elapsed_s"],
+        "generation_s": gen_s,
+        "wall_s": time.perf_counter() - t0,
+        "appends_per_second": r["appends_per_second"],
+        "state_bytes": r["state_bytes"],
+        "peak_rss_bytes": proc.memory_info().rss,
+    }
 
 
 def bench_export(ecfg) -> dict:
@@ -130,6 +168,7 @@ def bench_export(ecfg) -> dict:
     -O2 -march=native),
     the Numba kernel, PyTorch float and onnxruntime (one thread), in ns per block."""
     from dogi_ml.export.bench import run_export_bench
+
     res = run_export_bench(batch=int(ecfg.batch), min_seconds=float(ecfg.seconds))
     target = float(ecfg.target_ns_per_block)
     table = Table(title=f"deployed DOGI MLP, ns per block at batch {res['batch']} (one core)")
@@ -143,12 +182,14 @@ def bench_export(ecfg) -> dict:
     if base:
         native, sse2 = res.get("c_O2_march_native"), res.get("c_O2_sse2_only")
         path = res.get("c_batch_paths", {}).get("c_O2")
-        console.print(f"export: C header -O2 {base:.1f} ns/block ({path} pass; {base / target:.2f}x the "
-                      f"{target:.0f} ns target)"
-                      + (f", SSE2 pass only {sse2:.1f} ns/block ({sse2 / target:.2f}x)" if sse2 else "")
-                      + (f", -O2 -march=native {native:.1f} ns/block ({native / target:.2f}x)" if native else "")
-                      + f"; PyTorch float takes {res['torch_float'] / base:.2f}x and onnxruntime float "
-                      f"{res['onnxruntime_float'] / base:.2f}x the -O2 header's time")
+        console.print(
+            f"export: C header -O2 {base:.1f} ns/block ({path} pass; {base / target:.2f}x the "
+            f"{target:.0f} ns target)"
+            + (f", SSE2 pass only {sse2:.1f} ns/block ({sse2 / target:.2f}x)" if sse2 else "")
+            + (f", -O2 -march=native {native:.1f} ns/block ({native / target:.2f}x)" if native else "")
+            + f"; PyTorch float takes {res['torch_float'] / base:.2f}x and onnxruntime float "
+            f"{res['onnxruntime_float'] / base:.2f}x the -O2 header's time"
+        )
     return res
 
 
@@ -156,6 +197,7 @@ def bench_minos(mcfg, rows: list[dict]) -> dict:
     """MINOS's clustering step in microseconds per call (its Table 4) and its per-write cost
     against SepBIT's from the simulator rows (the same victim selector)."""
     from dogi_ml.policies.minos import bench_clustering
+
     res = bench_clustering(segments=tuple(int(x) for x in mcfg.segments), n=int(mcfg.n_virtual))
     table = Table(title=f"MINOS clustering, {res['n']} virtual -> {res['k']} physical streams (us per call)")
     for col in ("segments", "us"):
@@ -166,26 +208,41 @@ def bench_minos(mcfg, rows: list[dict]) -> dict:
     us_max = res["us"].get(8192)
     if us_max is not None:
         target = float(mcfg.target_us_at_8192)
-        console.print(f"MINOS clustering at 8192 segments: {us_max:.1f} us ({us_max / target:.2f}x the "
-                      f"{target:.0f} us target; the paper: 117.9 us with SIMD)")
+        console.print(
+            f"MINOS clustering at 8192 segments: {us_max:.1f} us ({us_max / target:.2f}x the "
+            f"{target:.0f} us target; the paper: 117.9 us with SIMD)"
+        )
     aps = {(r["policy"], r["victim"]): r["appends_per_second"] for r in rows}
-    ratios = {v: aps[("sepbit", v)] / aps[("minos", v)] for (p, v) in aps
-              if p == "minos" and ("sepbit", v) in aps and aps[("minos", v)] > 0}
+    ratios = {
+        v: aps[("sepbit", v)] / aps[("minos", v)]
+        for (p, v) in aps
+        if p == "minos" and ("sepbit", v) in aps and aps[("minos", v)] > 0
+    }
     for v, ratio in ratios.items():
-        console.print(f"MINOS per append costs {ratio:.2f}x SepBIT's ({v} victims; target <= "
-                      f"{float(mcfg.target_slowdown_vs_sepbit):.1f}x)")
+        console.print(
+            f"MINOS per append costs {ratio:.2f}x SepBIT's ({v} victims; target <= "
+            f"{float(mcfg.target_slowdown_vs_sepbit):.1f}x)"
+        )
     return {**res, "slowdown_vs_sepbit": ratios}
 
 
 def run_bench(cfg, out_dir: Path) -> dict:
     pin = _pin_one_core()
-    console.print(f"bench: Zipf({cfg.theta}) over {cfg.capacity_blocks:,} blocks, "
-                  f"{cfg.n_writes:,} user writes, segments of {cfg.segment_blocks}, OP {cfg.op_ratio:.0%} ({pin})")
+    console.print(
+        f"bench: Zipf({cfg.theta}) over {cfg.capacity_blocks:,} blocks, "
+        f"{cfg.n_writes:,} user writes, segments of {cfg.segment_blocks}, OP {cfg.op_ratio:.0%} ({pin})"
+    )
     t0 = time.perf_counter()
     writes = ZipfSampler(int(cfg.capacity_blocks), float(cfg.theta), int(cfg.seed)).sample(int(cfg.n_writes))
     console.print(f"  generated the trace in {time.perf_counter() - t0:.1f} s")
-    rows = bench_policies(writes, int(cfg.capacity_blocks), int(cfg.segment_blocks), float(cfg.op_ratio),
-                          list(cfg.policies), list(cfg.victims))
+    rows = bench_policies(
+        writes,
+        int(cfg.capacity_blocks),
+        int(cfg.segment_blocks),
+        float(cfg.op_ratio),
+        list(cfg.policies),
+        list(cfg.victims),
+    )
     ann = bench_annotation(writes)
     target_aps = float(cfg.targets.appends_per_second)
     target_ann = float(cfg.targets.annotation_blocks_per_second)
@@ -194,30 +251,50 @@ def run_bench(cfg, out_dir: Path) -> dict:
     for col in ("policy", "victim", "WAF", "M appends/s", "vs target"):
         table.add_column(col, justify="right" if col not in ("policy", "victim") else "left")
     for r in rows:
-        table.add_row(r["policy"], r["victim"], f"{r['waf']:.3f}", f"{r['appends_per_second'] / 1e6:.1f}",
-                      f"{r['appends_per_second'] / target_aps:.2f}x")
+        table.add_row(
+            r["policy"],
+            r["victim"],
+            f"{r['waf']:.3f}",
+            f"{r['appends_per_second'] / 1e6:.1f}",
+            f"{r['appends_per_second'] / target_aps:.2f}x",
+        )
     console.print(table)
-    console.print(f"annotation: {ann['blocks_per_second'] / 1e6:.1f} M blocks/s "
-                  f"({ann['blocks_per_second'] / target_ann:.2f}x the {target_ann / 1e6:.0f} M target)")
+    console.print(
+        f"annotation: {ann['blocks_per_second'] / 1e6:.1f} M blocks/s "
+        f"({ann['blocks_per_second'] / target_ann:.2f}x the {target_ann / 1e6:.0f} M target)"
+    )
     feats = bench_features(writes, int(cfg.capacity_blocks))
     target_feat = float(cfg.targets.feature_blocks_per_second)
-    console.print(f"features: {feats['blocks_per_second'] / 1e6:.1f} M block writes/s "
-                  f"({feats['blocks_per_second'] / target_feat:.2f}x the {target_feat / 1e6:.0f} M target)")
+    console.print(
+        f"features: {feats['blocks_per_second'] / 1e6:.1f} M block writes/s "
+        f"({feats['blocks_per_second'] / target_feat:.2f}x the {target_feat / 1e6:.0f} M target)"
+    )
     mlp = bench_mlp_training()
     target_mlp = float(cfg.targets.mlp_training_seconds)
-    console.print(f"MLP training: {mlp['samples']:,} samples x {mlp['epochs']} epochs in {mlp['elapsed_s']:.1f} s "
-                  f"(target <= {target_mlp:.0f} s; {mlp['parameters']:,} parameters)")
+    console.print(
+        f"MLP training: {mlp['samples']:,} samples x {mlp['epochs']} epochs in {mlp['elapsed_s']:.1f} s "
+        f"(target <= {target_mlp:.0f} s; {mlp['parameters']:,} parameters)"
+    )
     minos_res = None
     if cfg.get("minos") is not None and cfg.minos.enabled:
         minos_res = bench_minos(cfg.minos, rows)
     export_res = None
     if cfg.get("export") is not None and cfg.export.enabled:
         export_res = bench_export(cfg.export)
-    result = {"config": {k: cfg[k] for k in ("capacity_blocks", "n_writes", "theta", "segment_blocks",
-                                              "op_ratio", "seed")},
-              "cpu": pin, "simulator": rows, "annotation": ann, "features": feats, "mlp_training": mlp,
-              "targets": {"appends_per_second": target_aps, "annotation_blocks_per_second": target_ann,
-                          "feature_blocks_per_second": target_feat, "mlp_training_seconds": target_mlp}}
+    result = {
+        "config": {k: cfg[k] for k in ("capacity_blocks", "n_writes", "theta", "segment_blocks", "op_ratio", "seed")},
+        "cpu": pin,
+        "simulator": rows,
+        "annotation": ann,
+        "features": feats,
+        "mlp_training": mlp,
+        "targets": {
+            "appends_per_second": target_aps,
+            "annotation_blocks_per_second": target_ann,
+            "feature_blocks_per_second": target_feat,
+            "mlp_training_seconds": target_mlp,
+        },
+    }
     if minos_res is not None:
         result["minos"] = minos_res
     if export_res is not None:
@@ -226,10 +303,12 @@ def run_bench(cfg, out_dir: Path) -> dict:
     if cfg.paper_scale.enabled:
         ps = bench_paper_scale(cfg.paper_scale, float(cfg.theta), float(cfg.op_ratio), int(cfg.seed))
         result["paper_scale"] = ps
-        console.print(f"paper scale: {ps['user_writes']:,} writes over {ps['capacity_blocks']:,} blocks, "
-                      f"WAF {ps['waf']:.3f}, simulator {ps['sim_elapsed_s']:.0f} s "
-                      f"({ps['appends_per_second'] / 1e6:.1f} M appends/s), wall {ps['wall_s']:.0f} s, "
-                      f"state {ps['state_bytes'] / 2**30:.2f} GiB, peak RSS {ps['peak_rss_bytes'] / 2**30:.2f} GiB")
+        console.print(
+            f"paper scale: {ps['user_writes']:,} writes over {ps['capacity_blocks']:,} blocks, "
+            f"WAF {ps['waf']:.3f}, simulator {ps['sim_elapsed_s']:.0f} s "
+            f"({ps['appends_per_second'] / 1e6:.1f} M appends/s), wall {ps['wall_s']:.0f} s, "
+            f"state {ps['state_bytes'] / 2**30:.2f} GiB, peak RSS {ps['peak_rss_bytes'] / 2**30:.2f} GiB"
+        )
     out = Path(cfg.output) if cfg.output else out_dir / "bench.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))

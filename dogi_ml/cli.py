@@ -9,6 +9,7 @@ User errors (:class:`dogi_ml.errors.DogiMLError`, a missing input file) print on
 ``error: <problem> -- <fix>``, and exit with status 2; any other exception is a bug and keeps
 its traceback.
 """
+
 from __future__ import annotations
 
 import os
@@ -77,46 +78,62 @@ def _guarded(body, *args):
 # -- Hydra commands: each body lives in dogi_ml.pipeline -------------------------------------------
 def _train(cfg):
     from dogi_ml.pipeline.train import run_train
+
     return run_train(cfg, output_dir())
 
 
 def _oracle(cfg):
     from dogi_ml.pipeline.oracle import run_oracle
+
     run_oracle(cfg, output_dir())
 
 
 def _simulate(cfg):
     from dogi_ml.pipeline.simulate import run_simulate
+
     return run_simulate(cfg, output_dir())
 
 
 def _ingest(cfg):
     from dogi_ml.pipeline.ingest import run_ingest
+
     run_ingest(cfg, output_dir())
 
 
 def _stats(cfg):
     from dogi_ml.pipeline.ingest import run_stats
+
     run_stats(cfg, output_dir())
 
 
 def _print(cfg):
     from dogi_ml.pipeline.ingest import run_print
+
     run_print(cfg, output_dir())
 
 
 def _export(cfg):
     from dogi_ml.pipeline.export import run_export
+
     return run_export(cfg, output_dir())
 
 
 def _bench(cfg):
     from dogi_ml.bench import run_bench
+
     run_bench(cfg, output_dir())
 
 
-_BODIES = {"train": _train, "oracle": _oracle, "simulate": _simulate, "ingest": _ingest, "stats": _stats,
-           "print": _print, "export": _export, "bench": _bench}
+_BODIES = {
+    "train": _train,
+    "oracle": _oracle,
+    "simulate": _simulate,
+    "ingest": _ingest,
+    "stats": _stats,
+    "print": _print,
+    "export": _export,
+    "bench": _bench,
+}
 
 
 def _hydra_task(command: str):
@@ -135,9 +152,12 @@ def _hydra_task(command: str):
 def _stage(args: list[str]) -> None:
     """DVC stages take plain ``key=value`` arguments and read params.yaml (what DVC tracks)."""
     from dogi_ml.pipeline.stages import STAGES, run_stage
+
     if not args or "=" in args[0]:
-        raise UsageError("stage needs a NAME", f"usage: python -m dogi_ml stage NAME [params=params.yaml] [out=data/dvc]; "
-                         f"NAME one of {', '.join(STAGES)}")
+        raise UsageError(
+            "stage needs a NAME",
+            f"usage: python -m dogi_ml stage NAME [params=params.yaml] [out=data/dvc]; NAME one of {', '.join(STAGES)}",
+        )
     opts = {}
     for a in args[1:]:
         key, sep, value = a.partition("=")
@@ -154,16 +174,21 @@ def _cache(args: list[str]) -> int:
     except ModuleNotFoundError as exc:
         if exc.name != "dogi_ml.pipeline.cache":
             raise
-        raise UsageError("the cache command is not in this build of dogi_ml (no dogi_ml.pipeline.cache)",
-                         "update dogi_ml; the caches live under $DOGI_ML_CACHE (default .cache/)") from None
+        raise UsageError(
+            "the cache command is not in this build of dogi_ml (no dogi_ml.pipeline.cache)",
+            "update dogi_ml; the caches live under $DOGI_ML_CACHE (default .cache/)",
+        ) from None
     return cache_main(list(args))
 
 
 def usage() -> str:
     lines = ["usage: python -m dogi_ml <command> [hydra overrides]", "", "commands:"]
     lines += [f"  {name:<9} {text}" for name, text in COMMANDS.items()]
-    lines += ["", "config groups: " + ", ".join(
-        f"{g} ({', '.join(available(g))})" for g in ("workload", "model", "policy", "sim", "experiment"))]
+    lines += [
+        "",
+        "config groups: "
+        + ", ".join(f"{g} ({', '.join(available(g))})" for g in ("workload", "model", "policy", "sim", "experiment")),
+    ]
     lines += ["Hydra: add -m for sweeps (e.g. policy=nosep,sepbit -m), --cfg job to show the config."]
     return "\n".join(lines)
 
@@ -183,8 +208,9 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(status)
         return
     if command not in _BODIES:
-        _fail(UsageError(f"unknown command {command!r}", f"use one of: {', '.join(COMMANDS)} "
-                         "(python -m dogi_ml --help)"))
+        _fail(
+            UsageError(f"unknown command {command!r}", f"use one of: {', '.join(COMMANDS)} (python -m dogi_ml --help)")
+        )
     task = _hydra_task(command)
     sys.argv = [f"dogi_ml-{command}", *rest]
     task()

@@ -4,6 +4,7 @@ The command line prints a :class:`DogiMLError` on one line, ``error: <problem> -
 exit status 2 and no traceback; any other exception is a bug here and keeps its traceback.
 A leaf module: every layer may import it (``traces`` and ``sim`` included).
 """
+
 from __future__ import annotations
 
 

@@ -19,6 +19,7 @@ A leaf module: it imports nothing of the project (it sits beside ``dogi_ml/__ini
 than in ``dogi_ml.sim`` because importing anything under ``dogi_ml.sim`` runs that package's
 ``__init__``, which defines Numba functions before the locator could be installed).
 """
+
 from __future__ import annotations
 
 import ast
@@ -70,7 +71,7 @@ def _find_spec(name: str):
         else:
             pspec = _find_spec(parent)
             path = getattr(pspec, "submodule_search_locations", None) if pspec is not None else None
-        if path is None:            # the parent is a plain module: ``name`` is an attribute
+        if path is None:  # the parent is a plain module: ``name`` is an attribute
             _SPECS[name] = None
             return None
     spec = None
@@ -114,7 +115,7 @@ def _import_records(source: str | bytes) -> list:
     def visit(body):
         for node in body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue        # runs later, if ever; a Numba function never sees what it binds
+                continue  # runs later, if ever; a Numba function never sees what it binds
             if isinstance(node, ast.Import):
                 records.extend([0, a.name, None] for a in node.names)
             elif isinstance(node, ast.ImportFrom):
@@ -123,7 +124,7 @@ def _import_records(source: str | bytes) -> list:
                 inner = getattr(node, field, None)
                 if isinstance(inner, list):
                     visit(inner)
-            for case in getattr(node, "cases", ()):     # match statements
+            for case in getattr(node, "cases", ()):  # match statements
                 visit(case.body)
 
     visit(ast.parse(source).body)
@@ -142,7 +143,7 @@ def _resolve(records: list, module: str, is_package: bool, project: str) -> set[
             parts = package.split(".") if package else []
             if level - 1 > len(parts):
                 continue
-            base = ".".join(parts[:len(parts) - (level - 1)])
+            base = ".".join(parts[: len(parts) - (level - 1)])
             name = f"{base}.{name}" if name and base else (name or base)
         if not _in_project(name, project):
             continue
@@ -153,8 +154,7 @@ def _resolve(records: list, module: str, is_package: bool, project: str) -> set[
     return found
 
 
-def project_imports(source: str | bytes, module: str, is_package: bool = False,
-                    project: str = PROJECT) -> set[str]:
+def project_imports(source: str | bytes, module: str, is_package: bool = False, project: str = PROJECT) -> set[str]:
     """The ``project`` modules that ``source`` (the text of module ``module``) imports at module
     level. ``import a.b`` gives ``a.b``; ``from a import b`` gives ``a.b`` if that is a module,
     else ``a``; relative imports resolve against ``module``'s package."""
@@ -184,7 +184,7 @@ def _store() -> dict:
             data = json.loads(path.read_text())
             _STORE = data["records"] if data.get("version") == _STORE_VERSION else {}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            _STORE = {}         # none yet, or unreadable: rebuilt as files are parsed
+            _STORE = {}  # none yet, or unreadable: rebuilt as files are parsed
     return _STORE
 
 
@@ -208,7 +208,7 @@ def _save_store(limit: int = 500) -> None:
         tmp.replace(path)
         _STORE_NEW.clear()
     except OSError:
-        pass                    # only a speed-up: the next process parses again
+        pass  # only a speed-up: the next process parses again
 
 
 atexit.register(_save_store)
@@ -253,8 +253,9 @@ def _closure(imports, module: str, project: str) -> dict[str, str]:
     return {name: path for name, path in seen.items() if path is not None}
 
 
-def import_closure(source: str | bytes, module: str, is_package: bool = False,
-                   project: str = PROJECT) -> dict[str, str]:
+def import_closure(
+    source: str | bytes, module: str, is_package: bool = False, project: str = PROJECT
+) -> dict[str, str]:
     """Every ``project`` module reachable from ``source`` through module-level imports
     (transitively), as ``{module name: source file}``; ``module`` itself is not included."""
     return _closure(project_imports(source, module, is_package, project), module, project)
@@ -265,22 +266,24 @@ def versions() -> str:
     """The versions a compiled kernel depends on besides the project's sources."""
     import numba
     import numpy
+
     project = sys.modules.get(PROJECT)
-    return (f"{PROJECT} {getattr(project, '__version__', '?')}; numba {numba.__version__}; "
-            f"numpy {numpy.__version__}; python {sys.version.split()[0]}")
+    return (
+        f"{PROJECT} {getattr(project, '__version__', '?')}; numba {numba.__version__}; "
+        f"numpy {numpy.__version__}; python {sys.version.split()[0]}"
+    )
 
 
 def _key(own: bytes, closure: dict[str, str], project: str) -> str:
     h = hashlib.blake2b(own, digest_size=16)
     for name, path in sorted(closure.items()):
         h.update(b"\0" + name.encode() + b"\0")
-        h.update(_PARSED[(path, name)][1])      # _closure just brought it up to date
+        h.update(_PARSED[(path, name)][1])  # _closure just brought it up to date
     h.update(versions().encode())
     return h.hexdigest()
 
 
-def source_key(source: str | bytes, module: str, is_package: bool = False,
-               project: str = PROJECT) -> str:
+def source_key(source: str | bytes, module: str, is_package: bool = False, project: str = PROJECT) -> str:
     """A hex key of ``source`` (module ``module``'s text), the sources of every project module
     it reaches (:func:`import_closure`) and :func:`versions`: any edit to one of them, or an
     upgrade, gives a new key."""
@@ -314,7 +317,7 @@ def module_key(module: str, path: str, project: str = PROJECT) -> str:
 
 
 # -- Numba cache locator ---------------------------------------------------------------------
-_CacheLocator = getattr(caching, "_CacheLocator")
+_CacheLocator = caching._CacheLocator
 _FALLBACK_DIR: list[Path] = []
 
 
@@ -358,16 +361,20 @@ class ProjectCacheLocator(_CacheLocator):
             # private folder for this process instead, which cannot be stale.
             if not _FALLBACK_DIR:
                 _FALLBACK_DIR.append(Path(tempfile.mkdtemp(prefix="dogi_ml-numba-")))
-                warnings.warn(f"kernel cache {numba_cache_dir()} is not writable ({exc}); compiled "
-                              f"code is cached for this process only. Set DOGI_ML_KERNEL_CACHE to a "
-                              f"writable folder to keep it across runs.", RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"kernel cache {numba_cache_dir()} is not writable ({exc}); compiled "
+                    f"code is cached for this process only. Set DOGI_ML_KERNEL_CACHE to a "
+                    f"writable folder to keep it across runs.",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
             self = cls(py_func, py_file, _FALLBACK_DIR[0])
             self.ensure_cache_path()
         return self
 
 
 def _locator_classes() -> list:
-    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
+    impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
     return impl._locator_classes
 
 

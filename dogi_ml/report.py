@@ -1,4 +1,5 @@
 """Human summaries in the terminal (rich tables) and the multirun comparison table."""
+
 from __future__ import annotations
 
 import json
@@ -33,10 +34,15 @@ def print_sim_summary(r: dict) -> None:
     head.add_column(justify="right")
     aps = r.get("appends_per_second")
     rows = [
-        ("WAF", r["waf"]), ("user writes", r["user_writes"]), ("GC writes", r["gc_writes"]),
-        ("reclaimed segments", r["reclaimed_segments"]), ("victim valid ratio", r["victim_valid_ratio"]),
-        ("capacity (blocks)", r["capacity_blocks"]), ("physical segments", r["physical_segments"]),
-        ("state memory (MiB)", r["state_bytes"] / 2**20), ("elapsed (s)", r["elapsed_s"]),
+        ("WAF", r["waf"]),
+        ("user writes", r["user_writes"]),
+        ("GC writes", r["gc_writes"]),
+        ("reclaimed segments", r["reclaimed_segments"]),
+        ("victim valid ratio", r["victim_valid_ratio"]),
+        ("capacity (blocks)", r["capacity_blocks"]),
+        ("physical segments", r["physical_segments"]),
+        ("state memory (MiB)", r["state_bytes"] / 2**20),
+        ("elapsed (s)", r["elapsed_s"]),
         ("appends/s", aps),
     ]
     for k, v in rows:
@@ -46,12 +52,19 @@ def print_sim_summary(r: dict) -> None:
     for col in ("group", "user writes", "GC writes", "reclaimed", "victim valid ratio"):
         groups.add_column(col, justify="right")
     for g in r["groups"]:
-        groups.add_row(str(g["group"]), _fmt(g["user_writes"]), _fmt(g["gc_writes"]),
-                       _fmt(g["reclaimed_segments"]), _fmt(g["victim_valid_ratio"]))
+        groups.add_row(
+            str(g["group"]),
+            _fmt(g["user_writes"]),
+            _fmt(g["gc_writes"]),
+            _fmt(g["reclaimed_segments"]),
+            _fmt(g["victim_valid_ratio"]),
+        )
     console.print(groups)
     if aps:
-        console.print(f"throughput: {aps / 1e6:.1f} M block appends/s "
-                      f"({r['user_writes'] + r['gc_writes']:,} appends in {r['elapsed_s']:.2f} s)")
+        console.print(
+            f"throughput: {aps / 1e6:.1f} M block appends/s "
+            f"({r['user_writes'] + r['gc_writes']:,} appends in {r['elapsed_s']:.2f} s)"
+        )
 
 
 def print_train_summary(s: dict) -> None:
@@ -59,22 +72,29 @@ def print_train_summary(s: dict) -> None:
     hot, c1..c10 with DOGI labels, where the model's classes fold truly hot rows into c1)."""
     t = Table(title=f"train: {s['model']} on {s['workload']}", show_header=False)
     hot = s.get("accuracy_all_classes") is not None
-    rows = (("accuracy_all_classes", "accuracy, all classes incl. hot (test; Fig. 11)"),
-            ("accuracy_nonhot", "accuracy, truly non-hot rows (test)"),
-            ("hot_row_share", "truly hot rows (test share)"),
-            ("accuracy", "accuracy, model classes: hot rows as c1 (test)" if hot else "accuracy (test)"),
-            ("macro_f1", "macro-F1 (test)"),
-            ("majority_baseline", "majority-class baseline"), ("latency_ns_per_block", "latency ns/block (batch 128)"),
-            ("latency_ns_per_block_batch1", "latency ns/block (batch 1)"), ("train_seconds", "training s"),
-            ("n_parameters", "parameters"), ("epochs_run", "epochs"))
+    rows = (
+        ("accuracy_all_classes", "accuracy, all classes incl. hot (test; Fig. 11)"),
+        ("accuracy_nonhot", "accuracy, truly non-hot rows (test)"),
+        ("hot_row_share", "truly hot rows (test share)"),
+        ("accuracy", "accuracy, model classes: hot rows as c1 (test)" if hot else "accuracy (test)"),
+        ("macro_f1", "macro-F1 (test)"),
+        ("majority_baseline", "majority-class baseline"),
+        ("latency_ns_per_block", "latency ns/block (batch 128)"),
+        ("latency_ns_per_block_batch1", "latency ns/block (batch 1)"),
+        ("train_seconds", "training s"),
+        ("n_parameters", "parameters"),
+        ("epochs_run", "epochs"),
+    )
     for key, label in rows:
         if s.get(key) is not None:
             t.add_row(label, _fmt(s[key]))
     console.print(t)
     per_class = s.get("per_class") or {}
-    pc = Table(title="per-class recall and precision (test" + ("; true class by invalidation time, hot included)"
-                                                              if hot else ")"),
-               caption="recall: right / rows truly of the class; precision: right / rows predicted as it")
+    pc = Table(
+        title="per-class recall and precision (test"
+        + ("; true class by invalidation time, hot included)" if hot else ")"),
+        caption="recall: right / rows truly of the class; precision: right / rows predicted as it",
+    )
     for col in ("class", "recall", "precision", "true rows"):
         pc.add_column(col, justify="left" if col == "class" else "right")
     for n in per_class.get("recall", {}):
@@ -107,9 +127,17 @@ def print_stats(stats: dict, title: str = "trace") -> None:
 def comparison_rows(results: list[dict]) -> list[dict]:
     rows = []
     for r in results:
-        rows.append({"workload": r.get("workload"), "policy": r["policy"], "victim": r["victim"],
-                     "waf": r["waf"], "gc_writes": r["gc_writes"], "user_writes": r["user_writes"],
-                     "appends_per_second": r.get("appends_per_second")})
+        rows.append(
+            {
+                "workload": r.get("workload"),
+                "policy": r["policy"],
+                "victim": r["victim"],
+                "waf": r["waf"],
+                "gc_writes": r["gc_writes"],
+                "user_writes": r["user_writes"],
+                "appends_per_second": r.get("appends_per_second"),
+            }
+        )
     return sorted(rows, key=lambda x: (str(x["workload"]), x["waf"] if x["waf"] is not None else 1e9))
 
 
@@ -119,14 +147,21 @@ def print_comparison(results: list[dict], title: str = "comparison") -> None:
         t.add_column(col, justify="right" if col not in ("workload", "policy", "victim") else "left")
     for row in comparison_rows(results):
         aps = row["appends_per_second"]
-        t.add_row(str(row["workload"]), row["policy"], row["victim"], _fmt(row["waf"]),
-                  _fmt(row["gc_writes"]), f"{aps / 1e6:.1f}" if aps else "-")
+        t.add_row(
+            str(row["workload"]),
+            row["policy"],
+            row["victim"],
+            _fmt(row["waf"]),
+            _fmt(row["gc_writes"]),
+            f"{aps / 1e6:.1f}" if aps else "-",
+        )
     console.print(t)
 
 
 def plot_results(results: list[dict], path: Path, title: str = "") -> Path:
     """Instantaneous WAF over time (one line per run) and final WAF per run, as a PNG."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -134,7 +169,9 @@ def plot_results(results: list[dict], path: Path, title: str = "") -> Path:
     fig, (ax_t, ax_b) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [2, 1]})
     labels = []
     for r in results:
-        label = f"{r['policy']}/{r['victim']}" + (f" {r['workload']}" if len({x.get('workload') for x in results}) > 1 else "")
+        label = f"{r['policy']}/{r['victim']}" + (
+            f" {r['workload']}" if len({x.get("workload") for x in results}) > 1 else ""
+        )
         labels.append(label)
         s = r.get("waf_series") or {}
         cap = r.get("capacity_blocks") or 1
@@ -202,8 +239,14 @@ def paper_summary(results: list[dict]) -> dict:
     out: dict = {}
     for r in results:
         entry = {"waf": r["waf"]}
-        for k in ("user_accuracy", "gc_accuracy", "inference_ns_per_block", "n_intermediate_groups",
-                  "train_seconds", "retrains"):
+        for k in (
+            "user_accuracy",
+            "gc_accuracy",
+            "inference_ns_per_block",
+            "n_intermediate_groups",
+            "train_seconds",
+            "retrains",
+        ):
             if r.get(k) is not None:
                 entry[k] = r[k]
         if r.get("configuration"):
@@ -222,12 +265,17 @@ def dogi_reductions(summary: dict) -> dict:
     out = {}
     for wl, schemes in summary.items():
         dogi = schemes.get("dogi", {}).get("waf")
-        base = {s: v["waf"] for s, v in schemes.items()
-                if not s.startswith("dogi") and s not in ORACLES and v.get("waf")}
+        base = {
+            s: v["waf"] for s, v in schemes.items() if not s.startswith("dogi") and s not in ORACLES and v.get("waf")
+        }
         if dogi and base:
             best = min(base, key=base.get)
-            out[wl] = {"best_baseline": best, "best_baseline_waf": base[best], "dogi_waf": dogi,
-                       "reduction_pct": 100.0 * (1 - dogi / base[best])}
+            out[wl] = {
+                "best_baseline": best,
+                "best_baseline_waf": base[best],
+                "dogi_waf": dogi,
+                "reduction_pct": 100.0 * (1 - dogi / base[best]),
+            }
     return out
 
 
@@ -276,6 +324,7 @@ def plot_paper(summary: dict, path: Path, title: str = "") -> Path:
     import re
 
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
@@ -287,8 +336,9 @@ def plot_paper(summary: dict, path: Path, title: str = "") -> Path:
         for s, e in summary[wl].items():
             m = re.search(r"N=(\d+)", s)
             if m:
-                fixed_n.setdefault(wl, []).append((int(m.group(1)), e["waf"], e.get("mispredict_ratio"),
-                                                   e.get("user_accuracy")))
+                fixed_n.setdefault(wl, []).append(
+                    (int(m.group(1)), e["waf"], e.get("mispredict_ratio"), e.get("user_accuracy"))
+                )
     acc_schemes = [s for s in schemes if any(summary[w].get(s, {}).get("user_accuracy") is not None for w in workloads)]
     panels = 1 + bool(acc_schemes) + len(fixed_n)
     fig, axes = plt.subplots(1, panels, figsize=(6 * panels + 2, 4.2), squeeze=False)
@@ -325,12 +375,19 @@ def plot_paper(summary: dict, path: Path, title: str = "") -> Path:
         pts.sort()
         n = [p[0] for p in pts]
         ax.plot(n, [p[1] for p in pts], marker="o", color="tab:blue", label="WAF")
-        ax2.plot(n, [p[2] if p[2] is not None else np.nan for p in pts], ls="--", marker=".", color="tab:orange",
-                 label="misprediction ratio")
+        ax2.plot(
+            n,
+            [p[2] if p[2] is not None else np.nan for p in pts],
+            ls="--",
+            marker=".",
+            color="tab:orange",
+            label="misprediction ratio",
+        )
         chosen = summary[wl].get("dogi", {})
         if chosen.get("n_intermediate_groups"):
-            ax.scatter([chosen["n_intermediate_groups"]], [chosen["waf"]], color="red", zorder=4, s=60,
-                       label="DOGI's choice")
+            ax.scatter(
+                [chosen["n_intermediate_groups"]], [chosen["waf"]], color="red", zorder=4, s=60, label="DOGI's choice"
+            )
         ax.set_xlabel("intermediate groups N")
         ax.set_ylabel("WAF (solid)")
         ax2.set_ylabel("misprediction ratio (dashed)")
@@ -352,6 +409,7 @@ def plot_gc_destinations(results: list[dict], path: Path) -> Path | None:
     if not runs:
         return None
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
@@ -360,7 +418,7 @@ def plot_gc_destinations(results: list[dict], path: Path) -> Path | None:
     cols = min(4, len(runs))
     rows = (len(runs) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.8 * rows), squeeze=False)
-    for ax in axes.flat[len(runs):]:
+    for ax in axes.flat[len(runs) :]:
         ax.axis("off")
     for ax, r in zip(axes.flat, runs):
         m = np.asarray(r["gc_destinations"], float)

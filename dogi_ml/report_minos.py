@@ -11,6 +11,7 @@ be built from several finished sweep directories with::
 which writes ``OUT_PREFIX.json`` and ``OUT_PREFIX.png``; ``--clustering RESULT.json`` plots
 Fig. 19 (the virtual -> physical mapping over time) from one MINOS run with ``mapping_log``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,7 @@ ORACLES = ("fk", "nodap", "kstream_oracle", "minos_oracle")
 # sensitivity keys that make a result a different setting (Figs. 14-16)
 SETTING_KEYS = ("op_ratio", "n_groups", "segment_blocks")
 # one colour per scheme in every figure (MINOS red)
-COLORS = {"sepgc": "tab:gray", "mida": "tab:blue", "sepbit": "tab:green", "midas": "tab:orange",
-          "minos": "tab:red"}
+COLORS = {"sepgc": "tab:gray", "mida": "tab:blue", "sepbit": "tab:green", "midas": "tab:orange", "minos": "tab:red"}
 
 
 def _color(scheme: str) -> str | None:
@@ -80,7 +80,7 @@ def minos_summary(results: list[dict]) -> dict:
     paper's "GC writes cut" (positive: MINOS writes less)."""
     varied = varied_keys(results)
     settings: dict = {}
-    order: dict = {}   # numeric order of the settings (streams=6 before streams=10)
+    order: dict = {}  # numeric order of the settings (streams=6 before streams=10)
     for r in results:
         if r.get("waf") is None:
             continue
@@ -90,11 +90,16 @@ def minos_summary(results: list[dict]) -> dict:
         order[key] = (str(r.get("workload")), *(float(r.get(k) or 0) for k in keys))
         scheme = r.get("scheme") or r["policy"]
         settings.setdefault(key, {"schemes": {}})["schemes"][scheme] = {
-            "policy": r["policy"], "waf": r["waf"], "gc_writes_per_user": r["waf"] - 1.0,
-            "n_groups": r.get("n_groups"), "victim": r.get("victim"), "op_ratio": r.get("op_ratio"),
-            "segment_blocks": r.get("segment_blocks"), "workload": r.get("workload"),
+            "policy": r["policy"],
+            "waf": r["waf"],
+            "gc_writes_per_user": r["waf"] - 1.0,
+            "n_groups": r.get("n_groups"),
+            "victim": r.get("victim"),
+            "op_ratio": r.get("op_ratio"),
+            "segment_blocks": r.get("segment_blocks"),
+            "workload": r.get("workload"),
         }
-    for key, entry in settings.items():
+    for entry in settings.values():
         schemes = entry["schemes"]
         mine = {s: v for s, v in schemes.items() if v["policy"] == MINOS}
         base = {s: v for s, v in schemes.items() if v["policy"] not in (MINOS, *ORACLES)}
@@ -107,16 +112,23 @@ def minos_summary(results: list[dict]) -> dict:
         if m is not None and base:
             best = min(base, key=lambda s: base[s]["waf"])
             b = base[best]["gc_writes_per_user"]
-            entry.update({"minos_waf": m["waf"], "best_baseline": best, "best_baseline_waf": base[best]["waf"],
-                          "reduction_pct": 100.0 * (1.0 - m["gc_writes_per_user"] / b) if b > 0 else None,
-                          "minos_lowest": m["waf"] <= base[best]["waf"]})
+            entry.update(
+                {
+                    "minos_waf": m["waf"],
+                    "best_baseline": best,
+                    "best_baseline_waf": base[best]["waf"],
+                    "reduction_pct": 100.0 * (1.0 - m["gc_writes_per_user"] / b) if b > 0 else None,
+                    "minos_lowest": m["waf"] <= base[best]["waf"],
+                }
+            )
     return {"varied": list(varied), "settings": {k: settings[k] for k in sorted(settings, key=order.get)}}
 
 
 def print_minos_table(summary: dict, title: str = "MINOS: GC writes per user write (WAF - 1)") -> None:
     console = Console(highlight=False, width=220)
-    schemes = sorted({s for e in summary["settings"].values() for s in e["schemes"]},
-                     key=lambda s: (s.startswith(MINOS), s))
+    schemes = sorted(
+        {s for e in summary["settings"].values() for s in e["schemes"]}, key=lambda s: (s.startswith(MINOS), s)
+    )
     t = Table(title=title)
     t.add_column("setting")
     for s in schemes:
@@ -134,23 +146,35 @@ def plot_minos(summary: dict, results: list[dict], path: Path, title: str = "") 
     """Bars of WAF - 1 per setting and scheme; with ``waf_series`` runs of one workload (Fig. 18)
     a second panel of instantaneous WAF over time."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
     settings = list(summary["settings"])
-    schemes = sorted({s for e in summary["settings"].values() for s in e["schemes"]},
-                     key=lambda s: (s.startswith(MINOS), s))
+    schemes = sorted(
+        {s for e in summary["settings"].values() for s in e["schemes"]}, key=lambda s: (s.startswith(MINOS), s)
+    )
     series = len(settings) == 1 and any((r.get("waf_series") or {}).get("t") for r in results)
-    fig, axes = plt.subplots(1, 2 if series else 1, figsize=(14 if series else max(8, 1.2 * len(settings) + 4), 4.8),
-                             squeeze=False, gridspec_kw={"width_ratios": [2, 1]} if series else None)
+    fig, axes = plt.subplots(
+        1,
+        2 if series else 1,
+        figsize=(14 if series else max(8, 1.2 * len(settings) + 4), 4.8),
+        squeeze=False,
+        gridspec_kw={"width_ratios": [2, 1]} if series else None,
+    )
     if series:
         ax_t = axes[0][0]
         for r in sorted(results, key=lambda r: (r["policy"] == MINOS, r.get("scheme") or r["policy"])):
             s = r["waf_series"]
             cap = r.get("capacity_blocks") or 1
-            ax_t.plot([x / cap for x in s["t"]], s["waf"], label=r.get("scheme") or r["policy"],
-                      lw=2.0 if r["policy"] == MINOS else 1.0, color=_color(r.get("scheme") or r["policy"]))
+            ax_t.plot(
+                [x / cap for x in s["t"]],
+                s["waf"],
+                label=r.get("scheme") or r["policy"],
+                lw=2.0 if r["policy"] == MINOS else 1.0,
+                color=_color(r.get("scheme") or r["policy"]),
+            )
         for x in phase_boundaries(results[0]):
             ax_t.axvline(x, color="grey", lw=0.6, ls=":")
         ax_t.set_xlabel("writes / capacity (prefill included)")
@@ -164,8 +188,9 @@ def plot_minos(summary: dict, results: list[dict], path: Path, title: str = "") 
         vals = [summary["settings"][k]["schemes"].get(s, {}).get("gc_writes_per_user", np.nan) for k in settings]
         ax.bar(x + i * width - 0.4 + width / 2, vals, width, label=s, color=_color(s))
     ax.set_xticks(x)
-    ax.set_xticklabels(settings, rotation=30 if len(settings) > 3 else 0, ha="right" if len(settings) > 3 else "center",
-                       fontsize=8)
+    ax.set_xticklabels(
+        settings, rotation=30 if len(settings) > 3 else 0, ha="right" if len(settings) > 3 else "center", fontsize=8
+    )
     ax.set_ylabel("GC writes per user write (WAF - 1)")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
@@ -203,6 +228,7 @@ def plot_clustering(result: dict, path: Path, moments: int = 2) -> dict:
     the mapping at the end of the first ``moments`` phases of a ``phase_shift`` run printed
     beside it. Returns ``{"moments": [{"user_time", "theta", "mapping"}...]}``."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
@@ -214,7 +240,7 @@ def plot_clustering(result: dict, path: Path, moments: int = 2) -> dict:
     t = np.array([e["user_time"] for e in log]) / cap
     m = np.array([e["mapping"] for e in log]).T
     bounds = phase_boundaries(result)
-    thetas = ((result.get("workload_config") or {}).get("params") or {})
+    thetas = (result.get("workload_config") or {}).get("params") or {}
     chosen = []
     for k, b in enumerate(bounds[:moments]):
         i = int(np.searchsorted(t, b)) - 1
@@ -222,14 +248,22 @@ def plot_clustering(result: dict, path: Path, moments: int = 2) -> dict:
             theta = thetas.get("theta_a", 1.01) if k % 2 == 0 else thetas.get("theta_b", 0.8)
             chosen.append({"user_time": int(log[i]["user_time"]), "theta": theta, "mapping": log[i]["mapping"]})
     fig, ax = plt.subplots(figsize=(12, 4.2))
-    im = ax.pcolormesh(t, np.arange(m.shape[0] + 1) - 0.5, m[:, :-1] if m.shape[1] > 1 else m,
-                       cmap="tab10", vmin=-0.5, vmax=9.5, shading="flat")
+    im = ax.pcolormesh(
+        t,
+        np.arange(m.shape[0] + 1) - 0.5,
+        m[:, :-1] if m.shape[1] > 1 else m,
+        cmap="tab10",
+        vmin=-0.5,
+        vmax=9.5,
+        shading="flat",
+    )
     for b in bounds:
         ax.axvline(b, color="white", lw=0.8, ls=":")
     for c in chosen:
         ax.axvline(c["user_time"] / cap, color="black", lw=1.5)
-    fig_text = "   ".join(f"at {c['user_time'] / cap:.2f} (end of a Zipf {c['theta']} phase): {c['mapping']}"
-                           for c in chosen)
+    fig_text = "   ".join(
+        f"at {c['user_time'] / cap:.2f} (end of a Zipf {c['theta']} phase): {c['mapping']}" for c in chosen
+    )
     n_user = len(result.get("minos_user_quantiles") or []) + 2
     ax.axhline(n_user - 0.5, color="black", lw=0.8)
     ax.set_xlabel("user writes / capacity (prefill included); dotted: phase changes")
@@ -259,8 +293,10 @@ class MinosComparison(Callback):
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="MINOS table and plot from finished simulate sweeps; "
-                                 "--clustering RESULT.json: the Fig. 19 mapping plot of one run")
+    ap = argparse.ArgumentParser(
+        description="MINOS table and plot from finished simulate sweeps; "
+        "--clustering RESULT.json: the Fig. 19 mapping plot of one run"
+    )
     ap.add_argument("prefix", type=Path, help="output path prefix (writes PREFIX.json and PREFIX.png)")
     ap.add_argument("sweeps", type=Path, nargs="*", help="simulate -m sweep directories (*/result.json)")
     ap.add_argument("--title", default="")
@@ -269,10 +305,17 @@ def main(argv: list[str] | None = None) -> None:
     if a.clustering:
         res = json.loads(a.clustering.read_text())
         out = plot_clustering(res, a.prefix.with_suffix(".png"))
-        a.prefix.with_suffix(".json").write_text(json.dumps(
-            {**out, "workload": res.get("workload"), "waf": res.get("waf"),
-             # every clustering is in the run's result; a thinned log (<= 400 rows) is enough here
-             "mapping_log": res["minos_mapping_log"][::max(1, len(res["minos_mapping_log"]) // 400)]}))
+        a.prefix.with_suffix(".json").write_text(
+            json.dumps(
+                {
+                    **out,
+                    "workload": res.get("workload"),
+                    "waf": res.get("waf"),
+                    # every clustering is in the run's result; a thinned log (<= 400 rows) is enough here
+                    "mapping_log": res["minos_mapping_log"][:: max(1, len(res["minos_mapping_log"]) // 400)],
+                }
+            )
+        )
         Console().print(f"moments: {out['moments']}\nplot: {a.prefix.with_suffix('.png')}")
         return
     results = [r for d in a.sweeps for r in collect_results(d)]

@@ -1,6 +1,7 @@
 """MLflow tracking: one local database per working directory unless MLFLOW_TRACKING_URI says
 otherwise; artifacts in ``mlartifacts/`` beside it; crashed runs end FAILED; sweeps get a
 parent run with one child per job."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,21 @@ PARENT_FILE = "mlflow_parent_run.json"
 _API_OVERRIDES: ContextVar[list | None] = ContextVar("dogi_ml_api_overrides", default=None)
 _API_PARENT: ContextVar[str | None] = ContextVar("dogi_ml_api_parent", default=None)
 # overrides that change no result (or are in the run name already) stay out of the name
-_NOT_IN_NAME = ("workload", "policy", "model", "progress", "plot", "mlflow", "output", "title", "cache_dir",
-                "sim.output", "export.out", "hydra", "latency_budget_s")
+_NOT_IN_NAME = (
+    "workload",
+    "policy",
+    "model",
+    "progress",
+    "plot",
+    "mlflow",
+    "output",
+    "title",
+    "cache_dir",
+    "sim.output",
+    "export.out",
+    "hydra",
+    "latency_budget_s",
+)
 _SHORT = ("workload.params.", "policy.params.", "model.params.", "workload.", "sim.", "data.")
 # read once: mlflow.set_tracking_uri() itself exports MLFLOW_TRACKING_URI
 _USER_URI = os.environ.get("MLFLOW_TRACKING_URI")
@@ -29,6 +43,7 @@ def _mlflow():
     import logging
 
     import mlflow
+
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     logging.getLogger("alembic").setLevel(logging.WARNING)
     mlflow.set_tracking_uri(tracking_uri())
@@ -62,6 +77,7 @@ def _hydra_overrides() -> list:
     """The command line's overrides of the current Hydra job; [] outside Hydra."""
     try:
         from hydra.core.hydra_config import HydraConfig
+
         return list(HydraConfig.get().overrides.task)
     except (ImportError, ValueError):
         return []
@@ -83,7 +99,7 @@ def key_overrides(overrides: list) -> list:
             continue
         for prefix in _SHORT:
             if key.startswith(prefix):
-                key = key[len(prefix):]
+                key = key[len(prefix) :]
                 break
         out.append(f"{key}={value}")
     return out
@@ -93,7 +109,7 @@ def readable_name(base: str, overrides: list, limit: int = 120) -> str:
     """``base`` plus its key overrides in brackets, cut at ``limit`` characters."""
     keys = key_overrides(overrides)
     name = f"{base} [{', '.join(keys)}]" if keys else base
-    return name if len(name) <= limit else name[:limit - 1] + "…"
+    return name if len(name) <= limit else name[: limit - 1] + "…"
 
 
 @contextmanager
@@ -112,8 +128,9 @@ def parent_run(experiment: str, run_name: str, tags: dict | None = None):
     it ends FAILED if a child failed or an exception escapes."""
     mlflow = _mlflow()
     client = mlflow.MlflowClient()
-    run = client.create_run(experiment_id(experiment), run_name=run_name,
-                            tags={"kind": "sweep", "dogi_ml.source": "api", **(tags or {})})
+    run = client.create_run(
+        experiment_id(experiment), run_name=run_name, tags={"kind": "sweep", "dogi_ml.source": "api", **(tags or {})}
+    )
     token = _API_PARENT.set(run.info.run_id)
     status = "FINISHED"
     try:
@@ -123,8 +140,9 @@ def parent_run(experiment: str, run_name: str, tags: dict | None = None):
         raise
     finally:
         _API_PARENT.reset(token)
-        children = client.search_runs([experiment_id(experiment)],
-                                      filter_string=f"tags.mlflow.parentRunId = '{run.info.run_id}'")
+        children = client.search_runs(
+            [experiment_id(experiment)], filter_string=f"tags.mlflow.parentRunId = '{run.info.run_id}'"
+        )
         failed = sum(r.info.status == "FAILED" for r in children)
         client.log_metric(run.info.run_id, "jobs", len(children))
         client.log_metric(run.info.run_id, "failed_jobs", failed)
@@ -175,8 +193,11 @@ class SweepParentRun(Callback):
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         client = mlflow.MlflowClient()
-        run = client.create_run(experiment_id(self.experiment), run_name=f"sweep {sweep_dir.name}",
-                                tags={"sweep_dir": str(sweep_dir), "kind": "sweep"})
+        run = client.create_run(
+            experiment_id(self.experiment),
+            run_name=f"sweep {sweep_dir.name}",
+            tags={"sweep_dir": str(sweep_dir), "kind": "sweep"},
+        )
         (sweep_dir / PARENT_FILE).write_text(json.dumps({"run_id": run.info.run_id}))
 
     def on_multirun_end(self, config, **kwargs) -> None:
@@ -186,8 +207,9 @@ class SweepParentRun(Callback):
         mlflow = _mlflow()
         run_id = json.loads(path.read_text())["run_id"]
         client = mlflow.MlflowClient()
-        children = client.search_runs([experiment_id(self.experiment)],
-                                      filter_string=f"tags.mlflow.parentRunId = '{run_id}'")
+        children = client.search_runs(
+            [experiment_id(self.experiment)], filter_string=f"tags.mlflow.parentRunId = '{run_id}'"
+        )
         failed = sum(r.info.status == "FAILED" for r in children)
         client.log_metric(run_id, "jobs", len(children))
         client.log_metric(run_id, "failed_jobs", failed)

@@ -11,15 +11,23 @@ Python reference, the Numba kernel and the generated C header, plus ONNX files a
 
 Names are imported lazily so that ``import dogi_ml.export.numba_kernel`` stays light.
 """
+
 from __future__ import annotations
 
 _LAZY = {
-    "ExportError": "quantize", "InputQuantizer": "quantize", "QuantizedMLP": "quantize",
-    "quantize_mlp": "quantize", "quantize_model": "quantize",
-    "QuantizedGRU": "gru", "quantize_gru": "gru",
-    "IntTreeEnsemble": "trees", "integer_trees": "trees",
+    "ExportError": "quantize",
+    "InputQuantizer": "quantize",
+    "QuantizedMLP": "quantize",
+    "quantize_mlp": "quantize",
+    "quantize_model": "quantize",
+    "QuantizedGRU": "gru",
+    "quantize_gru": "gru",
+    "IntTreeEnsemble": "trees",
+    "integer_trees": "trees",
     "emit_header": "c_header",
-    "load_export": "manifest", "write_manifest": "manifest", "ExportedModel": "manifest",
+    "load_export": "manifest",
+    "write_manifest": "manifest",
+    "ExportedModel": "manifest",
 }
 
 __all__ = sorted(_LAZY)
@@ -28,5 +36,6 @@ __all__ = sorted(_LAZY)
 def __getattr__(name):
     if name in _LAZY:
         import importlib
+
         return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module 'export' has no attribute {name!r}")

@@ -17,6 +17,7 @@ extractor produced. Entry points (``P`` is the prefix, ``dogi`` by default):
 * Q-table (:class:`dogi_ml.rl.export.IntQTable`, GC relocation): ``int32_t P_relocate(...)``,
   ``P_encode_state`` and ``P_best_action`` (:mod:`dogi_ml.export.qtable`).
 """
+
 from __future__ import annotations
 
 from .c_common import COMPILE_FLAGS  # noqa: F401  (cbuild compiles with them)

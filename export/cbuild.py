@@ -1,5 +1,6 @@
 """Compile a generated header with the system compiler: the strict freestanding check, and a
 shared library (the header plus a small driver) called through ctypes for parity and timing."""
+
 from __future__ import annotations
 
 import ctypes
@@ -23,7 +24,7 @@ def find_compiler(cxx: bool = False) -> str | None:
     env = os.environ.get("CXX" if cxx else "CC")
     if env and shutil.which(env):
         return shutil.which(env)
-    for name in (("g++", "c++", "clang++") if cxx else ("gcc", "cc", "clang")):
+    for name in ("g++", "c++", "clang++") if cxx else ("gcc", "cc", "clang"):
         if shutil.which(name):
             return shutil.which(name)
     return None
@@ -54,8 +55,12 @@ def strict_compile(header: str | Path, cxx: bool = False, workdir: str | Path | 
         if proc.returncode == 0 and shutil.which("nm"):
             nm = subprocess.run(["nm", "-u", str(obj)], capture_output=True, text=True)
             undefined = [ln.split()[-1] for ln in nm.stdout.splitlines() if ln.strip()]
-    return {"ok": proc.returncode == 0, "command": " ".join(cmd[:-3] + ["use.c", "-o", "use.o"]),
-            "stderr": proc.stderr, "undefined": undefined}
+    return {
+        "ok": proc.returncode == 0,
+        "command": " ".join(cmd[:-3] + ["use.c", "-o", "use.o"]),
+        "stderr": proc.stderr,
+        "undefined": undefined,
+    }
 
 
 def _prefix_of(text: str) -> str:
@@ -68,11 +73,15 @@ def _prefix_of(text: str) -> str:
 def _instantiate(text: str) -> str:
     P = _prefix_of(text)
     if f"{P}_gru_step_batch" in text:
-        return (f"void use_step(const int64_t *f, int16_t *h, int32_t n, int32_t *c, int32_t *l)"
-                f" {{ {P}_gru_step_batch(f, h, n, c, l); }}\n"
-                f"int32_t use_seq(const int64_t *f, int32_t t, int32_t *l) {{ return {P}_gru_predict_sequence(f, t, l); }}\n")
-    return (f"void use_batch(const int64_t *f, int32_t n, int32_t *c, int32_t *l) {{ {P}_predict_batch(f, n, c, l); }}\n"
-            f"int32_t use_one(const int64_t *f, int32_t *l) {{ return {P}_predict_one(f, l); }}\n")
+        return (
+            f"void use_step(const int64_t *f, int16_t *h, int32_t n, int32_t *c, int32_t *l)"
+            f" {{ {P}_gru_step_batch(f, h, n, c, l); }}\n"
+            f"int32_t use_seq(const int64_t *f, int32_t t, int32_t *l) {{ return {P}_gru_predict_sequence(f, t, l); }}\n"
+        )
+    return (
+        f"void use_batch(const int64_t *f, int32_t n, int32_t *c, int32_t *l) {{ {P}_predict_batch(f, n, c, l); }}\n"
+        f"int32_t use_one(const int64_t *f, int32_t *l) {{ return {P}_predict_one(f, l); }}\n"
+    )
 
 
 _DRIVER = r"""
@@ -154,11 +163,16 @@ double drv_bench(const int64_t *f, int32_t n, int32_t batch, int64_t reps, int32
 class CModel:
     """A compiled header loaded through ctypes (see :func:`build_shared`)."""
 
-    def __init__(self, lib_path: Path, prefix: str, n_features: int, n_classes: int, kind: str,
-                 hidden: int = 0):
+    def __init__(self, lib_path: Path, prefix: str, n_features: int, n_classes: int, kind: str, hidden: int = 0):
         self.path = lib_path
         self.lib = ctypes.CDLL(str(lib_path))
-        self.prefix, self.n_features, self.n_classes, self.kind, self.hidden = prefix, n_features, n_classes, kind, hidden
+        self.prefix, self.n_features, self.n_classes, self.kind, self.hidden = (
+            prefix,
+            n_features,
+            n_classes,
+            kind,
+            hidden,
+        )
         self.lib.drv_bench.restype = ctypes.c_double
 
     @staticmethod
@@ -215,8 +229,7 @@ class CModel:
         n, t = X.shape[0], X.shape[1]
         classes = np.empty(n, np.int32)
         logits = np.empty((n, self.n_classes), np.int32)
-        self.lib.drv_gru_sequences(self._p(X), ctypes.c_int32(n), ctypes.c_int32(t), self._p(classes),
-                                   self._p(logits))
+        self.lib.drv_gru_sequences(self._p(X), ctypes.c_int32(n), ctypes.c_int32(t), self._p(classes), self._p(logits))
         return classes, logits
 
     def bench(self, X, batch: int = 128, min_seconds: float = 0.3) -> float:
@@ -227,22 +240,31 @@ class CModel:
         classes = np.empty(batch, np.int32)
 
         def run(reps: int) -> float:
-            return self.lib.drv_bench(self._p(X), ctypes.c_int32(X.shape[0]), ctypes.c_int32(batch),
-                                      ctypes.c_int64(reps), self._p(classes))
+            return self.lib.drv_bench(
+                self._p(X), ctypes.c_int32(X.shape[0]), ctypes.c_int32(batch), ctypes.c_int64(reps), self._p(classes)
+            )
 
         reps = 16
-        while True:                       # a repetition count that runs about min_seconds
+        while True:  # a repetition count that runs about min_seconds
             ns = run(reps)
             if ns * reps * batch > min_seconds * 1e9 / 4 or reps > 1 << 24:
                 break
             reps *= 4
         reps = max(reps, int(min_seconds * 1e9 / max(ns * batch, 1e-3)))
-        run(reps)                         # warm-up at full length (clock, caches, predictors)
+        run(reps)  # warm-up at full length (clock, caches, predictors)
         return float(min(run(reps) for _ in range(3)))
 
 
-def build_shared(header: str | Path, kind: str, n_features: int, n_classes: int, hidden: int = 0,
-                 opt: str = "-O2", extra_flags: tuple = (), build_dir: str | Path | None = None) -> CModel:
+def build_shared(
+    header: str | Path,
+    kind: str,
+    n_features: int,
+    n_classes: int,
+    hidden: int = 0,
+    opt: str = "-O2",
+    extra_flags: tuple = (),
+    build_dir: str | Path | None = None,
+) -> CModel:
     """Compile ``header`` + a driver into a shared library (cached by content) and load it."""
     cc = _need()
     header = Path(header).resolve()

@@ -16,17 +16,18 @@ three agree bit for bit. The rules:
 * ``sigmoid_q15(a)`` for a Q12 input: a 257-entry table of ``round(32768 * sigmoid(x))`` on
   ``x in [-8, 8]`` (steps of 1/16), linearly interpolated; ``tanh_q15(a) = 2 sigmoid(2a) - 1``.
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-LOG2_FRAC = 8                      # Q8 logarithms
-LOG2_TABLE_BITS = 8                # 256 table steps per octave
-SIG_IN_FRAC = 12                   # sigmoid/tanh inputs in Q12
-SIG_OUT_FRAC = 15                  # ... outputs in Q15
-SIG_RANGE = 8                      # table covers [-8, 8]
+LOG2_FRAC = 8  # Q8 logarithms
+LOG2_TABLE_BITS = 8  # 256 table steps per octave
+SIG_IN_FRAC = 12  # sigmoid/tanh inputs in Q12
+SIG_OUT_FRAC = 15  # ... outputs in Q15
+SIG_RANGE = 8  # table covers [-8, 8]
 MAX_SHIFT = 62
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 #: the largest |sign(v) log2_q8(1 + |v|)| over all int64 v (1 + |v| <= 2**63 + 1: 63 * 256)
@@ -43,8 +44,9 @@ def log2_table() -> np.ndarray:
 
 def sigmoid_table() -> np.ndarray:
     """``round(2**15 * sigmoid(-8 + i/16))`` for i = 0..256 (int64)."""
-    return np.array([round((1 << SIG_OUT_FRAC) / (1.0 + math.exp(-(-SIG_RANGE + i / 16.0))))
-                     for i in range(257)], np.int64)
+    return np.array(
+        [round((1 << SIG_OUT_FRAC) / (1.0 + math.exp(-(-SIG_RANGE + i / 16.0)))) for i in range(257)], np.int64
+    )
 
 
 LOG2_TABLE = log2_table()
@@ -60,7 +62,7 @@ def quantize_multiplier(real: float, max_shift: int = MAX_SHIFT) -> tuple[int, i
     if s < 0:
         raise ValueError(f"requantisation multiplier {real:g} is too large (>= 2**30)")
     s = min(s, max_shift)
-    m = int(round(real * 2.0 ** s))
+    m = int(round(real * 2.0**s))
     if m == 0:
         raise ValueError(f"requantisation multiplier {real:g} underflows a shift of {max_shift}")
     return m, s
@@ -115,7 +117,7 @@ def signed_log2_q8(v: np.ndarray) -> np.ndarray:
 def sigmoid_q15(a: np.ndarray) -> np.ndarray:
     """Sigmoid of a Q12 value, in Q15 (table + linear interpolation)."""
     a = np.clip(np.asarray(a, np.int64), -(SIG_RANGE << SIG_IN_FRAC), (SIG_RANGE << SIG_IN_FRAC) - 1)
-    u = a + (SIG_RANGE << SIG_IN_FRAC)          # [0, 65535]
+    u = a + (SIG_RANGE << SIG_IN_FRAC)  # [0, 65535]
     idx = u >> 8
     rem = u & 255
     lo = SIGMOID_TABLE[idx]

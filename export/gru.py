@@ -13,6 +13,7 @@ quantize_linear`), each requantised to Q12 gate pre-activations; sigmoid and tan
 interpolated Q15 table of :mod:`dogi_ml.export.fixedpoint`; products of Q15 values are rounded back with
 ``rshift_round(., 15)``. The head is an int8 linear layer to int32 logits, as in the MLP.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -23,8 +24,8 @@ from . import fixedpoint as fx
 from .c_common import c_array, epilogue, helpers, prologue, quantize_inputs_fn, rules_doc
 from .integer import ExportError, InputQuantizer, QuantLayer, as_int_features, logit_scale, quantize_linear
 
-H_FRAC = 15                     # hidden state in Q15 (int16)
-GATE_FRAC = fx.SIG_IN_FRAC      # gate pre-activations in Q12
+H_FRAC = 15  # hidden state in Q15 (int16)
+GATE_FRAC = fx.SIG_IN_FRAC  # gate pre-activations in Q12
 H_MIN, H_MAX = -(1 << 15), (1 << 15) - 1
 
 
@@ -33,9 +34,9 @@ class QuantizedGRU:
     """The deployed GRU: integer input rules, int8 gate matrices, Q15 state, int32 logits."""
 
     inputs: InputQuantizer
-    wx: QuantLayer             # [3H, F] -> Q12
-    wh: QuantLayer             # [3H, H] -> Q12
-    head: QuantLayer           # [C, H] -> int32 logits
+    wx: QuantLayer  # [3H, F] -> Q12
+    wh: QuantLayer  # [3H, H] -> Q12
+    head: QuantLayer  # [C, H] -> int32 logits
     class_names: list
     info: dict = field(default_factory=dict)
     kind = "gru"
@@ -59,8 +60,8 @@ class QuantizedGRU:
         gx = self.wx.forward(np.asarray(codes, np.int64))
         gh = self.wh.forward(h)
         r = fx.sigmoid_q15(gx[:, :H] + gh[:, :H])
-        z = fx.sigmoid_q15(gx[:, H:2 * H] + gh[:, H:2 * H])
-        n = fx.tanh_q15(gx[:, 2 * H:] + fx.rshift_round(r * gh[:, 2 * H:], H_FRAC))
+        z = fx.sigmoid_q15(gx[:, H : 2 * H] + gh[:, H : 2 * H])
+        n = fx.tanh_q15(gx[:, 2 * H :] + fx.rshift_round(r * gh[:, 2 * H :], H_FRAC))
         h_new = np.clip(n + fx.rshift_round(z * (h - n), H_FRAC), H_MIN, H_MAX)
         return self.head.forward(h_new).astype(np.int32), h_new
 
@@ -87,30 +88,43 @@ class QuantizedGRU:
         return self.logits_int(Xseq).argmax(axis=1)
 
     def params_dict(self) -> dict:
-        return {"hidden": self.hidden, "state": "int16 Q15", "gates": "Q12 pre-activations",
-                "sigmoid_table": "round(32768*sigmoid(-8 + i/16)), i=0..256, interpolated on Q12 inputs",
-                "layers": [{"name": n, "out_scale": L.out_scale, "multiplier": L.mul.tolist(), "shift": L.shift.tolist()}
-                           for n, L in (("wx", self.wx), ("wh", self.wh), ("head", self.head))]}
+        return {
+            "hidden": self.hidden,
+            "state": "int16 Q15",
+            "gates": "Q12 pre-activations",
+            "sigmoid_table": "round(32768*sigmoid(-8 + i/16)), i=0..256, interpolated on Q12 inputs",
+            "layers": [
+                {"name": n, "out_scale": L.out_scale, "multiplier": L.mul.tolist(), "shift": L.shift.tolist()}
+                for n, L in (("wx", self.wx), ("wh", self.wh), ("head", self.head))
+            ],
+        }
 
     def arrays(self) -> dict:
         out = {}
         for n, L in (("wx", self.wx), ("wh", self.wh), ("head", self.head)):
-            out.update({f"{n}_w": L.w, f"{n}_b": L.b, f"{n}_mul": L.mul, f"{n}_shift": L.shift,
-                        f"{n}_w_scale": L.w_scale})
+            out.update(
+                {f"{n}_w": L.w, f"{n}_b": L.b, f"{n}_mul": L.mul, f"{n}_shift": L.shift, f"{n}_w_scale": L.w_scale}
+            )
         return out
 
     @classmethod
-    def from_arrays(cls, inputs, params, arrays, class_names) -> "QuantizedGRU":
+    def from_arrays(cls, inputs, params, arrays, class_names) -> QuantizedGRU:
         scales = {lp["name"]: lp["out_scale"] for lp in params["layers"]}
-        mk = lambda n: QuantLayer(w=np.asarray(arrays[f"{n}_w"], np.int8), b=np.asarray(arrays[f"{n}_b"], np.int32),  # noqa: E731
-                                  mul=np.asarray(arrays[f"{n}_mul"], np.int64),
-                                  shift=np.asarray(arrays[f"{n}_shift"], np.int64), relu=False,
-                                  w_scale=np.asarray(arrays[f"{n}_w_scale"], np.float64), out_scale=scales[n])
+        mk = lambda n: QuantLayer(
+            w=np.asarray(arrays[f"{n}_w"], np.int8),
+            b=np.asarray(arrays[f"{n}_b"], np.int32),  # noqa: E731
+            mul=np.asarray(arrays[f"{n}_mul"], np.int64),
+            shift=np.asarray(arrays[f"{n}_shift"], np.int64),
+            relu=False,
+            w_scale=np.asarray(arrays[f"{n}_w_scale"], np.float64),
+            out_scale=scales[n],
+        )
         return cls(inputs=inputs, wx=mk("wx"), wh=mk("wh"), head=mk("head"), class_names=list(class_names))
 
 
-def quantize_gru(model, X_calib, class_names=None, feature_names=None, input_bits: int = 16,
-                 input_margin: float = 4.0, **_ignored) -> QuantizedGRU:
+def quantize_gru(
+    model, X_calib, class_names=None, feature_names=None, input_bits: int = 16, input_margin: float = 4.0, **_ignored
+) -> QuantizedGRU:
     """Quantise a trained ``models.GRU``; ``X_calib`` are raw training histories ``[n, T, F]``."""
     import torch
 
@@ -118,8 +132,9 @@ def quantize_gru(model, X_calib, class_names=None, feature_names=None, input_bit
     if net is None:
         raise ExportError("GRU model is not trained (no network)")
     Xc = as_int_features(X_calib, model.n_features, "calibration histories")
-    inputs = InputQuantizer.fit(model.scaler, Xc.reshape(-1, model.n_features), feature_names,
-                                bits=input_bits, margin=input_margin)
+    inputs = InputQuantizer.fit(
+        model.scaler, Xc.reshape(-1, model.n_features), feature_names, bits=input_bits, margin=input_margin
+    )
     g = net.gru
     W_ih = g.weight_ih_l0.detach().numpy().astype(np.float64)
     W_hh = g.weight_hh_l0.detach().numpy().astype(np.float64)
@@ -128,18 +143,25 @@ def quantize_gru(model, X_calib, class_names=None, feature_names=None, input_bit
     W_o = net.head.weight.detach().numpy().astype(np.float64)
     b_o = net.head.bias.detach().numpy().astype(np.float64)
     H = W_hh.shape[1]
-    gate = 2.0 ** -GATE_FRAC
-    hs = 2.0 ** -H_FRAC
-    wx = quantize_linear(W_ih, b_ih, inputs.scale, inputs.qmax, gate, relu=False, name="gru input gates",
-                         in_zero=inputs.zero)
+    gate = 2.0**-GATE_FRAC
+    hs = 2.0**-H_FRAC
+    wx = quantize_linear(
+        W_ih, b_ih, inputs.scale, inputs.qmax, gate, relu=False, name="gru input gates", in_zero=inputs.zero
+    )
     wh = quantize_linear(W_hh, b_hh, np.full(H, hs), 1 << H_FRAC, gate, relu=False, name="gru hidden gates")
     with torch.no_grad():
         z = torch.from_numpy(np.ascontiguousarray(model.scaler.transform(Xc)))
         logits = net(z).numpy()
     head = quantize_linear(W_o, b_o, np.full(H, hs), 1 << H_FRAC, logit_scale(logits), relu=False, name="gru head")
     names = list(class_names) if class_names is not None else [str(c) for c in range(model.n_classes)]
-    return QuantizedGRU(inputs=inputs, wx=wx, wh=wh, head=head, class_names=names,
-                        info={"input_margin": input_margin, "calibration_rows": int(Xc.shape[0])})
+    return QuantizedGRU(
+        inputs=inputs,
+        wx=wx,
+        wh=wh,
+        head=head,
+        class_names=names,
+        info={"input_margin": input_margin, "calibration_rows": int(Xc.shape[0])},
+    )
 
 
 def _linear_c(P: str, name: str, L: QuantLayer, src: str, dst: str, n_in: int, n_out: int, clip: str) -> str:
@@ -157,9 +179,12 @@ def emit_gru(q: QuantizedGRU, P: str = "dogi", source: str | None = None) -> str
     """C99 header of the integer GRU step (see :mod:`dogi_ml.export.c_header` for the API)."""
     H, F, C = q.hidden, q.n_features, q.n_classes
     U = P.upper()
-    doc = [f"int8 GRU, {F} features -> hidden {H} -> {C} classes; state int16 Q15 kept by the caller",
-           "(zeros for an LBA never seen); gate pre-activations Q12; sigmoid/tanh from an",
-           "interpolated table; int32 logits, class = first index of the largest logit.", ""] + rules_doc(q.inputs)
+    doc = [
+        f"int8 GRU, {F} features -> hidden {H} -> {C} classes; state int16 Q15 kept by the caller",
+        "(zeros for an LBA never seen); gate pre-activations Q12; sigmoid/tanh from an",
+        "interpolated table; int32 logits, class = first index of the largest logit.",
+        "",
+    ] + rules_doc(q.inputs)
     out = [prologue(P, f"{P}: deployed lifetime classifier (GRU step)", doc, source)]
     out.append(f"#define {U}_N_FEATURES {F}\n#define {U}_N_CLASSES {C}\n#define {U}_HIDDEN {H}\n\n")
     out.append(helpers(P))

@@ -25,6 +25,7 @@ shift per feature.
 input scale folded in, an int32 bias and int32 accumulation; hidden layers requantise in
 16-bit steps (:func:`hidden_requantize`), the last layer to int32 logits at one scale.
 """
+
 from __future__ import annotations
 
 import math
@@ -37,13 +38,13 @@ from dogi_ml.errors import DogiMLError
 from . import fixedpoint as fx
 
 LINEAR, LOG = 0, 1
-ACT_MAX = 255            # hidden activations are uint8 (post-ReLU), zero point 0
-WEIGHT_MAX = 127         # symmetric int8 weights
-LOGIT_BITS = 20          # calibration logits span about +-2**20 (int32 leaves room to spare)
+ACT_MAX = 255  # hidden activations are uint8 (post-ReLU), zero point 0
+WEIGHT_MAX = 127  # symmetric int8 weights
+LOGIT_BITS = 20  # calibration logits span about +-2**20 (int32 leaves room to spare)
 #: columns of the packed per-feature rule table (``InputQuantizer.packed``)
 PRE_COLUMNS = ("kind", "lo", "hi", "mul", "shift", "qmax")
-MUL_MAX = 1 << 15         # input multipliers: 15 bits of precision
-SPREAD_MAX = 1 << 61      # input codes cover at most +-2**61 around a feature's mean
+MUL_MAX = 1 << 15  # input multipliers: 15 bits of precision
+SPREAD_MAX = 1 << 61  # input codes cover at most +-2**61 around a feature's mean
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -72,14 +73,14 @@ class InputQuantizer:
     """The manifest's per-feature rules from raw int64 features to integer codes."""
 
     feature_names: list
-    kind: np.ndarray        # LINEAR or LOG per feature
+    kind: np.ndarray  # LINEAR or LOG per feature
     lo: np.ndarray
     hi: np.ndarray
     mul: np.ndarray
     shift: np.ndarray
-    scale: np.ndarray       # float: standardised units per code step
-    zero: np.ndarray        # float: the standardised value of code 0
-    mean: np.ndarray        # the model's scaler (for documentation and the float path)
+    scale: np.ndarray  # float: standardised units per code step
+    zero: np.ndarray  # float: the standardised value of code 0
+    mean: np.ndarray  # the model's scaler (for documentation and the float path)
     std: np.ndarray
     bits: int = 16
 
@@ -92,8 +93,9 @@ class InputQuantizer:
         return len(self.feature_names)
 
     @classmethod
-    def fit(cls, scaler, X_calib: np.ndarray, feature_names=None, bits: int = 16,
-            margin: float = 4.0) -> "InputQuantizer":
+    def fit(
+        cls, scaler, X_calib: np.ndarray, feature_names=None, bits: int = 16, margin: float = 4.0
+    ) -> InputQuantizer:
         """Derive the rules from a fitted ``InputScaler`` and calibration rows (raw features)."""
         if bits not in (8, 16):
             raise ExportError(f"input codes are 8 or 16 bits, got {bits}")
@@ -126,8 +128,8 @@ class InputQuantizer:
             spread = min(spread, fx.LOG2_Q8_MAX + abs(centre) if kind == LOG else float(SPREAD_MAX))
             step = spread / qmax
             shift = int(min(max(math.ceil(math.log2(step)) + 14, 0), 62 - bits))
-            mul = int(min(max(round(2.0 ** shift / step), 1), MUL_MAX))
-            step = 2.0 ** shift / mul                      # the step the integers realise
+            mul = int(min(max(round(2.0**shift / step), 1), MUL_MAX))
+            step = 2.0**shift / mul  # the step the integers realise
             lo = int(round(centre)) - ((qmax << shift) // mul)
             lo = max(lo, INT64_MIN)
             hi = min(lo + ((((2 * qmax + 1) << shift) - 1) // mul), INT64_MAX)
@@ -136,8 +138,9 @@ class InputQuantizer:
             scale.append(step / (unit * float(std[f])))
             zero.append(((lo + (qmax + 0.5) * step) / unit - float(mean[f])) / float(std[f]))
         arr = {k: np.array(v, np.int64) for k, v in cols.items()}
-        return cls(feature_names=names, scale=np.array(scale), zero=np.array(zero), mean=mean, std=std,
-                   bits=bits, **arr)
+        return cls(
+            feature_names=names, scale=np.array(scale), zero=np.array(zero), mean=mean, std=std, bits=bits, **arr
+        )
 
     def codes(self, X) -> np.ndarray:
         """Integer codes (int64, in ``[-qmax, qmax]``) of raw features ``[..., F]``."""
@@ -156,27 +159,61 @@ class InputQuantizer:
 
     def packed(self) -> np.ndarray:
         """``int64 [F, 6]``: one row per feature, columns :data:`PRE_COLUMNS`."""
-        return np.stack([self.kind, self.lo, self.hi, self.mul, self.shift,
-                         np.full(self.n_features, self.qmax, np.int64)], axis=1).astype(np.int64)
+        return np.stack(
+            [self.kind, self.lo, self.hi, self.mul, self.shift, np.full(self.n_features, self.qmax, np.int64)], axis=1
+        ).astype(np.int64)
 
     def to_dict(self) -> dict:
-        return {"feature_names": list(self.feature_names), "bits": self.bits, "qmax": self.qmax,
-                "rules": [{"feature": n, "kind": "log2" if k == LOG else "linear", "lo": int(a), "hi": int(b),
-                           "mul": int(m), "shift": int(s), "scale": float(sc), "zero": float(z),
-                           "scaler_mean": float(mu), "scaler_std": float(sd)}
-                          for n, k, a, b, m, s, sc, z, mu, sd in zip(
-                              self.feature_names, self.kind, self.lo, self.hi, self.mul, self.shift,
-                              self.scale, self.zero, self.mean, self.std)]}
+        return {
+            "feature_names": list(self.feature_names),
+            "bits": self.bits,
+            "qmax": self.qmax,
+            "rules": [
+                {
+                    "feature": n,
+                    "kind": "log2" if k == LOG else "linear",
+                    "lo": int(a),
+                    "hi": int(b),
+                    "mul": int(m),
+                    "shift": int(s),
+                    "scale": float(sc),
+                    "zero": float(z),
+                    "scaler_mean": float(mu),
+                    "scaler_std": float(sd),
+                }
+                for n, k, a, b, m, s, sc, z, mu, sd in zip(
+                    self.feature_names,
+                    self.kind,
+                    self.lo,
+                    self.hi,
+                    self.mul,
+                    self.shift,
+                    self.scale,
+                    self.zero,
+                    self.mean,
+                    self.std,
+                )
+            ],
+        }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "InputQuantizer":
+    def from_dict(cls, d: dict) -> InputQuantizer:
         rules = d["rules"]
         col = lambda k: np.array([r[k] for r in rules], np.int64)  # noqa: E731
         flt = lambda k: np.array([r[k] for r in rules], np.float64)  # noqa: E731
-        return cls(feature_names=list(d["feature_names"]),
-                   kind=np.array([LOG if r["kind"] == "log2" else LINEAR for r in rules], np.int64),
-                   lo=col("lo"), hi=col("hi"), mul=col("mul"), shift=col("shift"), scale=flt("scale"),
-                   zero=flt("zero"), mean=flt("scaler_mean"), std=flt("scaler_std"), bits=int(d["bits"]))
+        return cls(
+            feature_names=list(d["feature_names"]),
+            kind=np.array([LOG if r["kind"] == "log2" else LINEAR for r in rules], np.int64),
+            lo=col("lo"),
+            hi=col("hi"),
+            mul=col("mul"),
+            shift=col("shift"),
+            scale=flt("scale"),
+            zero=flt("zero"),
+            mean=flt("scaler_mean"),
+            std=flt("scaler_std"),
+            bits=int(d["bits"]),
+        )
 
 
 # -- layers ------------------------------------------------------------------------------------
@@ -184,13 +221,13 @@ class InputQuantizer:
 class QuantLayer:
     """One integer linear layer: ``out = requant(W @ a + b)`` (ReLU-clamped unless last)."""
 
-    w: np.ndarray            # int8 [out, in]
-    b: np.ndarray            # int32 [out]
-    mul: np.ndarray          # int64 [out]
-    shift: np.ndarray        # int64 [out]
+    w: np.ndarray  # int8 [out, in]
+    b: np.ndarray  # int32 [out]
+    mul: np.ndarray  # int64 [out]
+    shift: np.ndarray  # int64 [out]
     relu: bool
-    w_scale: np.ndarray      # float [out]: real value of one accumulator unit per output channel
-    out_scale: float         # real value of one output unit
+    w_scale: np.ndarray  # float [out]: real value of one accumulator unit per output channel
+    out_scale: float  # real value of one output unit
 
     def forward(self, a: np.ndarray) -> np.ndarray:
         acc = a @ self.w.T.astype(np.int64) + self.b.astype(np.int64)
@@ -200,7 +237,7 @@ class QuantLayer:
         return np.clip(out, fx.INT32_MIN, fx.INT32_MAX)
 
 
-HIDDEN_M_LO, HIDDEN_M_HI = 4096, 8191   # 16-bit multiplier range: 13 bits of precision
+HIDDEN_M_LO, HIDDEN_M_HI = 4096, 8191  # 16-bit multiplier range: 13 bits of precision
 HIDDEN_MAX_SHIFT = 31
 
 
@@ -232,15 +269,18 @@ def hidden_multiplier(real: float) -> tuple[int, int]:
         raise ExportError(f"requantisation multiplier must be positive and finite, got {real!r}")
     p = math.floor(math.log2(HIDDEN_M_HI / (real * 65536.0)))
     if p < 0:
-        raise ExportError(f"hidden-layer multiplier {real:g} too large for 16-bit requantisation "
-                          f"(needs real * 2**16 <= {HIDDEN_M_HI})")
+        raise ExportError(
+            f"hidden-layer multiplier {real:g} too large for 16-bit requantisation "
+            f"(needs real * 2**16 <= {HIDDEN_M_HI})"
+        )
     p = min(p, HIDDEN_MAX_SHIFT)
     m16 = int(round(real * 2.0 ** (16 + p)))
     return min(m16, HIDDEN_M_HI), p
 
 
-def quantize_linear(W: np.ndarray, b: np.ndarray, in_scale, in_max: int, out_scale: float,
-                    relu: bool, name: str = "layer", in_zero=None) -> QuantLayer:
+def quantize_linear(
+    W: np.ndarray, b: np.ndarray, in_scale, in_max: int, out_scale: float, relu: bool, name: str = "layer", in_zero=None
+) -> QuantLayer:
     """Per-output-channel symmetric int8 weights with the input scale folded in (inputs are
     ``code * in_scale + in_zero``; ``W @ in_zero`` joins the bias); int32 bias; multiplier/shift
     to ``out_scale``. Checks that the accumulator stays within int32."""
@@ -250,7 +290,7 @@ def quantize_linear(W: np.ndarray, b: np.ndarray, in_scale, in_max: int, out_sca
         b = b + W @ np.broadcast_to(np.asarray(in_zero, np.float64), (W.shape[1],))
     W = W * np.broadcast_to(np.asarray(in_scale, np.float64), (W.shape[1],))[None, :]
     rowmax = np.abs(W).max(axis=1)
-    w_scale = np.maximum(rowmax, np.abs(b) * 2.0 ** -17) / WEIGHT_MAX
+    w_scale = np.maximum(rowmax, np.abs(b) * 2.0**-17) / WEIGHT_MAX
     w_scale = np.where(w_scale > 0, w_scale, 1.0)
     wq = np.clip(np.round(W / w_scale[:, None]), -WEIGHT_MAX, WEIGHT_MAX).astype(np.int8)
     bq = np.round(b / w_scale)
@@ -262,11 +302,17 @@ def quantize_linear(W: np.ndarray, b: np.ndarray, in_scale, in_max: int, out_sca
     else:
         mq = [fx.quantize_multiplier(float(s) / out_scale) for s in w_scale]
     bound = np.abs(wq.astype(np.int64)).sum(axis=1) * int(in_max) + np.abs(bq)
-    if bound.max() >= 2 ** 31:
+    if bound.max() >= 2**31:
         raise ExportError(f"{name}: the int32 accumulator could overflow (bound {int(bound.max())})")
-    return QuantLayer(w=wq, b=bq.astype(np.int32), mul=np.array([m for m, _ in mq], np.int64),
-                      shift=np.array([s for _, s in mq], np.int64), relu=relu, w_scale=w_scale,
-                      out_scale=float(out_scale))
+    return QuantLayer(
+        w=wq,
+        b=bq.astype(np.int32),
+        mul=np.array([m for m, _ in mq], np.int64),
+        shift=np.array([s for _, s in mq], np.int64),
+        relu=relu,
+        w_scale=w_scale,
+        out_scale=float(out_scale),
+    )
 
 
 def percentile_scale(values: np.ndarray, percentile: float, levels: int) -> float:

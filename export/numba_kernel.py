@@ -14,6 +14,7 @@ arrays, so a policy keeps them in its state tuple and calls the kernel inside it
 
 This module imports numpy and numba only (the simulator's policies may import it).
 """
+
 from __future__ import annotations
 
 import numba as nb
@@ -118,7 +119,7 @@ def _mlp_row(x, pre, table, dims, w, b, mul, shift, buf_a, buf_b, logits):
     return best
 
 
-CHUNK = 128   # rows per pass of the batch kernels (working set ~ max(dims) x CHUNK x 2 int64)
+CHUNK = 128  # rows per pass of the batch kernels (working set ~ max(dims) x CHUNK x 2 int64)
 
 
 @nb.njit(cache=True)
@@ -203,8 +204,19 @@ def int8_mlp_predict_one(x, pre, log_table, dims, w, b, mul, shift, scratch):
     (int64, ``2 * max(dims) + classes``), so the per-block call allocates nothing."""
     n_cls = dims[dims.shape[0] - 1]
     half = (scratch.shape[0] - n_cls) // 2
-    return _mlp_row(x, pre, log_table, dims, w, b, mul, shift, scratch[:half], scratch[half:2 * half],
-                    scratch[2 * half:2 * half + n_cls])
+    return _mlp_row(
+        x,
+        pre,
+        log_table,
+        dims,
+        w,
+        b,
+        mul,
+        shift,
+        scratch[:half],
+        scratch[half : 2 * half],
+        scratch[2 * half : 2 * half + n_cls],
+    )
 
 
 def mlp_scratch(args) -> np.ndarray:

@@ -1,5 +1,6 @@
 """Bit-exactness checks: the Python integer reference against the Numba kernel and the C header
 on many feature vectors, extreme values included."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,9 +8,32 @@ import numpy as np
 from .quantize import ExportError
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
-SPECIAL = np.array([0, 1, -1, 2, 255, 256, 1 << 20, 1 << 31, -(1 << 31), (1 << 31) - 1, 1 << 40, (1 << 40) + 1,
-                    (1 << 53) + 1, 1 << 62, -(1 << 62), (1 << 62) + 1, -(1 << 62) - 1, INT64_MAX, INT64_MIN,
-                    INT64_MAX - 1, INT64_MIN + 1], np.int64)
+SPECIAL = np.array(
+    [
+        0,
+        1,
+        -1,
+        2,
+        255,
+        256,
+        1 << 20,
+        1 << 31,
+        -(1 << 31),
+        (1 << 31) - 1,
+        1 << 40,
+        (1 << 40) + 1,
+        (1 << 53) + 1,
+        1 << 62,
+        -(1 << 62),
+        (1 << 62) + 1,
+        -(1 << 62) - 1,
+        INT64_MAX,
+        INT64_MIN,
+        INT64_MAX - 1,
+        INT64_MIN + 1,
+    ],
+    np.int64,
+)
 
 
 def extreme_features(n_features: int, n: int, seed: int = 0, reference: np.ndarray | None = None) -> np.ndarray:
@@ -23,7 +47,7 @@ def extreme_features(n_features: int, n: int, seed: int = 0, reference: np.ndarr
     parts.append(SPECIAL[rng.integers(0, SPECIAL.size, size=(k, n_features))])
     # random magnitudes 2**0 .. 2**63, random signs
     mag = rng.integers(0, 63, size=(k, n_features))
-    vals = (rng.integers(0, INT64_MAX, size=(k, n_features), dtype=np.int64) >> (62 - mag).clip(0, 62))
+    vals = rng.integers(0, INT64_MAX, size=(k, n_features), dtype=np.int64) >> (62 - mag).clip(0, 62)
     parts.append(np.where(rng.random((k, n_features)) < 0.5, -vals, vals))
     rest = n - 2 * k
     if reference is not None and len(reference):
@@ -33,7 +57,7 @@ def extreme_features(n_features: int, n: int, seed: int = 0, reference: np.ndarr
         jitter = rng.integers(-3, 4, size=(third, n_features))
         base[:third] = base[:third] + jitter
         idx = rng.integers(0, n_features, size=rest - 2 * third)
-        base[2 * third:, :][np.arange(rest - 2 * third), idx] = SPECIAL[rng.integers(0, SPECIAL.size, size=idx.size)]
+        base[2 * third :, :][np.arange(rest - 2 * third), idx] = SPECIAL[rng.integers(0, SPECIAL.size, size=idx.size)]
         parts.append(base)
     else:
         parts.append(rng.integers(-(1 << 20), 1 << 20, size=(rest, n_features)))
@@ -42,9 +66,11 @@ def extreme_features(n_features: int, n: int, seed: int = 0, reference: np.ndarr
 
 
 def _cmp(ref_logits, ref_cls, logits, cls) -> dict:
-    return {"classes_equal": int((np.asarray(cls) == ref_cls).sum()),
-            "logits_equal_rows": int((np.asarray(logits) == ref_logits).all(axis=1).sum()),
-            "identical": bool(np.array_equal(cls, ref_cls) and np.array_equal(logits, ref_logits))}
+    return {
+        "classes_equal": int((np.asarray(cls) == ref_cls).sum()),
+        "logits_equal_rows": int((np.asarray(logits) == ref_logits).all(axis=1).sum()),
+        "identical": bool(np.array_equal(cls, ref_cls) and np.array_equal(logits, ref_logits)),
+    }
 
 
 def parity(q, X: np.ndarray, cmodel=None, numba: bool = True, other_builds: dict | None = None) -> dict:
@@ -61,14 +87,17 @@ def parity(q, X: np.ndarray, cmodel=None, numba: bool = True, other_builds: dict
         if cmodel is not None:
             h2 = h.copy()
             cls, logits = cmodel.gru_step_batch(X, h2)
-            out["python_vs_c"] = {**_cmp(ref_logits, ref_cls, logits, cls),
-                                  "state_equal_rows": int((h2.astype(np.int64) == ref_h).all(axis=1).sum())}
+            out["python_vs_c"] = {
+                **_cmp(ref_logits, ref_cls, logits, cls),
+                "state_equal_rows": int((h2.astype(np.int64) == ref_h).all(axis=1).sum()),
+            }
             out["python_vs_c"]["identical"] &= bool(np.array_equal(h2.astype(np.int64), ref_h))
         return out
     ref_logits = q.logits_int(X)
     ref_cls = ref_logits.argmax(axis=1)
     if numba and q.kind == "mlp":
         from .numba_kernel import int8_mlp_classes, int8_mlp_logits
+
         args = q.kernel_args()
         logits = np.empty((X.shape[0], q.n_classes), np.int32)
         int8_mlp_logits(X, *args, logits)
@@ -81,8 +110,9 @@ def parity(q, X: np.ndarray, cmodel=None, numba: bool = True, other_builds: dict
         # the single-block entry point on a sample
         sample = np.linspace(0, X.shape[0] - 1, min(2000, X.shape[0])).astype(np.int64)
         one = [cmodel.predict_one(X[i]) for i in sample]
-        out["python_vs_c_single"] = _cmp(ref_logits[sample], ref_cls[sample], np.array([lg for _, lg in one]),
-                                         np.array([c for c, _ in one]))
+        out["python_vs_c_single"] = _cmp(
+            ref_logits[sample], ref_cls[sample], np.array([lg for _, lg in one]), np.array([c for c, _ in one])
+        )
     for label, cm in (other_builds or {}).items():
         cls, logits = cm.predict_batch(X)
         out[f"python_vs_c_{label}"] = {**_cmp(ref_logits, ref_cls, logits, cls), "batch_path": cm.batch_path}

@@ -11,9 +11,11 @@ integer-only ``static inline`` functions, ``<stdint.h>`` only, no libc, no float
   ``-1`` for a state out of range);
 * ``int32_t P_relocate(...)``: both in one call, with ``encode_state``'s arguments.
 """
+
 from __future__ import annotations
 
 import numpy as np
+
 from dogi_ml.rl.export import IntQTable
 from dogi_ml.rl.qlearning import (
     N_ACTIONS,
@@ -38,23 +40,29 @@ def emit_qtable(iq: IntQTable, prefix: str = "shiro", source: str | None = None)
     table = np.asarray(iq.table)
     ctype = C_TYPES.get(table.dtype)
     if ctype is None:
-        raise ExportError(f"Q-table dtype {table.dtype} has no C form; quantise it with "
-                          f"dogi_ml.rl.export.quantize_table (int8 or int16)")
+        raise ExportError(
+            f"Q-table dtype {table.dtype} has no C form; quantise it with "
+            f"dogi_ml.rl.export.quantize_table (int8 or int16)"
+        )
     if table.shape != (N_STATES, N_ACTIONS):
         raise ExportError(f"Q-table must have shape ({N_STATES}, {N_ACTIONS}), got {table.shape}")
     P, PU = prefix, prefix.upper()
-    doc = ["Tabular Q-learning agent for GC relocation (Shiro, Table I), integer form.",
-           f"Values: {ctype}, q ~ value / {iq.scale:.6g}; the greedy action is the largest value",
-           "(ties to the lowest GC level). State = (((l * 25 + v) * 8 + t) * 3 + p) * 6 + prev:",
-           "  l lifetime bin floor(log2(lifetime)) in 0..24 (0 below 2), v valid bin",
-           "  floor(25 * valid / segment_blocks) in 0..24, t segment type (0 user short, 1 user",
-           "  long, 2 user unseen, 3..7 GC levels 1..5), p prediction (0 short, 1 long, 2 unseen),",
-           "  prev previous action (0..4, 5 never relocated). Action a: GC level a + 1."]
+    doc = [
+        "Tabular Q-learning agent for GC relocation (Shiro, Table I), integer form.",
+        f"Values: {ctype}, q ~ value / {iq.scale:.6g}; the greedy action is the largest value",
+        "(ties to the lowest GC level). State = (((l * 25 + v) * 8 + t) * 3 + p) * 6 + prev:",
+        "  l lifetime bin floor(log2(lifetime)) in 0..24 (0 below 2), v valid bin",
+        "  floor(25 * valid / segment_blocks) in 0..24, t segment type (0 user short, 1 user",
+        "  long, 2 user unseen, 3..7 GC levels 1..5), p prediction (0 short, 1 long, 2 unseen),",
+        "  prev previous action (0..4, 5 never relocated). Action a: GC level a + 1.",
+    ]
     out = [prologue(P, f"{P}: integer Q-table", doc, source)]
-    out.append(f"#define {PU}_N_STATES {N_STATES}\n#define {PU}_N_ACTIONS {N_ACTIONS}\n"
-               f"#define {PU}_LIFETIME_BINS {N_LIFETIME_BINS}\n#define {PU}_VALID_BINS {N_VALID_BINS}\n"
-               f"#define {PU}_SEGMENT_TYPES {N_SEGMENT_TYPES}\n#define {PU}_PREDICTIONS {N_PREDICTIONS}\n"
-               f"#define {PU}_PREVIOUS {N_PREVIOUS}\n\n")
+    out.append(
+        f"#define {PU}_N_STATES {N_STATES}\n#define {PU}_N_ACTIONS {N_ACTIONS}\n"
+        f"#define {PU}_LIFETIME_BINS {N_LIFETIME_BINS}\n#define {PU}_VALID_BINS {N_VALID_BINS}\n"
+        f"#define {PU}_SEGMENT_TYPES {N_SEGMENT_TYPES}\n#define {PU}_PREDICTIONS {N_PREDICTIONS}\n"
+        f"#define {PU}_PREVIOUS {N_PREVIOUS}\n\n"
+    )
     out.append(c_array(f"{P}_qtable", ctype, table))
     out.append(f"""
 /* floor(log2(lifetime)) capped at {N_LIFETIME_BINS - 1}; lifetimes below 2 give 0 */

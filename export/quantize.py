@@ -12,6 +12,7 @@ from a percentile of the float activations on the calibration set. The last laye
 every class to one logit scale exactly, ``rshift_round(acc * m[o], s[o])`` (int32 logits), and
 the class is the first index of the largest logit.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -20,11 +21,32 @@ import numpy as np
 
 from . import fixedpoint as fx
 from .gru import quantize_gru
+
 # the building blocks, importable from here as before
 from .integer import (  # noqa: F401
-    ACT_MAX, HIDDEN_M_HI, HIDDEN_M_LO, HIDDEN_MAX_SHIFT, INT64_MAX, INT64_MIN, LINEAR, LOG, LOGIT_BITS, MUL_MAX,
-    PRE_COLUMNS, SPREAD_MAX, WEIGHT_MAX, ExportError, InputQuantizer, QuantLayer, as_int_features,
-    hidden_bias_offset, hidden_multiplier, hidden_requantize, logit_scale, percentile_scale, quantize_linear,
+    ACT_MAX,
+    HIDDEN_M_HI,
+    HIDDEN_M_LO,
+    HIDDEN_MAX_SHIFT,
+    INT64_MAX,
+    INT64_MIN,
+    LINEAR,
+    LOG,
+    LOGIT_BITS,
+    MUL_MAX,
+    PRE_COLUMNS,
+    SPREAD_MAX,
+    WEIGHT_MAX,
+    ExportError,
+    InputQuantizer,
+    QuantLayer,
+    as_int_features,
+    hidden_bias_offset,
+    hidden_multiplier,
+    hidden_requantize,
+    logit_scale,
+    percentile_scale,
+    quantize_linear,
 )
 from .trees import integer_trees
 
@@ -77,12 +99,15 @@ class QuantizedMLP:
 
     def packed(self) -> dict:
         """Flat arrays for the Numba kernel (see :func:`dogi_ml.export.numba_kernel.kernel_args`)."""
-        return {"pre": self.inputs.packed(), "log_table": fx.LOG2_TABLE.copy(),
-                "dims": np.array(self.dims, np.int64),
-                "w": np.concatenate([L.w.ravel() for L in self.layers]).astype(np.int8),
-                "b": np.concatenate([L.b for L in self.layers]).astype(np.int32),
-                "mul": np.concatenate([L.mul for L in self.layers]).astype(np.int64),
-                "shift": np.concatenate([L.shift for L in self.layers]).astype(np.int64)}
+        return {
+            "pre": self.inputs.packed(),
+            "log_table": fx.LOG2_TABLE.copy(),
+            "dims": np.array(self.dims, np.int64),
+            "w": np.concatenate([L.w.ravel() for L in self.layers]).astype(np.int8),
+            "b": np.concatenate([L.b for L in self.layers]).astype(np.int32),
+            "mul": np.concatenate([L.mul for L in self.layers]).astype(np.int64),
+            "shift": np.concatenate([L.shift for L in self.layers]).astype(np.int64),
+        }
 
     def kernel_args(self) -> tuple:
         """``(pre, log_table, dims, w, b, mul, shift)`` for :mod:`dogi_ml.export.numba_kernel`."""
@@ -91,26 +116,43 @@ class QuantizedMLP:
 
     def params_dict(self) -> dict:
         """Quantisation parameters for the manifest (the weights live in the .npz and header)."""
-        return {"activation_max": ACT_MAX, "weight_max": WEIGHT_MAX, "dims": self.dims,
-                "layers": [{"relu": L.relu, "out_scale": L.out_scale, "w_scale": L.w_scale.tolist(),
-                            "multiplier": L.mul.tolist(), "shift": L.shift.tolist()} for L in self.layers]}
+        return {
+            "activation_max": ACT_MAX,
+            "weight_max": WEIGHT_MAX,
+            "dims": self.dims,
+            "layers": [
+                {
+                    "relu": L.relu,
+                    "out_scale": L.out_scale,
+                    "w_scale": L.w_scale.tolist(),
+                    "multiplier": L.mul.tolist(),
+                    "shift": L.shift.tolist(),
+                }
+                for L in self.layers
+            ],
+        }
 
     def arrays(self) -> dict:
         out = {}
         for i, L in enumerate(self.layers):
-            out.update({f"w{i}": L.w, f"b{i}": L.b, f"mul{i}": L.mul, f"shift{i}": L.shift,
-                        f"w_scale{i}": L.w_scale})
+            out.update({f"w{i}": L.w, f"b{i}": L.b, f"mul{i}": L.mul, f"shift{i}": L.shift, f"w_scale{i}": L.w_scale})
         return out
 
     @classmethod
-    def from_arrays(cls, inputs: InputQuantizer, params: dict, arrays, class_names) -> "QuantizedMLP":
+    def from_arrays(cls, inputs: InputQuantizer, params: dict, arrays, class_names) -> QuantizedMLP:
         layers = []
         for i, lp in enumerate(params["layers"]):
-            layers.append(QuantLayer(w=np.asarray(arrays[f"w{i}"], np.int8), b=np.asarray(arrays[f"b{i}"], np.int32),
-                                     mul=np.asarray(arrays[f"mul{i}"], np.int64),
-                                     shift=np.asarray(arrays[f"shift{i}"], np.int64), relu=bool(lp["relu"]),
-                                     w_scale=np.asarray(arrays[f"w_scale{i}"], np.float64),
-                                     out_scale=float(lp["out_scale"])))
+            layers.append(
+                QuantLayer(
+                    w=np.asarray(arrays[f"w{i}"], np.int8),
+                    b=np.asarray(arrays[f"b{i}"], np.int32),
+                    mul=np.asarray(arrays[f"mul{i}"], np.int64),
+                    shift=np.asarray(arrays[f"shift{i}"], np.int64),
+                    relu=bool(lp["relu"]),
+                    w_scale=np.asarray(arrays[f"w_scale{i}"], np.float64),
+                    out_scale=float(lp["out_scale"]),
+                )
+            )
         return cls(inputs=inputs, layers=layers, class_names=list(class_names))
 
 
@@ -123,15 +165,26 @@ def mlp_float_layers(model) -> list[tuple[np.ndarray, np.ndarray]]:
     for mod in net:
         kind = type(mod).__name__
         if kind == "Linear":
-            out.append((mod.weight.detach().cpu().numpy().astype(np.float64),
-                        mod.bias.detach().cpu().numpy().astype(np.float64)))
+            out.append(
+                (
+                    mod.weight.detach().cpu().numpy().astype(np.float64),
+                    mod.bias.detach().cpu().numpy().astype(np.float64),
+                )
+            )
         elif kind not in ("ReLU", "Dropout"):
             raise ExportError(f"MLP export handles Linear/ReLU/Dropout layers, found {kind}")
     return out
 
 
-def quantize_mlp(model, X_calib, class_names=None, feature_names=None, input_bits: int = 16,
-                 input_margin: float = 4.0, act_percentile: float = 99.99) -> QuantizedMLP:
+def quantize_mlp(
+    model,
+    X_calib,
+    class_names=None,
+    feature_names=None,
+    input_bits: int = 16,
+    input_margin: float = 4.0,
+    act_percentile: float = 99.99,
+) -> QuantizedMLP:
     """Quantise a trained ``models.MLP`` calibrating on raw training features ``X_calib``."""
     if getattr(model, "name", None) != "mlp":
         raise ExportError(f"quantize_mlp needs an mlp model, got {getattr(model, 'name', type(model).__name__)}")
@@ -148,13 +201,21 @@ def quantize_mlp(model, X_calib, class_names=None, feature_names=None, input_bit
         else:
             h = np.maximum(h, 0)
             out_scale = percentile_scale(h, act_percentile, ACT_MAX)
-        layers.append(quantize_linear(W, b, in_scale, in_max, out_scale, relu=not last, name=f"layer {i}",
-                                      in_zero=in_zero))
+        layers.append(
+            quantize_linear(W, b, in_scale, in_max, out_scale, relu=not last, name=f"layer {i}", in_zero=in_zero)
+        )
         in_scale, in_zero, in_max = np.full(W.shape[0], out_scale), None, ACT_MAX
     names = list(class_names) if class_names is not None else [str(c) for c in range(model.n_classes)]
-    return QuantizedMLP(inputs=inputs, layers=layers, class_names=names,
-                        info={"input_margin": input_margin, "act_percentile": act_percentile,
-                              "calibration_rows": int(np.asarray(X_calib).shape[0])})
+    return QuantizedMLP(
+        inputs=inputs,
+        layers=layers,
+        class_names=names,
+        info={
+            "input_margin": input_margin,
+            "act_percentile": act_percentile,
+            "calibration_rows": int(np.asarray(X_calib).shape[0]),
+        },
+    )
 
 
 def quantize_model(model, X_calib, class_names=None, feature_names=None, **opts):
@@ -166,5 +227,7 @@ def quantize_model(model, X_calib, class_names=None, feature_names=None, **opts)
         return quantize_gru(model, X_calib, class_names, feature_names, **opts)
     if name in ("lightgbm", "random_forest"):
         return integer_trees(model, class_names, feature_names)
-    raise ExportError(f"no integer export for model {name!r}; exportable: mlp, gru, lightgbm, random_forest "
-                      "(tcn and others: float ONNX only)")
+    raise ExportError(
+        f"no integer export for model {name!r}; exportable: mlp, gru, lightgbm, random_forest "
+        "(tcn and others: float ONNX only)"
+    )

@@ -13,6 +13,7 @@ leaves hold their raw score scaled by ``2**k`` (``k`` keeps every class's total 
 ``+-2**30``), summed per class (argmax of the raw scores = argmax of the softmax). Classes the
 model never saw get ``INT32_MIN``.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,15 +33,15 @@ VOTE_BITS = 16
 class IntTreeEnsemble:
     """Integer decision trees over raw int64 features."""
 
-    mode: str                   # "vote" (random forest) or "boost" (LightGBM)
-    feature: np.ndarray         # int32 [nodes]
-    threshold: np.ndarray       # int64 [nodes]: go left iff x[feature] <= threshold
-    left: np.ndarray            # int32 [nodes]: child node, or -(leaf + 1)
+    mode: str  # "vote" (random forest) or "boost" (LightGBM)
+    feature: np.ndarray  # int32 [nodes]
+    threshold: np.ndarray  # int64 [nodes]: go left iff x[feature] <= threshold
+    left: np.ndarray  # int32 [nodes]: child node, or -(leaf + 1)
     right: np.ndarray
-    roots: np.ndarray           # int32 [trees]: node, or -(leaf + 1) for a single-leaf tree
-    leaf: np.ndarray            # int32 [leaves, classes] (vote) or [leaves, 1] (boost)
-    tree_class: np.ndarray      # int32 [trees] (boost: the class a tree adds to)
-    base: np.ndarray            # int32 [classes]
+    roots: np.ndarray  # int32 [trees]: node, or -(leaf + 1) for a single-leaf tree
+    leaf: np.ndarray  # int32 [leaves, classes] (vote) or [leaves, 1] (boost)
+    tree_class: np.ndarray  # int32 [trees] (boost: the class a tree adds to)
+    base: np.ndarray  # int32 [classes]
     n_features: int
     class_names: list
     feature_names: list
@@ -79,20 +80,34 @@ class IntTreeEnsemble:
         return self.logits_int(X).argmax(axis=1)
 
     def params_dict(self) -> dict:
-        return {"mode": self.mode, "trees": int(self.roots.size), "nodes": int(self.feature.size),
-                "leaves": int(self.leaf.shape[0]), "comparison": "raw int64 feature <= int64 threshold",
-                **self.info}
+        return {
+            "mode": self.mode,
+            "trees": int(self.roots.size),
+            "nodes": int(self.feature.size),
+            "leaves": int(self.leaf.shape[0]),
+            "comparison": "raw int64 feature <= int64 threshold",
+            **self.info,
+        }
 
     def arrays(self) -> dict:
-        return {k: getattr(self, k) for k in ("feature", "threshold", "left", "right", "roots", "leaf",
-                                               "tree_class", "base")}
+        return {
+            k: getattr(self, k)
+            for k in ("feature", "threshold", "left", "right", "roots", "leaf", "tree_class", "base")
+        }
 
     @classmethod
-    def from_arrays(cls, params: dict, arrays, class_names, feature_names) -> "IntTreeEnsemble":
-        a = {k: np.asarray(arrays[k]) for k in ("feature", "threshold", "left", "right", "roots", "leaf",
-                                                 "tree_class", "base")}
-        return cls(mode=params["mode"], n_features=len(feature_names), class_names=list(class_names),
-                   feature_names=list(feature_names), **a)
+    def from_arrays(cls, params: dict, arrays, class_names, feature_names) -> IntTreeEnsemble:
+        a = {
+            k: np.asarray(arrays[k])
+            for k in ("feature", "threshold", "left", "right", "roots", "leaf", "tree_class", "base")
+        }
+        return cls(
+            mode=params["mode"],
+            n_features=len(feature_names),
+            class_names=list(class_names),
+            feature_names=list(feature_names),
+            **a,
+        )
 
 
 def raw_thresholds(scaler, n_features: int, feature: np.ndarray, thr: np.ndarray) -> np.ndarray:
@@ -106,8 +121,8 @@ def raw_thresholds(scaler, n_features: int, feature: np.ndarray, thr: np.ndarray
         X[rows, feature] = v
         return np.asarray(scaler.transform(X), np.float32)[rows, feature].astype(np.float64)
 
-    lo = np.full(K, INT64_MIN, np.int64)     # invariant: z(lo) <= thr (else: never left)
-    hi = np.full(K, INT64_MAX, np.int64)     # invariant: z(hi) > thr (else: always left)
+    lo = np.full(K, INT64_MIN, np.int64)  # invariant: z(lo) <= thr (else: never left)
+    hi = np.full(K, INT64_MAX, np.int64)  # invariant: z(hi) > thr (else: always left)
     never = z(lo) > thr
     always = z(hi) <= thr
     active = ~(never | always)
@@ -134,6 +149,7 @@ def _flatten(trees: list, scaler, n_features: int):
             splits.append(node)
             collect(node[2])
             collect(node[3])
+
     for t in trees:
         collect(t)
     if splits:
@@ -147,9 +163,9 @@ def _flatten(trees: list, scaler, n_features: int):
         if not isinstance(node, tuple):
             return -(int(node) + 1)
         r, nv = mapped[id(node)]
-        if nv:                              # no int64 value goes left
+        if nv:  # no int64 value goes left
             return emit(node[3])
-        if r == INT64_MAX:                  # every value goes left
+        if r == INT64_MAX:  # every value goes left
             return emit(node[2])
         i = len(feat)
         feat.append(int(node[0]))
@@ -159,9 +175,15 @@ def _flatten(trees: list, scaler, n_features: int):
         left[i] = emit(node[2])
         right[i] = emit(node[3])
         return i
+
     roots = [emit(t) for t in trees]
-    return (np.array(feat, np.int32), np.array(thr, np.int64), np.array(left, np.int32),
-            np.array(right, np.int32), np.array(roots, np.int32))
+    return (
+        np.array(feat, np.int32),
+        np.array(thr, np.int64),
+        np.array(left, np.int32),
+        np.array(right, np.int32),
+        np.array(roots, np.int32),
+    )
 
 
 def integer_trees(model, class_names=None, feature_names=None) -> IntTreeEnsemble:
@@ -186,15 +208,31 @@ def integer_trees(model, class_names=None, feature_names=None) -> IntTreeEnsembl
                     vec[classes] = np.round(p * (1 << VOTE_BITS)).astype(np.int64)
                     leaves.append(vec)
                     return len(leaves) - 1
-                return (int(tr.feature[i]), float(tr.threshold[i]), build(tr.children_left[i]),
-                        build(tr.children_right[i]))
+                return (
+                    int(tr.feature[i]),
+                    float(tr.threshold[i]),
+                    build(tr.children_left[i]),
+                    build(tr.children_right[i]),
+                )
+
             trees.append(build(0))
         feat, thr, left, right, roots = _flatten(trees, model.scaler, F)
         base = np.zeros(C, np.int64)
-        return IntTreeEnsemble(mode="vote", feature=feat, threshold=thr, left=left, right=right, roots=roots,
-                               leaf=np.array(leaves, np.int32).reshape(-1, C), tree_class=np.zeros(len(trees), np.int32),
-                               base=base.astype(np.int32), n_features=F, class_names=names, feature_names=fnames,
-                               info={"leaf_units": f"2^-{VOTE_BITS} of a tree's class probability"})
+        return IntTreeEnsemble(
+            mode="vote",
+            feature=feat,
+            threshold=thr,
+            left=left,
+            right=right,
+            roots=roots,
+            leaf=np.array(leaves, np.int32).reshape(-1, C),
+            tree_class=np.zeros(len(trees), np.int32),
+            base=base.astype(np.int32),
+            n_features=F,
+            class_names=names,
+            feature_names=fnames,
+            info={"leaf_units": f"2^-{VOTE_BITS} of a tree's class probability"},
+        )
     if model.name != "lightgbm":
         raise ExportError(f"integer trees handle lightgbm and random_forest, got {model.name}")
     dump = est.booster_.dump_model()
@@ -209,8 +247,13 @@ def integer_trees(model, class_names=None, feature_names=None) -> IntTreeEnsembl
             raise ExportError(f"LightGBM split type {node['decision_type']!r} is not supported (numerical '<=' only)")
         if node.get("missing_type", "None") not in ("None", "NaN"):
             raise ExportError(f"LightGBM missing_type {node['missing_type']!r} is not supported")
-        return (int(node["split_feature"]), float(node["threshold"]), build(node["left_child"]),
-                build(node["right_child"]))
+        return (
+            int(node["split_feature"]),
+            float(node["threshold"]),
+            build(node["left_child"]),
+            build(node["right_child"]),
+        )
+
     tree_class, tree_leaves = [], []
     for k, info in enumerate(dump["tree_info"]):
         start = len(raw_leaves)
@@ -223,10 +266,10 @@ def integer_trees(model, class_names=None, feature_names=None) -> IntTreeEnsembl
     for (a, b), c in zip(tree_leaves, tree_class):
         worst[c] += np.abs(raw[a:b]).max() if b > a else 0.0
     bits = min(24, math.floor(math.log2((1 << 30) / max(worst.max(), 1e-12))))
-    leaf_int = np.round(raw * 2.0 ** bits).astype(np.int64)
+    leaf_int = np.round(raw * 2.0**bits).astype(np.int64)
     feat, thr, left, right, roots = _flatten(trees, model.scaler, F)
     base = np.full(C, INT32_MIN, np.int64)
-    if per_iter == 1:        # binary objective: score for classes_[1], 0 for classes_[0]
+    if per_iter == 1:  # binary objective: score for classes_[1], 0 for classes_[0]
         if classes.size != 2:
             raise ExportError("LightGBM with one tree per iteration must be binary")
         base[classes[0]] = 0
@@ -235,10 +278,21 @@ def integer_trees(model, class_names=None, feature_names=None) -> IntTreeEnsembl
     else:
         base[classes] = 0
         tcls = classes[np.array(tree_class)].astype(np.int32)
-    return IntTreeEnsemble(mode="boost", feature=feat, threshold=thr, left=left, right=right, roots=roots,
-                           leaf=leaf_int.astype(np.int32).reshape(-1, 1), tree_class=tcls, base=base.astype(np.int32),
-                           n_features=F, class_names=names, feature_names=fnames,
-                           info={"leaf_units": f"2^-{bits} of the raw score"})
+    return IntTreeEnsemble(
+        mode="boost",
+        feature=feat,
+        threshold=thr,
+        left=left,
+        right=right,
+        roots=roots,
+        leaf=leaf_int.astype(np.int32).reshape(-1, 1),
+        tree_class=tcls,
+        base=base.astype(np.int32),
+        n_features=F,
+        class_names=names,
+        feature_names=fnames,
+        info={"leaf_units": f"2^-{bits} of the raw score"},
+    )
 
 
 def emit_trees(q: IntTreeEnsemble, P: str = "dogi", source: str | None = None) -> str:
@@ -246,13 +300,19 @@ def emit_trees(q: IntTreeEnsemble, P: str = "dogi", source: str | None = None) -
     U = P.upper()
     C = q.n_classes
     what = "random forest" if q.mode == "vote" else "LightGBM"
-    doc = [f"{what}: {q.roots.size} trees, {q.feature.size} splits, {q.leaf.shape[0]} leaves, {C} classes.",
-           "Splits compare raw int64 features with int64 thresholds (x <= threshold goes left), exactly",
-           "the float model's splits on its scaled inputs; leaves hold int32 scores summed per class;",
-           "class = first index of the largest score.", "", "Features, in order:"]
+    doc = [
+        f"{what}: {q.roots.size} trees, {q.feature.size} splits, {q.leaf.shape[0]} leaves, {C} classes.",
+        "Splits compare raw int64 features with int64 thresholds (x <= threshold goes left), exactly",
+        "the float model's splits on its scaled inputs; leaves hold int32 scores summed per class;",
+        "class = first index of the largest score.",
+        "",
+        "Features, in order:",
+    ]
     doc += [f"  {i}: {n}" for i, n in enumerate(q.feature_names)]
     out = [prologue(P, f"{P}: deployed lifetime classifier ({what})", doc, source)]
-    out.append(f"#define {U}_N_FEATURES {q.n_features}\n#define {U}_N_CLASSES {C}\n#define {U}_N_TREES {q.roots.size}\n\n")
+    out.append(
+        f"#define {U}_N_FEATURES {q.n_features}\n#define {U}_N_CLASSES {C}\n#define {U}_N_TREES {q.roots.size}\n\n"
+    )
     pad = lambda a, dt: a if a.size else np.zeros(1, dt)  # noqa: E731  (C has no empty arrays)
     out.append(c_array(f"{P}_feature", "uint8_t" if q.n_features < 256 else "int32_t", pad(q.feature, np.int32)))
     out.append(c_array(f"{P}_threshold", "int64_t", pad(q.threshold, np.int64), 4))

@@ -8,6 +8,7 @@ a few bytes per logical block and a few counters per 2 MiB chunk. Row ``i`` belo
 Windows scale with capacity: the paper's 40 M-block window at 128 GiB (33,554,432 blocks) is
 1.19 x capacity, so ``window_blocks = round(40e6 / 33554432 * capacity)`` by default.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,32 +18,44 @@ import numpy as np
 
 from dogi_ml.traces.trace import OP_READ, OP_WRITE, Trace
 
-PAPER_CAPACITY = 33_554_432       # 128 GiB in 4 KiB blocks
-PAPER_WINDOW = 40_000_000         # DOGI's bitmap window, in user-written blocks
-CHUNK_BLOCKS = 512                # 2 MiB chunks
+PAPER_CAPACITY = 33_554_432  # 128 GiB in 4 KiB blocks
+PAPER_WINDOW = 40_000_000  # DOGI's bitmap window, in user-written blocks
+CHUNK_BLOCKS = 512  # 2 MiB chunks
 #: "latest invalidation time" of a block never written before
 NO_PREVIOUS = np.int64(1 << 40)
 
 #: Feature names, in column order. The first six are DOGI's selected features (Table 3).
 FEATURES = (
-    "lba",                  # logical block address
-    "prev_lba",             # LBA of the block written immediately before this one
-    "freq",                 # writes to this LBA within the current window
-    "chunk_freq",           # writes so far to the 2 MiB chunk holding this LBA
-    "recency_freq",         # 8-bit bitmap of windows with a write, recent windows weigh 2^i
-    "latest_inv",           # time since this LBA's previous write (NO_PREVIOUS if none)
-    "req_blocks",           # size of the request, in blocks
-    "sequential",           # 1 if the request starts where the previous write request ended
-    "chunk_reads",          # blocks read so far in this chunk
-    "chunk_writes",         # blocks written so far in this chunk (before this request)
-    "rw_ratio_milli",       # global read/write block ratio so far, x1000
-    "write_count",          # writes of this LBA so far (this one excluded)
+    "lba",  # logical block address
+    "prev_lba",  # LBA of the block written immediately before this one
+    "freq",  # writes to this LBA within the current window
+    "chunk_freq",  # writes so far to the 2 MiB chunk holding this LBA
+    "recency_freq",  # 8-bit bitmap of windows with a write, recent windows weigh 2^i
+    "latest_inv",  # time since this LBA's previous write (NO_PREVIOUS if none)
+    "req_blocks",  # size of the request, in blocks
+    "sequential",  # 1 if the request starts where the previous write request ended
+    "chunk_reads",  # blocks read so far in this chunk
+    "chunk_writes",  # blocks written so far in this chunk (before this request)
+    "rw_ratio_milli",  # global read/write block ratio so far, x1000
+    "write_count",  # writes of this LBA so far (this one excluded)
 )
 DOGI_FEATURES = FEATURES[:6]
 #: address-like or binary features: the models' input scaler keeps them linear (no log transform)
 NO_LOG = frozenset({"lba", "prev_lba", "sequential"})
-F_LBA, F_PREV_LBA, F_FREQ, F_CHUNK_FREQ, F_RECENCY, F_LATEST_INV, F_REQ_BLOCKS, F_SEQ, \
-    F_CHUNK_READS, F_CHUNK_WRITES, F_RW_RATIO, F_WRITE_COUNT = range(len(FEATURES))
+(
+    F_LBA,
+    F_PREV_LBA,
+    F_FREQ,
+    F_CHUNK_FREQ,
+    F_RECENCY,
+    F_LATEST_INV,
+    F_REQ_BLOCKS,
+    F_SEQ,
+    F_CHUNK_READS,
+    F_CHUNK_WRITES,
+    F_RW_RATIO,
+    F_WRITE_COUNT,
+) = range(len(FEATURES))
 
 
 @dataclass(frozen=True)
@@ -60,8 +73,7 @@ class FeatureConfig:
         return max(1, int(round(PAPER_WINDOW / PAPER_CAPACITY * self.capacity_blocks)))
 
 
-def extract_features(trace: Trace, config: FeatureConfig | None = None,
-                     rows: np.ndarray | None = None) -> np.ndarray:
+def extract_features(trace: Trace, config: FeatureConfig | None = None, rows: np.ndarray | None = None) -> np.ndarray:
     """int64 matrix ``[n, len(FEATURES)]``: row ``i`` for block write ``i``, or, with ``rows``
     (sorted block-write indices), one row per index (memory bounded by the sample, not the
     trace; the pass still updates the per-LBA state for every write)."""
@@ -77,7 +89,7 @@ def extract_features(trace: Trace, config: FeatureConfig | None = None,
     return out
 
 
-_EXTRACT_CHUNK = 1 << 22          # requests per window
+_EXTRACT_CHUNK = 1 << 22  # requests per window
 _NO_ROWS = np.empty(0, np.int64)
 
 
@@ -88,8 +100,26 @@ S_READS, S_WRITES, S_PREV_LBA, S_PREV_END, S_T, S_REQ, S_OFF, S_SEQ, S_RATIO, S_
 
 
 @nb.njit(cache=True)
-def _extract_range(lba, nblocks, op, base, chunk_blocks, window, last_time, write_count, win_stamp, win_count,
-                   bitmap, bm_stamp, chunk_w, chunk_r, scal, rows, out, limit):
+def _extract_range(
+    lba,
+    nblocks,
+    op,
+    base,
+    chunk_blocks,
+    window,
+    last_time,
+    write_count,
+    win_stamp,
+    win_count,
+    bitmap,
+    bm_stamp,
+    chunk_w,
+    chunk_r,
+    scal,
+    rows,
+    out,
+    limit,
+):
     """One pass over the requests in time order, resumable: fill ``out`` with the next
     ``out.shape[0]`` block writes' rows, keeping every piece of state (per LBA: last write time,
     write count, window stamp and count, 8-bit window bitmap; per 2 MiB chunk: reads and
@@ -144,7 +174,7 @@ def _extract_range(lba, nblocks, op, base, chunk_blocks, window, last_time, writ
                 row = out[sel]
                 sel += 1
             else:
-                row = scratch              # computed (the state advances), not kept
+                row = scratch  # computed (the state advances), not kept
             row[F_LBA] = a
             row[F_PREV_LBA] = prev_lba
             row[F_FREQ] = win_count[a]
@@ -158,7 +188,7 @@ def _extract_range(lba, nblocks, op, base, chunk_blocks, window, last_time, writ
             row[F_RW_RATIO] = ratio
             row[F_WRITE_COUNT] = write_count[a]
             win_count[a] += 1
-            bitmap[a] |= 0x80          # the current window is the most significant bit
+            bitmap[a] |= 0x80  # the current window is the most significant bit
             write_count[a] += 1
             last_time[a] = t
             chunk_w[c] += 1
@@ -217,9 +247,16 @@ class FeatureStream:
         self.config = config or FeatureConfig(capacity_blocks=int(trace.meta.get("capacity_blocks") or n_lbas))
         n_chunks = n_lbas // self.config.chunk_blocks + 1
         self.trace = trace
-        self.state = (np.full(n_lbas, -1, np.int64), np.zeros(n_lbas, np.int32), np.full(n_lbas, -1, np.int32),
-                      np.zeros(n_lbas, np.int32), np.zeros(n_lbas, np.uint8), np.zeros(n_lbas, np.int32),
-                      np.zeros(n_chunks, np.int64), np.zeros(n_chunks, np.int64))
+        self.state = (
+            np.full(n_lbas, -1, np.int64),
+            np.zeros(n_lbas, np.int32),
+            np.full(n_lbas, -1, np.int32),
+            np.zeros(n_lbas, np.int32),
+            np.zeros(n_lbas, np.uint8),
+            np.zeros(n_lbas, np.int32),
+            np.zeros(n_chunks, np.int64),
+            np.zeros(n_chunks, np.int64),
+        )
         self.scal = np.zeros(10, np.int64)
         self.scal[S_PREV_LBA] = -1
         self.scal[S_PREV_END] = -1
@@ -245,9 +282,19 @@ class FeatureStream:
 
     def _run(self, lo: int, hi: int, rows: np.ndarray, out: np.ndarray, limit: int) -> int:
         t = self.trace
-        return _extract_range(_window(t.lba, lo, hi), _window(t.nblocks, lo, hi), _window(t.op, lo, hi), lo,
-                              int(self.config.chunk_blocks), int(self.config.window), *self.state, self.scal,
-                              rows, out, limit)
+        return _extract_range(
+            _window(t.lba, lo, hi),
+            _window(t.nblocks, lo, hi),
+            _window(t.op, lo, hi),
+            lo,
+            int(self.config.chunk_blocks),
+            int(self.config.window),
+            *self.state,
+            self.scal,
+            rows,
+            out,
+            limit,
+        )
 
     def select(self, rows: np.ndarray) -> np.ndarray:
         """From the start of the trace to its end, the rows of block writes ``rows`` only
@@ -293,8 +340,9 @@ def _sequences(features, prev, index, history, out, lengths):
         lengths[k] = depth
 
 
-def lba_sequences(features: np.ndarray, prev: np.ndarray, index: np.ndarray,
-                  history: int = 8, feature_rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def lba_sequences(
+    features: np.ndarray, prev: np.ndarray, index: np.ndarray, history: int = 8, feature_rows: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Per-LBA feature histories for sequence models (PHFTL/Shiro style).
 
     For each block write ``index[k]``, the feature rows of that LBA's last ``history`` writes up

@@ -13,6 +13,7 @@ of its LBA; ``NEVER`` if none). Encodings:
 
 ``mu`` defaults to the paper's 200K blocks at 128 GiB, scaled with capacity.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,7 +21,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from dogi_ml.oracles.annotate import NEVER
-
 from dogi_ml.oracles.categories import (  # noqa: F401  (re-exported: the labels' public names)
     MIN_BOUND_RATIO,
     N_CATEGORIES,
@@ -58,14 +58,22 @@ def log_lifetime(inv: np.ndarray, horizon: int) -> np.ndarray:
 class Sample:
     """Rows chosen for training/testing, in time order, with their labels."""
 
-    rows: np.ndarray       # block-write indices (time order)
-    inv: np.ndarray        # invalidation time of each row
-    is_hot: np.ndarray     # inv <= mu at the row's time, by the causal hot filter (latest inv)
+    rows: np.ndarray  # block-write indices (time order)
+    inv: np.ndarray  # invalidation time of each row
+    is_hot: np.ndarray  # inv <= mu at the row's time, by the causal hot filter (latest inv)
 
 
-def dogi_sample(latest_inv: np.ndarray, inv: np.ndarray, capacity: int, *, mu: int | None = None,
-                every: int = 10, cap: int = 500_000, start: int | None = None,
-                horizon: int | None = None) -> np.ndarray:
+def dogi_sample(
+    latest_inv: np.ndarray,
+    inv: np.ndarray,
+    capacity: int,
+    *,
+    mu: int | None = None,
+    every: int = 10,
+    cap: int = 500_000,
+    start: int | None = None,
+    horizon: int | None = None,
+) -> np.ndarray:
     """DOGI's sampling: one in ``every`` non-hot user writes (non-hot by the hot filter: latest
     invalidation time > mu), from ``start`` (default: after 2x capacity written, as the
     authors' code) up to ``cap`` rows. Rows whose true invalidation lies beyond ``horizon``
@@ -77,9 +85,11 @@ def dogi_sample(latest_inv: np.ndarray, inv: np.ndarray, capacity: int, *, mu: i
     candidates = np.flatnonzero(latest_inv[start:] > mu) + start
     rows = candidates[::every][:cap]
     if rows.size == 0 and n:
-        raise ValueError(f"no non-hot writes to sample after {start} blocks (trace has {n}); the trace is "
-                         "shorter than 2x its capacity or every write is hot: write more (workload.write_volume) "
-                         "or set data.sample_start")
+        raise ValueError(
+            f"no non-hot writes to sample after {start} blocks (trace has {n}); the trace is "
+            "shorter than 2x its capacity or every write is hot: write more (workload.write_volume) "
+            "or set data.sample_start"
+        )
     return rows
 
 

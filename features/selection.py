@@ -1,5 +1,6 @@
 """Feature selection report (DOGI §4.2.2, Table 3): Pearson correlation and mutual information
 of each candidate feature with the label, as a table and a plot."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -39,13 +40,13 @@ def feature_report(X: np.ndarray, y: np.ndarray, names=FEATURES, seed: int = 0, 
     for j, name in enumerate(names):
         col = Xf[:, j]
         pcc = float(np.corrcoef(col, yf)[0, 1]) if col.std() > 0 and yf.std() > 0 else 0.0
-        rows.append({"feature": name, "description": DESCRIPTIONS.get(name, ""),
-                     "pcc": abs(pcc), "mi": float(mi[j])})
+        rows.append({"feature": name, "description": DESCRIPTIONS.get(name, ""), "pcc": abs(pcc), "mi": float(mi[j])})
     return rows
 
 
 def plot_feature_report(rows: list[dict], path: Path, title: str = "") -> Path:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

@@ -45,6 +45,7 @@ as a free relay (the paper's text leaves this out; ``min_user_share=0`` rejects 
 no user write at all). :func:`best_configuration` scores all ``2^(K-1)`` configurations (512 for
 ten categories) and returns the lowest.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -60,16 +61,16 @@ AUTHORS_MIN_USER_SHARE = 0.0005
 
 @dataclass
 class Configuration:
-    groups: list[list[int]]      # categories of each intermediate group
-    bounds: list[float]          # BIR upper bound of each group (inf for the last)
-    waf: float                   # modelled WAF
-    fractions: list[float]       # PLog share of each group (fraction of the non-hot writes)
-    mispredict: list[float]      # share of a group's blocks still valid when its segment is reclaimed
-    user_shares: list[float] = field(default_factory=list)   # user traffic, fraction of all user writes
-    inflow: list[float] = field(default_factory=list)        # all blocks entering (user + copies), per user write
+    groups: list[list[int]]  # categories of each intermediate group
+    bounds: list[float]  # BIR upper bound of each group (inf for the last)
+    waf: float  # modelled WAF
+    fractions: list[float]  # PLog share of each group (fraction of the non-hot writes)
+    mispredict: list[float]  # share of a group's blocks still valid when its segment is reclaimed
+    user_shares: list[float] = field(default_factory=list)  # user traffic, fraction of all user writes
+    inflow: list[float] = field(default_factory=list)  # all blocks entering (user + copies), per user write
     hot_share: float = 0.0
     hot_mispredict: float = 0.0
-    rejected: int = 0            # configurations rejected for a group without user traffic
+    rejected: int = 0  # configurations rejected for a group without user traffic
 
 
 @dataclass
@@ -88,7 +89,9 @@ class HotGroup:
 
     def __post_init__(self):
         if not 0.0 <= float(self.share) < 1.0:
-            raise ValueError(f"hot share must lie in [0, 1) (fraction of all user writes classified hot), got {self.share}")
+            raise ValueError(
+                f"hot share must lie in [0, 1) (fraction of all user writes classified hot), got {self.share}"
+            )
         if float(self.share) > 0 and not float(self.bound) > 0:
             raise ValueError(f"the hot group needs its BIR upper bound (mu, in blocks) > 0, got {self.bound}")
         if not 0.0 <= float(self.valid_ratio) <= 1.0:
@@ -120,11 +123,11 @@ class _Tail:
             return 0.0, 0.0
         x, c1, c2 = self.x, self.c1, self.c2
         i1 = int(np.searchsorted(x, age, side="right"))
-        alive = n - i1                                   # outlive even the first block's age
+        alive = n - i1  # outlive even the first block's age
         if fill <= 0:
             return alive / n, (c1[i1] + age * alive) / n
         lo = age - fill
-        i0 = int(np.searchsorted(x, lo, side="right"))   # dead before the last block's reclaim age
+        i0 = int(np.searchsorted(x, lo, side="right"))  # dead before the last block's reclaim age
         cnt = i1 - i0
         s1 = c1[i1] - c1[i0]
         s2 = c2[i1] - c2[i0]
@@ -162,7 +165,9 @@ class Options:
         if self.hot_survivors not in HOT_SURVIVORS:
             raise ValueError(f"hot_survivors must be one of {HOT_SURVIVORS}, got {self.hot_survivors!r}")
         if not 0.0 <= float(self.min_user_share) < 1.0:
-            raise ValueError(f"min_user_share must lie in [0, 1) (a share of all user writes), got {self.min_user_share}")
+            raise ValueError(
+                f"min_user_share must lie in [0, 1) (a share of all user writes), got {self.min_user_share}"
+            )
         for name in ("segment_blocks", "reserved_blocks", "static_blocks"):
             if float(getattr(self, name)) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
@@ -180,12 +185,12 @@ def _chain(q, bounds, group_stats, capacity, rho, hot: HotGroup, opt: Options):
     if np.any(user <= 0) or np.any(user < opt.min_user_share):
         return float("inf"), inflow, mis, 0.0
     S = float(opt.segment_blocks)
-    held = 0.0          # physical blocks held by bounded groups (valid and dead until reclaim)
-    live = 0.0          # logical data among them
+    held = 0.0  # physical blocks held by bounded groups (valid and dead until reclaim)
+    live = 0.0  # logical data among them
     copies = 0.0
     m_hot = 0.0
-    carry = 0.0         # blocks moving on into the next group, per user write
-    dying = 0.0         # of which die in the next group whatever its ratio (hot survivors, die_in_g1)
+    carry = 0.0  # blocks moving on into the next group, per user write
+    dying = 0.0  # of which die in the next group whatever its ratio (hot survivors, die_in_g1)
     if h > 0:
         fill = S / h
         age = max(float(hot.bound), fill)
@@ -212,7 +217,7 @@ def _chain(q, bounds, group_stats, capacity, rho, hot: HotGroup, opt: Options):
     live_last = capacity - live
     phys_last = rho * capacity - held - float(opt.reserved_blocks)
     if live_last <= 0 or phys_last <= live_last:
-        return float("inf"), inflow, mis, m_hot   # the bounded groups would not fit in the space
+        return float("inf"), inflow, mis, m_hot  # the bounded groups would not fit in the space
     # static data (never rewritten) kept out of the cleaning: the FIFO runs on the rest
     static = min(float(opt.static_blocks), live_last)
     if live_last - static <= 0:
@@ -221,10 +226,23 @@ def _chain(q, bounds, group_stats, capacity, rho, hot: HotGroup, opt: Options):
     return 1.0 + copies + w_last * u / (1.0 - u), inflow, mis, m_hot
 
 
-def chain_waf(fractions, mispredict, bounds, capacity: float, rho: float = 1.1, residence=None, *,
-              hot_share: float = 0.0, hot_bound: float = 0.0, hot_mispredict: float = 0.0,
-              hot_residence: float | None = None, hot_survivors: str = "die_in_g1",
-              min_user_share: float = 0.0, reserved_blocks: float = 0.0, static_blocks: float = 0.0) -> float:
+def chain_waf(
+    fractions,
+    mispredict,
+    bounds,
+    capacity: float,
+    rho: float = 1.1,
+    residence=None,
+    *,
+    hot_share: float = 0.0,
+    hot_bound: float = 0.0,
+    hot_mispredict: float = 0.0,
+    hot_residence: float | None = None,
+    hot_survivors: str = "die_in_g1",
+    min_user_share: float = 0.0,
+    reserved_blocks: float = 0.0,
+    static_blocks: float = 0.0,
+) -> float:
     """The model above for one configuration from per-group scalars, without fill time
     (``bounds[-1]`` ignored: the last group is open-ended). ``fractions``: PLog shares (of the
     non-hot writes); ``mispredict[g]``: share still valid at ``b_g``; ``residence[g]``:
@@ -236,10 +254,16 @@ def chain_waf(fractions, mispredict, bounds, capacity: float, rho: float = 1.1, 
     b = np.asarray(bounds, np.float64)
     r = b / 2 if residence is None else np.asarray(residence, np.float64)
     if not (f.size == m.size == b.size == r.size):
-        raise ValueError(f"fractions, mispredict, bounds, residence must have one entry per group, got "
-                         f"{f.size}, {m.size}, {b.size}, {r.size}")
-    hot = HotGroup(hot_share, hot_bound, valid_ratio=hot_mispredict,
-                   residence=hot_bound / 2 if hot_residence is None else hot_residence)
+        raise ValueError(
+            f"fractions, mispredict, bounds, residence must have one entry per group, got "
+            f"{f.size}, {m.size}, {b.size}, {r.size}"
+        )
+    hot = HotGroup(
+        hot_share,
+        hot_bound,
+        valid_ratio=hot_mispredict,
+        residence=hot_bound / 2 if hot_residence is None else hot_residence,
+    )
     return _chain(f, b, lambda g, age, fill: (m[g], r[g]), capacity, rho, hot, opt)[0]
 
 
@@ -251,24 +275,34 @@ class _Ranges:
         self.tails = {}
         for lo in range(k):
             for hi in range(lo, k):
-                self.tails[lo, hi] = _Tail(np.concatenate(by_cat[lo:hi + 1]) if hi > lo else by_cat[lo])
+                self.tails[lo, hi] = _Tail(np.concatenate(by_cat[lo : hi + 1]) if hi > lo else by_cat[lo])
 
 
 def _score(groups_row, share, ranges, cat_upper, capacity, rho, hot, opt):
     n = int(groups_row[-1]) + 1
     starts = np.searchsorted(groups_row, np.arange(n), side="left")
     ends = np.append(starts[1:], len(groups_row)) - 1
-    q = np.array([share[starts[g]:ends[g] + 1].sum() for g in range(n)])
+    q = np.array([share[starts[g] : ends[g] + 1].sum() for g in range(n)])
     b = np.array([cat_upper[ends[g]] for g in range(n)], np.float64)
     tails = [ranges.tails[int(starts[g]), int(ends[g])] for g in range(n)]
     waf, inflow, mis, m_hot = _chain(q, b, lambda g, age, fill: tails[g].stats(age, fill), capacity, rho, hot, opt)
     return waf, q, b, inflow, mis, m_hot
 
 
-def score_all(share, by_cat, cat_upper, capacity: float, rho: float = 1.1, *, hot: HotGroup | None = None,
-              hot_survivors: str = "die_in_g1", min_user_share: float = AUTHORS_MIN_USER_SHARE,
-              segment_blocks: float = 0, reserved_blocks: float = 0.0,
-              static_blocks: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+def score_all(
+    share,
+    by_cat,
+    cat_upper,
+    capacity: float,
+    rho: float = 1.1,
+    *,
+    hot: HotGroup | None = None,
+    hot_survivors: str = "die_in_g1",
+    min_user_share: float = AUTHORS_MIN_USER_SHARE,
+    segment_blocks: float = 0,
+    reserved_blocks: float = 0.0,
+    static_blocks: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray]:
     """Modelled WAF of every contiguous configuration: ``(splits [S, K], waf [S])``; infinity
     for a configuration that does not fit or has a group without user traffic."""
     opt = Options(hot_survivors, min_user_share, segment_blocks, reserved_blocks, static_blocks)
@@ -285,12 +319,24 @@ def _score_all(share, ranges, cat_upper, capacity, rho, hot, opt):
     return splits, wafs
 
 
-def best_configuration(pred, inv, cat_upper, capacity: float, rho: float = 1.1,
-                       n_groups: int | None = None, *, hot_share: float = 0.0, hot_bound: float = 0.0,
-                       hot_inv=None, hot_valid_ratio: float = 0.0, segment_blocks: float = 0,
-                       reserved_blocks: float = 0.0, static_blocks: float = 0.0,
-                       hot_survivors: str = "die_in_g1",
-                       min_user_share: float = AUTHORS_MIN_USER_SHARE) -> Configuration:
+def best_configuration(
+    pred,
+    inv,
+    cat_upper,
+    capacity: float,
+    rho: float = 1.1,
+    n_groups: int | None = None,
+    *,
+    hot_share: float = 0.0,
+    hot_bound: float = 0.0,
+    hot_inv=None,
+    hot_valid_ratio: float = 0.0,
+    segment_blocks: float = 0,
+    reserved_blocks: float = 0.0,
+    static_blocks: float = 0.0,
+    hot_survivors: str = "die_in_g1",
+    min_user_share: float = AUTHORS_MIN_USER_SHARE,
+) -> Configuration:
     """Score all ``2^(K-1)`` merges of the categories and return the lowest-WAF one; with
     ``n_groups``, the lowest among the merges into exactly that many groups (Fig. 13's sweep).
 
@@ -328,11 +374,24 @@ def best_configuration(pred, inv, cat_upper, capacity: float, rho: float = 1.1,
     return conf
 
 
-def evaluate_configuration(groups: list[list[int]], pred, inv, cat_upper, capacity: float, rho: float = 1.1, *,
-                           hot_share: float = 0.0, hot_bound: float = 0.0, hot_inv=None,
-                           hot_valid_ratio: float = 0.0, segment_blocks: float = 0, reserved_blocks: float = 0.0,
-                           static_blocks: float = 0.0, hot_survivors: str = "die_in_g1",
-                           min_user_share: float = AUTHORS_MIN_USER_SHARE) -> Configuration:
+def evaluate_configuration(
+    groups: list[list[int]],
+    pred,
+    inv,
+    cat_upper,
+    capacity: float,
+    rho: float = 1.1,
+    *,
+    hot_share: float = 0.0,
+    hot_bound: float = 0.0,
+    hot_inv=None,
+    hot_valid_ratio: float = 0.0,
+    segment_blocks: float = 0,
+    reserved_blocks: float = 0.0,
+    static_blocks: float = 0.0,
+    hot_survivors: str = "die_in_g1",
+    min_user_share: float = AUTHORS_MIN_USER_SHARE,
+) -> Configuration:
     """The model for one given merge of the categories (``groups``: contiguous lists covering
     ``0..K-1``); same inputs as :func:`best_configuration`."""
     cat_upper = np.asarray(cat_upper, np.float64)
@@ -352,9 +411,17 @@ def _configuration(row, share, ranges, cat_upper, capacity, rho, hot, opt) -> Co
     n = int(row[-1]) + 1
     cats = [np.flatnonzero(row == g).tolist() for g in range(n)]
     bounds = [float(x) for x in b[:-1]] + [float("inf")]
-    return Configuration(groups=cats, bounds=bounds, waf=float(waf), fractions=q.tolist(),
-                         mispredict=mis.tolist(), user_shares=((1.0 - hot.share) * q).tolist(),
-                         inflow=inflow.tolist(), hot_share=float(hot.share), hot_mispredict=float(m_hot))
+    return Configuration(
+        groups=cats,
+        bounds=bounds,
+        waf=float(waf),
+        fractions=q.tolist(),
+        mispredict=mis.tolist(),
+        user_shares=((1.0 - hot.share) * q).tolist(),
+        inflow=inflow.tolist(),
+        hot_share=float(hot.share),
+        hot_mispredict=float(m_hot),
+    )
 
 
 def _has_empty_group(row, share, h, min_user_share) -> bool:

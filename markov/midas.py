@@ -39,6 +39,7 @@ live blocks are counted in every evaluation (their first hot-size scan leaves th
 data leaves both the last group's space and its live data (their greedy variant removes it from
 the live data only); the epoch-length check is in blocks, not whole segments.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -100,13 +101,14 @@ class Device:
     segments: int
     live_blocks: int
     static_blocks: int = 0
-    margin: int | None = None      # default: MiDAS's 50 of 512 segments, scaled
-    max_hot: int | None = None     # default: MiDAS's 29 of 512 segments, scaled
+    margin: int | None = None  # default: MiDAS's 50 of 512 segments, scaled
+    max_hot: int | None = None  # default: MiDAS's 29 of 512 segments, scaled
 
     def __post_init__(self):
         if self.segment_blocks < 1 or self.segments < 2:
-            raise ValueError(f"device needs segment_blocks >= 1 and segments >= 2, got "
-                             f"{self.segment_blocks}, {self.segments}")
+            raise ValueError(
+                f"device needs segment_blocks >= 1 and segments >= 2, got {self.segment_blocks}, {self.segments}"
+            )
         if self.live_blocks <= 0:
             raise ValueError(f"device has no live data (live_blocks={self.live_blocks})")
         if self.margin is None:
@@ -153,8 +155,7 @@ def two_class_fifo_waf(op, r, f, iters: int = 64) -> np.ndarray:
     the root ``w >= 1`` of ``w = 1 + r / (e^(r op / (f w)) - 1) + (1-r) / (e^((1-r) op / ((1-f) w)) - 1)``
     (a block of a class survives one pass of the log with probability ``e^(-rate * op / w)``).
     With ``r == f`` (or a class empty) it is the Lambert-W closed form :func:`dogi_ml.markov.waf.fifo_waf`."""
-    op, r, f = np.broadcast_arrays(np.asarray(op, np.float64), np.asarray(r, np.float64),
-                                   np.asarray(f, np.float64))
+    op, r, f = np.broadcast_arrays(np.asarray(op, np.float64), np.asarray(r, np.float64), np.asarray(f, np.float64))
     if np.any(op <= 1):
         raise ValueError(f"physical/live ratio must exceed 1, got min {op.min()}")
     # degenerate class splits are one uniform class
@@ -190,14 +191,14 @@ def chain_matrix(hot_traffic, hot_valid, vr) -> np.ndarray:
     t = np.broadcast_to(np.asarray(hot_traffic, np.float64), (b,))
     vh = np.broadcast_to(np.asarray(hot_valid, np.float64), (b,))
     m = np.zeros((b, n + 2, n + 2))
-    m[:, 0, 1] = t                   # a user write goes to G0 ...
-    m[:, 0, 2] = 1 - t               # ... or to G1
-    m[:, 1, 0] = 1 - vh              # G0's victims: invalid blocks are gone, valid ones go to G1
+    m[:, 0, 1] = t  # a user write goes to G0 ...
+    m[:, 0, 2] = 1 - t  # ... or to G1
+    m[:, 1, 0] = 1 - vh  # G0's victims: invalid blocks are gone, valid ones go to G1
     m[:, 1, 2] = vh
     for k in range(n):
         s = k + 2
         m[:, s, 0] = 1 - vr[:, k]
-        m[:, s, min(s + 1, n + 1)] += vr[:, k]   # the last group keeps its valid blocks
+        m[:, s, min(s + 1, n + 1)] += vr[:, k]  # the last group keeps its valid blocks
     return m
 
 
@@ -206,8 +207,8 @@ def chain_waf(hot_traffic, hot_valid, vr) -> np.ndarray:
     block write, so WAF = (1 - pi_0) / pi_0 (MiDAS iterates the chain 2000 times; we solve)."""
     m = chain_matrix(hot_traffic, hot_valid, vr)
     b, k, _ = m.shape
-    a = np.swapaxes(m, 1, 2) - np.eye(k)          # pi (M - I) = 0, transposed
-    a[:, -1, :] = 1.0                              # ... with sum(pi) = 1 in place of one equation
+    a = np.swapaxes(m, 1, 2) - np.eye(k)  # pi (M - I) = 0, transposed
+    a[:, -1, :] = 1.0  # ... with sum(pi) = 1 in place of one equation
     rhs = np.zeros((b, k, 1))
     rhs[:, -1, 0] = 1.0
     with np.errstate(all="ignore"):
@@ -226,8 +227,8 @@ class _Tables:
         self.total = float(c.sum())
         if self.total <= 0:
             raise ValueError("the UID is empty (no update interval was observed in the epoch)")
-        self.cum = np.concatenate([[0.0], np.cumsum(c)])                 # cum[m] = sum_{j<m} c_j
-        self.ccum = np.concatenate([[0.0], np.cumsum(self.cum[1:])])     # sum_{j<m} cum[j+1]
+        self.cum = np.concatenate([[0.0], np.cumsum(c)])  # cum[m] = sum_{j<m} c_j
+        self.ccum = np.concatenate([[0.0], np.cumsum(self.cum[1:])])  # sum_{j<m} cum[j+1]
         self.cj = np.concatenate([[0.0], np.cumsum(c * np.arange(self.e))])  # sum_{j<m} j c_j
         m = np.arange(1, self.e + 1)
         # hot group sized from the UID: catching intervals below m buckets takes a share
@@ -241,14 +242,15 @@ class _Tables:
 
 @dataclass
 class Prediction:
-    waf: np.ndarray             # [B] (inf where infeasible)
-    valid_ratios: np.ndarray    # [B, n+1]: G0, G1..Gn
-    hot_traffic: np.ndarray     # [B]
-    hot_size: np.ndarray        # [B] segments given to G0 (taken from the last group when sized from the UID)
+    waf: np.ndarray  # [B] (inf where infeasible)
+    valid_ratios: np.ndarray  # [B, n+1]: G0, G1..Gn
+    hot_traffic: np.ndarray  # [B]
+    hot_size: np.ndarray  # [B] segments given to G0 (taken from the last group when sized from the UID)
 
 
-def predict(uid: UID, dev: Device, sizes, hot: HotStats | None = None, hot_size=None,
-            _tables: _Tables | None = None) -> Prediction:
+def predict(
+    uid: UID, dev: Device, sizes, hot: HotStats | None = None, hot_size=None, _tables: _Tables | None = None
+) -> Prediction:
     """Modelled WAF of configurations ``sizes [B, n]`` (segments of G1..Gn, open one included).
 
     The hot group comes either from the UID (``hot_size [B]`` segments, an accurate hot filter)
@@ -265,15 +267,15 @@ def predict(uid: UID, dev: Device, sizes, hot: HotStats | None = None, hot_size=
         if hot_size is None:
             raise ValueError("predict needs hot_size (hot group from the UID) or hot (measured filter)")
         h = np.broadcast_to(np.asarray(hot_size, np.int64), (b,))
-        m = np.searchsorted(tb.hot_segments, h, side="left") + 1   # buckets the hot group catches
+        m = np.searchsorted(tb.hot_segments, h, side="left") + 1  # buckets the hot group catches
         bad |= (h < 1) | (m > tb.e)
         m = np.minimum(m, tb.e)
         g0_size = tb.hot_segments[m - 1]
-        gap = g0_size - h                          # the UID asks more than h: taken from the last group
+        gap = g0_size - h  # the UID asks more than h: taken from the last group
         t = cum[m] / tb.total
         vh = np.zeros(b)
         past = m * float(u)
-        live = u * (m - ccum[m] / tb.total)        # live blocks younger than the hot stage
+        live = u * (m - ccum[m] / tb.total)  # live blocks younger than the hot stage
         inflow = 1.0 - t
     else:
         if not 0 < hot.traffic <= 1 or not 0 <= hot.valid < 1 or hot.size < 1:
@@ -290,7 +292,7 @@ def predict(uid: UID, dev: Device, sizes, hot: HotStats | None = None, hot_size=
     dead_before = np.zeros(b)
     vr = np.zeros((b, n + 1))
     vr[:, 0] = vh
-    horizon = tb.e * u - dev.margin * seg          # stages must end inside the epoch
+    horizon = tb.e * u - dev.margin * seg  # stages must end inside the epoch
 
     for i in range(n - 1):
         bad |= ~(inflow > 0)
@@ -357,7 +359,7 @@ def search(uid: UID, dev: Device, hot: HotStats, max_groups: int = 9) -> Configu
         pred = run((total - hs)[:, None], hs)
         best_waf, hot_h, taken = np.inf, 1, 0.0
         for k, h in enumerate(hs):
-            if h <= taken:                       # same stage as a smaller size already tried
+            if h <= taken:  # same stage as a smaller size already tried
                 continue
             w = pred.waf[k]
             if not np.isfinite(w) or not w < best_waf - HOT_GAIN:
@@ -405,7 +407,7 @@ def search(uid: UID, dev: Device, hot: HotStats, max_groups: int = 9) -> Configu
             improved = False
             if i < len(cfg) - 1:
                 trial = list(cfg)
-                trial[-1] += trial[i]            # fold group i into the last, then rescan it
+                trial[-1] += trial[i]  # fold group i into the last, then rescan it
             else:
                 trial = cfg[:-1] + [0, cfg[-1]]  # a new group before the last
             js = np.arange(1, trial[-1] - margin)
@@ -426,7 +428,12 @@ def search(uid: UID, dev: Device, hot: HotStats, max_groups: int = 9) -> Configu
     g0 = int(pred.hot_size[0])
     sizes = [g0] + list(final)
     sizes[-1] -= g0 - hot_h if from_uid else 0
-    return Configuration(sizes=[int(x) for x in sizes], valid_ratios=pred.valid_ratios[0].tolist(),
-                         waf=float(pred.waf[0]), hot_traffic=float(pred.hot_traffic[0]),
-                         hot_from_uid=from_uid, evaluated=evaluated, history=history)
-
+    return Configuration(
+        sizes=[int(x) for x in sizes],
+        valid_ratios=pred.valid_ratios[0].tolist(),
+        waf=float(pred.waf[0]),
+        hot_traffic=float(pred.hot_traffic[0]),
+        hot_from_uid=from_uid,
+        evaluated=evaluated,
+        history=history,
+    )

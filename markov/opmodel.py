@@ -34,6 +34,7 @@ For the paper's validations: Fig. 3 is :func:`single_stream_waf` / :func:`single
 ``T = cdf.quantile(2 - waf_target)``; an oracle's per-stream OP comes from :class:`StreamPlan`
 (``op``, ``op_share``, ``space``) and its block-to-stream rule from :func:`assign_streams`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -42,10 +43,21 @@ import numba as nb
 import numpy as np
 
 __all__ = [
-    "InvalidationCDF", "StreamPlan", "Algorithm1Result",
-    "single_stream_waf", "single_stream_op", "two_stream_plan",
-    "assign_streams", "stream_ops", "cal_op", "plan",
-    "algorithm1", "optimal_thresholds", "op_waf_frontier", "min_op_for_waf", "thresholds_for_op",
+    "InvalidationCDF",
+    "StreamPlan",
+    "Algorithm1Result",
+    "single_stream_waf",
+    "single_stream_op",
+    "two_stream_plan",
+    "assign_streams",
+    "stream_ops",
+    "cal_op",
+    "plan",
+    "algorithm1",
+    "optimal_thresholds",
+    "op_waf_frontier",
+    "min_op_for_waf",
+    "thresholds_for_op",
 ]
 
 
@@ -76,28 +88,33 @@ class InvalidationCDF:
         if not np.isfinite(never_weight) or never_weight < 0:
             raise ValueError(f"never_weight must be finite and >= 0, got {never_weight}")
         if t.size and not np.all(np.isfinite(t)):
-            raise ValueError("invalidation times must be finite: pass never-invalidated blocks as never_weight "
-                             "(or through from_times' never_marker / never_mask)")
+            raise ValueError(
+                "invalidation times must be finite: pass never-invalidated blocks as never_weight "
+                "(or through from_times' never_marker / never_mask)"
+            )
         if t.size and t.min() <= 0:
-            raise ValueError(f"invalidation times must be > 0 segments (a block dies at a later write), got "
-                             f"min {t.min()}; check the sign and the segment-size conversion")
+            raise ValueError(
+                f"invalidation times must be > 0 segments (a block dies at a later write), got "
+                f"min {t.min()}; check the sign and the segment-size conversion"
+            )
         keep = w > 0
         t, w = t[keep], w[keep]
         if t.size == 0:
             what = "every block is never invalidated (F = 0 everywhere)" if never_weight > 0 else "no blocks"
-            raise ValueError(f"empty invalidation-time CDF: {what}; build it from at least one "
-                             "block with a finite invalidation time")
+            raise ValueError(
+                f"empty invalidation-time CDF: {what}; build it from at least one block with a finite invalidation time"
+            )
         order = np.argsort(t, kind="stable")
         t, w = t[order], w[order]
         starts = np.flatnonzero(np.r_[True, t[1:] != t[:-1]])
-        self.t = t[starts]                                   # distinct times, increasing
+        self.t = t[starts]  # distinct times, increasing
         mass = np.add.reduceat(w, starts)
         self.total_weight = float(mass.sum() + never_weight)
         p = mass / self.total_weight
-        self.F = np.cumsum(p)                                # F(t_j), right-continuous
-        self.S = np.cumsum(p * self.t)                       # sum_{k <= j} p_k t_k
+        self.F = np.cumsum(p)  # F(t_j), right-continuous
+        self.S = np.cumsum(p * self.t)  # sum_{k <= j} p_k t_k
         self.never_fraction = never_weight / self.total_weight
-        self.t_max = float(self.t[-1])                       # largest finite invalidation time
+        self.t_max = float(self.t[-1])  # largest finite invalidation time
 
     # -- construction from the annotation ------------------------------------------------
     @classmethod
@@ -109,8 +126,16 @@ class InvalidationCDF:
         return cls._from(times, segment_blocks, never_marker, never_mask, weight=1.0, time_scale=1.0)
 
     @classmethod
-    def from_sample(cls, times, rate: float, segment_blocks: float = 1.0, *, never_marker=None,
-                    never_mask=None, spatial: bool = False):
+    def from_sample(
+        cls,
+        times,
+        rate: float,
+        segment_blocks: float = 1.0,
+        *,
+        never_marker=None,
+        never_mask=None,
+        spatial: bool = False,
+    ):
         """Invalidation times of a sample of the written blocks taken at ``rate`` (0 < rate <= 1);
         each stands for ``1 / rate`` blocks (``total_weight`` is then the estimated number of
         writes). ``spatial=False``: the sample is of write events, times counted in the full
@@ -120,8 +145,14 @@ class InvalidationCDF:
         rate = float(rate)
         if not 0 < rate <= 1:
             raise ValueError(f"sampling rate must lie in (0, 1], got {rate}")
-        return cls._from(times, segment_blocks, never_marker, never_mask, weight=1.0 / rate,
-                         time_scale=1.0 / rate if spatial else 1.0)
+        return cls._from(
+            times,
+            segment_blocks,
+            never_marker,
+            never_mask,
+            weight=1.0 / rate,
+            time_scale=1.0 / rate if spatial else 1.0,
+        )
 
     @classmethod
     def _from(cls, times, segment_blocks, never_marker, never_mask, weight, time_scale):
@@ -133,8 +164,10 @@ class InvalidationCDF:
         if never_marker is not None:
             never |= raw == never_marker
         elif raw.dtype.kind in "iu" and raw.size and raw.max() >= 1 << 60:
-            raise ValueError("times hold values >= 2**60, the annotation's NEVER marker: pass "
-                             "never_marker=dogi_ml.oracles.annotate.NEVER (or a never_mask)")
+            raise ValueError(
+                "times hold values >= 2**60, the annotation's NEVER marker: pass "
+                "never_marker=dogi_ml.oracles.annotate.NEVER (or a never_mask)"
+            )
         if never_mask is not None:
             m = np.asarray(never_mask, bool).ravel()
             if m.shape != raw.shape:
@@ -143,8 +176,11 @@ class InvalidationCDF:
         finite = raw[~never].astype(np.float64)
         inf = np.isposinf(finite)
         n_never = int(never.sum() + inf.sum())
-        return cls(finite[~inf] * (time_scale / segment_blocks), np.full(int((~inf).sum()), weight),
-                   never_weight=n_never * weight)
+        return cls(
+            finite[~inf] * (time_scale / segment_blocks),
+            np.full(int((~inf).sum()), weight),
+            never_weight=n_never * weight,
+        )
 
     # -- F, its integral, quantiles ------------------------------------------------------
     def _index(self, x):
@@ -190,11 +226,14 @@ class InvalidationCDF:
         return np.minimum(q, end)
 
     def __repr__(self) -> str:
-        return (f"InvalidationCDF({self.t.size} distinct times in (0, {self.t_max:g}] segments, "
-                f"never_fraction={self.never_fraction:.4g}, total_weight={self.total_weight:g})")
+        return (
+            f"InvalidationCDF({self.t.size} distinct times in (0, {self.t_max:g}] segments, "
+            f"never_fraction={self.never_fraction:.4g}, total_weight={self.total_weight:g})"
+        )
 
 
 # -- §3.1 / §3.2 ------------------------------------------------------------------------------
+
 
 def single_stream_waf(cdf: InvalidationCDF, T):
     """§3.1: asymptotic WAF ``1 + (1 - F(T))`` of one stream whose Tier 1 holds ``T`` segments."""
@@ -207,13 +246,14 @@ def single_stream_op(cdf: InvalidationCDF, T):
     return cdf.integral(_nonneg(T, "T"))
 
 
-def two_stream_plan(cdf: InvalidationCDF, tau: float, T: float | None = None) -> "StreamPlan":
+def two_stream_plan(cdf: InvalidationCDF, tau: float, T: float | None = None) -> StreamPlan:
     """§3.2: hot stream ``t <= tau`` reclaimed at age ``tau`` (WAF 1), cold stream reclaimed at
     ``T >= tau`` (default ``t_max``: WAF-1 configuration) carrying all GC writes, ``1 - F(T)``."""
     return plan(cdf, [tau], T)
 
 
 # -- CalOP and stream plans --------------------------------------------------------------------
+
 
 def assign_streams(times, thresholds) -> np.ndarray:
     """Stream index (0-based) of each invalidation time under ``thresholds`` (``K - 1``
@@ -235,7 +275,7 @@ def stream_ops(cdf: InvalidationCDF, thresholds, end: float | None = None) -> np
     tau = _full_thresholds(cdf, thresholds, end)
     F = cdf(tau)
     S = cdf.partial_moment(tau)
-    F[..., 0] = 0.0                                       # tau_0 = 0: F(0) = 0 (times are > 0)
+    F[..., 0] = 0.0  # tau_0 = 0: F(0) = 0 (times are > 0)
     S[..., 0] = 0.0
     return np.diff(F, axis=-1) * tau[..., 1:] - np.diff(S, axis=-1)
 
@@ -251,15 +291,16 @@ def cal_op(cdf: InvalidationCDF, thresholds, end: float | None = None):
 class StreamPlan:
     """A separation of the traffic into ``K`` streams (MINOS §3.2-§3.3). Arrays have one entry
     per stream; volumes are in segments."""
-    thresholds: np.ndarray   # K-1 inner thresholds tau_1..tau_{K-1} (segments)
-    end: float               # tau_K: age at which the last stream is reclaimed
-    traffic: np.ndarray      # share of user writes each stream receives (sums to 1)
+
+    thresholds: np.ndarray  # K-1 inner thresholds tau_1..tau_{K-1} (segments)
+    end: float  # tau_K: age at which the last stream is reclaimed
+    traffic: np.ndarray  # share of user writes each stream receives (sums to 1)
     reclaim_age: np.ndarray  # tau_1..tau_{K-1}, end
-    op: np.ndarray           # invalid data each stream holds (CalOP's OP_stream)
-    space: np.ndarray        # Tier-1 segments each stream holds: traffic x reclaim age
-    waf: float               # 1 + (1 - F(end)): only the last stream migrates valid data
+    op: np.ndarray  # invalid data each stream holds (CalOP's OP_stream)
+    space: np.ndarray  # Tier-1 segments each stream holds: traffic x reclaim age
+    waf: float  # 1 + (1 - F(end)): only the last stream migrates valid data
     op_total: float
-    never_fraction: float    # share of writes never invalidated (all in the last stream)
+    never_fraction: float  # share of writes never invalidated (all in the last stream)
 
     @property
     def waf_excluding_never(self) -> float:
@@ -291,27 +332,36 @@ def plan(cdf: InvalidationCDF, thresholds, end: float | None = None) -> StreamPl
     F = cdf(tau)
     F[0] = 0.0
     traffic = np.diff(F)
-    traffic[-1] = 1.0 - F[-2]                             # the last stream takes the rest
+    traffic[-1] = 1.0 - F[-2]  # the last stream takes the rest
     ops = stream_ops(cdf, tau[1:-1], tau[-1])
-    return StreamPlan(thresholds=tau[1:-1].copy(), end=float(tau[-1]), traffic=traffic,
-                      reclaim_age=tau[1:].copy(), op=ops, space=traffic * tau[1:],
-                      waf=float(1.0 + (1.0 - F[-1])), op_total=float(ops.sum()),
-                      never_fraction=cdf.never_fraction)
+    return StreamPlan(
+        thresholds=tau[1:-1].copy(),
+        end=float(tau[-1]),
+        traffic=traffic,
+        reclaim_age=tau[1:].copy(),
+        op=ops,
+        space=traffic * tau[1:],
+        waf=float(1.0 + (1.0 - F[-1])),
+        op_total=float(ops.sum()),
+        never_fraction=cdf.never_fraction,
+    )
 
 
 # -- Algorithm 1 -------------------------------------------------------------------------------
 
+
 @dataclass
 class Algorithm1Result:
-    thresholds: np.ndarray   # K-1 thresholds minimising CalOP (segments)
-    op: float                # CalOP at them
-    start_op: float          # CalOP at the equal-quantile start (line 7)
-    sweeps: int              # passes of the while loop (lines 9-17), the last one changing nothing
-    updates: int             # accepted threshold moves (line 15)
+    thresholds: np.ndarray  # K-1 thresholds minimising CalOP (segments)
+    op: float  # CalOP at them
+    start_op: float  # CalOP at the equal-quantile start (line 7)
+    sweeps: int  # passes of the while loop (lines 9-17), the last one changing nothing
+    updates: int  # accepted threshold moves (line 15)
 
 
-def algorithm1(cdf: InvalidationCDF, k: int, end: float | None = None, *, init=None,
-               max_sweeps: int = 10_000) -> Algorithm1Result:
+def algorithm1(
+    cdf: InvalidationCDF, k: int, end: float | None = None, *, init=None, max_sweeps: int = 10_000
+) -> Algorithm1Result:
     """MINOS Algorithm 1: coordinate descent over the ``k - 1`` thresholds from equal quantiles
     (line 6, or ``init``), each ``tau_i`` set to the arg-min of CalOP over ``[tau_{i-1},
     tau_{i+1}]`` (line 12) and kept only if CalOP strictly drops (line 14, by more than 1e-12
@@ -341,19 +391,19 @@ def algorithm1(cdf: InvalidationCDF, k: int, end: float | None = None, *, init=N
             cand = np.r_[a, cdf.t[lo:hi]]
             Fa = 0.0 if i == 1 else float(cdf(a))
             Fc = np.r_[Fa, cdf.F[lo:hi]]
-            best = cand[np.argmin(-Fa * cand - Fc * (b - cand))]     # line 12
+            best = cand[np.argmin(-Fa * cand - Fc * (b - cand))]  # line 12
             trial = full.copy()
             trial[i] = best
-            op_new = float(cal_op(cdf, trial[1:-1], end))               # line 13
-            if op_new < op_min - tol:                                   # lines 14-17
+            op_new = float(cal_op(cdf, trial[1:-1], end))  # line 13
+            if op_new < op_min - tol:  # lines 14-17
                 full, op_min = trial, op_new
                 updates += 1
                 converged = False
-    return Algorithm1Result(thresholds=full[1:-1], op=op_min, start_op=start_op, sweeps=sweeps,
-                            updates=updates)
+    return Algorithm1Result(thresholds=full[1:-1], op=op_min, start_op=start_op, sweeps=sweeps, updates=updates)
 
 
 # -- exact global optimum (dynamic programming) -------------------------------------------------
+
 
 @nb.njit(cache=True)
 def _max_chain(xs, fx, end, n_inner, arg):
@@ -382,8 +432,7 @@ def _max_chain(xs, fx, end, n_inner, arg):
                 while tail - head >= 2:
                     l1 = hull[tail - 2]
                     l2 = hull[tail - 1]
-                    if (icpt[l1] - icpt[j]) * (slope[l2] - slope[l1]) <= \
-                            (icpt[l1] - icpt[l2]) * (slope[j] - slope[l1]):
+                    if (icpt[l1] - icpt[j]) * (slope[l2] - slope[l1]) <= (icpt[l1] - icpt[l2]) * (slope[j] - slope[l1]):
                         tail -= 1
                     else:
                         break
@@ -392,8 +441,10 @@ def _max_chain(xs, fx, end, n_inner, arg):
                 y = xs[j]
             else:
                 y = end
-            while tail - head >= 2 and slope[hull[head + 1]] * y + icpt[hull[head + 1]] >= \
-                    slope[hull[head]] * y + icpt[hull[head]]:
+            while (
+                tail - head >= 2
+                and slope[hull[head + 1]] * y + icpt[hull[head + 1]] >= slope[hull[head]] * y + icpt[hull[head]]
+            ):
                 head += 1
             best = hull[head]
             arg[k, j] = best
@@ -453,16 +504,17 @@ def op_waf_frontier(cdf: InvalidationCDF, k: int) -> tuple[np.ndarray, np.ndarra
     the arrays; the last entry is the WAF-1 plan (``T = t_max``)."""
     k = _check_k(k)
     T = cdf.t
-    integral = cdf.F * T - cdf.S                                  # int_0^{t_j} F, exactly
+    integral = cdf.F * T - cdf.S  # int_0^{t_j} F, exactly
     if k == 1:
         op = integral
     else:
         _, _, D = _dp(cdf, k, cdf.t_max)
-        op = np.maximum(integral - D[1:], 0.0)                    # D[0] is the point 0
+        op = np.maximum(integral - D[1:], 0.0)  # D[0] is the point 0
     return T.copy(), 1.0 + (1.0 - cdf.F), op
 
 
 # -- the inverse questions ------------------------------------------------------------------------
+
 
 def _solve(cdf, k, end, method):
     if method == "algorithm1":
@@ -472,8 +524,9 @@ def _solve(cdf, k, end, method):
     raise ValueError(f"method must be 'algorithm1' or 'exact', got {method!r}")
 
 
-def min_op_for_waf(cdf: InvalidationCDF, k: int, waf_target: float, method: str = "algorithm1", *,
-                   never_migrated: bool = True) -> StreamPlan:
+def min_op_for_waf(
+    cdf: InvalidationCDF, k: int, waf_target: float, method: str = "algorithm1", *, never_migrated: bool = True
+) -> StreamPlan:
     """Least OP reaching ``waf_target`` with ``k`` streams, §3.2's construction: the last stream
     alone pays the GC, reclaimed at the smallest age ``T`` with ``1 + (1 - F(T)) <= waf_target``
     (``T = F^{-1}(2 - waf_target)``; ``t_max`` for the floor), and the ``k - 1`` inner thresholds
@@ -485,9 +538,11 @@ def min_op_for_waf(cdf: InvalidationCDF, k: int, waf_target: float, method: str 
     never = cdf.never_fraction if never_migrated else 0.0
     reachable = 1.0 + never
     if not w >= reachable - 1e-12:
-        raise ValueError(f"WAF target {w} is below this workload's floor {reachable:.6g} = 1 + the share "
-                         "of never-invalidated blocks, which every GC pass migrates (never_migrated=False "
-                         "leaves them out)")
+        raise ValueError(
+            f"WAF target {w} is below this workload's floor {reachable:.6g} = 1 + the share "
+            "of never-invalidated blocks, which every GC pass migrates (never_migrated=False "
+            "leaves them out)"
+        )
     T = min(float(cdf.quantile(2.0 - w - (cdf.never_fraction - never))), cdf.t_max)
     return plan(cdf, _solve(cdf, k, T, method).thresholds, T)
 
@@ -506,7 +561,7 @@ def thresholds_for_op(cdf: InvalidationCDF, k: int, op_budget: float, method: st
     if method == "exact":
         T, _, op = op_waf_frontier(cdf, k)
         fits = np.flatnonzero(op <= budget * (1 + 1e-12))
-        j = int(fits[-1]) if fits.size else -1          # the largest reclaim age within the budget
+        j = int(fits[-1]) if fits.size else -1  # the largest reclaim age within the budget
         if j < 0:
             return plan(cdf, np.zeros(k - 1), 0.0)
         if k == 1:
@@ -515,12 +570,12 @@ def thresholds_for_op(cdf: InvalidationCDF, k: int, op_budget: float, method: st
         return plan(cdf, _backtrack(xs, arg, xs.size), float(T[j]))
     ops = {}
 
-    def op_at(j):          # minimised CalOP with the last stream reclaimed at t[j]
+    def op_at(j):  # minimised CalOP with the last stream reclaimed at t[j]
         if j not in ops:
             ops[j] = _solve(cdf, k, float(cdf.t[j]), method)
         return ops[j].op
 
-    lo, hi = -1, cdf.t.size - 1                           # invariant: op_at(lo) fits (lo=-1: T=0)
+    lo, hi = -1, cdf.t.size - 1  # invariant: op_at(lo) fits (lo=-1: T=0)
     if op_at(hi) <= budget:
         lo = hi
     while hi - lo > 1:
@@ -535,6 +590,7 @@ def thresholds_for_op(cdf: InvalidationCDF, k: int, op_budget: float, method: st
 
 
 # -- argument checks ------------------------------------------------------------------------------
+
 
 def _check_k(k) -> int:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
@@ -566,8 +622,10 @@ def _check_thresholds(th, k, end):
 def _validate(th, end):
     if th.shape[-1:] and th.shape[-1] > 0:
         if np.any(~np.isfinite(th)) or np.any(th < 0) or np.any(th > end):
-            raise ValueError(f"thresholds must lie in [0, {end:g}] (tau_K, the last stream's reclaim age), "
-                             f"got {th if th.size <= 8 else 'values in [%g, %g]' % (np.nanmin(th), np.nanmax(th))}")
+            raise ValueError(
+                f"thresholds must lie in [0, {end:g}] (tau_K, the last stream's reclaim age), "
+                f"got {th if th.size <= 8 else f'values in [{np.nanmin(th):g}, {np.nanmax(th):g}]'}"
+            )
         if np.any(np.diff(th, axis=-1) < 0):
             raise ValueError("thresholds must be non-decreasing (tau_1 <= ... <= tau_{K-1})")
     return th

@@ -10,6 +10,7 @@
 - :func:`contiguous_splits`: every way to merge ``k`` ordered categories into contiguous
   groups (``2^(k-1)``; DOGI's 512 configurations for ten categories).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,5 +37,5 @@ def contiguous_splits(k: int) -> np.ndarray:
     if k < 1:
         raise ValueError(f"need at least one category, got {k}")
     s = np.arange(2 ** (k - 1), dtype=np.int64)[:, None]
-    starts = (s >> np.arange(k - 1)) & 1                  # [S, k-1]
+    starts = (s >> np.arange(k - 1)) & 1  # [S, k-1]
     return np.concatenate([np.zeros((s.shape[0], 1), np.int64), np.cumsum(starts, axis=1)], axis=1)

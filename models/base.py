@@ -6,6 +6,7 @@ time-like features through ``log2(1 + x)``, then standardised with the training 
 deviation (as the DOGI authors' code does), so models see comparable scales. Sequence models
 take ``[n, history, features]`` arrays.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,7 @@ def _load_all() -> None:
     from . import torch_models, tree_models  # noqa: F401  (registration side effects)
 
 
-def make_model(name: str, n_classes: int, n_features: int, seed: int = 0, **params) -> "LifetimeModel":
+def make_model(name: str, n_classes: int, n_features: int, seed: int = 0, **params) -> LifetimeModel:
     """Instantiate a registered model; unknown names and parameters are errors that list options."""
     _load_all()
     if name not in MODELS:
@@ -59,7 +60,7 @@ class InputScaler:
             X[..., cols] = np.sign(v) * np.log2(1.0 + np.abs(v))
         return X
 
-    def fit(self, X: np.ndarray) -> "InputScaler":
+    def fit(self, X: np.ndarray) -> InputScaler:
         Z = self._log(X).reshape(-1, X.shape[-1])
         self.mean = Z.mean(axis=0)
         self.std = Z.std(axis=0)
@@ -70,8 +71,11 @@ class InputScaler:
         return ((self._log(X) - self.mean) / self.std).astype(np.float32)
 
     def to_dict(self) -> dict:
-        return {"log_columns": None if self.log_columns is None else list(self.log_columns),
-                "mean": self.mean.tolist(), "std": self.std.tolist()}
+        return {
+            "log_columns": None if self.log_columns is None else list(self.log_columns),
+            "mean": self.mean.tolist(),
+            "std": self.std.tolist(),
+        }
 
 
 class LifetimeModel:
@@ -89,12 +93,16 @@ class LifetimeModel:
         self.scaler = InputScaler()
         self.history: list[dict] = []
 
-    def fit(self, X, y, X_val=None, y_val=None) -> "LifetimeModel":
+    def fit(self, X, y, X_val=None, y_val=None) -> LifetimeModel:
         self._check(X)
         self.scaler.fit(X)
         Xv = None if X_val is None else self.scaler.transform(X_val)
-        self._fit(self.scaler.transform(X), np.asarray(y, np.int64), Xv,
-                  None if y_val is None else np.asarray(y_val, np.int64))
+        self._fit(
+            self.scaler.transform(X),
+            np.asarray(y, np.int64),
+            Xv,
+            None if y_val is None else np.asarray(y_val, np.int64),
+        )
         return self
 
     def predict_proba(self, X) -> np.ndarray:
@@ -108,8 +116,10 @@ class LifetimeModel:
         X = np.asarray(X)
         want = 3 if self.sequence else 2
         if X.ndim != want or X.shape[-1] != self.n_features:
-            raise ValueError(f"model {self.name}: expected {'[n, history, ' if self.sequence else '[n, '}"
-                             f"{self.n_features}] features, got shape {X.shape}")
+            raise ValueError(
+                f"model {self.name}: expected {'[n, history, ' if self.sequence else '[n, '}"
+                f"{self.n_features}] features, got shape {X.shape}"
+            )
 
     def n_parameters(self) -> int:
         return 0
@@ -119,13 +129,23 @@ class LifetimeModel:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "wb") as fh:
             pickle.dump(self, fh)
-        path.with_suffix(".json").write_text(json.dumps(
-            {"model": self.name, "n_classes": self.n_classes, "n_features": self.n_features,
-             "params": self.params, "scaler": self.scaler.to_dict()}, indent=2, default=str))
+        path.with_suffix(".json").write_text(
+            json.dumps(
+                {
+                    "model": self.name,
+                    "n_classes": self.n_classes,
+                    "n_features": self.n_features,
+                    "params": self.params,
+                    "scaler": self.scaler.to_dict(),
+                },
+                indent=2,
+                default=str,
+            )
+        )
         return path
 
     @staticmethod
-    def load(path: str | Path) -> "LifetimeModel":
+    def load(path: str | Path) -> LifetimeModel:
         path = Path(path)
         if not path.exists():
             raise FileNotFoundError(f"model file not found: {path}")

@@ -1,4 +1,5 @@
 """Classification metrics, confusion-matrix image, and per-block inference latency."""
+
 from __future__ import annotations
 
 import os
@@ -45,6 +46,7 @@ def _ratios(num: np.ndarray, den: np.ndarray) -> dict:
 
 def plot_confusion(cm, class_names: list[str], path: Path, title: str = "") -> Path:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -59,8 +61,15 @@ def plot_confusion(cm, class_names: list[str], path: Path, title: str = "") -> P
     for i in range(cm.shape[0]):
         for j in range(cm.shape[1]):
             if cm[i, j]:
-                ax.text(j, i, f"{norm[i, j]:.2f}", ha="center", va="center", fontsize=7,
-                        color="white" if norm[i, j] > 0.5 else "black")
+                ax.text(
+                    j,
+                    i,
+                    f"{norm[i, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white" if norm[i, j] > 0.5 else "black",
+                )
     fig.colorbar(im, ax=ax, label="fraction of the true class")
     ax.set_title(title)
     fig.tight_layout()

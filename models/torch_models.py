@@ -5,6 +5,7 @@ regression of the log invalidation time), mini-batches in time order shuffled wi
 only (never across splits), early stopping on validation loss, deterministic given a seed
 (one thread, deterministic algorithms).
 """
+
 from __future__ import annotations
 
 import copy
@@ -24,8 +25,7 @@ def _seed_everything(seed: int) -> None:
 
 
 class _TorchModel(LifetimeModel):
-    defaults = {"lr": 3e-4, "weight_decay": 1e-5, "batch_size": 128, "epochs": 15, "patience": 3,
-                "threads": 1}
+    defaults = {"lr": 3e-4, "weight_decay": 1e-5, "batch_size": 128, "epochs": 15, "patience": 3, "threads": 1}
 
     def build(self) -> nn.Module:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -50,7 +50,7 @@ class _TorchModel(LifetimeModel):
             order = torch.randperm(len(Xt), generator=gen)
             total = 0.0
             for i in range(0, len(Xt), bs):
-                idx = order[i:i + bs]
+                idx = order[i : i + bs]
                 opt.zero_grad()
                 loss = loss_fn(self._forward(Xt[idx]), yt[idx])
                 loss.backward()
@@ -87,7 +87,7 @@ class _TorchModel(LifetimeModel):
         out = []
         with torch.no_grad():
             for i in range(0, len(X), 8192):
-                out.append(self._forward(torch.from_numpy(np.ascontiguousarray(X[i:i + 8192]))))
+                out.append(self._forward(torch.from_numpy(np.ascontiguousarray(X[i : i + 8192]))))
         return torch.cat(out) if out else torch.empty(0, self.n_classes)
 
     def _proba(self, X):
@@ -129,6 +129,7 @@ class MLP(_TorchModel):
         if self.params["backend"] != "numba":
             raise ValueError(f"model mlp: backend must be numba or torch, got {self.params['backend']!r}")
         from .mlp_numba import NumbaMLPTrainer
+
         p = self.params
         sizes = [self.n_features, *p["hidden"], self.n_classes]
         tr = NumbaMLPTrainer(sizes, self.seed, p["lr"], p["weight_decay"], p["dropout"])
@@ -163,8 +164,11 @@ class MLP(_TorchModel):
     def _proba(self, X):
         # plain numpy matrix products: at batch 1 PyTorch's dispatch costs 10x the arithmetic
         if getattr(self, "_np_layers", None) is None:
-            self._np_layers = [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy())
-                               for m in self.net if isinstance(m, nn.Linear)]
+            self._np_layers = [
+                (m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy())
+                for m in self.net
+                if isinstance(m, nn.Linear)
+            ]
         h = np.asarray(X, np.float32)
         for i, (w, b) in enumerate(self._np_layers):
             h = h @ w + b
@@ -198,7 +202,7 @@ class _DeepFMNet(nn.Module):
         self.fm_out = nn.Linear(1, n_classes)
 
     def forward(self, x):
-        e = x.unsqueeze(-1) * self.v                       # [n, F, k]
+        e = x.unsqueeze(-1) * self.v  # [n, F, k]
         fm = 0.5 * (e.sum(1).pow(2) - e.pow(2).sum(1)).sum(1, keepdim=True)  # pairwise interactions
         return self.linear(x) + self.fm_out(fm) + self.deep(e.flatten(1))
 
@@ -256,7 +260,7 @@ class _Chomp(nn.Module):
         self.n = n
 
     def forward(self, x):
-        return x[:, :, :-self.n] if self.n else x
+        return x[:, :, : -self.n] if self.n else x
 
 
 class _TCNNet(nn.Module):
@@ -264,21 +268,32 @@ class _TCNNet(nn.Module):
         super().__init__()
         blocks, width = [], n_features
         for i, ch in enumerate(channels):
-            d = 2 ** i
+            d = 2**i
             pad = (kernel - 1) * d
-            blocks.append(nn.Sequential(
-                nn.Conv1d(width, ch, kernel, padding=pad, dilation=d), _Chomp(pad), nn.ReLU(), nn.Dropout(dropout),
-                nn.Conv1d(ch, ch, kernel, padding=pad, dilation=d), _Chomp(pad), nn.ReLU(), nn.Dropout(dropout)))
+            blocks.append(
+                nn.Sequential(
+                    nn.Conv1d(width, ch, kernel, padding=pad, dilation=d),
+                    _Chomp(pad),
+                    nn.ReLU(),
+                    nn.Dropout(dropout),
+                    nn.Conv1d(ch, ch, kernel, padding=pad, dilation=d),
+                    _Chomp(pad),
+                    nn.ReLU(),
+                    nn.Dropout(dropout),
+                )
+            )
             width = ch
         self.blocks = nn.ModuleList(blocks)
-        self.skips = nn.ModuleList(nn.Conv1d(w, c, 1) if w != c else nn.Identity()
-                                   for w, c in zip([n_features] + list(channels[:-1]), channels))
+        self.skips = nn.ModuleList(
+            nn.Conv1d(w, c, 1) if w != c else nn.Identity()
+            for w, c in zip([n_features] + list(channels[:-1]), channels)
+        )
         self.head = nn.Linear(width, n_classes)
 
     def forward(self, x):
-        h = x.transpose(1, 2)                     # [n, F, T]
+        h = x.transpose(1, 2)  # [n, F, T]
         for block, skip in zip(self.blocks, self.skips):
-            h = torch.relu(block(h) + skip(h))    # residual, causal (chomped) convolutions
+            h = torch.relu(block(h) + skip(h))  # residual, causal (chomped) convolutions
         return self.head(h[:, :, -1])
 
 
@@ -289,8 +304,14 @@ class TCN(_TorchModel):
 
     name = "tcn"
     sequence = True
-    defaults = {**_TorchModel.defaults, "channels": [64, 64, 64], "kernel": 3, "dropout": 0.1, "lr": 1e-3,
-                "task": "classification"}
+    defaults = {
+        **_TorchModel.defaults,
+        "channels": [64, 64, 64],
+        "kernel": 3,
+        "dropout": 0.1,
+        "lr": 1e-3,
+        "task": "classification",
+    }
 
     @property
     def regression(self) -> bool:
@@ -313,7 +334,7 @@ class TCN(_TorchModel):
         out = self.net(x)
         return out.squeeze(-1) if self.regression else out
 
-    def fit(self, X, y, X_val=None, y_val=None) -> "TCN":
+    def fit(self, X, y, X_val=None, y_val=None) -> TCN:
         if not self.regression:
             return super().fit(X, y, X_val, y_val)
         # the base class casts targets to class indices; regression keeps them real, and

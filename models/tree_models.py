@@ -1,4 +1,5 @@
 """Tree and linear lifetime models: LightGBM, random forest, logistic regression."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,13 +25,25 @@ class LightGBM(_SklearnLike):
 
     def _fit(self, X, y, X_val, y_val):
         import lightgbm as lgb
+
         p = self.params
-        self.est = lgb.LGBMClassifier(n_estimators=p["n_estimators"], num_leaves=p["num_leaves"],
-                                      learning_rate=p["learning_rate"], random_state=self.seed,
-                                      n_jobs=p["threads"], deterministic=True, force_row_wise=True, verbose=-1)
+        self.est = lgb.LGBMClassifier(
+            n_estimators=p["n_estimators"],
+            num_leaves=p["num_leaves"],
+            learning_rate=p["learning_rate"],
+            random_state=self.seed,
+            n_jobs=p["threads"],
+            deterministic=True,
+            force_row_wise=True,
+            verbose=-1,
+        )
         kw = {}
         if X_val is not None and len(X_val) and len(np.unique(y_val)) > 1:
-            kw = {"eval_X": X_val, "eval_y": y_val, "callbacks": [lgb.early_stopping(p["early_stopping"], verbose=False)]}
+            kw = {
+                "eval_X": X_val,
+                "eval_y": y_val,
+                "callbacks": [lgb.early_stopping(p["early_stopping"], verbose=False)],
+            }
         self.est.fit(X, y, **kw)
 
     def n_parameters(self) -> int:
@@ -48,10 +61,15 @@ class RandomForest(_SklearnLike):
 
     def _fit(self, X, y, X_val, y_val):
         from sklearn.ensemble import RandomForestClassifier
+
         p = self.params
-        self.est = RandomForestClassifier(n_estimators=p["n_estimators"], max_depth=p["max_depth"],
-                                          min_samples_leaf=p["min_samples_leaf"], random_state=self.seed,
-                                          n_jobs=p["threads"])
+        self.est = RandomForestClassifier(
+            n_estimators=p["n_estimators"],
+            max_depth=p["max_depth"],
+            min_samples_leaf=p["min_samples_leaf"],
+            random_state=self.seed,
+            n_jobs=p["threads"],
+        )
         self.est.fit(X, y)
 
     def n_parameters(self) -> int:
@@ -66,6 +84,7 @@ class Logistic(_SklearnLike):
 
     def _fit(self, X, y, X_val, y_val):
         from sklearn.linear_model import LogisticRegression
+
         self.est = LogisticRegression(C=self.params["C"], max_iter=self.params["max_iter"])
         self.est.fit(X, y)
 

@@ -8,6 +8,7 @@ For the block write at logical time ``i`` (the i-th user-written block):
 
 One backward and one forward pass in Numba, O(max LBA) extra memory.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -3,6 +3,7 @@
 They classify the annotation's invalidation times, so they sit beside it: ``features.labels``
 labels training rows with them and ``oracles.chain`` places blocks by them.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,6 +35,6 @@ def category_bounds(capacity: int, mu: int | None = None) -> np.ndarray:
     paper = capacity // 100
     bounds = [mu]
     for i in range(N_CATEGORIES - 1):
-        stretched = -(-bounds[-1] * 3 // 2)          # ceil(MIN_BOUND_RATIO * previous), exact; > previous as mu >= 1
+        stretched = -(-bounds[-1] * 3 // 2)  # ceil(MIN_BOUND_RATIO * previous), exact; > previous as mu >= 1
         bounds.append(max(paper << i, stretched))
     return np.array(bounds, np.int64)

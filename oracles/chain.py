@@ -15,6 +15,7 @@ first write beyond its group's BIR upper bound, holding garbage) of ``G_hot..G(N
 (``"greedy"``) or cost-benefit (``"cost_benefit"``, DOGI's default); if ``GN`` holds no garbage,
 the fewest valid anywhere.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -44,11 +45,11 @@ def _by_time(expiry, remaining):
 class ChainState(NamedTuple):
     """The chain oracle's kernel state."""
 
-    assign: np.ndarray        # int8 group of every write of the stream (prefill included)
-    inv: np.ndarray           # invalidation time of every write of the stream
-    death: np.ndarray         # per LBA: the logical time its current version dies
-    expiry: np.ndarray        # G_hot's and G1..G(N-1)'s BIR upper bounds
-    opts: np.ndarray          # [last-group victim rule, GC survivor rule]
+    assign: np.ndarray  # int8 group of every write of the stream (prefill included)
+    inv: np.ndarray  # invalidation time of every write of the stream
+    death: np.ndarray  # per LBA: the logical time its current version dies
+    expiry: np.ndarray  # G_hot's and G1..G(N-1)'s BIR upper bounds
+    opts: np.ndarray  # [last-group victim rule, GC survivor rule]
     reclaim_ages: np.ndarray  # per group: reclaimed segments, summed ages (since first write)
 
 
@@ -145,8 +146,7 @@ class ChainOracle(PlacementPolicy):
     place_gc = _chain_gc
     on_reclaim = _chain_reclaim
 
-    def __init__(self, mu: int, bounds, assign: np.ndarray | None = None, gc: str = "next",
-                 final: str = "fifo"):
+    def __init__(self, mu: int, bounds, assign: np.ndarray | None = None, gc: str = "next", final: str = "fifo"):
         b = [int(x) for x in bounds]
         if int(mu) <= 0 or any(x <= int(mu) for x in b[:1]) or any(y <= x for x, y in zip(b, b[1:])):
             raise ValueError(f"chain oracle: mu must be positive and below increasing bounds, got mu={mu}, bounds={b}")
@@ -168,15 +168,23 @@ class ChainOracle(PlacementPolicy):
             assign = perfect_assignment(inv, self.mu, self.bounds)
         assign = np.ascontiguousarray(assign, np.int8)
         if assign.shape[0] != ctx.stream.shape[0]:
-            raise ValueError(f"chain oracle: {assign.shape[0]} group assignments for {ctx.stream.shape[0]} writes "
-                             "(the stream includes the prefill)")
+            raise ValueError(
+                f"chain oracle: {assign.shape[0]} group assignments for {ctx.stream.shape[0]} writes "
+                "(the stream includes the prefill)"
+            )
         if assign.size and (assign.min() < 0 or assign.max() >= self.n_groups):
             raise ValueError(f"chain oracle: assignments must lie in [0, {self.n_groups})")
         death = np.full(ctx.capacity, NEVER, np.int64)
         expiry = np.array([self.mu] + self.bounds, np.int64)
         opts = np.array([FINAL[self.final], GC_RULES[self.gc]], np.int64)
-        return ChainState(assign=assign, inv=inv, death=death, expiry=expiry, opts=opts,
-                          reclaim_ages=np.zeros((self.n_groups, 2), np.int64))
+        return ChainState(
+            assign=assign,
+            inv=inv,
+            death=death,
+            expiry=expiry,
+            opts=opts,
+            reclaim_ages=np.zeros((self.n_groups, 2), np.int64),
+        )
 
     def summary(self, state) -> dict:
         ages = state.reclaim_ages
@@ -192,20 +200,37 @@ def perfect_inputs(writes: np.ndarray, capacity: int, mu: int | None = None, pre
     writes = np.ascontiguousarray(writes, np.int64)
     stream = np.concatenate([np.arange(capacity, dtype=np.int64), writes]) if prefill else writes
     inv, _ = annotate(stream)
-    bounds = category_bounds(capacity, mu).astype(np.float64)      # [mu, c1..c9 upper]
+    bounds = category_bounds(capacity, mu).astype(np.float64)  # [mu, c1..c9 upper]
     mu = int(bounds[0])
-    measured = inv[stream.shape[0] - writes.shape[0]:].astype(np.float64)
+    measured = inv[stream.shape[0] - writes.shape[0] :].astype(np.float64)
     measured[measured >= NEVER] = np.inf
     hot = measured <= mu
-    cat = np.searchsorted(bounds[1:], measured[~hot], side="left")   # 0..9 = c1..c10
-    return {"stream": stream, "inv": inv, "mu": mu, "cat_upper": np.append(bounds[1:], np.inf),
-            "pred": cat, "plog_inv": np.minimum(measured[~hot], 1e15), "hot_share": float(hot.mean()),
-            "hot_inv": measured[hot]}
+    cat = np.searchsorted(bounds[1:], measured[~hot], side="left")  # 0..9 = c1..c10
+    return {
+        "stream": stream,
+        "inv": inv,
+        "mu": mu,
+        "cat_upper": np.append(bounds[1:], np.inf),
+        "pred": cat,
+        "plog_inv": np.minimum(measured[~hot], 1e15),
+        "hot_share": float(hot.mean()),
+        "hot_inv": measured[hot],
+    }
 
 
-def model_vs_simulator(writes: np.ndarray, capacity: int, sim_config, mu: int | None = None, *,
-                       groups: list[list[int]] | None = None, gc: str = "next", final: str = "fifo",
-                       assign: np.ndarray | None = None, pred: np.ndarray | None = None, **model_kw) -> dict:
+def model_vs_simulator(
+    writes: np.ndarray,
+    capacity: int,
+    sim_config,
+    mu: int | None = None,
+    *,
+    groups: list[list[int]] | None = None,
+    gc: str = "next",
+    final: str = "fifo",
+    assign: np.ndarray | None = None,
+    pred: np.ndarray | None = None,
+    **model_kw,
+) -> dict:
     """Model WAF of a configuration (the model's best, or ``groups``) against the simulated WAF
     of the chain oracle running it. Placement is perfect unless ``assign`` (per write of the
     stream, prefill included) and ``pred`` (the measured non-hot writes' predicted categories,
@@ -230,9 +255,18 @@ def model_vs_simulator(writes: np.ndarray, capacity: int, sim_config, mu: int | 
         assign = perfect_assignment(data["inv"], data["mu"], edges)
     pol = ChainOracle(data["mu"], bounds, assign=assign, gc=gc, final=final)
     res = Simulator(pol, sim_config, capacity, stream=np.ascontiguousarray(writes, np.int64)).run(writes)
-    return {"model_waf": conf.waf, "sim_waf": res["waf"], "rel_error": conf.waf / res["waf"] - 1,
-            "groups": conf.groups, "bounds": bounds, "hot_share": data["hot_share"], "mu": data["mu"],
-            "model_mispredict": conf.mispredict, "model_inflow": conf.inflow,
-            "model_hot_mispredict": conf.hot_mispredict, "sim_groups": res["groups"],
-            "sim_reclaim_age": res["mean_reclaim_age"], "rejected": conf.rejected}
-
+    return {
+        "model_waf": conf.waf,
+        "sim_waf": res["waf"],
+        "rel_error": conf.waf / res["waf"] - 1,
+        "groups": conf.groups,
+        "bounds": bounds,
+        "hot_share": data["hot_share"],
+        "mu": data["mu"],
+        "model_mispredict": conf.mispredict,
+        "model_inflow": conf.inflow,
+        "model_hot_mispredict": conf.hot_mispredict,
+        "sim_groups": res["groups"],
+        "sim_reclaim_age": res["mean_reclaim_age"],
+        "rejected": conf.rejected,
+    }

@@ -5,6 +5,7 @@ blocks goes to open segment ``ceil(t / s)`` (``s`` = segment size in blocks); wi
 number of open segments the last group takes every block that belongs further out, including
 blocks that are never invalidated.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -32,7 +33,7 @@ def _group_for(s, remaining):
 class FutureState(NamedTuple):
     """The future-knowledge oracles' kernel state."""
 
-    inv: np.ndarray    # invalidation time of every write of the stream (prefill included)
+    inv: np.ndarray  # invalidation time of every write of the stream (prefill included)
     death: np.ndarray  # per LBA: the logical time its current version dies
 
 

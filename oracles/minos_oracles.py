@@ -28,6 +28,7 @@ physical space also holds the logical data (``ceil(capacity / segment)`` segment
 segment per stream and the GC's free reserve (``sim.gc_free_segments``), so the budget given to
 ``opmin`` is ``op_ratio x logical segments`` minus one segment per stream and the reserve.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,8 +36,8 @@ from typing import NamedTuple
 
 import numba as nb
 import numpy as np
-from dogi_ml.markov import opmodel as om
 
+from dogi_ml.markov import opmodel as om
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, no_reclaim_hook
 from dogi_ml.sim.state import P_NGROUPS
 
@@ -50,17 +51,22 @@ DEFAULT_VICTIM = "cost_benefit_sepbit"
 
 # -- thresholds -----------------------------------------------------------------------------------
 
+
 def _check_kind(kind) -> str:
     if kind not in KINDS:
-        raise ValueError(f"unknown oracle kind {kind!r}; known: {', '.join(KINDS)} "
-                         "(opmin = OP-Minimized, Algorithm 1; segment; percentile; kmeans)")
+        raise ValueError(
+            f"unknown oracle kind {kind!r}; known: {', '.join(KINDS)} "
+            "(opmin = OP-Minimized, Algorithm 1; segment; percentile; kmeans)"
+        )
     return kind
 
 
 def _check_streams(k) -> int:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or int(k) < 2:
-        raise ValueError(f"the K-stream oracles need K >= 2 user streams (one threshold at least), got {k!r}; "
-                         "set n_user_streams (the paper: 5)")
+        raise ValueError(
+            f"the K-stream oracles need K >= 2 user streams (one threshold at least), got {k!r}; "
+            "set n_user_streams (the paper: 5)"
+        )
     return int(k)
 
 
@@ -83,8 +89,10 @@ def kmeans_1d(values, weights, k: int, seed: int = 0, n_init: int = 10):
     w = None if weights is None else np.asarray(weights, np.float64)
     distinct = np.unique(x[:, 0]).size
     if distinct < k:
-        raise ValueError(f"k-means into {k} clusters needs at least {k} distinct invalidation times, "
-                         f"got {distinct}; use fewer streams or a longer trace")
+        raise ValueError(
+            f"k-means into {k} clusters needs at least {k} distinct invalidation times, "
+            f"got {distinct}; use fewer streams or a longer trace"
+        )
     km = KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(x, sample_weight=w)
     order = np.argsort(km.cluster_centers_[:, 0])
     rank = np.empty(k, np.int64)
@@ -100,13 +108,14 @@ def kmeans_thresholds(cdf: om.InvalidationCDF, k: int, seed: int = 0) -> np.ndar
     mass = np.diff(np.r_[0.0, cdf.F])
     _, labels = kmeans_1d(cdf.t, mass, k, seed=seed)
     tau = np.array([cdf.t[labels == i].max() for i in range(k - 1)])
-    if np.any(np.diff(tau) < 0):          # cannot happen for 1-D Lloyd clusters; checked, not assumed
+    if np.any(np.diff(tau) < 0):  # cannot happen for 1-D Lloyd clusters; checked, not assumed
         raise RuntimeError(f"k-means clusters are not intervals: {tau}")
     return tau
 
 
-def op_budget_segments(capacity: int, segment_blocks: int, op_ratio: float, n_streams: int,
-                       gc_free_segments: int = 2) -> float:
+def op_budget_segments(
+    capacity: int, segment_blocks: int, op_ratio: float, n_streams: int, gc_free_segments: int = 2
+) -> float:
     """OP (segments of invalid data) the simulator leaves for the model's CalOP: the physical
     segments ``floor(capacity (1 + op_ratio) / segment)`` minus the logical data
     ``ceil(capacity / segment)``, one open segment per stream and GC's free reserve."""
@@ -116,8 +125,9 @@ def op_budget_segments(capacity: int, segment_blocks: int, op_ratio: float, n_st
     return float(physical - math.ceil(capacity / segment_blocks) - n_streams - gc_free_segments)
 
 
-def op_ratio_for_budget(op_segments: float, capacity: int, segment_blocks: int, n_streams: int,
-                        gc_free_segments: int = 2) -> float:
+def op_ratio_for_budget(
+    op_segments: float, capacity: int, segment_blocks: int, n_streams: int, gc_free_segments: int = 2
+) -> float:
     """The smallest ``sim.op_ratio`` whose :func:`op_budget_segments` is at least ``op_segments``."""
     need = math.ceil(op_segments - 1e-9) + math.ceil(capacity / segment_blocks) + n_streams + gc_free_segments
     return (need * segment_blocks + 0.5) / capacity - 1.0
@@ -155,14 +165,15 @@ def finite_trace_op(inv: np.ndarray, thresholds_blocks, segment_blocks: int) -> 
     t = np.arange(inv.size, dtype=np.int64)
     never = inv >= NEVER
     death = np.where(never, np.iinfo(np.int64).max, t + np.where(never, 0, inv))
-    stream = np.searchsorted(np.asarray(thresholds_blocks, np.int64), np.where(never, np.iinfo(np.int64).max, inv),
-                             side="left")
+    stream = np.searchsorted(
+        np.asarray(thresholds_blocks, np.int64), np.where(never, np.iinfo(np.int64).max, inv), side="left"
+    )
     up, down = [], []
     for i in np.unique(stream):
         d = death[stream == i]
         starts = np.arange(0, d.size, seg)
         free = np.maximum.reduceat(d, starts)[np.arange(d.size) // seg]
-        held = d < free                        # dead before its segment frees: garbage meanwhile
+        held = d < free  # dead before its segment frees: garbage meanwhile
         up.append(d[held])
         down.append(free[held & (free < np.iinfo(np.int64).max)])
     times = np.concatenate(up + down)
@@ -171,12 +182,13 @@ def finite_trace_op(inv: np.ndarray, thresholds_blocks, segment_blocks: int) -> 
         return 0.0
     order = np.argsort(times, kind="stable")
     times, level = times[order], np.cumsum(steps[order])
-    last_at_time = np.r_[times[1:] != times[:-1], True]   # the level after all events at a time
+    last_at_time = np.r_[times[1:] != times[:-1], True]  # the level after all events at a time
     return float(level[last_at_time].max()) / seg
 
 
-def two_tier_replay(inv: np.ndarray, thresholds_blocks, reclaim_ages_blocks, segment_blocks: int,
-                    warmup_blocks: int | None = None) -> dict:
+def two_tier_replay(
+    inv: np.ndarray, thresholds_blocks, reclaim_ages_blocks, segment_blocks: int, warmup_blocks: int | None = None
+) -> dict:
     """The paper's validation experiment (§3.1-§3.2, Figs. 3 and 5) replayed on the annotated
     stream: Tier 1 streams split by ``thresholds_blocks``, each filling its segments in write
     order; stream ``i``'s segment is reclaimed ``reclaim_ages_blocks[i]`` user writes after it is
@@ -190,8 +202,9 @@ def two_tier_replay(inv: np.ndarray, thresholds_blocks, reclaim_ages_blocks, seg
     ages = np.asarray(reclaim_ages_blocks, np.int64)
     w0 = int(ages.max()) if warmup_blocks is None else int(warmup_blocks)
     if not 0 <= w0 < n:
-        raise ValueError(f"warm-up of {w0} writes leaves no window in a stream of {n}; use a longer trace "
-                         "or smaller reclaim ages")
+        raise ValueError(
+            f"warm-up of {w0} writes leaves no window in a stream of {n}; use a longer trace or smaller reclaim ages"
+        )
     t = np.arange(n, dtype=np.int64)
     never = inv >= NEVER
     big = np.iinfo(np.int64).max // 4
@@ -215,14 +228,20 @@ def two_tier_replay(inv: np.ndarray, thresholds_blocks, reclaim_ages_blocks, seg
 
 class OracleThresholds(NamedTuple):
     kind: str
-    thresholds: np.ndarray   # K-1 thresholds in segments
-    plan: om.StreamPlan      # the model's WAF-1 plan (reclaim at t_max), or the plan within op_budget
+    thresholds: np.ndarray  # K-1 thresholds in segments
+    plan: om.StreamPlan  # the model's WAF-1 plan (reclaim at t_max), or the plan within op_budget
     op_budget: float | None  # segments
     budget_plan: om.StreamPlan | None = None  # the model's plan within op_budget (None: over budget)
 
 
-def oracle_thresholds(kind: str, cdf: om.InvalidationCDF, k: int, op_budget: float | None = None,
-                      method: str = "algorithm1", seed: int = 0) -> OracleThresholds:
+def oracle_thresholds(
+    kind: str,
+    cdf: om.InvalidationCDF,
+    k: int,
+    op_budget: float | None = None,
+    method: str = "algorithm1",
+    seed: int = 0,
+) -> OracleThresholds:
     """The ``K - 1`` thresholds (segments) of oracle ``kind`` on ``cdf``, with the model's plan.
     ``opmin`` uses ``op_budget`` (segments; ``None``: the WAF-1 thresholds whatever they cost);
     the others ignore it for their thresholds, and with one the model's plan within it is
@@ -239,9 +258,11 @@ def oracle_thresholds(kind: str, cdf: om.InvalidationCDF, k: int, op_budget: flo
         th = kmeans_thresholds(cdf, k, seed)
     else:
         if op_budget is not None and not (np.isfinite(op_budget) and op_budget > 0):
-            raise ValueError(f"OP budget must be > 0 segments, got {op_budget}: raise sim.op_ratio "
-                             "(the budget is op_ratio x logical segments less one segment per stream "
-                             "and the GC reserve)")
+            raise ValueError(
+                f"OP budget must be > 0 segments, got {op_budget}: raise sim.op_ratio "
+                "(the budget is op_ratio x logical segments less one segment per stream "
+                "and the GC reserve)"
+            )
         solve = om.algorithm1 if method == "algorithm1" else om.optimal_thresholds
         waf1 = solve(cdf, k)
         if op_budget is None or op_budget >= waf1.op:
@@ -270,11 +291,12 @@ def workload_cdf(inv: np.ndarray, prefill_blocks: int, segment_blocks: int) -> o
 
 # -- the K-stream placement ---------------------------------------------------------------------
 
+
 class KStreamState(NamedTuple):
     """The oracle's Numba state, by name."""
 
-    inv: np.ndarray          # int64[stream] invalidation time of each write (blocks; NEVER)
-    bounds: np.ndarray       # int64[K-1] thresholds in blocks, non-decreasing
+    inv: np.ndarray  # int64[stream] invalidation time of each write (blocks; NEVER)
+    bounds: np.ndarray  # int64[K-1] thresholds in blocks, non-decreasing
 
 
 @nb.njit(cache=True)
@@ -284,12 +306,12 @@ def kstream_user(s, p, lba, now):
     for g in range(bounds.shape[0]):
         if t <= bounds[g]:
             return g
-    return bounds.shape[0]                 # the last user stream (never-invalidated too)
+    return bounds.shape[0]  # the last user stream (never-invalidated too)
 
 
 @nb.njit(cache=True)
 def kstream_gc(s, p, lba, victim, now):
-    return s.prm[P_NGROUPS] - 1            # the one GC stream
+    return s.prm[P_NGROUPS] - 1  # the one GC stream
 
 
 class KStreamOracle(PlacementPolicy):
@@ -308,13 +330,26 @@ class KStreamOracle(PlacementPolicy):
     place_gc = kstream_gc
     on_reclaim = no_reclaim_hook
 
-    def __init__(self, n_groups=None, kind="opmin", n_user_streams=5, thresholds="search",
-                 method="algorithm1", victim=DEFAULT_VICTIM, gc_free_segments=2, seed=0, inv=None, **params):
+    def __init__(
+        self,
+        n_groups=None,
+        kind="opmin",
+        n_user_streams=5,
+        thresholds="search",
+        method="algorithm1",
+        victim=DEFAULT_VICTIM,
+        gc_free_segments=2,
+        seed=0,
+        inv=None,
+        **params,
+    ):
         self.kind = _check_kind(kind)
         k = _check_streams(n_user_streams)
         if n_groups is not None and int(n_groups) != k + 1:
-            raise ValueError(f"policy {self.name}: {k} user streams and one GC stream make {k + 1} groups, "
-                             f"but n_groups={n_groups} (leave it null)")
+            raise ValueError(
+                f"policy {self.name}: {k} user streams and one GC stream make {k + 1} groups, "
+                f"but n_groups={n_groups} (leave it null)"
+            )
         super().__init__(k + 1, **params)
         if method not in METHODS:
             raise ValueError(f"policy {self.name}: unknown method {method!r}; known: {', '.join(METHODS)}")
@@ -324,16 +359,20 @@ class KStreamOracle(PlacementPolicy):
             self.victim = str(victim)
         if isinstance(thresholds, str):
             if thresholds != "search":
-                raise ValueError(f"policy {self.name}: thresholds must be 'search' or a list of {k - 1} "
-                                 f"block counts, got {thresholds!r}")
+                raise ValueError(
+                    f"policy {self.name}: thresholds must be 'search' or a list of {k - 1} "
+                    f"block counts, got {thresholds!r}"
+                )
             self.explicit = None
         else:
             b = np.asarray(list(thresholds), np.int64)
             if b.shape != (k - 1,) or np.any(b < 0) or np.any(np.diff(b) < 0):
-                raise ValueError(f"policy {self.name}: {k} user streams need {k - 1} non-negative, non-decreasing "
-                                 f"thresholds in blocks, got {list(thresholds)}")
+                raise ValueError(
+                    f"policy {self.name}: {k} user streams need {k - 1} non-negative, non-decreasing "
+                    f"thresholds in blocks, got {list(thresholds)}"
+                )
             self.explicit = b
-        self.op_ratio = None     # set by the caller when known (summary only)
+        self.op_ratio = None  # set by the caller when known (summary only)
         self.found: OracleThresholds | None = None
         self.bounds = None
 
@@ -353,11 +392,14 @@ class KStreamOracle(PlacementPolicy):
             logical = math.ceil(ctx.capacity / seg)
             budget = float(ctx.n_segments - logical - self.n_groups - self.gc_free_segments)
             if self.kind == "opmin" and budget <= 0:
-                raise ValueError(f"policy {self.name}: no OP left for invalid data ({ctx.n_segments} physical "
-                                 f"segments, {logical} of data, {self.n_groups} open, {self.gc_free_segments} "
-                                 "GC reserve); raise sim.op_ratio")
-            self.found = oracle_thresholds(self.kind, cdf, self.k, budget if budget > 0 else None,
-                                           self.method, self.seed)
+                raise ValueError(
+                    f"policy {self.name}: no OP left for invalid data ({ctx.n_segments} physical "
+                    f"segments, {logical} of data, {self.n_groups} open, {self.gc_free_segments} "
+                    "GC reserve); raise sim.op_ratio"
+                )
+            self.found = oracle_thresholds(
+                self.kind, cdf, self.k, budget if budget > 0 else None, self.method, self.seed
+            )
             bounds = thresholds_to_blocks(self.found.thresholds, seg)
         self.bounds = bounds
         return KStreamState(inv=inv, bounds=bounds.astype(np.int64))
@@ -366,10 +408,15 @@ class KStreamOracle(PlacementPolicy):
         out = {"oracle_kind": self.kind, "oracle_thresholds_blocks": [int(x) for x in state.bounds]}
         if self.found is not None:
             p, bp = self.found.plan, self.found.budget_plan
-            out.update({"oracle_thresholds_segments": [float(x) for x in self.found.thresholds],
-                        "model_waf1_op_segments": float(p.op_total), "op_budget_segments": self.found.op_budget,
-                        # the model within the run's OP (None: the inner streams alone exceed it)
-                        "model_waf": None if bp is None else float(bp.waf_excluding_never),
-                        "model_op_segments": None if bp is None else float(bp.op_total),
-                        "model_reclaim_age": None if bp is None else float(bp.end)})
+            out.update(
+                {
+                    "oracle_thresholds_segments": [float(x) for x in self.found.thresholds],
+                    "model_waf1_op_segments": float(p.op_total),
+                    "op_budget_segments": self.found.op_budget,
+                    # the model within the run's OP (None: the inner streams alone exceed it)
+                    "model_waf": None if bp is None else float(bp.waf_excluding_never),
+                    "model_op_segments": None if bp is None else float(bp.op_total),
+                    "model_reclaim_age": None if bp is None else float(bp.end),
+                }
+            )
         return out

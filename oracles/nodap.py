@@ -16,10 +16,10 @@ segment has expired and a capped group holds more segments than its size, GC tak
 fewest-valid segment before turning to ``GN``. ``sizes=None`` is the shared pool: a group's size
 is whatever its traffic and BIR keep alive. :func:`search` tunes the BIRs per N, then the sizes.
 """
+
 from __future__ import annotations
 
 import time
-
 from typing import NamedTuple
 
 import numba as nb
@@ -35,11 +35,11 @@ from .annotate import NEVER, annotate
 class NodapState(NamedTuple):
     """NoDaP's kernel state."""
 
-    inv: np.ndarray        # invalidation time of every write of the stream (prefill included)
-    death: np.ndarray      # per LBA: the logical time its current version dies (NEVER if never)
-    bounds: np.ndarray     # BIR upper bounds of G1..G(N-1)
-    sizes: np.ndarray      # fixed sizes of G1..G(N-1) in segments (0 = no cap)
-    held: np.ndarray       # per group: segments held, counted at each victim choice (scratch)
+    inv: np.ndarray  # invalidation time of every write of the stream (prefill included)
+    death: np.ndarray  # per LBA: the logical time its current version dies (NEVER if never)
+    bounds: np.ndarray  # BIR upper bounds of G1..G(N-1)
+    sizes: np.ndarray  # fixed sizes of G1..G(N-1) in segments (0 = no cap)
+    held: np.ndarray  # per group: segments held, counted at each victim choice (scratch)
     occupancy: np.ndarray  # summed segments per group, then victim choices counted, first counted time
 
 
@@ -152,8 +152,10 @@ class NoDaP(PlacementPolicy):
             self.sizes = None
             return
         if not bounds:
-            raise ValueError("policy nodap needs params.bounds: the BIR upper bounds of G1..G(N-1) in "
-                             "blocks, increasing (e.g. [4096, 65536]); search them with oracles.nodap.search")
+            raise ValueError(
+                "policy nodap needs params.bounds: the BIR upper bounds of G1..G(N-1) in "
+                "blocks, increasing (e.g. [4096, 65536]); search them with oracles.nodap.search"
+            )
         b = [int(x) for x in bounds]
         if any(x <= 0 for x in b) or any(y <= x for x, y in zip(b, b[1:])):
             raise ValueError(f"policy nodap: bounds must be positive and increasing, got {b}")
@@ -164,15 +166,19 @@ class NoDaP(PlacementPolicy):
         self.sizes = None
         if sizes is not None:
             if isinstance(sizes, str) or len(sizes) != len(b) or any(int(x) < 0 for x in sizes):
-                raise ValueError(f"policy nodap: params.sizes must be {len(b)} segment counts, the sizes "
-                                 f"of G1..G{len(b)} (0 = no cap; G{len(b) + 1} has the rest), or null for "
-                                 f"one shared free pool, got {sizes!r}")
+                raise ValueError(
+                    f"policy nodap: params.sizes must be {len(b)} segment counts, the sizes "
+                    f"of G1..G{len(b)} (0 = no cap; G{len(b) + 1} has the rest), or null for "
+                    f"one shared free pool, got {sizes!r}"
+                )
             self.sizes = [int(x) for x in sizes]
 
     def bind(self, ctx: SimContext) -> NodapState:
         if self.unresolved:
-            raise ValueError("policy nodap: bounds=search must be resolved before the run (the simulate "
-                             "command does it with oracles.nodap.search); give explicit bounds otherwise")
+            raise ValueError(
+                "policy nodap: bounds=search must be resolved before the run (the simulate "
+                "command does it with oracles.nodap.search); give explicit bounds otherwise"
+            )
         if self.inv is not None and len(self.inv) == len(ctx.stream):
             inv = self.inv
         else:
@@ -182,16 +188,21 @@ class NoDaP(PlacementPolicy):
         # occupancy: summed segments per group, number of GC calls summed, first counted time
         occupancy = np.zeros(n + 2, np.int64)
         occupancy[n + 1] = ctx.prefill_blocks
-        return NodapState(inv=inv, death=np.full(ctx.capacity, NEVER, np.int64), bounds=self.bounds.copy(),
-                          sizes=sizes, held=np.zeros(n, np.int64), occupancy=occupancy)
+        return NodapState(
+            inv=inv,
+            death=np.full(ctx.capacity, NEVER, np.int64),
+            bounds=self.bounds.copy(),
+            sizes=sizes,
+            held=np.zeros(n, np.int64),
+            occupancy=occupancy,
+        )
 
     def summary(self, state) -> dict:
         occupancy = state.occupancy
         n = self.n_groups
         calls = int(occupancy[n])
         mean = [round(float(x) / calls, 2) for x in occupancy[:n]] if calls else None
-        return {"nodap_bounds": [int(x) for x in self.bounds], "nodap_sizes": self.sizes,
-                "nodap_mean_segments": mean}
+        return {"nodap_bounds": [int(x) for x in self.bounds], "nodap_sizes": self.sizes, "nodap_mean_segments": mean}
 
 
 class _Evaluator:
@@ -226,38 +237,56 @@ class _Evaluator:
         return self.cache[key]
 
 
-def _check_search_args(writes, capacity, max_groups, min_gain, candidates, group_sizes, steps,
-                       max_evals_per_n, explore_fraction):
+def _check_search_args(
+    writes, capacity, max_groups, min_gain, candidates, group_sizes, steps, max_evals_per_n, explore_fraction
+):
     if writes.ndim != 1 or writes.size == 0:
         raise ValueError("nodap search: writes must be a non-empty 1-D array of LBAs")
     if int(writes.min()) < 0 or int(writes.max()) >= capacity:
-        raise ValueError(f"nodap search: LBAs must lie in [0, capacity={capacity}); raise the capacity "
-                         "or remap the trace (pipeline.simulate.simulation_writes)")
+        raise ValueError(
+            f"nodap search: LBAs must lie in [0, capacity={capacity}); raise the capacity "
+            "or remap the trace (pipeline.simulate.simulation_writes)"
+        )
     if int(max_groups) < 2:
         raise ValueError(f"nodap search: max_groups must be >= 2 (one BIR bound at least), got {max_groups}")
     if not 0 <= float(min_gain) < 1:
         raise ValueError(f"nodap search: min_gain is a fraction in [0, 1) (0.05 = stop below 5%), got {min_gain}")
     if group_sizes not in ("search", "shared"):
-        raise ValueError(f"nodap search: group_sizes must be 'search' (the paper: fixed sizes, searched "
-                         f"with the BIRs) or 'shared' (one free pool), got {group_sizes!r}")
+        raise ValueError(
+            f"nodap search: group_sizes must be 'search' (the paper: fixed sizes, searched "
+            f"with the BIRs) or 'shared' (one free pool), got {group_sizes!r}"
+        )
     if not steps or any(float(x) <= 0 for x in steps) or list(steps) != sorted(steps, reverse=True):
-        raise ValueError(f"nodap search: steps are positive log2 step sizes, decreasing "
-                         f"(e.g. [1, 0.5, 0.25]), got {steps}")
+        raise ValueError(
+            f"nodap search: steps are positive log2 step sizes, decreasing (e.g. [1, 0.5, 0.25]), got {steps}"
+        )
     if int(max_evals_per_n) < 1:
         raise ValueError(f"nodap search: max_evals_per_n must be >= 1, got {max_evals_per_n}")
     if not 0 < float(explore_fraction) <= 1:
-        raise ValueError(f"nodap search: explore_fraction is the share of the trace the search explores "
-                         f"on, in (0, 1], got {explore_fraction}")
+        raise ValueError(
+            f"nodap search: explore_fraction is the share of the trace the search explores "
+            f"on, in (0, 1], got {explore_fraction}"
+        )
     if candidates is not None:
         c = np.asarray(candidates)
         if c.ndim != 1 or c.size == 0 or np.any(c <= 0):
             raise ValueError(f"nodap search: candidates must be positive BIR bounds in blocks, got {candidates}")
 
 
-def search(writes: np.ndarray, capacity: int, sim_config, max_groups: int = 10, min_gain: float = 0.05,
-           candidates: np.ndarray | None = None, log=None, group_sizes: str = "search",
-           steps=(1.0, 0.5, 0.25), max_evals_per_n: int = 120, explore_fraction: float = 1.0,
-           progress: bool = True) -> dict:
+def search(
+    writes: np.ndarray,
+    capacity: int,
+    sim_config,
+    max_groups: int = 10,
+    min_gain: float = 0.05,
+    candidates: np.ndarray | None = None,
+    log=None,
+    group_sizes: str = "search",
+    steps=(1.0, 0.5, 0.25),
+    max_evals_per_n: int = 120,
+    explore_fraction: float = 1.0,
+    progress: bool = True,
+) -> dict:
     """Offline configuration search with the simulator (DOGI §3).
 
     For N = 2, 3, ...: the N-1 BIR bounds are optimised by coordinate descent in log2 space
@@ -276,18 +305,20 @@ def search(writes: np.ndarray, capacity: int, sim_config, max_groups: int = 10, 
     n_groups, the per-N history, the number of simulations and the wall time."""
     writes = np.ascontiguousarray(writes, dtype=np.int64)
     capacity = int(capacity)
-    _check_search_args(writes, capacity, max_groups, min_gain, candidates, group_sizes, steps,
-                       max_evals_per_n, explore_fraction)
+    _check_search_args(
+        writes, capacity, max_groups, min_gain, candidates, group_sizes, steps, max_evals_per_n, explore_fraction
+    )
     seg = int(sim_config.segment_blocks)
     hi = 4 * capacity
     if candidates is None:
-        candidates = np.array([seg * 2 ** k for k in range(64) if seg * 2 ** k <= hi], np.int64)
+        candidates = np.array([seg * 2**k for k in range(64) if seg * 2**k <= hi], np.int64)
     grid = sorted({int(c) for c in candidates})
     hi = max(hi, grid[-1])
     n_explore = max(1, int(round(writes.size * float(explore_fraction))))
     t0 = time.perf_counter()
 
     from tqdm import tqdm
+
     bar = tqdm(desc="NoDaP search", unit="sim", disable=not progress, dynamic_ncols=True, leave=False)
     ev = _Evaluator(writes, capacity, sim_config, bar)
 
@@ -331,7 +362,7 @@ def search(writes: np.ndarray, capacity: int, sim_config, max_groups: int = 10, 
                         x = min(max(x, lo_i), hi_i)
                         if x == best[i] or used >= budget:
                             continue
-                        trial = best[:i] + [x] + best[i + 1:]
+                        trial = best[:i] + [x] + best[i + 1 :]
                         used += 1
                         w = waf(trial, sizes)
                         if w < best_w - 1e-12:
@@ -344,7 +375,7 @@ def search(writes: np.ndarray, capacity: int, sim_config, max_groups: int = 10, 
         mean = ev(bounds, None, n_explore)["mean_segments"]
         if not mean:
             return None, base_w, 0
-        sizes = [None] * len(bounds)       # None: not capped yet
+        sizes = [None] * len(bounds)  # None: not capped yet
         best_w, used = base_w, 0
 
         def as_sizes(s):
@@ -352,7 +383,7 @@ def search(writes: np.ndarray, capacity: int, sim_config, max_groups: int = 10, 
 
         for frac_set in ((0.25, 0.5, 0.75, 0.9), None):
             for g in range(len(bounds)):
-                if frac_set is None:       # refine around the chosen size
+                if frac_set is None:  # refine around the chosen size
                     if sizes[g] is None:
                         continue
                     tries = {max(1, int(round(sizes[g] * f))) for f in (0.85, 1.15)}
@@ -361,7 +392,7 @@ def search(writes: np.ndarray, capacity: int, sim_config, max_groups: int = 10, 
                 for x in sorted(tries):
                     if used >= budget or x == sizes[g]:
                         continue
-                    trial = sizes[:g] + [x] + sizes[g + 1:]
+                    trial = sizes[:g] + [x] + sizes[g + 1 :]
                     used += 1
                     w = waf(bounds, as_sizes(trial))
                     if w < best_w - 1e-12:
@@ -369,7 +400,7 @@ def search(writes: np.ndarray, capacity: int, sim_config, max_groups: int = 10, 
         return as_sizes(sizes), best_w, used
 
     history = []
-    greedy: list[int] = []                 # the greedy power-of-two chain
+    greedy: list[int] = []  # the greedy power-of-two chain
     greedy_w = float("inf")
     greedy_running = True
     greedy_best = ([], float("inf"))
@@ -387,7 +418,7 @@ def search(writes: np.ndarray, capacity: int, sim_config, max_groups: int = 10, 
                 greedy_running = False
             else:
                 if greedy and g_w > greedy_w * (1 - float(min_gain)):
-                    greedy_running = False   # the earlier search stops here
+                    greedy_running = False  # the earlier search stops here
                 greedy, greedy_w = g_b, g_w
                 if g_w < greedy_best[1]:
                     greedy_best = (g_b, g_w)
@@ -407,15 +438,23 @@ def search(writes: np.ndarray, capacity: int, sim_config, max_groups: int = 10, 
                 # the BIRs again at the sizes found, at the finer steps
                 bounds, w, _ = descend(bounds, max(1, int(max_evals_per_n) // 2), sizes, steps[1:] or steps)
         w_full = full(bounds, sizes)
-        entry = {"n_groups": n, "bounds": bounds, "sizes": sizes, "waf": w_full,
-                 "shared_pool_waf": full(bounds, None), "start": start,
-                 # the optimum with one shared pool (before the size search) for comparison
-                 "shared_pool_best": {"bounds": shared_bounds, "waf": full(shared_bounds, None)},
-                 "tried": ev.runs - before}
+        entry = {
+            "n_groups": n,
+            "bounds": bounds,
+            "sizes": sizes,
+            "waf": w_full,
+            "shared_pool_waf": full(bounds, None),
+            "start": start,
+            # the optimum with one shared pool (before the size search) for comparison
+            "shared_pool_best": {"bounds": shared_bounds, "waf": full(shared_bounds, None)},
+            "tried": ev.runs - before,
+        }
         history.append(entry)
         if log:
-            log(f"  NoDaP search: {n} groups, bounds {bounds}, sizes {sizes}: WAF {w_full:.4f} "
-                f"({entry['tried']} simulations)")
+            log(
+                f"  NoDaP search: {n} groups, bounds {bounds}, sizes {sizes}: WAF {w_full:.4f} "
+                f"({entry['tried']} simulations)"
+            )
         if overall is None or w_full < overall["waf"]:
             overall = entry
         gained = not prev_best or w_full <= prev_w * (1 - float(min_gain))
@@ -430,6 +469,13 @@ def search(writes: np.ndarray, capacity: int, sim_config, max_groups: int = 10, 
     if g_full < overall["waf"]:
         overall = {"n_groups": len(g_bounds) + 1, "bounds": g_bounds, "sizes": None, "waf": g_full}
     bar.close()
-    return {"bounds": overall["bounds"], "sizes": overall["sizes"], "waf": overall["waf"],
-            "n_groups": overall["n_groups"], "history": history, "simulations": ev.runs,
-            "seconds": round(time.perf_counter() - t0, 2), "greedy": {"bounds": g_bounds, "waf": g_full}}
+    return {
+        "bounds": overall["bounds"],
+        "sizes": overall["sizes"],
+        "waf": overall["waf"],
+        "n_groups": overall["n_groups"],
+        "history": history,
+        "simulations": ev.runs,
+        "seconds": round(time.perf_counter() - t0, 2),
+        "greedy": {"bounds": g_bounds, "waf": g_full},
+    }

@@ -13,6 +13,7 @@ state. :func:`argmax_agreement` checks it.
 The simulator runs such a table with :func:`dogi_ml.rl.qlearning.greedy_action` on it; its C
 header is emitted by :mod:`dogi_ml.export.qtable`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,8 +33,8 @@ class IntQTable:
     table: np.ndarray
     scale: float
     bits: int
-    repaired: int = 0   # rows moved one step so the greedy action survives rounding
-    kind = "qtable"     # what dogi_ml.export.c_header.emit_header dispatches on
+    repaired: int = 0  # rows moved one step so the greedy action survives rounding
+    kind = "qtable"  # what dogi_ml.export.c_header.emit_header dispatches on
 
     def greedy(self) -> np.ndarray:
         """The greedy action of every state (ties to the lowest level)."""
@@ -71,8 +72,9 @@ def quantize_table(q: np.ndarray, bits: int = 8, keep_greedy: bool = True) -> In
                 tied = np.flatnonzero(table[s] >= table[s, b])
                 table[s, tied[tied != b]] -= 1
         repaired = int(rows.size)
-    return IntQTable(table=np.ascontiguousarray(table.astype(INT_TYPES[bits])), scale=scale, bits=bits,
-                     repaired=repaired)
+    return IntQTable(
+        table=np.ascontiguousarray(table.astype(INT_TYPES[bits])), scale=scale, bits=bits, repaired=repaired
+    )
 
 
 def argmax_agreement(q: np.ndarray, iq: IntQTable) -> tuple[float, np.ndarray]:

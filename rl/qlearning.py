@@ -40,6 +40,7 @@ The agent state is a :class:`QTable` (a NamedTuple of numpy arrays, with a one-e
 record for parameters and counters), built by :func:`new_qtable`. The kernels take it as an
 argument; a placement policy keeps it as a field of its own state.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -59,7 +60,7 @@ N_STATES = N_LIFETIME_BINS * N_VALID_BINS * N_SEGMENT_TYPES * N_PREDICTIONS * N_
 SEG_USER_SHORT = 0
 SEG_USER_LONG = 1
 SEG_USER_UNSEEN = 2
-SEG_GC_FIRST = 3          # GC level j + 1 is segment type SEG_GC_FIRST + j
+SEG_GC_FIRST = 3  # GC level j + 1 is segment type SEG_GC_FIRST + j
 # classifier predictions
 PRED_SHORT = 0
 PRED_LONG = 1
@@ -72,24 +73,26 @@ DEFAULT_EPSILON = 0.01
 DEFAULT_ALPHA = 0.1
 DEFAULT_GAMMA = 0.0
 
-SCALARS = np.dtype([
-    ("alpha", np.float64),          # learning rate
-    ("gamma", np.float64),          # discount
-    ("epsilon", np.float64),        # exploration probability
-    ("horizon", np.int64),          # GC operations whose victims reward a decision
-    ("segment_blocks", np.int64),   # blocks per victim segment (the invalid proportion's denominator)
-    ("learn", np.int64),            # 1: record and credit decisions; 0: frozen table
-    ("rng", np.uint64),             # splitmix64 state of the exploration draws
-    ("gc_ops", np.int64),           # on_gc calls so far; decisions go to epoch gc_ops - 1
-    ("cum_invalid", np.int64),      # invalid blocks of every victim so far
-    ("decisions", np.int64),        # choose_action calls
-    ("explorations", np.int64),     # of which random
-    ("recorded", np.int64),         # record_decision calls that entered an epoch
-    ("unrecorded", np.int64),       # before the first on_gc, or while frozen (never credited)
-    ("overflow", np.int64),         # dropped: more distinct (state, action) in one epoch than epoch_capacity
-    ("rejected", np.int64),         # dropped: state or action out of range (e.g. encode_state's -1)
-    ("credited", np.int64),         # decisions whose reward has been applied
-])
+SCALARS = np.dtype(
+    [
+        ("alpha", np.float64),  # learning rate
+        ("gamma", np.float64),  # discount
+        ("epsilon", np.float64),  # exploration probability
+        ("horizon", np.int64),  # GC operations whose victims reward a decision
+        ("segment_blocks", np.int64),  # blocks per victim segment (the invalid proportion's denominator)
+        ("learn", np.int64),  # 1: record and credit decisions; 0: frozen table
+        ("rng", np.uint64),  # splitmix64 state of the exploration draws
+        ("gc_ops", np.int64),  # on_gc calls so far; decisions go to epoch gc_ops - 1
+        ("cum_invalid", np.int64),  # invalid blocks of every victim so far
+        ("decisions", np.int64),  # choose_action calls
+        ("explorations", np.int64),  # of which random
+        ("recorded", np.int64),  # record_decision calls that entered an epoch
+        ("unrecorded", np.int64),  # before the first on_gc, or while frozen (never credited)
+        ("overflow", np.int64),  # dropped: more distinct (state, action) in one epoch than epoch_capacity
+        ("rejected", np.int64),  # dropped: state or action out of range (e.g. encode_state's -1)
+        ("credited", np.int64),  # decisions whose reward has been applied
+    ]
+)
 
 
 class QTable(NamedTuple):
@@ -100,16 +103,16 @@ class QTable(NamedTuple):
     key to its slot in the current epoch's row (valid while ``mark_epoch[key]`` is that epoch).
     """
 
-    scalars: np.ndarray       # one SCALARS record
-    q: np.ndarray             # float64[N_STATES, N_ACTIONS]
-    visits: np.ndarray        # int64[N_STATES, N_ACTIONS]: decisions credited
-    reward_sum: np.ndarray    # float64[N_STATES, N_ACTIONS]: rewards credited (sum over decisions)
-    epoch_cum: np.ndarray     # int64[horizon + 1]: cum_invalid after each epoch's victim
-    pend_key: np.ndarray      # int32[horizon + 1, epoch_capacity]
-    pend_count: np.ndarray    # int32[horizon + 1, epoch_capacity]
-    pend_len: np.ndarray      # int32[horizon + 1]
-    mark_epoch: np.ndarray    # int64[N_STATES * N_ACTIONS]
-    mark_slot: np.ndarray     # int32[N_STATES * N_ACTIONS]
+    scalars: np.ndarray  # one SCALARS record
+    q: np.ndarray  # float64[N_STATES, N_ACTIONS]
+    visits: np.ndarray  # int64[N_STATES, N_ACTIONS]: decisions credited
+    reward_sum: np.ndarray  # float64[N_STATES, N_ACTIONS]: rewards credited (sum over decisions)
+    epoch_cum: np.ndarray  # int64[horizon + 1]: cum_invalid after each epoch's victim
+    pend_key: np.ndarray  # int32[horizon + 1, epoch_capacity]
+    pend_count: np.ndarray  # int32[horizon + 1, epoch_capacity]
+    pend_len: np.ndarray  # int32[horizon + 1]
+    mark_epoch: np.ndarray  # int64[N_STATES * N_ACTIONS]
+    mark_slot: np.ndarray  # int32[N_STATES * N_ACTIONS]
 
 
 # -- state encoding ------------------------------------------------------------------------
@@ -141,8 +144,14 @@ def encode_state(lifetime, valid, segment_blocks, segment_type, prediction, prev
     ``lifetime``: time since the block's last user write; ``valid`` and ``segment_blocks``: the
     victim's valid blocks and size. Layout: ``(((l * 25 + v) * 8 + t) * 3 + p) * 6 + prev``.
     """
-    if segment_type < 0 or segment_type >= N_SEGMENT_TYPES or prediction < 0 or prediction >= N_PREDICTIONS \
-            or previous < 0 or previous >= N_PREVIOUS:
+    if (
+        segment_type < 0
+        or segment_type >= N_SEGMENT_TYPES
+        or prediction < 0
+        or prediction >= N_PREDICTIONS
+        or previous < 0
+        or previous >= N_PREVIOUS
+    ):
         return -1
     s = lifetime_bin(lifetime) * N_VALID_BINS + valid_bin(valid, segment_blocks)
     s = (s * N_SEGMENT_TYPES + segment_type) * N_PREDICTIONS + prediction
@@ -320,10 +329,18 @@ def greedy_actions(table: np.ndarray) -> np.ndarray:
     return np.asarray(table).argmax(axis=1)
 
 
-def new_qtable(segment_blocks: int, *, horizon: int = DEFAULT_HORIZON, alpha: float = DEFAULT_ALPHA,
-               gamma: float = DEFAULT_GAMMA, epsilon: float = DEFAULT_EPSILON, seed: int = 1,
-               epoch_capacity: int | None = None, learn: bool = True,
-               initial: np.ndarray | None = None) -> QTable:
+def new_qtable(
+    segment_blocks: int,
+    *,
+    horizon: int = DEFAULT_HORIZON,
+    alpha: float = DEFAULT_ALPHA,
+    gamma: float = DEFAULT_GAMMA,
+    epsilon: float = DEFAULT_EPSILON,
+    seed: int = 1,
+    epoch_capacity: int | None = None,
+    learn: bool = True,
+    initial: np.ndarray | None = None,
+) -> QTable:
     """A fresh agent.
 
     ``segment_blocks``: blocks per victim (the reward's denominator); ``horizon``: GC operations
@@ -357,11 +374,13 @@ def new_qtable(segment_blocks: int, *, horizon: int = DEFAULT_HORIZON, alpha: fl
     st.rng = np.uint64((int(seed) * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) & 0xFFFFFFFFFFFFFFFF)
     h = int(horizon) + 1
     return QTable(
-        scalars=scalars, q=np.ascontiguousarray(q),
+        scalars=scalars,
+        q=np.ascontiguousarray(q),
         visits=np.zeros((N_STATES, N_ACTIONS), np.int64),
         reward_sum=np.zeros((N_STATES, N_ACTIONS), np.float64),
         epoch_cum=np.zeros(h, np.int64),
-        pend_key=np.zeros((h, cap), np.int32), pend_count=np.zeros((h, cap), np.int32),
+        pend_key=np.zeros((h, cap), np.int32),
+        pend_count=np.zeros((h, cap), np.int32),
         pend_len=np.zeros(h, np.int32),
         mark_epoch=np.full(N_STATES * N_ACTIONS, -1, np.int64),
         mark_slot=np.zeros(N_STATES * N_ACTIONS, np.int32),
@@ -372,5 +391,6 @@ def counters(qt: QTable) -> dict:
     """The agent's counters as plain ints (decisions, explorations, recorded, credited, ...)."""
     st = qt.scalars[0]
     names = ("gc_ops", "decisions", "explorations", "recorded", "unrecorded", "overflow", "rejected", "credited")
-    return {n: int(st[n]) for n in names} | {"pending": int(qt.pend_count.sum(where=np.arange(
-        qt.pend_count.shape[1])[None, :] < qt.pend_len[:, None]))}
+    return {n: int(st[n]) for n in names} | {
+        "pending": int(qt.pend_count.sum(where=np.arange(qt.pend_count.shape[1])[None, :] < qt.pend_len[:, None]))
+    }

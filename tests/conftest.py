@@ -1,10 +1,10 @@
 """Shared fixtures (plain helper functions live in ``helpers.py``)."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
 from helpers import CAP, shared_data_dir, zipf_writes
 
 
@@ -21,3 +21,17 @@ def shared_traces() -> Path:
 def zipf_small():
     """Zipf 1.0 over the standard 8192 blocks, written 8 times (seed 11): the golden-count trace."""
     return zipf_writes(CAP, 8 * CAP, theta=1.0, seed=11)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_mlflow_uri():
+    """mlflow.set_tracking_uri() exports MLFLOW_TRACKING_URI into the environment; a test that
+    logs in-process would otherwise send every later test's subprocess runs to its database."""
+    import os
+
+    saved = os.environ.get("MLFLOW_TRACKING_URI")
+    yield
+    if saved is None:
+        os.environ.pop("MLFLOW_TRACKING_URI", None)
+    else:
+        os.environ["MLFLOW_TRACKING_URI"] = saved

@@ -3,6 +3,7 @@
 Import as ``from helpers import ...``: pytest puts ``tests/`` on ``sys.path`` (the folder has no
 ``__init__.py``), whichever way it is started (``pytest`` or ``python -m pytest``).
 """
+
 from __future__ import annotations
 
 import os
@@ -49,18 +50,23 @@ def run(policy: str, writes, victim="greedy", cap=CAP, **cfg):
     """Simulate ``policy`` (default groups) over ``writes`` with prefill, 64-block segments and
     ``SimConfig`` overrides ``cfg``; returns ``(simulator, result)``."""
     pol = make_policy(policy)
-    sim = Simulator(pol, SimConfig(segment_blocks=SEG, victim=victim, **cfg), cap,
-                    stream=writes if pol.needs_future else None)
+    sim = Simulator(
+        pol, SimConfig(segment_blocks=SEG, victim=victim, **cfg), cap, stream=writes if pol.needs_future else None
+    )
     return sim, sim.run(writes)
 
 
 def run_cli(args, cwd, check=True):
     """``python -m dogi_ml ARGS`` in ``cwd`` with a private cache; fails the test (stdout and
     stderr shown) on a non-zero exit unless ``check`` is false. Returns the completed process."""
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               DOGI_ML_CACHE=str(Path(cwd) / "cache"))
-    proc = subprocess.run([sys.executable, "-m", "dogi_ml", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        DOGI_ML_CACHE=str(Path(cwd) / "cache"),
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "dogi_ml", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
     return proc

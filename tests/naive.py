@@ -27,6 +27,7 @@ The model (what the engine does, stated once):
 - Prefill writes LBAs ``0 .. capacity-1`` once through the same path, then every counter is zeroed
   (the clock and the policies' state carry on).
 """
+
 from __future__ import annotations
 
 import collections
@@ -44,9 +45,21 @@ MASK63 = (1 << 63) - 1
 class NaiveStore:
     """A log-structured store: segments of slots, each slot an LBA or None (empty or invalid)."""
 
-    def __init__(self, policy, victim, capacity, segment_blocks, op_ratio=0.10, gc_free_segments=2,
-                 gc_trigger="free_segments", gc_garbage_ratio=0.15, victim_d=8, seed=1,
-                 series_window=None, gc_high_free_segments=0):
+    def __init__(
+        self,
+        policy,
+        victim,
+        capacity,
+        segment_blocks,
+        op_ratio=0.10,
+        gc_free_segments=2,
+        gc_trigger="free_segments",
+        gc_garbage_ratio=0.15,
+        victim_d=8,
+        seed=1,
+        series_window=None,
+        gc_high_free_segments=0,
+    ):
         self.policy = policy
         self.victim = victim
         self.capacity = capacity
@@ -60,16 +73,16 @@ class NaiveStore:
         self.rng = (seed * 0x9E3779B97F4A7C15 + 1) & MASK63 or 1
         self.window = series_window or max(1, capacity // 4)
         n_groups = policy.n_groups
-        self.slots = [[] for _ in range(self.n_segments)]       # LBA or None per written slot
-        self.n_valid = [0] * self.n_segments                    # LBAs (not None) in the slots
-        self.status = ["free"] * self.n_segments                # free / open / sealed
+        self.slots = [[] for _ in range(self.n_segments)]  # LBA or None per written slot
+        self.n_valid = [0] * self.n_segments  # LBAs (not None) in the slots
+        self.status = ["free"] * self.n_segments  # free / open / sealed
         self.group = [None] * self.n_segments
         self.opened_at = [0] * self.n_segments
         self.sealed_at = [0] * self.n_segments
-        self.free = list(range(self.n_segments - 1, -1, -1))    # a stack: the end is the top
+        self.free = list(range(self.n_segments - 1, -1, -1))  # a stack: the end is the top
         self.open = [None] * n_groups
-        self.where = {}          # LBA -> (segment, slot)
-        self.written_at = {}     # LBA -> time of its last user write
+        self.where = {}  # LBA -> (segment, slot)
+        self.written_at = {}  # LBA -> time of its last user write
         self.now = 0
         self.reset_counters()
         policy.bind(self)
@@ -92,12 +105,12 @@ class NaiveStore:
         self.gc = 0
         self.reclaimed = 0
         self.spills = 0
-        self.bursts = 0                  # times GC was triggered
+        self.bursts = 0  # times GC was triggered
         self.group_user = [0] * n
         self.group_gc = [0] * n
         self.group_reclaimed = [0] * n
         self.group_reclaimed_valid = [0] * n
-        self.series = []                 # (time, user writes, GC writes) per window
+        self.series = []  # (time, user writes, GC writes) per window
         self.series_mark = (0, 0)
 
     def invalid_blocks(self):
@@ -173,7 +186,7 @@ class NaiveStore:
             rounds += 1
             if rounds > self.n_segments:
                 if len(self.free) >= self.gc_free and not self._too_much_garbage():
-                    break      # only the high watermark unmet
+                    break  # only the high watermark unmet
                 raise NaiveError("GC made no progress")
             victim = self.victim(self, self.now)
             if victim is None:
@@ -181,7 +194,7 @@ class NaiveStore:
             if all(self.valid(seg) == self.seg_blocks for seg in [victim] + self.sealed()):
                 # reclaiming frees nothing: every sealed segment is full of valid blocks
                 if len(self.free) >= self.gc_free:
-                    break      # only the garbage trigger or the high watermark unmet: not an error
+                    break  # only the garbage trigger or the high watermark unmet: not an error
                 raise NaiveError("GC victim entirely valid and no garbage anywhere")
             self._collect(victim)
 
@@ -243,10 +256,16 @@ class NaiveStore:
         return self.result()
 
     def result(self):
-        groups = [{"group": g, "user_writes": self.group_user[g], "gc_writes": self.group_gc[g],
-                   "reclaimed_segments": self.group_reclaimed[g],
-                   "reclaimed_valid_blocks": self.group_reclaimed_valid[g]}
-                  for g in range(self.policy.n_groups)]
+        groups = [
+            {
+                "group": g,
+                "user_writes": self.group_user[g],
+                "gc_writes": self.group_gc[g],
+                "reclaimed_segments": self.group_reclaimed[g],
+                "reclaimed_valid_blocks": self.group_reclaimed_valid[g],
+            }
+            for g in range(self.policy.n_groups)
+        ]
         return {
             "user_writes": self.user,
             "gc_writes": self.gc,
@@ -265,6 +284,7 @@ class NaiveStore:
 # Each takes the store and the GC time and returns a sealed segment (None if there is none).
 # Ties go to the lowest segment number, as in the engine.
 
+
 def greedy(store, now):
     """The fewest valid blocks."""
     return min(store.sealed(), key=lambda seg: (store.valid(seg), seg), default=None)
@@ -274,9 +294,11 @@ def cost_benefit(store, now):
     """Rosenblum and Ousterhout: the largest (1 - u) / (1 + u) * age, with u the segment's valid
     fraction and age = now - seal time + 1; i.e. (S - v) * age / (S + v). Scores compared as exact
     fractions (the engine cross-multiplies in floats, exact at these sizes)."""
+
     def score(seg):
         v, S = store.valid(seg), store.seg_blocks
         return Fraction((S - v) * (now - store.sealed_at[seg] + 1), S + v)
+
     return _best_score(store.sealed(), score)
 
 
@@ -290,6 +312,7 @@ def cost_benefit_sepbit(store, now):
     def score(seg):
         v, S = store.valid(seg), store.seg_blocks
         return Fraction((S - v) * (now - store.sealed_at[seg] + 1), v)
+
     return _best_score(store.sealed(), score)
 
 
@@ -304,6 +327,7 @@ def cost_benefit_sqrt(store, now):
     def score(seg):
         v, S = store.valid(seg), store.seg_blocks
         return float(S - v) * math.sqrt(float(now - store.sealed_at[seg])) / float(v)
+
     return _best_score(store.sealed(), score)
 
 
@@ -333,13 +357,19 @@ def d_choices(store, now):
     return greedy(store, now) if best is None else best
 
 
-VICTIMS = {"greedy": greedy, "cost_benefit": cost_benefit, "cost_benefit_sepbit": cost_benefit_sepbit,
-           "cost_benefit_sqrt": cost_benefit_sqrt, "fifo": fifo, "d_choices": d_choices}
+VICTIMS = {
+    "greedy": greedy,
+    "cost_benefit": cost_benefit,
+    "cost_benefit_sepbit": cost_benefit_sepbit,
+    "cost_benefit_sqrt": cost_benefit_sqrt,
+    "fifo": fifo,
+    "d_choices": d_choices,
+}
 
 
 def _best_score(candidates, score):
     best, best_score = None, None
-    for seg in candidates:          # ascending, so a tie keeps the lower segment
+    for seg in candidates:  # ascending, so a tie keeps the lower segment
         s = score(seg)
         if best is None or s > best_score:
             best, best_score = seg, s
@@ -349,6 +379,7 @@ def _best_score(candidates, score):
 # -- placement schemes ---------------------------------------------------------------------------
 # Each has ``n_groups``, ``bind(store)``, ``place_user(store, lba, now)``,
 # ``place_gc(store, lba, victim, now)`` and ``on_reclaim(store, victim, now)``.
+
 
 class NoSep:
     """Everything in one group."""
@@ -407,8 +438,8 @@ class SepBIT(NoSep):
         self.lifespans = []
         self.fifo = collections.deque()
         self.lba2fifo = {}
-        self.created = {}            # Class-1 segment -> creation id
-        self.next_created = 0        # creation id of Class 1's next segment
+        self.created = {}  # Class-1 segment -> creation id
+        self.next_created = 0  # creation id of Class 1's next segment
         self.opening_created = 0
 
     def _valid_blocks(self, store):
@@ -444,12 +475,12 @@ class SepBIT(NoSep):
         if level == 0:
             seg = store.open[0]
             if seg is None or len(store.slots[seg]) == store.seg_blocks:
-                self.opening_created = self.next_created     # this write opens a new segment
+                self.opening_created = self.next_created  # this write opens a new segment
                 filled = 1
             else:
                 filled = len(store.slots[seg]) + 1
             if filled == store.seg_blocks:
-                self.next_created = a      # they open the next segment as this one fills
+                self.next_created = a  # they open the next segment as this one fills
         return level
 
     def place_gc(self, store, lba, victim, now):
@@ -627,8 +658,7 @@ class WARCIP(NoSep):
 POLICIES = {"nosep": NoSep, "sepgc": SepGC, "sepbit": SepBIT, "mida": MiDA, "dac": DAC, "warcip": WARCIP}
 
 
-def simulate(policy, victim, writes, capacity, segment_blocks, prefill=True, n_groups=None, params=None,
-             **config):
+def simulate(policy, victim, writes, capacity, segment_blocks, prefill=True, n_groups=None, params=None, **config):
     """Run the twin of ``policy`` (with ``params``, e.g. a variant) with selector ``victim`` over
     ``writes``; the result dict."""
     cls = POLICIES[policy]

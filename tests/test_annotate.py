@@ -1,8 +1,8 @@
 """Future-knowledge annotation: invalidation and previous-write times."""
-import numpy as np
-import pytest
 
 import helpers
+import numpy as np
+import pytest
 
 from dogi_ml.oracles.annotate import NEVER, annotate, annotate_cached
 

@@ -1,4 +1,5 @@
 """The binary trace format: round trip, header, errors, content-hash caching."""
+
 import json
 
 import numpy as np
@@ -18,8 +19,13 @@ def test_round_trip_and_header(tmp_path):
     assert isinstance(back.lba, np.memmap)
     h = read_header(path)
     s = t.stats()
-    assert (h["requests"], h["write_requests"], h["write_blocks"], h["wss_blocks"], h["max_lba"]) == \
-        (s["requests"], s["write_requests"], s["write_blocks"], s["wss_blocks"], t.max_lba)
+    assert (h["requests"], h["write_requests"], h["write_blocks"], h["wss_blocks"], h["max_lba"]) == (
+        s["requests"],
+        s["write_requests"],
+        s["write_blocks"],
+        s["wss_blocks"],
+        t.max_lba,
+    )
     assert back.meta["capacity_blocks"] == 4096
     np.testing.assert_array_equal(back.block_writes, t.block_writes)
 
@@ -45,7 +51,12 @@ def test_ingest_writes_stats_and_caches_by_content(tmp_path):
     binary, stats = ingest(src, "alibaba", out)
     assert binary == out / "vol.dtr" and not stats["cached"]
     on_disk = json.loads((out / "vol.stats.json").read_text())
-    assert (on_disk["requests"], on_disk["write_requests"], on_disk["write_blocks"], on_disk["wss_blocks"]) == (3, 2, 3, 2)
+    assert (on_disk["requests"], on_disk["write_requests"], on_disk["write_blocks"], on_disk["wss_blocks"]) == (
+        3,
+        2,
+        3,
+        2,
+    )
     assert {"traffic_over_wss", "time_span_s", "content_hash"} <= set(on_disk)
     _, again = ingest(src, "alibaba", out)
     assert again["cached"]

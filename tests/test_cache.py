@@ -1,5 +1,6 @@
 """Compiled code is keyed on every project module it reaches (issue 11 §2), and
 ``python -m dogi_ml cache info|clear`` shows and prunes the caches."""
+
 from __future__ import annotations
 
 import json
@@ -63,7 +64,7 @@ def _key(name, root):
 
 
 def _edit(path: Path, text: str) -> None:
-    path.write_text(path.read_text() + text)     # a size change, so even a coarse mtime sees it
+    path.write_text(path.read_text() + text)  # a size change, so even a coarse mtime sees it
 
 
 def test_closure_follows_module_level_imports_transitively(fake_project):
@@ -72,12 +73,13 @@ def test_closure_follows_module_level_imports_transitively(fake_project):
     assert closure == {f"{name}.{m}": str(root / f"{m}.py") for m in ("b", "c", "d", "e")}
 
 
-@pytest.mark.parametrize("module,changes", [("d", True), ("c", True), ("e", True), ("a", True),
-                                            ("unrelated", False), ("lazy", False)])
+@pytest.mark.parametrize(
+    "module,changes", [("d", True), ("c", True), ("e", True), ("a", True), ("unrelated", False), ("lazy", False)]
+)
 def test_key_changes_with_reachable_sources_only(fake_project, module, changes):
     name, root = fake_project
     before = _key(name, root)
-    assert _key(name, root) == before                       # stable while nothing changes
+    assert _key(name, root) == before  # stable while nothing changes
     _edit(root / f"{module}.py", "\nADDED = 2\n")
     assert (_key(name, root) != before) is changes
 
@@ -107,6 +109,7 @@ def test_project_functions_use_the_project_locator(tmp_path, monkeypatch):
     impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
     assert impl._locator_classes[0] is nc.ProjectCacheLocator
     from dogi_ml.sim import kernels
+
     locator = kernels._fail._cache._impl.locator
     assert isinstance(locator, nc.ProjectCacheLocator)
     assert locator.get_source_stamp() == nc.module_key("dogi_ml.sim.kernels", kernels.__file__)
@@ -201,7 +204,7 @@ def test_an_edited_helper_module_is_never_served_stale(tmp_path):
     assert not [p for p in pkg.rglob("*") if p.suffix in (".nbi", ".nbc")]
     report = json.loads(_run(["-m", "dogi_ml.pipeline.cache", "info", "kernels", "--json"], env, tmp_path))["kernels"]
     assert report["unknown"] == []
-    assert report["kinds"]["loop"]["entries"] == 2             # one loop per source state
+    assert report["kinds"]["loop"]["entries"] == 2  # one loop per source state
     assert report["kinds"]["numba"]["entries"] >= 10 and report["kinds"]["records"]["entries"] == 1
     _run(["-m", "dogi_ml.pipeline.cache", "clear", "kernels"], env, tmp_path)
     assert [p for p in kc.rglob("*") if p.is_file()] == []
@@ -233,10 +236,10 @@ def caches(tmp_path, monkeypatch):
     fdir = kc / "numba" / "dogi_ml.policies.x-12345678"
     _file(fdir / "x.f-10.py311.nbi", 20, 5)
     _file(fdir / "x.f-10.py311.1.nbc", 2000, 5)
-    _file(fdir / "x.f-10.py311.2.nbc", 3000, 1)           # a second signature, written later
+    _file(fdir / "x.f-10.py311.2.nbc", 3000, 1)  # a second signature, written later
     _file(fdir / "x.g-20.py311.nbi", 20, 3)
     _file(kc / "import-records.json", 50, 0.5)
-    _file(kc / "notes.txt", 7, 30)                         # not ours: listed, never removed
+    _file(kc / "notes.txt", 7, 30)  # not ours: listed, never removed
     traces = base / "traces"
     _file(traces / "zipf-abc.dtr", 4096, 20)
     _file(traces / "annotations" / "annot-def.npz", 512, 2)
@@ -253,13 +256,18 @@ def test_info_counts_sizes_and_oldest(caches, capsys):
     assert k["kinds"]["numba"] == {"entries": 2, "files": 4, "bytes": 5040}
     assert k["kinds"]["records"] == {"entries": 1, "files": 1, "bytes": 50}
     assert (k["entries"], k["files"], k["bytes"]) == (5, 10, 6310)
-    assert [e["name"] for e in k["oldest"]] == ["loop_old", "dogi_ml.policies.x-12345678/x.g-20.py311",
-                                                "dogi_ml.policies.x-12345678/x.f-10.py311"]
+    assert [e["name"] for e in k["oldest"]] == [
+        "loop_old",
+        "dogi_ml.policies.x-12345678/x.g-20.py311",
+        "dogi_ml.policies.x-12345678/x.f-10.py311",
+    ]
     assert k["unknown"] == [str(kc / "notes.txt")]
     t = report["traces"]
     assert t["path"] == str(traces.resolve())
-    assert t["kinds"] == {"trace": {"entries": 1, "files": 1, "bytes": 4096},
-                          "annotation": {"entries": 1, "files": 1, "bytes": 512}}
+    assert t["kinds"] == {
+        "trace": {"entries": 1, "files": 1, "bytes": 4096},
+        "annotation": {"entries": 1, "files": 1, "bytes": 512},
+    }
     assert t["oldest"][0]["name"] == "zipf-abc.dtr"
 
     assert cache_cmd.main(["info"]) == 0
@@ -275,11 +283,16 @@ def test_clear_older_than_keeps_recent_entries(caches, capsys):
     assert (kc / "loop_old.py").exists()
     assert cache_cmd.main(["clear", "kernels", "--older-than", "2"]) == 0
     left = sorted(str(p.relative_to(kc)) for p in kc.rglob("*") if p.is_file())
-    assert left == ["__pycache__/loop_new.run_chunk-89.py311.nbi", "import-records.json", "loop_new.py",
-                    "notes.txt", "numba/dogi_ml.policies.x-12345678/x.f-10.py311.1.nbc",
-                    "numba/dogi_ml.policies.x-12345678/x.f-10.py311.2.nbc",
-                    "numba/dogi_ml.policies.x-12345678/x.f-10.py311.nbi"]
-    assert (traces / "zipf-abc.dtr").exists()                 # the other cache is untouched
+    assert left == [
+        "__pycache__/loop_new.run_chunk-89.py311.nbi",
+        "import-records.json",
+        "loop_new.py",
+        "notes.txt",
+        "numba/dogi_ml.policies.x-12345678/x.f-10.py311.1.nbc",
+        "numba/dogi_ml.policies.x-12345678/x.f-10.py311.2.nbc",
+        "numba/dogi_ml.policies.x-12345678/x.f-10.py311.nbi",
+    ]
+    assert (traces / "zipf-abc.dtr").exists()  # the other cache is untouched
 
 
 def test_clear_all_leaves_only_foreign_files_and_is_idempotent(caches, capsys):

@@ -1,20 +1,21 @@
 """The command line as other tools script it: ``python -m dogi_ml <command> ...``.
 
 Each test runs in a fresh temporary working directory (commands must work from anywhere)."""
+
 import json
 
 import pytest
-
 from helpers import run_cli
 
-SMALL = ["workload.capacity_blocks=8192", "workload.write_volume=4", "sim.segment_blocks=64",
-         "progress=false"]
+SMALL = ["workload.capacity_blocks=8192", "workload.write_volume=4", "sim.segment_blocks=64", "progress=false"]
 
 
 def test_simulate_writes_the_documented_json(tmp_path):
     out = tmp_path / "r.json"
-    proc = run_cli(["simulate", "+workload=zipf", "policy=sepbit", "sim.victim=cost_benefit",
-                    f"sim.output={out}", *SMALL], tmp_path)
+    proc = run_cli(
+        ["simulate", "+workload=zipf", "policy=sepbit", "sim.victim=cost_benefit", f"sim.output={out}", *SMALL],
+        tmp_path,
+    )
     assert f"result: {out}" in proc.stdout
     r = json.loads(out.read_text())
     for key in ("waf", "user_writes", "gc_writes", "appends_per_second", "elapsed_s", "groups"):
@@ -31,8 +32,19 @@ def test_simulate_writes_the_documented_json(tmp_path):
 
 def test_simulate_sim_overrides(tmp_path):
     out = tmp_path / "r.json"
-    run_cli(["simulate", "+workload=uniform", "policy=nosep", f"sim.output={out}", *SMALL,
-             "sim.capacity_blocks=10000", "sim.op_ratio=0.25", "sim.segment_blocks=128"], tmp_path)
+    run_cli(
+        [
+            "simulate",
+            "+workload=uniform",
+            "policy=nosep",
+            f"sim.output={out}",
+            *SMALL,
+            "sim.capacity_blocks=10000",
+            "sim.op_ratio=0.25",
+            "sim.segment_blocks=128",
+        ],
+        tmp_path,
+    )
     r = json.loads(out.read_text())
     assert r["capacity_blocks"] == 10000
     assert r["physical_segments"] == int(10000 * 1.25) // 128
@@ -48,8 +60,7 @@ def test_simulate_without_workload_lists_them(tmp_path):
 
 
 def test_simulate_impossible_config_is_one_clear_line(tmp_path):
-    proc = run_cli(["simulate", "+workload=zipf", "policy=sepbit", "sim.op_ratio=0.001", *SMALL],
-                   tmp_path, check=False)
+    proc = run_cli(["simulate", "+workload=zipf", "policy=sepbit", "sim.op_ratio=0.001", *SMALL], tmp_path, check=False)
     assert proc.returncode == 2
     assert "impossible configuration" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -74,15 +85,17 @@ def test_multirun_prints_one_comparison_table(tmp_path):
 def test_ingest_stats_and_print(tmp_path):
     src = tmp_path / "tiny.csv"
     # MSR Cambridge: Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime
-    src.write_text("128166372003061629,hm,0,Write,8192,8192,100\n"
-                   "128166372003061729,hm,0,Read,0,4096,100\n"
-                   "128166372003061829,hm,0,Write,10000,100,100\n")
+    src.write_text(
+        "128166372003061629,hm,0,Write,8192,8192,100\n"
+        "128166372003061729,hm,0,Read,0,4096,100\n"
+        "128166372003061829,hm,0,Write,10000,100,100\n"
+    )
     out = tmp_path / "bin"
     proc = run_cli(["ingest", f"path={src}", "format=msr", f"out={out}"], tmp_path)
     stats = json.loads((out / "tiny.stats.json").read_text())
     assert stats["requests"] == 3 and stats["write_requests"] == 2
     assert stats["write_blocks"] == 3  # 8 KiB aligned = 2 blocks; 100 B at 10000 = 1 block
-    assert stats["wss_blocks"] == 2    # the unaligned write falls in block 2 again
+    assert stats["wss_blocks"] == 2  # the unaligned write falls in block 2 again
     binary = next(out.glob("*.dtr"))
     assert str(binary) in proc.stdout
     proc = run_cli(["stats", f"path={binary}"], tmp_path)
@@ -119,23 +132,38 @@ def test_oracle_search_then_simulate_nodap(tmp_path):
     out = tmp_path / "r.json"
     sizes = [] if res["sizes"] is None else [f"policy.params.sizes={res['sizes']}"]
     assert ("policy.params.sizes=" in proc.stdout) == bool(sizes)
-    run_cli(["simulate", "+workload=zipf", *small, "policy=nodap", f"policy.params.bounds={res['bounds']}", *sizes,
-             f"policy.n_groups={res['n_groups']}", f"sim.output={out}", "progress=false"], tmp_path)
+    run_cli(
+        [
+            "simulate",
+            "+workload=zipf",
+            *small,
+            "policy=nodap",
+            f"policy.params.bounds={res['bounds']}",
+            *sizes,
+            f"policy.n_groups={res['n_groups']}",
+            f"sim.output={out}",
+            "progress=false",
+        ],
+        tmp_path,
+    )
     assert json.loads(out.read_text())["waf"] == pytest.approx(res["waf"])
 
 
 # -- the error guard: user errors are one line with the fix, bugs keep their traceback ----------
 def test_bad_config_is_one_line_with_the_fix(tmp_path):
-    proc = run_cli(["simulate", "+workload=zipf", "policy=sepbit", "model.deployed=int8", *SMALL], tmp_path,
-                   check=False)
+    proc = run_cli(
+        ["simulate", "+workload=zipf", "policy=sepbit", "model.deployed=int8", *SMALL], tmp_path, check=False
+    )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
-    assert lines == ["error: model.deployed=int8 needs a learned policy with a deployed form, not policy=sepbit "
-                     "-- use policy=dogi"], proc.stderr
+    assert lines == [
+        "error: model.deployed=int8 needs a learned policy with a deployed form, not policy=sepbit -- use policy=dogi"
+    ], proc.stderr
 
 
 def test_unknown_command_lists_the_known_ones(tmp_path):
     from dogi_ml.cli import COMMANDS
+
     proc = run_cli(["simlate", "+workload=zipf"], tmp_path, check=False)
     assert proc.returncode == 2 and proc.stdout == ""
     (line,) = proc.stderr.strip().splitlines()
@@ -146,8 +174,9 @@ def test_unknown_command_lists_the_known_ones(tmp_path):
 def test_stage_usage_errors(tmp_path):
     proc = run_cli(["stage", "bogus"], tmp_path, check=False)
     assert proc.returncode == 2
-    assert proc.stderr.strip() == ("error: unknown stage 'bogus' -- use one of: generate, annotate, features, "
-                                   "train, evaluate")
+    assert proc.stderr.strip() == (
+        "error: unknown stage 'bogus' -- use one of: generate, annotate, features, train, evaluate"
+    )
     proc = run_cli(["stage", "annotate", "params=missing.yaml", f"out={tmp_path}"], tmp_path, check=False)
     assert proc.returncode == 2 and "missing.yaml" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -164,6 +193,7 @@ def _main_in_process(monkeypatch, tmp_path, argv):
     import sys
 
     from dogi_ml import cli
+
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("DOGI_ML_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(sys, "argv", ["dogi_ml", *argv])
@@ -195,7 +225,7 @@ def test_library_value_error_keeps_its_traceback(monkeypatch, tmp_path, capsys):
     import dogi_ml.pipeline.simulate as sim_pipeline
 
     def broken(cfg, out_dir):
-        return np.ones(3) + np.ones(4)          # numpy raises ValueError (shapes)
+        return np.ones(3) + np.ones(4)  # numpy raises ValueError (shapes)
 
     monkeypatch.setattr(sim_pipeline, "run_simulate", broken)
     status = _main_in_process(monkeypatch, tmp_path, ["simulate", "+workload=zipf", *SMALL])
@@ -215,9 +245,10 @@ def test_user_error_line():
     for cls in (TraceFormatError, SimulationError):
         assert issubclass(cls, DogiMLError)
         assert user_error_line(cls("bad input")) == "error: bad input"
-    assert issubclass(SimulationError, RuntimeError)       # callers that caught RuntimeError still do
+    assert issubclass(SimulationError, RuntimeError)  # callers that caught RuntimeError still do
     assert user_error_line(FileNotFoundError("trace file not found: x.csv")).startswith(
-        "error: trace file not found: x.csv -- check the path")
+        "error: trace file not found: x.csv -- check the path"
+    )
     # a plain ValueError raised by dogi_ml's own checks (not yet a DogiMLError) is still bad input
     with pytest.raises(ValueError) as info:
         make_policy("no_such_policy")

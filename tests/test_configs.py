@@ -1,4 +1,5 @@
 """Every config in every group composes and instantiates (lightning-hydra-template style)."""
+
 from pathlib import Path
 
 import pytest
@@ -10,8 +11,11 @@ from dogi_ml.policies import make_policy, policy_names
 from dogi_ml.sim import SimConfig
 from dogi_ml.traces.workload import load_workload
 
-GENERATED = [w for w in available("workload")
-             if OmegaConf.load(Path(CONF_DIR) / "workload" / f"{w}.yaml").get("source") == "generator"]
+GENERATED = [
+    w
+    for w in available("workload")
+    if OmegaConf.load(Path(CONF_DIR) / "workload" / f"{w}.yaml").get("source") == "generator"
+]
 
 
 def compose_cfg(command, overrides):
@@ -30,6 +34,7 @@ def test_every_command_config_composes():
 @pytest.mark.parametrize("model", available("model"))
 def test_every_model_config_instantiates(model):
     from dogi_ml.models import make_model
+
     cfg = compose_cfg("train", [f"model={model}"])
     m = make_model(cfg.model.name, 10, len(cfg.data.features), **OmegaConf.to_container(cfg.model.params))
     assert m.name == model
@@ -48,7 +53,7 @@ def test_every_policy_config_instantiates(policy):
     cfg = compose_cfg("simulate", [f"policy={policy}"])
     p = make_policy(cfg.policy.name, cfg.policy.n_groups, **OmegaConf.to_container(cfg.policy.params))
     assert p.name == cfg.policy.name == policy
-    if cfg.policy.n_groups is not None:   # null: the scheme decides (e.g. NoDaP's search)
+    if cfg.policy.n_groups is not None:  # null: the scheme decides (e.g. NoDaP's search)
         assert p.n_groups == cfg.policy.n_groups
 
 
@@ -65,8 +70,9 @@ def test_sim_config_fields_match_the_dataclass():
 
 @pytest.mark.parametrize("workload", GENERATED)
 def test_every_generated_workload_builds_at_small_scale(workload):
-    cfg = compose_cfg("simulate", [f"+workload={workload}", "workload.capacity_blocks=4096",
-                                   "workload.write_volume=1.0"])
+    cfg = compose_cfg(
+        "simulate", [f"+workload={workload}", "workload.capacity_blocks=4096", "workload.write_volume=1.0"]
+    )
     trace = load_workload(cfg.workload, cache_dir=None)
     assert trace.block_writes.size == 4096
     assert trace.block_writes.max() < 4096
@@ -74,6 +80,7 @@ def test_every_generated_workload_builds_at_small_scale(workload):
 
 def test_file_workload_requires_path():
     from dogi_ml.traces.workload import WorkloadError
+
     cfg = compose_cfg("simulate", ["+workload=file"])
     with pytest.raises(WorkloadError, match="workload.path"):
         load_workload(cfg.workload, cache_dir=None)
@@ -85,8 +92,9 @@ def test_every_experiment_composes(experiment):
     first = (Path(CONF_DIR) / "experiment" / f"{experiment}.yaml").read_text()
     command = "train" if "dogi_ml train" in first else "simulate"
     with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
-        cfg = compose(config_name=command, overrides=["+workload=zipf", f"+experiment={experiment}"],
-                      return_hydra_config=True)
+        cfg = compose(
+            config_name=command, overrides=["+workload=zipf", f"+experiment={experiment}"], return_hydra_config=True
+        )
     if command == "simulate":
         SimConfig.from_mapping(OmegaConf.to_container(cfg.sim))
     else:

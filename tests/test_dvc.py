@@ -1,4 +1,5 @@
 """``dvc repro`` runs the stage pipeline offline in a temporary git repository."""
+
 import os
 import shutil
 import subprocess
@@ -7,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from helpers import REPO
 
 
@@ -22,8 +22,16 @@ def test_dvc_repro_offline(tmp_path):
     dvc = shutil.which("dvc") or str(Path(sys.executable).with_name("dvc"))
     if not Path(dvc).exists():
         pytest.fail("dvc not found; install the test extra: pip install -e '.[test]'")
-    env = dict(os.environ, PYTHONPATH=str(REPO), DVC_NO_ANALYTICS="1", PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(REPO),
+        DVC_NO_ANALYTICS="1",
+        PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@t",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@t",
+    )
     shutil.copy(REPO / "dvc.yaml", tmp_path)
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     params["workload"].update(capacity_blocks=16384, write_volume=6.0)

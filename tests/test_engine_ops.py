@@ -1,16 +1,17 @@
 """Engine operations: retiring a group (sealing its open segment) and GC bursts up to a high
 watermark of free segments."""
+
 from __future__ import annotations
 
 import numba as nb
 import numpy as np
 import pytest
+from helpers import zipf_writes
 
 from dogi_ml.policies import make_policy
 from dogi_ml.sim import InvariantError, SimConfig, SimulationError, Simulator, check_invariants
 from dogi_ml.sim.kernels import retire_group
 from dogi_ml.sim.state import C_FREE, C_NOW, C_RECLAIMED, SEG_FREE, SEG_OPEN, SEG_SEALED
-from helpers import zipf_writes
 
 CAP = 8192
 SEG = 64
@@ -34,6 +35,7 @@ def half_written_group(sim: Simulator) -> int:
 
 
 # -- retire_group ---------------------------------------------------------------------------
+
 
 def test_retire_seals_exactly_the_open_segment(zipf_small):
     sim = make("sepgc", debug_invariants=True)
@@ -62,7 +64,7 @@ def test_retired_group_reopens_on_its_next_write(zipf_small):
     sim.prefill()
     sim.feed(zipf_small[:5000])
     s = sim.state
-    seg = sim.retire_group(0)     # SepGC: group 0 takes every user write
+    seg = sim.retire_group(0)  # SepGC: group 0 takes every user write
     assert 0 < s.seg_wp[seg] < SEG
     reclaimed = int(s.ctr[C_RECLAIMED])
     sim.feed(zipf_small[5000:5001])
@@ -87,7 +89,7 @@ def test_retired_segment_is_reclaimed_by_gc(zipf_small):
     reclaimed = int(s.ctr[C_RECLAIMED])
     # Overwrite what the retired segment holds: it becomes the emptiest sealed segment, so the
     # greedy selector must take it (and its unwritten tail counts as space freed).
-    lbas = s.p2l[seg * SEG: seg * SEG + s.seg_wp[seg]]
+    lbas = s.p2l[seg * SEG : seg * SEG + s.seg_wp[seg]]
     sim.feed(lbas[lbas >= 0].astype(np.int64))
     sim.feed(zipf_small[3000:12000])
     assert s.seg_state[seg] != SEG_SEALED or s.seg_wp[seg] == SEG, "the retired segment was never reclaimed"
@@ -99,17 +101,18 @@ def test_fully_valid_retired_segment_still_frees_space():
     """A retired segment whose blocks are all valid is still worth reclaiming (its unwritten tail
     is space): with no garbage anywhere, GC must take it rather than report "no gain"."""
     cap = 16 * SEG
-    sim = Simulator(make_policy("nosep"), SimConfig(segment_blocks=SEG, op_ratio=0.5, prefill=False,
-                                                    debug_invariants=True), cap)
-    sim.prefill()                        # prefill off: compiles only
-    for step in range(40):               # 8 fresh LBAs per segment, then retire it: no overwrites
+    sim = Simulator(
+        make_policy("nosep"), SimConfig(segment_blocks=SEG, op_ratio=0.5, prefill=False, debug_invariants=True), cap
+    )
+    sim.prefill()  # prefill off: compiles only
+    for step in range(40):  # 8 fresh LBAs per segment, then retire it: no overwrites
         sim.feed(np.arange(8 * step, 8 * step + 8, dtype=np.int64))
         sim.retire_group(0)
     s = sim.state
     r = sim.result()
     assert r["reclaimed_segments"] > 0 and r["gc_writes"] > 0
     assert int(s.ctr[C_FREE]) >= 2
-    assert r["invalid_blocks"] == 0      # nothing was ever garbage
+    assert r["invalid_blocks"] == 0  # nothing was ever garbage
     check_invariants(s)
 
 
@@ -158,9 +161,9 @@ def test_retiring_a_never_written_segment_frees_it(zipf_small):
     s = sim.state
     seg = int(s.open_seg[0])
     # rewind the open segment to empty (as if opened and never written), keeping the books right
-    lbas = s.p2l[seg * SEG: seg * SEG + s.seg_wp[seg]].copy()
+    lbas = s.p2l[seg * SEG : seg * SEG + s.seg_wp[seg]].copy()
     assert np.all(lbas >= 0)
-    s.p2l[seg * SEG: seg * SEG + s.seg_wp[seg]] = -1
+    s.p2l[seg * SEG : seg * SEG + s.seg_wp[seg]] = -1
     s.l2p[lbas] = -1
     s.seg_valid[seg] = 0
     s.seg_wp[seg] = 0
@@ -202,7 +205,7 @@ def _bursts(sim: Simulator, writes: np.ndarray):
     s = sim.state
     for i in range(writes.size):
         reclaimed = int(s.ctr[C_RECLAIMED])
-        sim.feed(writes[i:i + 1])
+        sim.feed(writes[i : i + 1])
         if int(s.ctr[C_RECLAIMED]) > reclaimed:
             yield int(s.ctr[C_FREE])
 
@@ -216,7 +219,7 @@ def test_burst_collects_up_to_the_high_watermark(zipf_small):
     assert min(after) >= high
     assert int(sim.state.ctr[C_FREE]) >= sim.cfg.gc_free_segments
     r = sim.result()
-    assert r["reclaimed_segments"] > 3 * r["gc_bursts"]   # several victims per trigger
+    assert r["reclaimed_segments"] > 3 * r["gc_bursts"]  # several victims per trigger
     # SepGC: the relocated blocks fill the GC group's own segments, never the user group's
     assert r["groups"][1]["user_writes"] == 0 and r["groups"][0]["gc_writes"] == 0
     check_invariants(sim.state)
@@ -246,17 +249,23 @@ def test_high_watermark_at_the_limit_runs(zipf_small):
 
 
 def test_high_watermark_below_low_is_explained():
-    with pytest.raises(SimulationError, match=r"gc_high_free_segments=1 is below the low watermark "
-                                              r"sim.gc_free_segments=2.*at least 2, or null"):
+    with pytest.raises(
+        SimulationError,
+        match=r"gc_high_free_segments=1 is below the low watermark "
+        r"sim.gc_free_segments=2.*at least 2, or null",
+    ):
         make("nosep", gc_high_free_segments=1)
 
 
 def test_unreachable_high_watermark_is_explained():
-    n_segments = int(CAP * 1.1 // SEG)          # 140
-    limit = n_segments - CAP // SEG - 2 - 1     # sepgc: 2 open groups, one segment of garbage
+    n_segments = int(CAP * 1.1 // SEG)  # 140
+    limit = n_segments - CAP // SEG - 2 - 1  # sepgc: 2 open groups, one segment of garbage
     make("sepgc", gc_high_free_segments=limit)
-    with pytest.raises(SimulationError, match=rf"gc_high_free_segments={limit + 1} cannot be reached.*"
-                                              rf"at most {limit} can be free; lower it or raise sim.op_ratio"):
+    with pytest.raises(
+        SimulationError,
+        match=rf"gc_high_free_segments={limit + 1} cannot be reached.*"
+        rf"at most {limit} can be free; lower it or raise sim.op_ratio",
+    ):
         make("sepgc", gc_high_free_segments=limit + 1)
     with pytest.raises(SimulationError, match="cannot be reached"):
         make("nosep", gc_high_free_segments=10 * n_segments)

@@ -1,6 +1,7 @@
 """Deployment export: the integer reference, the Numba kernel and the compiled C header agree bit
 for bit; the header builds freestanding as C99 and C++; ONNX checks and agrees; quantisation
 costs little accuracy; bad export directories fail clearly."""
+
 import json
 import math
 import platform
@@ -9,8 +10,6 @@ import re
 import numpy as np
 import pytest
 
-from dogi_ml.pipeline.train import build_dataset, train_and_evaluate
-from dogi_ml.traces.generators import generate
 from dogi_ml.export import fixedpoint as fx
 from dogi_ml.export.c_header import emit_header
 from dogi_ml.export.cbuild import build_shared, find_compiler, strict_compile
@@ -18,13 +17,23 @@ from dogi_ml.export.manifest import load_export, write_manifest
 from dogi_ml.export.numba_kernel import int8_mlp_classes, int8_mlp_logits, int8_mlp_predict_one, mlp_scratch
 from dogi_ml.export.parity import extreme_features, parity
 from dogi_ml.export.quantize import ExportError, quantize_model
+from dogi_ml.pipeline.train import build_dataset, train_and_evaluate
+from dogi_ml.traces.generators import generate
 
-needs_cc = pytest.mark.skipif(find_compiler() is None or find_compiler(cxx=True) is None,
-                              reason="no C/C++ compiler")
-DATA = {"labels": "quantile", "features": ["lba", "prev_lba", "freq", "chunk_freq", "recency_freq", "latest_inv"],
-        "sample_every": 3, "max_samples": 20000, "mu": 10}
-FAST = {"mlp": {"epochs": 8}, "gru": {"epochs": 3}, "lightgbm": {"n_estimators": 30},
-        "random_forest": {"n_estimators": 10}}
+needs_cc = pytest.mark.skipif(find_compiler() is None or find_compiler(cxx=True) is None, reason="no C/C++ compiler")
+DATA = {
+    "labels": "quantile",
+    "features": ["lba", "prev_lba", "freq", "chunk_freq", "recency_freq", "latest_inv"],
+    "sample_every": 3,
+    "max_samples": 20000,
+    "mu": 10,
+}
+FAST = {
+    "mlp": {"epochs": 8},
+    "gru": {"epochs": 3},
+    "lightgbm": {"n_estimators": 30},
+    "random_forest": {"n_estimators": 10},
+}
 
 
 @pytest.fixture(scope="module")
@@ -76,11 +85,14 @@ def _header(q, directory, name, prefix="dogi"):
 # -- fixed point -------------------------------------------------------------------------------
 def test_fixed_point_log2_and_sigmoid_track_the_float_functions():
     rng = np.random.default_rng(0)
-    u = np.unique(np.concatenate([rng.integers(1, 1 << 62, 5000), 1 << np.arange(62), (1 << np.arange(1, 62)) - 1,
-                                  np.arange(1, 2000)])).astype(np.int64)
+    u = np.unique(
+        np.concatenate(
+            [rng.integers(1, 1 << 62, 5000), 1 << np.arange(62), (1 << np.arange(1, 62)) - 1, np.arange(1, 2000)]
+        )
+    ).astype(np.int64)
     got = fx.log2_q8(u) / 256.0
     want = np.log2(u.astype(np.float64))
-    assert np.abs(got - want).max() < 1.5 / 256             # 1.5 Q8 units
+    assert np.abs(got - want).max() < 1.5 / 256  # 1.5 Q8 units
     # every int64 has a log: |v| + 1 in unsigned arithmetic, within +-LOG2_Q8_MAX
     ext = np.array([-(1 << 63), -(1 << 63) + 1, -1, 0, 1, (1 << 63) - 1], np.int64)
     assert fx.signed_log2_q8(ext).tolist() == [-16128, -16128, -256, 0, 256, 16128]
@@ -92,7 +104,7 @@ def test_fixed_point_log2_and_sigmoid_track_the_float_functions():
     # rounding half away from zero, symmetric
     assert fx.rshift_round(np.array([5, -5, 6, -6, 7, -7]), 1).tolist() == [3, -3, 3, -3, 4, -4]
     m, s = fx.quantize_multiplier(0.3)
-    assert 2 ** 30 <= m <= 2 ** 31 and abs(m / 2 ** s - 0.3) < 1e-9
+    assert 2**30 <= m <= 2**31 and abs(m / 2**s - 0.3) < 1e-9
 
 
 def test_input_codes_follow_the_models_scaler(ds, mlp):
@@ -101,7 +113,7 @@ def test_input_codes_follow_the_models_scaler(ds, mlp):
     codes = q.codes(X)
     z = np.asarray(model.scaler.transform(X), np.float64)
     inside = np.abs(codes) < q.inputs.qmax
-    assert inside.mean() > 0.999                            # the margin keeps test rows unsaturated
+    assert inside.mean() > 0.999  # the margin keeps test rows unsaturated
     err = np.abs(q.inputs.dequantize(codes) - z)[inside].reshape(-1)
     lc = model.scaler.log_columns
     logs = np.ones(6, bool) if lc is None else np.isin(np.arange(6), lc)
@@ -110,7 +122,7 @@ def test_input_codes_follow_the_models_scaler(ds, mlp):
     assert (np.abs(q.inputs.dequantize(codes) - z) <= bound + 1e-6)[inside].all(), err.max()
     assert np.abs(codes).max() <= q.inputs.qmax
     ext = extreme_features(6, 5000, seed=2)
-    assert np.abs(q.codes(ext)).max() <= q.inputs.qmax      # any int64 saturates cleanly
+    assert np.abs(q.codes(ext)).max() <= q.inputs.qmax  # any int64 saturates cleanly
 
 
 # -- the MLP: accuracy and bit-exactness -------------------------------------------------------
@@ -119,7 +131,7 @@ def test_quantised_mlp_accuracy_within_one_point(ds, mlp):
     te = ds.splits["test"]
     acc_f = (model.predict(ds.X[te]) == ds.y[te]).mean()
     acc_i = (q.predict(ds.X[te]) == ds.y[te]).mean()
-    assert acc_f > 0.12                                  # a model that learned something (10 classes)
+    assert acc_f > 0.12  # a model that learned something (10 classes)
     assert acc_f - acc_i <= 0.01, (acc_f, acc_i)
     assert (model.predict(ds.X[te]) == q.predict(ds.X[te])).mean() > 0.98
 
@@ -129,7 +141,7 @@ def test_mlp_python_numba_and_c_agree_bit_for_bit_on_100k_vectors(ds, mlp, heade
     _, q = mlp
     X = extreme_features(6, 100_000, seed=0, reference=ds.X)
     assert {0, fx.RAW_LIMIT, -(1 << 63), (1 << 63) - 1} <= set(np.unique(X).tolist())
-    assert (np.abs(q.codes(X)) == q.inputs.qmax).any()     # saturation is exercised
+    assert (np.abs(q.codes(X)) == q.inputs.qmax).any()  # saturation is exercised
     ref = q.logits_int(X)
     assert ref.dtype == np.int32
     args = q.kernel_args()
@@ -146,22 +158,25 @@ def test_mlp_python_numba_and_c_agree_bit_for_bit_on_100k_vectors(ds, mlp, heade
     # every batch path (on x86-64 the AVX2 pass where the CPU has it, else SSE2; the SSE2 pass;
     # without either block by block, and the portable tiles) and an optimised native build
     x86 = platform.machine() in ("x86_64", "AMD64")
-    expect = {(): ("avx2" if _cpu_has("avx2") else "sse2") if x86 else "portable",
-              ("-DDOGI_NO_AVX2",): "sse2" if x86 else "portable",
-              ("-DDOGI_NO_SIMD", "-DDOGI_BATCH_TILES=0"): "portable",
-              ("-DDOGI_NO_SIMD", "-DDOGI_BATCH_TILES=1"): "portable", ("-O3", "-march=native"): None}
+    expect = {
+        (): ("avx2" if _cpu_has("avx2") else "sse2") if x86 else "portable",
+        ("-DDOGI_NO_AVX2",): "sse2" if x86 else "portable",
+        ("-DDOGI_NO_SIMD", "-DDOGI_BATCH_TILES=0"): "portable",
+        ("-DDOGI_NO_SIMD", "-DDOGI_BATCH_TILES=1"): "portable",
+        ("-O3", "-march=native"): None,
+    }
     for flags, path_taken in expect.items():
         built = build_shared(path, "mlp", 6, q.n_classes, extra_flags=flags)
         assert path_taken is None or built.batch_path == path_taken, (flags, built.batch_path)
         c_cls, c_logits = built.predict_batch(X)
         np.testing.assert_array_equal(c_logits, ref)
         np.testing.assert_array_equal(c_cls, ref.argmax(axis=1))
-        for n in (1, 7, 31, 33, 1001):                     # partial passes at the batch's end
+        for n in (1, 7, 31, 33, 1001):  # partial passes at the batch's end
             c_cls, c_logits = built.predict_batch(X[-n:])
             np.testing.assert_array_equal(c_logits, ref[-n:])
             np.testing.assert_array_equal(c_cls, ref[-n:].argmax(axis=1))
     np.testing.assert_array_equal(cm.codes(X), q.codes(X))
-    for i in range(0, len(X), 4999):                       # the single-block entry point
+    for i in range(0, len(X), 4999):  # the single-block entry point
         c, lg = cm.predict_one(X[i])
         assert c == ref[i].argmax() and np.array_equal(lg, ref[i])
     # saturation is exercised: some codes at +-qmax, some logits large
@@ -183,7 +198,7 @@ def test_header_builds_freestanding_as_c99_and_cxx(mlp, header_dir):
     for cxx in (False, True):
         r = strict_compile(path, cxx=cxx)
         assert r["ok"], r["stderr"]
-        assert r["undefined"] == [], r["undefined"]      # no libc, no helper calls
+        assert r["undefined"] == [], r["undefined"]  # no libc, no helper calls
     assert "-ffreestanding" in r["command"] and "-nostdlib" in r["command"]
 
 
@@ -210,7 +225,7 @@ def test_gru_step_is_bit_exact_and_close_to_float(seq_ds, header_dir):
 def test_integer_trees_match_the_float_model_exactly(ds, name, header_dir):
     model, q = _train(ds, name)
     X = np.concatenate([ds.X, extreme_features(6, 20_000, seed=7, reference=ds.X)])
-    np.testing.assert_array_equal(q.predict(X), model.predict(X))      # exact integer thresholds
+    np.testing.assert_array_equal(q.predict(X), model.predict(X))  # exact integer thresholds
     cm = build_shared(_header(q, header_dir, name), "trees", 6, q.n_classes)
     c_cls, c_logits = cm.predict_batch(X)
     np.testing.assert_array_equal(c_logits, q.logits_int(X))
@@ -221,6 +236,7 @@ def test_integer_trees_match_the_float_model_exactly(ds, name, header_dir):
 # -- ONNX --------------------------------------------------------------------------------------
 def test_onnx_float_and_qdq_agree(ds, mlp, tmp_path):
     from dogi_ml.export import onnx_export as ox
+
     model, q = mlp
     X = ds.X[ds.splits["test"]]
     f = ox.export_float(model, tmp_path / "mlp.onnx")
@@ -231,6 +247,7 @@ def test_onnx_float_and_qdq_agree(ds, mlp, tmp_path):
     i8 = ox.export_qdq(q, model.scaler, tmp_path / "mlp_int8.onnx")
     ox.check(i8)
     import onnx
+
     ops = {n.op_type for n in onnx.load(str(i8)).graph.node}
     assert {"QuantizeLinear", "DequantizeLinear", "MatMul"} <= ops
     qcls, _ = ox.run(ox.session(i8), X, 6)
@@ -240,6 +257,7 @@ def test_onnx_float_and_qdq_agree(ds, mlp, tmp_path):
 @pytest.mark.parametrize("name", ["lightgbm", "random_forest"])
 def test_tree_onnx_agrees(ds, name, tmp_path):
     from dogi_ml.export import onnx_export as ox
+
     model, _ = _train(ds, name)
     X = ds.X[ds.splits["test"]]
     cls, _ = ox.run(ox.session(ox.export_float(model, tmp_path / f"{name}.onnx")), X, 6)
@@ -248,6 +266,7 @@ def test_tree_onnx_agrees(ds, name, tmp_path):
 
 def test_bad_onnx_file_is_reported(tmp_path):
     from dogi_ml.export import onnx_export as ox
+
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"not a model")
     with pytest.raises(ExportError, match="ONNX check failed"):
@@ -259,9 +278,18 @@ def test_odd_layer_shapes_are_bit_exact_on_every_batch_path(header_dir):
     """An odd feature count, odd hidden widths and an odd class count exercise the passes'
     padding (half-empty input pairs, a lone last output) and every partial pass."""
     from dogi_ml.models import make_model
+
     rng = np.random.default_rng(4)
-    X = np.stack([rng.integers(0, 1 << 20, 6000), rng.geometric(0.2, 6000), rng.integers(-500, 500, 6000),
-                  rng.pareto(1.1, 6000).astype(np.int64) * 100, rng.integers(0, 64, 6000)], axis=1).astype(np.int64)
+    X = np.stack(
+        [
+            rng.integers(0, 1 << 20, 6000),
+            rng.geometric(0.2, 6000),
+            rng.integers(-500, 500, 6000),
+            rng.pareto(1.1, 6000).astype(np.int64) * 100,
+            rng.integers(0, 64, 6000),
+        ],
+        axis=1,
+    ).astype(np.int64)
     y = (np.log2(X[:, 3] + 1).astype(np.int64) + X[:, 1]) % 5
     model = make_model("mlp", 5, 5, seed=0, epochs=2, patience=2, hidden=[7, 9])
     model.scaler.log_columns = [1, 3]
@@ -271,7 +299,12 @@ def test_odd_layer_shapes_are_bit_exact_on_every_batch_path(header_dir):
     ext = np.concatenate([X[:2000], extreme_features(5, 3000, seed=9, reference=X)])
     ref = q.logits_int(ext)
     path = _header(q, header_dir, "odd_mlp", prefix="odd")
-    for flags in ((), ("-DODD_NO_AVX2",), ("-DODD_NO_SIMD", "-DODD_BATCH_TILES=1"), ("-DODD_NO_SIMD", "-DODD_BATCH_TILES=0")):
+    for flags in (
+        (),
+        ("-DODD_NO_AVX2",),
+        ("-DODD_NO_SIMD", "-DODD_BATCH_TILES=1"),
+        ("-DODD_NO_SIMD", "-DODD_BATCH_TILES=0"),
+    ):
         built = build_shared(path, "mlp", 5, 5, extra_flags=flags)
         for n in (len(ext), 1, 15, 17, 33, 999):
             c_cls, c_logits = built.predict_batch(ext[:n])
@@ -286,8 +319,14 @@ def export_dir(tmp_path, mlp):
     model, q = mlp
     (tmp_path / "dogi_mlp.h").write_text(emit_header(q))
     np.savez(tmp_path / "quantized.npz", **q.arrays())
-    write_manifest(tmp_path, q, model, {"header": "dogi_mlp.h", "arrays": "quantized.npz"},
-                   source={"mlflow_run_id": "test"}, bounds={"upper_bounds": [1, 2]})
+    write_manifest(
+        tmp_path,
+        q,
+        model,
+        {"header": "dogi_mlp.h", "arrays": "quantized.npz"},
+        source={"mlflow_run_id": "test"},
+        bounds={"upper_bounds": [1, 2]},
+    )
     return tmp_path
 
 
@@ -341,6 +380,7 @@ def test_unsupported_models_and_inputs_fail_clearly(ds, mlp):
     with pytest.raises(ExportError, match="raw features are integers"):
         q.predict(np.full((2, 6), 0.5))
     from dogi_ml.models import make_model
+
     with pytest.raises(ExportError, match="no integer export for model 'logistic'"):
         quantize_model(make_model("logistic", 2, 6), ds.X[:10])
 
@@ -350,15 +390,28 @@ def test_unsupported_models_and_inputs_fail_clearly(ds, mlp):
 @pytest.mark.slow
 def test_export_command_end_to_end(tmp_path):
     from helpers import run_cli
-    small = ["workload.capacity_blocks=16384", "workload.write_volume=6", "latency_budget_s=0.01",
-             "model.params.epochs=3", "export.parity_rows=20000", "export.bench_seconds=0.05"]
+
+    small = [
+        "workload.capacity_blocks=16384",
+        "workload.write_volume=6",
+        "latency_budget_s=0.01",
+        "model.params.epochs=3",
+        "export.parity_rows=20000",
+        "export.bench_seconds=0.05",
+    ]
     proc = run_cli(["export", "+workload=ycsb_a", *small], tmp_path)
     out = re.search(r"export: (\S+)", proc.stdout.split("export: mlp on ycsb_a")[-1]).group(1)
     d = tmp_path / out
     assert d.parent.name == "export" and d.name.startswith("run-mlp-ycsb_a-")
     names = {p.name for p in d.iterdir()}
-    assert {"dogi_mlp.h", "mlp_float.onnx", "mlp_int8_qdq.onnx", "quantized.npz", "report.json",
-            "manifest.json"} <= names
+    assert {
+        "dogi_mlp.h",
+        "mlp_float.onnx",
+        "mlp_int8_qdq.onnx",
+        "quantized.npz",
+        "report.json",
+        "manifest.json",
+    } <= names
     rep = json.loads((d / "report.json").read_text())
     assert rep["parity"]["all_identical"] and rep["parity"]["vectors"] == 20000
     assert rep["onnx"]["float_vs_pytorch"] >= 0.999
@@ -367,14 +420,24 @@ def test_export_command_end_to_end(tmp_path):
     exp = load_export(d)
     assert exp.manifest["classes"]["bounds"]["upper_bounds"] and exp.manifest["source"]["mlflow_run_id"]
     import mlflow
+
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlruns.db'}")
     runs = client.search_runs([client.get_experiment_by_name("export").experiment_id])
     assert len(runs) == 1 and runs[0].info.status == "FINISHED"
     assert "accuracy_int" in runs[0].data.metrics
     # a second export from the trained model's MLflow run, into a chosen directory
     src = rep["source"]["mlflow_run_id"]
-    proc = run_cli(["export", f"export.run_id={src}", "export.out=again", "export.bench=false",
-                    "export.onnx=false", "export.parity_rows=2000"], tmp_path)
+    proc = run_cli(
+        [
+            "export",
+            f"export.run_id={src}",
+            "export.out=again",
+            "export.bench=false",
+            "export.onnx=false",
+            "export.parity_rows=2000",
+        ],
+        tmp_path,
+    )
     assert (tmp_path / "again" / "manifest.json").exists()
     bad = run_cli(["export", "export.run_id=0123456789abcdef"], tmp_path, check=False)
     assert bad.returncode == 2 and "not found" in bad.stderr
@@ -382,6 +445,7 @@ def test_export_command_end_to_end(tmp_path):
 
 def test_export_without_workload_says_how(tmp_path):
     from helpers import run_cli
+
     proc = run_cli(["export"], tmp_path, check=False)
     assert proc.returncode == 2 and "+workload=NAME" in proc.stderr
     proc = run_cli(["export", "export.model_path=nope.pkl"], tmp_path, check=False)

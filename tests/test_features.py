@@ -1,11 +1,27 @@
 """Causal features, labels and sampling."""
+
 import numpy as np
 import pytest
 
 from dogi_ml.features import labels as L
-from dogi_ml.features.extract import (F_CHUNK_FREQ, F_CHUNK_READS, F_FREQ, F_LATEST_INV, F_LBA, F_PREV_LBA,
-                              F_RECENCY, F_REQ_BLOCKS, F_SEQ, F_WRITE_COUNT, FEATURES, NO_PREVIOUS,
-                              FeatureConfig, extract_features, history_rows, lba_sequences)
+from dogi_ml.features.extract import (
+    F_CHUNK_FREQ,
+    F_CHUNK_READS,
+    F_FREQ,
+    F_LATEST_INV,
+    F_LBA,
+    F_PREV_LBA,
+    F_RECENCY,
+    F_REQ_BLOCKS,
+    F_SEQ,
+    F_WRITE_COUNT,
+    FEATURES,
+    NO_PREVIOUS,
+    FeatureConfig,
+    extract_features,
+    history_rows,
+    lba_sequences,
+)
 from dogi_ml.oracles.annotate import NEVER, annotate
 from dogi_ml.traces.trace import OP_READ, OP_WRITE, Trace
 
@@ -26,9 +42,9 @@ def test_features_by_hand():
     assert X[:, F_LATEST_INV].tolist() == [NO_PREVIOUS, NO_PREVIOUS, NO_PREVIOUS, 3, 3, 3]
     assert X[:, F_WRITE_COUNT].tolist() == [0, 0, 0, 1, 1, 1]
     assert X[:, F_REQ_BLOCKS].tolist() == [2, 2, 1, 1, 1, 1]
-    assert X[:, F_SEQ].tolist() == [0, 0, 0, 0, 1, 0]          # write 1 continues write 0
-    assert X[:, F_CHUNK_FREQ].tolist() == [0, 1, 0, 2, 3, 1]    # chunks of 4 blocks: {0..3}, {4..7}
-    assert X[:, F_CHUNK_READS].tolist() == [0, 0, 0, 4, 4, 0]   # the read of 0-3 came before
+    assert X[:, F_SEQ].tolist() == [0, 0, 0, 0, 1, 0]  # write 1 continues write 0
+    assert X[:, F_CHUNK_FREQ].tolist() == [0, 1, 0, 2, 3, 1]  # chunks of 4 blocks: {0..3}, {4..7}
+    assert X[:, F_CHUNK_READS].tolist() == [0, 0, 0, 4, 4, 0]  # the read of 0-3 came before
     # window of 3 writes: times 0-2 are window 0, 3-5 window 1; freq counts this window's writes
     assert X[:, F_FREQ].tolist() == [0, 0, 0, 0, 0, 0]
     # the bitmap shifts once per window: a write in the previous window shows as bit 6
@@ -46,6 +62,7 @@ def test_causality_prefix_invariance(zipf_trace):
 @pytest.fixture(scope="module")
 def zipf_trace():
     from dogi_ml.traces.generators import generate
+
     return generate("zipf", capacity_blocks=4096, n_writes=40_000, seed=1)
 
 
@@ -85,14 +102,14 @@ def test_c1_never_collapses_when_the_hot_threshold_reaches_one_percent():
     cap = 262_144
     one = cap // 100
     paper = L.category_bounds(cap)[1:].tolist()
-    assert L.category_bounds(cap, 1747)[1:].tolist() == paper         # up to 2/3 of 1%: the paper's ladder
+    assert L.category_bounds(cap, 1747)[1:].tolist() == paper  # up to 2/3 of 1%: the paper's ladder
     assert L.category_bounds(cap, 1748)[1:].tolist() != paper
-    b = L.category_bounds(cap, one - 1)                               # the old cap: c1 was (2620, 2621]
-    assert b[:4].tolist() == [2620, 3930, 5895, 4 * one]               # 1.5x, 1.5x, then the paper's 4% again
+    b = L.category_bounds(cap, one - 1)  # the old cap: c1 was (2620, 2621]
+    assert b[:4].tolist() == [2620, 3930, 5895, 4 * one]  # 1.5x, 1.5x, then the paper's 4% again
     assert b[4:].tolist() == [one << i for i in range(3, 9)]
     cls = L.dogi_classes(np.array([2620, 2621, 3930, 3931, 5895, 5896]), cap, one - 1)
     assert cls.tolist() == [0, 1, 1, 2, 2, 3]
-    for mu in (1, 2620, 2621, 5000, 40_000, cap):                     # far past the paper's bounds too
+    for mu in (1, 2620, 2621, 5000, 40_000, cap):  # far past the paper's bounds too
         b = L.category_bounds(cap, mu)
         assert b[0] == mu and np.all(b[1:] >= np.ceil(1.5 * b[:-1]))  # each category at least a third of its bound
     assert L.category_bounds(50).tolist() == [1, 2, 3, 5, 8, 12, 18, 27, 41, 62]  # no 1% bound below 100 blocks
@@ -101,7 +118,7 @@ def test_c1_never_collapses_when_the_hot_threshold_reaches_one_percent():
 def test_dogi_sampling_is_causal_one_in_ten_after_2x():
     cap = 1000
     n = 10_000
-    prev = np.arange(n) - 2000          # every write's previous one 2000 blocks ago -> non-hot
+    prev = np.arange(n) - 2000  # every write's previous one 2000 blocks ago -> non-hot
     latest = np.arange(n) - prev
     rows = L.dogi_sample(latest, np.full(n, 5), cap, mu=100)
     assert rows[0] == 2 * cap and np.all(np.diff(rows) == 10)
@@ -116,7 +133,7 @@ def test_quantile_labels_use_training_edges():
     edges = L.quantile_edges(inv[:700])
     cls = L.quantile_classes(inv, edges)
     assert cls[:700].min() == 0 and cls[:700].max() == 9
-    assert np.all(cls[700:] == 9)   # later, longer lifetimes fall in the top bin
+    assert np.all(cls[700:] == 9)  # later, longer lifetimes fall in the top bin
     assert len(FEATURES) == 12
 
 
@@ -125,6 +142,7 @@ def test_feature_stream_matches_the_one_pass_extraction(gen):
     """Chunk by chunk (requests split across chunks included) = the whole trace at once."""
     import dogi_ml.traces.generators as G
     from dogi_ml.features.extract import FeatureStream
+
     trace = getattr(G, gen)(8192, 50_000, seed=3)
     full = extract_features(trace)
     stream = FeatureStream(trace)
@@ -138,6 +156,7 @@ def test_feature_stream_matches_the_one_pass_extraction(gen):
 
 def test_take_columns_equals_numpy_fancy_indexing():
     from dogi_ml.features.extract import take_columns
+
     X = np.arange(7 * 12, dtype=np.int64).reshape(7, 12) * 3 - 50
     cols = [5, 0, 11, 5]
     np.testing.assert_array_equal(take_columns(X, cols), X[:, cols])

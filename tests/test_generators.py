@@ -1,4 +1,5 @@
 """Synthetic workloads: determinism, exact sizes, the shapes each model promises, bad params."""
+
 import time
 from pathlib import Path
 
@@ -6,8 +7,14 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from dogi_ml.traces.generators import (GENERATORS, ZipfSampler, accepted_params, default_params, generate,
-                                       hotcold_hot_set)
+from dogi_ml.traces.generators import (
+    GENERATORS,
+    ZipfSampler,
+    accepted_params,
+    default_params,
+    generate,
+    hotcold_hot_set,
+)
 from dogi_ml.traces.trace import OP_READ, OP_TRIM, OP_WRITE
 
 CAP = 16384
@@ -52,7 +59,7 @@ def test_deterministic_exact_and_in_range(kind):
 def test_a_shorter_run_is_a_prefix_of_a_longer_one(kind):
     short = generate(kind, capacity_blocks=CAP, n_writes=CAP + 3, seed=2).block_writes
     long = generate(kind, capacity_blocks=CAP, n_writes=3 * CAP, seed=2).block_writes
-    np.testing.assert_array_equal(short, long[:short.size])
+    np.testing.assert_array_equal(short, long[: short.size])
 
 
 def test_tiny_runs_are_exact():
@@ -248,8 +255,15 @@ def test_ycsb_buffer_pool_and_doublewrite_knobs():
     nodw = generate("ycsb_a", capacity_blocks=CAP, n_writes=4 * CAP, seed=0, doublewrite_pages=0)
     assert nodw.meta["doublewrite_block_writes"] == 0 and nodw.meta["layout_doublewrite"][1] == 0
     # a tiny redo log forces synchronous checkpoint flushes
-    sync = generate("ycsb_a", capacity_blocks=CAP, n_writes=4 * CAP, seed=0, redo_fraction=0.0005,
-                    redo_records_per_block=1, flush_every=0)
+    sync = generate(
+        "ycsb_a",
+        capacity_blocks=CAP,
+        n_writes=4 * CAP,
+        seed=0,
+        redo_fraction=0.0005,
+        redo_records_per_block=1,
+        flush_every=0,
+    )
     assert sync.meta["sync_flushes"] > 0
 
 
@@ -286,7 +300,7 @@ def test_varmail_metadata_is_hottest(varmail):
     assert counts[g] == counts.max()
     i0, i1 = _region(t, "layout_inodes")
     assert counts[i0:i1].mean() > 3 * counts[d0:d1].mean()
-    assert counts[:meta_end].mean() > counts[j0 + 1:j1].mean() > counts[d0:d1][counts[d0:d1] > 0].mean() * 0.5
+    assert counts[:meta_end].mean() > counts[j0 + 1 : j1].mean() > counts[d0:d1][counts[d0:d1] > 0].mean() * 0.5
     # the counters cover the whole last iteration, which the trace cuts at exactly n_writes
     total = t.meta["journal_block_writes"] + t.meta["checkpoint_block_writes"] + t.meta["data_block_writes"]
     assert 0 <= total - w.size < 200
@@ -317,8 +331,9 @@ def test_varmail_allocator_and_trims():
     assert trims.any() and (tr.lba[trims] >= d0).all()
     assert tr.meta["trim_blocks"] >= tr.nblocks[trims].sum()
     # trims do not count as writes and do not change the written stream
-    np.testing.assert_array_equal(tr.block_writes, generate("varmail", capacity_blocks=CAP, n_writes=CAP,
-                                                            seed=0).block_writes)
+    np.testing.assert_array_equal(
+        tr.block_writes, generate("varmail", capacity_blocks=CAP, n_writes=CAP, seed=0).block_writes
+    )
 
 
 # -- phase shift -------------------------------------------------------------------------------------------
@@ -327,10 +342,10 @@ def test_phase_shift_moves_the_hot_set():
     assert t.meta["phase_starts"] == [0, CAP, 2 * CAP, 3 * CAP]
     assert t.meta["phase_thetas"] == [1.01, 0.8, 1.01, 0.8]
     w = t.block_writes
-    top = [set(np.argsort(np.bincount(w[i * CAP:(i + 1) * CAP], minlength=CAP))[-50:]) for i in range(4)]
+    top = [set(np.argsort(np.bincount(w[i * CAP : (i + 1) * CAP], minlength=CAP))[-50:]) for i in range(4)]
     assert len(top[0] & top[1]) < 10 and len(top[0] & top[2]) < 10 and len(top[1] & top[3]) < 10
     # skew differs between the phases: theta 1.01 concentrates more on the top ranks
-    share = [np.sort(np.bincount(w[i * CAP:(i + 1) * CAP]))[::-1][:100].sum() / CAP for i in range(2)]
+    share = [np.sort(np.bincount(w[i * CAP : (i + 1) * CAP]))[::-1][:100].sum() / CAP for i in range(2)]
     assert share[0] > share[1] * 1.3
     # default phase length: 2 x capacity
     d = generate("phase_shift", capacity_blocks=4096, n_writes=5 * 4096, seed=0)
@@ -340,32 +355,35 @@ def test_phase_shift_moves_the_hot_set():
 def test_phase_shift_without_reshuffle_keeps_the_hot_set():
     t = generate("phase_shift", capacity_blocks=CAP, n_writes=3 * CAP, seed=0, phase_writes=CAP, reshuffle=False)
     w = t.block_writes
-    top = [set(np.argsort(np.bincount(w[i * CAP:(i + 1) * CAP], minlength=CAP))[-20:]) for i in range(3)]
+    top = [set(np.argsort(np.bincount(w[i * CAP : (i + 1) * CAP], minlength=CAP))[-20:]) for i in range(3)]
     assert len(top[0] & top[2]) > 10 and len(top[0] & top[1]) > 10
 
 
 # -- errors ------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("kind, params, match", [
-    ("zipf", {"thta": 1.0}, r"generator 'zipf': unknown parameter\(s\) \['thta'\]; accepted: theta, wss_fraction"),
-    ("zipf", {"theta": 0}, "theta must be > 0"),
-    ("zipf", {"theta": -1.0}, "theta must be > 0"),
-    ("zipf", {"wss_fraction": 1.5}, r"wss_fraction must be in \(0, 1\]"),
-    ("zipf", {"request_blocks": 0}, "request_blocks must be >= 1"),
-    ("uniform", {"wss_fraction": 0}, r"wss_fraction must be in \(0, 1\]"),
-    ("hotcold", {"hot_fraction": 1.5}, r"hot_fraction must be in \(0, 1\)"),
-    ("hotcold", {"hot_fraction": 0.0}, r"hot_fraction must be in \(0, 1\)"),
-    ("hotcold", {"hot_traffic": 1.2}, r"hot_traffic must be in \[0, 1\]"),
-    ("ycsb_a", {"read_fraction": 1.0}, r"read_fraction must be in \[0, 1\)"),
-    ("ycsb_f", {"pool_fraction": 0}, r"pool_fraction must be in \(0, 1\]"),
-    ("ycsb_a", {"zipf_theta": 0}, "zipf_theta must be > 0"),
-    ("ycsb_a", {"doublewrite_pages": 1}, "doublewrite_pages must be 0"),
-    ("ycsb_a", {"records_per_page": 0.5}, "records_per_page must be an integer"),
-    ("varmail", {"allocator": "best_fit"}, "allocator must be 'first_fit' or 'next_fit'"),
-    ("varmail", {"n_files": 10 ** 6}, "too small for 1000000 files"),
-    ("varmail", {"journal_fraction": 0.7}, r"journal_fraction must be in \(0, 0.5\)"),
-    ("phase_shift", {"phase_writes": 0}, "phase_writes must be >= 1"),
-    ("phase_shift", {"theta_b": 0}, "theta must be > 0"),
-])
+@pytest.mark.parametrize(
+    "kind, params, match",
+    [
+        ("zipf", {"thta": 1.0}, r"generator 'zipf': unknown parameter\(s\) \['thta'\]; accepted: theta, wss_fraction"),
+        ("zipf", {"theta": 0}, "theta must be > 0"),
+        ("zipf", {"theta": -1.0}, "theta must be > 0"),
+        ("zipf", {"wss_fraction": 1.5}, r"wss_fraction must be in \(0, 1\]"),
+        ("zipf", {"request_blocks": 0}, "request_blocks must be >= 1"),
+        ("uniform", {"wss_fraction": 0}, r"wss_fraction must be in \(0, 1\]"),
+        ("hotcold", {"hot_fraction": 1.5}, r"hot_fraction must be in \(0, 1\)"),
+        ("hotcold", {"hot_fraction": 0.0}, r"hot_fraction must be in \(0, 1\)"),
+        ("hotcold", {"hot_traffic": 1.2}, r"hot_traffic must be in \[0, 1\]"),
+        ("ycsb_a", {"read_fraction": 1.0}, r"read_fraction must be in \[0, 1\)"),
+        ("ycsb_f", {"pool_fraction": 0}, r"pool_fraction must be in \(0, 1\]"),
+        ("ycsb_a", {"zipf_theta": 0}, "zipf_theta must be > 0"),
+        ("ycsb_a", {"doublewrite_pages": 1}, "doublewrite_pages must be 0"),
+        ("ycsb_a", {"records_per_page": 0.5}, "records_per_page must be an integer"),
+        ("varmail", {"allocator": "best_fit"}, "allocator must be 'first_fit' or 'next_fit'"),
+        ("varmail", {"n_files": 10**6}, "too small for 1000000 files"),
+        ("varmail", {"journal_fraction": 0.7}, r"journal_fraction must be in \(0, 0.5\)"),
+        ("phase_shift", {"phase_writes": 0}, "phase_writes must be >= 1"),
+        ("phase_shift", {"theta_b": 0}, "theta must be > 0"),
+    ],
+)
 def test_bad_parameters_are_explained(kind, params, match):
     with pytest.raises(ValueError, match=match):
         generate(kind, capacity_blocks=CAP, n_writes=10, **params)
@@ -389,8 +407,7 @@ def test_bad_kind_and_sizes_are_explained():
 
 
 # -- configs -------------------------------------------------------------------------------------------------
-GENERATED_CONFIGS = sorted(p.stem for p in CONF.glob("*.yaml")
-                           if OmegaConf.load(p).get("source") == "generator")
+GENERATED_CONFIGS = sorted(p.stem for p in CONF.glob("*.yaml") if OmegaConf.load(p).get("source") == "generator")
 
 
 def test_every_generator_has_a_config():
@@ -417,6 +434,7 @@ def test_config_schema_and_defaults(name):
 @pytest.mark.parametrize("name", GENERATED_CONFIGS)
 def test_every_generated_config_loads_at_small_scale(name):
     from dogi_ml.traces.workload import load_workload
+
     cfg = OmegaConf.load(CONF / f"{name}.yaml")
     cfg.capacity_blocks = 4096
     cfg.write_volume = 2

@@ -1,12 +1,19 @@
 """The group-configuration model with the hot group (markov.groups): limits, the hot share,
 empty-group rejection, the fill-time tail statistics, and agreement with the simulator under
 perfect placement (oracles.chain)."""
+
 import numpy as np
 import pytest
 
 from dogi_ml.markov.groups import (
-    AUTHORS_MIN_USER_SHARE, HotGroup, _Tail, best_configuration, chain_waf, evaluate_configuration,
-    plog_stats, score_all,
+    AUTHORS_MIN_USER_SHARE,
+    HotGroup,
+    _Tail,
+    best_configuration,
+    chain_waf,
+    evaluate_configuration,
+    plog_stats,
+    score_all,
 )
 from dogi_ml.markov.waf import contiguous_splits, fifo_valid_ratio, fifo_waf
 
@@ -29,6 +36,7 @@ def _old_chain_waf(f, m, b, capacity, rho, r):
 
 def _plog(seed=0, n=20000, k=10, cap=262144, empty=()):
     from dogi_ml.features.labels import category_bounds
+
     rng = np.random.default_rng(seed)
     bounds = category_bounds(cap)[1:].astype(float)
     upper = np.append(bounds, np.inf)
@@ -73,8 +81,9 @@ def test_hot_share_scales_the_plog_shares_and_adds_hot_copies():
     """One intermediate group behind G_hot: closed form by hand."""
     cap, rho, h, mu = 100_000, 1.2, 0.6, 500.0
     for hot_m in (0.0, 0.1):
-        waf = chain_waf([1.0], [0.0], [np.inf], cap, rho, hot_share=h, hot_bound=mu, hot_mispredict=hot_m,
-                        hot_residence=100.0)
+        waf = chain_waf(
+            [1.0], [0.0], [np.inf], cap, rho, hot_share=h, hot_bound=mu, hot_mispredict=hot_m, hot_residence=100.0
+        )
         u = float(fifo_valid_ratio((rho * cap - h * mu) / (cap - h * 100.0)))
         # hot survivors go to G1, here the last group: copied there, then cleaned FIFO with the rest
         last = (1 - h) + h * hot_m
@@ -86,7 +95,8 @@ def test_hot_share_scales_the_plog_shares_and_adds_hot_copies():
     assert with_hot < without
     copies = 0.42 * (0.3 * 0.2 + (0.3 + 0.3 * 0.2) * 0.1)
     assert with_hot - 1 == pytest.approx(
-        copies + 0.42 * (0.4 + (0.3 + 0.3 * 0.2) * 0.1) * _u_over(cap, rho, f, m, b, 0.58, 100.0), rel=1e-12)
+        copies + 0.42 * (0.4 + (0.3 + 0.3 * 0.2) * 0.1) * _u_over(cap, rho, f, m, b, 0.58, 100.0), rel=1e-12
+    )
 
 
 def _u_over(cap, rho, f, m, b, h, mu):
@@ -103,7 +113,7 @@ def test_hot_survivors_die_in_g1_or_follow_its_ratio():
     kw = dict(hot_share=0.5, hot_bound=100.0, hot_mispredict=0.2)
     die = chain_waf(f, m, b, 100_000, 1.2, **kw)
     chain = chain_waf(f, m, b, 100_000, 1.2, hot_survivors="chain", **kw)
-    assert chain > die                      # hot survivors copied again out of G1 at G1's ratio
+    assert chain > die  # hot survivors copied again out of G1 at G1's ratio
     with pytest.raises(ValueError, match="hot_survivors must be one of"):
         chain_waf(f, m, b, 100_000, 1.2, hot_survivors="later", **kw)
     with pytest.raises(ValueError, match=r"hot share must lie in \[0, 1\)"):
@@ -135,8 +145,8 @@ def test_perfect_separation_costs_nothing():
     kw = dict(hot_share=0.5, hot_bound=2000.0, hot_inv=hot_inv, segment_blocks=S, min_user_share=0.0)
     conf = evaluate_configuration([[0], [1], [2]], pred, inv, upper, cap, 1.1, **kw)
     assert conf.mispredict[:2] == [0.0, 0.0] and conf.hot_mispredict == 0.0
-    assert conf.inflow[-1] == pytest.approx(0.5 / pred.size, rel=1e-12)   # nothing cascades into GN
-    assert conf.waf == pytest.approx(1.0, abs=5e-4)                       # its own FIFO copies only
+    assert conf.inflow[-1] == pytest.approx(0.5 / pred.size, rel=1e-12)  # nothing cascades into GN
+    assert conf.waf == pytest.approx(1.0, abs=5e-4)  # its own FIFO copies only
     # blocks dying after the last block's reclaim age are copied: m > 0
     late = evaluate_configuration([[0], [1], [2]], pred, np.where(pred == 0, inv + 3_000, inv), upper, cap, 1.1, **kw)
     assert late.mispredict[0] > 0 and late.waf > conf.waf
@@ -148,7 +158,7 @@ def test_tail_statistics_match_monte_carlo(age, fill):
     rng = np.random.default_rng(7)
     inv = rng.exponential(600, 4000)
     m, r = _Tail(inv).stats(age, fill)
-    x = ((np.arange(2000) + 0.5) / 2000)[:, None]          # write positions in the segment
+    x = ((np.arange(2000) + 0.5) / 2000)[:, None]  # write positions in the segment
     reclaim_age = age - x * fill
     assert m == pytest.approx(np.mean(inv[None, :] > reclaim_age), abs=1e-3)
     assert r == pytest.approx(np.mean(np.minimum(inv[None, :], reclaim_age)), rel=1e-4)
@@ -167,8 +177,13 @@ def test_a_group_without_user_writes_is_rejected():
     relay = [[0], [1], [2, 3, 4, 5, 6, 7, 8, 9]]
     f = [share[c].sum() for c in relay]
     b = [upper[c[-1]] for c in relay]
-    m = [float((inv[np.isin(pred, c)] > bb).mean()) if i < 2 and f[i] else 0.0 for i, (c, bb) in enumerate(zip(relay, b))]
-    r = [float(np.minimum(inv[np.isin(pred, c)], bb).mean()) if i < 2 and f[i] else 0.0 for i, (c, bb) in enumerate(zip(relay, b))]
+    m = [
+        float((inv[np.isin(pred, c)] > bb).mean()) if i < 2 and f[i] else 0.0 for i, (c, bb) in enumerate(zip(relay, b))
+    ]
+    r = [
+        float(np.minimum(inv[np.isin(pred, c)], bb).mean()) if i < 2 and f[i] else 0.0
+        for i, (c, bb) in enumerate(zip(relay, b))
+    ]
     assert np.isfinite(_old_chain_waf(f, m, b, cap, 1.1, r))
     assert evaluate_configuration(relay, pred, inv, upper, cap, 1.1).waf == np.inf
     best = best_configuration(pred, inv, upper, cap, 1.1)
@@ -186,13 +201,13 @@ def test_user_traffic_floor_is_the_authors_by_default():
     pred, inv, upper, cap = _plog()
     pred = pred.copy()
     pred[pred == 1] = 0
-    pred[:8] = 1                                        # c2: 8 records of 20000 = 0.0004 of the PLog
+    pred[:8] = 1  # c2: 8 records of 20000 = 0.0004 of the PLog
     splits_row = [[0], [1], list(range(2, 10))]
     assert AUTHORS_MIN_USER_SHARE == 0.0005
     assert evaluate_configuration(splits_row, pred, inv, upper, cap, 1.1).waf == np.inf
     assert np.isfinite(evaluate_configuration(splits_row, pred, inv, upper, cap, 1.1, min_user_share=0.0).waf)
     # the floor applies to shares of *all* user writes: with a hot share, a PLog share must be larger
-    pred[:30] = 1                                       # 0.0015 of the PLog
+    pred[:30] = 1  # 0.0015 of the PLog
     assert np.isfinite(evaluate_configuration(splits_row, pred, inv, upper, cap, 1.1).waf)
     assert evaluate_configuration(splits_row, pred, inv, upper, cap, 1.1, hot_share=0.8, hot_bound=100.0).waf == np.inf
     with pytest.raises(ValueError, match="min_user_share must lie"):
@@ -203,17 +218,22 @@ def test_user_traffic_floor_is_the_authors_by_default():
 
 def test_search_with_hot_group_returns_the_exhaustive_optimum_fast():
     import time
+
     pred, inv, upper, cap = _plog()
     hot_inv = np.random.default_rng(2).uniform(1, 3000, 5000)
     kw = dict(hot_share=0.58, hot_bound=2000.0, hot_inv=hot_inv, segment_blocks=512, reserved_blocks=1280.0)
     t0 = time.perf_counter()
     best = best_configuration(pred, inv, upper, cap, 1.1, **kw)
     assert time.perf_counter() - t0 < 2.0
-    allw = [evaluate_configuration([np.flatnonzero(row == g).tolist() for g in range(row[-1] + 1)],
-                                   pred, inv, upper, cap, 1.1, **kw).waf for row in contiguous_splits(10)[::7]]
+    allw = [
+        evaluate_configuration(
+            [np.flatnonzero(row == g).tolist() for g in range(row[-1] + 1)], pred, inv, upper, cap, 1.1, **kw
+        ).waf
+        for row in contiguous_splits(10)[::7]
+    ]
     assert best.waf <= min(allw) + 1e-12
     assert best.hot_share == 0.58 and sum(best.user_shares) == pytest.approx(0.42)
-    assert best.inflow[0] >= best.user_shares[0]       # G1 also takes the hot survivors
+    assert best.inflow[0] >= best.user_shares[0]  # G1 also takes the hot survivors
     assert 0 < best.hot_mispredict < 1
 
 
@@ -229,6 +249,7 @@ def test_model_agrees_with_the_simulator_under_perfect_placement():
     the model's best configuration (hot group + merged categories, expiry victims, survivors
     to the next group, FIFO in the last group); modelled and simulated WAF within 3%."""
     from helpers import zipf_writes
+
     from dogi_ml.oracles.chain import model_vs_simulator
     from dogi_ml.sim import SimConfig
 
@@ -247,13 +268,16 @@ def test_static_data_is_kept_out_of_the_last_groups_fifo():
         rest = (rho * cap - static) / (cap - static)
         assert chain_waf([1.0], [0.0], [np.inf], cap, rho, static_blocks=static) == pytest.approx(float(fifo_waf(rest)))
     # all data static: nothing left to clean in the last group, only the chain's copies remain
-    assert chain_waf([0.5, 0.5], [0.2, 0.0], [1000.0, np.inf], cap, rho, static_blocks=cap) == pytest.approx(1 + 0.5 * 0.2)
+    assert chain_waf([0.5, 0.5], [0.2, 0.0], [1000.0, np.inf], cap, rho, static_blocks=cap) == pytest.approx(
+        1 + 0.5 * 0.2
+    )
     with pytest.raises(ValueError, match="static_blocks must be >= 0"):
         chain_waf([1.0], [0.0], [np.inf], cap, rho, static_blocks=-1.0)
 
 
 def test_chain_oracle_rejects_bad_configurations():
     from dogi_ml.oracles.chain import ChainOracle, perfect_assignment
+
     with pytest.raises(ValueError, match="mu must be positive and below increasing bounds"):
         ChainOracle(mu=500, bounds=[400, 800])
     with pytest.raises(ValueError, match="gc must be one of"):

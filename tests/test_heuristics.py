@@ -1,12 +1,13 @@
 """MiDA, DAC and WARCIP: behaviour, invariants, WAF ordering, golden counts."""
+
 import numpy as np
 import pytest
+from helpers import CAP, SEG, hotcold_writes, run, zipf_writes
 
 from dogi_ml.pipeline.simulate import simulation_writes
 from dogi_ml.policies import make_policy, policy_names
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.traces.generators import generate
-from helpers import CAP, SEG, hotcold_writes, run, zipf_writes
 
 HEURISTICS = ["mida", "dac", "warcip"]
 
@@ -95,16 +96,16 @@ def test_warcip_merges_and_splits():
     sim.prefill()
     counts = set()
     for i in range(0, writes.size, 4096):
-        sim.feed(writes[i:i + 4096])
+        sim.feed(writes[i : i + 4096])
         m = int(sim.pstate.scalars[0]["clusters"])
         counts.add(m)
         groups = sorted(int(x) for x in sim.pstate.group_of[:m])
-        assert groups[0] == 0 and len(set(groups)) == m      # the GC class keeps group 0
+        assert groups[0] == 0 and len(set(groups)) == m  # the GC class keeps group 0
         held = set(groups)
         for grp in range(sim.n_groups):
             seg = int(sim.state.open_seg[grp])
             if grp not in held and seg >= 0:
-                assert sim.state.seg_wp[seg] < SEG   # a merged group's full segment was sealed
+                assert sim.state.seg_wp[seg] < SEG  # a merged group's full segment was sealed
     assert min(counts) < sim.n_groups, counts
 
 
@@ -124,7 +125,7 @@ def test_fk_group_is_remaining_time_over_segment_size():
             sim.feed(np.array([w], np.int64))
             groups.append(int(sim.state.seg_group[sim.state.l2p[w] // seg]))
         assert groups[:3] == [expect[0], expect[1], expect[2]], (variant, groups)
-        assert groups[3] == sim.n_groups - 1       # LBA 3 is never written again
+        assert groups[3] == sim.n_groups - 1  # LBA 3 is never written again
     with pytest.raises(ValueError, match="unknown variant"):
         make_policy("fk", variant="x")
 
@@ -135,7 +136,7 @@ def test_bad_parameters():
     with pytest.raises(ValueError, match="warcip needs >= 2 groups"):
         make_policy("warcip", 1)
     with pytest.raises(ValueError, match="unknown parameter"):
-        make_policy("warcip", 6, alpha=0.01)    # the log-space k-means is gone (see warcip.py)
+        make_policy("warcip", 6, alpha=0.01)  # the log-space k-means is gone (see warcip.py)
     with pytest.raises(ValueError, match="unknown variant"):
         make_policy("sepbit", 6, variant="fast")
     with pytest.raises(ValueError, match="unknown parameter"):
@@ -209,10 +210,15 @@ GOLDEN_TENCENT = {
 @pytest.mark.parametrize("policy", sorted(GOLDEN_TENCENT))
 def test_golden_real_trace(policy, shared_traces):
     from dogi_ml.traces.readers import read_trace
+
     writes, cap = simulation_writes(read_trace(shared_traces / "tencent_cut_490.csv", "flashnet_tencent"), None)
     assert (cap, writes.size) == (6541, 59717)
     pol = make_policy(policy)
-    sim = Simulator(pol, SimConfig(segment_blocks=16, op_ratio=0.25, debug_invariants=True), cap,
-                    stream=writes if pol.needs_future else None)
+    sim = Simulator(
+        pol,
+        SimConfig(segment_blocks=16, op_ratio=0.25, debug_invariants=True),
+        cap,
+        stream=writes if pol.needs_future else None,
+    )
     r = sim.run(writes)
     assert r["gc_writes"] == GOLDEN_TENCENT[policy], f"{policy}: WAF {r['waf']:.6f}"

@@ -10,6 +10,7 @@ working directory without a ``dogi_ml`` folder.
 
 ``make lint`` runs this module as a script: ``python tests/test_layering.py``.
 """
+
 from __future__ import annotations
 
 import os
@@ -57,8 +58,9 @@ def lint_imports(site: Path, cwd: Path) -> subprocess.CompletedProcess:
     if not Path(exe).exists():
         raise FileNotFoundError("lint-imports not found; install the test extra: pip install -e '.[test]'")
     env = {"PYTHONPATH": str(site), "PATH": os.environ.get("PATH", ""), "LANG": "C.UTF-8"}
-    return subprocess.run([exe, "--config", str(ROOT / "pyproject.toml"), "--no-cache"], cwd=cwd,
-                          capture_output=True, text=True, env=env)
+    return subprocess.run(
+        [exe, "--config", str(ROOT / "pyproject.toml"), "--no-cache"], cwd=cwd, capture_output=True, text=True, env=env
+    )
 
 
 def check(tmp: Path) -> subprocess.CompletedProcess:
@@ -69,7 +71,7 @@ def check(tmp: Path) -> subprocess.CompletedProcess:
 def test_import_contracts_hold(tmp_path):
     proc = check(tmp_path)
     out = proc.stdout + proc.stderr
-    assert "does not exist" not in out, out   # the checker saw the installed layout
+    assert "does not exist" not in out, out  # the checker saw the installed layout
     assert proc.returncode == 0, out
     assert "KEPT" in proc.stdout and "BROKEN" not in proc.stdout
     # every contract in pyproject.toml was checked
@@ -82,8 +84,13 @@ def test_checked_copy_is_the_installed_layout(tmp_path):
     site = build_installed_copy(tmp_path)
     for sub in ("features", "models", "export", "markov", "oracles", "rl", "conf"):
         assert (site / "dogi_ml" / sub / "__init__.py").exists(), sub
-    proc = subprocess.run([sys.executable, "-c", "import dogi_ml.models, sys; print(dogi_ml.models.__file__)"],
-                          cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(site)})
+    proc = subprocess.run(
+        [sys.executable, "-c", "import dogi_ml.models, sys; print(dogi_ml.models.__file__)"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(site)},
+    )
     assert Path(proc.stdout.strip()).is_relative_to(site), proc.stdout + proc.stderr
 
 
@@ -114,8 +121,9 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(proc.stderr)
         if "--graph" in argv:
             print("\nimport graph (direct imports between parts of dogi_ml):", flush=True)
-            subprocess.run([sys.executable, "-c", _GRAPH], cwd=tmp, env={**os.environ, "PYTHONPATH": str(site)},
-                           check=True)
+            subprocess.run(
+                [sys.executable, "-c", _GRAPH], cwd=tmp, env={**os.environ, "PYTHONPATH": str(site)}, check=True
+            )
     return proc.returncode
 
 

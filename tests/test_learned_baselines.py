@@ -1,6 +1,7 @@
 """PHFTL and ML-DT (DOGI's learned comparison targets): runs with invariants, WAF vs NoSep,
 online accuracy, parameter errors, sequence-window parity with the train pipeline, the TCN's
 regression option."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -60,7 +61,7 @@ def test_runs_with_invariants_beats_nosep_and_reports_accuracy(name, skewed, nos
     assert conf.sum() == r["user_predictions_scored"]
     assert r["victim"] == "cost_benefit"
     if name == "phftl":
-        assert r["user_accuracy"] > 0.8          # hot/cold on hotcold is easy
+        assert r["user_accuracy"] > 0.8  # hot/cold on hotcold is easy
         assert r["hot_threshold"] >= 1
         # GC writes cascade: the first GC group receives from the user groups
         assert r["groups"][2]["gc_writes"] > 0
@@ -69,7 +70,7 @@ def test_runs_with_invariants_beats_nosep_and_reports_accuracy(name, skewed, nos
         assert 0.0 <= r["user_accuracy_within_one_group"] <= 1.0
         assert r["user_accuracy_within_one_group"] >= r["user_accuracy"]
         assert len(r["group_bounds"]) == 18
-        assert r["user_accuracy"] > 0.1          # chance over 19 bins is ~0.05
+        assert r["user_accuracy"] > 0.1  # chance over 19 bins is ~0.05
 
 
 def test_phftl_fixed_threshold_scores_against_it(skewed):
@@ -88,21 +89,24 @@ def test_fallback_before_the_first_model(skewed):
     assert r["groups"][9]["user_writes"] == r["user_writes"]
 
 
-@pytest.mark.parametrize("name, params, match", [
-    ("phftl", {"nope": 1}, r"unknown parameter\(s\) \['nope'\]"),
-    ("phftl", {"n_groups": 6}, "exactly 7 groups"),
-    ("phftl", {"hot_threshold": -5}, "hot_threshold must be null"),
-    ("phftl", {"hot_threshold": "knee"}, "hot_threshold must be null"),
-    ("phftl", {"history": 0}, "history must be >= 1"),
-    ("phftl", {"retrain_every": 0}, "retrain_every must be >= 1"),
-    ("phftl", {"victim": "dogi"}, "victim must be one of"),
-    ("phftl", {"features": ["latest_inv", "bogus"]}, r"unknown feature\(s\) \['bogus'\]"),
-    ("phftl", {"model_params": {"hiden": 3}}, r"model gru: unknown parameter\(s\) \['hiden'\]"),
-    ("mldt", {"user_groups": 10}, "n_groups must be user_groups \\+ 1 = 11"),
-    ("mldt", {"user_groups": 1, "n_groups": 2}, "user_groups must be an integer in"),
-    ("mldt", {"top_bin": 0}, "top_bin must be > 0"),
-    ("mldt", {"model_params": {"task": "classification"}}, "task must be regression"),
-])
+@pytest.mark.parametrize(
+    "name, params, match",
+    [
+        ("phftl", {"nope": 1}, r"unknown parameter\(s\) \['nope'\]"),
+        ("phftl", {"n_groups": 6}, "exactly 7 groups"),
+        ("phftl", {"hot_threshold": -5}, "hot_threshold must be null"),
+        ("phftl", {"hot_threshold": "knee"}, "hot_threshold must be null"),
+        ("phftl", {"history": 0}, "history must be >= 1"),
+        ("phftl", {"retrain_every": 0}, "retrain_every must be >= 1"),
+        ("phftl", {"victim": "dogi"}, "victim must be one of"),
+        ("phftl", {"features": ["latest_inv", "bogus"]}, r"unknown feature\(s\) \['bogus'\]"),
+        ("phftl", {"model_params": {"hiden": 3}}, r"model gru: unknown parameter\(s\) \['hiden'\]"),
+        ("mldt", {"user_groups": 10}, "n_groups must be user_groups \\+ 1 = 11"),
+        ("mldt", {"user_groups": 1, "n_groups": 2}, "user_groups must be an integer in"),
+        ("mldt", {"top_bin": 0}, "top_bin must be > 0"),
+        ("mldt", {"model_params": {"task": "classification"}}, "task must be regression"),
+    ],
+)
 def test_bad_params_raise_clear_errors(name, params, match):
     params = dict(params)
     n_groups = params.pop("n_groups", None)
@@ -134,7 +138,7 @@ def test_sequence_windows_match_the_train_pipeline(skewed):
     ref, lengths = lba_sequences(feats[:, cols], prev, rows, H, feature_rows=need)
     assert lengths.min() >= 1 and lengths.max() == H
     stream = SequenceStream(skewed, CAP, names, H, max_rows=lo)
-    stream.next(lo)                                   # the stream runs in time order from write 0
+    stream.next(lo)  # the stream runs in time order from write 0
     assert stream.position == lo
     got = stream.next(hi - lo).copy()
     want = log_features(ref.reshape(-1, len(names)), names).reshape(ref.shape)
@@ -147,6 +151,7 @@ def test_sequence_windows_match_the_train_pipeline(skewed):
         other.next(3001)
     # pre-logging then standardising = the models' scaler (log + standardise) on raw windows
     from dogi_ml.models.base import InputScaler
+
     a = InputScaler(log_columns(names)).fit(ref).transform(ref)
     b = InputScaler([]).fit(got).transform(got)
     np.testing.assert_allclose(a, b, atol=1e-4)
@@ -158,15 +163,16 @@ def test_cdf_knee_and_lifetime_bounds():
     life = np.concatenate([rng.integers(1, 101, 8000), rng.integers(101, 100_001, 2000)])
     assert 50 <= cdf_knee(life) <= 2000
     assert cdf_knee(np.array([7, 7, 7])) == 7
-    b = lifetime_bounds(33_554_432, 19, 2.0)           # paper scale: 2 MiB .. 256 GiB
+    b = lifetime_bounds(33_554_432, 19, 2.0)  # paper scale: 2 MiB .. 256 GiB
     assert b.size == 18 and b[0] == 512 and b[-1] == 2 * 33_554_432
     assert np.all(b[1:] == 2 * b[:-1])
-    small = lifetime_bounds(1024, 19, 2.0)              # tiny capacity: bins stay non-empty
+    small = lifetime_bounds(1024, 19, 2.0)  # tiny capacity: bins stay non-empty
     assert np.all(np.diff(small) >= 1)
 
 
 def test_tcn_regression_option():
     from dogi_ml.models import make_model
+
     rng = np.random.default_rng(1)
     X = rng.normal(size=(3000, 4, 3)).astype(np.float32)
     y = (2 * X[:, -1, 0] + X[:, -2, 1]).astype(np.float32)

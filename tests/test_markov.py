@@ -1,10 +1,11 @@
 """Closed-form WAF models against the simulator; configuration enumeration."""
+
 import numpy as np
 import pytest
 
+from dogi_ml.markov.waf import contiguous_splits, fifo_valid_ratio, fifo_waf
 from dogi_ml.policies import make_policy
 from dogi_ml.sim import SimConfig, Simulator
-from dogi_ml.markov.waf import contiguous_splits, fifo_valid_ratio, fifo_waf
 
 
 def test_fifo_fixed_point():
@@ -22,7 +23,9 @@ def test_fifo_closed_form_matches_the_simulator(op):
     """One group, FIFO victims, uniform random overwrites: simulated WAF within 3% of the formula."""
     cap, seg = 65536, 64
     writes = np.random.default_rng(0).integers(0, cap, 20 * cap)
-    sim = Simulator(make_policy("nosep"), SimConfig(segment_blocks=seg, op_ratio=op, victim="fifo", gc_free_segments=1), cap)
+    sim = Simulator(
+        make_policy("nosep"), SimConfig(segment_blocks=seg, op_ratio=op, victim="fifo", gc_free_segments=1), cap
+    )
     r = sim.run(writes)
     rho = sim.n_segments * seg / cap
     assert r["waf"] == pytest.approx(float(fifo_waf(rho)), rel=0.03)
@@ -38,8 +41,9 @@ def test_contiguous_splits():
 
 def _plog(seed=0, n=20000, k=10, cap=262144):
     from dogi_ml.features.labels import category_bounds
+
     rng = np.random.default_rng(seed)
-    bounds = category_bounds(cap)[1:].astype(float)          # c1..c9 upper bounds
+    bounds = category_bounds(cap)[1:].astype(float)  # c1..c9 upper bounds
     upper = np.append(bounds, np.inf)
     pred = rng.integers(0, k, n)
     lo = np.append([0.0], bounds)
@@ -52,13 +56,16 @@ def _plog(seed=0, n=20000, k=10, cap=262144):
 
 def test_chain_model_is_the_closed_form_for_one_group():
     from dogi_ml.markov.groups import chain_waf
+
     for rho in (1.1, 1.3):
         assert chain_waf([1.0], [0.0], [np.inf], capacity=1000, rho=rho) == pytest.approx(float(fifo_waf(rho)))
 
 
 def test_search_returns_the_exhaustive_optimum_fast():
     import time
+
     from dogi_ml.markov.groups import best_configuration, chain_waf, plog_stats
+
     pred, inv, upper, cap = _plog()
     t0 = time.perf_counter()
     best = best_configuration(pred, inv, upper, cap)
@@ -86,9 +93,10 @@ def test_search_returns_the_exhaustive_optimum_fast():
 
 def test_more_misprediction_means_fewer_groups():
     from dogi_ml.markov.groups import best_configuration
+
     pred, inv, upper, cap = _plog()
     clean = best_configuration(pred, np.minimum(inv, upper[pred]), upper, cap)
     rng = np.random.default_rng(1)
-    noisy = best_configuration(rng.permutation(pred), inv, upper, cap)   # predictions carry no information
+    noisy = best_configuration(rng.permutation(pred), inv, upper, cap)  # predictions carry no information
     assert clean.waf < noisy.waf
     assert len(noisy.groups) <= len(clean.groups)

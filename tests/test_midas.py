@@ -1,18 +1,27 @@
 """MiDAS: its model against closed forms and the simulator, the policy's invariants, behaviour and errors."""
+
 import time
 
 import numpy as np
 import pytest
+from helpers import hotcold_writes, zipf_writes
 
+from dogi_ml.markov.midas import (
+    Device,
+    HotStats,
+    build_uid,
+    chain_matrix,
+    chain_waf,
+    predict,
+    search,
+    two_class_fifo_waf,
+)
+from dogi_ml.markov.waf import fifo_waf
 from dogi_ml.policies import make_policy
 from dogi_ml.policies import midas as M
 from dogi_ml.sim import SimConfig, Simulator, check_invariants
 from dogi_ml.sim.policy_api import record
 from dogi_ml.sim.state import SEG_SEALED
-from dogi_ml.markov.midas import (Device, HotStats, build_uid, chain_matrix, chain_waf, predict, search,
-                          two_class_fifo_waf)
-from dogi_ml.markov.waf import fifo_waf
-from helpers import hotcold_writes, zipf_writes
 
 # 563 physical segments, as the default scale (and MiDAS's 512 at paper scale)
 CAP, SEG = 32768, 64
@@ -89,14 +98,14 @@ def test_one_group_model_is_the_lambert_w_closed_form():
     group's space over its live data, weighted by the traffic reaching it."""
     unit, seg = 16, 64
     counts = np.zeros(512)
-    counts[0], counts[300] = 1000.0, 1000.0          # half the writes die at once, half much later
+    counts[0], counts[300] = 1000.0, 1000.0  # half the writes die at once, half much later
     uid = build_uid(counts, unit)
     dev = Device(segment_blocks=seg, segments=600, live_blocks=30000)
     pred = predict(uid, dev, [[599]], hot_size=1)
     t = uid.counts[0] / uid.counts.sum()
     # one hot segment holds the writes of the first m buckets that die there: m * unit * t blocks
     m = int(np.ceil(0.5 * seg / (unit * t)))
-    live_hot = m * unit * (1 - t)                    # blocks younger than the hot stage, still valid
+    live_hot = m * unit * (1 - t)  # blocks younger than the hot stage, still valid
     w_last = float(fifo_waf(599 * seg / (30000 - live_hot)))
     assert pred.hot_traffic[0] == pytest.approx(t)
     assert pred.valid_ratios[0, 1] == pytest.approx(1 - 1 / w_last)
@@ -117,7 +126,7 @@ def test_uid_edge_correction_and_censored_blocks():
 def test_search_finds_a_local_optimum_fast():
     writes = zipf_writes(CAP, 6 * CAP, theta=1.0, seed=11)
     unit, window = SEG // 4, 4 * CAP
-    counts, once = offline_uid_counts(writes[CAP:CAP + window], unit, window)
+    counts, once = offline_uid_counts(writes[CAP : CAP + window], unit, window)
     uid = build_uid(counts, unit, once)
     dev = Device(segment_blocks=SEG, segments=561, live_blocks=CAP)
     t0 = time.perf_counter()
@@ -189,7 +198,7 @@ def test_policy_counts_update_intervals_like_the_offline_uid():
     # the first epoch covers the second capacity of writes after the prefill; it closes on the next write
     sim.feed(writes[: CAP + window + 1])
     cfg, unit = record(sim.pstate.scalars), SEG // 4
-    counts, once = offline_uid_counts(writes[CAP:CAP + window], unit, window)
+    counts, once = offline_uid_counts(writes[CAP : CAP + window], unit, window)
     assert cfg.uid_done_buckets == window // unit
     assert np.array_equal(sim.pstate.uid_done[: window // unit], counts)
     assert cfg.uid_done_once == once
@@ -204,17 +213,18 @@ def test_beats_nosep_on_hot_cold_and_zipf(zipf_run):
 
 def test_reconfiguration_follows_a_phase_shift():
     """Zipf 1.0 then a more skewed Zipf 1.3 on another layout: the applied configuration changes."""
-    writes = np.concatenate([zipf_writes(CAP, 12 * CAP, theta=1.0, seed=5),
-                             zipf_writes(CAP, 12 * CAP, theta=1.3, seed=6)])
+    writes = np.concatenate(
+        [zipf_writes(CAP, 12 * CAP, theta=1.0, seed=5), zipf_writes(CAP, 12 * CAP, theta=1.3, seed=6)]
+    )
     sim, r = run("midas", writes, debug_invariants=True)
     shift = CAP + 12 * CAP
     applied = [h for h in r["midas"]["history"] if h["applied"]]
     before = [h for h in applied if h["t"] <= shift]
-    after = [h for h in applied if h["t"] > shift + 4 * CAP]        # an epoch fully in the new phase
+    after = [h for h in applied if h["t"] > shift + 4 * CAP]  # an epoch fully in the new phase
     assert before and after
     a, b = before[-1], after[-1]
     assert a["n_groups"] != b["n_groups"] or a["sizes"] != b["sizes"]
-    assert b["hot_traffic"] > a["hot_traffic"] + 0.1                 # more of the writes are hot
+    assert b["hot_traffic"] > a["hot_traffic"] + 0.1  # more of the writes are hot
     # the policy's groups follow the applied configuration
     final = r["midas"]
     if not final["naive_mida"]:
@@ -231,7 +241,7 @@ def test_irregular_group_falls_back_to_naive_mida(zipf_run):
     tail = int(np.count_nonzero(groups >= 2))
     old_last, retired = int(cfg.last_group), int(cfg.retired_segments)
     merged_open = [int(sim.state.open_seg[g]) for g in range(3, old_last + 1) if sim.state.open_seg[g] >= 0]
-    assert merged_open                                # groups 3.. were written since the configuration
+    assert merged_open  # groups 3.. were written since the configuration
     # group 2's victims turn out far more valid than modelled
     p.predicted_valid[2] = 0.3
     p.victim_valid_sum[2], p.victim_count[2] = 9.0, 10
@@ -244,7 +254,7 @@ def test_irregular_group_falls_back_to_naive_mida(zipf_run):
     assert np.all(sim.state.open_seg[3:] < 0)
     assert int(np.count_nonzero(sim.policy._groups(sim) == 2)) == tail + len(merged_open)
     check_invariants(sim.state)
-    sim.feed(writes[8 * CAP:10 * CAP])
+    sim.feed(writes[8 * CAP : 10 * CAP])
     check_invariants(sim.state)
     # GC that cannot keep up merges from before the group receiving the copies
     cfg.naive_start, cfg.naive_on = 4, 0
@@ -284,7 +294,7 @@ def test_merge_retires_the_groups_it_drops(zipf_run, mode, naive):
     assert cfg.naive_on == 0 and cfg.naive_start >= 3
     new_last = 2 + naive * (M.NAIVE_N - 1)
     before = {g: int(s.open_seg[g]) for g in _open_groups(sim)}
-    assert max(before) > 2                             # merged groups hold open segments
+    assert max(before) > 2  # merged groups hold open segments
     retired0 = int(cfg.retired_segments)
     cfg.naive_on = naive
     M._merge_to(s, p, 2)
@@ -295,13 +305,13 @@ def test_merge_retires_the_groups_it_drops(zipf_run, mode, naive):
             assert s.open_seg[g] < 0 and s.seg_state[seg] == SEG_SEALED
             assert p.seg_owner[seg] == (2 if mode == "changed" else new_last)
         else:
-            assert s.open_seg[g] == seg                # in use (or, with none, stranded): left open
+            assert s.open_seg[g] == seg  # in use (or, with none, stranded): left open
     assert cfg.retired_segments - retired0 == sum(g >= lo for g in before)
     stranded = [g for g in _open_groups(sim) if g > cfg.last_group]
     # out of use yet open: the spare space issue 12 is about
     assert bool(stranded) == (mode == "none" and max(before) > new_last)
     check_invariants(s)
-    sim.feed(writes[8 * CAP:10 * CAP])                 # debug_invariants: checked after every chunk
+    sim.feed(writes[8 * CAP : 10 * CAP])  # debug_invariants: checked after every chunk
     if mode == "none":
         return
     assert max(_open_groups(sim)) <= cfg.last_group
@@ -325,5 +335,5 @@ def test_bad_parameters():
         make_policy("midas", retire="always")
     with pytest.raises(ValueError, match="shorter than 4 interval buckets"):
         Simulator(make_policy("midas", epoch_capacities=0.001), SimConfig(segment_blocks=SEG), CAP)
-    assert make_policy("midas", max_groups=4).n_groups == 13      # unused groups stay empty
+    assert make_policy("midas", max_groups=4).n_groups == 13  # unused groups stay empty
     assert make_policy("midas", 8, max_groups=4).n_groups == 8

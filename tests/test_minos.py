@@ -1,14 +1,14 @@
 """MINOS: P² quantiles, ID-Vector bookkeeping, clustering (adjacent vs full search), the policy's
 per-write rules, determinism and bad parameters."""
+
 import numpy as np
 import pytest
-
-from dogi_ml.policies import make_policy, policy_names
-from dogi_ml.policies import _minos_cluster as mc
-from dogi_ml.policies.minos import bench_clustering, entries, metadata_mib_per_tib
-from dogi_ml.sim import SimConfig, Simulator
 from helpers import CAP, SEG, zipf_writes
 
+from dogi_ml.policies import _minos_cluster as mc
+from dogi_ml.policies import make_policy, policy_names
+from dogi_ml.policies.minos import bench_clustering, entries, metadata_mib_per_tib
+from dogi_ml.sim import SimConfig, Simulator
 
 # -- P² ----------------------------------------------------------------------------------------
 
@@ -17,9 +17,11 @@ from helpers import CAP, SEG, zipf_writes
 @pytest.mark.parametrize("cells", [4, 11])
 def test_p2_quantiles_match_numpy(dist, cells):
     rng = np.random.default_rng(5)
-    x = {"uniform": lambda: rng.uniform(0, 1000, 200_000),
-         "exponential": lambda: rng.exponential(50.0, 200_000),
-         "lognormal": lambda: rng.lognormal(3.0, 1.5, 200_000)}[dist]()
+    x = {
+        "uniform": lambda: rng.uniform(0, 1000, 200_000),
+        "exponential": lambda: rng.exponential(50.0, 200_000),
+        "lognormal": lambda: rng.lognormal(3.0, 1.5, 200_000),
+    }[dist]()
     q, n, count = mc.p2_new(cells)
     for v in x:
         mc.p2_update(q, n, count, v)
@@ -59,7 +61,8 @@ def _p2_reference(xs, cells):
                 s = 1.0 if d > 0 else -1.0
                 qp = q[i] + s / (n[i + 1] - n[i - 1]) * (
                     (n[i] - n[i - 1] + s) * (q[i + 1] - q[i]) / (n[i + 1] - n[i])
-                    + (n[i + 1] - n[i] - s) * (q[i] - q[i - 1]) / (n[i] - n[i - 1]))
+                    + (n[i + 1] - n[i] - s) * (q[i] - q[i - 1]) / (n[i] - n[i - 1])
+                )
                 if q[i - 1] < qp < q[i + 1]:
                     q[i] = qp
                 else:
@@ -113,11 +116,13 @@ def _run(fn, W, I, n, k, L, **kw):
     mc.slot_weights(mc.decay_table(L), L - 1, wt)
     out = np.empty(n, np.int64)
     if fn == "adjacent":
-        m = mc.cluster_adjacent(W, I, n, k, wt, out, *(np.empty(n, np.int64) for _ in range(3)),
-                                np.empty(n, np.float32))
+        m = mc.cluster_adjacent(
+            W, I, n, k, wt, out, *(np.empty(n, np.int64) for _ in range(3)), np.empty(n, np.float32)
+        )
     else:
-        m = mc.cluster_full(W, I, n, k, wt, out, np.empty(n, np.int64), np.empty(n, np.int64),
-                            np.empty((n, n), np.float32))
+        m = mc.cluster_full(
+            W, I, n, k, wt, out, np.empty(n, np.int64), np.empty(n, np.int64), np.empty((n, n), np.float32)
+        )
     return m, out
 
 
@@ -153,9 +158,9 @@ def test_op_distance_matches_equations():
     mc.slot_weights(mc.decay_table(L), 20, wt)
     alpha = 1 - 1 / L
     ages = (20 - np.arange(L)) % L
-    np.testing.assert_allclose(wt, alpha ** ages, rtol=1e-5)
+    np.testing.assert_allclose(wt, alpha**ages, rtol=1e-5)
     inew = (I[0] + I[1]) / np.maximum(W[0] + W[1], 1) * W[0]  # Eq. (1)
-    expect = np.sum(np.abs(inew - I[0]) * alpha ** ages)      # Eqs. (2), (3)
+    expect = np.sum(np.abs(inew - I[0]) * alpha**ages)  # Eqs. (2), (3)
     assert mc.op_distance(W, I, 0, 1, wt) == pytest.approx(expect, rel=1e-4)
     assert mc.op_distance(W, I, 1, 0, wt) == pytest.approx(expect, rel=1e-4)
 
@@ -186,8 +191,9 @@ def test_p2_learns_from_every_kth_lifetime():
     writes = zipf_writes(CAP, 3 * CAP, seed=4)
     counts = {}
     for k in (1, 5):
-        sim = Simulator(make_policy("minos", agg=1, p2_every=k),
-                        SimConfig(segment_blocks=SEG, victim="cost_benefit_sepbit"), CAP)
+        sim = Simulator(
+            make_policy("minos", agg=1, p2_every=k), SimConfig(segment_blocks=SEG, victim="cost_benefit_sepbit"), CAP
+        )
         sim.prefill()
         sim.feed(writes)
         counts[k] = int(sim.pstate.ucount[0])
@@ -199,8 +205,9 @@ def test_p2_learns_from_every_kth_lifetime():
 def test_id_vector_conservation_and_period():
     writes = zipf_writes(CAP, 6 * CAP, seed=3)
     pol = make_policy("minos", agg=1, ring_len=100_000)
-    sim = Simulator(pol, SimConfig(segment_blocks=SEG, victim="cost_benefit_sepbit",
-                                   debug_invariants=True, chunk_blocks=8192), CAP)
+    sim = Simulator(
+        pol, SimConfig(segment_blocks=SEG, victim="cost_benefit_sepbit", debug_invariants=True, chunk_blocks=8192), CAP
+    )
     sim.compile()
     sim.prefill()
     sim.feed(writes)
@@ -308,7 +315,7 @@ def test_new_writes_and_correlative_steps():
     _background(sim, rng)
     p = sim.pstate
     uvs = lambda sim, lba: int(entries(sim.pstate)["u_vs"][sim.state.l2p[lba]])  # noqa: E731
-    assert (sim.state.l2p[CAP // 2:] == -1).all()
+    assert (sim.state.l2p[CAP // 2 :] == -1).all()
     assert (entries(p)["u_vs"][sim.state.l2p[: CAP // 2]] < 11).all()
     seen = [uvs(sim, 7)]
     for _ in range(12):
@@ -341,21 +348,24 @@ def test_first_writes_go_to_the_last_user_stream_with_aggregation():
     assert make_policy("minos", agg_space="logical").label() == "minos[lba]"
 
 
-@pytest.mark.parametrize("params", [{}, {"agg": 32, "search": "full"}, {"distance": "avg", "correlative": False},
-                                    {"p2_every": 1}])
+@pytest.mark.parametrize(
+    "params", [{}, {"agg": 32, "search": "full"}, {"distance": "avg", "correlative": False}, {"p2_every": 1}]
+)
 def test_deterministic_and_consistent(params):
     writes = zipf_writes(CAP, 4 * CAP, seed=9)
     results = []
     for _ in range(2):
         pol = make_policy("minos", **params)
-        sim = Simulator(pol, SimConfig(segment_blocks=SEG, victim="cost_benefit_sepbit",
-                                       debug_invariants=True, chunk_blocks=5000), CAP)
+        sim = Simulator(
+            pol,
+            SimConfig(segment_blocks=SEG, victim="cost_benefit_sepbit", debug_invariants=True, chunk_blocks=5000),
+            CAP,
+        )
         sim.compile()
         sim.prefill()
         sim.feed(writes)
         r = sim.result()
-        results.append((r["waf"], r["minos_mapping"], sim.pstate.tot_w.tolist(),
-                        sim.pstate.id_i.tobytes()))
+        results.append((r["waf"], r["minos_mapping"], sim.pstate.tot_w.tolist(), sim.pstate.id_i.tobytes()))
     assert results[0] == results[1]
     assert results[0][0] > 1.0
 
@@ -370,21 +380,24 @@ def test_bench_clustering_reports_microseconds():
     assert r["n"] == 16 and set(r["us"]) == {64, 128} and all(v > 0 for v in r["us"].values())
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"n_user": 1}, "n_user must be an integer >= 2"),
-    ({"n_gc": 0}, "n_gc must be an integer >= 1"),
-    ({"agg": 3}, "agg must be a power of two"),
-    ({"search": "greedy"}, "search must be one of adjacent, full"),
-    ({"distance": "kl"}, "distance must be one of op, avg"),
-    ({"correlative": "yes"}, "correlative must be true or false"),
-    ({"recluster_every": 0}, "recluster_every must be an integer >= 1"),
-    ({"ring_len": 1}, "ring_len must be an integer >= 2"),
-    ({"distance": "avg", "search": "full"}, "AvgDist"),
-    ({"window": 3}, "unknown parameter"),
-    ({"agg_space": "lbas"}, "agg_space must be physical"),
-    ({"mapping_log": -1}, "mapping_log must be an integer >= 0"),
-    ({"p2_every": 0}, "p2_every must be an integer >= 1"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"n_user": 1}, "n_user must be an integer >= 2"),
+        ({"n_gc": 0}, "n_gc must be an integer >= 1"),
+        ({"agg": 3}, "agg must be a power of two"),
+        ({"search": "greedy"}, "search must be one of adjacent, full"),
+        ({"distance": "kl"}, "distance must be one of op, avg"),
+        ({"correlative": "yes"}, "correlative must be true or false"),
+        ({"recluster_every": 0}, "recluster_every must be an integer >= 1"),
+        ({"ring_len": 1}, "ring_len must be an integer >= 2"),
+        ({"distance": "avg", "search": "full"}, "AvgDist"),
+        ({"window": 3}, "unknown parameter"),
+        ({"agg_space": "lbas"}, "agg_space must be physical"),
+        ({"mapping_log": -1}, "mapping_log must be an integer >= 0"),
+        ({"p2_every": 0}, "p2_every must be an integer >= 1"),
+    ],
+)
 def test_bad_parameters(params, message):
     with pytest.raises(ValueError, match=message):
         make_policy("minos", **params)

@@ -1,17 +1,18 @@
 """MINOS §3.3 oracles: thresholds on hand-made CDFs, the K-stream placement, the theory's promise
 (OP >= CalOP + one segment per stream gives WAF 1), Table 1's ordering, the Figs. 3/5 model
 check, bad parameters."""
+
 from __future__ import annotations
 
 import itertools
 
 import numpy as np
 import pytest
+from helpers import run_cli, zipf_writes
+
 from dogi_ml.markov import opmodel as om
 from dogi_ml.oracles import minos_oracles as mo
 from dogi_ml.oracles.annotate import NEVER, annotate
-from helpers import run_cli, zipf_writes
-
 from dogi_ml.pipeline.minos_table import (
     OracleBench,
     model_checks,
@@ -98,8 +99,8 @@ def test_fixed_thresholds_within_a_budget():
     assert p.end == 63 and p.op_total == pytest.approx(0.9 + 0.01 * 43 * 42 / 2)
     assert om.cal_op(cdf, th, 64) > 10
     assert p.waf == pytest.approx(1 + 0.37)
-    assert mo.plan_within_budget(cdf, th, 60.0).end == 100   # enough for WAF 1
-    assert mo.plan_within_budget(cdf, th, 0.5) is None        # the inner streams alone need 0.9
+    assert mo.plan_within_budget(cdf, th, 60.0).end == 100  # enough for WAF 1
+    assert mo.plan_within_budget(cdf, th, 0.5) is None  # the inner streams alone need 0.9
 
 
 def test_thresholds_to_blocks_keeps_jump_points():
@@ -116,8 +117,9 @@ def test_user_writes_follow_the_thresholds_and_gc_goes_to_its_stream(bench):
     inv[bench.inv == NEVER] = np.inf
     expect = np.bincount(om.assign_streams(inv, b), minlength=6)
     pol = make_policy("kstream_oracle", None, kind="percentile", thresholds=list(b), inv=bench.inv)
-    res = Simulator(pol, SimConfig(segment_blocks=SEG, op_ratio=0.2, prefill=False), bench.capacity,
-                    stream=bench.writes).run(bench.writes)
+    res = Simulator(
+        pol, SimConfig(segment_blocks=SEG, op_ratio=0.2, prefill=False), bench.capacity, stream=bench.writes
+    ).run(bench.writes)
     assert [g["user_writes"] for g in res["groups"]] == expect.tolist()
     assert all(g["gc_writes"] == 0 for g in res["groups"][:5]) and res["groups"][5]["gc_writes"] == res["gc_writes"] > 0
     assert res["victim"] == "cost_benefit_sepbit" and res["waf"] == pytest.approx(r["waf"])
@@ -157,7 +159,7 @@ def test_finite_trace_op_is_enough_for_no_gc_at_all(bench):
 def test_finite_trace_op_by_hand():
     # two streams split at 2 blocks, segments of 2 blocks; LBAs 0,1,0,2,1,3 ...
     w = np.array([0, 1, 0, 2, 1, 3, 0, 2])
-    inv, _ = annotate(w)          # [2, 3, 4, 5, NEVER, NEVER, NEVER, NEVER]
+    inv, _ = annotate(w)  # [2, 3, 4, 5, NEVER, NEVER, NEVER, NEVER]
     # stream 0 (t <= 2): time 0 (dies 2) -> one half-filled segment; stream 1: times 1,2 | 3,4 | 5,6 | 7
     # deaths: seg(1,2) at 4, 6 (frees at 6); seg(3,4) at 8, never; the rest never
     # dead held: time 2: block 0 (its segment holds nothing else, it frees at 2 -> not held);
@@ -183,9 +185,9 @@ def test_two_tier_replay_by_hand():
     # write: at a reclaim A writes after the seal it is valid iff j > A - 13, else it has been
     # dead for A - 13 - j writes
     r = mo.two_tier_replay(inv, [0], [0, 13], 4)
-    assert r["waf"] == pytest.approx(1.75, abs=0.01)          # j = 1, 2, 3 migrate
+    assert r["waf"] == pytest.approx(1.75, abs=0.01)  # j = 1, 2, 3 migrate
     r = mo.two_tier_replay(inv, [0], [0, 16], 4)
-    assert r["waf"] == 1.0                                     # all dead
+    assert r["waf"] == 1.0  # all dead
     assert r["op_segments"] == pytest.approx((3 + 2 + 1 + 0) / 4 / 4, rel=0.02)
     r = mo.two_tier_replay(inv, [0], [0, 20], 4, warmup_blocks=100)
     assert r["waf"] == 1.0 and r["op_segments"] == pytest.approx((7 + 6 + 5 + 4) / 4 / 4, rel=0.02)
@@ -204,16 +206,22 @@ def test_model_matches_the_two_tier_replay_across_T_and_tau(checks):
     for fig, k in (("fig3", 2), ("fig5", 2)):
         for r in checks[fig]:
             assert abs(r["replay_waf_gap"]) <= 0.02, (fig, r)
-            assert abs(r["replay_op_segments"] - r["model_op_segments"]) <= max(0.02 * r["model_op_segments"], k), (fig, r)
+            assert abs(r["replay_op_segments"] - r["model_op_segments"]) <= max(0.02 * r["model_op_segments"], k), (
+                fig,
+                r,
+            )
     # the paper's point (Fig. 5): the same WAF target costs less OP with a better tau
     ops = [r["model_op_segments"] for r in checks["fig5"]]
     assert max(ops) > 2 * min(ops)
 
 
-@pytest.mark.xfail(strict=True, reason="the model's Tier 2 (migrated data) is free space; the simulator's GC "
-                   "stream holds it and its garbage inside the OP. Measured on this trace: Fig. 3 (T at "
-                   "F = 0.5..0.9) simulator WAF +82%, +51%, +28%, +10% above the model; Fig. 5 (WAF "
-                   "target 1.2) +37% to +52%; at WAF 1 the model holds (test_the_theorys_promise)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="the model's Tier 2 (migrated data) is free space; the simulator's GC "
+    "stream holds it and its garbage inside the OP. Measured on this trace: Fig. 3 (T at "
+    "F = 0.5..0.9) simulator WAF +82%, +51%, +28%, +10% above the model; Fig. 5 (WAF "
+    "target 1.2) +37% to +52%; at WAF 1 the model holds (test_the_theorys_promise)",
+)
 def test_model_matches_simulator_across_T_and_tau(checks):
     gaps = [abs(r["sim_waf_gap"]) for fig in checks.values() for r in fig]
     assert max(gaps) <= 0.02, gaps
@@ -243,15 +251,20 @@ def test_bad_parameters_have_clear_errors(bench):
     # 209 physical segments: 200 of data, 6 open, and a GC reserve of 5 leave nothing for opmin
     pol = make_policy("kstream_oracle", None, kind="opmin", gc_free_segments=5)
     with pytest.raises(ValueError, match="no OP left.*raise sim.op_ratio"):
-        Simulator(pol, SimConfig(segment_blocks=SEG, op_ratio=0.05, prefill=False), bench.capacity,
-                  stream=bench.writes)
+        Simulator(pol, SimConfig(segment_blocks=SEG, op_ratio=0.05, prefill=False), bench.capacity, stream=bench.writes)
     with pytest.raises(ValueError, match="at least 5 distinct"):
         mo.kmeans_thresholds(om.InvalidationCDF([1, 2, 2, 3]), 5)
 
 
 def test_oracle_command_kinds(tmp_path):
-    small = ["+workload=zipf", "workload.capacity_blocks=8192", "workload.write_volume=4", "sim.segment_blocks=64",
-             "workload.params.theta=1.01", "sim.op_ratio=0.25"]
+    small = [
+        "+workload=zipf",
+        "workload.capacity_blocks=8192",
+        "workload.write_volume=4",
+        "sim.segment_blocks=64",
+        "workload.params.theta=1.01",
+        "sim.op_ratio=0.25",
+    ]
     proc = run_cli(["oracle", *small, "oracle.kind=percentile"], tmp_path)
     assert "Percentile Oracle on zipf at OP 25%" in proc.stdout and "policy=kstream_oracle" in proc.stdout
     proc = run_cli(["oracle", *small, "oracle.kind=segment-ish"], tmp_path, check=False)

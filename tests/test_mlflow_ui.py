@@ -3,6 +3,7 @@ loopback interface, headless Chromium (Debian's chromium + chromium-driver, thro
 on the experiment and the run's page. A screenshot of each page is kept under
 ``$DOGI_TEST_ARTIFACTS`` (default ``outputs/test-artifacts/``). Skips, with the reason, where
 Chromium or its driver is not installed (``.ci/run`` installs them)."""
+
 from __future__ import annotations
 
 import os
@@ -16,17 +17,18 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from helpers import REPO
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver") or next((p for p in ("/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver")
-                                               if os.path.exists(p)), None)
+DRIVER = shutil.which("chromedriver") or next(
+    (p for p in ("/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver") if os.path.exists(p)), None
+)
 ARTIFACTS = Path(os.environ.get("DOGI_TEST_ARTIFACTS", REPO / "outputs" / "test-artifacts"))
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None or DRIVER is None,
-    reason="headless Chromium not installed (apt-get install chromium chromium-driver; .ci/run does it)")
+    reason="headless Chromium not installed (apt-get install chromium chromium-driver; .ci/run does it)",
+)
 
 
 def _free_port() -> int:
@@ -57,21 +59,42 @@ def mlflow_server(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     from dogi_ml import tracking
-    monkeypatch.setattr(tracking, "_USER_URI", None)      # artifacts in ./mlartifacts, as `make run`
+
+    monkeypatch.setattr(tracking, "_USER_URI", None)  # artifacts in ./mlartifacts, as `make run`
     import dogi_ml
-    result = dogi_ml.train({"name": "zipf", "capacity_blocks": 16384, "write_volume": 6}, model="logistic",
-                           overrides=["latency_budget_s=0.01"], out_dir=tmp_path / "train")
+
+    result = dogi_ml.train(
+        {"name": "zipf", "capacity_blocks": 16384, "write_volume": 6},
+        model="logistic",
+        overrides=["latency_budget_s=0.01"],
+        out_dir=tmp_path / "train",
+    )
     port = _free_port()
     mlflow = Path(sys.executable).with_name("mlflow")
-    proc = subprocess.Popen([str(mlflow), "server", "--backend-store-uri", uri, "--host", "127.0.0.1",
-                             "--port", str(port), "--workers", "1"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            str(mlflow),
+            "server",
+            "--backend-store-uri",
+            uri,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         base = f"http://127.0.0.1:{port}"
         _wait_http(base + "/health", proc)
         yield base, result
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)       # the server and its worker, nothing else
+        os.killpg(proc.pid, signal.SIGTERM)  # the server and its worker, nothing else
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
@@ -86,9 +109,19 @@ def browser(tmp_path):
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", "--window-size=1400,1000", f"--user-data-dir={tmp_path / 'chromium'}"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+        f"--user-data-dir={tmp_path / 'chromium'}",
+    ):
         opts.add_argument(flag)
     driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=opts)
     try:
@@ -99,6 +132,7 @@ def browser(tmp_path):
 
 def _wait_text(driver, texts: list[str], timeout: float = 60.0) -> str:
     from selenium.webdriver.common.by import By
+
     end = time.monotonic() + timeout
     body = ""
     while time.monotonic() < end:
@@ -113,6 +147,7 @@ def _wait_text(driver, texts: list[str], timeout: float = 60.0) -> str:
 def test_the_ui_shows_the_train_experiment_and_run(mlflow_server, browser):
     base, result = mlflow_server
     import mlflow
+
     client = mlflow.MlflowClient(tracking_uri=os.environ["MLFLOW_TRACKING_URI"])
     exp = client.get_experiment_by_name("train")
     run = client.get_run(result.run_id)

@@ -1,13 +1,21 @@
 """Model zoo: every registered model learns a learnable workload; determinism; bad input."""
+
 import numpy as np
 import pytest
 
+from dogi_ml.models import LifetimeModel, make_model, model_names
 from dogi_ml.pipeline.train import build_dataset, train_and_evaluate
 from dogi_ml.traces.generators import generate
-from dogi_ml.models import LifetimeModel, make_model, model_names
 
-FAST = {"mlp": {"epochs": 8}, "deepfm": {"epochs": 6}, "gru": {"epochs": 4}, "tcn": {"epochs": 3, "channels": [16, 16]},
-        "lightgbm": {"n_estimators": 60}, "random_forest": {"n_estimators": 20}, "logistic": {}}
+FAST = {
+    "mlp": {"epochs": 8},
+    "deepfm": {"epochs": 6},
+    "gru": {"epochs": 4},
+    "tcn": {"epochs": 3, "channels": [16, 16]},
+    "lightgbm": {"n_estimators": 60},
+    "random_forest": {"n_estimators": 20},
+    "logistic": {},
+}
 HISTORY = {"gru": 4, "tcn": 4}
 
 
@@ -17,8 +25,14 @@ def hotcold_trace():
     return generate("hotcold", capacity_blocks=8192, n_writes=16 * 8192, seed=3, hot_traffic=0.7, hot_fraction=0.05)
 
 
-DATA = {"labels": "binary", "features": ["lba", "prev_lba", "freq", "chunk_freq", "recency_freq", "latest_inv"],
-        "sample_every": 3, "max_samples": 20000, "mu": 10, "binary_threshold": 2000}
+DATA = {
+    "labels": "binary",
+    "features": ["lba", "prev_lba", "freq", "chunk_freq", "recency_freq", "latest_inv"],
+    "sample_every": 3,
+    "max_samples": 20000,
+    "mu": 10,
+    "binary_threshold": 2000,
+}
 
 
 def test_every_model_is_covered():
@@ -65,14 +79,17 @@ def test_bad_model_input():
 def test_numba_mlp_step_matches_pytorch_autograd():
     """One Adam step of the Numba trainer equals PyTorch's from the same weights."""
     import torch
+
     from dogi_ml.models.mlp_numba import init_weights, one_step_reference
+
     rng = np.random.default_rng(0)
     X = rng.normal(size=(128, 6)).astype(np.float32)
     y = rng.integers(0, 10, 128)
     Ws, bs = init_weights([6, 32, 32, 10], 0)
     loss, W2, b2 = one_step_reference(X, y, Ws, bs, 3e-4, 1e-5)
-    net = torch.nn.Sequential(torch.nn.Linear(6, 32), torch.nn.ReLU(), torch.nn.Linear(32, 32), torch.nn.ReLU(),
-                              torch.nn.Linear(32, 10))
+    net = torch.nn.Sequential(
+        torch.nn.Linear(6, 32), torch.nn.ReLU(), torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10)
+    )
     lins = [net[0], net[2], net[4]]
     with torch.no_grad():
         for lin, w, b in zip(lins, Ws, bs):
@@ -90,8 +107,9 @@ def test_numba_mlp_step_matches_pytorch_autograd():
 
 def test_mlp_torch_backend_also_learns(hotcold_trace):
     ds = build_dataset(hotcold_trace, DATA)
-    _, m = train_and_evaluate(ds, {"name": "mlp", "params": {"epochs": 4, "backend": "torch"}}, seed=0,
-                              latency_budget_s=0.01)
+    _, m = train_and_evaluate(
+        ds, {"name": "mlp", "params": {"epochs": 4, "backend": "torch"}}, seed=0, latency_budget_s=0.01
+    )
     assert m["accuracy"] > m["majority_baseline"] + 0.05
 
 
@@ -99,6 +117,7 @@ def test_gru_one_step_inference_keeps_the_lba_state(hotcold_trace):
     """Feeding an LBA's writes one step at a time with the kept hidden state gives the same
     logits as the sequence forward pass (what a deployed GRU does per block)."""
     import torch
+
     ds = build_dataset(hotcold_trace, DATA, sequence_history=4)
     model, _ = train_and_evaluate(ds, {"name": "gru", "params": {"epochs": 1}}, seed=0, latency_budget_s=0.01)
     X = model.scaler.transform(ds.X[:256])
@@ -113,10 +132,15 @@ def test_gru_one_step_inference_keeps_the_lba_state(hotcold_trace):
 def test_per_class_recall_and_precision_on_a_known_confusion_matrix():
     """Rows are true classes, columns predictions: recall divides by the row, precision by the column."""
     from dogi_ml.models.evaluate import classification_metrics
-    cm = np.array([[5, 3, 2, 0],      # class 0: 10 rows, 5 right
-                   [1, 8, 1, 0],      # class 1: 10 rows, 8 right
-                   [0, 0, 0, 0],      # class 2: never true (predicted twice + once)
-                   [0, 4, 0, 6]])     # class 3: 10 rows, 6 right
+
+    cm = np.array(
+        [
+            [5, 3, 2, 0],  # class 0: 10 rows, 5 right
+            [1, 8, 1, 0],  # class 1: 10 rows, 8 right
+            [0, 0, 0, 0],  # class 2: never true (predicted twice + once)
+            [0, 4, 0, 6],
+        ]
+    )  # class 3: 10 rows, 6 right
     true = np.repeat(np.repeat(np.arange(4), 4), cm.ravel())
     pred = np.repeat(np.tile(np.arange(4), 4), cm.ravel())
     m = classification_metrics(true, pred, 4)

@@ -1,22 +1,26 @@
 """NoDaP oracle: ordering against the other schemes, its victim rule, the offline search."""
-import numba as nb
-import numpy as np
-import pytest
 
+import numba as nb
+import pytest
+from helpers import hotcold_writes, zipf_writes
+
+from dogi_ml.oracles.nodap import NoDaP, search
 from dogi_ml.policies import make_policy
 from dogi_ml.sim import SimConfig, SimulationError, Simulator
 from dogi_ml.sim.state import P_NSEG, SEG_SEALED
 from dogi_ml.sim.victims import register_victim
-from dogi_ml.oracles.nodap import NoDaP, search
-from helpers import hotcold_writes, zipf_writes
 
 CAP, SEG = 8192, 64
 
 
 def run(name, writes, **params):
     pol = make_policy(name, **params)
-    sim = Simulator(pol, SimConfig(segment_blocks=SEG, debug_invariants=True, chunk_blocks=8192), CAP,
-                    stream=writes if pol.needs_future else None)
+    sim = Simulator(
+        pol,
+        SimConfig(segment_blocks=SEG, debug_invariants=True, chunk_blocks=8192),
+        CAP,
+        stream=writes if pol.needs_future else None,
+    )
     return sim, sim.run(writes)
 
 
@@ -39,13 +43,13 @@ def test_search_grows_groups_until_gain_is_small():
     # N grows until a group more gains < 5% (and the greedy chain has stopped) or at the cap
     assert len(wafs) == 7 or wafs[-1] > min(wafs[:-1]) * 0.95
     assert res["waf"] == min(wafs + [res["greedy"]["waf"]]) and len(res["bounds"]) == res["n_groups"] - 1
-    for h in hist:   # each N's choice is at least as good as its own start and its shared pool
+    for h in hist:  # each N's choice is at least as good as its own start and its shared pool
         assert h["waf"] <= h["shared_pool_waf"] and len(h["bounds"]) == h["n_groups"] - 1
 
 
 def greedy_power_of_two(writes, cfg, max_groups, min_gain=0.05):
     """The earlier search: add the power-of-two bound that lowers WAF most until < 5% gain."""
-    grid = [SEG * 2 ** k for k in range(20) if SEG * 2 ** k <= 4 * CAP]
+    grid = [SEG * 2**k for k in range(20) if SEG * 2**k <= 4 * CAP]
     best, best_waf = [], float("inf")
     while len(best) + 1 < max_groups:
         w, b = min((waf_of(writes, cfg, sorted(best + [c])), sorted(best + [c])) for c in grid if c not in best)
@@ -85,7 +89,7 @@ def test_search_is_deterministic_and_shared_mode_uses_no_sizes():
     assert a == b
     shared = search(writes, CAP, cfg, max_groups=4, group_sizes="shared", progress=False)
     assert shared["sizes"] is None and all(h["sizes"] is None for h in shared["history"])
-    assert a["waf"] <= shared["waf"]   # the size search starts from the shared pool
+    assert a["waf"] <= shared["waf"]  # the size search starts from the shared pool
 
 
 def test_explored_prefix_is_verified_on_the_whole_trace():
@@ -110,13 +114,15 @@ def test_fixed_group_size_caps_the_group():
 def test_bad_search_parameters():
     writes = zipf_writes(CAP, 2 * CAP, seed=1)
     cfg = SimConfig(segment_blocks=SEG)
-    for kwargs, msg in [({"max_groups": 1}, "max_groups must be >= 2"),
-                        ({"min_gain": 1.5}, "min_gain is a fraction"),
-                        ({"group_sizes": "fixed"}, "group_sizes must be 'search'"),
-                        ({"steps": [0.5, 1]}, "decreasing"),
-                        ({"max_evals_per_n": 0}, "max_evals_per_n must be >= 1"),
-                        ({"explore_fraction": 0}, "explore_fraction"),
-                        ({"candidates": [0, 64]}, "candidates must be positive")]:
+    for kwargs, msg in [
+        ({"max_groups": 1}, "max_groups must be >= 2"),
+        ({"min_gain": 1.5}, "min_gain is a fraction"),
+        ({"group_sizes": "fixed"}, "group_sizes must be 'search'"),
+        ({"steps": [0.5, 1]}, "decreasing"),
+        ({"max_evals_per_n": 0}, "max_evals_per_n must be >= 1"),
+        ({"explore_fraction": 0}, "explore_fraction"),
+        ({"candidates": [0, 64]}, "candidates must be positive"),
+    ]:
         with pytest.raises(ValueError, match=msg):
             search(writes, CAP, cfg, progress=False, **kwargs)
     with pytest.raises(ValueError, match="LBAs must lie in"):

@@ -1,5 +1,6 @@
 """MINOS §3's OP model (dogi_ml.markov.opmodel): closed forms, exactness, Algorithm 1 against brute
 force, the inverse questions, monotonicity and bad input."""
+
 import itertools
 
 import numpy as np
@@ -7,9 +8,21 @@ import pytest
 from scipy import stats
 from scipy.special import wrightomega
 
-from dogi_ml.markov.opmodel import (InvalidationCDF, algorithm1, assign_streams, cal_op, min_op_for_waf,
-                                    op_waf_frontier, optimal_thresholds, plan, single_stream_op, single_stream_waf,
-                                    stream_ops, thresholds_for_op, two_stream_plan)
+from dogi_ml.markov.opmodel import (
+    InvalidationCDF,
+    algorithm1,
+    assign_streams,
+    cal_op,
+    min_op_for_waf,
+    op_waf_frontier,
+    optimal_thresholds,
+    plan,
+    single_stream_op,
+    single_stream_waf,
+    stream_ops,
+    thresholds_for_op,
+    two_stream_plan,
+)
 from dogi_ml.oracles.annotate import NEVER, annotate
 
 
@@ -38,9 +51,9 @@ def brute_force(cdf, k, end=None):
     p = np.diff(np.r_[0.0, cdf.F])
     for th in itertools.combinations_with_replacement(pts, k - 1):
         full = np.r_[th, end]
-        s = np.searchsorted(full, cdf.t, side="left")          # stream of each atom
+        s = np.searchsorted(full, cdf.t, side="left")  # stream of each atom
         dead = np.where(s < k, full[np.minimum(s, k - 1)] - cdf.t, 0.0)
-        dead[cdf.t > end] = 0.0                                  # past the last reclaim: still valid
+        dead[cdf.t > end] = 0.0  # past the last reclaim: still valid
         op = float(np.sum(p * dead))
         if op < best - 1e-12:
             best, arg = op, np.array(th)
@@ -49,9 +62,10 @@ def brute_force(cdf, k, end=None):
 
 # -- the CDF ---------------------------------------------------------------------------------------
 
+
 def test_cdf_from_annotation_times_and_never_marker():
     writes = np.array([0, 1, 0, 2, 1, 0, 3, 3])
-    inv, _ = annotate(writes)      # [2, 3, 3, NEVER, NEVER, NEVER, 1, NEVER]
+    inv, _ = annotate(writes)  # [2, 3, 3, NEVER, NEVER, NEVER, 1, NEVER]
     c = InvalidationCDF.from_times(inv, segment_blocks=2, never_marker=NEVER)
     assert c.t.tolist() == [0.5, 1.0, 1.5]
     assert c.never_fraction == pytest.approx(4 / 8)
@@ -91,11 +105,13 @@ def test_cdf_from_a_sample_matches_the_full_stream():
     sp = InvalidationCDF.from_sample(inv_s, 0.1, seg, never_marker=NEVER, spatial=True)
     for est in (ev, sp):
         assert est(ts) == pytest.approx(full(ts), abs=0.02)
-        assert float(cal_op(est, [20.0, 60.0], 300.0)) == pytest.approx(float(cal_op(full, [20.0, 60.0], 300.0)),
-                                                                       rel=0.03)
+        assert float(cal_op(est, [20.0, 60.0], 300.0)) == pytest.approx(
+            float(cal_op(full, [20.0, 60.0], 300.0)), rel=0.03
+        )
 
 
 # -- §3.1 and §3.2 closed forms ------------------------------------------------------------------------
+
 
 def test_uniform_closed_forms():
     """Invalidation times uniform on (0, L]: F(t) = t/L.
@@ -109,13 +125,13 @@ def test_uniform_closed_forms():
     """
     L, n = 10.0, 200_000
     c = quantile_cdf(stats.uniform(0, L), n)
-    tol = 2 * L / n                                   # the quantile points' discretisation
+    tol = 2 * L / n  # the quantile points' discretisation
     for T in (1.0, 4.0, 7.5, L):
         assert float(single_stream_waf(c, T)) == pytest.approx(2 - T / L, abs=1 / n)
         assert float(single_stream_op(c, T)) == pytest.approx(T * T / (2 * L), abs=tol)
     th = np.array([1.0, 2.5, 6.0])
     gaps = np.diff(np.r_[0, th, L])
-    assert stream_ops(c, th, L) == pytest.approx(gaps ** 2 / (2 * L), abs=tol)
+    assert stream_ops(c, th, L) == pytest.approx(gaps**2 / (2 * L), abs=tol)
     for k in (1, 2, 3, 6):
         r = algorithm1(c, k)
         assert r.op == pytest.approx(L / (2 * k), rel=1e-4)
@@ -143,7 +159,7 @@ def test_exponential_closed_forms():
     """
     lam, n = 0.5, 400_000
     c = quantile_cdf(stats.expon(scale=1 / lam), n)
-    F = lambda t: 1 - np.exp(-lam * t)                 # noqa: E731
+    F = lambda t: 1 - np.exp(-lam * t)  # noqa: E731
     for T in (0.5, 2.0, 6.0, 12.0):
         assert float(single_stream_waf(c, T)) == pytest.approx(1 + np.exp(-lam * T), abs=1 / n)
         assert float(single_stream_op(c, T)) == pytest.approx(T - F(T) / lam, rel=1e-4)
@@ -196,7 +212,7 @@ def test_cal_op_is_exact_on_the_empirical_cdf():
     for th in ([3.0], [1.0, 2.5, 10.0, 40.0], [c.t[5], c.t[5], c.t[100]]):
         full = np.r_[th, end]
         s = assign_streams(np.where(never, np.inf, t), th)
-        assert s[never].min() == len(th)                # never-invalidated blocks go last
+        assert s[never].min() == len(th)  # never-invalidated blocks go last
         dead = np.where(never, 0.0, full[s] - t)
         assert float(cal_op(c, th)) == pytest.approx(dead.mean(), rel=1e-12, abs=1e-12)
         counts = np.bincount(s, minlength=len(full)) / t.size
@@ -207,6 +223,7 @@ def test_cal_op_is_exact_on_the_empirical_cdf():
 
 
 # -- Algorithm 1 ------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("seed", range(60))
 def test_algorithm1_is_the_brute_force_optimum_for_two_streams(seed):
@@ -237,13 +254,17 @@ def test_three_streams_brute_force(seed):
                 assert float(cal_op(c, th)) >= r.op - 1e-12
 
 
-@pytest.mark.parametrize("dist", [stats.uniform(0, 10), stats.truncexpon(5, scale=2), stats.gamma(0.5),
-                                  stats.lognorm(1)], ids=["uniform", "truncexpon", "gamma", "lognorm"])
+@pytest.mark.parametrize(
+    "dist",
+    [stats.uniform(0, 10), stats.truncexpon(5, scale=2), stats.gamma(0.5), stats.lognorm(1)],
+    ids=["uniform", "truncexpon", "gamma", "lognorm"],
+)
 @pytest.mark.parametrize("n", [50, 1000])
 def test_algorithm1_reaches_the_optimum_for_three_streams_on_smooth_cdfs(dist, n):
     c = quantile_cdf(dist, n)
-    assert algorithm1(c, 3).op == pytest.approx(brute_force(c, 3)[0] if n == 50 else optimal_thresholds(c, 3).op,
-                                                rel=1e-12)
+    assert algorithm1(c, 3).op == pytest.approx(
+        brute_force(c, 3)[0] if n == 50 else optimal_thresholds(c, 3).op, rel=1e-12
+    )
 
 
 def test_algorithm1_can_stop_at_a_local_optimum():
@@ -267,6 +288,7 @@ def test_more_streams_never_need_more_op():
 
 
 # -- monotonicity and the inverse questions ----------------------------------------------------------
+
 
 def test_op_grows_and_waf_falls_with_T():
     c = quantile_cdf(stats.gamma(0.4, scale=30), 20_000)
@@ -305,7 +327,7 @@ def test_min_op_for_waf_and_thresholds_for_op_agree(method):
     assert kept.end == c.t_max and kept.op_total == pytest.approx(one.op_total)
     for w in (1.02, 1.2):
         q = min_op_for_waf(c, 3, w, method, never_migrated=False)
-        same = min_op_for_waf(c, 3, w + c.never_fraction, method)     # the same target, counted the paper's way
+        same = min_op_for_waf(c, 3, w + c.never_fraction, method)  # the same target, counted the paper's way
         assert q.waf_excluding_never <= w + 1e-12 and q.end == same.end and q.op_total == same.op_total
     assert thresholds_for_op(c, 3, 1e9, method).waf == pytest.approx(floor)
     # with no OP a stream can still hold the earliest atom, reclaimed the moment its blocks die;
@@ -334,6 +356,7 @@ def test_frontier_is_the_optimum_at_every_reclaim_age():
 
 
 # -- bad input ------------------------------------------------------------------------------------
+
 
 def test_bad_input_errors():
     c = InvalidationCDF([1.0, 2.0, 3.0])
@@ -372,7 +395,7 @@ def test_bad_input_errors():
         single_stream_waf(c, -1.0)
     with pytest.raises(ValueError, match="below this workload's floor"):
         min_op_for_waf(InvalidationCDF([1.0], never_weight=1.0), 2, 1.2)
-    min_op_for_waf(InvalidationCDF([1.0], never_weight=1.0), 2, 1.2, never_migrated=False)   # reachable
+    min_op_for_waf(InvalidationCDF([1.0], never_weight=1.0), 2, 1.2, never_migrated=False)  # reachable
     with pytest.raises(ValueError, match="OP budget"):
         thresholds_for_op(c, 2, -1.0)
     with pytest.raises(ValueError, match="method must be"):

@@ -1,4 +1,5 @@
 """Trace readers: real samples with known counts, every format on hand-written input, errors."""
+
 import gzip
 import tracemalloc
 
@@ -76,18 +77,25 @@ def test_spc(tmp_path):
 
 
 def test_blkparse_events_flush_discard_and_summary(tmp_path):
-    p = write(tmp_path, "b.txt", "\n".join([
-        "  8,16   0        1     0.000000000  100  A   W 42 + 8 <- (8,17) 8",
-        "  8,16   0        2     0.000001000  100  Q   W 42 + 8 [proc]",
-        "  8,16   0        3     0.000002000  100  G   W 42 + 8 [proc]",
-        "  8,16   0        4     0.000003000  100  Q  RS 0 + 8 [proc]",
-        "  8,16   0        5     0.000004000  100  Q   D 1024 + 16 [proc]",
-        "  8,16   0        6     0.000005000  100  Q  FWS [kworker]",
-        "  8,16   0        7     0.000006000  100  Q  WS 100 + 0 [proc]",
-        "CPU0 (sdb):",
-        " Reads Queued:           1,        4KiB  Writes Queued:           1,        4KiB",
-        "Total (sdb):",
-    ]) + "\n")
+    p = write(
+        tmp_path,
+        "b.txt",
+        "\n".join(
+            [
+                "  8,16   0        1     0.000000000  100  A   W 42 + 8 <- (8,17) 8",
+                "  8,16   0        2     0.000001000  100  Q   W 42 + 8 [proc]",
+                "  8,16   0        3     0.000002000  100  G   W 42 + 8 [proc]",
+                "  8,16   0        4     0.000003000  100  Q  RS 0 + 8 [proc]",
+                "  8,16   0        5     0.000004000  100  Q   D 1024 + 16 [proc]",
+                "  8,16   0        6     0.000005000  100  Q  FWS [kworker]",
+                "  8,16   0        7     0.000006000  100  Q  WS 100 + 0 [proc]",
+                "CPU0 (sdb):",
+                " Reads Queued:           1,        4KiB  Writes Queued:           1,        4KiB",
+                "Total (sdb):",
+            ]
+        )
+        + "\n",
+    )
     t = read_trace(p, "blkparse")
     assert t.op.tolist() == [OP_WRITE, OP_READ, OP_TRIM]
     assert t.nblocks.tolist() == [2, 1, 2]  # 8 sectors at 42 straddle two blocks
@@ -95,11 +103,17 @@ def test_blkparse_events_flush_discard_and_summary(tmp_path):
 
 
 def test_fio_v2_and_v3(tmp_path):
-    v2 = write(tmp_path, "v2.log", "fio version 2 iolog\n/dev/sdb add\n/dev/sdb open\n/dev/sdb write 0 8192\n"
-                                   "/dev/sdb read 4096 4096\n/dev/sdb sync\n/dev/sdb trim 8192 4096\n/dev/sdb close\n")
+    v2 = write(
+        tmp_path,
+        "v2.log",
+        "fio version 2 iolog\n/dev/sdb add\n/dev/sdb open\n/dev/sdb write 0 8192\n"
+        "/dev/sdb read 4096 4096\n/dev/sdb sync\n/dev/sdb trim 8192 4096\n/dev/sdb close\n",
+    )
     t = read_trace(v2, "fio")
     assert t.op.tolist() == [OP_WRITE, OP_READ, OP_TRIM] and t.meta["flush_requests"] == 1
-    v3 = write(tmp_path, "v3.log", "fio version 3 iolog\n0 /dev/sdb add\n5 /dev/sdb write 4096 4096\n7 /dev/sdb write 0 10\n")
+    v3 = write(
+        tmp_path, "v3.log", "fio version 3 iolog\n0 /dev/sdb add\n5 /dev/sdb write 4096 4096\n7 /dev/sdb write 0 10\n"
+    )
     t = read_trace(v3, "fio")
     assert t.ts_us.tolist() == [5000, 7000] and t.stats()["write_blocks"] == 2
     bad = write(tmp_path, "bad.log", "0 /dev/sdb write 1 1\n")
@@ -123,9 +137,13 @@ def test_blocks_npy_and_text(tmp_path):
 
 def test_delimited_mapping(tmp_path):
     p = write(tmp_path, "d.tsv", "# time;vol;kind;off;len\n1.5;x;PUT;0;8\n2.5;y;GET;8;8\n2.6;y;SYNC;0;0\n")
-    spec = {"sep": ";", "comment": "#", "columns": {"ts": 0, "volume": 1, "op": 2, "offset": 3, "size": 4},
-            "units": {"ts": "s", "offset": "sectors", "size": "sectors"},
-            "op_map": {"PUT": "write", "GET": "read", "SYNC": "flush"}}
+    spec = {
+        "sep": ";",
+        "comment": "#",
+        "columns": {"ts": 0, "volume": 1, "op": 2, "offset": 3, "size": 4},
+        "units": {"ts": "s", "offset": "sectors", "size": "sectors"},
+        "op_map": {"PUT": "write", "GET": "read", "SYNC": "flush"},
+    }
     t = read_trace(p, "delimited", delimited=spec)
     assert t.volumes == ["x", "y"] and t.op.tolist() == [OP_WRITE, OP_READ]
     assert t.nblocks.tolist() == [1, 1] and t.meta["flush_requests"] == 1
@@ -195,7 +213,7 @@ def test_large_file_streams_in_bounded_memory(tmp_path):
     p = tmp_path / "big.csv"
     with open(p, "w") as fh:
         for i in range(0, n, 500_000):
-            fh.write("".join(lines[i:i + 500_000].tolist()))
+            fh.write("".join(lines[i : i + 500_000].tolist()))
     del lines
     text_bytes = p.stat().st_size
     tracemalloc.start()

@@ -1,23 +1,41 @@
 """MINOS evaluation tables: GC writes (WAF - 1), the best non-oracle baseline per setting,
 MINOS's cut, sensitivity settings, and the Fig. 18/19 plots from real runs."""
+
 import json
 
 import pytest
-
-from dogi_ml.report_minos import main, minos_summary, phase_boundaries, plot_clustering, write_minos
-from dogi_ml.policies import make_policy
-from dogi_ml.sim import SimConfig, Simulator
 from helpers import CAP, SEG, zipf_writes
+
+from dogi_ml.policies import make_policy
+from dogi_ml.report_minos import main, minos_summary, phase_boundaries, plot_clustering, write_minos
+from dogi_ml.sim import SimConfig, Simulator
 
 
 def _r(policy, waf, workload="zipf_h", **kw):
-    return {"policy": policy, "scheme": kw.pop("scheme", policy), "waf": waf, "workload": workload,
-            "victim": "cost_benefit_sepbit", "op_ratio": 0.1, "n_groups": 6, "segment_blocks": 512, **kw}
+    return {
+        "policy": policy,
+        "scheme": kw.pop("scheme", policy),
+        "waf": waf,
+        "workload": workload,
+        "victim": "cost_benefit_sepbit",
+        "op_ratio": 0.1,
+        "n_groups": 6,
+        "segment_blocks": 512,
+        **kw,
+    }
 
 
 def test_cut_against_the_best_non_oracle_baseline():
-    s = minos_summary([_r("sepbit", 3.0), _r("midas", 3.2, n_groups=13), _r("minos", 2.9),
-                       _r("fk", 2.0), _r("sepbit", 1.5, "ycsb_a"), _r("minos", 1.6, "ycsb_a")])
+    s = minos_summary(
+        [
+            _r("sepbit", 3.0),
+            _r("midas", 3.2, n_groups=13),
+            _r("minos", 2.9),
+            _r("fk", 2.0),
+            _r("sepbit", 1.5, "ycsb_a"),
+            _r("minos", 1.6, "ycsb_a"),
+        ]
+    )
     z = s["settings"]["zipf_h"]
     # GC writes 2.0 (SepBIT) vs 1.9: a 5% cut; the oracle FK is never "the best baseline"
     assert z["best_baseline"] == "sepbit" and z["reduction_pct"] == pytest.approx(5.0)
@@ -28,8 +46,11 @@ def test_cut_against_the_best_non_oracle_baseline():
 
 
 def test_sensitivity_settings_keep_fixed_count_schemes_once():
-    rs = [_r("mida", 3.0 + g / 100, n_groups=g) for g in (6, 8)] + \
-         [_r("minos", 2.9 + g / 100, n_groups=g) for g in (6, 8)] + [_r("midas", 3.5, n_groups=13)]
+    rs = (
+        [_r("mida", 3.0 + g / 100, n_groups=g) for g in (6, 8)]
+        + [_r("minos", 2.9 + g / 100, n_groups=g) for g in (6, 8)]
+        + [_r("midas", 3.5, n_groups=13)]
+    )
     s = minos_summary(rs)
     assert s["varied"] == ["n_groups"]
     assert set(s["settings"]) == {"zipf_h streams=6", "zipf_h streams=8", "zipf_h"}
@@ -38,8 +59,12 @@ def test_sensitivity_settings_keep_fixed_count_schemes_once():
 
 
 def test_phase_boundaries_follow_the_workload():
-    r = {"workload_config": {"generator": "phase_shift", "params": {"phase_writes": None}},
-         "capacity_blocks": 100, "prefill_blocks": 100, "user_writes": 100 + 700}
+    r = {
+        "workload_config": {"generator": "phase_shift", "params": {"phase_writes": None}},
+        "capacity_blocks": 100,
+        "prefill_blocks": 100,
+        "user_writes": 100 + 700,
+    }
     assert phase_boundaries(r) == [3.0, 5.0, 7.0]
     assert phase_boundaries({"workload_config": {"generator": "zipf"}}) == []
 
@@ -51,8 +76,10 @@ def test_files_and_clustering_plot_from_a_real_run(tmp_path):
         sim = Simulator(make_policy(name, **params), SimConfig(segment_blocks=SEG, victim="cost_benefit_sepbit"), CAP)
         sim.prefill()
         sim.feed(writes)
-        r = sim.result() | {"workload": "zipf",
-                             "workload_config": {"generator": "phase_shift", "params": {"phase_writes": CAP}}}
+        r = sim.result() | {
+            "workload": "zipf",
+            "workload_config": {"generator": "phase_shift", "params": {"phase_writes": CAP}},
+        }
         results.append(r)
     summary = write_minos(results, tmp_path / "out", title="t")
     saved = json.loads((tmp_path / "out.json").read_text())

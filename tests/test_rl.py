@@ -4,6 +4,7 @@ The simulator runs use a test-only policy (:class:`RelocationProbe`): SepBIT-lik
 (3 user groups: short / long by a fixed lifespan threshold, unseen for first writes) and 5 GC
 levels chosen by age-based relocation, by the agent, or by a deployed integer table.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -13,6 +14,8 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 import pytest
+from helpers import hotcold_writes
+
 from dogi_ml.export.c_common import COMPILE_FLAGS
 from dogi_ml.export.c_header import emit_header
 from dogi_ml.export.cbuild import find_compiler
@@ -36,31 +39,30 @@ from dogi_ml.rl.qlearning import (
     on_gc,
     record_decision,
 )
-from helpers import hotcold_writes
-
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext
 from dogi_ml.sim.state import P_SEG_BLOCKS
 
 CAP, SEG = 8192, 64
-THRESHOLD = 2048              # user lifespan below which a rewrite goes to the "short" group
+THRESHOLD = 2048  # user lifespan below which a rewrite goes to the "short" group
 MODE_AGE, MODE_AGENT, MODE_DEPLOYED = 0, 1, 2
 LOG_SIZE = 1 << 19
-PROBE_SCALARS = np.dtype([("mode", np.int64), ("threshold", np.int64), ("victim_valid", np.int64),
-                          ("n_log", np.int64), ("n_gc", np.int64)])
+PROBE_SCALARS = np.dtype(
+    [("mode", np.int64), ("threshold", np.int64), ("victim_valid", np.int64), ("n_log", np.int64), ("n_gc", np.int64)]
+)
 
 
 # -- the test-only placement policy ------------------------------------------------------------
 class ProbeState(NamedTuple):
     scalars: np.ndarray
-    pred: np.ndarray          # int8[capacity]: the "classifier's" prediction at the last user write
-    prev: np.ndarray          # int8[capacity]: the block's previous GC action, PREV_NEVER if none
+    pred: np.ndarray  # int8[capacity]: the "classifier's" prediction at the last user write
+    prev: np.ndarray  # int8[capacity]: the block's previous GC action, PREV_NEVER if none
     agent: QTable
-    qint: np.ndarray          # the integer table of MODE_DEPLOYED
-    log_epoch: np.ndarray     # per-decision record, for the brute-force check only
+    qint: np.ndarray  # the integer table of MODE_DEPLOYED
+    log_epoch: np.ndarray  # per-decision record, for the brute-force check only
     log_state: np.ndarray
     log_action: np.ndarray
-    log_invalid: np.ndarray   # per GC operation: the victim's invalid blocks
+    log_invalid: np.ndarray  # per GC operation: the victim's invalid blocks
 
 
 @nb.njit(cache=True)
@@ -74,18 +76,19 @@ def probe_user(s, p, lba, now):
         kind = PRED_LONG
     p.pred[lba] = kind
     p.prev[lba] = PREV_NEVER
-    return kind                       # user groups 0..2 are segment types 0..2
+    return kind  # user groups 0..2 are segment types 0..2
 
 
 @nb.njit(cache=True)
 def probe_gc(s, p, lba, victim, now):
     st = p.scalars[0]
-    seg_type = s.seg_group[victim]    # groups 3..7 are GC levels 1..5
+    seg_type = s.seg_group[victim]  # groups 3..7 are GC levels 1..5
     if st.mode == MODE_AGE:
         a = 0 if seg_type < SEG_GC_FIRST else min(seg_type - SEG_GC_FIRST + 1, N_ACTIONS - 1)
     else:
-        state = encode_state(now - s.lba_time[lba], st.victim_valid, s.prm[P_SEG_BLOCKS], seg_type,
-                             p.pred[lba], p.prev[lba])
+        state = encode_state(
+            now - s.lba_time[lba], st.victim_valid, s.prm[P_SEG_BLOCKS], seg_type, p.pred[lba], p.prev[lba]
+        )
         if st.mode == MODE_DEPLOYED:
             a = greedy_action(p.qint, state)
         else:
@@ -130,10 +133,17 @@ class RelocationProbe(PlacementPolicy):
         sc[0]["mode"], sc[0]["threshold"] = self.mode, THRESHOLD
         agent = self.agent if self.agent is not None else new_qtable(ctx.segment_blocks, learn=False, epsilon=0.0)
         qint = self.qint if self.qint is not None else np.zeros((N_STATES, N_ACTIONS), np.int8)
-        return ProbeState(scalars=sc, pred=np.full(ctx.capacity, PRED_UNSEEN, np.int8),
-                          prev=np.full(ctx.capacity, PREV_NEVER, np.int8), agent=agent, qint=qint,
-                          log_epoch=np.zeros(LOG_SIZE, np.int64), log_state=np.zeros(LOG_SIZE, np.int64),
-                          log_action=np.zeros(LOG_SIZE, np.int64), log_invalid=np.zeros(LOG_SIZE, np.int64))
+        return ProbeState(
+            scalars=sc,
+            pred=np.full(ctx.capacity, PRED_UNSEEN, np.int8),
+            prev=np.full(ctx.capacity, PREV_NEVER, np.int8),
+            agent=agent,
+            qint=qint,
+            log_epoch=np.zeros(LOG_SIZE, np.int64),
+            log_state=np.zeros(LOG_SIZE, np.int64),
+            log_action=np.zeros(LOG_SIZE, np.int64),
+            log_invalid=np.zeros(LOG_SIZE, np.int64),
+        )
 
 
 @pytest.fixture(scope="module")
@@ -142,8 +152,11 @@ def writes():
 
 
 def simulate(mode, writes, agent=None, qint=None):
-    sim = Simulator(RelocationProbe(mode, agent, qint),
-                    SimConfig(segment_blocks=SEG, op_ratio=0.15, chunk_blocks=8192, debug_invariants=True), CAP)
+    sim = Simulator(
+        RelocationProbe(mode, agent, qint),
+        SimConfig(segment_blocks=SEG, op_ratio=0.15, chunk_blocks=8192, debug_invariants=True),
+        CAP,
+    )
     res = sim.run(writes)
     return sim, res
 
@@ -153,12 +166,12 @@ def brute_force_q(epochs, states, actions, invalid, horizon, alpha, seg):
     q = ql.hierarchical_table()
     visits = np.zeros_like(q, dtype=np.int64)
     rsum = np.zeros_like(q)
-    cum = np.concatenate([[0], np.cumsum(invalid)])      # cum[k + 1] = invalid of victims 0..k
+    cum = np.concatenate([[0], np.cumsum(invalid)])  # cum[k + 1] = invalid of victims 0..k
     order = np.argsort(epochs, kind="stable")
     for i in order:
         e = epochs[i]
         if e < 0 or e + horizon >= len(invalid):
-            continue                                      # not rewarded yet
+            continue  # not rewarded yet
         r = (cum[e + horizon + 1] - cum[e + 1]) / (horizon * seg)
         s, a = states[i], actions[i]
         q[s, a] += alpha * (r - q[s, a])
@@ -226,7 +239,7 @@ def test_initial_table_is_the_hierarchical_rule():
 
 def test_untrained_agent_relocates_like_age_based_block_for_block(writes):
     sim_age, res_age = simulate(MODE_AGE, writes)
-    agent = new_qtable(SEG, epsilon=0.0, seed=1)      # learning, no exploration
+    agent = new_qtable(SEG, epsilon=0.0, seed=1)  # learning, no exploration
     sim_rl, res_rl = simulate(MODE_AGENT, writes, agent)
     assert res_age["gc_writes"] > 20 * SEG
     for name in ("l2p", "p2l", "seg_group", "group_gc", "group_user", "group_reclaimed_valid"):
@@ -249,8 +262,9 @@ def test_reward_credit_equals_brute_force_per_decision_records(writes):
     p = sim.pstate
     n, n_gc = int(p.scalars[0]["n_log"]), int(p.scalars[0]["n_gc"])
     assert n == res["gc_writes"] < LOG_SIZE and n_gc == res["reclaimed_segments"]
-    q, visits, rsum = brute_force_q(p.log_epoch[:n], p.log_state[:n], p.log_action[:n], p.log_invalid[:n_gc],
-                                    horizon, alpha, SEG)
+    q, visits, rsum = brute_force_q(
+        p.log_epoch[:n], p.log_state[:n], p.log_action[:n], p.log_invalid[:n_gc], horizon, alpha, SEG
+    )
     assert visits.sum() == ql.counters(agent)["credited"] > 1000
     assert np.array_equal(visits, agent.visits)
     np.testing.assert_allclose(agent.reward_sum, rsum, rtol=1e-12, atol=1e-12)
@@ -304,7 +318,7 @@ def test_agent_learns_the_better_action_of_a_toy(horizon):
     rng = np.random.default_rng(2)
     good = 1
     for _ in range(6000):
-        on_gc(agent, 90 if good else 30)        # this victim's emptiness follows the last decision
+        on_gc(agent, 90 if good else 30)  # this victim's emptiness follows the last decision
         s = states[int(rng.integers(0, 4))]
         a = choose_action(agent, s)
         record_decision(agent, s, a)
@@ -323,7 +337,7 @@ def test_determinism(writes):
     assert np.array_equal(a1.q, a2.q) and np.array_equal(a1.visits, a2.visits)
     assert np.array_equal(s1.state.p2l, s2.state.p2l) and r1["waf"] == r2["waf"]
     assert a1.scalars.tobytes() == a2.scalars.tobytes()
-    assert not np.array_equal(s1.state.p2l, s3.state.p2l)    # another seed explores otherwise
+    assert not np.array_equal(s1.state.p2l, s3.state.p2l)  # another seed explores otherwise
 
 
 # -- the integer table ---------------------------------------------------------------------
@@ -336,7 +350,7 @@ def trained(writes):
 
 def test_int8_table_run_equals_float_table_run(writes, trained):
     iq = quantize_table(trained.q)
-    assert iq.table.dtype == np.int8 and iq.nbytes == 450000      # Shiro's 439 KB
+    assert iq.table.dtype == np.int8 and iq.nbytes == 450000  # Shiro's 439 KB
     share, differ = argmax_agreement(trained.q, iq)
     visited = np.flatnonzero(trained.visits.sum(axis=1))
     assert share == 1.0 and differ.size == 0
@@ -355,7 +369,7 @@ def test_int8_table_run_equals_float_table_run(writes, trained):
     assert res_i["waf"] == res_f["waf"]
     assert np.array_equal(sim_i.state.p2l, sim_f.state.p2l)
     assert res_i["gc_writes"] > 20 * SEG
-    assert np.array_equal(frozen.q, trained.q)                      # frozen: no update
+    assert np.array_equal(frozen.q, trained.q)  # frozen: no update
     # the learned table departs from the rule somewhere it was tried
     assert np.any(ql.greedy_actions(trained.q)[visited] != ql.greedy_actions(ql.hierarchical_table())[visited])
 
@@ -376,23 +390,33 @@ def test_c_header_compiles_freestanding_and_matches_python(tmp_path, trained):
     h = tmp_path / "shiro_qtable.h"
     h.write_text(text)
     src = tmp_path / "use.c"
-    src.write_text(f'#include "{h}"\nint32_t use(int64_t l, int64_t v, int64_t s, int32_t t, int32_t p, int32_t q)'
-                   " { return shiro_relocate(l, v, s, t, p, q); }\n")
+    src.write_text(
+        f'#include "{h}"\nint32_t use(int64_t l, int64_t v, int64_t s, int32_t t, int32_t p, int32_t q)'
+        " { return shiro_relocate(l, v, s, t, p, q); }\n"
+    )
     obj = tmp_path / "use.o"
-    proc = subprocess.run([cc, *COMPILE_FLAGS, "-O2", str(src), "-o", str(obj)], capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [cc, *COMPILE_FLAGS, "-O2", str(src), "-o", str(obj)], capture_output=True, text=True, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     nm = subprocess.run(["nm", "-u", str(obj)], capture_output=True, text=True, check=False)
     assert nm.stdout.strip() == "", f"the header needs symbols from outside: {nm.stdout}"
     # a shared build with a small driver, called through ctypes
     drv = tmp_path / "drv.c"
-    drv.write_text(f'#include "{h}"\n'
-                   "void drv_best(int32_t n, int32_t *out) { int32_t s; for (s = 0; s < n; ++s) out[s] = shiro_best_action(s); }\n"
-                   "void drv_encode(int32_t n, const int64_t *x, int32_t *out) { int32_t i; for (i = 0; i < n; ++i)"
-                   " out[i] = shiro_encode_state(x[6*i], x[6*i+1], x[6*i+2], (int32_t)x[6*i+3], (int32_t)x[6*i+4],"
-                   " (int32_t)x[6*i+5]); }\n")
+    drv.write_text(
+        f'#include "{h}"\n'
+        "void drv_best(int32_t n, int32_t *out) { int32_t s; for (s = 0; s < n; ++s) out[s] = shiro_best_action(s); }\n"
+        "void drv_encode(int32_t n, const int64_t *x, int32_t *out) { int32_t i; for (i = 0; i < n; ++i)"
+        " out[i] = shiro_encode_state(x[6*i], x[6*i+1], x[6*i+2], (int32_t)x[6*i+3], (int32_t)x[6*i+4],"
+        " (int32_t)x[6*i+5]); }\n"
+    )
     so = tmp_path / "drv.so"
-    proc = subprocess.run([cc, "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", str(drv),
-                           "-o", str(so)], capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [cc, "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", str(drv), "-o", str(so)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     lib = ctypes.CDLL(str(so))
     best = np.empty(N_STATES, np.int32)
@@ -400,11 +424,21 @@ def test_c_header_compiles_freestanding_and_matches_python(tmp_path, trained):
     assert np.array_equal(best, iq.greedy())
     rng = np.random.default_rng(4)
     n = 2000
-    x = np.stack([rng.integers(-3, 1 << 40, n), rng.integers(-1, 600, n), rng.choice([64, 100, 512], n),
-                  rng.integers(-1, 9, n), rng.integers(-1, 4, n), rng.integers(-1, 7, n)], axis=1).astype(np.int64)
+    x = np.stack(
+        [
+            rng.integers(-3, 1 << 40, n),
+            rng.integers(-1, 600, n),
+            rng.choice([64, 100, 512], n),
+            rng.integers(-1, 9, n),
+            rng.integers(-1, 4, n),
+            rng.integers(-1, 7, n),
+        ],
+        axis=1,
+    ).astype(np.int64)
     out = np.empty(n, np.int32)
-    lib.drv_encode(ctypes.c_int32(n), np.ascontiguousarray(x).ctypes.data_as(ctypes.c_void_p),
-                   out.ctypes.data_as(ctypes.c_void_p))
+    lib.drv_encode(
+        ctypes.c_int32(n), np.ascontiguousarray(x).ctypes.data_as(ctypes.c_void_p), out.ctypes.data_as(ctypes.c_void_p)
+    )
     expect = [encode_state(*map(int, row)) for row in x]
     assert np.array_equal(out, expect) and (out == -1).any() and (out >= 0).sum() > 100
 
@@ -421,6 +455,6 @@ def test_update_with_discount_bootstraps_on_the_successor():
     for _ in range(3):
         ql.update(agents[1], s, 2, 0.6, 1)
     target = 0.6 + 0.5 * 0.7
-    assert agents[0].q[s, 2] == pytest.approx(target + 0.75 ** 3 * (0.05 - target), rel=1e-14)
+    assert agents[0].q[s, 2] == pytest.approx(target + 0.75**3 * (0.05 - target), rel=1e-14)
     assert agents[0].q[s, 2] == pytest.approx(agents[1].q[s, 2], rel=1e-14)
     assert agents[0].visits[s, 2] == 3 and agents[0].reward_sum[s, 2] == pytest.approx(1.8)

@@ -1,14 +1,14 @@
 """The simulator engine: invariants, exact WAF cases, chunk parity, golden results, errors."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import CAP, SEG, hotcold_writes, run
 
 from dogi_ml.policies import make_policy, policy_names
-from dogi_ml.sim import (GENERAL_VICTIMS, InvariantError, SimConfig, SimulationError, Simulator,
-                         check_invariants)
+from dogi_ml.sim import GENERAL_VICTIMS, InvariantError, SimConfig, SimulationError, Simulator, check_invariants
 from dogi_ml.sim.state import C_INVALID
-from helpers import CAP, SEG, hotcold_writes, run
 
 
 @pytest.mark.parametrize("policy", ["nosep", "sepgc", "sepbit", "fk"])
@@ -65,8 +65,12 @@ def test_separating_schemes_beat_nosep_on_hot_cold():
 def test_chunked_runs_are_bit_identical(policy, victim, zipf_small):
     whole, r1 = run(policy, zipf_small, victim, chunk_blocks=3000)
     pol = make_policy(policy)
-    parts = Simulator(pol, SimConfig(segment_blocks=SEG, victim=victim, chunk_blocks=3000), CAP,
-                      stream=zipf_small if pol.needs_future else None)
+    parts = Simulator(
+        pol,
+        SimConfig(segment_blocks=SEG, victim=victim, chunk_blocks=3000),
+        CAP,
+        stream=zipf_small if pol.needs_future else None,
+    )
     parts.prefill()
     cuts = [0, 1, 777, 5000, 5001, 20000, zipf_small.size]
     for a, b in zip(cuts, cuts[1:]):
@@ -102,8 +106,14 @@ def test_golden_gc_writes(key, zipf_small):
 
 
 def test_garbage_proportion_trigger(zipf_small):
-    sim, r = run("sepbit", zipf_small, "cost_benefit_sepbit", gc_trigger="garbage_proportion",
-                 gc_garbage_ratio=0.05, debug_invariants=True)
+    sim, r = run(
+        "sepbit",
+        zipf_small,
+        "cost_benefit_sepbit",
+        gc_trigger="garbage_proportion",
+        gc_garbage_ratio=0.05,
+        debug_invariants=True,
+    )
     assert r["gc_writes"] > 0
     _, r_free = run("sepbit", zipf_small, "cost_benefit_sepbit")
     assert r["reclaimed_segments"] != r_free["reclaimed_segments"]

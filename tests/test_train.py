@@ -1,18 +1,19 @@
 """``python -m dogi_ml train`` end to end: MLflow run, metrics, artifacts, failures, sweeps."""
+
 import json
 
 import numpy as np
 import pytest
-
-from dogi_ml.pipeline.train import Dataset, hot_included_metrics, per_class_table
 from helpers import run_cli
 
-SMALL = ["workload.capacity_blocks=16384", "workload.write_volume=6", "latency_budget_s=0.02",
-         "model.params.epochs=2"]
+from dogi_ml.pipeline.train import Dataset, hot_included_metrics, per_class_table
+
+SMALL = ["workload.capacity_blocks=16384", "workload.write_volume=6", "latency_budget_s=0.02", "model.params.epochs=2"]
 
 
 def runs(cwd):
     import mlflow
+
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{cwd / 'mlruns.db'}")
     exp = client.get_experiment_by_name("train")
     return client, exp, client.search_runs([exp.experiment_id])
@@ -22,13 +23,20 @@ def test_hot_included_accuracy_counts_a_c1_prediction_of_a_hot_row_as_wrong():
     """Capacity 100000, mu 100: hot <= 100 < c1 <= 1000 < c2 <= 2000 < c3 <= 4000. Two truly hot
     rows (predicted c1 and c2), then c1, c2, c3, c1 predicted c1, c2, c2, c3."""
     inv = np.array([50, 80, 500, 1500, 3000, 500])
-    pred = np.array([0, 1, 0, 1, 1, 2])                       # model classes: 0 = c1
+    pred = np.array([0, 1, 0, 1, 1, 2])  # model classes: 0 = c1
     names = [f"c{i}" for i in range(1, 11)]
-    ds = Dataset(X=np.zeros((6, 1)), y=np.array([0, 0, 0, 1, 2, 0]), rows=np.arange(6), inv=inv,
-                 feature_names=["lba"], class_names=names, splits={"test": slice(0, 6)},
-                 info={"labels": "dogi", "capacity_blocks": 100_000, "mu": 100})
+    ds = Dataset(
+        X=np.zeros((6, 1)),
+        y=np.array([0, 0, 0, 1, 2, 0]),
+        rows=np.arange(6),
+        inv=inv,
+        feature_names=["lba"],
+        class_names=names,
+        splits={"test": slice(0, 6)},
+        info={"labels": "dogi", "capacity_blocks": 100_000, "mu": 100},
+    )
     m = hot_included_metrics(ds, pred)
-    assert m["accuracy_all_classes"] == pytest.approx(2 / 6)   # the hot row predicted c1 is wrong here ...
+    assert m["accuracy_all_classes"] == pytest.approx(2 / 6)  # the hot row predicted c1 is wrong here ...
     assert float(np.mean(pred == ds.y)) == pytest.approx(3 / 6)  # ... and right in the model's classes
     assert m["accuracy_nonhot"] == pytest.approx(2 / 4) and m["hot_row_share"] == pytest.approx(2 / 6)
     table = per_class_table(m, names)
@@ -39,8 +47,12 @@ def test_hot_included_accuracy_counts_a_c1_prediction_of_a_hot_row_as_wrong():
     # other label kinds have no hot class: the table is over the model's classes
     ds.info["labels"] = "binary"
     assert hot_included_metrics(ds, pred) == {}
-    assert list(per_class_table({"per_class_recall": {0: 1.0, 1: 0.5}, "per_class_precision": {0: 0.5, 1: 1.0},
-                                 "support": {0: 1, 1: 2}}, ["short", "long"])["recall"]) == ["short", "long"]
+    assert list(
+        per_class_table(
+            {"per_class_recall": {0: 1.0, 1: 0.5}, "per_class_precision": {0: 0.5, 1: 1.0}, "support": {0: 1, 1: 2}},
+            ["short", "long"],
+        )["recall"]
+    ) == ["short", "long"]
 
 
 def test_train_logs_a_complete_mlflow_run(tmp_path):
@@ -52,8 +64,15 @@ def test_train_logs_a_complete_mlflow_run(tmp_path):
     assert len(found) == 1
     run = found[0]
     assert run.info.status == "FINISHED"
-    for key in ("accuracy", "accuracy_all_classes", "accuracy_nonhot", "hot_row_share", "macro_f1",
-                "latency_ns_per_block", "recall_hot"):
+    for key in (
+        "accuracy",
+        "accuracy_all_classes",
+        "accuracy_nonhot",
+        "hot_row_share",
+        "macro_f1",
+        "latency_ns_per_block",
+        "recall_hot",
+    ):
         assert key in run.data.metrics, key
     assert 0 <= run.data.metrics["accuracy"] <= 1
     assert not any(k.startswith("acc_") for k in run.data.metrics)
@@ -62,18 +81,31 @@ def test_train_logs_a_complete_mlflow_run(tmp_path):
     assert run.data.tags["workload"] == "ycsb_a" and run.data.tags["model"] == "mlp"
     assert run.data.params["model.name"] == "mlp" and run.data.params["workload.capacity_blocks"] == "16384"
     top = {a.path for a in client.list_artifacts(run.info.run_id)}
-    assert {"confusion_matrix.png", "feature_report.json", "feature_report.png", "metrics.json", "config.yaml",
-            "model"} <= top
+    assert {
+        "confusion_matrix.png",
+        "feature_report.json",
+        "feature_report.png",
+        "metrics.json",
+        "config.yaml",
+        "model",
+    } <= top
     assert {a.path for a in client.list_artifacts(run.info.run_id, "model")} == {"model/model.pkl", "model/model.json"}
     metrics = json.loads(next(tmp_path.glob("outputs/train/*/*/metrics.json")).read_text())
     assert len(metrics["confusion_matrix"]) == 10 and metrics["mlflow_run_id"] == run.info.run_id
     assert len(metrics["confusion_matrix_all_classes"]) == 11
-    assert {"accuracy", "accuracy_all_classes", "accuracy_nonhot", "hot_row_share", "per_class_recall",
-            "per_class_precision", "per_class"} <= set(metrics) and "per_class_accuracy" not in metrics
+    assert {
+        "accuracy",
+        "accuracy_all_classes",
+        "accuracy_nonhot",
+        "hot_row_share",
+        "per_class_recall",
+        "per_class_precision",
+        "per_class",
+    } <= set(metrics) and "per_class_accuracy" not in metrics
     assert list(metrics["per_class"]["recall"]) == ["hot"] + [f"c{i}" for i in range(1, 11)]
-    assert metrics["per_class"]["recall"]["hot"] in (0.0, None)    # the model never predicts hot
+    assert metrics["per_class"]["recall"]["hot"] in (0.0, None)  # the model never predicts hot
     assert sum(metrics["per_class"]["support"].values()) == metrics["dataset"]["n_test"]
-    for key in ("recall", "precision"):             # MLflow: one metric per class that has a value
+    for key in ("recall", "precision"):  # MLflow: one metric per class that has a value
         for name, v in metrics["per_class"][key].items():
             assert (f"{key}_{name}" in run.data.metrics) == (v is not None)
     cm = np.array(metrics["confusion_matrix_all_classes"])
@@ -99,23 +131,44 @@ def test_train_without_workload_lists_them(tmp_path):
 
 @pytest.mark.slow
 def test_sweep_gets_a_parent_run_with_children(tmp_path):
-    run_cli(["train", "-m", "+workload=ycsb_a,zipf", "model=mlp,logistic",
-             *[f"++{o}" if o.startswith("workload") else o for o in SMALL if not o.startswith("model.")]], tmp_path)
+    run_cli(
+        [
+            "train",
+            "-m",
+            "+workload=ycsb_a,zipf",
+            "model=mlp,logistic",
+            *[f"++{o}" if o.startswith("workload") else o for o in SMALL if not o.startswith("model.")],
+        ],
+        tmp_path,
+    )
     _, _, found = runs(tmp_path)
     parents = [r for r in found if r.data.tags.get("kind") == "sweep"]
     children = [r for r in found if r.data.tags.get("mlflow.parentRunId")]
     assert len(parents) == 1 and len(children) == 4
     assert all(c.data.tags["mlflow.parentRunId"] == parents[0].info.run_id for c in children)
-    assert {(c.data.tags["workload"], c.data.tags["model"]) for c in children} == \
-        {("ycsb_a", "mlp"), ("ycsb_a", "logistic"), ("zipf", "mlp"), ("zipf", "logistic")}
+    assert {(c.data.tags["workload"], c.data.tags["model"]) for c in children} == {
+        ("ycsb_a", "mlp"),
+        ("ycsb_a", "logistic"),
+        ("zipf", "mlp"),
+        ("zipf", "logistic"),
+    }
     assert parents[0].info.status == "FINISHED" and parents[0].data.metrics["jobs"] == 4
 
 
 @pytest.mark.slow
 def test_submitit_local_launcher(tmp_path):
     """The SLURM launcher config, exercised with submitit's local executor."""
-    run_cli(["train", "-m", "+workload=zipf", "model=logistic", "hydra/launcher=slurm_local",
-             *[f"++{o}" if o.startswith("workload") else o for o in SMALL if not o.startswith("model.")]], tmp_path)
+    run_cli(
+        [
+            "train",
+            "-m",
+            "+workload=zipf",
+            "model=logistic",
+            "hydra/launcher=slurm_local",
+            *[f"++{o}" if o.startswith("workload") else o for o in SMALL if not o.startswith("model.")],
+        ],
+        tmp_path,
+    )
     _, _, found = runs(tmp_path)
     children = [r for r in found if r.data.tags.get("mlflow.parentRunId")]
     assert len(children) == 1 and children[0].info.status == "FINISHED"

@@ -4,6 +4,7 @@ The wheel is built from the checkout and installed into a fresh virtual environm
 other packages are the test environment's (added through a ``.pth`` file, which does not run the
 editable install's finder), then ``simulate`` and ``train`` run from an unrelated directory.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from helpers import REPO
+
 CARD_FOLDERS = ("features", "models", "export", "markov", "oracles", "rl")
 
 pytestmark = pytest.mark.slow
@@ -28,18 +29,47 @@ def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     # build from a copy: setuptools writes build/ and *.egg-info beside the sources
     src = tmp_path_factory.mktemp("src") / "dogi_ml"
-    skip_top = {".git", ".venv", "build", "dist", ".cache", "outputs", "multirun", "mlruns.db", "mlartifacts",
-                ".pytest_cache", "docs", "data", "notebooks"}
+    skip_top = {
+        ".git",
+        ".venv",
+        "build",
+        "dist",
+        ".cache",
+        "outputs",
+        "multirun",
+        "mlruns.db",
+        "mlartifacts",
+        ".pytest_cache",
+        "docs",
+        "data",
+        "notebooks",
+    }
 
     def ignore(folder, names):
-        return [n for n in names if (Path(folder) == REPO and n in skip_top)
-                or n == "__pycache__" or n.endswith(".egg-info")]
+        return [
+            n
+            for n in names
+            if (Path(folder) == REPO and n in skip_top) or n == "__pycache__" or n.endswith(".egg-info")
+        ]
 
     shutil.copytree(REPO, src, ignore=ignore)
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "--wheel-dir", str(out), str(src)],
-        capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--wheel-dir",
+            str(out),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (whl,) = out.glob("dogi_ml-*.whl")
     return whl
@@ -50,10 +80,31 @@ def venv_python(wheel, tmp_path_factory) -> Path:
     env_dir = tmp_path_factory.mktemp("venv")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True)
     python = env_dir / "bin" / "python"
-    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               capture_output=True, text=True, check=True).stdout.strip())
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-                           "--target", str(site), str(wheel)], capture_output=True, text=True, timeout=600)
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--target",
+            str(site),
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     # dependencies from the test environment, appended after the wheel's own site-packages
     (site / "zz_test_env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
@@ -81,9 +132,15 @@ def test_wheel_ships_namespaced_packages_and_configs(wheel):
 
 
 def test_wheel_install_runs_simulate_and_train_from_anywhere(venv_python, tmp_path):
-    where = _run(venv_python, ["-c", "import dogi_ml, dogi_ml.models, dogi_ml.cli as c; "
-                                     "print(dogi_ml.__file__); print(dogi_ml.models.__file__); print(c.CONF_DIR)"],
-                 tmp_path)
+    where = _run(
+        venv_python,
+        [
+            "-c",
+            "import dogi_ml, dogi_ml.models, dogi_ml.cli as c; "
+            "print(dogi_ml.__file__); print(dogi_ml.models.__file__); print(c.CONF_DIR)",
+        ],
+        tmp_path,
+    )
     site = str(venv_python.parents[1])
     for line in where.stdout.split():
         assert line.startswith(site), f"imported from outside the wheel install: {line}"
@@ -92,14 +149,37 @@ def test_wheel_install_runs_simulate_and_train_from_anywhere(venv_python, tmp_pa
     assert probe.returncode != 0 and "No module named 'markov'" in probe.stderr
 
     out = tmp_path / "sim.json"
-    small = ["workload.capacity_blocks=8192", "workload.write_volume=4", "sim.segment_blocks=64",
-             "progress=false"]
-    sim = _run(venv_python, ["-m", "dogi_ml", "simulate", "+workload=zipf", "policy=sepbit", "plot=false",
-                             "mlflow=false", f"sim.output={out}", *small], tmp_path)
+    small = ["workload.capacity_blocks=8192", "workload.write_volume=4", "sim.segment_blocks=64", "progress=false"]
+    sim = _run(
+        venv_python,
+        [
+            "-m",
+            "dogi_ml",
+            "simulate",
+            "+workload=zipf",
+            "policy=sepbit",
+            "plot=false",
+            "mlflow=false",
+            f"sim.output={out}",
+            *small,
+        ],
+        tmp_path,
+    )
     result = json.loads(out.read_text())
     assert result["user_writes"] == 4 * 8192 and result["waf"] > 1.0, sim.stdout
-    train = _run(venv_python, ["-m", "dogi_ml", "train", "+workload=ycsb_a", "workload.capacity_blocks=16384",
-                               "workload.write_volume=6", "latency_budget_s=0.02", "model.params.epochs=2"],
-                 tmp_path)
+    train = _run(
+        venv_python,
+        [
+            "-m",
+            "dogi_ml",
+            "train",
+            "+workload=ycsb_a",
+            "workload.capacity_blocks=16384",
+            "workload.write_volume=6",
+            "latency_budget_s=0.02",
+            "model.params.epochs=2",
+        ],
+        tmp_path,
+    )
     assert "accuracy" in train.stdout.lower(), train.stdout
     assert (tmp_path / "mlruns.db").exists()

@@ -18,6 +18,7 @@ Only files these caches write are ever removed; anything else found there is lis
 and left alone. Everything here is rebuilt on demand, so clearing is always safe (the next run
 compiles or generates again).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,6 +61,7 @@ def cache_dir(cache: str) -> Path:
 class Entry:
     """One removable unit: a loop and its compiled forms, one Numba function's index and data
     files, one trace, ..."""
+
     kind: str
     name: str
     files: list[Path] = field(default_factory=list)
@@ -70,7 +72,7 @@ class Entry:
             try:
                 stats.append(f.stat())
             except FileNotFoundError:
-                pass            # removed by another process since the scan
+                pass  # removed by another process since the scan
         self.size = sum(s.st_size for s in stats)
         # the newest file: when the entry was last (re)written
         self.mtime = max((s.st_mtime for s in stats), default=0.0)
@@ -103,10 +105,10 @@ def scan(cache: str, root: Path | None = None) -> tuple[list[Entry], list[Path]]
         take("records", store.name, [store, *root.glob(f"{store.name}.*.tmp")])
         numba_root = root / "numba"
         for index in sorted(numba_root.glob("*/*.nbi")):
-            base = index.name[:-len(".nbi")]
+            base = index.name[: -len(".nbi")]
             take("numba", f"{index.parent.name}/{base}", [index, *index.parent.glob(f"{base}.*")])
         for f in sorted(f for f in files if numba_root in f.parents):
-            take("numba", f"{f.parent.name}/{f.name}", [f])     # data without an index, tmp files
+            take("numba", f"{f.parent.name}/{f.name}", [f])  # data without an index, tmp files
     elif cache == "traces":
         for f in sorted(root.glob("*.dtr")):
             take("trace", f.name, [f])
@@ -133,18 +135,22 @@ def info(caches: Iterable[str] = CACHES, oldest: int = 5) -> dict:
             k["files"] += len(e.files)
             k["bytes"] += e.size
         out[cache] = {
-            "path": str(root.resolve()), "exists": root.is_dir(), "kinds": kinds,
-            "entries": len(entries), "files": sum(len(e.files) for e in entries),
+            "path": str(root.resolve()),
+            "exists": root.is_dir(),
+            "kinds": kinds,
+            "entries": len(entries),
+            "files": sum(len(e.files) for e in entries),
             "bytes": sum(e.size for e in entries),
-            "oldest": [{"kind": e.kind, "name": e.name, "files": len(e.files), "bytes": e.size,
-                        "mtime": e.mtime} for e in sorted(entries, key=lambda e: e.mtime)[:oldest]],
+            "oldest": [
+                {"kind": e.kind, "name": e.name, "files": len(e.files), "bytes": e.size, "mtime": e.mtime}
+                for e in sorted(entries, key=lambda e: e.mtime)[:oldest]
+            ],
             "unknown": [str(p) for p in unknown],
         }
     return out
 
 
-def clear(caches: Iterable[str] = CACHES, older_than_days: float | None = None,
-          dry_run: bool = False) -> dict:
+def clear(caches: Iterable[str] = CACHES, older_than_days: float | None = None, dry_run: bool = False) -> dict:
     """Remove the entries of ``caches`` (only those last written more than ``older_than_days``
     ago, if given). Returns, per cache, what was (or, with ``dry_run``, would be) removed."""
     if older_than_days is not None and older_than_days < 0:
@@ -161,22 +167,29 @@ def clear(caches: Iterable[str] = CACHES, older_than_days: float | None = None,
                     try:
                         f.unlink()
                     except FileNotFoundError:
-                        pass        # another process removed it meanwhile
+                        pass  # another process removed it meanwhile
             _remove_empty_dirs(cache, root)
-        out[cache] = {"path": str(root.resolve()), "removed_entries": len(doomed),
-                      "removed_files": sum(len(e.files) for e in doomed),
-                      "removed_bytes": sum(e.size for e in doomed),
-                      "kept_entries": len(entries) - len(doomed), "unknown": [str(p) for p in unknown]}
+        out[cache] = {
+            "path": str(root.resolve()),
+            "removed_entries": len(doomed),
+            "removed_files": sum(len(e.files) for e in doomed),
+            "removed_bytes": sum(e.size for e in doomed),
+            "kept_entries": len(entries) - len(doomed),
+            "unknown": [str(p) for p in unknown],
+        }
     return out
 
 
 def _remove_empty_dirs(cache: str, root: Path) -> None:
     """Drop the sub-folders a clear emptied (only those the cache creates)."""
-    dirs = ([*(root / "numba").glob("*/"), root / "numba", root / "__pycache__"] if cache == "kernels"
-            else [root / "annotations"])
+    dirs = (
+        [*(root / "numba").glob("*/"), root / "numba", root / "__pycache__"]
+        if cache == "kernels"
+        else [root / "annotations"]
+    )
     for d in dirs:
         try:
-            d.rmdir()           # only if empty
+            d.rmdir()  # only if empty
         except OSError:
             pass
 
@@ -196,8 +209,10 @@ def _when(t: float) -> str:
     return f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(t))} ({ago} ago)"
 
 
-_WHERE = {"kernels": "$DOGI_ML_KERNEL_CACHE moves it",
-          "traces": "$DOGI_ML_CACHE/traces; relative to the working directory by default"}
+_WHERE = {
+    "kernels": "$DOGI_ML_KERNEL_CACHE moves it",
+    "traces": "$DOGI_ML_CACHE/traces; relative to the working directory by default",
+}
 
 
 def print_info(report: dict, file=None) -> None:
@@ -208,42 +223,63 @@ def print_info(report: dict, file=None) -> None:
             print("  empty (no such folder)", file=file)
             continue
         for kind, k in sorted(r["kinds"].items(), key=lambda kv: list(KINDS).index(kv[0])):
-            print(f"  {KINDS[kind]:<26} {k['entries']:>6} entries {k['files']:>7} files {_size(k['bytes']):>11}", file=file)
+            print(
+                f"  {KINDS[kind]:<26} {k['entries']:>6} entries {k['files']:>7} files {_size(k['bytes']):>11}",
+                file=file,
+            )
         print(f"  {'total':<26} {r['entries']:>6} entries {r['files']:>7} files {_size(r['bytes']):>11}", file=file)
         if r["oldest"]:
             print("  oldest entries (last written):", file=file)
             for e in r["oldest"]:
-                print(f"    {_when(e['mtime'])}  {e['kind']:<10} {e['name']}  ({e['files']} files, {_size(e['bytes'])})", file=file)
+                print(
+                    f"    {_when(e['mtime'])}  {e['kind']:<10} {e['name']}  ({e['files']} files, {_size(e['bytes'])})",
+                    file=file,
+                )
         if r["unknown"]:
-            print(f"  {len(r['unknown'])} unknown file(s), never removed: " + ", ".join(r["unknown"][:5])
-                  + (" ..." if len(r["unknown"]) > 5 else ""), file=file)
+            print(
+                f"  {len(r['unknown'])} unknown file(s), never removed: "
+                + ", ".join(r["unknown"][:5])
+                + (" ..." if len(r["unknown"]) > 5 else ""),
+                file=file,
+            )
 
 
 def print_clear(report: dict, dry_run: bool, file=None) -> None:
     file = file or sys.stdout
     verb = "would remove" if dry_run else "removed"
     for cache, r in report.items():
-        print(f"{cache} cache: {r['path']}: {verb} {r['removed_entries']} entries ({r['removed_files']} files, "
-              f"{_size(r['removed_bytes'])}); {r['kept_entries']} entries kept", file=file)
+        print(
+            f"{cache} cache: {r['path']}: {verb} {r['removed_entries']} entries ({r['removed_files']} files, "
+            f"{_size(r['removed_bytes'])}); {r['kept_entries']} entries kept",
+            file=file,
+        )
         if r["unknown"]:
             print(f"  {len(r['unknown'])} unknown file(s) left alone", file=file)
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m dogi_ml cache",
-                                description="Show or prune the kernel cache (compiled code) and the trace cache.")
+    p = argparse.ArgumentParser(
+        prog="python -m dogi_ml cache",
+        description="Show or prune the kernel cache (compiled code) and the trace cache.",
+    )
     sub = p.add_subparsers(dest="action", required=True, metavar="{info,clear}")
-    for name, text in (("info", "sizes, counts and oldest entries of the caches"),
-                       ("clear", "remove cache entries (everything, or those older than --older-than)")):
+    for name, text in (
+        ("info", "sizes, counts and oldest entries of the caches"),
+        ("clear", "remove cache entries (everything, or those older than --older-than)"),
+    ):
         s = sub.add_parser(name, help=text, description=text)
-        s.add_argument("which", nargs="?", default="all", choices=(*CACHES, "all"),
-                       help="which cache (default: all)")
+        s.add_argument("which", nargs="?", default="all", choices=(*CACHES, "all"), help="which cache (default: all)")
         s.add_argument("--json", action="store_true", help="print the report as JSON")
         if name == "info":
             s.add_argument("--oldest", type=int, default=5, metavar="N", help="list the N oldest entries (default 5)")
         else:
-            s.add_argument("--older-than", type=float, default=None, metavar="DAYS",
-                           help="only entries last written more than DAYS days ago")
+            s.add_argument(
+                "--older-than",
+                type=float,
+                default=None,
+                metavar="DAYS",
+                help="only entries last written more than DAYS days ago",
+            )
             s.add_argument("--dry-run", action="store_true", help="show what would be removed, remove nothing")
     return p
 
@@ -252,7 +288,7 @@ def main(argv: list[str]) -> int:
     """``cache info|clear [kernels|traces|all] [options]``; returns the exit status."""
     try:
         args = _parser().parse_args(argv)
-    except SystemExit as exc:              # --help (0) or a usage error (2), already printed
+    except SystemExit as exc:  # --help (0) or a usage error (2), already printed
         return int(exc.code or 0)
     caches = CACHES if args.which == "all" else (args.which,)
     if args.action == "info":

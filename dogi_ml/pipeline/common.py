@@ -1,5 +1,6 @@
 """What the command bodies share: the packaged configs, the Hydra run's directories, the
 workload check."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,19 +19,25 @@ def available(group: str) -> list[str]:
 
 def require_workload(cfg) -> None:
     if "workload" not in cfg or cfg.workload is None:
-        raise ConfigError("no workload given", "add +workload=NAME, one of: " + ", ".join(available("workload"))
-                          + " (files: +workload=file workload.path=FILE workload.format=NAME)")
+        raise ConfigError(
+            "no workload given",
+            "add +workload=NAME, one of: "
+            + ", ".join(available("workload"))
+            + " (files: +workload=file workload.path=FILE workload.format=NAME)",
+        )
 
 
 def output_dir() -> Path:
     """The current Hydra run's output directory (under the working directory)."""
     from hydra.core.hydra_config import HydraConfig
+
     return Path(HydraConfig.get().runtime.output_dir)
 
 
 def multirun() -> bool:
     """Whether this is one job of a Hydra sweep (``-m``); False outside Hydra."""
     from hydra.core.hydra_config import HydraConfig
+
     try:
         return HydraConfig.get().mode.name == "MULTIRUN"
     except ValueError:
@@ -42,4 +49,5 @@ def sweep_dir() -> Path | None:
     if not multirun():
         return None
     from hydra.core.hydra_config import HydraConfig
+
     return Path(HydraConfig.get().sweep.dir)

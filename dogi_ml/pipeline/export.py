@@ -8,6 +8,7 @@ and evaluation (test split). Written to ``export/run-<model>-<workload>-<run>/``
 (accuracy, parity, ONNX agreement, timings) and ``manifest.json``; all logged to MLflow
 (experiment ``export``).
 """
+
 from __future__ import annotations
 
 import json
@@ -42,54 +43,75 @@ def _source(cfg, work_dir: Path, log) -> tuple:
             metrics = path.parent / "metrics.json"
             if metrics.exists():
                 run_id = json.loads(metrics.read_text()).get("mlflow_run_id")
-        return model, src_cfg, {"model_path": str(path.resolve()), "mlflow_run_id": run_id,
-                                "config": str(conf) if conf.exists() else None}
+        return (
+            model,
+            src_cfg,
+            {
+                "model_path": str(path.resolve()),
+                "mlflow_run_id": run_id,
+                "config": str(conf) if conf.exists() else None,
+            },
+        )
     if e.run_id:
         from dogi_ml.tracking import _mlflow
+
         mlflow = _mlflow()
         try:
             mlflow.MlflowClient().get_run(str(e.run_id))
         except Exception as exc:  # noqa: BLE001 - MLflow raises its own exception types
-            raise ConfigError(f"MLflow run {e.run_id!r} not found in {mlflow.get_tracking_uri()} ({exc})",
-                              "give the id of a train run in this tracking store (mlflow ui lists them)") from exc
+            raise ConfigError(
+                f"MLflow run {e.run_id!r} not found in {mlflow.get_tracking_uri()} ({exc})",
+                "give the id of a train run in this tracking store (mlflow ui lists them)",
+            ) from exc
         dst = Path(tempfile.mkdtemp(dir=work_dir))
         try:
-            model_file = mlflow.artifacts.download_artifacts(run_id=str(e.run_id), artifact_path="model/model.pkl",
-                                                             dst_path=str(dst))
-            conf_file = mlflow.artifacts.download_artifacts(run_id=str(e.run_id), artifact_path="config.yaml",
-                                                            dst_path=str(dst))
+            model_file = mlflow.artifacts.download_artifacts(
+                run_id=str(e.run_id), artifact_path="model/model.pkl", dst_path=str(dst)
+            )
+            conf_file = mlflow.artifacts.download_artifacts(
+                run_id=str(e.run_id), artifact_path="config.yaml", dst_path=str(dst)
+            )
         except Exception as exc:  # noqa: BLE001
-            raise ConfigError(f"MLflow run {e.run_id} has no model/model.pkl and config.yaml artifacts ({exc})",
-                              "give the id of a train run") from exc
+            raise ConfigError(
+                f"MLflow run {e.run_id} has no model/model.pkl and config.yaml artifacts ({exc})",
+                "give the id of a train run",
+            ) from exc
         return LifetimeModel.load(model_file), OmegaConf.load(conf_file), {"mlflow_run_id": str(e.run_id)}
     from dogi_ml.pipeline.train import run_train
+
     require_workload(cfg)
-    log("[bold]export[/bold]: training the model first (the train pipeline; export.run_id=ID or "
-        "export.model_path=FILE reuses one)")
+    log(
+        "[bold]export[/bold]: training the model first (the train pipeline; export.run_id=ID or "
+        "export.model_path=FILE reuses one)"
+    )
     train_dir = work_dir / "train"
     summary = run_train(cfg, train_dir)
     model = LifetimeModel.load(train_dir / "model.pkl")
-    return model, cfg, {"mlflow_run_id": summary["mlflow_run_id"], "model_path": str((train_dir / "model.pkl").resolve())}
+    return (
+        model,
+        cfg,
+        {"mlflow_run_id": summary["mlflow_run_id"], "model_path": str((train_dir / "model.pkl").resolve())},
+    )
 
 
 def _bounds(ds) -> dict | None:
     if ds.info.get("labels") != "dogi":
         return None
     from dogi_ml.features.labels import category_bounds
+
     b = category_bounds(ds.info["capacity_blocks"], ds.info["mu"])
-    return {"hot_threshold_mu": int(b[0]), "upper_bounds": [int(v) for v in b[1:]],
-            "meaning": "class c1 covers invalidation times (mu, upper[0]], c_i (upper[i-2], upper[i-1]], "
-                       "c10 above upper[8]; times in user-written blocks"}
+    return {
+        "hot_threshold_mu": int(b[0]),
+        "upper_bounds": [int(v) for v in b[1:]],
+        "meaning": "class c1 covers invalidation times (mu, upper[0]], c_i (upper[i-2], upper[i-1]], "
+        "c10 above upper[8]; times in user-written blocks",
+    }
 
 
 def run_export(cfg, work_dir: Path) -> dict:
     """The ``export`` command body (see the module docstring)."""
     from omegaconf import OmegaConf
 
-    from dogi_ml.pipeline.train import build_dataset
-    from dogi_ml.report import console
-    from dogi_ml.tracking import flatten, mlflow_run
-    from dogi_ml.traces.workload import load_workload
     from dogi_ml.export import onnx_export as ox
     from dogi_ml.export.bench import bench_deployed
     from dogi_ml.export.c_header import emit_header
@@ -97,13 +119,19 @@ def run_export(cfg, work_dir: Path) -> dict:
     from dogi_ml.export.manifest import load_export, write_manifest
     from dogi_ml.export.parity import all_identical, extreme_features, parity
     from dogi_ml.export.quantize import ExportError, quantize_model
+    from dogi_ml.pipeline.train import build_dataset
+    from dogi_ml.report import console
+    from dogi_ml.traces.workload import load_workload
+    from dogi_ml.tracking import flatten, mlflow_run
 
     e = cfg.export
     work_dir.mkdir(parents=True, exist_ok=True)
     model, src_cfg, source = _source(cfg, work_dir, console.print)
     if "workload" not in src_cfg or src_cfg.workload is None:
-        raise ConfigError("the source model's workload is unknown (no config.yaml beside it)",
-                          "add +workload=NAME with the data settings it was trained with")
+        raise ConfigError(
+            "the source model's workload is unknown (no config.yaml beside it)",
+            "add +workload=NAME with the data settings it was trained with",
+        )
     wl = src_cfg.workload.name
     run_tag = (source.get("mlflow_run_id") or time.strftime("%Y%m%d-%H%M%S"))[:8]
     out = Path(e.out) if e.out else Path("export") / f"run-{model.name}-{wl}-{run_tag}"
@@ -122,11 +150,15 @@ def run_export(cfg, work_dir: Path) -> dict:
 
     # -- deployed integer form ----------------------------------------------------------------
     t0 = time.perf_counter()
-    opts = {"input_bits": int(e.input_bits), "input_margin": float(e.input_margin),
-            "act_percentile": float(e.act_percentile)}
+    opts = {
+        "input_bits": int(e.input_bits),
+        "input_margin": float(e.input_margin),
+        "act_percentile": float(e.act_percentile),
+    }
     try:
-        q = quantize_model(model, ds.X[tr], ds.class_names, ds.feature_names,
-                           **(opts if model.name in ("mlp", "gru") else {}))
+        q = quantize_model(
+            model, ds.X[tr], ds.class_names, ds.feature_names, **(opts if model.name in ("mlp", "gru") else {})
+        )
     except ExportError:
         q = None
         if model.name not in ("tcn", "deepfm"):
@@ -139,14 +171,23 @@ def run_export(cfg, work_dir: Path) -> dict:
     if q is not None:
         pred_int = q.predict(X_test)
         acc_int = float((pred_int == y_test).mean())
-        report["accuracy"].update({"int": acc_int, "loss_points": 100 * (acc_float - acc_int),
-                                   "float_int_agreement": float((pred_float == pred_int).mean()),
-                                   "target_loss_points": 1.0})
-        console.print(f"  quantised in {time.perf_counter() - t0:.1f} s: test accuracy float {acc_float:.4f}, "
-                      f"integer {acc_int:.4f} ({100 * (acc_float - acc_int):+.2f} points), "
-                      f"agreement {report['accuracy']['float_int_agreement']:.4f}")
+        report["accuracy"].update(
+            {
+                "int": acc_int,
+                "loss_points": 100 * (acc_float - acc_int),
+                "float_int_agreement": float((pred_float == pred_int).mean()),
+                "target_loss_points": 1.0,
+            }
+        )
+        console.print(
+            f"  quantised in {time.perf_counter() - t0:.1f} s: test accuracy float {acc_float:.4f}, "
+            f"integer {acc_int:.4f} ({100 * (acc_float - acc_int):+.2f} points), "
+            f"agreement {report['accuracy']['float_int_agreement']:.4f}"
+        )
         header = f"{e.prefix}_{model.name}.h"
-        (out / header).write_text(emit_header(q, e.prefix, source=source.get("mlflow_run_id") or source.get("model_path")))
+        (out / header).write_text(
+            emit_header(q, e.prefix, source=source.get("mlflow_run_id") or source.get("model_path"))
+        )
         np.savez(out / "quantized.npz", **q.arrays())
         files.update({"header": header, "arrays": "quantized.npz"})
 
@@ -158,16 +199,21 @@ def run_export(cfg, work_dir: Path) -> dict:
         onnx_cls, _ = ox.run(sess, X_test, model.n_features)
         ref = ox.torch_classes(model, X_test) if getattr(model, "net", None) is not None else pred_float
         agree = float((onnx_cls == ref).mean())
-        report["onnx"] = {"float_vs_" + ("pytorch" if getattr(model, "net", None) is not None else "model"): agree,
-                          "target": 0.999, "rows": int(len(ref))}
+        report["onnx"] = {
+            "float_vs_" + ("pytorch" if getattr(model, "net", None) is not None else "model"): agree,
+            "target": 0.999,
+            "rows": int(len(ref)),
+        }
         if q is not None and q.kind == "mlp":
             i_onnx = ox.export_qdq(q, model.scaler, out / f"{model.name}_int8_qdq.onnx")
             files["onnx_int8"] = i_onnx.name
             qcls, _ = ox.run(ox.session(i_onnx), X_test, model.n_features)
             report["onnx"]["int8_qdq_vs_integer_reference"] = float((qcls == pred_int).mean())
             report["onnx"]["int8_qdq_vs_float"] = float((qcls == pred_float).mean())
-        console.print("  ONNX (onnx.checker ok): " + ", ".join(f"{k} {v:.4%}" for k, v in report["onnx"].items()
-                                                               if isinstance(v, float) and k != "target"))
+        console.print(
+            "  ONNX (onnx.checker ok): "
+            + ", ".join(f"{k} {v:.4%}" for k, v in report["onnx"].items() if isinstance(v, float) and k != "target")
+        )
 
     # -- C: strict build, parity, timing --------------------------------------------------------
     cmodels = {}
@@ -177,38 +223,58 @@ def run_export(cfg, work_dir: Path) -> dict:
             console.print("  [yellow]no C compiler: header not compiled, C parity skipped[/yellow]")
         else:
             checks = {"c99": strict_compile(out / header), "c++": strict_compile(out / header, cxx=True)}
-            report["c"] = {k: {"ok": v["ok"], "command": v["command"], "undefined_symbols": v["undefined"],
-                               "errors": v["stderr"][-2000:]} for k, v in checks.items()}
+            report["c"] = {
+                k: {
+                    "ok": v["ok"],
+                    "command": v["command"],
+                    "undefined_symbols": v["undefined"],
+                    "errors": v["stderr"][-2000:],
+                }
+                for k, v in checks.items()
+            }
             if not all(v["ok"] for v in checks.values()):
                 raise ExportError(f"the generated header does not build strictly: {report['c']}")
             hidden = getattr(q, "hidden", 0)
             cmodels["c_O2"] = build_shared(out / header, q.kind, q.n_features, q.n_classes, hidden=hidden)
-            if q.kind == "mlp":    # the x86-64 SSE2 pass alone (what a CPU without AVX2 runs)
-                cmodels["c_O2_sse2_only"] = build_shared(out / header, q.kind, q.n_features, q.n_classes,
-                                                         extra_flags=(f"-D{e.prefix.upper()}_NO_AVX2",))
+            if q.kind == "mlp":  # the x86-64 SSE2 pass alone (what a CPU without AVX2 runs)
+                cmodels["c_O2_sse2_only"] = build_shared(
+                    out / header, q.kind, q.n_features, q.n_classes, extra_flags=(f"-D{e.prefix.upper()}_NO_AVX2",)
+                )
             try:
-                cmodels["c_O2_march_native"] = build_shared(out / header, q.kind, q.n_features, q.n_classes,
-                                                            hidden=hidden, extra_flags=("-march=native",))
+                cmodels["c_O2_march_native"] = build_shared(
+                    out / header, q.kind, q.n_features, q.n_classes, hidden=hidden, extra_flags=("-march=native",)
+                )
             except ExportError:
                 pass
         flat_ref = X_test.reshape(-1, model.n_features)
         X_par = extreme_features(model.n_features, int(e.parity_rows), seed=int(cfg.seed), reference=flat_ref)
         t0 = time.perf_counter()
-        par = parity(q, X_par, cmodels.get("c_O2"),
-                     other_builds={"sse2_only": cmodels["c_O2_sse2_only"]} if "c_O2_sse2_only" in cmodels else None)
+        par = parity(
+            q,
+            X_par,
+            cmodels.get("c_O2"),
+            other_builds={"sse2_only": cmodels["c_O2_sse2_only"]} if "c_O2_sse2_only" in cmodels else None,
+        )
         if q.kind == "gru" and "c_O2" in cmodels:
             c_cls, c_logits = cmodels["c_O2"].gru_sequences(X_test)
             ref_logits = q.logits_int(X_test)
-            par["sequences_python_vs_c"] = {"classes_equal": int((c_cls == ref_logits.argmax(1)).sum()),
-                                            "logits_equal_rows": int((c_logits == ref_logits).all(1).sum()),
-                                            "identical": bool(np.array_equal(c_logits, ref_logits)),
-                                            "histories": int(len(X_test))}
+            par["sequences_python_vs_c"] = {
+                "classes_equal": int((c_cls == ref_logits.argmax(1)).sum()),
+                "logits_equal_rows": int((c_logits == ref_logits).all(1).sum()),
+                "identical": bool(np.array_equal(c_logits, ref_logits)),
+                "histories": int(len(X_test)),
+            }
         par["all_identical"] = all_identical(par)
         report["parity"] = par
-        console.print(f"  parity on {par['vectors']:,} feature vectors (extremes included) in "
-                      f"{time.perf_counter() - t0:.1f} s: " + ", ".join(
-                          f"{k} {v['classes_equal']:,} classes / {v['logits_equal_rows']:,} logit rows equal"
-                          for k, v in par.items() if isinstance(v, dict)))
+        console.print(
+            f"  parity on {par['vectors']:,} feature vectors (extremes included) in "
+            f"{time.perf_counter() - t0:.1f} s: "
+            + ", ".join(
+                f"{k} {v['classes_equal']:,} classes / {v['logits_equal_rows']:,} logit rows equal"
+                for k, v in par.items()
+                if isinstance(v, dict)
+            )
+        )
         if not par["all_identical"]:
             raise ExportError(f"integer implementations disagree: {par}")
 
@@ -219,39 +285,74 @@ def run_export(cfg, work_dir: Path) -> dict:
         if "onnx_int8" in files:
             onnx_paths["onnxruntime_int8_qdq"] = out / files["onnx_int8"]
         bench_rows = X_test if not model.sequence else X_test[:, -1, :]
-        if model.sequence:   # per-step timing for the GRU; the float models take whole histories
+        if model.sequence:  # per-step timing for the GRU; the float models take whole histories
             onnx_paths = {}
-        report["ns_per_block"] = bench_deployed(model if not model.sequence else None, q,
-                                                np.ascontiguousarray(bench_rows), batch=int(e.batch),
-                                                cmodels=cmodels, onnx_paths=onnx_paths,
-                                                min_seconds=float(e.bench_seconds))
+        report["ns_per_block"] = bench_deployed(
+            model if not model.sequence else None,
+            q,
+            np.ascontiguousarray(bench_rows),
+            batch=int(e.batch),
+            cmodels=cmodels,
+            onnx_paths=onnx_paths,
+            min_seconds=float(e.bench_seconds),
+        )
         report["ns_per_block"]["target_c"] = float(e.target_ns_per_block)
 
     (out / "report.json").write_text(json.dumps(report, indent=2, default=float))
     files["report"] = "report.json"
     if q is not None:
-        write_manifest(out, q, model, files, source={**source, "workload": wl,
-                                                      "data": OmegaConf.to_container(src_cfg.data, resolve=True)},
-                       bounds=_bounds(ds), metrics=report.get("accuracy"), header_prefix=e.prefix)
-        load_export(out)   # the loader accepts what was written
+        write_manifest(
+            out,
+            q,
+            model,
+            files,
+            source={**source, "workload": wl, "data": OmegaConf.to_container(src_cfg.data, resolve=True)},
+            bounds=_bounds(ds),
+            metrics=report.get("accuracy"),
+            header_prefix=e.prefix,
+        )
+        load_export(out)  # the loader accepts what was written
     else:
         from dogi_ml.export.manifest import FORMAT, FORMAT_VERSION, sha256, versions
-        (out / "manifest.json").write_text(json.dumps({
-            "format": FORMAT, "format_version": FORMAT_VERSION, "model": {"name": model.name, "deployed": None},
-            "features": {"order": ds.feature_names, "count": len(ds.feature_names)},
-            "classes": {"names": ds.class_names, "count": len(ds.class_names), "bounds": _bounds(ds)},
-            "artifacts": {r: {"path": f, "sha256": sha256(out / f)} for r, f in files.items()},
-            "source": source, "versions": versions()}, indent=2))
 
-    with mlflow_run(EXPERIMENT, f"export {model.name} on {wl}",
-                    tags={"command": "export", "model": model.name, "workload": wl,
-                          "source_run_id": str(source.get("mlflow_run_id"))}) as (mlflow, run):
-        mlflow.log_params({k: str(v)[:500] for k, v in flatten(OmegaConf.to_container(e, resolve=True), "export.").items()})
+        (out / "manifest.json").write_text(
+            json.dumps(
+                {
+                    "format": FORMAT,
+                    "format_version": FORMAT_VERSION,
+                    "model": {"name": model.name, "deployed": None},
+                    "features": {"order": ds.feature_names, "count": len(ds.feature_names)},
+                    "classes": {"names": ds.class_names, "count": len(ds.class_names), "bounds": _bounds(ds)},
+                    "artifacts": {r: {"path": f, "sha256": sha256(out / f)} for r, f in files.items()},
+                    "source": source,
+                    "versions": versions(),
+                },
+                indent=2,
+            )
+        )
+
+    with mlflow_run(
+        EXPERIMENT,
+        f"export {model.name} on {wl}",
+        tags={
+            "command": "export",
+            "model": model.name,
+            "workload": wl,
+            "source_run_id": str(source.get("mlflow_run_id")),
+        },
+    ) as (mlflow, run):
+        mlflow.log_params(
+            {k: str(v)[:500] for k, v in flatten(OmegaConf.to_container(e, resolve=True), "export.").items()}
+        )
         metrics = {"accuracy_float": report["accuracy"]["float"]}
         if q is not None:
-            metrics.update({"accuracy_int": report["accuracy"]["int"],
-                            "accuracy_loss_points": report["accuracy"]["loss_points"],
-                            "float_int_agreement": report["accuracy"]["float_int_agreement"]})
+            metrics.update(
+                {
+                    "accuracy_int": report["accuracy"]["int"],
+                    "accuracy_loss_points": report["accuracy"]["loss_points"],
+                    "float_int_agreement": report["accuracy"]["float_int_agreement"],
+                }
+            )
             for k, v in report.get("parity", {}).items():
                 if isinstance(v, dict):
                     metrics[f"parity_{k}_classes_equal"] = v["classes_equal"]
@@ -266,9 +367,10 @@ def run_export(cfg, work_dir: Path) -> dict:
         mlflow.log_artifacts(str(out), artifact_path="export")
         report["mlflow_run_id"] = run.info.run_id
     (out / "report.json").write_text(json.dumps(report, indent=2, default=float))
-    if q is not None:   # report.json changed (run id): refresh its digest
+    if q is not None:  # report.json changed (run id): refresh its digest
         m = json.loads((out / "manifest.json").read_text())
         from dogi_ml.export.manifest import sha256
+
         m["artifacts"]["report"]["sha256"] = sha256(out / "report.json")
         m["artifacts"]["report"]["bytes"] = (out / "report.json").stat().st_size
         m["source"]["export_mlflow_run_id"] = report["mlflow_run_id"]
@@ -279,6 +381,7 @@ def run_export(cfg, work_dir: Path) -> dict:
 
 def _print_summary(r: dict, out: Path, console) -> None:
     from rich.table import Table
+
     t = Table(title=f"export: {r['model']} on {r['workload']}", show_header=False)
     t.add_column(style="bold")
     t.add_column(justify="right")
@@ -288,8 +391,15 @@ def _print_summary(r: dict, out: Path, console) -> None:
         t.add_row("test accuracy, integer", f"{acc['int']:.4f} ({-acc['loss_points']:+.2f} points; target >= -1)")
     par = r.get("parity")
     if par:
-        who = sorted({name for k in par if isinstance(par[k], dict) for name in k.replace("python_vs_", "").split("_")
-                      if name in ("numba", "c")})
+        who = sorted(
+            {
+                name
+                for k in par
+                if isinstance(par[k], dict)
+                for name in k.replace("python_vs_", "").split("_")
+                if name in ("numba", "c")
+            }
+        )
         label = "bit-exact (Python/" + "/".join(w.capitalize() if w == "numba" else "C" for w in who) + ")"
         t.add_row(label, f"{'yes' if par['all_identical'] else 'NO'} on {par['vectors']:,} vectors")
     if "float_int_agreement" in acc:
@@ -306,8 +416,10 @@ def _print_summary(r: dict, out: Path, console) -> None:
     console.print(t)
     if "c_O2" in nb and r["model"] == "mlp":
         path = r.get("parity", {}).get("python_vs_c", {}).get("batch_path")
-        console.print(f"C header (-O2, one core{', ' + path + ' pass' if path else ''}): {nb['c_O2']:.1f} ns/block "
-                      f"at batch {nb['batch']} "
-                      f"(target <= {nb['target_c']:.0f}: {'met' if nb['c_O2'] <= nb['target_c'] else 'not met'})")
+        console.print(
+            f"C header (-O2, one core{', ' + path + ' pass' if path else ''}): {nb['c_O2']:.1f} ns/block "
+            f"at batch {nb['batch']} "
+            f"(target <= {nb['target_c']:.0f}: {'met' if nb['c_O2'] <= nb['target_c'] else 'not met'})"
+        )
     console.print(f"export: {out}")
     console.print(f"report: {out / 'report.json'}")

@@ -8,6 +8,7 @@ simulator holds is the data whose invalidation times make ``F``; with a prefill,
 over the space adds a capacity's worth of writes outside ``F`` (cold prefill blocks pile up in
 the last stream) and the model's OP falls short (measured in ``notes/minos_oracles.md``).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -23,8 +24,12 @@ from dogi_ml.oracles.annotate import annotate
 from dogi_ml.policies import make_policy
 from dogi_ml.sim import SimConfig, Simulator
 
-LABELS = {"segment": "Segment Oracle", "percentile": "Percentile Oracle", "kmeans": "K-Means Oracle",
-          "opmin": "OP-Minimized Oracle"}
+LABELS = {
+    "segment": "Segment Oracle",
+    "percentile": "Percentile Oracle",
+    "kmeans": "K-Means Oracle",
+    "opmin": "OP-Minimized Oracle",
+}
 
 
 class OracleBench:
@@ -45,18 +50,45 @@ class OracleBench:
         self.inv = annotate(stream)[0]
         self.cdf = mo.workload_cdf(self.inv, cap if self.prefill else 0, self.seg)
 
-    def run(self, op_ratio: float, kind: str = "opmin", k: int = 5, thresholds_blocks=None,
-            method: str = "algorithm1", victim: str | None = mo.DEFAULT_VICTIM) -> dict:
-        params = {"kind": kind, "n_user_streams": k, "method": method, "victim": victim,
-                  "gc_free_segments": self.gc_free, "inv": self.inv,
-                  "thresholds": "search" if thresholds_blocks is None else [int(x) for x in thresholds_blocks]}
+    def run(
+        self,
+        op_ratio: float,
+        kind: str = "opmin",
+        k: int = 5,
+        thresholds_blocks=None,
+        method: str = "algorithm1",
+        victim: str | None = mo.DEFAULT_VICTIM,
+    ) -> dict:
+        params = {
+            "kind": kind,
+            "n_user_streams": k,
+            "method": method,
+            "victim": victim,
+            "gc_free_segments": self.gc_free,
+            "inv": self.inv,
+            "thresholds": "search" if thresholds_blocks is None else [int(x) for x in thresholds_blocks],
+        }
         pol = make_policy("kstream_oracle", None, **params)
         cfg = SimConfig.from_mapping({**self.sim, "op_ratio": float(op_ratio)})
         r = Simulator(pol, cfg, self.capacity, stream=self.writes).run(self.writes)
-        return {"waf": float(r["waf"]), "gc_writes": int(r["gc_writes"]), "user_writes": int(r["user_writes"]),
-                "thresholds_blocks": r["oracle_thresholds_blocks"],
-                **{k2: r[k2] for k2 in ("model_waf", "model_op_segments", "model_reclaim_age", "model_waf1_op_segments",
-                                        "oracle_thresholds_segments", "op_budget_segments") if k2 in r}}
+        return {
+            "waf": float(r["waf"]),
+            "gc_writes": int(r["gc_writes"]),
+            "user_writes": int(r["user_writes"]),
+            "thresholds_blocks": r["oracle_thresholds_blocks"],
+            **{
+                k2: r[k2]
+                for k2 in (
+                    "model_waf",
+                    "model_op_segments",
+                    "model_reclaim_age",
+                    "model_waf1_op_segments",
+                    "oracle_thresholds_segments",
+                    "op_budget_segments",
+                )
+                if k2 in r
+            },
+        }
 
 
 def _f(x) -> str:
@@ -73,8 +105,10 @@ def table1(bench: OracleBench, ops, kinds, k=5, method="algorithm1", log=print) 
             r = bench.run(op, kind, k, method=method)
             r["seconds"] = round(time.perf_counter() - t0, 2)
             out[kind][f"{op:g}"] = r
-            log(f"  {kind:10s} OP {op:.0%}: WAF {r['waf']:.4f} (model {_f(r.get('model_waf'))}) "
-                f"thresholds {r['thresholds_blocks']}")
+            log(
+                f"  {kind:10s} OP {op:.0%}: WAF {r['waf']:.4f} (model {_f(r.get('model_waf'))}) "
+                f"thresholds {r['thresholds_blocks']}"
+            )
     return out
 
 
@@ -98,16 +132,25 @@ def model_checks(bench: OracleBench, quantiles=(0.5, 0.7, 0.8, 0.9), taus=None, 
         rep = mo.two_tier_replay(bench.inv, thresholds_blocks, ages_blocks, seg)
         r = bench.run(op, "segment", k, thresholds_blocks=thresholds_blocks)
         model = float(plan.waf_excluding_never)
-        row = {"x": x, "model_waf": model, "model_op_segments": float(plan.op_total),
-               "model_op_ratio": float(plan.op_total) * seg / bench.capacity,
-               "replay_waf": rep["waf"], "replay_op_segments": rep["op_segments"],
-               "replay_waf_gap": rep["waf"] / model - 1.0,
-               "replay_op_gap": rep["op_segments"] / plan.op_total - 1.0 if plan.op_total > 0 else None,
-               "sim_op_ratio": op, "sim_waf": r["waf"], "sim_waf_gap": r["waf"] / model - 1.0}
+        row = {
+            "x": x,
+            "model_waf": model,
+            "model_op_segments": float(plan.op_total),
+            "model_op_ratio": float(plan.op_total) * seg / bench.capacity,
+            "replay_waf": rep["waf"],
+            "replay_op_segments": rep["op_segments"],
+            "replay_waf_gap": rep["waf"] / model - 1.0,
+            "replay_op_gap": rep["op_segments"] / plan.op_total - 1.0 if plan.op_total > 0 else None,
+            "sim_op_ratio": op,
+            "sim_waf": r["waf"],
+            "sim_waf_gap": r["waf"] / model - 1.0,
+        }
         rows[fig].append(row)
-        log(f"  {fig} {x:>8.1f}: model WAF {model:.4f} OP {plan.op_total:7.1f} seg | two-tier replay "
+        log(
+            f"  {fig} {x:>8.1f}: model WAF {model:.4f} OP {plan.op_total:7.1f} seg | two-tier replay "
             f"WAF {rep['waf']:.4f} ({row['replay_waf_gap']:+.2%}) OP {rep['op_segments']:7.1f} | "
-            f"simulator WAF {r['waf']:.4f} ({row['sim_waf_gap']:+.2%})")
+            f"simulator WAF {r['waf']:.4f} ({row['sim_waf_gap']:+.2%})"
+        )
 
     for q in quantiles:
         T = float(cdf.quantile(q * cdf.F[-1]))
@@ -149,16 +192,22 @@ def run_minos_oracle(cfg, out_dir: Path) -> dict:
     writes, cap = simulation_writes(trace, sim.get("capacity_blocks"))
     bench = OracleBench(writes, sim, capacity=cap, prefill=bool(sim.get("prefill", True)))
     r = bench.run(float(sim["op_ratio"]), str(o.kind), int(o.n_user_streams), method=str(o.method))
-    console.print(f"{LABELS[str(o.kind)]} on {cfg.workload.name} at OP {float(sim['op_ratio']):.0%}: "
-                  f"thresholds {r['thresholds_blocks']} blocks, simulated WAF {r['waf']:.4f}, "
-                  f"model WAF {_f(r.get('model_waf'))} within {r.get('op_budget_segments')} segments of OP "
-                  f"(WAF 1 needs {r.get('model_waf1_op_segments', float('nan')):.1f})")
-    out = write_json({"workload": cfg.workload.name, "kind": str(o.kind), "op_ratio": float(sim["op_ratio"]), **r},
-                     out_dir / f"{o.kind}.json")
+    console.print(
+        f"{LABELS[str(o.kind)]} on {cfg.workload.name} at OP {float(sim['op_ratio']):.0%}: "
+        f"thresholds {r['thresholds_blocks']} blocks, simulated WAF {r['waf']:.4f}, "
+        f"model WAF {_f(r.get('model_waf'))} within {r.get('op_budget_segments')} segments of OP "
+        f"(WAF 1 needs {r.get('model_waf1_op_segments', float('nan')):.1f})"
+    )
+    out = write_json(
+        {"workload": cfg.workload.name, "kind": str(o.kind), "op_ratio": float(sim["op_ratio"]), **r},
+        out_dir / f"{o.kind}.json",
+    )
     print(f"result: {out}")
-    print(f"simulate with: python -m dogi_ml simulate +workload={cfg.workload.name} policy=kstream_oracle "
-          f"policy.params.kind={o.kind} 'policy.params.thresholds={r['thresholds_blocks']}' "
-          f"sim.op_ratio={float(sim['op_ratio']):g}")
+    print(
+        f"simulate with: python -m dogi_ml simulate +workload={cfg.workload.name} policy=kstream_oracle "
+        f"policy.params.kind={o.kind} 'policy.params.thresholds={r['thresholds_blocks']}' "
+        f"sim.op_ratio={float(sim['op_ratio']):g}"
+    )
     return r
 
 
@@ -175,8 +224,14 @@ def run_minos_table(cfg, out_dir: Path) -> dict:
     for kind in kinds:
         mo._check_kind(kind)
     k = int(cfg.oracle.n_user_streams)
-    result = {"ops": ops, "kinds": kinds, "n_user_streams": k, "method": str(cfg.oracle.method),
-              "victim": mo.DEFAULT_VICTIM, "workloads": {}}
+    result = {
+        "ops": ops,
+        "kinds": kinds,
+        "n_user_streams": k,
+        "method": str(cfg.oracle.method),
+        "victim": mo.DEFAULT_VICTIM,
+        "workloads": {},
+    }
     for name, w in t["workloads"].items():
         wcfg = dict(w["workload"])
         if wcfg.get("source") == "file" and not Path(wcfg["path"]).exists():
@@ -186,11 +241,20 @@ def run_minos_table(cfg, out_dir: Path) -> dict:
         console.print(f"[bold]{name}[/bold]")
         writes = _workload_writes(wcfg, cfg.cache_dir, console.print)
         bench = OracleBench(writes, {**sim, **(w.get("sim") or {})}, capacity="wss", prefill=bool(t["prefill"]))
-        entry = {"capacity_blocks": bench.capacity, "segment_blocks": bench.seg, "user_writes": int(writes.size),
-                 "never_fraction": bench.cdf.never_fraction, "paper": w.get("paper"),
-                 "waf1_op_ratio": {kd: float(mo.oracle_thresholds(kd, bench.cdf, k, None, str(cfg.oracle.method)).plan.op_total)
-                                   * bench.seg / bench.capacity for kd in kinds},
-                 "table": table1(bench, ops, kinds, k, str(cfg.oracle.method), log=console.print)}
+        entry = {
+            "capacity_blocks": bench.capacity,
+            "segment_blocks": bench.seg,
+            "user_writes": int(writes.size),
+            "never_fraction": bench.cdf.never_fraction,
+            "paper": w.get("paper"),
+            "waf1_op_ratio": {
+                kd: float(mo.oracle_thresholds(kd, bench.cdf, k, None, str(cfg.oracle.method)).plan.op_total)
+                * bench.seg
+                / bench.capacity
+                for kd in kinds
+            },
+            "table": table1(bench, ops, kinds, k, str(cfg.oracle.method), log=console.print),
+        }
         if t.get("model_checks") and "checks" not in result:
             entry["model_checks"] = model_checks(bench, log=console.print)
             result["checks"] = name
@@ -241,6 +305,7 @@ def print_table(result: dict) -> None:
 
 def plot_table(result: dict, path: Path) -> Path:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -250,7 +315,9 @@ def plot_table(result: dict, path: Path) -> Path:
     for ax, name in zip(axes[0], names):
         e = result["workloads"][name]
         for kind in result["kinds"]:
-            line, = ax.plot(ops, [e["table"][kind][f"{op:g}"]["waf"] for op in result["ops"]], "o-", label=LABELS[kind])
+            (line,) = ax.plot(
+                ops, [e["table"][kind][f"{op:g}"]["waf"] for op in result["ops"]], "o-", label=LABELS[kind]
+            )
             if e.get("paper") and kind in e["paper"]:
                 ax.plot(ops, e["paper"][kind], "x--", color=line.get_color(), alpha=0.6)
         ax.set_title(name)

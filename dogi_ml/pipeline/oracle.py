@@ -2,6 +2,7 @@
 simulate with (``oracle.kind=nodap``, the default); the MINOS §3.3 oracles
 (``oracle.kind=opmin|segment|percentile|kmeans``) and their Table 1 (``+experiment=minos_table1``)
 are in :mod:`dogi_ml.pipeline.minos_table`."""
+
 from __future__ import annotations
 
 import json
@@ -22,11 +23,14 @@ def run_oracle(cfg, out_dir: Path) -> dict:
         from dogi_ml.errors import ConfigError
         from dogi_ml.oracles.minos_oracles import KINDS
         from dogi_ml.pipeline import minos_table
+
         if kind == "minos_table1":
             return minos_table.run_minos_table(cfg, out_dir)
         if kind not in KINDS:
-            raise ConfigError(f"unknown oracle.kind {kind!r}",
-                              f"use one of: nodap, {', '.join(KINDS)}, minos_table1 (+experiment=minos_table1)")
+            raise ConfigError(
+                f"unknown oracle.kind {kind!r}",
+                f"use one of: nodap, {', '.join(KINDS)}, minos_table1 (+experiment=minos_table1)",
+            )
         return minos_table.run_minos_oracle(cfg, out_dir)
     from omegaconf import OmegaConf
 
@@ -41,16 +45,29 @@ def run_oracle(cfg, out_dir: Path) -> dict:
     writes, cap = simulation_writes(trace, sim_cfg.capacity_blocks)
     o = cfg.oracle
     cands = np.asarray(list(o.candidates), np.int64) if o.candidates else None
-    res = search(writes, cap, sim_cfg, max_groups=int(o.max_groups), min_gain=float(o.min_gain),
-                 candidates=cands, log=console.print, group_sizes=str(o.group_sizes),
-                 steps=tuple(float(x) for x in o.steps), max_evals_per_n=int(o.max_evals_per_n),
-                 explore_fraction=float(o.explore_fraction), progress=bool(cfg.get("progress", True)))
-    console.print(f"NoDaP on {cfg.workload.name}: {res['n_groups']} groups, BIR bounds {res['bounds']}, "
-                  f"WAF {res['waf']:.4f}")
+    res = search(
+        writes,
+        cap,
+        sim_cfg,
+        max_groups=int(o.max_groups),
+        min_gain=float(o.min_gain),
+        candidates=cands,
+        log=console.print,
+        group_sizes=str(o.group_sizes),
+        steps=tuple(float(x) for x in o.steps),
+        max_evals_per_n=int(o.max_evals_per_n),
+        explore_fraction=float(o.explore_fraction),
+        progress=bool(cfg.get("progress", True)),
+    )
+    console.print(
+        f"NoDaP on {cfg.workload.name}: {res['n_groups']} groups, BIR bounds {res['bounds']}, WAF {res['waf']:.4f}"
+    )
     out = out_dir / "nodap.json"
     out.write_text(json.dumps({"workload": cfg.workload.name, **res}, indent=2))
     print(f"result: {out}")
     sizes = f" 'policy.params.sizes={res['sizes']}'" if res.get("sizes") is not None else ""
-    print(f"simulate with: python -m dogi_ml simulate +workload={cfg.workload.name} policy=nodap "
-          f"'policy.params.bounds={res['bounds']}'{sizes} policy.n_groups={res['n_groups']}")
+    print(
+        f"simulate with: python -m dogi_ml simulate +workload={cfg.workload.name} policy=nodap "
+        f"'policy.params.bounds={res['bounds']}'{sizes} policy.n_groups={res['n_groups']}"
+    )
     return res

@@ -1,5 +1,6 @@
 """The ``simulate`` stage: workload + policy + sim config -> WAF and friends, and the
 ``simulate`` command (summary, JSON, plot, one MLflow run per simulation)."""
+
 from __future__ import annotations
 
 import json
@@ -26,8 +27,11 @@ def simulation_writes(trace: Trace, capacity: int | None) -> tuple[np.ndarray, i
     if writes.size and int(writes.max()) >= cap:
         uniq, dense = np.unique(writes, return_inverse=True)
         if uniq.size > cap:
-            raise ConfigError(f"sim.capacity_blocks={cap} is smaller than the trace's write working set "
-                              f"({uniq.size} distinct blocks)", "raise it or leave it null")
+            raise ConfigError(
+                f"sim.capacity_blocks={cap} is smaller than the trace's write working set "
+                f"({uniq.size} distinct blocks)",
+                "raise it or leave it null",
+            )
         writes = dense.astype(np.int64)
     return np.ascontiguousarray(writes, dtype=np.int64), cap
 
@@ -42,10 +46,16 @@ def build_simulator(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping) -> tupl
     if policy_cfg["name"] == "nodap" and params.get("bounds") == "search":
         # NoDaP's offline configuration search (grow N until WAF improves < 5%) on this very trace
         from dogi_ml.oracles.nodap import search
-        search_info = search(writes, cap, config, max_groups=int(params.pop("max_groups", 10)),
-                             min_gain=float(params.pop("min_gain", 0.05)))
+
+        search_info = search(
+            writes,
+            cap,
+            config,
+            max_groups=int(params.pop("max_groups", 10)),
+            min_gain=float(params.pop("min_gain", 0.05)),
+        )
         params["bounds"] = search_info["bounds"]
-        params["sizes"] = search_info["sizes"]   # None: the shared pool won
+        params["sizes"] = search_info["sizes"]  # None: the shared pool won
         n_groups = search_info["n_groups"]
     params.pop("max_groups", None)
     params.pop("min_gain", None)
@@ -62,8 +72,16 @@ def simulate(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, progress: bool
     sim.prefill()
     if progress:
         from tqdm import tqdm
-        with tqdm(total=writes.size, unit="blk", unit_scale=True, desc=f"{sim.policy.name}",
-                  leave=False, dynamic_ncols=True, disable=None) as bar:   # None: off when not a TTY
+
+        with tqdm(
+            total=writes.size,
+            unit="blk",
+            unit_scale=True,
+            desc=f"{sim.policy.name}",
+            leave=False,
+            dynamic_ncols=True,
+            disable=None,
+        ) as bar:  # None: off when not a TTY
             sim.feed(writes, progress=bar.update)
     else:
         sim.feed(writes)
@@ -106,13 +124,16 @@ def run_simulate(cfg, out_dir: Path) -> float:
     if deployed:
         # model.deployed=int8: the learned scheme places with the exported integer model
         if "deployed" not in (policy_cfg.get("params") or {}):
-            raise ConfigError(f"model.deployed={deployed} needs a learned policy with a deployed form, "
-                              f"not policy={policy_cfg['name']}", "use policy=dogi")
+            raise ConfigError(
+                f"model.deployed={deployed} needs a learned policy with a deployed form, "
+                f"not policy={policy_cfg['name']}",
+                "use policy=dogi",
+            )
         policy_cfg["params"]["deployed"] = deployed
     result = simulate(trace, policy_cfg, OmegaConf.to_container(cfg.sim, resolve=True), progress=cfg.progress)
     out = Path(cfg.sim.output) if cfg.sim.output else out_dir / "result.json"
     if cfg.get("output") and not multirun():
-        out = Path(cfg.output)      # a single run: output=PATH.json is the result itself
+        out = Path(cfg.output)  # a single run: output=PATH.json is the result itself
     result["workload_config"] = OmegaConf.to_container(cfg.workload, resolve=True)
     write_json(result, out)
     print_sim_summary(result)
@@ -120,7 +141,8 @@ def run_simulate(cfg, out_dir: Path) -> float:
     png = None
     if cfg.get("plot", True):
         from dogi_ml.report import plot_results
-        png = plot_results([result], out.with_suffix('.png'))
+
+        png = plot_results([result], out.with_suffix(".png"))
         print(f"plot:   {png}")
     if cfg.get("mlflow", True):
         _log_simulation(cfg, result, [out, png])
@@ -134,16 +156,38 @@ def _log_simulation(cfg, result: dict, files) -> None:
     from dogi_ml.tracking import flatten, mlflow_run
 
     scheme = result.get("scheme") or result["policy"]
-    tags = {"workload": str(result.get("workload")), "policy": result["policy"], "scheme": scheme,
-            "command": "simulate"}
-    with mlflow_run("simulate", f"{scheme} on {result.get('workload')}", sweep_dir=sweep_dir(), tags=tags) as (mlflow, _):
-        params = {k: v for k, v in flatten(OmegaConf.to_container(cfg, resolve=True)).items()
-                  if k.split(".")[0] in ("policy", "sim", "workload")}
+    tags = {
+        "workload": str(result.get("workload")),
+        "policy": result["policy"],
+        "scheme": scheme,
+        "command": "simulate",
+    }
+    with mlflow_run("simulate", f"{scheme} on {result.get('workload')}", sweep_dir=sweep_dir(), tags=tags) as (
+        mlflow,
+        _,
+    ):
+        params = {
+            k: v
+            for k, v in flatten(OmegaConf.to_container(cfg, resolve=True)).items()
+            if k.split(".")[0] in ("policy", "sim", "workload")
+        }
         mlflow.log_params({k: (str(v)[:500] if v is not None else "null") for k, v in params.items()})
-        metrics = {k: float(result[k]) for k in ("waf", "user_accuracy", "gc_accuracy", "mispredict_ratio",
-                                                  "inference_ns_per_block", "train_seconds", "appends_per_second",
-                                                  "elapsed_s", "gc_writes", "user_writes")
-                   if isinstance(result.get(k), (int, float))}
+        metrics = {
+            k: float(result[k])
+            for k in (
+                "waf",
+                "user_accuracy",
+                "gc_accuracy",
+                "mispredict_ratio",
+                "inference_ns_per_block",
+                "train_seconds",
+                "appends_per_second",
+                "elapsed_s",
+                "gc_writes",
+                "user_writes",
+            )
+            if isinstance(result.get(k), (int, float))
+        }
         mlflow.log_metrics(metrics)
         series = result.get("waf_series") or {}
         for i, w in enumerate(series.get("waf", [])[:1000]):

@@ -11,6 +11,7 @@ Small steps with explicit files between them, so ``dvc repro`` reruns only what 
 Parameters come from ``params.yaml`` (the file DVC tracks), in the same shape as the Hydra
 config groups (``workload``, ``data``, ``model``, ``seed``).
 """
+
 from __future__ import annotations
 
 import json
@@ -25,6 +26,7 @@ STAGES = ("generate", "annotate", "features", "train", "evaluate")
 
 def _params(path: Path) -> dict:
     from omegaconf import OmegaConf
+
     if not path.exists():
         raise FileNotFoundError(f"parameters file not found: {path} (DVC stages read params.yaml)")
     return OmegaConf.to_container(OmegaConf.load(path), resolve=True)
@@ -33,14 +35,16 @@ def _params(path: Path) -> dict:
 def generate(p: dict, out: Path) -> None:
     from dogi_ml.traces.binfmt import write_trace
     from dogi_ml.traces.workload import load_workload
+
     trace = load_workload(p["workload"], cache_dir=None)
     write_trace(trace, out / "trace.dtr")
     (out / "trace.stats.json").write_text(json.dumps(trace.stats(), indent=2, default=float))
 
 
 def annotate(p: dict, out: Path) -> None:
-    from dogi_ml.traces.binfmt import read_binary
     from dogi_ml.oracles.annotate import annotate as ann
+    from dogi_ml.traces.binfmt import read_binary
+
     inv, prev = ann(read_binary(out / "trace.dtr").block_writes)
     np.savez(out / "annotation.npz", inv=inv, prev=prev)
 
@@ -48,30 +52,54 @@ def annotate(p: dict, out: Path) -> None:
 def features(p: dict, out: Path) -> None:
     from dogi_ml.pipeline.train import build_dataset
     from dogi_ml.traces.binfmt import read_binary
+
     trace = read_binary(out / "trace.dtr")
     with np.load(out / "annotation.npz") as z:
         if z["inv"].size != trace.block_writes.size:
-            raise ConfigError(f"{out / 'annotation.npz'} does not belong to {out / 'trace.dtr'}",
-                              "rerun the annotate stage")
-    ds = build_dataset(trace, p.get("data", {}), sequence_history=(p.get("model") or {}).get("history"),
-                       cache_dir=None)
-    np.savez(out / "dataset.npz", X=ds.X, y=ds.y, rows=ds.rows, inv=ds.inv, all_features=ds.all_features,
-             meta=json.dumps({"feature_names": ds.feature_names, "class_names": ds.class_names,
-                              "splits": {k: [v.start, v.stop] for k, v in ds.splits.items()}, "info": ds.info},
-                             default=float))
+            raise ConfigError(
+                f"{out / 'annotation.npz'} does not belong to {out / 'trace.dtr'}", "rerun the annotate stage"
+            )
+    ds = build_dataset(trace, p.get("data", {}), sequence_history=(p.get("model") or {}).get("history"), cache_dir=None)
+    np.savez(
+        out / "dataset.npz",
+        X=ds.X,
+        y=ds.y,
+        rows=ds.rows,
+        inv=ds.inv,
+        all_features=ds.all_features,
+        meta=json.dumps(
+            {
+                "feature_names": ds.feature_names,
+                "class_names": ds.class_names,
+                "splits": {k: [v.start, v.stop] for k, v in ds.splits.items()},
+                "info": ds.info,
+            },
+            default=float,
+        ),
+    )
 
 
 def _load_dataset(out: Path):
     from dogi_ml.pipeline.train import Dataset
+
     with np.load(out / "dataset.npz") as z:
         meta = json.loads(str(z["meta"]))
-        return Dataset(X=z["X"], y=z["y"], rows=z["rows"], inv=z["inv"], feature_names=meta["feature_names"],
-                       class_names=meta["class_names"], splits={k: slice(*v) for k, v in meta["splits"].items()},
-                       all_features=z["all_features"], info=meta["info"])
+        return Dataset(
+            X=z["X"],
+            y=z["y"],
+            rows=z["rows"],
+            inv=z["inv"],
+            feature_names=meta["feature_names"],
+            class_names=meta["class_names"],
+            splits={k: slice(*v) for k, v in meta["splits"].items()},
+            all_features=z["all_features"],
+            info=meta["info"],
+        )
 
 
 def train(p: dict, out: Path) -> None:
     from dogi_ml.pipeline.train import train_and_evaluate
+
     ds = _load_dataset(out)
     model, _ = train_and_evaluate(ds, p["model"], seed=int(p.get("seed", 0)), latency_budget_s=0.0)
     model.save(out / "model.pkl")
@@ -81,17 +109,24 @@ def evaluate(p: dict, out: Path) -> None:
     from dogi_ml.features.selection import feature_report
     from dogi_ml.models import LifetimeModel
     from dogi_ml.models.evaluate import classification_metrics, inference_latency, plot_confusion
+
     ds = _load_dataset(out)
     model = LifetimeModel.load(out / "model.pkl")
     te = ds.splits["test"]
     m = classification_metrics(ds.y[te], model.predict(ds.X[te]), len(ds.class_names))
     lat = inference_latency(model, ds.X[te], (1, 128), budget_s=float(p.get("latency_budget_s", 0.2)))
-    metrics = {"accuracy": m["accuracy"], "macro_f1": m["macro_f1"], "majority_baseline": m["majority_baseline"],
-               "latency_ns_per_block": lat[128], "latency_ns_per_block_batch1": lat[1],
-               "n_test": int(te.stop - te.start)}
+    metrics = {
+        "accuracy": m["accuracy"],
+        "macro_f1": m["macro_f1"],
+        "majority_baseline": m["majority_baseline"],
+        "latency_ns_per_block": lat[128],
+        "latency_ns_per_block_batch1": lat[1],
+        "n_test": int(te.stop - te.start),
+    }
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
-    plot_confusion(m["confusion_matrix"], ds.class_names, out / "confusion_matrix.png",
-                   title=f"accuracy {m['accuracy']:.3f}")
+    plot_confusion(
+        m["confusion_matrix"], ds.class_names, out / "confusion_matrix.png", title=f"accuracy {m['accuracy']:.3f}"
+    )
     tr = ds.splits["train"]
     (out / "feature_report.json").write_text(json.dumps(feature_report(ds.all_features[tr], ds.y[tr]), indent=2))
 

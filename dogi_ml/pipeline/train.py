@@ -6,6 +6,7 @@ latest test. Rows whose label the trace cannot know yet (their LBA is not rewrit
 trace ends, and the end is too close to rule out a shorter class) are left out rather than
 labelled by guess.
 """
+
 from __future__ import annotations
 
 import time
@@ -15,25 +16,32 @@ from pathlib import Path
 import numpy as np
 
 from dogi_ml.errors import ConfigError
+from dogi_ml.features import labels as L
+from dogi_ml.features.extract import (
+    FEATURES,
+    NO_LOG,
+    NO_PREVIOUS,
+    FeatureConfig,
+    extract_features,
+    history_rows,
+    lba_sequences,
+)
+from dogi_ml.oracles.annotate import NEVER, annotate_cached
 from dogi_ml.traces.trace import Trace
 from dogi_ml.traces.workload import workload_capacity
-from dogi_ml.features import labels as L
-from dogi_ml.features.extract import (FEATURES, NO_LOG, NO_PREVIOUS, FeatureConfig, extract_features, history_rows,
-                                      lba_sequences)
-from dogi_ml.oracles.annotate import NEVER, annotate_cached
 
 
 @dataclass
 class Dataset:
     """Sampled rows of one trace with features and labels, split by time."""
 
-    X: np.ndarray                   # [n, F] or [n, history, F]
+    X: np.ndarray  # [n, F] or [n, history, F]
     y: np.ndarray
-    rows: np.ndarray                # block-write index of each row
-    inv: np.ndarray                 # invalidation time of each row
+    rows: np.ndarray  # block-write index of each row
+    inv: np.ndarray  # invalidation time of each row
     feature_names: list
     class_names: list
-    splits: dict                    # name -> slice into the arrays
+    splits: dict  # name -> slice into the arrays
     all_features: np.ndarray | None = None  # [n, 12] candidate features (for the report)
     info: dict = field(default_factory=dict)
 
@@ -43,8 +51,9 @@ def _latest_inv(prev: np.ndarray) -> np.ndarray:
     return np.where(prev >= 0, t - prev, NO_PREVIOUS)
 
 
-def build_dataset(trace: Trace, cfg: dict, sequence_history: int | None = None,
-                  cache_dir: str | Path | None = None, log=print) -> Dataset:
+def build_dataset(
+    trace: Trace, cfg: dict, sequence_history: int | None = None, cache_dir: str | Path | None = None, log=print
+) -> Dataset:
     """Annotate, sample, extract features and label; ``cfg`` is the ``data`` config group."""
     writes = trace.block_writes
     n = writes.size
@@ -54,8 +63,15 @@ def build_dataset(trace: Trace, cfg: dict, sequence_history: int | None = None,
     t_annot = time.perf_counter() - t0
     mu = L.scaled_mu(capacity, cfg.get("mu"))
     start = cfg.get("sample_start")
-    rows = L.dogi_sample(_latest_inv(prev), inv, capacity, mu=mu, every=int(cfg.get("sample_every", 10)),
-                         cap=int(cfg.get("max_samples", 500_000)), start=start)
+    rows = L.dogi_sample(
+        _latest_inv(prev),
+        inv,
+        capacity,
+        mu=mu,
+        every=int(cfg.get("sample_every", 10)),
+        cap=int(cfg.get("max_samples", 500_000)),
+        start=start,
+    )
     kind = cfg.get("labels", "dogi")
     bounds = L.category_bounds(capacity, mu)
     # censoring: a never-rewritten row is known to be long only if the trace outlives its class bound
@@ -63,11 +79,13 @@ def build_dataset(trace: Trace, cfg: dict, sequence_history: int | None = None,
     dropped = int((~known).sum())
     rows = rows[known]
     if rows.size < 50:
-        raise ConfigError(f"only {rows.size} labelled rows after sampling ({dropped} censored)",
-                          "write more (workload.write_volume) or lower data.sample_every")
+        raise ConfigError(
+            f"only {rows.size} labelled rows after sampling ({dropped} censored)",
+            "write more (workload.write_volume) or lower data.sample_every",
+        )
     r_inv = inv[rows]
     if kind == "dogi":
-        y = np.maximum(L.dogi_classes(r_inv, capacity, mu), 1) - 1     # c1..c10 -> 0..9
+        y = np.maximum(L.dogi_classes(r_inv, capacity, mu), 1) - 1  # c1..c10 -> 0..9
         class_names = [f"c{i}" for i in range(1, L.N_CATEGORIES + 1)]
     elif kind == "quantile":
         a = int(rows.size * float(cfg.get("train_fraction", 0.7)))
@@ -101,12 +119,31 @@ def build_dataset(trace: Trace, cfg: dict, sequence_history: int | None = None,
     a = int(m * float(cfg.get("train_fraction", 0.7)))
     b = int(m * (float(cfg.get("train_fraction", 0.7)) + float(cfg.get("val_fraction", 0.1))))
     splits = {"train": slice(0, a), "val": slice(a, b), "test": slice(b, m)}
-    info = {"block_writes": int(n), "capacity_blocks": capacity, "mu": mu, "sampled_rows": int(m),
-            "censored_rows": dropped, "annotate_s": t_annot, "features_s": t_feat,
-            "features_blocks_per_s": n / t_feat if t_feat > 0 else None,
-            "n_train": a, "n_val": b - a, "n_test": m - b, "labels": kind}
-    return Dataset(X=X, y=y.astype(np.int64), rows=rows, inv=r_inv, feature_names=names, class_names=class_names,
-                   splits=splits, all_features=all_feats, info=info)
+    info = {
+        "block_writes": int(n),
+        "capacity_blocks": capacity,
+        "mu": mu,
+        "sampled_rows": int(m),
+        "censored_rows": dropped,
+        "annotate_s": t_annot,
+        "features_s": t_feat,
+        "features_blocks_per_s": n / t_feat if t_feat > 0 else None,
+        "n_train": a,
+        "n_val": b - a,
+        "n_test": m - b,
+        "labels": kind,
+    }
+    return Dataset(
+        X=X,
+        y=y.astype(np.int64),
+        rows=rows,
+        inv=r_inv,
+        feature_names=names,
+        class_names=class_names,
+        splits=splits,
+        all_features=all_feats,
+        info=info,
+    )
 
 
 def train_and_evaluate(ds: Dataset, model_cfg: dict, seed: int = 0, latency_budget_s: float = 0.5) -> tuple:
@@ -120,8 +157,10 @@ def train_and_evaluate(ds: Dataset, model_cfg: dict, seed: int = 0, latency_budg
     model = make_model(model_cfg["name"], n_classes, len(ds.feature_names), seed=seed, **params)
     seq = ds.X.ndim == 3
     if seq != model.sequence:
-        raise ConfigError(f"model {model.name} {'needs' if model.sequence else 'does not take'} sequences",
-                          f"set model.history {'> 0' if model.sequence else 'to null'}")
+        raise ConfigError(
+            f"model {model.name} {'needs' if model.sequence else 'does not take'} sequences",
+            f"set model.history {'> 0' if model.sequence else 'to null'}",
+        )
     model.scaler.log_columns = [i for i, f in enumerate(ds.feature_names) if f not in NO_LOG]
     tr, va, te = ds.splits["train"], ds.splits["val"], ds.splits["test"]
     t0 = time.perf_counter()
@@ -132,9 +171,15 @@ def train_and_evaluate(ds: Dataset, model_cfg: dict, seed: int = 0, latency_budg
     metrics.update(hot_included_metrics(ds, pred))
     metrics["_test_predictions"] = pred
     lat = inference_latency(model, ds.X[te], (1, 128), budget_s=latency_budget_s)
-    metrics.update({"train_seconds": train_s, "latency_ns_per_block": lat[128],
-                    "latency_ns_per_block_batch1": lat[1], "n_parameters": model.n_parameters(),
-                    "epochs_run": len(model.history)})
+    metrics.update(
+        {
+            "train_seconds": train_s,
+            "latency_ns_per_block": lat[128],
+            "latency_ns_per_block_batch1": lat[1],
+            "n_parameters": model.n_parameters(),
+            "epochs_run": len(model.history),
+        }
+    )
     return model, metrics
 
 
@@ -154,16 +199,20 @@ def hot_included_metrics(ds: Dataset, pred: np.ndarray) -> dict:
 
     te = ds.splits["test"]
     true = L.dogi_classes(ds.inv[te], ds.info["capacity_blocks"], ds.info["mu"])
-    said = np.asarray(pred) + 1                          # model class k is c(k+1)
+    said = np.asarray(pred) + 1  # model class k is c(k+1)
     full = classification_metrics(true, said, L.N_CATEGORIES + 1)
     nonhot = true > 0
     return {
         "accuracy_all_classes": full["accuracy"],
         "accuracy_nonhot": float(np.mean(true[nonhot] == said[nonhot])) if nonhot.any() else None,
         "hot_row_share": float(1.0 - nonhot.mean()) if true.size else None,
-        "all_classes": {"class_names": ["hot", *ds.class_names],
-                        **{k: full[k] for k in ("per_class_recall", "per_class_precision", "support",
-                                                "predicted", "confusion_matrix")}},
+        "all_classes": {
+            "class_names": ["hot", *ds.class_names],
+            **{
+                k: full[k]
+                for k in ("per_class_recall", "per_class_precision", "support", "predicted", "confusion_matrix")
+            },
+        },
     }
 
 
@@ -173,9 +222,10 @@ def per_class_table(metrics: dict, class_names: list) -> dict:
     src, names = metrics, class_names
     if metrics.get("all_classes"):
         src, names = metrics["all_classes"], metrics["all_classes"]["class_names"]
-    return {key: {n: src[k][i] for i, n in enumerate(names)}
-            for key, k in (("recall", "per_class_recall"), ("precision", "per_class_precision"),
-                           ("support", "support"))}
+    return {
+        key: {n: src[k][i] for i, n in enumerate(names)}
+        for key, k in (("recall", "per_class_recall"), ("precision", "per_class_precision"), ("support", "support"))
+    }
 
 
 def plog_configuration(ds: Dataset, pred: np.ndarray) -> dict | None:
@@ -184,13 +234,19 @@ def plog_configuration(ds: Dataset, pred: np.ndarray) -> dict | None:
     if ds.info.get("labels") != "dogi":
         return None
     from dogi_ml.markov.groups import best_configuration
+
     cap = ds.info["capacity_blocks"]
     upper = np.append(L.category_bounds(cap, ds.info["mu"])[1:].astype(float), np.inf)
     te = ds.splits["test"]
     best = best_configuration(pred, np.minimum(ds.inv[te], 1e15).astype(float), upper, cap)
     names = ds.class_names
-    return {"groups": [[names[c] for c in g] for g in best.groups], "bounds": best.bounds, "waf": best.waf,
-            "fractions": best.fractions, "mispredict": best.mispredict}
+    return {
+        "groups": [[names[c] for c in g] for g in best.groups],
+        "bounds": best.bounds,
+        "waf": best.waf,
+        "fractions": best.fractions,
+        "mispredict": best.mispredict,
+    }
 
 
 def run_train(cfg, out_dir: Path) -> dict:
@@ -200,76 +256,115 @@ def run_train(cfg, out_dir: Path) -> dict:
 
     from omegaconf import OmegaConf
 
-    from dogi_ml.pipeline.common import require_workload, sweep_dir
-    from dogi_ml.report import console, print_feature_report, print_train_summary
-    from dogi_ml.tracking import flatten, mlflow_run
-    from dogi_ml.traces.workload import load_workload
     from dogi_ml.features.selection import feature_report, plot_feature_report
     from dogi_ml.models.evaluate import plot_confusion
+    from dogi_ml.pipeline.common import require_workload, sweep_dir
+    from dogi_ml.report import console, print_feature_report, print_train_summary
+    from dogi_ml.traces.workload import load_workload
+    from dogi_ml.tracking import flatten, mlflow_run
 
     require_workload(cfg)
     resolved = OmegaConf.to_container(cfg, resolve=True)
     wl, model_name = cfg.workload.name, cfg.model.name
     tags = {"workload": wl, "model": model_name, "command": "train"}
     with mlflow_run("train", f"{model_name} on {wl}", sweep_dir=sweep_dir(), tags=tags) as (mlflow, run):
-        mlflow.log_params({k: (str(v)[:500] if v is not None else "null")
-                           for k, v in flatten(resolved).items() if not k.startswith("hydra")})
+        mlflow.log_params(
+            {
+                k: (str(v)[:500] if v is not None else "null")
+                for k, v in flatten(resolved).items()
+                if not k.startswith("hydra")
+            }
+        )
         console.print(f"[bold]train[/bold] {model_name} on {wl} (MLflow run {run.info.run_id[:8]})")
         trace = load_workload(cfg.workload, cache_dir=cfg.cache_dir)
         history = cfg.model.get("history")
         ds = build_dataset(trace, resolved["data"], sequence_history=history, cache_dir=cfg.cache_dir)
-        console.print(f"  {ds.info['block_writes']:,} block writes, {ds.info['sampled_rows']:,} sampled rows "
-                      f"({ds.info['n_train']:,} train / {ds.info['n_val']:,} val / {ds.info['n_test']:,} test), "
-                      f"features at {ds.info['features_blocks_per_s'] / 1e6:.1f} M blocks/s")
-        model, metrics = train_and_evaluate(ds, resolved["model"], seed=int(cfg.seed),
-                                            latency_budget_s=float(cfg.latency_budget_s))
+        console.print(
+            f"  {ds.info['block_writes']:,} block writes, {ds.info['sampled_rows']:,} sampled rows "
+            f"({ds.info['n_train']:,} train / {ds.info['n_val']:,} val / {ds.info['n_test']:,} test), "
+            f"features at {ds.info['features_blocks_per_s'] / 1e6:.1f} M blocks/s"
+        )
+        model, metrics = train_and_evaluate(
+            ds, resolved["model"], seed=int(cfg.seed), latency_budget_s=float(cfg.latency_budget_s)
+        )
         pred = metrics.pop("_test_predictions")
         plog_cfg = plog_configuration(ds, pred)
         if plog_cfg is not None:
             metrics["modelled_waf"] = plog_cfg["waf"]
             metrics["modelled_groups"] = len(plog_cfg["groups"])
-            console.print(f"  PLog group configuration (DOGI §4.3, Markov model): {plog_cfg['groups']} "
-                          f"-> modelled WAF {plog_cfg['waf']:.3f}")
+            console.print(
+                f"  PLog group configuration (DOGI §4.3, Markov model): {plog_cfg['groups']} "
+                f"-> modelled WAF {plog_cfg['waf']:.3f}"
+            )
         out_dir.mkdir(parents=True, exist_ok=True)
         model_path = model.save(out_dir / "model.pkl")
         full = metrics.get("all_classes")
-        if full:     # the hot row shows where truly hot rows went
-            cm_path = plot_confusion(full["confusion_matrix"], full["class_names"], out_dir / "confusion_matrix.png",
-                                     title=f"{model_name} on {wl}: accuracy {metrics['accuracy_all_classes']:.3f} "
-                                           f"(hot included), {metrics['accuracy_nonhot']:.3f} (non-hot)")
+        if full:  # the hot row shows where truly hot rows went
+            cm_path = plot_confusion(
+                full["confusion_matrix"],
+                full["class_names"],
+                out_dir / "confusion_matrix.png",
+                title=f"{model_name} on {wl}: accuracy {metrics['accuracy_all_classes']:.3f} "
+                f"(hot included), {metrics['accuracy_nonhot']:.3f} (non-hot)",
+            )
         else:
-            cm_path = plot_confusion(metrics["confusion_matrix"], ds.class_names, out_dir / "confusion_matrix.png",
-                                     title=f"{model_name} on {wl}: accuracy {metrics['accuracy']:.3f}")
+            cm_path = plot_confusion(
+                metrics["confusion_matrix"],
+                ds.class_names,
+                out_dir / "confusion_matrix.png",
+                title=f"{model_name} on {wl}: accuracy {metrics['accuracy']:.3f}",
+            )
         tr = ds.splits["train"]
         report = feature_report(ds.all_features[tr], ds.y[tr], seed=int(cfg.seed))
         report_path = out_dir / "feature_report.json"
         report_path.write_text(json.dumps(report, indent=2))
         plot_path = plot_feature_report(report, out_dir / "feature_report.png", title=f"feature relevance ({wl})")
         per_class = per_class_table(metrics, ds.class_names)
-        summary = {"workload": wl, "model": model_name, **{k: v for k, v in metrics.items()
-                                                           if not isinstance(v, (dict, list))},
-                   "dataset": ds.info, "per_class": per_class,
-                   # the model's classes (dogi labels: truly hot rows counted as c1)
-                   "per_class_recall": {ds.class_names[c]: v for c, v in metrics["per_class_recall"].items()},
-                   "per_class_precision": {ds.class_names[c]: v for c, v in metrics["per_class_precision"].items()},
-                   "confusion_matrix": metrics["confusion_matrix"], "class_names": ds.class_names,
-                   "confusion_matrix_all_classes": full["confusion_matrix"] if full else None,
-                   "history": model.history, "mlflow_run_id": run.info.run_id,
-                   "plog_configuration": plog_cfg}
+        summary = {
+            "workload": wl,
+            "model": model_name,
+            **{k: v for k, v in metrics.items() if not isinstance(v, (dict, list))},
+            "dataset": ds.info,
+            "per_class": per_class,
+            # the model's classes (dogi labels: truly hot rows counted as c1)
+            "per_class_recall": {ds.class_names[c]: v for c, v in metrics["per_class_recall"].items()},
+            "per_class_precision": {ds.class_names[c]: v for c, v in metrics["per_class_precision"].items()},
+            "confusion_matrix": metrics["confusion_matrix"],
+            "class_names": ds.class_names,
+            "confusion_matrix_all_classes": full["confusion_matrix"] if full else None,
+            "history": model.history,
+            "mlflow_run_id": run.info.run_id,
+            "plog_configuration": plog_cfg,
+        }
         metrics_path = out_dir / "metrics.json"
         metrics_path.write_text(json.dumps(summary, indent=2, default=float))
         (out_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
         scalar = {k: float(v) for k, v in metrics.items() if isinstance(v, (int, float)) and v is not None}
-        scalar.update({f"data_{k}": float(v) for k, v in ds.info.items() if isinstance(v, (int, float)) and v is not None})
-        scalar.update({f"{key}_{name}": float(v) for key in ("recall", "precision")
-                       for name, v in per_class[key].items() if v is not None})
+        scalar.update(
+            {f"data_{k}": float(v) for k, v in ds.info.items() if isinstance(v, (int, float)) and v is not None}
+        )
+        scalar.update(
+            {
+                f"{key}_{name}": float(v)
+                for key in ("recall", "precision")
+                for name, v in per_class[key].items()
+                if v is not None
+            }
+        )
         mlflow.log_metrics(scalar)
         for rec in model.history:
             for k in ("train_loss", "val_loss"):
                 if k in rec:
                     mlflow.log_metric(k, rec[k], step=rec["epoch"])
-        for path, sub in ((model_path, "model"), (model_path.with_suffix(".json"), "model"), (cm_path, None),
-                          (report_path, None), (plot_path, None), (metrics_path, None), (out_dir / "config.yaml", None)):
+        for path, sub in (
+            (model_path, "model"),
+            (model_path.with_suffix(".json"), "model"),
+            (cm_path, None),
+            (report_path, None),
+            (plot_path, None),
+            (metrics_path, None),
+            (out_dir / "config.yaml", None),
+        ):
             mlflow.log_artifact(str(path), artifact_path=sub)
         print_feature_report(report, ds.feature_names)
         print_train_summary(summary)

@@ -3,6 +3,7 @@
 Adding a scheme: write ``dogi_ml/policies/<name>.py`` with a :class:`~dogi_ml.sim.PlacementPolicy`
 subclass decorated with ``@register``, and ``conf/policy/<name>.yaml``.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -38,8 +39,9 @@ def make_policy(name: str, n_groups: int | None = None, **params) -> PlacementPo
     try:
         cls = POLICIES[name]
     except KeyError:
-        raise ValueError(f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))} "
-                         f"(choose with policy=NAME)") from None
+        raise ValueError(
+            f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))} (choose with policy=NAME)"
+        ) from None
     if n_groups is None:
         n_groups = getattr(cls, "default_groups", 1)
     return cls(n_groups, **params)

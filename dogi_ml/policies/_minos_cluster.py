@@ -19,6 +19,7 @@ Counters and weights are float32 and the distance loops branch-free (``fastmath`
 vectorises them (the paper's SIMD clustering). Cluster sums go to spare rows ``N .. 2N-1`` of the
 counter arrays, so clustering allocates nothing and can run inside the simulator's loop.
 """
+
 from __future__ import annotations
 
 import numba as nb
@@ -42,7 +43,8 @@ def p2_new(cells: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _p2_parabolic(q, n, i, d):
     return q[i] + d / (n[i + 1] - n[i - 1]) * (
         (n[i] - n[i - 1] + d) * (q[i + 1] - q[i]) / (n[i + 1] - n[i])
-        + (n[i + 1] - n[i] - d) * (q[i] - q[i - 1]) / (n[i] - n[i - 1]))
+        + (n[i + 1] - n[i] - d) * (q[i] - q[i - 1]) / (n[i] - n[i - 1])
+    )
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -131,7 +133,7 @@ def slot_weights(inv_table, newest_pos, out):
     """``out[s] = alpha**age(s)``: age 0 at ring position ``newest_pos``, growing backwards."""
     L = inv_table.shape[0]
     alpha = 1.0 - 1.0 / L
-    a_new = np.float32(alpha ** newest_pos)
+    a_new = np.float32(alpha**newest_pos)
     a_old = np.float32(alpha ** (newest_pos + L))
     for s in range(newest_pos + 1):
         out[s] = a_new * inv_table[s]
@@ -245,9 +247,9 @@ def cluster_adjacent(W, I, n, k, wt, out, row, nxt, prv, dist):
         right = nxt[b]
         # the sum goes to a fresh spare row: writing it over row[a] in place was measured 1.5x
         # slower (LLVM's runtime alias check sends overlapping rows to the scalar loop)
-        dl, dr = _merge_and_measure(W, I, row[a], row[b], spare,
-                                    row[left] if left >= 0 else -1,
-                                    row[right] if right >= 0 else -1, wt)
+        dl, dr = _merge_and_measure(
+            W, I, row[a], row[b], spare, row[left] if left >= 0 else -1, row[right] if right >= 0 else -1, wt
+        )
         row[a] = spare
         spare += 1
         nxt[a] = right

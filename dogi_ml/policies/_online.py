@@ -10,10 +10,10 @@ The schemes' features come chunk by chunk from :class:`dogi_ml.features.extract.
 the policy runs *batched* inference for the writes of the next chunk before the loop applies
 them (``before_chunk``) with memory bounded by the chunk.
 """
+
 from __future__ import annotations
 
 import time
-
 from typing import NamedTuple
 
 import numba as nb
@@ -26,19 +26,20 @@ PENDING = -1
 def log_columns(names: list[str]) -> list[int]:
     """Columns the models' input scaler log-transforms (as the ``train`` pipeline does)."""
     from dogi_ml.features.extract import NO_LOG
+
     return [i for i, f in enumerate(names) if f not in NO_LOG]
 
 
 class RingArrays(NamedTuple):
     """The sample ring as the Numba loop sees it (one field of a policy's state)."""
 
-    row: np.ndarray       # int64 per slot: the sample's block-write index (trace row)
-    time: np.ndarray      # int64 per slot: its write time
-    lba: np.ndarray       # int64 per slot
-    pred: np.ndarray      # int16 per slot: what the deployed model predicted, -1 if none
-    inv: np.ndarray       # int64 per slot: invalidation time once overwritten, else PENDING
-    pending: np.ndarray   # int32 per LBA: the slot of its pending sample, -1 if none
-    count: np.ndarray     # int64[1]: samples recorded so far (the next slot is count % size)
+    row: np.ndarray  # int64 per slot: the sample's block-write index (trace row)
+    time: np.ndarray  # int64 per slot: its write time
+    lba: np.ndarray  # int64 per slot
+    pred: np.ndarray  # int16 per slot: what the deployed model predicted, -1 if none
+    inv: np.ndarray  # int64 per slot: invalidation time once overwritten, else PENDING
+    pending: np.ndarray  # int32 per LBA: the slot of its pending sample, -1 if none
+    count: np.ndarray  # int64[1]: samples recorded so far (the next slot is count % size)
 
 
 class SampleRing:
@@ -73,8 +74,15 @@ class SampleRing:
         keep = (inv != PENDING) & (t >= since) & (t >= 0)
         order = np.argsort(t[keep], kind="stable")
         idx = np.flatnonzero(keep)[order]
-        return {"slot": idx, "row": self.row[idx], "time": t[idx], "inv": inv[idx], "pred": self.pred[idx].astype(np.int64),
-                "censored": long_pending[idx], "n_pending": int(((self.inv[:n] == PENDING) & ~long_pending).sum())}
+        return {
+            "slot": idx,
+            "row": self.row[idx],
+            "time": t[idx],
+            "inv": inv[idx],
+            "pred": self.pred[idx].astype(np.int64),
+            "censored": long_pending[idx],
+            "n_pending": int(((self.inv[:n] == PENDING) & ~long_pending).sum()),
+        }
 
 
 @nb.njit(cache=True)
@@ -103,8 +111,16 @@ def ring_record(ring, lba, row, now, pred):
     return slot
 
 
-def fit_classifier(name: str, params: dict, X: np.ndarray, y: np.ndarray, n_classes: int, names: list[str],
-                   seed: int, val_fraction: float = 0.2):
+def fit_classifier(
+    name: str,
+    params: dict,
+    X: np.ndarray,
+    y: np.ndarray,
+    n_classes: int,
+    names: list[str],
+    seed: int,
+    val_fraction: float = 0.2,
+):
     """Train a registered model on time-ordered rows (the latest ``val_fraction`` held out for
     early stopping and for the returned accuracy). Returns ``(model, val_slice, seconds)``."""
     from dogi_ml.models import make_model

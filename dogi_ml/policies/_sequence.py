@@ -18,6 +18,7 @@ the sampling ring (the Numba loop copies a sampled write's window into it, so tr
 looks back into the trace), retraining between chunks, timing. Subclasses supply labels, the
 model's output mapping and their Numba placement functions.
 """
+
 from __future__ import annotations
 
 import time
@@ -25,13 +26,13 @@ import time
 import numba as nb
 import numpy as np
 
+from dogi_ml.features.extract import FEATURES, FeatureConfig, FeatureStream, take_columns
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, record, scalar_fields
 from dogi_ml.sim.victims import GENERAL_VICTIMS
-from dogi_ml.features.extract import FEATURES, FeatureConfig, FeatureStream, take_columns
 
 from ._online import SampleRing, log_columns, ring_record
 
-PAPER_CAPACITY = 33_554_432          # 128 GiB in 4 KiB blocks: the paper's parameters scale from it
+PAPER_CAPACITY = 33_554_432  # 128 GiB in 4 KiB blocks: the paper's parameters scale from it
 #: rows per forward pass at inference: small batches keep the activations in cache (measured
 #: ~1.5x faster than 8192 for the GRU and the TCN on one core)
 INFER_BATCH = 1024
@@ -91,8 +92,8 @@ def _advance_windows(lbas, rows_t, hist, out):
 class SequenceStream:
     """Per-LBA windows of a trace's block writes, chunk by chunk in time order::
 
-        stream = SequenceStream(trace, capacity, names, history, max_rows)
-        w = stream.next(n)     # float32 [n, history, F]: block writes 0 .. n-1 (a view of a buffer)
+    stream = SequenceStream(trace, capacity, names, history, max_rows)
+    w = stream.next(n)     # float32 [n, history, F]: block writes 0 .. n-1 (a view of a buffer)
     """
 
     def __init__(self, trace, capacity: int, names: list[str], history: int, max_rows: int):
@@ -122,8 +123,8 @@ class SequenceStream:
             raise ValueError(f"{n} windows at offset {offset} exceed the buffer of {self.buffer.shape[0]}")
         lo = self.position
         rows_t = log_features_by_column(self.features.next(n), self.names, self.columns)
-        out = self.buffer[offset:offset + n]
-        _advance_windows(np.ascontiguousarray(self.lbas[lo:lo + n], dtype=np.int64), rows_t, self.hist, out)
+        out = self.buffer[offset : offset + n]
+        _advance_windows(np.ascontiguousarray(self.lbas[lo : lo + n], dtype=np.int64), rows_t, self.hist, out)
         return out
 
 
@@ -131,11 +132,11 @@ def sequence_scalars(**extra) -> np.dtype:
     """A sequence scheme's scalars record: the fields :class:`SequencePolicy` and
     :func:`count_and_sample` use, then the scheme's own (``name=numpy type``)."""
     return scalar_fields(
-        chunk_start=np.int64,      # logical time of the current chunk's first write (windows index)
-        prefill=np.int64,          # prefill writes (not placed by the model, not sampled)
-        sample_every=np.int64,     # one in this many user writes becomes a training sample
-        counted_writes=np.int64,   # user writes counted for sampling so far
-        mode=np.int64,             # 1 once a model is deployed, 0 before
+        chunk_start=np.int64,  # logical time of the current chunk's first write (windows index)
+        prefill=np.int64,  # prefill writes (not placed by the model, not sampled)
+        sample_every=np.int64,  # one in this many user writes becomes a training sample
+        counted_writes=np.int64,  # user writes counted for sampling so far
+        mode=np.int64,  # 1 once a model is deployed, 0 before
         **extra,
     )
 
@@ -149,13 +150,14 @@ def count_and_sample(st, ring, ring_windows, windows, lba, now, pred):
     if st.counted_writes % st.sample_every == 0:
         slot = ring_record(ring, lba, now - st.prefill, now, pred)
         k = now - st.chunk_start
-        for j in range(windows.shape[1]):        # element by element: the loop runs without NRT
+        for j in range(windows.shape[1]):  # element by element: the loop runs without NRT
             for f in range(windows.shape[2]):
                 ring_windows[slot, j, f] = windows[k, j, f]
 
 
-def fit_sequence_model(name: str, params: dict, X: np.ndarray, y: np.ndarray, n_out: int, seed: int,
-                       val_fraction: float = 0.2):
+def fit_sequence_model(
+    name: str, params: dict, X: np.ndarray, y: np.ndarray, n_out: int, seed: int, val_fraction: float = 0.2
+):
     """Train a sequence model on time-ordered windows, the latest ``val_fraction`` held out
     (early stopping, validation metrics). Inputs are pre-logged (:func:`log_features`), so the
     scaler only standardises. Returns ``(model, val_slice, seconds)``."""
@@ -187,15 +189,15 @@ class SequencePolicy(PlacementPolicy):
     """
 
     COMMON = {
-        "model_params": {},          # merged over the scheme's model defaults
+        "model_params": {},  # merged over the scheme's model defaults
         "features": [],
-        "history": 8,                # writes per LBA window (as conf/model/gru.yaml)
-        "sample_every": 10,          # one in N user writes becomes a training sample
-        "max_samples": 100_000,      # ring size; x sample_every should exceed the longest label bound
-        "max_train": 16_000,         # latest labelled samples used per retraining
-        "min_samples": 2_000,        # labelled samples needed before the first model
-        "retrain_every": None,       # user writes between retrainings; None = 100 GiB (26M blocks) scaled
-        "victim": "cost_benefit",    # DOGI §5.1: PHFTL, SepBIT and ML-DT use cost-benefit
+        "history": 8,  # writes per LBA window (as conf/model/gru.yaml)
+        "sample_every": 10,  # one in N user writes becomes a training sample
+        "max_samples": 100_000,  # ring size; x sample_every should exceed the longest label bound
+        "max_train": 16_000,  # latest labelled samples used per retraining
+        "min_samples": 2_000,  # labelled samples needed before the first model
+        "retrain_every": None,  # user writes between retrainings; None = 100 GiB (26M blocks) scaled
+        "victim": "cost_benefit",  # DOGI §5.1: PHFTL, SepBIT and ML-DT use cost-benefit
         "seed": 0,
     }
     DEFAULTS: dict = {}
@@ -206,7 +208,9 @@ class SequencePolicy(PlacementPolicy):
         accepted = {**self.COMMON, **self.DEFAULTS}
         unknown = set(params) - set(accepted)
         if unknown:
-            raise ValueError(f"policy {self.name}: unknown parameter(s) {sorted(unknown)}; accepted: {sorted(accepted)}")
+            raise ValueError(
+                f"policy {self.name}: unknown parameter(s) {sorted(unknown)}; accepted: {sorted(accepted)}"
+            )
         cfg = {**accepted, **params}
         cfg["model_params"] = {**self.MODEL_DEFAULTS, **dict(cfg["model_params"] or {})}
         for key in ("history", "sample_every", "max_samples", "max_train", "min_samples"):
@@ -215,29 +219,34 @@ class SequencePolicy(PlacementPolicy):
         if cfg["retrain_every"] is not None and int(cfg["retrain_every"]) < 1:
             raise ValueError(f"policy {self.name}: retrain_every must be >= 1 user writes, got {cfg['retrain_every']}")
         if cfg["victim"] not in GENERAL_VICTIMS:
-            raise ValueError(f"policy {self.name}: victim must be one of {', '.join(GENERAL_VICTIMS)}, got {cfg['victim']!r}")
+            raise ValueError(
+                f"policy {self.name}: victim must be one of {', '.join(GENERAL_VICTIMS)}, got {cfg['victim']!r}"
+            )
         if not cfg["features"]:
             raise ValueError(f"policy {self.name}: params.features is empty")
         bad = [f for f in cfg["features"] if f not in FEATURES]
         if bad:
             raise ValueError(f"policy {self.name}: unknown feature(s) {bad}; known: {', '.join(FEATURES)}")
         from dogi_ml.models import make_model
+
         # unknown model parameters fail here rather than at the first retraining
         make_model(self.MODEL, 2, len(cfg["features"]), **cfg["model_params"])
         self.cfg = cfg
-        self.victim = cfg["victim"]     # the engine takes a policy's selector over sim.victim
+        self.victim = cfg["victim"]  # the engine takes a policy's selector over sim.victim
         super().__init__(n_groups)
 
     # -- setup -----------------------------------------------------------------------------
     def bind(self, ctx: SimContext) -> tuple:
         c = self.cfg
         if ctx.trace is None:
-            raise ValueError(f"policy {self.name} needs the trace (its features) to run its model: "
-                             "use the simulate command or pass trace= to the Simulator")
+            raise ValueError(
+                f"policy {self.name} needs the trace (its features) to run its model: "
+                "use the simulate command or pass trace= to the Simulator"
+            )
         self.capacity = cap = ctx.capacity
         self.prefill = ctx.prefill_blocks
         self.retrain_every = int(c["retrain_every"] or scaled(26_000_000, cap, 1000))
-        self.max_chunk_blocks = min(self.retrain_every, MAX_CHUNK)   # retraining happens between chunks
+        self.max_chunk_blocks = min(self.retrain_every, MAX_CHUNK)  # retraining happens between chunks
         self.stream = SequenceStream(ctx.trace, cap, list(c["features"]), int(c["history"]), self.max_chunk_blocks)
         self.ring = SampleRing(cap, int(c["max_samples"]))
         self.ring_windows = np.zeros((int(c["max_samples"]), int(c["history"]), len(c["features"])), np.float32)
@@ -262,20 +271,20 @@ class SequencePolicy(PlacementPolicy):
     def before_chunk(self, sim, start: int, n_writes: int) -> None:
         st = record(self.state.scalars)
         st.chunk_start = start
-        a = start - self.prefill                 # feature row of the chunk's first write
+        a = start - self.prefill  # feature row of the chunk's first write
         lo, hi = max(a, 0), min(a + n_writes, self.stream.n_rows)
-        self._clear_predictions(n_writes)        # writes beyond the trace's features: no prediction
+        self._clear_predictions(n_writes)  # writes beyond the trace's features: no prediction
         if hi <= lo:
             return
         if self.stream.position != lo:
             raise RuntimeError(f"policy {self.name}: windows at write {self.stream.position}, chunk starts at {lo}")
         t0 = time.perf_counter()
-        X = self.stream.next(hi - lo, offset=lo - a)   # every chunk: sampled writes keep their window
+        X = self.stream.next(hi - lo, offset=lo - a)  # every chunk: sampled writes keep their window
         self.window_s += time.perf_counter() - t0
         if self.model is None or st.mode == 0:
             return
         t0 = time.perf_counter()
-        out = np.concatenate([self._model_output(X[i:i + INFER_BATCH]) for i in range(0, len(X), INFER_BATCH)])
+        out = np.concatenate([self._model_output(X[i : i + INFER_BATCH]) for i in range(0, len(X), INFER_BATCH)])
         self._deploy_predictions(out, lo - a)
         self.infer_s += time.perf_counter() - t0
         self.infer_blocks += hi - lo
@@ -328,4 +337,3 @@ class SequencePolicy(PlacementPolicy):
             "mode": "model" if record(self.state.scalars).mode else "fallback (no model yet)",
             "training_history": self.history,
         }
-

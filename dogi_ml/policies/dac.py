@@ -22,6 +22,7 @@ Checked line by line against the SepBIT authors' simulator (fallfish/sepbit,
 - GC and victims (both variants): see :mod:`dogi_ml.sim.victims` and ``notes/baselines.md``
   (their GC is triggered by garbage proportion, ours by default by free segments).
 """
+
 from typing import NamedTuple
 
 import numba as nb
@@ -38,7 +39,7 @@ VARIANTS = ("code", "paper")
 class DACState(NamedTuple):
     """DAC's Numba state, by name."""
 
-    region: np.ndarray         # uint8[capacity] each block's level, 0 = coldest
+    region: np.ndarray  # uint8[capacity] each block's level, 0 = coldest
     first_promotes: np.ndarray  # int64[1] 1 (variant paper): a first write is promoted too
 
 
@@ -80,8 +81,10 @@ class DAC(PlacementPolicy):
         super().__init__(n_groups, **params)
         self.variant = str(params.get("variant", "code"))
         if self.variant not in VARIANTS:
-            raise ValueError(f"policy dac: unknown variant {self.variant!r}; known: {', '.join(VARIANTS)} "
-                             f"(code = the SepBIT authors' DAC.java, paper = SepBIT's text)")
+            raise ValueError(
+                f"policy dac: unknown variant {self.variant!r}; known: {', '.join(VARIANTS)} "
+                f"(code = the SepBIT authors' DAC.java, paper = SepBIT's text)"
+            )
 
     def accepted_params(self):
         return ("variant",)
@@ -90,5 +93,6 @@ class DAC(PlacementPolicy):
         return self.name if self.variant == "code" else f"{self.name}[{self.variant}]"
 
     def bind(self, ctx: SimContext) -> tuple:
-        return DACState(region=np.zeros(ctx.capacity, np.uint8),
-                        first_promotes=np.array([int(self.variant == "paper")], np.int64))
+        return DACState(
+            region=np.zeros(ctx.capacity, np.uint8), first_promotes=np.array([int(self.variant == "paper")], np.int64)
+        )

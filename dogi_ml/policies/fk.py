@@ -18,6 +18,7 @@ invalidated within ``t`` bytes goes to the ``ceil(t/s)``-th open segment, i.e. 0
 before the check). Both put never-rewritten blocks, and any beyond the last class, in the last
 group. GC and victims: see :mod:`dogi_ml.sim.victims` and ``notes/baselines.md``.
 """
+
 import numba as nb
 
 from dogi_ml.oracles.annotate import NEVER
@@ -59,8 +60,10 @@ class FK(FutureKnowledge):
         super().__init__(n_groups, **params)
         self.variant = str(params.get("variant", "code"))
         if self.variant not in VARIANTS:
-            raise ValueError(f"policy fk: unknown variant {self.variant!r}; known: {', '.join(VARIANTS)} "
-                             f"(code = the SepBIT authors' FK.java, paper = SepBIT's text, ceil(t/s))")
+            raise ValueError(
+                f"policy fk: unknown variant {self.variant!r}; known: {', '.join(VARIANTS)} "
+                f"(code = the SepBIT authors' FK.java, paper = SepBIT's text, ceil(t/s))"
+            )
         if self.variant == "code":
             self.place_user = fk_code_user
             self.place_gc = fk_code_gc

@@ -6,6 +6,7 @@ User-written blocks go to group 0; each time GC relocates a block it moves one g
 logical block. (The migration-count idea as used for GC-written data by MiDAS and its
 predecessors; cf. dogi-fast26 §2, Table 1.)
 """
+
 from typing import NamedTuple
 
 import numba as nb
@@ -18,7 +19,7 @@ from . import register
 
 
 class MidaState(NamedTuple):
-    migrations: np.ndarray    # uint8 per LBA: GC relocations since its last user write (capped)
+    migrations: np.ndarray  # uint8 per LBA: GC relocations since its last user write (capped)
 
 
 @nb.njit(cache=True)

@@ -40,6 +40,7 @@ it in a thread while writes continue); GC that cannot keep up merges from before
 receiving the copies (MiDAS's choice depends on which groups have been collected since the last
 configuration); the epoch doubles at most 3 times.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -47,24 +48,24 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from dogi_ml.markov.midas import Device, HotStats, build_uid, search
 from dogi_ml.sim.kernels import retire_group
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, record, scalar_fields
 from dogi_ml.sim.state import C_GC, C_NOW, C_USER, P_NSEG, P_SEG_BLOCKS, SEG_OPEN, SEG_SEALED
 from dogi_ml.sim.victims import register_victim
-from dogi_ml.markov.midas import Device, HotStats, build_uid, search
 
 from . import register
 
-HF_MAX = 3            # hot-filter counter ceiling (2 bits)
-HF_HOT = 3            # counter value that sends a user write to G0
-NAIVE_N = 4           # naive MiDA groups from the naive start on
-ILOOP = 25            # collections within one user write that count as GC not keeping up
-QUEUE_MAX = 10        # hot-filter periods averaged for the model
-ERR_SHARE = 0.3       # irregular-group check every 0.3 epoch
-ERR_TOL = 0.1         # victims this much more valid than modelled make a group irregular
-G0_VALID_MAX = 0.18   # model skipped when G0's victims are this valid (0.3 for a 1-segment G0)
+HF_MAX = 3  # hot-filter counter ceiling (2 bits)
+HF_HOT = 3  # counter value that sends a user write to G0
+NAIVE_N = 4  # naive MiDA groups from the naive start on
+ILOOP = 25  # collections within one user write that count as GC not keeping up
+QUEUE_MAX = 10  # hot-filter periods averaged for the model
+ERR_SHARE = 0.3  # irregular-group check every 0.3 epoch
+ERR_TOL = 0.1  # victims this much more valid than modelled make a group irregular
+G0_VALID_MAX = 0.18  # model skipped when G0's victims are this valid (0.3 for a 1-segment G0)
 G0_VALID_MAX_ONE = 0.3
-MAX_DOUBLINGS = 3     # the epoch doubles at most this many times
+MAX_DOUBLINGS = 3  # the epoch doubles at most this many times
 BIG = 1 << 62
 #: ``retire``: which open segments are sealed when the groups change (kernel codes)
 RETIRE_MODES = {"none": 0, "unused": 1, "changed": 2}
@@ -72,71 +73,71 @@ RETIRE_NONE, RETIRE_UNUSED, RETIRE_CHANGED = 0, 1, 2
 
 #: MiDAS's scalar parameters and counters (``MidasState.scalars``, one record)
 SCALARS = scalar_fields(
-    naive_start=np.int64,        # ns: the last configured group, where naive MiDA starts when on
-    naive_on=np.int64,           # 1: groups ns..ns+3 are naive-MiDA migration groups
-    last_group=np.int64,         # the last group in use (ns, or ns + 3 with naive MiDA)
-    bucket_blocks=np.int64,      # UID bucket width in user writes (a quarter segment)
-    epoch_blocks=np.int64,       # UID epoch length in user writes
-    max_epoch_blocks=np.int64,   # the epoch's ceiling after doublings
-    epoch_start=np.int64,        # logical time the current epoch started
-    epoch_id=np.int64,           # the current epoch's number (overwrite_epoch marks)
-    uid_ready=np.int64,          # 1: a finished epoch's UID waits for the Python hook
-    uid_done_buckets=np.int64,   # buckets of that UID
-    uid_done_once=np.int64,      # blocks written once in that epoch
-    uid_done_at=np.int64,        # logical time that epoch ended
-    capacity=np.int64,           # logical blocks
-    prefill=np.int64,            # prefill writes (not counted as traffic)
-    gc_target=np.int64,          # group receiving the current victim's valid blocks
-    victim_group=np.int64,       # the current victim's group
-    run_time=np.int64,           # user-write time of the current run of collections
-    run_collections=np.int64,    # collections within that user write
-    applied=np.int64,            # 1: a model configuration is in force
-    collected_mask=np.int64,     # bit g: group g collected since the configuration was applied
-    checking=np.int64,           # 1: every group collected, victims' valid ratios are being checked
-    check_writes=np.int64,       # user writes since the last irregular-group check
-    early_irregular=np.int64,    # irregular groups in the first half since the last model
-    model_groups=np.int64,       # groups of the configuration in force
-    warmup_left=np.int64,        # hot-filter updates left in the warm-up
-    period_left=np.int64,        # overwrites left in the hot-filter period
-    g0_age_window=np.int64,      # G0's mean victim age: a younger G1 copy counts as hot
-    periods_queued=np.int64,     # hot-filter periods kept for the model (<= QUEUE_MAX)
-    period_slot=np.int64,        # the next period's row in hot_periods
-    snapshot_at=np.int64,        # logical time of the next WAF snapshot
-    snap_user0=np.int64,         # user / GC writes at the snapshot before last ...
+    naive_start=np.int64,  # ns: the last configured group, where naive MiDA starts when on
+    naive_on=np.int64,  # 1: groups ns..ns+3 are naive-MiDA migration groups
+    last_group=np.int64,  # the last group in use (ns, or ns + 3 with naive MiDA)
+    bucket_blocks=np.int64,  # UID bucket width in user writes (a quarter segment)
+    epoch_blocks=np.int64,  # UID epoch length in user writes
+    max_epoch_blocks=np.int64,  # the epoch's ceiling after doublings
+    epoch_start=np.int64,  # logical time the current epoch started
+    epoch_id=np.int64,  # the current epoch's number (overwrite_epoch marks)
+    uid_ready=np.int64,  # 1: a finished epoch's UID waits for the Python hook
+    uid_done_buckets=np.int64,  # buckets of that UID
+    uid_done_once=np.int64,  # blocks written once in that epoch
+    uid_done_at=np.int64,  # logical time that epoch ended
+    capacity=np.int64,  # logical blocks
+    prefill=np.int64,  # prefill writes (not counted as traffic)
+    gc_target=np.int64,  # group receiving the current victim's valid blocks
+    victim_group=np.int64,  # the current victim's group
+    run_time=np.int64,  # user-write time of the current run of collections
+    run_collections=np.int64,  # collections within that user write
+    applied=np.int64,  # 1: a model configuration is in force
+    collected_mask=np.int64,  # bit g: group g collected since the configuration was applied
+    checking=np.int64,  # 1: every group collected, victims' valid ratios are being checked
+    check_writes=np.int64,  # user writes since the last irregular-group check
+    early_irregular=np.int64,  # irregular groups in the first half since the last model
+    model_groups=np.int64,  # groups of the configuration in force
+    warmup_left=np.int64,  # hot-filter updates left in the warm-up
+    period_left=np.int64,  # overwrites left in the hot-filter period
+    g0_age_window=np.int64,  # G0's mean victim age: a younger G1 copy counts as hot
+    periods_queued=np.int64,  # hot-filter periods kept for the model (<= QUEUE_MAX)
+    period_slot=np.int64,  # the next period's row in hot_periods
+    snapshot_at=np.int64,  # logical time of the next WAF snapshot
+    snap_user0=np.int64,  # user / GC writes at the snapshot before last ...
     snap_gc0=np.int64,
-    snap_user1=np.int64,         # ... and at the last: their difference is the measured WAF
+    snap_user1=np.int64,  # ... and at the last: their difference is the measured WAF
     snap_gc1=np.int64,
-    fallbacks=np.int64,          # irregular-group fallbacks
-    overrun_merges=np.int64,     # merges because GC could not keep up
-    irregular_streak=np.int64,   # configurations in a row with early irregular groups
-    retire_mode=np.int64,        # RETIRE_*: open segments sealed when the groups change
-    retired_segments=np.int64,   # open segments sealed half-written that way
+    fallbacks=np.int64,  # irregular-group fallbacks
+    overrun_merges=np.int64,  # merges because GC could not keep up
+    irregular_streak=np.int64,  # configurations in a row with early irregular groups
+    retire_mode=np.int64,  # RETIRE_*: open segments sealed when the groups change
+    retired_segments=np.int64,  # open segments sealed half-written that way
     # the hot-filter period's accumulators
     g0_victim_age_sum=np.float64,  # ages of G0's victims since sealing
-    g0_victims=np.float64,       # G0 victims counted in the age sum
-    g0_valid_sum=np.float64,     # valid ratios of G0's victims
+    g0_victims=np.float64,  # G0 victims counted in the age sum
+    g0_valid_sum=np.float64,  # valid ratios of G0's victims
     g0_valid_victims=np.float64,  # G0 victims counted in the valid sum
-    g0_traffic=np.float64,       # user writes sent to G0
-    user_traffic=np.float64,     # user writes
+    g0_traffic=np.float64,  # user writes sent to G0
+    user_traffic=np.float64,  # user writes
 )
 
 
 class MidasState(NamedTuple):
     """MiDAS's state in the Numba loop."""
 
-    scalars: np.ndarray              # one SCALARS record
-    fifo_sizes: np.ndarray           # int64 per group: designated sealed segments of FIFO groups
-    seg_owner: np.ndarray            # int32 per segment: relabelled group, -1 = the engine's
-    hot_counter: np.ndarray          # int8 per LBA: the hot filter's 2-bit counter
-    overwrite_epoch: np.ndarray      # int32 per LBA: epoch in which the block was written twice
-    uid: np.ndarray                  # int64 per bucket: update intervals counted this epoch
-    uid_done: np.ndarray             # int64 per bucket: the UID of the last finished epoch
-    hot_periods: np.ndarray          # float64 [QUEUE_MAX, 3]: G0 traffic share, victim validity, size
-    predicted_valid: np.ndarray      # float64 per group: modelled valid ratio of its victims
-    victim_valid_sum: np.ndarray     # float64 per group: victims' valid ratios since the last check
-    victim_count: np.ndarray         # int64 per group: victims counted in that sum
-    scratch_sealed: np.ndarray       # int64 per group: victim selector scratch, sealed segments,
-    scratch_oldest: np.ndarray       # int64 per group: oldest sealed segment,
+    scalars: np.ndarray  # one SCALARS record
+    fifo_sizes: np.ndarray  # int64 per group: designated sealed segments of FIFO groups
+    seg_owner: np.ndarray  # int32 per segment: relabelled group, -1 = the engine's
+    hot_counter: np.ndarray  # int8 per LBA: the hot filter's 2-bit counter
+    overwrite_epoch: np.ndarray  # int32 per LBA: epoch in which the block was written twice
+    uid: np.ndarray  # int64 per bucket: update intervals counted this epoch
+    uid_done: np.ndarray  # int64 per bucket: the UID of the last finished epoch
+    hot_periods: np.ndarray  # float64 [QUEUE_MAX, 3]: G0 traffic share, victim validity, size
+    predicted_valid: np.ndarray  # float64 per group: modelled valid ratio of its victims
+    victim_valid_sum: np.ndarray  # float64 per group: victims' valid ratios since the last check
+    victim_count: np.ndarray  # int64 per group: victims counted in that sum
+    scratch_sealed: np.ndarray  # int64 per group: victim selector scratch, sealed segments,
+    scratch_oldest: np.ndarray  # int64 per group: oldest sealed segment,
     scratch_oldest_time: np.ndarray  # int64 per group: its seal time
 
 
@@ -351,7 +352,7 @@ def _finish_epoch(s, p, now):
     once = 0
     for lba in range(s.lba_time.shape[0]):
         if s.lba_time[lba] >= start and mark[lba] != eid:
-            once += 1       # written once in the epoch: its interval is longer than what is left
+            once += 1  # written once in the epoch: its interval is longer than what is left
     e = cfg.epoch_blocks // cfg.bucket_blocks
     for j in range(uid.shape[0]):
         done[j] = uid[j] if j < e else 0
@@ -484,7 +485,7 @@ def midas_reclaim(s, p, victim, now):
             cfg.checking = 1
             cfg.check_writes = 0
             _clear_err(p)
-    p.seg_owner[victim] = -1          # the segment is freed: its next group comes from the engine
+    p.seg_owner[victim] = -1  # the segment is freed: its next group comes from the engine
     if now == cfg.run_time:
         cfg.run_collections += 1
     else:
@@ -533,7 +534,7 @@ def midas_victim(s, p, now):
                 return old[g]
     if best >= 0:
         return best
-    return fewest       # the last group holds nothing sealed yet: fewest valid blocks anywhere
+    return fewest  # the last group holds nothing sealed yet: fewest valid blocks anywhere
 
 
 register_victim("midas", midas_victim)
@@ -550,23 +551,29 @@ class MiDAS(PlacementPolicy):
     place_gc = midas_gc
     on_reclaim = midas_reclaim
 
-    def __init__(self, n_groups=None, max_groups: int = 9, epoch_capacities: float = 4.0,
-                 retire: str = "changed", **params):
+    def __init__(
+        self, n_groups=None, max_groups: int = 9, epoch_capacities: float = 4.0, retire: str = "changed", **params
+    ):
         max_groups = int(max_groups)
         if retire not in RETIRE_MODES:
-            raise ValueError(f"policy midas: retire must be one of {sorted(RETIRE_MODES)} (which open segments "
-                             f"are sealed when the groups change), got {retire!r}")
-        if not 2 <= max_groups <= 60:        # one bit per group in a 64-bit mask (commit check)
-            raise ValueError(f"policy midas: max_groups (groups after G0 the search may use) must be in "
-                             f"[2, 60], got {max_groups}")
+            raise ValueError(
+                f"policy midas: retire must be one of {sorted(RETIRE_MODES)} (which open segments "
+                f"are sealed when the groups change), got {retire!r}"
+            )
+        if not 2 <= max_groups <= 60:  # one bit per group in a 64-bit mask (commit check)
+            raise ValueError(
+                f"policy midas: max_groups (groups after G0 the search may use) must be in [2, 60], got {max_groups}"
+            )
         if not float(epoch_capacities) > 0:
             raise ValueError(f"policy midas: epoch_capacities must be > 0, got {epoch_capacities}")
         need = 1 + max_groups + NAIVE_N - 1
         n_groups = need if n_groups is None else int(n_groups)
         if n_groups < need:
-            raise ValueError(f"policy midas: max_groups={max_groups} needs n_groups >= {need} (G0, up to "
-                             f"{max_groups} groups, {NAIVE_N - 1} naive-MiDA groups past the last), "
-                             f"got n_groups={n_groups}")
+            raise ValueError(
+                f"policy midas: max_groups={max_groups} needs n_groups >= {need} (G0, up to "
+                f"{max_groups} groups, {NAIVE_N - 1} naive-MiDA groups past the last), "
+                f"got n_groups={n_groups}"
+            )
         super().__init__(n_groups, **params)
         self.max_groups = max_groups
         self.epoch_capacities = float(epoch_capacities)
@@ -581,11 +588,13 @@ class MiDAS(PlacementPolicy):
 
     def bind(self, ctx: SimContext) -> tuple:
         cap, seg = ctx.capacity, ctx.segment_blocks
-        unit = max(1, seg // 4)                    # a quarter segment, as MiDAS's simulator
+        unit = max(1, seg // 4)  # a quarter segment, as MiDAS's simulator
         window = int(round(self.epoch_capacities * cap / unit)) * unit
         if window < 4 * unit:
-            raise ValueError(f"policy midas: an epoch of {self.epoch_capacities} x {cap} blocks is shorter "
-                             f"than 4 interval buckets of {unit} blocks; raise epoch_capacities")
+            raise ValueError(
+                f"policy midas: an epoch of {self.epoch_capacities} x {cap} blocks is shorter "
+                f"than 4 interval buckets of {unit} blocks; raise epoch_capacities"
+            )
         max_window = window << MAX_DOUBLINGS
         g = self.n_groups
         scalars = new_scalars(SCALARS)
@@ -601,7 +610,7 @@ class MiDAS(PlacementPolicy):
         cfg.capacity = cap
         cfg.prefill = ctx.prefill_blocks
         cfg.run_time = -1
-        cfg.warmup_left = cap                          # hot filter warm-up: one capacity of overwrites
+        cfg.warmup_left = cap  # hot filter warm-up: one capacity of overwrites
         cfg.g0_age_window = cap
         cfg.period_left = cap
         cfg.snapshot_at = ctx.prefill_blocks + cap
@@ -640,10 +649,13 @@ class MiDAS(PlacementPolicy):
         cfg.periods_queued = 0
         cfg.period_slot = 0
         if n == 0:
-            return HotStats(traffic=0.01, valid=0.05, size=1)   # MiDAS's defaults without data
+            return HotStats(traffic=0.01, valid=0.05, size=1)  # MiDAS's defaults without data
         rows = q[:n]
-        return HotStats(traffic=float(rows[:, 0].mean()), valid=float(rows[:, 1].mean()),
-                        size=int(np.floor(rows[:, 2].mean() + 1 + 0.5)))   # + the open segment
+        return HotStats(
+            traffic=float(rows[:, 0].mean()),
+            valid=float(rows[:, 1].mean()),
+            size=int(np.floor(rows[:, 2].mean() + 1 + 0.5)),
+        )  # + the open segment
 
     def _groups(self, sim) -> np.ndarray:
         """MiDAS group of every sealed segment (-1 for the others)."""
@@ -675,16 +687,27 @@ class MiDAS(PlacementPolicy):
         full = int(np.count_nonzero(tail & (s.seg_valid == seg)))
         static = int(seg * (full - 0.05 * np.count_nonzero(tail)))
         if static < 0.2 * self._segments * seg:
-            static = 0                          # MiDAS ignores static data below 20% of the device
-        dev = Device(segment_blocks=seg, segments=self._segments - int(sim.cfg.gc_free_segments),
-                     live_blocks=int(np.count_nonzero(s.l2p >= 0)), static_blocks=static)
+            static = 0  # MiDAS ignores static data below 20% of the device
+        dev = Device(
+            segment_blocks=seg,
+            segments=self._segments - int(sim.cfg.gc_free_segments),
+            live_blocks=int(np.count_nonzero(s.l2p >= 0)),
+            static_blocks=static,
+        )
         conf = search(uid, dev, hot, max_groups=self.max_groups)
         du = int(cfg.snap_user1 - cfg.snap_user0)
         measured = ((du + int(cfg.snap_gc1 - cfg.snap_gc0)) / du) if du > 0 else sim.waf
         apply = conf.n_groups > 2 and conf.waf < measured
-        entry.update(n_groups=conf.n_groups, sizes=conf.sizes, predicted_waf=conf.waf,
-                     valid_ratios=[round(float(v), 4) for v in conf.valid_ratios], measured_waf=float(measured),
-                     hot_traffic=conf.hot_traffic, hot_from_uid=conf.hot_from_uid, static_blocks=static)
+        entry.update(
+            n_groups=conf.n_groups,
+            sizes=conf.sizes,
+            predicted_waf=conf.waf,
+            valid_ratios=[round(float(v), 4) for v in conf.valid_ratios],
+            measured_waf=float(measured),
+            hot_traffic=conf.hot_traffic,
+            hot_from_uid=conf.hot_from_uid,
+            static_blocks=static,
+        )
         # two configurations in a row with early irregular groups: observe a longer epoch
         if apply:
             cfg.irregular_streak = cfg.irregular_streak + 1 if cfg.early_irregular else 0
@@ -709,7 +732,7 @@ class MiDAS(PlacementPolicy):
             _split_to(s, p, new_last)
         sizes = p.fifo_sizes
         sizes[:] = 0
-        sizes[:new_last] = np.maximum(np.asarray(conf.sizes[:new_last]) - 1, 0)   # minus the open segment
+        sizes[:new_last] = np.maximum(np.asarray(conf.sizes[:new_last]) - 1, 0)  # minus the open segment
         groups = self._groups(sim)
         for g in range(new_last):
             extra = int(np.count_nonzero(groups == g)) - int(sizes[g])
@@ -728,18 +751,20 @@ class MiDAS(PlacementPolicy):
     def summary(self, state) -> dict:
         cfg = record(state.scalars)
         ns = int(cfg.naive_start)
-        return {"midas": {
-            "reconfigurations": sum(1 for h in self.history if h["applied"]),
-            "models": len(self.history),
-            "naive_mida": bool(cfg.naive_on),
-            "naive_start": ns,
-            "last_group": int(cfg.last_group),
-            # segments (open one included) of the FIFO groups before the naive start / last group
-            "sizes": [int(x) + 1 for x in state.fifo_sizes[:ns]] if ns > 1 else [],
-            "fallbacks": int(cfg.fallbacks),
-            "gc_overrun_merges": int(cfg.overrun_merges),
-            "retire": self.retire,
-            "retired_segments": int(cfg.retired_segments),
-            "epoch_blocks": int(cfg.epoch_blocks),
-            "history": self.history,
-        }}
+        return {
+            "midas": {
+                "reconfigurations": sum(1 for h in self.history if h["applied"]),
+                "models": len(self.history),
+                "naive_mida": bool(cfg.naive_on),
+                "naive_start": ns,
+                "last_group": int(cfg.last_group),
+                # segments (open one included) of the FIFO groups before the naive start / last group
+                "sizes": [int(x) + 1 for x in state.fifo_sizes[:ns]] if ns > 1 else [],
+                "fallbacks": int(cfg.fallbacks),
+                "gc_overrun_merges": int(cfg.overrun_merges),
+                "retire": self.retire,
+                "retired_segments": int(cfg.retired_segments),
+                "epoch_blocks": int(cfg.epoch_blocks),
+                "history": self.history,
+            }
+        }

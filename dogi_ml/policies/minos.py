@@ -44,6 +44,7 @@ every lifetime is still *queried*): the marker update cost ~30 ns, about two Sep
 the sample moved GC writes by -1.0..+0.05% on the Fig. 11 workloads (notes/README);
 ``p2_every=1`` is the paper's per-write update.
 """
+
 from __future__ import annotations
 
 import time
@@ -52,14 +53,21 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, no_reclaim_hook
 from dogi_ml.sim.kernels import _roomiest_group
+from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, no_reclaim_hook
 from dogi_ml.sim.state import C_FREE
 
 from . import register
 from ._minos_cluster import (
-    cluster_adjacent, cluster_avg, cluster_full, decay_table, p2_new, p2_quantiles, p2_query,
-    p2_update, slot_weights,
+    cluster_adjacent,
+    cluster_avg,
+    cluster_full,
+    decay_table,
+    p2_new,
+    p2_quantiles,
+    p2_query,
+    p2_update,
+    slot_weights,
 )
 
 META_TIME, META_USER, META_GC = 0, 1, 2
@@ -74,64 +82,64 @@ class MinosState(NamedTuple):
     """MINOS's Numba state: arrays only (scalars are one-element arrays), by name."""
 
     # parameters (fixed for the run)
-    n_user: np.ndarray        # int64[1] user virtual streams
-    n_gc: np.ndarray          # int64[1] GC virtual streams
-    k_phys: np.ndarray        # int64[1] physical streams (= groups)
-    ring_len: np.ndarray      # int64[1] L, slots in the ID-Vector ring
+    n_user: np.ndarray  # int64[1] user virtual streams
+    n_gc: np.ndarray  # int64[1] GC virtual streams
+    k_phys: np.ndarray  # int64[1] physical streams (= groups)
+    ring_len: np.ndarray  # int64[1] L, slots in the ID-Vector ring
     recluster_every: np.ndarray  # int64[1] W_recluster, slots between clusterings
-    seg_blocks: np.ndarray    # int64[1] blocks per slot (one segment)
-    agg_shift: np.ndarray     # int64[1] log2 of the blocks sharing one metadata entry
-    physical: np.ndarray      # int64[1] 1: entries cover physical blocks (the paper), 0: LBAs
-    correlative: np.ndarray   # int64[1] 1: move one virtual stream toward the target
-    p2_every: np.ndarray      # int64[1] P² markers updated on every p2_every-th lifetime (1 = all)
-    p2_skip: np.ndarray       # int64[2] lifetimes left before the next user / GC marker update
-    search: np.ndarray        # int64[1] SEARCH code
-    distance: np.ndarray      # int64[1] DISTANCE code
+    seg_blocks: np.ndarray  # int64[1] blocks per slot (one segment)
+    agg_shift: np.ndarray  # int64[1] log2 of the blocks sharing one metadata entry
+    physical: np.ndarray  # int64[1] 1: entries cover physical blocks (the paper), 0: LBAs
+    correlative: np.ndarray  # int64[1] 1: move one virtual stream toward the target
+    p2_every: np.ndarray  # int64[1] P² markers updated on every p2_every-th lifetime (1 = all)
+    p2_skip: np.ndarray  # int64[2] lifetimes left before the next user / GC marker update
+    search: np.ndarray  # int64[1] SEARCH code
+    distance: np.ndarray  # int64[1] DISTANCE code
     # clock (kept incrementally: no integer division on the per-write path)
-    clock: np.ndarray         # int64[1] blocks written (user + GC)
-    slot: np.ndarray          # int64[1] current time slot = clock // seg_blocks
-    pos: np.ndarray           # int64[1] its ring position = slot % L
-    fill: np.ndarray          # int64[1] blocks written in it = clock % seg_blocks
-    reclusters: np.ndarray    # int64[1] clusterings run
+    clock: np.ndarray  # int64[1] blocks written (user + GC)
+    slot: np.ndarray  # int64[1] current time slot = clock // seg_blocks
+    pos: np.ndarray  # int64[1] its ring position = slot % L
+    fill: np.ndarray  # int64[1] blocks written in it = clock % seg_blocks
+    reclusters: np.ndarray  # int64[1] clusterings run
     # per metadata entry (physical block or LBA >> agg_shift)
     # one row (one cache line) per entry: META_TIME last user write time (agg > 1 only; with
     # agg = 1 it is the engine's lba_time), META_USER and META_GC the slot and virtual stream of
     # the last user write and of the last GC write since, packed (slot << 8 | vs + 1; 0 = none)
-    meta: np.ndarray          # int64[entries, 3]
+    meta: np.ndarray  # int64[entries, 3]
     # ID-Vectors: rows 0..N-1 live counters over ring positions, rows N..2N-1 clustering scratch
-    id_w: np.ndarray          # float32[2N, L]
-    id_i: np.ndarray          # float32[2N, L]
-    inv_decay: np.ndarray     # float32[L] alpha**-position
-    weights: np.ndarray       # float32[L] scratch: alpha**age per position
+    id_w: np.ndarray  # float32[2N, L]
+    id_i: np.ndarray  # float32[2N, L]
+    inv_decay: np.ndarray  # float32[L] alpha**-position
+    weights: np.ndarray  # float32[L] scratch: alpha**age per position
     # totals (never forgotten; for checks and reports)
-    tot_w: np.ndarray         # int64[N]
-    tot_i: np.ndarray         # int64[N]
+    tot_w: np.ndarray  # int64[N]
+    tot_i: np.ndarray  # int64[N]
     gc_superseded: np.ndarray  # int64[N] GC writes whose block GC moved again before any overwrite
     # AvgDist: decayed invalidation-time sums and counts per virtual stream
-    life_sum: np.ndarray      # float64[N]
-    life_cnt: np.ndarray      # float64[N]
+    life_sum: np.ndarray  # float64[N]
+    life_cnt: np.ndarray  # float64[N]
     # P² markers: user CDF (N_user - 1 cells) and GC CDF (N_gc cells)
-    uq: np.ndarray            # float64[N_user] marker heights
-    un: np.ndarray            # float64[N_user] marker positions
-    ucount: np.ndarray        # int64[1] observations
-    gq: np.ndarray            # float64[N_gc + 1]
+    uq: np.ndarray  # float64[N_user] marker heights
+    un: np.ndarray  # float64[N_user] marker positions
+    ucount: np.ndarray  # int64[1] observations
+    gq: np.ndarray  # float64[N_gc + 1]
     gn: np.ndarray
     gcount: np.ndarray
     # mapping and clustering scratch
-    vs_map: np.ndarray        # int64[N] physical stream of each virtual stream
-    sc_a: np.ndarray          # int64[N]
-    sc_b: np.ndarray          # int64[N]
-    sc_c: np.ndarray          # int64[N]
-    sc_d: np.ndarray          # float32[N]
-    sc_f: np.ndarray          # float64[N]
-    sc_g: np.ndarray          # float64[N]
-    sc_mat: np.ndarray        # float32[N, N]
+    vs_map: np.ndarray  # int64[N] physical stream of each virtual stream
+    sc_a: np.ndarray  # int64[N]
+    sc_b: np.ndarray  # int64[N]
+    sc_c: np.ndarray  # int64[N]
+    sc_d: np.ndarray  # float32[N]
+    sc_f: np.ndarray  # float64[N]
+    sc_g: np.ndarray  # float64[N]
+    sc_mat: np.ndarray  # float32[N, N]
     # the last ``mapping_log`` clusterings (Fig. 19): slot and mapping, a ring
-    log_slot: np.ndarray      # int64[H]
-    log_time: np.ndarray      # int64[H] the engine's user-write clock at that clustering
-    user_now: np.ndarray      # int64[1] the engine's clock at the latest user write
-    log_map: np.ndarray       # int64[H, N]
-    log_on: np.ndarray        # int64[1] 1: record (H = mapping_log), 0: off (H = 1, unused)
+    log_slot: np.ndarray  # int64[H]
+    log_time: np.ndarray  # int64[H] the engine's user-write clock at that clustering
+    user_now: np.ndarray  # int64[1] the engine's clock at the latest user write
+    log_map: np.ndarray  # int64[H, N]
+    log_on: np.ndarray  # int64[1] 1: record (H = mapping_log), 0: off (H = 1, unused)
 
 
 # -- the per-write path ------------------------------------------------------------------------
@@ -149,8 +157,7 @@ def recluster(p):
         if p.search[0] == 1:
             cluster_full(p.id_w, p.id_i, n, k, p.weights, p.vs_map, p.sc_a, p.sc_b, p.sc_mat)
         else:
-            cluster_adjacent(p.id_w, p.id_i, n, k, p.weights, p.vs_map, p.sc_a, p.sc_b, p.sc_c,
-                             p.sc_d)
+            cluster_adjacent(p.id_w, p.id_i, n, k, p.weights, p.vs_map, p.sc_a, p.sc_b, p.sc_c, p.sc_d)
     if p.log_on[0] == 1:
         row = p.reclusters[0] % p.log_slot.shape[0]
         p.log_slot[row] = p.slot[0]
@@ -330,8 +337,7 @@ def metadata_mib_per_tib(agg: int, *, segment_bytes: int = 512 << 20, n_virtual:
     meta = blocks * per_block / agg / (1 << 20)
     L = TIB // segment_bytes
     id_vectors = n_virtual * L * 2 * 4 / (1 << 20)
-    return {"agg": agg, "metadata_mib": meta, "id_vectors_mib": id_vectors,
-            "total_mib": meta + id_vectors}
+    return {"agg": agg, "metadata_mib": meta, "id_vectors_mib": id_vectors, "total_mib": meta + id_vectors}
 
 
 def _bench_counters(n: int, L: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -343,14 +349,13 @@ def _bench_counters(n: int, L: int, seed: int = 0) -> tuple[np.ndarray, np.ndarr
     age = np.arange(L)[::-1]
     for v in range(n):
         w = rng.poisson(64, L).astype(np.float32)
-        frac = 1.0 - np.exp(-age / (4.0 * 1.6 ** v))
+        frac = 1.0 - np.exp(-age / (4.0 * 1.6**v))
         W[v] = w
         I[v] = np.floor(w * frac * rng.uniform(0.9, 1.0, L))
     return W, I
 
 
-def bench_clustering(segments=(512, 1024, 2048, 4096, 8192), n: int = 16, k: int = 6,
-                     repeats: int = 200) -> dict:
+def bench_clustering(segments=(512, 1024, 2048, 4096, 8192), n: int = 16, k: int = 6, repeats: int = 200) -> dict:
     """Microseconds per clustering (Algorithm 3, adjacent, OP distance) at ``L`` = each segment
     count, ``n`` virtual streams into ``k``: median of ``repeats`` timed calls after a warm-up
     (Table 4). Returns ``{"n": n, "k": k, "us": {L: us}}``."""
@@ -386,9 +391,20 @@ class Minos(PlacementPolicy):
     place_gc = minos_gc
     on_reclaim = no_reclaim_hook
 
-    DEFAULTS = {"n_user": 12, "n_gc": 4, "ring_len": None, "recluster_every": 8, "agg": 8, "agg_space": "physical",
-                "correlative": True, "search": "adjacent", "distance": "op",
-                "victim": "cost_benefit_sepbit", "mapping_log": 0, "p2_every": 8}
+    DEFAULTS = {
+        "n_user": 12,
+        "n_gc": 4,
+        "ring_len": None,
+        "recluster_every": 8,
+        "agg": 8,
+        "agg_space": "physical",
+        "correlative": True,
+        "search": "adjacent",
+        "distance": "op",
+        "victim": "cost_benefit_sepbit",
+        "mapping_log": 0,
+        "p2_every": 8,
+    }
 
     def accepted_params(self) -> tuple[str, ...]:
         return tuple(self.DEFAULTS)
@@ -400,22 +416,30 @@ class Minos(PlacementPolicy):
         self.n_gc = _int_param("n_gc", cfg["n_gc"], 1, "at least one GC virtual stream")
         n = self.n_user + self.n_gc
         if n > 255:
-            raise ValueError(f"policy minos: n_user + n_gc = {n} exceeds 255 virtual streams "
-                             "(8-bit stream ids); lower n_user or n_gc")
+            raise ValueError(
+                f"policy minos: n_user + n_gc = {n} exceeds 255 virtual streams "
+                "(8-bit stream ids); lower n_user or n_gc"
+            )
         if self.n_groups < 2 or self.n_groups > n:
-            raise ValueError(f"policy minos: n_groups (K physical streams) must be in 2..{n} "
-                             f"(n_user + n_gc virtual streams), got {self.n_groups}")
-        self.ring_len = (None if cfg["ring_len"] is None
-                         else _int_param("ring_len", cfg["ring_len"], 2, "a ring of at least 2 slots"))
-        self.recluster_every = _int_param("recluster_every", cfg["recluster_every"], 1,
-                                          "recluster every >= 1 segments")
+            raise ValueError(
+                f"policy minos: n_groups (K physical streams) must be in 2..{n} "
+                f"(n_user + n_gc virtual streams), got {self.n_groups}"
+            )
+        self.ring_len = (
+            None
+            if cfg["ring_len"] is None
+            else _int_param("ring_len", cfg["ring_len"], 2, "a ring of at least 2 slots")
+        )
+        self.recluster_every = _int_param("recluster_every", cfg["recluster_every"], 1, "recluster every >= 1 segments")
         agg = cfg["agg"]
         if agg not in AGG and not (isinstance(agg, int) and agg >= 1 and agg & (agg - 1) == 0):
             raise ValueError(f"policy minos: agg must be a power of two (1, 8 or 32 in the paper), got {agg!r}")
         self.agg = int(agg)
         if cfg["agg_space"] not in ("physical", "logical"):
-            raise ValueError(f"policy minos: agg_space must be physical (the paper: adjacent physical "
-                             f"blocks share an entry) or logical (adjacent LBAs), got {cfg['agg_space']!r}")
+            raise ValueError(
+                f"policy minos: agg_space must be physical (the paper: adjacent physical "
+                f"blocks share an entry) or logical (adjacent LBAs), got {cfg['agg_space']!r}"
+            )
         self.agg_space = cfg["agg_space"]
         if not isinstance(cfg["correlative"], bool):
             raise ValueError(f"policy minos: correlative must be true or false, got {cfg['correlative']!r}")
@@ -424,14 +448,17 @@ class Minos(PlacementPolicy):
             if cfg[key] not in table:
                 raise ValueError(f"policy minos: {key} must be one of {', '.join(table)}, got {cfg[key]!r}")
         if cfg["distance"] == "avg" and cfg["search"] == "full":
-            raise ValueError("policy minos: distance=avg (AvgDist) clusters adjacent streams only; "
-                             "use search=adjacent with it")
+            raise ValueError(
+                "policy minos: distance=avg (AvgDist) clusters adjacent streams only; use search=adjacent with it"
+            )
         self.search = cfg["search"]
         self.distance = cfg["distance"]
-        self.mapping_log = _int_param("mapping_log", cfg["mapping_log"], 0,
-                                      "the number of latest clusterings to keep, 0 = none")
-        self.p2_every = _int_param("p2_every", cfg["p2_every"], 1,
-                                   "update the P² markers on every k-th lifetime, 1 = every one (the paper)")
+        self.mapping_log = _int_param(
+            "mapping_log", cfg["mapping_log"], 0, "the number of latest clusterings to keep, 0 = none"
+        )
+        self.p2_every = _int_param(
+            "p2_every", cfg["p2_every"], 1, "update the P² markers on every k-th lifetime, 1 = every one (the paper)"
+        )
         self.victim = cfg["victim"]
 
     def bind(self, ctx: SimContext) -> MinosState:
@@ -440,37 +467,61 @@ class Minos(PlacementPolicy):
         L = self.ring_len if self.ring_len is not None else int(ctx.n_segments)
         if L < 2:
             raise ValueError(f"policy minos: the ID-Vector ring needs >= 2 slots, got L={L}")
-        blocks = (int(ctx.n_segments) * int(ctx.segment_blocks) if self.agg_space == "physical"
-                  else int(ctx.capacity))
+        blocks = int(ctx.n_segments) * int(ctx.segment_blocks) if self.agg_space == "physical" else int(ctx.capacity)
         entries = -(-blocks // self.agg)
         one = lambda v: np.array([v], np.int64)  # noqa: E731 -- a named scalar field
         uq, un, ucount = p2_new(self.n_user - 1)
         gq, gn, gcount = p2_new(self.n_gc)
         # before the first clustering: user streams evenly over K-1 physical streams, GC on the last
         vs_map = np.empty(n, np.int64)
-        vs_map[:self.n_user] = np.arange(self.n_user) * (K - 1) // self.n_user
-        vs_map[self.n_user:] = K - 1
+        vs_map[: self.n_user] = np.arange(self.n_user) * (K - 1) // self.n_user
+        vs_map[self.n_user :] = K - 1
         return MinosState(
-            n_user=one(self.n_user), n_gc=one(self.n_gc), k_phys=one(K), ring_len=one(L),
-            recluster_every=one(self.recluster_every), seg_blocks=one(ctx.segment_blocks),
+            n_user=one(self.n_user),
+            n_gc=one(self.n_gc),
+            k_phys=one(K),
+            ring_len=one(L),
+            recluster_every=one(self.recluster_every),
+            seg_blocks=one(ctx.segment_blocks),
             agg_shift=one(self.agg.bit_length() - 1),
-            physical=one(int(self.agg_space == "physical")), correlative=one(int(self.correlative)),
-            p2_every=one(self.p2_every), p2_skip=np.ones(2, np.int64),
-            search=one(SEARCH[self.search]), distance=one(DISTANCE[self.distance]),
-            clock=one(0), slot=one(0), pos=one(0), fill=one(0), reclusters=one(0),
+            physical=one(int(self.agg_space == "physical")),
+            correlative=one(int(self.correlative)),
+            p2_every=one(self.p2_every),
+            p2_skip=np.ones(2, np.int64),
+            search=one(SEARCH[self.search]),
+            distance=one(DISTANCE[self.distance]),
+            clock=one(0),
+            slot=one(0),
+            pos=one(0),
+            fill=one(0),
+            reclusters=one(0),
             meta=np.zeros((entries, 3), np.int64),
-            id_w=np.zeros((2 * n, L), np.float32), id_i=np.zeros((2 * n, L), np.float32),
-            inv_decay=decay_table(L), weights=np.zeros(L, np.float32),
-            tot_w=np.zeros(n, np.int64), tot_i=np.zeros(n, np.int64),
+            id_w=np.zeros((2 * n, L), np.float32),
+            id_i=np.zeros((2 * n, L), np.float32),
+            inv_decay=decay_table(L),
+            weights=np.zeros(L, np.float32),
+            tot_w=np.zeros(n, np.int64),
+            tot_i=np.zeros(n, np.int64),
             gc_superseded=np.zeros(n, np.int64),
-            life_sum=np.zeros(n, np.float64), life_cnt=np.zeros(n, np.float64),
-            uq=uq, un=un, ucount=ucount, gq=gq, gn=gn, gcount=gcount,
-            vs_map=vs_map, sc_a=np.zeros(n, np.int64), sc_b=np.zeros(n, np.int64),
-            sc_c=np.zeros(n, np.int64), sc_d=np.zeros(n, np.float32),
-            sc_f=np.zeros(n, np.float64), sc_g=np.zeros(n, np.float64),
+            life_sum=np.zeros(n, np.float64),
+            life_cnt=np.zeros(n, np.float64),
+            uq=uq,
+            un=un,
+            ucount=ucount,
+            gq=gq,
+            gn=gn,
+            gcount=gcount,
+            vs_map=vs_map,
+            sc_a=np.zeros(n, np.int64),
+            sc_b=np.zeros(n, np.int64),
+            sc_c=np.zeros(n, np.int64),
+            sc_d=np.zeros(n, np.float32),
+            sc_f=np.zeros(n, np.float64),
+            sc_g=np.zeros(n, np.float64),
             sc_mat=np.zeros((n, n), np.float32),
             log_slot=np.full(max(self.mapping_log, 1), -1, np.int64),
-            log_time=np.full(max(self.mapping_log, 1), -1, np.int64), user_now=one(0),
+            log_time=np.full(max(self.mapping_log, 1), -1, np.int64),
+            user_now=one(0),
             log_map=np.full((max(self.mapping_log, 1), n), -1, np.int64),
             log_on=one(int(self.mapping_log > 0)),
         )
@@ -497,9 +548,14 @@ class Minos(PlacementPolicy):
             done = int(state.reclusters[0])
             h = state.log_slot.shape[0]
             rows = [i % h for i in range(max(0, done - h), done)]
-            out["minos_mapping_log"] = [{"slot": int(state.log_slot[r]), "user_time": int(state.log_time[r]),
-                                         "mapping": state.log_map[r].tolist()}
-                                        for r in rows]
+            out["minos_mapping_log"] = [
+                {
+                    "slot": int(state.log_slot[r]),
+                    "user_time": int(state.log_time[r]),
+                    "mapping": state.log_map[r].tolist(),
+                }
+                for r in rows
+            ]
         return out | {
             "minos_mapping": state.vs_map.tolist(),
             "minos_reclusters": int(state.reclusters[0]),
@@ -507,7 +563,9 @@ class Minos(PlacementPolicy):
             "minos_user_quantiles": [None if np.isnan(x) else float(x) for x in p2_quantiles(state.uq, state.ucount)],
             "minos_gc_quantiles": [None if np.isnan(x) else float(x) for x in p2_quantiles(state.gq, state.gcount)],
             "minos_vs_writes": state.tot_w.tolist(),
-            "minos_metadata_mib_per_tib": metadata_mib_per_tib(self.agg, n_virtual=self.n_user + self.n_gc)["metadata_mib"],
+            "minos_metadata_mib_per_tib": metadata_mib_per_tib(self.agg, n_virtual=self.n_user + self.n_gc)[
+                "metadata_mib"
+            ],
         }
 
 

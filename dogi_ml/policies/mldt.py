@@ -24,6 +24,7 @@ Accuracy is scored online at overwrite: the group predicted for the LBA's previo
 the bin of its actual lifetime (``user_accuracy``), plus the mean absolute error in log2 units
 (``user_log2_mae``).
 """
+
 from __future__ import annotations
 
 import math
@@ -39,24 +40,24 @@ from ._online import RingArrays, ring_fill
 from ._sequence import SequencePolicy, count_and_sample, fit_sequence_model, sequence_scalars
 
 SCALARS = sequence_scalars(
-    fallback_group=np.int64,     # user group before the first model (the middle bin)
-    gc_group=np.int64,           # the one GC group
-    log2_error_sum=np.float64,   # |predicted - actual| log2(1 + lifetime) of scored user writes
-    log2_errors=np.float64,      # how many were scored
+    fallback_group=np.int64,  # user group before the first model (the middle bin)
+    gc_group=np.int64,  # the one GC group
+    log2_error_sum=np.float64,  # |predicted - actual| log2(1 + lifetime) of scored user writes
+    log2_errors=np.float64,  # how many were scored
 )
 
 
 class MldtState(NamedTuple):
-    scalars: np.ndarray          # one SCALARS record
-    pred_group: np.ndarray       # int8 per write of the current chunk: predicted bin, -1 if none
-    pred_value: np.ndarray       # float32 per write of the chunk: regressed log2(1 + lifetime)
-    bounds: np.ndarray           # int64: upper bounds of the bounded bins
-    lba_class: np.ndarray        # int8 per LBA: bin predicted for its live version, -1 if none
-    lba_log_pred: np.ndarray     # float32 per LBA: the regressed value for its live version
-    user_confusion: np.ndarray   # int64 [predicted bin, actual bin] of overwritten user writes
-    ring: RingArrays             # online training samples
-    ring_windows: np.ndarray     # float32 [ring slot, history, feature]: each sample's window
-    windows: np.ndarray          # float32 [write of the chunk, history, feature]
+    scalars: np.ndarray  # one SCALARS record
+    pred_group: np.ndarray  # int8 per write of the current chunk: predicted bin, -1 if none
+    pred_value: np.ndarray  # float32 per write of the chunk: regressed log2(1 + lifetime)
+    bounds: np.ndarray  # int64: upper bounds of the bounded bins
+    lba_class: np.ndarray  # int8 per LBA: bin predicted for its live version, -1 if none
+    lba_log_pred: np.ndarray  # float32 per LBA: the regressed value for its live version
+    user_confusion: np.ndarray  # int64 [predicted bin, actual bin] of overwritten user writes
+    ring: RingArrays  # online training samples
+    ring_windows: np.ndarray  # float32 [ring slot, history, feature]: each sample's window
+    windows: np.ndarray  # float32 [write of the chunk, history, feature]
 
 
 @nb.njit(cache=True)
@@ -108,7 +109,7 @@ def lifetime_bounds(capacity: int, user_groups: int, top_bin: float) -> np.ndarr
     top = top_bin * capacity
     b = np.array([top * 2.0 ** (k - user_groups + 2) for k in range(user_groups - 1)])
     out = np.maximum(np.round(b), 1).astype(np.int64)
-    for k in range(1, out.size):       # tiny capacities: keep the bins non-empty
+    for k in range(1, out.size):  # tiny capacities: keep the bins non-empty
         out[k] = max(out[k], out[k - 1] + 1)
     return out
 
@@ -122,12 +123,20 @@ class MLDT(SequencePolicy):
     on_reclaim = no_reclaim_hook
 
     MODEL = "tcn"
-    MODEL_DEFAULTS = {"channels": [32, 32], "kernel": 3, "dropout": 0.1, "epochs": 4, "patience": 2,
-                      "batch_size": 256, "lr": 1e-3, "task": "regression"}
+    MODEL_DEFAULTS = {
+        "channels": [32, 32],
+        "kernel": 3,
+        "dropout": 0.1,
+        "epochs": 4,
+        "patience": 2,
+        "batch_size": 256,
+        "lr": 1e-3,
+        "task": "regression",
+    }
     DEFAULTS = {
         "features": ["lba", "latest_inv", "freq", "recency_freq", "write_count", "req_blocks"],
         "user_groups": 19,
-        "top_bin": 2.0,              # upper bound of the last bounded bin, x capacity
+        "top_bin": 2.0,  # upper bound of the last bounded bin, x capacity
     }
 
     def __init__(self, n_groups=20, **params):
@@ -136,7 +145,9 @@ class MLDT(SequencePolicy):
         if isinstance(u, bool) or not isinstance(u, (int, np.integer)) or not 2 <= u <= 127:
             raise ValueError(f"policy mldt: user_groups must be an integer in [2, 127], got {u!r}")
         if int(n_groups) != int(u) + 1:
-            raise ValueError(f"policy mldt: n_groups must be user_groups + 1 = {int(u) + 1} (one GC group), got {n_groups}")
+            raise ValueError(
+                f"policy mldt: n_groups must be user_groups + 1 = {int(u) + 1} (one GC group), got {n_groups}"
+            )
         if not float(self.cfg["top_bin"]) > 0:
             raise ValueError(f"policy mldt: top_bin must be > 0 (x capacity), got {self.cfg['top_bin']}")
         if self.cfg["model_params"].get("task") != "regression":
@@ -150,10 +161,16 @@ class MLDT(SequencePolicy):
         st = record(scalars)
         st.fallback_group = u // 2
         st.gc_group = u
-        return MldtState(scalars=scalars, pred_group=np.full(self.max_chunk_blocks, -1, np.int8),
-                         pred_value=np.zeros(self.max_chunk_blocks, np.float32), bounds=self.bounds,
-                         lba_class=np.full(ctx.capacity, -1, np.int8), lba_log_pred=np.zeros(ctx.capacity, np.float32),
-                         user_confusion=np.zeros((u, u), np.int64), **self._sampling_arrays())
+        return MldtState(
+            scalars=scalars,
+            pred_group=np.full(self.max_chunk_blocks, -1, np.int8),
+            pred_value=np.zeros(self.max_chunk_blocks, np.float32),
+            bounds=self.bounds,
+            lba_class=np.full(ctx.capacity, -1, np.int8),
+            lba_log_pred=np.zeros(ctx.capacity, np.float32),
+            user_confusion=np.zeros((u, u), np.int64),
+            **self._sampling_arrays(),
+        )
 
     # -- inference -------------------------------------------------------------------------
     def _clear_predictions(self, n: int) -> None:
@@ -161,8 +178,8 @@ class MLDT(SequencePolicy):
 
     def _deploy_predictions(self, out: np.ndarray, offset: int) -> None:
         n = len(out)
-        self.state.pred_value[offset:offset + n] = out
-        self.state.pred_group[offset:offset + n] = self._groups(out)
+        self.state.pred_value[offset : offset + n] = out
+        self.state.pred_group[offset : offset + n] = self._groups(out)
 
     def _groups(self, log_lifetime: np.ndarray) -> np.ndarray:
         """Bin of each regressed ``log2(1 + lifetime)`` (compared in the log domain)."""
@@ -187,14 +204,21 @@ class MLDT(SequencePolicy):
         X = self._windows(data, idx)
         # censored samples carry their age (> top); cap so one old block does not dominate the loss
         y = np.log2(1.0 + np.minimum(inv[idx], 2 * top)).astype(np.float32)
-        model, val, secs = fit_sequence_model(self.MODEL, c["model_params"], X, y, 1,
-                                              seed=int(c["seed"]) + len(self.history))
+        model, val, secs = fit_sequence_model(
+            self.MODEL, c["model_params"], X, y, 1, seed=int(c["seed"]) + len(self.history)
+        )
         self.train_s += secs
         pred = model.predict(X[val])
-        entry.update({"train_seconds": secs, "train_rows": int(val.start), "epochs": len(model.history),
-                      "validation_accuracy": float(np.mean(self._groups(pred) == y_group[idx][val])) if len(pred) else None,
-                      "validation_log2_mae": float(np.mean(np.abs(pred - y[val]))) if len(pred) else None,
-                      "action": "model deployed"})
+        entry.update(
+            {
+                "train_seconds": secs,
+                "train_rows": int(val.start),
+                "epochs": len(model.history),
+                "validation_accuracy": float(np.mean(self._groups(pred) == y_group[idx][val])) if len(pred) else None,
+                "validation_log2_mae": float(np.mean(np.abs(pred - y[val]))) if len(pred) else None,
+                "action": "model deployed",
+            }
+        )
         self.model = model
         return True
 
@@ -206,9 +230,11 @@ class MLDT(SequencePolicy):
         err_sum, err_n = st.log2_error_sum, st.log2_errors
         return {
             "user_accuracy": float(np.trace(conf) / total) if total else None,
-            "user_accuracy_within_one_group": float(sum(np.trace(conf, k) for k in (-1, 0, 1)) / total) if total else None,
+            "user_accuracy_within_one_group": float(sum(np.trace(conf, k) for k in (-1, 0, 1)) / total)
+            if total
+            else None,
             "user_log2_mae": float(err_sum / err_n) if err_n else None,
-            "user_confusion": conf.tolist(),        # rows: predicted group, columns: actual
+            "user_confusion": conf.tolist(),  # rows: predicted group, columns: actual
             "user_predictions_scored": total,
             "group_bounds": self.bounds.tolist(),
             **self.common_summary(),

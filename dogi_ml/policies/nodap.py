@@ -1,4 +1,5 @@
 """NoDaP: the DOGI paper's near-optimal oracle; it lives in ``oracles``."""
+
 from dogi_ml.oracles.nodap import NoDaP as _NoDaP
 
 from . import register

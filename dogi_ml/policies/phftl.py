@@ -26,6 +26,7 @@ Before the first model every user write is non-hot. Accuracy (hot vs non-hot) is
 when an LBA is overwritten: the class predicted for its previous write against its actual
 lifetime vs the threshold in force.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -42,17 +43,17 @@ from ._sequence import SequencePolicy, count_and_sample, fit_sequence_model, seq
 G_HOT, G_COLD, G_GC1 = 0, 1, 2
 N_GC = 5
 N_GROUPS = 2 + N_GC
-SCALARS = sequence_scalars(hot_threshold=np.int64)   # a lifetime <= hot_threshold is hot
+SCALARS = sequence_scalars(hot_threshold=np.int64)  # a lifetime <= hot_threshold is hot
 
 
 class PhftlState(NamedTuple):
-    scalars: np.ndarray          # one SCALARS record
-    preds: np.ndarray            # int8 per write of the current chunk: 0 hot, 1 non-hot, -1 none
-    lba_class: np.ndarray        # int8 per LBA: class predicted for its live version, -1 if none
-    user_confusion: np.ndarray   # int64 [predicted, actual] hot/non-hot of overwritten user writes
-    ring: RingArrays             # online training samples
-    ring_windows: np.ndarray     # float32 [ring slot, history, feature]: each sample's window
-    windows: np.ndarray          # float32 [write of the chunk, history, feature]
+    scalars: np.ndarray  # one SCALARS record
+    preds: np.ndarray  # int8 per write of the current chunk: 0 hot, 1 non-hot, -1 none
+    lba_class: np.ndarray  # int8 per LBA: class predicted for its live version, -1 if none
+    user_confusion: np.ndarray  # int64 [predicted, actual] hot/non-hot of overwritten user writes
+    ring: RingArrays  # online training samples
+    ring_windows: np.ndarray  # float32 [ring slot, history, feature]: each sample's window
+    windows: np.ndarray  # float32 [write of the chunk, history, feature]
 
 
 @nb.njit(cache=True)
@@ -73,7 +74,7 @@ def phftl_user(s, p, lba, now):
     if st.mode == 1:
         c = p.preds[now - st.chunk_start]
         if c >= 0:
-            g = c                     # class 0 = hot -> group 0, 1 = non-hot -> group 1
+            g = c  # class 0 = hot -> group 0, 1 = non-hot -> group 1
             pc = c
     p.lba_class[lba] = pc
     count_and_sample(st, p.ring, p.ring_windows, p.windows, lba, now, pc)
@@ -112,32 +113,40 @@ class PHFTL(SequencePolicy):
     DEFAULTS = {
         # Shiro's features: previous lifetime, request size, sequential, chunk writes/reads, r/w ratio
         "features": ["latest_inv", "req_blocks", "sequential", "chunk_writes", "chunk_reads", "rw_ratio_milli"],
-        "hot_threshold": None,       # None = knee of the lifetime CDF at each retraining; int = fixed
+        "hot_threshold": None,  # None = knee of the lifetime CDF at each retraining; int = fixed
     }
 
     def __init__(self, n_groups=N_GROUPS, **params):
         if int(n_groups) != N_GROUPS:
-            raise ValueError(f"policy phftl has exactly {N_GROUPS} groups (2 user + {N_GC} GC), got n_groups={n_groups}")
+            raise ValueError(
+                f"policy phftl has exactly {N_GROUPS} groups (2 user + {N_GC} GC), got n_groups={n_groups}"
+            )
         super().__init__(n_groups, **params)
         t = self.cfg["hot_threshold"]
         if t is not None and (isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < 1):
-            raise ValueError(f"policy phftl: hot_threshold must be null (knee of the lifetime CDF) or a "
-                             f"positive number of blocks, got {t!r}")
+            raise ValueError(
+                f"policy phftl: hot_threshold must be null (knee of the lifetime CDF) or a "
+                f"positive number of blocks, got {t!r}"
+            )
 
     def _bind_state(self, ctx: SimContext) -> tuple:
         scalars = new_scalars(SCALARS)
         t = self.cfg["hot_threshold"]
         record(scalars).hot_threshold = int(t) if t is not None else 1
-        return PhftlState(scalars=scalars, preds=np.full(self.max_chunk_blocks, -1, np.int8),
-                          lba_class=np.full(ctx.capacity, -1, np.int8), user_confusion=np.zeros((2, 2), np.int64),
-                          **self._sampling_arrays())
+        return PhftlState(
+            scalars=scalars,
+            preds=np.full(self.max_chunk_blocks, -1, np.int8),
+            lba_class=np.full(ctx.capacity, -1, np.int8),
+            user_confusion=np.zeros((2, 2), np.int64),
+            **self._sampling_arrays(),
+        )
 
     # -- inference -------------------------------------------------------------------------
     def _clear_predictions(self, n: int) -> None:
         self.state.preds[:n] = -1
 
     def _deploy_predictions(self, out: np.ndarray, offset: int) -> None:
-        self.state.preds[offset:offset + len(out)] = out
+        self.state.preds[offset : offset + len(out)] = out
 
     # -- training --------------------------------------------------------------------------
     def _threshold(self, now: int) -> int:
@@ -155,10 +164,11 @@ class PHFTL(SequencePolicy):
         c = self.cfg
         st = record(self.state.scalars)
         thresh = self._threshold(now)
-        data = self.ring.collect(now, long_bound=thresh)   # pending and older than T: non-hot
+        data = self.ring.collect(now, long_bound=thresh)  # pending and older than T: non-hot
         y_all = (data["inv"] > thresh).astype(np.int64)
-        entry.update({"labelled_samples": int(len(y_all)), "pending_samples": data["n_pending"],
-                      "hot_threshold": thresh})
+        entry.update(
+            {"labelled_samples": int(len(y_all)), "pending_samples": data["n_pending"], "hot_threshold": thresh}
+        )
         if self.model is not None:
             recent = (data["time"] >= now - self.retrain_every) & (data["pred"] >= 0)
             if recent.any():
@@ -169,13 +179,21 @@ class PHFTL(SequencePolicy):
         idx = self._latest(data)
         X = self._windows(data, idx)
         y = y_all[idx]
-        model, val, secs = fit_sequence_model(self.MODEL, c["model_params"], X, y, 2,
-                                              seed=int(c["seed"]) + len(self.history))
+        model, val, secs = fit_sequence_model(
+            self.MODEL, c["model_params"], X, y, 2, seed=int(c["seed"]) + len(self.history)
+        )
         self.train_s += secs
         pred = model.predict(X[val])
-        entry.update({"train_seconds": secs, "train_rows": int(val.start), "hot_fraction": float(np.mean(y == 0)),
-                      "validation_accuracy": float(np.mean(pred == y[val])) if len(pred) else None,
-                      "epochs": len(model.history), "action": "model deployed"})
+        entry.update(
+            {
+                "train_seconds": secs,
+                "train_rows": int(val.start),
+                "hot_fraction": float(np.mean(y == 0)),
+                "validation_accuracy": float(np.mean(pred == y[val])) if len(pred) else None,
+                "epochs": len(model.history),
+                "action": "model deployed",
+            }
+        )
         self.model = model
         st.hot_threshold = thresh
         return True
@@ -188,7 +206,7 @@ class PHFTL(SequencePolicy):
             "user_accuracy": float(np.trace(conf) / total) if total else None,
             "user_accuracy_hot": float(conf[0, 0] / conf[0].sum()) if conf[0].sum() else None,
             "user_accuracy_nonhot": float(conf[1, 1] / conf[1].sum()) if conf[1].sum() else None,
-            "user_confusion": conf.tolist(),        # rows: predicted hot/non-hot, columns: actual
+            "user_confusion": conf.tolist(),  # rows: predicted hot/non-hot, columns: actual
             "user_predictions_scored": total,
             "hot_threshold": int(record(state.scalars).hot_threshold),
             **self.common_summary(),

@@ -48,6 +48,7 @@ free-space limit; ours by default runs below ``sim.gc_free_segments`` free segme
 seal on the write that fills them, ours on the group's next append. Their Cost-Benefit is
 ``sim.victim=cost_benefit_sqrt``.
 """
+
 from typing import NamedTuple
 
 import numba as nb
@@ -62,21 +63,21 @@ INF = np.int64(1 << 58)  # a lifespan for "never written"; far above any run
 NC_WINDOW = 16
 VARIANTS = ("code", "paper")
 SCALARS = scalar_fields(
-    window_sum=np.int64,      # lifespans of the last complete window: l = window_sum / NC_WINDOW; -1 = +inf
-    lifespan_sum=np.int64,    # lifespans of the Class-1 segments reclaimed in the current window
-    lifespans=np.int64,       # how many (the window closes at NC_WINDOW)
-    fifo=np.int64,            # 1: the authors' FIFO queue, clock and creation times (variant code)
-    fifo_len=np.int64,        # the FIFO queue's length (their fifo.size())
-    distinct=np.int64,        # distinct LBAs written so far (valid blocks, for the queue's cap)
-    next_created=np.int64,    # creation time of Class 1's next segment (when its current one fills)
+    window_sum=np.int64,  # lifespans of the last complete window: l = window_sum / NC_WINDOW; -1 = +inf
+    lifespan_sum=np.int64,  # lifespans of the Class-1 segments reclaimed in the current window
+    lifespans=np.int64,  # how many (the window closes at NC_WINDOW)
+    fifo=np.int64,  # 1: the authors' FIFO queue, clock and creation times (variant code)
+    fifo_len=np.int64,  # the FIFO queue's length (their fifo.size())
+    distinct=np.int64,  # distinct LBAs written so far (valid blocks, for the queue's cap)
+    next_created=np.int64,  # creation time of Class 1's next segment (when its current one fills)
     opening_created=np.int64,  # creation time of the Class-1 segment being opened now
-    tracked=np.int64,         # the Class-1 open segment whose creation time is recorded (-1 none)
+    tracked=np.int64,  # the Class-1 open segment whose creation time is recorded (-1 none)
 )
 
 
 class SepbitState(NamedTuple):
-    scalars: np.ndarray       # one SCALARS record
-    created: np.ndarray       # int64[n_segments] creation time of Class-1 segments (variant code)
+    scalars: np.ndarray  # one SCALARS record
+    created: np.ndarray  # int64[n_segments] creation time of Class-1 segments (variant code)
 
 
 @nb.njit(cache=True)
@@ -106,7 +107,7 @@ def sepbit_user(s, p, lba, now):
     rewrite = last >= 0
     v = now - last
     ws = st.window_sum
-    short = rewrite and (ws < 0 or NC_WINDOW * v < ws)       # v < l
+    short = rewrite and (ws < 0 or NC_WINDOW * v < ws)  # v < l
     if st.fifo:
         # v < min(l, queue length): the old write is still in the queue (see the module docstring)
         size = st.fifo_len
@@ -126,12 +127,12 @@ def sepbit_user(s, p, lba, now):
         seg_blocks = s.prm[P_SEG_BLOCKS]
         seg = s.open_seg[0]
         if seg < 0 or s.seg_wp[seg] == seg_blocks:
-            st.opening_created = st.next_created    # this write opens a new Class-1 segment
+            st.opening_created = st.next_created  # this write opens a new Class-1 segment
             wp_after = 1
         else:
             wp_after = s.seg_wp[seg] + 1
         if wp_after == seg_blocks:
-            st.next_created = now + 1    # their next segment is created as this one fills
+            st.next_created = now + 1  # their next segment is created as this one fills
     return 0
 
 
@@ -145,9 +146,9 @@ def sepbit_gc(s, p, lba, victim, now):
         return 3
     # their age counts 1-based write ids: the GC time is the id of the last user write
     g = now - s.lba_time[lba] - st.fifo
-    if NC_WINDOW * g < 4 * ws:      # g < 4l
+    if NC_WINDOW * g < 4 * ws:  # g < 4l
         return 3
-    if g < ws:                      # g < 16l
+    if g < ws:  # g < 16l
         return 4
     return 5
 
@@ -179,8 +180,10 @@ class SepBIT(PlacementPolicy):
         super().__init__(n_groups, **params)
         self.variant = str(params.get("variant", "code"))
         if self.variant not in VARIANTS:
-            raise ValueError(f"policy sepbit: unknown variant {self.variant!r}; known: {', '.join(VARIANTS)} "
-                             f"(code = the authors' SepBIT.java, paper = Algorithm 1 as printed)")
+            raise ValueError(
+                f"policy sepbit: unknown variant {self.variant!r}; known: {', '.join(VARIANTS)} "
+                f"(code = the authors' SepBIT.java, paper = Algorithm 1 as printed)"
+            )
 
     def accepted_params(self):
         return ("variant",)

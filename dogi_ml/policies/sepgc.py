@@ -7,6 +7,7 @@ differs is the GC around it (their garbage-proportion trigger with a 15% floor p
 sealing on the filling write, their Cost-Benefit with the square root of the age): see
 :mod:`dogi_ml.sim.victims` and ``notes/baselines.md``.
 """
+
 import numba as nb
 
 from dogi_ml.sim.policy_api import PlacementPolicy, no_reclaim_hook

@@ -42,6 +42,7 @@ Our earlier WARCIP (an online k-means over ``log2(interval)`` with learning rate
 sorted centroids evenly spaced at the start, the last group for GC writes, no split or merge) was
 an interpretation no text we have describes, so it is gone rather than kept as a variant.
 """
+
 from typing import NamedTuple
 
 import numba as nb
@@ -53,25 +54,25 @@ from dogi_ml.sim.state import P_SEG_BLOCKS
 
 from . import register
 
-PERIOD = 256                 # sealed user segments between splitAndMerge calls
-NO_DIFF = np.finfo(np.float64).max   # their Double.MAX_VALUE
+PERIOD = 256  # sealed user segments between splitAndMerge calls
+NO_DIFF = np.finfo(np.float64).max  # their Double.MAX_VALUE
 SCALARS = scalar_fields(
-    clusters=np.int64,        # clusters in the list (position 0, the GC class, included)
-    max_clusters=np.int64,    # n_groups (their numOpenSegments)
-    period_writes=np.int64,   # totNumWrites: user writes since the last splitAndMerge
-    sealed_user=np.int64,     # numSealedUserWrittenSegments, up to PERIOD
-    next_merge=np.int64,      # nextMerge: the position to merge when its segment seals, -1 none
-    retire=np.int64,          # a merged cluster's group whose full segment is still open, -1 none
+    clusters=np.int64,  # clusters in the list (position 0, the GC class, included)
+    max_clusters=np.int64,  # n_groups (their numOpenSegments)
+    period_writes=np.int64,  # totNumWrites: user writes since the last splitAndMerge
+    sealed_user=np.int64,  # numSealedUserWrittenSegments, up to PERIOD
+    next_merge=np.int64,  # nextMerge: the position to merge when its segment seals, -1 none
+    retire=np.int64,  # a merged cluster's group whose full segment is still open, -1 none
 )
 
 
 class WarcipState(NamedTuple):
-    scalars: np.ndarray       # one SCALARS record
-    centers: np.ndarray       # float64[n_groups] per position: centre (mean rewrite interval)
-    seg_writes: np.ndarray    # int64[n_groups] per position: numBlocksInSegments
+    scalars: np.ndarray  # one SCALARS record
+    centers: np.ndarray  # float64[n_groups] per position: centre (mean rewrite interval)
+    seg_writes: np.ndarray  # int64[n_groups] per position: numBlocksInSegments
     period_counts: np.ndarray  # int64[n_groups] per position: numWritesOfClusters
-    group_of: np.ndarray      # int64[n_groups] per position: its group (their openSegments entry)
-    penalty: np.ndarray       # int64[capacity] penaltyTime per LBA
+    group_of: np.ndarray  # int64[n_groups] per position: its group (their openSegments entry)
+    penalty: np.ndarray  # int64[capacity] penaltyTime per LBA
 
 
 @nb.njit(cache=True)
@@ -90,7 +91,7 @@ def _retire_merged(s, p, now):
 def _split(p, st, pos):
     """A new cluster at ``pos`` (the others move up), centre between its neighbours."""
     m = st.clusters
-    free = 0    # the lowest group no cluster holds (no allocation: the loop runs without NRT)
+    free = 0  # the lowest group no cluster holds (no allocation: the loop runs without NRT)
     taken = True
     while taken:
         taken = False
@@ -218,11 +219,18 @@ class WARCIP(PlacementPolicy):
         st.max_clusters = k
         st.next_merge = -1
         st.retire = -1
-        return WarcipState(scalars=scalars, centers=np.zeros(k, np.float64), seg_writes=np.zeros(k, np.int64),
-                           period_counts=np.zeros(k, np.int64), group_of=np.arange(k, dtype=np.int64),
-                           penalty=np.zeros(ctx.capacity, np.int64))
+        return WarcipState(
+            scalars=scalars,
+            centers=np.zeros(k, np.float64),
+            seg_writes=np.zeros(k, np.int64),
+            period_counts=np.zeros(k, np.int64),
+            group_of=np.arange(k, dtype=np.int64),
+            penalty=np.zeros(ctx.capacity, np.int64),
+        )
 
     def summary(self, state) -> dict:
         m = int(record(state.scalars).clusters)
-        return {"warcip_centers_blocks": [round(float(c)) for c in state.centers[1:m]],
-                "warcip_groups": [int(g) for g in state.group_of[1:m]]}
+        return {
+            "warcip_centers_blocks": [round(float(c)) for c in state.centers[1:m]],
+            "warcip_groups": [int(g) for g in state.group_of[1:m]],
+        }

@@ -1,4 +1,5 @@
 """Stand-ins that make ``_loop_template`` importable on its own (for linting and reading)."""
+
 import numba as nb
 
 

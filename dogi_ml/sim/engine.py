@@ -27,9 +27,23 @@ from dogi_ml.errors import DogiMLError
 from .kernels import retire_group, specialise
 from .policy_api import PlacementPolicy, SimContext
 from .state import (
-    C_ERROR_ARG, C_FREE, C_GC, C_GC_BURSTS, C_INVALID, C_NOW, C_RECLAIMED, C_SERIES_GC, C_SERIES_USER, C_SPILLS,
+    C_ERROR_ARG,
+    C_FREE,
+    C_GC,
+    C_GC_BURSTS,
+    C_INVALID,
+    C_NOW,
+    C_RECLAIMED,
+    C_SERIES_GC,
+    C_SERIES_USER,
+    C_SPILLS,
     C_USER,
-    ERR_OK, ERROR_TEXT, P_WINDOW, check_invariants, new_state, state_nbytes,
+    ERR_OK,
+    ERROR_TEXT,
+    P_WINDOW,
+    check_invariants,
+    new_state,
+    state_nbytes,
 )
 from .victims import get_victim
 
@@ -42,23 +56,23 @@ class SimulationError(DogiMLError, RuntimeError):
 class SimConfig:
     """Simulator parameters (Hydra group ``sim``)."""
 
-    capacity_blocks: int | None = None   # logical capacity; default: the trace's capacity/WSS
-    op_ratio: float = 0.10               # physical = logical x (1 + op), whole segments
+    capacity_blocks: int | None = None  # logical capacity; default: the trace's capacity/WSS
+    op_ratio: float = 0.10  # physical = logical x (1 + op), whole segments
     segment_blocks: int = 512
     victim: str = "greedy"
-    victim_d: int = 8                    # d of d-choices
-    gc_trigger: str = "free_segments"    # or "garbage_proportion" (SepBIT)
-    gc_free_segments: int = 2            # GC runs while fewer segments than this are free
+    victim_d: int = 8  # d of d-choices
+    gc_trigger: str = "free_segments"  # or "garbage_proportion" (SepBIT)
+    gc_free_segments: int = 2  # GC runs while fewer segments than this are free
     gc_high_free_segments: int | None = None  # once triggered, GC collects until this many are free (None/0 = off)
     gc_garbage_ratio: float = 0.15
-    prefill: bool = True                 # write the logical space once before the trace
-    chunk_blocks: int = 1 << 20          # user writes between Python hooks / invariant checks
-    series_window: int | None = None     # user writes per instantaneous-WAF sample (default capacity/4)
-    debug_invariants: bool = False       # check the state's invariants after every chunk
+    prefill: bool = True  # write the logical space once before the trace
+    chunk_blocks: int = 1 << 20  # user writes between Python hooks / invariant checks
+    series_window: int | None = None  # user writes per instantaneous-WAF sample (default capacity/4)
+    debug_invariants: bool = False  # check the state's invariants after every chunk
     seed: int = 1
 
     @classmethod
-    def from_mapping(cls, cfg) -> "SimConfig":
+    def from_mapping(cls, cfg) -> SimConfig:
         known = {f.name for f in fields(cls)}
         data = {k: v for k, v in dict(cfg).items() if k in known}
         return cls(**data)
@@ -71,8 +85,9 @@ class Simulator:
     >>> sim.prefill(); sim.feed(writes[:n]); sim.feed(writes[n:]); sim.result()
     """
 
-    def __init__(self, policy: PlacementPolicy, config: SimConfig, capacity: int,
-                 stream: np.ndarray | None = None, trace=None):
+    def __init__(
+        self, policy: PlacementPolicy, config: SimConfig, capacity: int, stream: np.ndarray | None = None, trace=None
+    ):
         self.policy = policy
         self.cfg = config
         self.capacity = int(capacity)
@@ -101,34 +116,52 @@ class Simulator:
                     f"sim.gc_high_free_segments={gc_high} cannot be reached: of {self.n_segments} physical "
                     f"segments, {data_segments} hold the logical data, {self.n_groups} are the groups' open "
                     f"segments and one more must hold garbage, so at most {max(reachable, 0)} can be free; "
-                    f"lower it or raise sim.op_ratio")
+                    f"lower it or raise sim.op_ratio"
+                )
         needed = data_segments + self.n_groups + gc_free + 1
         if self.n_segments < needed:
             raise SimulationError(
                 f"impossible configuration: {self.n_segments} physical segments of {cfg.segment_blocks} "
                 f"blocks (capacity {self.capacity} x (1 + op_ratio {cfg.op_ratio})) but at least {needed} "
                 f"are needed ({self.n_groups} open groups + {gc_free} free for GC + data); raise "
-                f"sim.op_ratio, lower sim.segment_blocks or use fewer groups")
+                f"sim.op_ratio, lower sim.segment_blocks or use fewer groups"
+            )
         if cfg.gc_trigger not in ("free_segments", "garbage_proportion"):
-            raise SimulationError(f"unknown sim.gc_trigger {cfg.gc_trigger!r}; known: free_segments, garbage_proportion")
+            raise SimulationError(
+                f"unknown sim.gc_trigger {cfg.gc_trigger!r}; known: free_segments, garbage_proportion"
+            )
         gp_ppm = int(round(cfg.gc_garbage_ratio * 1e6)) if cfg.gc_trigger == "garbage_proportion" else 0
         window = cfg.series_window if cfg.series_window else max(1, self.capacity // 4)
-        self.state = new_state(capacity=self.capacity, n_segments=self.n_segments,
-                               segment_blocks=cfg.segment_blocks, n_groups=self.n_groups,
-                               gc_free_segments=gc_free, gc_high_free_segments=gc_high,
-                               gc_garbage_ppm=gp_ppm,
-                               victim_d=cfg.victim_d, window=window, seed=cfg.seed)
+        self.state = new_state(
+            capacity=self.capacity,
+            n_segments=self.n_segments,
+            segment_blocks=cfg.segment_blocks,
+            n_groups=self.n_groups,
+            gc_free_segments=gc_free,
+            gc_high_free_segments=gc_high,
+            gc_garbage_ppm=gp_ppm,
+            victim_d=cfg.victim_d,
+            window=window,
+            seed=cfg.seed,
+        )
         self.victim_name = policy.victim or cfg.victim
         self.select_victim = get_victim(self.victim_name)
         self.prefill_blocks = self.capacity if cfg.prefill else 0
         if stream is not None and cfg.prefill:
             stream = np.concatenate([np.arange(self.capacity, dtype=np.int64), stream])
-        self.ctx = SimContext(capacity=self.capacity, segment_blocks=cfg.segment_blocks,
-                              n_segments=self.n_segments, prefill_blocks=self.prefill_blocks,
-                              stream=stream, trace=trace)
+        self.ctx = SimContext(
+            capacity=self.capacity,
+            segment_blocks=cfg.segment_blocks,
+            n_segments=self.n_segments,
+            prefill_blocks=self.prefill_blocks,
+            stream=stream,
+            trace=trace,
+        )
         if policy.needs_future and stream is None:
-            raise SimulationError(f"policy {policy.name} needs the whole write stream in advance "
-                                  "(future knowledge); pass stream= to the simulator")
+            raise SimulationError(
+                f"policy {policy.name} needs the whole write stream in advance "
+                "(future knowledge); pass stream= to the simulator"
+            )
         self.pstate = policy.bind(self.ctx)
         self._run_chunk = specialise(*policy.kernel_functions(), self.select_victim)
         self.series_t: list[np.ndarray] = []
@@ -145,14 +178,16 @@ class Simulator:
         if value is None or value == 0:
             return gc_free
         if isinstance(value, bool) or not float(value).is_integer():
-            raise SimulationError(f"sim.gc_high_free_segments must be a whole number of segments or null, "
-                                  f"got {value!r}")
+            raise SimulationError(
+                f"sim.gc_high_free_segments must be a whole number of segments or null, got {value!r}"
+            )
         high = int(value)
         if high < gc_free:
             raise SimulationError(
                 f"sim.gc_high_free_segments={high} is below the low watermark sim.gc_free_segments={gc_free}: "
                 f"a GC burst starts below the low one and collects up to the high one; set it to at least "
-                f"{gc_free}, or null for no bursts")
+                f"{gc_free}, or null for no bursts"
+            )
         return high
 
     # -- groups --------------------------------------------------------------------------
@@ -175,8 +210,9 @@ class Simulator:
             raise TypeError(f"group must be an integer, got {group!r}")
         g = int(group)
         if not 0 <= g < self.n_groups:
-            raise ValueError(f"group {g} is outside [0, {self.n_groups}) (policy {self.policy.name} "
-                             f"has {self.n_groups} groups)")
+            raise ValueError(
+                f"group {g} is outside [0, {self.n_groups}) (policy {self.policy.name} has {self.n_groups} groups)"
+            )
         return g
 
     # -- running -----------------------------------------------------------------------
@@ -187,12 +223,16 @@ class Simulator:
         st, su, sg = (np.empty(cap, np.int64) for _ in range(3))
         rc, ns = self._run_chunk(self.state, self.pstate, writes, st, su, sg)
         if ns:
-            self.series_t.append(st[:ns]); self.series_user.append(su[:ns]); self.series_gc.append(sg[:ns])
+            self.series_t.append(st[:ns])
+            self.series_user.append(su[:ns])
+            self.series_gc.append(sg[:ns])
         if rc != ERR_OK:
             arg = int(self.state.ctr[C_ERROR_ARG])
-            raise SimulationError(f"{ERROR_TEXT.get(int(rc), 'error ' + str(rc))} "
-                                  f"(policy {self.policy.name}, at user write {int(self.state.ctr[C_NOW])}, "
-                                  f"detail {arg})")
+            raise SimulationError(
+                f"{ERROR_TEXT.get(int(rc), 'error ' + str(rc))} "
+                f"(policy {self.policy.name}, at user write {int(self.state.ctr[C_NOW])}, "
+                f"detail {arg})"
+            )
 
     def compile(self) -> float:
         """JIT-compile (or load from cache) the loop for this policy and victim; seconds taken."""
@@ -235,7 +275,7 @@ class Simulator:
             step = min(n - i, chunk - (now % chunk))
             self.policy.before_chunk(self, now, step)
             t0 = time.perf_counter()
-            self._kernel(writes[i:i + step])
+            self._kernel(writes[i : i + step])
             self.elapsed_s += time.perf_counter() - t0
             i += step
             if progress is not None:
@@ -285,13 +325,15 @@ class Simulator:
         groups = []
         for g in range(self.n_groups):
             rec = int(s.group_reclaimed[g])
-            groups.append({
-                "group": g,
-                "user_writes": int(s.group_user[g]),
-                "gc_writes": int(s.group_gc[g]),
-                "reclaimed_segments": rec,
-                "victim_valid_ratio": (int(s.group_reclaimed_valid[g]) / (rec * seg)) if rec else None,
-            })
+            groups.append(
+                {
+                    "group": g,
+                    "user_writes": int(s.group_user[g]),
+                    "gc_writes": int(s.group_gc[g]),
+                    "reclaimed_segments": rec,
+                    "victim_valid_ratio": (int(s.group_reclaimed_valid[g]) / (rec * seg)) if rec else None,
+                }
+            )
         t, inst = self.waf_series()
         state_bytes = state_nbytes(s) + state_nbytes(self.pstate)
         appends = user + gc

@@ -3,23 +3,34 @@
 The loop itself lives in ``_loop_template`` and is specialised per (policy, victim selector)
 by :func:`specialise`. Nothing here knows any policy.
 """
-from __future__ import annotations
 
-import numba as nb
-from llvmlite import ir
-from numba.core import cgutils, types
-from numba.extending import intrinsic
+from __future__ import annotations
 
 import importlib.util
 import os
 import sys
 from pathlib import Path
 
+import numba as nb
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
 from dogi_ml.numba_cache import kernel_cache_dir, source_key
 
 from .state import (
-    C_ERROR, C_ERROR_ARG, C_FREE, C_INVALID, C_NOW, P_GC_FREE, P_GC_GP_PPM, P_NSEG,
-    P_SEG_BLOCKS, P_SEG_SHIFT, SEG_FREE, SEG_OPEN, SEG_SEALED,
+    C_ERROR,
+    C_ERROR_ARG,
+    C_FREE,
+    C_INVALID,
+    P_GC_FREE,
+    P_GC_GP_PPM,
+    P_NSEG,
+    P_SEG_BLOCKS,
+    P_SEG_SHIFT,
+    SEG_FREE,
+    SEG_OPEN,
+    SEG_SEALED,
 )
 
 

@@ -22,6 +22,7 @@ configuration, retire the groups it no longer uses (``sim.retire_group(g)``), ch
 before each call into the loop (``before_chunk``): batched inference for the writes about to be
 applied. The engine never imports a policy; policies import this module.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -47,7 +48,7 @@ class SimContext:
     n_segments: int
     prefill_blocks: int
     stream: np.ndarray | None = None  # all user writes incl. prefill (for oracles), if known
-    trace: Any = None                 # the source Trace, if any (features, timestamps)
+    trace: Any = None  # the source Trace, if any (features, timestamps)
     extra: dict = field(default_factory=dict)
 
 
@@ -89,8 +90,10 @@ class PlacementPolicy:
         self.params = params
         unknown = set(params) - set(self.accepted_params())
         if unknown:
-            raise ValueError(f"policy {self.name}: unknown parameter(s) {sorted(unknown)}; "
-                             f"accepted: {sorted(self.accepted_params()) or 'none'}")
+            raise ValueError(
+                f"policy {self.name}: unknown parameter(s) {sorted(unknown)}; "
+                f"accepted: {sorted(self.accepted_params()) or 'none'}"
+            )
 
     # Numba functions (set by subclasses as plain attributes)
     place_user = None

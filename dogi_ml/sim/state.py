@@ -4,6 +4,7 @@ The arrays are bundled in a ``namedtuple`` (:class:`SimArrays`) so Numba kernels
 whole state as one argument. Scalars live in two small int64 arrays: ``prm`` (parameters, fixed
 for the run) and ``ctr`` (counters that change while running).
 """
+
 from __future__ import annotations
 
 from collections import namedtuple
@@ -16,83 +17,96 @@ SEG_OPEN = 1
 SEG_SEALED = 2
 
 # prm indices (parameters)
-P_SEG_BLOCKS = 0      # blocks per segment
-P_NGROUPS = 1         # groups = open segments
-P_NSEG = 2            # physical segments
-P_CAPACITY = 3        # logical blocks
-P_GC_FREE = 4         # GC runs while free segments < this
-P_GC_GP_PPM = 5       # garbage-proportion trigger in parts per million (0 = off)
-P_VICTIM_D = 6        # d of d-choices
-P_WINDOW = 7          # user writes per instantaneous-WAF sample
-P_SEG_SHIFT = 8       # log2(seg_blocks) if a power of two, else -1 (a shift beats a division)
-P_GC_HIGH = 9         # a GC burst started below P_GC_FREE collects until this many are free (>= P_GC_FREE)
+P_SEG_BLOCKS = 0  # blocks per segment
+P_NGROUPS = 1  # groups = open segments
+P_NSEG = 2  # physical segments
+P_CAPACITY = 3  # logical blocks
+P_GC_FREE = 4  # GC runs while free segments < this
+P_GC_GP_PPM = 5  # garbage-proportion trigger in parts per million (0 = off)
+P_VICTIM_D = 6  # d of d-choices
+P_WINDOW = 7  # user writes per instantaneous-WAF sample
+P_SEG_SHIFT = 8  # log2(seg_blocks) if a power of two, else -1 (a shift beats a division)
+P_GC_HIGH = 9  # a GC burst started below P_GC_FREE collects until this many are free (>= P_GC_FREE)
 N_PRM = 10
 
 # ctr indices (counters)
-C_NOW = 0             # logical time: user-written blocks so far (prefill included)
-C_FREE = 1            # free segments (size of the free stack)
-C_USER = 2            # user-written blocks counted for WAF
-C_GC = 3              # GC-rewritten blocks counted for WAF
-C_RECLAIMED = 4       # segments reclaimed
-C_INVALID = 5         # invalid blocks held in open + sealed segments
-C_RNG = 6             # xorshift64 state, so d-choices is reproducible across chunks
-C_ERROR = 7           # error code of the last kernel call
+C_NOW = 0  # logical time: user-written blocks so far (prefill included)
+C_FREE = 1  # free segments (size of the free stack)
+C_USER = 2  # user-written blocks counted for WAF
+C_GC = 3  # GC-rewritten blocks counted for WAF
+C_RECLAIMED = 4  # segments reclaimed
+C_INVALID = 5  # invalid blocks held in open + sealed segments
+C_RNG = 6  # xorshift64 state, so d-choices is reproducible across chunks
+C_ERROR = 7  # error code of the last kernel call
 C_ERROR_ARG = 8
-C_SERIES_USER = 9    # user writes at the last series sample
+C_SERIES_USER = 9  # user writes at the last series sample
 C_SERIES_GC = 10
-C_SPILLS = 11          # GC blocks written to another group because no segment was free
-C_GC_BURSTS = 12      # times GC was triggered (each trigger collects one or more victims)
+C_SPILLS = 11  # GC blocks written to another group because no segment was free
+C_GC_BURSTS = 12  # times GC was triggered (each trigger collects one or more victims)
 N_CTR = 13
 
 # Error codes returned by the kernels
 ERR_OK = 0
-ERR_NO_VICTIM = 1         # GC needed but no sealed segment exists
-ERR_NO_GAIN = 2           # the best victim is entirely valid: GC cannot free space
-ERR_OUT_OF_SEGMENTS = 3   # a group needed a fresh segment and none was free
-ERR_LBA_RANGE = 4         # a write addressed a block beyond the logical capacity
-ERR_BAD_GROUP = 5         # a policy returned a group outside [0, n_groups)
-ERR_BAD_VICTIM = 6        # the victim selector returned a segment that is not sealed
-ERR_GC_STUCK = 7          # GC reclaimed as many victims as there are segments without freeing one
+ERR_NO_VICTIM = 1  # GC needed but no sealed segment exists
+ERR_NO_GAIN = 2  # the best victim is entirely valid: GC cannot free space
+ERR_OUT_OF_SEGMENTS = 3  # a group needed a fresh segment and none was free
+ERR_LBA_RANGE = 4  # a write addressed a block beyond the logical capacity
+ERR_BAD_GROUP = 5  # a policy returned a group outside [0, n_groups)
+ERR_BAD_VICTIM = 6  # the victim selector returned a segment that is not sealed
+ERR_GC_STUCK = 7  # GC reclaimed as many victims as there are segments without freeing one
 
 ERROR_TEXT = {
     ERR_NO_VICTIM: "garbage collection was needed but no sealed segment exists; "
-                   "raise sim.op_ratio or lower the number of groups",
+    "raise sim.op_ratio or lower the number of groups",
     ERR_NO_GAIN: "the chosen GC victim is entirely valid, so GC cannot free space "
-                 "(over-provisioning exhausted); raise sim.op_ratio or sim.segment_blocks",
-    ERR_OUT_OF_SEGMENTS: "a group needed a fresh segment and none was free; raise "
-                         "sim.gc_free_segments or sim.op_ratio",
+    "(over-provisioning exhausted); raise sim.op_ratio or sim.segment_blocks",
+    ERR_OUT_OF_SEGMENTS: "a group needed a fresh segment and none was free; raise sim.gc_free_segments or sim.op_ratio",
     ERR_LBA_RANGE: "a write addressed a block at or beyond the logical capacity; "
-                   "raise sim.capacity_blocks (default: the trace's write working set)",
+    "raise sim.capacity_blocks (default: the trace's write working set)",
     ERR_BAD_GROUP: "the placement policy returned a group outside [0, n_groups)",
     ERR_BAD_VICTIM: "the victim selector returned a segment that is not sealed",
     ERR_GC_STUCK: "garbage collection made no progress: it reclaimed as many victims as there are "
-                  "segments without freeing space (the victim selector keeps choosing segments "
-                  "whose blocks are all valid); fix the selector or raise sim.op_ratio",
+    "segments without freeing space (the victim selector keeps choosing segments "
+    "whose blocks are all valid); fix the selector or raise sim.op_ratio",
 }
 
-SimArrays = namedtuple("SimArrays", [
-    "prm", "ctr",
-    "l2p",            # int32[capacity]: physical block of each LBA, -1 if unmapped
-    "p2l",            # int32[nseg * seg_blocks]: LBA held by a physical block, -1 if invalid/empty
-    "lba_time",       # int64[capacity]: time of the LBA's last user write, -1 if never
-    "seg_valid",      # int32[nseg]
-    "seg_wp",         # int32[nseg]: write pointer (blocks appended)
-    "seg_state",      # int8[nseg]
-    "seg_group",      # int32[nseg]
-    "seg_open_time",  # int64[nseg]: time of the segment's first append ("creation")
-    "seg_seal_time",  # int64[nseg]
-    "free_stack",     # int32[nseg]
-    "open_seg",       # int32[n_groups]: open segment of each group, -1 if none yet
-    "group_user",     # int64[n_groups]
-    "group_gc",       # int64[n_groups]
-    "group_reclaimed",        # int64[n_groups]: segments of the group reclaimed
-    "group_reclaimed_valid",  # int64[n_groups]: valid blocks in those segments
-])
+SimArrays = namedtuple(
+    "SimArrays",
+    [
+        "prm",
+        "ctr",
+        "l2p",  # int32[capacity]: physical block of each LBA, -1 if unmapped
+        "p2l",  # int32[nseg * seg_blocks]: LBA held by a physical block, -1 if invalid/empty
+        "lba_time",  # int64[capacity]: time of the LBA's last user write, -1 if never
+        "seg_valid",  # int32[nseg]
+        "seg_wp",  # int32[nseg]: write pointer (blocks appended)
+        "seg_state",  # int8[nseg]
+        "seg_group",  # int32[nseg]
+        "seg_open_time",  # int64[nseg]: time of the segment's first append ("creation")
+        "seg_seal_time",  # int64[nseg]
+        "free_stack",  # int32[nseg]
+        "open_seg",  # int32[n_groups]: open segment of each group, -1 if none yet
+        "group_user",  # int64[n_groups]
+        "group_gc",  # int64[n_groups]
+        "group_reclaimed",  # int64[n_groups]: segments of the group reclaimed
+        "group_reclaimed_valid",  # int64[n_groups]: valid blocks in those segments
+    ],
+)
 
 
-def new_state(*, capacity: int, n_segments: int, segment_blocks: int, n_groups: int,
-              gc_free_segments: int, gc_garbage_ppm: int = 0, victim_d: int = 8,
-              window: int = 0, seed: int = 1, gc_high_free_segments: int = 0) -> SimArrays:
+def new_state(
+    *,
+    capacity: int,
+    n_segments: int,
+    segment_blocks: int,
+    n_groups: int,
+    gc_free_segments: int,
+    gc_garbage_ppm: int = 0,
+    victim_d: int = 8,
+    window: int = 0,
+    seed: int = 1,
+    gc_high_free_segments: int = 0,
+) -> SimArrays:
     """Allocate an empty state (all segments free, nothing mapped).
 
     ``gc_high_free_segments`` is the high watermark of a GC burst; below ``gc_free_segments``
@@ -109,15 +123,18 @@ def new_state(*, capacity: int, n_segments: int, segment_blocks: int, n_groups: 
     prm[P_WINDOW] = window
     prm[P_SEG_SHIFT] = segment_blocks.bit_length() - 1 if segment_blocks & (segment_blocks - 1) == 0 else -1
     if n_segments * segment_blocks >= 2**31 - 1:
-        raise ValueError(f"physical space of {n_segments * segment_blocks} blocks exceeds the simulator's "
-                         "int32 addressing (8 TiB of 4 KiB blocks)")
+        raise ValueError(
+            f"physical space of {n_segments * segment_blocks} blocks exceeds the simulator's "
+            "int32 addressing (8 TiB of 4 KiB blocks)"
+        )
     ctr = np.zeros(N_CTR, np.int64)
     ctr[C_FREE] = n_segments
     ctr[C_RNG] = (seed * 0x9E3779B97F4A7C15 + 1) & 0x7FFFFFFFFFFFFFFF or 1
     # Pop order: segment 0 first (the stack top is the end of the array).
     free_stack = np.arange(n_segments - 1, -1, -1, dtype=np.int32)
     return SimArrays(
-        prm=prm, ctr=ctr,
+        prm=prm,
+        ctr=ctr,
         # int32 halves the cache footprint of the two random-access maps (the hot loop's cost)
         l2p=np.full(capacity, -1, np.int32),
         p2l=np.full(n_segments * segment_blocks, -1, np.int32),
@@ -174,7 +191,9 @@ def check_invariants(s: SimArrays) -> None:
         raise InvariantError(f"segment {seg}: valid count {s.seg_valid[seg]} but {counts[seg]} live blocks")
     written = int(s.seg_wp[s.seg_state != SEG_FREE].sum())
     if written - int(s.seg_valid.sum()) != int(s.ctr[C_INVALID]):
-        raise InvariantError(f"invalid-block counter {s.ctr[C_INVALID]} != written {written} - valid {s.seg_valid.sum()}")
+        raise InvariantError(
+            f"invalid-block counter {s.ctr[C_INVALID]} != written {written} - valid {s.seg_valid.sum()}"
+        )
     n_free = int((s.seg_state == SEG_FREE).sum())
     n_open = int((s.seg_state == SEG_OPEN).sum())
     n_sealed = int((s.seg_state == SEG_SEALED).sum())
@@ -182,7 +201,7 @@ def check_invariants(s: SimArrays) -> None:
         raise InvariantError(f"free {n_free} + open {n_open} + sealed {n_sealed} != {nseg} segments")
     if n_free != int(s.ctr[C_FREE]):
         raise InvariantError(f"free counter {s.ctr[C_FREE]} but {n_free} segments are free")
-    stack = s.free_stack[: n_free]
+    stack = s.free_stack[:n_free]
     if not np.all(s.seg_state[stack] == SEG_FREE) or np.unique(stack).size != n_free:
         raise InvariantError("free stack does not hold exactly the free segments")
     if np.any(s.seg_valid[s.seg_state == SEG_FREE] != 0) or np.any(s.seg_wp[s.seg_state == SEG_FREE] != 0):

@@ -5,6 +5,7 @@ exists). Placement and victim selection are separate axes (as in SepBIT's simula
 policy runs with any selector, chosen by ``sim.victim``. Ties go to the lowest segment index so
 runs are deterministic.
 """
+
 from __future__ import annotations
 
 import math
@@ -168,5 +169,6 @@ def get_victim(name: str):
     try:
         return VICTIMS[name]
     except KeyError:
-        raise ValueError(f"unknown victim selection {name!r}; known: {', '.join(sorted(VICTIMS))} "
-                         f"(set sim.victim=NAME)") from None
+        raise ValueError(
+            f"unknown victim selection {name!r}; known: {', '.join(sorted(VICTIMS))} (set sim.victim=NAME)"
+        ) from None

@@ -12,6 +12,7 @@ Layout::
 
 The header is self-describing, so ``stats`` reads it without touching the arrays.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -79,11 +80,11 @@ def write_trace(trace: Trace, path: str | Path, content_hash: str | None = None)
         fh.write(_PREFIX.pack(MAGIC, VERSION, len(blob)))
         fh.write(blob)
         fh.write(b"\0" * (data_start - _PREFIX.size - len(blob)))
-        for name, dtype, a, off in arrays:
+        for _name, dtype, a, off in arrays:
             fh.seek(data_start + off)
             # in slices: a paper-scale column is GBs, and a constant one is a broadcast view
             for i in range(0, a.size, _WRITE_SLICE):
-                fh.write(np.ascontiguousarray(a[i:i + _WRITE_SLICE], dtype=dtype).tobytes())
+                fh.write(np.ascontiguousarray(a[i : i + _WRITE_SLICE], dtype=dtype).tobytes())
         fh.truncate(data_start + offset)
     tmp.replace(path)
     return path
@@ -101,18 +102,27 @@ def read_header(path: str | Path) -> dict:
             raise ValueError(f"{path}: too short to be a dogi_ml binary trace ({size} bytes)")
         magic, version, hlen = _PREFIX.unpack(prefix)
         if magic != MAGIC:
-            raise ValueError(f"{path}: not a dogi_ml binary trace (bad magic {magic!r}); "
-                             "convert text traces with `python -m dogi_ml ingest path=... format=...`")
+            raise ValueError(
+                f"{path}: not a dogi_ml binary trace (bad magic {magic!r}); "
+                "convert text traces with `python -m dogi_ml ingest path=... format=...`"
+            )
         if version != VERSION:
-            raise ValueError(f"{path}: binary trace version {version}, this dogi_ml reads version {VERSION}; "
-                             "re-run ingest on the source trace")
+            raise ValueError(
+                f"{path}: binary trace version {version}, this dogi_ml reads version {VERSION}; "
+                "re-run ingest on the source trace"
+            )
         blob = fh.read(hlen)
     if len(blob) < hlen:
         raise ValueError(f"{path}: truncated header ({len(blob)} of {hlen} bytes)")
     header = json.loads(blob)
     header["data_start"] = _aligned(_PREFIX.size + hlen)
-    need = max((header["data_start"] + a["offset"] + a["count"] * np.dtype(a["dtype"]).itemsize
-                for a in header["arrays"].values()), default=0)
+    need = max(
+        (
+            header["data_start"] + a["offset"] + a["count"] * np.dtype(a["dtype"]).itemsize
+            for a in header["arrays"].values()
+        ),
+        default=0,
+    )
     if size < need:
         raise ValueError(f"{path}: truncated file ({size} bytes, the header promises {need}); re-run ingest")
     header["version"] = version
@@ -127,8 +137,13 @@ def read_binary(path: str | Path) -> Trace:
         if spec["count"] == 0:
             arrays[name] = np.empty(0, spec["dtype"])
         else:
-            arrays[name] = np.memmap(path, dtype=spec["dtype"], mode="r",
-                                     offset=header["data_start"] + spec["offset"], shape=(spec["count"],))
+            arrays[name] = np.memmap(
+                path,
+                dtype=spec["dtype"],
+                mode="r",
+                offset=header["data_start"] + spec["offset"],
+                shape=(spec["count"],),
+            )
     trace = Trace.__new__(Trace)
     # bypass __post_init__'s copies: memmaps already have the right dtypes and are contiguous
     trace.ts_us, trace.lba, trace.nblocks = arrays["ts_us"], arrays["lba"], arrays["nblocks"]

@@ -24,6 +24,7 @@ arrays, and a shorter run is a prefix of a longer one with the same seed.
 ``generate(kind, capacity_blocks=..., n_writes=..., seed=..., **params)`` is the entry point;
 it validates the parameters. ``GENERATORS`` maps names to the generator functions.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -35,7 +36,7 @@ import numpy as np
 from .trace import OP_READ, OP_TRIM, OP_WRITE, Trace
 
 REQUEST_INTERVAL_US = 10  # synthetic clock: one request every 10 µs (100 K IOPS)
-DB_STATEMENT_US = 50      # YCSB clock: one database statement every 50 µs
+DB_STATEMENT_US = 50  # YCSB clock: one database statement every 50 µs
 BLOCK_BYTES = 4096
 
 
@@ -266,15 +267,21 @@ def _rng(seed: int) -> np.random.Generator:
 
 def _ts(n: int) -> np.ndarray:
     t = np.arange(n, dtype=np.int64)
-    t *= REQUEST_INTERVAL_US          # in place: no second n-sized temporary
+    t *= REQUEST_INTERVAL_US  # in place: no second n-sized temporary
     return t
 
 
 def _single_block_trace(lbas: np.ndarray, name: str) -> Trace:
     n = lbas.size
     # constant columns as broadcast views: at paper scale (1B writes) each would be GBs
-    return Trace(ts_us=_ts(n), lba=lbas, nblocks=np.broadcast_to(np.int32(1), (n,)),
-                 op=np.broadcast_to(np.uint8(OP_WRITE), (n,)), volume=np.broadcast_to(np.int32(0), (n,)), name=name)
+    return Trace(
+        ts_us=_ts(n),
+        lba=lbas,
+        nblocks=np.broadcast_to(np.int32(1), (n,)),
+        op=np.broadcast_to(np.uint8(OP_WRITE), (n,)),
+        volume=np.broadcast_to(np.int32(0), (n,)),
+        name=name,
+    )
 
 
 def _fraction(name, v, lo_open=True, hi_closed=True, lo=0.0, hi=1.0):
@@ -283,8 +290,9 @@ def _fraction(name, v, lo_open=True, hi_closed=True, lo=0.0, hi=1.0):
     v = float(v)
     ok = (v > lo if lo_open else v >= lo) and (v <= hi if hi_closed else v < hi)
     if not ok:
-        raise ValueError(f"{name} must be in {'(' if lo_open else '['}{lo:g}, {hi:g}{']' if hi_closed else ')'}, "
-                         f"got {v}")
+        raise ValueError(
+            f"{name} must be in {'(' if lo_open else '['}{lo:g}, {hi:g}{']' if hi_closed else ')'}, got {v}"
+        )
     return v
 
 
@@ -306,15 +314,16 @@ def _trim_to_writes(lba, nblocks, op, n_writes, ts=None):
     w = np.where(op == OP_WRITE, nblocks.astype(np.int64), 0)
     cum = np.cumsum(w)
     if cum.size == 0 or cum[-1] < n_writes:
-        raise RuntimeError(f"generator produced {0 if cum.size == 0 else int(cum[-1])} block writes, "
-                           f"fewer than {n_writes}")
+        raise RuntimeError(
+            f"generator produced {0 if cum.size == 0 else int(cum[-1])} block writes, fewer than {n_writes}"
+        )
     last = int(np.searchsorted(cum, n_writes))  # first request reaching n_writes
-    lba, nblocks, op = lba[:last + 1].copy(), nblocks[:last + 1].copy(), op[:last + 1].copy()
+    lba, nblocks, op = lba[: last + 1].copy(), nblocks[: last + 1].copy(), op[: last + 1].copy()
     excess = int(cum[last] - n_writes)
     if excess:
         nblocks[-1] -= excess
     if ts is not None:
-        return lba, nblocks, op, ts[:last + 1].copy()
+        return lba, nblocks, op, ts[: last + 1].copy()
     return lba, nblocks, op
 
 
@@ -381,11 +390,10 @@ def hotcold(capacity_blocks, n_writes, seed=0, hot_traffic=0.8, hot_fraction=0.2
 
 def hotcold_hot_set(capacity_blocks, seed=0, hot_fraction=0.2) -> np.ndarray:
     """The hot LBAs :func:`hotcold` uses for this capacity, seed and ``hot_fraction``."""
-    return _rng(seed).permutation(capacity_blocks).astype(np.int64)[:_n_hot(capacity_blocks, hot_fraction)]
+    return _rng(seed).permutation(capacity_blocks).astype(np.int64)[: _n_hot(capacity_blocks, hot_fraction)]
 
 
-def phase_shift(capacity_blocks, n_writes, seed=0, theta_a=1.01, theta_b=0.8, phase_writes=None,
-                reshuffle=True):
+def phase_shift(capacity_blocks, n_writes, seed=0, theta_a=1.01, theta_b=0.8, phase_writes=None, reshuffle=True):
     """Zipf ``theta_a`` and Zipf ``theta_b`` alternating every ``phase_writes`` writes (default
     2 x capacity), starting with ``theta_a``. With ``reshuffle`` every phase scrambles the ranks
     over the addresses anew (a new seeded bijection), so the hot set moves; without it all phases
@@ -393,8 +401,10 @@ def phase_shift(capacity_blocks, n_writes, seed=0, theta_a=1.01, theta_b=0.8, ph
     (:class:`ZipfSampler` ``method="rejection"``). ``meta["phase_starts"]`` lists the write index
     of each phase, ``meta["phase_thetas"]`` its exponent."""
     phase = 2 * capacity_blocks if phase_writes is None else _int_at_least("phase_writes", phase_writes, 1)
-    samplers = [ZipfSampler(capacity_blocks, theta_a, seed, scramble=False, method="rejection"),
-                ZipfSampler(capacity_blocks, theta_b, seed + 1, scramble=False, method="rejection")]
+    samplers = [
+        ZipfSampler(capacity_blocks, theta_a, seed, scramble=False, method="rejection"),
+        ZipfSampler(capacity_blocks, theta_b, seed + 1, scramble=False, method="rejection"),
+    ]
     prng = _rng(seed + 2)
     shared = None if reshuffle else _scramble_params(capacity_blocks, prng)
     out = np.empty(n_writes, np.int64)
@@ -402,7 +412,7 @@ def phase_shift(capacity_blocks, n_writes, seed=0, theta_a=1.01, theta_b=0.8, ph
     for k, start in enumerate(range(0, n_writes, phase)):
         ranks = samplers[k % 2].sample_ranks(min(phase, n_writes - start))
         sp = _scramble_params(capacity_blocks, prng) if reshuffle else shared
-        _scramble_array(ranks, capacity_blocks, sp, out[start:start + ranks.size])
+        _scramble_array(ranks, capacity_blocks, sp, out[start : start + ranks.size])
         starts.append(start)
     trace = _single_block_trace(out, "phase_shift")
     trace.meta["phase_starts"] = starts
@@ -414,11 +424,41 @@ def phase_shift(capacity_blocks, n_writes, seed=0, theta_a=1.01, theta_b=0.8, ph
 PAGE_BLOCKS = 4  # 16 KiB InnoDB pages
 
 # scalar state of the buffer-pool kernel (one int64 array, so runs resume across chunks)
-(_Y_USED, _Y_LSN, _Y_SLOT, _Y_WRITTEN, _Y_NDIRTY, _Y_PAGE_READS, _Y_LRU_FLUSH, _Y_CLEAN_FLUSH,
- _Y_SYNC_FLUSH, _Y_REDO_WRITES, _Y_DW_WRITES, _Y_RECORD_READS, _Y_UPDATES, _Y_OPS, _Y_NSTATE) = range(15)
+(
+    _Y_USED,
+    _Y_LSN,
+    _Y_SLOT,
+    _Y_WRITTEN,
+    _Y_NDIRTY,
+    _Y_PAGE_READS,
+    _Y_LRU_FLUSH,
+    _Y_CLEAN_FLUSH,
+    _Y_SYNC_FLUSH,
+    _Y_REDO_WRITES,
+    _Y_DW_WRITES,
+    _Y_RECORD_READS,
+    _Y_UPDATES,
+    _Y_OPS,
+    _Y_NSTATE,
+) = range(15)
 # configuration of the kernel
-(_C_POOL, _C_TABLE, _C_REDO, _C_REDO_BLOCKS, _C_RPB, _C_DW, _C_DW_BATCH, _C_DW_SINGLE, _C_FLUSH_EVERY,
- _C_FLUSH_BATCH, _C_LWM_AGE, _C_ASYNC_AGE, _C_ASYNC_TARGET, _C_MAX_DIRTY, _C_NCFG) = range(15)
+(
+    _C_POOL,
+    _C_TABLE,
+    _C_REDO,
+    _C_REDO_BLOCKS,
+    _C_RPB,
+    _C_DW,
+    _C_DW_BATCH,
+    _C_DW_SINGLE,
+    _C_FLUSH_EVERY,
+    _C_FLUSH_BATCH,
+    _C_LWM_AGE,
+    _C_ASYNC_AGE,
+    _C_ASYNC_TARGET,
+    _C_MAX_DIRTY,
+    _C_NCFG,
+) = range(15)
 
 
 @nb.njit(cache=True)
@@ -456,8 +496,9 @@ def _emit(out_lba, out_nb, out_op, k, lba, nb_, op):
 
 
 @nb.njit(cache=True)
-def _ycsb_flush_oldest(limit, until_age, st, cfg, fl_prev, fl_next, oldest, batch, out_lba, out_nb, out_op,
-                       out_t, t, k, counter):
+def _ycsb_flush_oldest(
+    limit, until_age, st, cfg, fl_prev, fl_next, oldest, batch, out_lba, out_nb, out_op, out_t, t, k, counter
+):
     """Flush dirty pages from the head of the flush list (oldest modification first): at most
     ``limit`` pages, and only while the checkpoint age exceeds ``until_age``. Each doublewrite
     batch goes sequentially to the doublewrite area, then its pages are written in place."""
@@ -494,8 +535,27 @@ def _ycsb_flush_oldest(limit, until_age, st, cfg, fl_prev, fl_next, oldest, batc
 
 
 @nb.njit(cache=True)
-def _ycsb_kernel(ops, pages, start, op_base, st, cfg, lru_prev, lru_next, in_pool, fl_prev, fl_next, oldest,
-                 batch, n_writes, out_lba, out_nb, out_op, out_t, margin):
+def _ycsb_kernel(
+    ops,
+    pages,
+    start,
+    op_base,
+    st,
+    cfg,
+    lru_prev,
+    lru_next,
+    in_pool,
+    fl_prev,
+    fl_next,
+    oldest,
+    batch,
+    n_writes,
+    out_lba,
+    out_nb,
+    out_op,
+    out_t,
+    margin,
+):
     """Run statements ``start..`` until the stream ends, ``n_writes`` blocks are written, or the
     output buffer is nearly full. Returns (next statement, requests emitted). ``out_t`` gets
     the global statement index of each request."""
@@ -563,22 +623,67 @@ def _ycsb_kernel(ops, pages, start, op_base, st, cfg, lru_prev, lru_next, in_poo
             # flush the oldest pages until the checkpoint age is back under the target
             q = fl_next[head]
             if q != head and st[_Y_LSN] - oldest[q] > cfg[_C_ASYNC_AGE]:
-                k = _ycsb_flush_oldest(batch.shape[0], cfg[_C_ASYNC_TARGET], st, cfg, fl_prev, fl_next, oldest,
-                                       batch, out_lba, out_nb, out_op, out_t, t, k, _Y_SYNC_FLUSH)
+                k = _ycsb_flush_oldest(
+                    batch.shape[0],
+                    cfg[_C_ASYNC_TARGET],
+                    st,
+                    cfg,
+                    fl_prev,
+                    fl_next,
+                    oldest,
+                    batch,
+                    out_lba,
+                    out_nb,
+                    out_op,
+                    out_t,
+                    t,
+                    k,
+                    _Y_SYNC_FLUSH,
+                )
         # -- page cleaner: adaptive flushing of the oldest pages once the checkpoint age passes
         # the low-water mark, or when too much of the pool is dirty
         if flush_every > 0 and (t + 1) % flush_every == 0:
             q = fl_next[head]
             if q != head and (st[_Y_LSN] - oldest[q] > cfg[_C_LWM_AGE] or st[_Y_NDIRTY] > cfg[_C_MAX_DIRTY]):
-                k = _ycsb_flush_oldest(cfg[_C_FLUSH_BATCH], -1, st, cfg, fl_prev, fl_next, oldest, batch,
-                                       out_lba, out_nb, out_op, out_t, t, k, _Y_CLEAN_FLUSH)
+                k = _ycsb_flush_oldest(
+                    cfg[_C_FLUSH_BATCH],
+                    -1,
+                    st,
+                    cfg,
+                    fl_prev,
+                    fl_next,
+                    oldest,
+                    batch,
+                    out_lba,
+                    out_nb,
+                    out_op,
+                    out_t,
+                    t,
+                    k,
+                    _Y_CLEAN_FLUSH,
+                )
         i += 1
     return i, k
 
 
-def ycsb(capacity_blocks, n_writes, seed=0, read_modify_write=False, name="ycsb", read_fraction=0.5,
-         zipf_theta=0.99, records_per_page=16, pool_fraction=0.1, redo_fraction=0.02, redo_records_per_block=16,
-         doublewrite_pages=128, flush_every=64, flush_batch=32, checkpoint_lwm=0.1, max_dirty_fraction=0.9):
+def ycsb(
+    capacity_blocks,
+    n_writes,
+    seed=0,
+    read_modify_write=False,
+    name="ycsb",
+    read_fraction=0.5,
+    zipf_theta=0.99,
+    records_per_page=16,
+    pool_fraction=0.1,
+    redo_fraction=0.02,
+    redo_records_per_block=16,
+    doublewrite_pages=128,
+    flush_every=64,
+    flush_batch=32,
+    checkpoint_lwm=0.1,
+    max_dirty_fraction=0.9,
+):
     """YCSB at the block level of an InnoDB-style database (MySQL, ``innodb_flush_log_at_trx_commit=1``).
 
     This is a model, not a trace of MySQL; it keeps the mechanisms that shape block lifetimes.
@@ -640,9 +745,11 @@ def ycsb(capacity_blocks, n_writes, seed=0, read_modify_write=False, name="ycsb"
     table_blocks = capacity_blocks - redo_blocks - dw_blocks
     n_pages = max(0, table_blocks) // PAGE_BLOCKS
     if n_pages < 16:
-        raise ValueError(f"capacity_blocks={capacity_blocks} is too small: it leaves {n_pages} table pages after "
-                         f"the redo log ({redo_blocks} blocks) and the doublewrite area ({dw_blocks} blocks); give "
-                         f"at least {redo_blocks + dw_blocks + 64} blocks or shrink doublewrite_pages / redo_fraction")
+        raise ValueError(
+            f"capacity_blocks={capacity_blocks} is too small: it leaves {n_pages} table pages after "
+            f"the redo log ({redo_blocks} blocks) and the doublewrite area ({dw_blocks} blocks); give "
+            f"at least {redo_blocks + dw_blocks + 64} blocks or shrink doublewrite_pages / redo_fraction"
+        )
     pool_pages = max(2, int(n_pages * pool_fraction))
     dw_single = 0 if doublewrite_pages == 0 else max(1, min(8, doublewrite_pages // 16))
     dw_batch = doublewrite_pages - dw_single
@@ -691,54 +798,142 @@ def ycsb(capacity_blocks, n_writes, seed=0, read_modify_write=False, name="ycsb"
             nbk = np.empty(out_cap, np.int32)
             op = np.empty(out_cap, np.uint8)
             t = np.empty(out_cap, np.int64)
-            i, k = _ycsb_kernel(ops, pages, i, op_base, st, cfg, lru_prev, lru_next, in_pool, fl_prev, fl_next,
-                                oldest, batch, n_writes, lba, nbk, op, t, margin)
+            i, k = _ycsb_kernel(
+                ops,
+                pages,
+                i,
+                op_base,
+                st,
+                cfg,
+                lru_prev,
+                lru_next,
+                in_pool,
+                fl_prev,
+                fl_next,
+                oldest,
+                batch,
+                n_writes,
+                lba,
+                nbk,
+                op,
+                t,
+                margin,
+            )
             parts.append((lba[:k].copy(), nbk[:k].copy(), op[:k].copy(), t[:k].copy()))
         op_base += ops.size
     lba, nbk, op, t = (np.concatenate([p[j] for p in parts]) for j in range(4))
     trace = _requests_trace(lba, nbk, op, n_writes, name, ts=t * DB_STATEMENT_US)
-    trace.meta.update({
-        "layout_doublewrite": [dw_base, dw_blocks], "layout_redo": [redo_base, redo_blocks],
-        "layout_table": [table_base, n_pages * PAGE_BLOCKS], "table_pages": int(n_pages),
-        "pool_pages": int(pool_pages), "records": int(n_records), "read_modify_write": bool(read_modify_write),
-        "db_statements": int(st[_Y_OPS]), "record_reads": int(st[_Y_RECORD_READS]), "updates": int(st[_Y_UPDATES]),
-        "page_reads": int(st[_Y_PAGE_READS]), "lru_flushes": int(st[_Y_LRU_FLUSH]),
-        "cleaner_flushes": int(st[_Y_CLEAN_FLUSH]), "sync_flushes": int(st[_Y_SYNC_FLUSH]),
-        "redo_block_writes": int(st[_Y_REDO_WRITES]), "doublewrite_block_writes": int(st[_Y_DW_WRITES]),
-    })
+    trace.meta.update(
+        {
+            "layout_doublewrite": [dw_base, dw_blocks],
+            "layout_redo": [redo_base, redo_blocks],
+            "layout_table": [table_base, n_pages * PAGE_BLOCKS],
+            "table_pages": int(n_pages),
+            "pool_pages": int(pool_pages),
+            "records": int(n_records),
+            "read_modify_write": bool(read_modify_write),
+            "db_statements": int(st[_Y_OPS]),
+            "record_reads": int(st[_Y_RECORD_READS]),
+            "updates": int(st[_Y_UPDATES]),
+            "page_reads": int(st[_Y_PAGE_READS]),
+            "lru_flushes": int(st[_Y_LRU_FLUSH]),
+            "cleaner_flushes": int(st[_Y_CLEAN_FLUSH]),
+            "sync_flushes": int(st[_Y_SYNC_FLUSH]),
+            "redo_block_writes": int(st[_Y_REDO_WRITES]),
+            "doublewrite_block_writes": int(st[_Y_DW_WRITES]),
+        }
+    )
     return trace
 
 
-def ycsb_a(capacity_blocks, n_writes, seed=0, read_fraction=0.5, zipf_theta=0.99, records_per_page=16,
-           pool_fraction=0.1, redo_fraction=0.02, redo_records_per_block=16, doublewrite_pages=128, flush_every=64,
-           flush_batch=32, checkpoint_lwm=0.1, max_dirty_fraction=0.9):
+def ycsb_a(
+    capacity_blocks,
+    n_writes,
+    seed=0,
+    read_fraction=0.5,
+    zipf_theta=0.99,
+    records_per_page=16,
+    pool_fraction=0.1,
+    redo_fraction=0.02,
+    redo_records_per_block=16,
+    doublewrite_pages=128,
+    flush_every=64,
+    flush_batch=32,
+    checkpoint_lwm=0.1,
+    max_dirty_fraction=0.9,
+):
     """YCSB-A (50% reads, 50% updates, zipfian 0.99) on the InnoDB model of :func:`ycsb`."""
     kw = {k: v for k, v in locals().items() if k not in ("capacity_blocks", "n_writes", "seed")}
     return ycsb(capacity_blocks, n_writes, seed, read_modify_write=False, name="ycsb_a", **kw)
 
 
-def ycsb_f(capacity_blocks, n_writes, seed=0, read_fraction=0.5, zipf_theta=0.99, records_per_page=16,
-           pool_fraction=0.1, redo_fraction=0.02, redo_records_per_block=16, doublewrite_pages=128, flush_every=64,
-           flush_batch=32, checkpoint_lwm=0.1, max_dirty_fraction=0.9):
+def ycsb_f(
+    capacity_blocks,
+    n_writes,
+    seed=0,
+    read_fraction=0.5,
+    zipf_theta=0.99,
+    records_per_page=16,
+    pool_fraction=0.1,
+    redo_fraction=0.02,
+    redo_records_per_block=16,
+    doublewrite_pages=128,
+    flush_every=64,
+    flush_batch=32,
+    checkpoint_lwm=0.1,
+    max_dirty_fraction=0.9,
+):
     """YCSB-F (50% reads, 50% read-modify-writes, zipfian 0.99) on the InnoDB model of :func:`ycsb`."""
     kw = {k: v for k, v in locals().items() if k not in ("capacity_blocks", "n_writes", "seed")}
     return ycsb(capacity_blocks, n_writes, seed, read_modify_write=True, name="ycsb_f", **kw)
 
 
 # -- varmail-like mail server on an ext4-like journaling file system -----------------------------------
-GROUP_BLOCKS = 32768     # blocks per block group (one block bitmap each)
+GROUP_BLOCKS = 32768  # blocks per block group (one block bitmap each)
 INODES_PER_GROUP = 8192  # inodes per group (one inode bitmap each)
-INODES_PER_BLOCK = 16    # 256-byte inodes
+INODES_PER_BLOCK = 16  # 256-byte inodes
 DIRENTS_PER_BLOCK = 128  # directory entries per 4 KiB directory block
-MAX_FILE_BLOCKS = 32     # a mail file stops growing at 128 KiB
+MAX_FILE_BLOCKS = 32  # a mail file stops growing at 128 KiB
 
 # scalar state of the file-system kernel
-(_V_HINT, _V_CURSOR, _V_JPOS, _V_SINCE_CKPT, _V_WRITTEN, _V_NEXIST, _V_NNON, _V_NTXN, _V_DATA_WRITES,
- _V_JOURNAL_WRITES, _V_CKPT_WRITES, _V_READ_BLOCKS, _V_TRIM_BLOCKS, _V_ITER, _V_CKPTS, _V_FULL,
- _V_NSTATE) = range(17)
+(
+    _V_HINT,
+    _V_CURSOR,
+    _V_JPOS,
+    _V_SINCE_CKPT,
+    _V_WRITTEN,
+    _V_NEXIST,
+    _V_NNON,
+    _V_NTXN,
+    _V_DATA_WRITES,
+    _V_JOURNAL_WRITES,
+    _V_CKPT_WRITES,
+    _V_READ_BLOCKS,
+    _V_TRIM_BLOCKS,
+    _V_ITER,
+    _V_CKPTS,
+    _V_FULL,
+    _V_NSTATE,
+) = range(17)
 # configuration
-(_F_DATA, _F_NDATA, _F_GDT, _F_BBM, _F_IBM, _F_ITABLE, _F_DIR, _F_NDIR, _F_JOURNAL, _F_NJOURNAL,
- _F_CKPT_EVERY, _F_APPEND_BYTES, _F_NEXT_FIT, _F_TRIMS, _F_META_END, _F_NCFG) = range(16)
+(
+    _F_DATA,
+    _F_NDATA,
+    _F_GDT,
+    _F_BBM,
+    _F_IBM,
+    _F_ITABLE,
+    _F_DIR,
+    _F_NDIR,
+    _F_JOURNAL,
+    _F_NJOURNAL,
+    _F_CKPT_EVERY,
+    _F_APPEND_BYTES,
+    _F_NEXT_FIT,
+    _F_TRIMS,
+    _F_META_END,
+    _F_NCFG,
+) = range(16)
 
 
 @nb.njit(cache=True)
@@ -827,8 +1022,9 @@ def _fs_file_meta(f, cfg, txn_flag, txn_list, st, dirent):
 
 
 @nb.njit(cache=True)
-def _fs_append(f, nbytes, st, cfg, used, cnt1, cnt2, fblocks, fsize, txn_flag, txn_list, emit,
-               out_lba, out_nb, out_op, k):
+def _fs_append(
+    f, nbytes, st, cfg, used, cnt1, cnt2, fblocks, fsize, txn_flag, txn_list, emit, out_lba, out_nb, out_op, k
+):
     """Append ``nbytes`` to file ``f``: allocate the new blocks and (if ``emit``) write every block
     touched, including the partly filled last block, which is written again."""
     old = fsize[f]
@@ -933,16 +1129,53 @@ def _fs_init(init_sizes, st, cfg, used, cnt1, cnt2, fblocks, fsize, txn_flag, tx
     for f in range(init_sizes.shape[0]):
         if init_sizes[f] > 0:
             _fs_list_move(f, nlist, npos, elist, epos, st, _V_NNON, _V_NEXIST)
-            _fs_append(f, init_sizes[f], st, cfg, used, cnt1, cnt2, fblocks, fsize, txn_flag, txn_list, False,
-                       dummy_l, dummy_n, dummy_o, 0)
+            _fs_append(
+                f,
+                init_sizes[f],
+                st,
+                cfg,
+                used,
+                cnt1,
+                cnt2,
+                fblocks,
+                fsize,
+                txn_flag,
+                txn_list,
+                False,
+                dummy_l,
+                dummy_n,
+                dummy_o,
+                0,
+            )
     for j in range(st[_V_NTXN]):
         txn_flag[txn_list[j]] = 0
     st[_V_NTXN] = 0
 
 
 @nb.njit(cache=True)
-def _varmail_kernel(u, start, st, cfg, used, cnt1, cnt2, fblocks, fsize, txn_flag, txn_list, ckpt_flag,
-                    elist, epos, nlist, npos, n_writes, out_lba, out_nb, out_op, margin):
+def _varmail_kernel(
+    u,
+    start,
+    st,
+    cfg,
+    used,
+    cnt1,
+    cnt2,
+    fblocks,
+    fsize,
+    txn_flag,
+    txn_list,
+    ckpt_flag,
+    elist,
+    epos,
+    nlist,
+    npos,
+    n_writes,
+    out_lba,
+    out_nb,
+    out_op,
+    margin,
+):
     """Run varmail iterations ``start..`` (one row of ``u`` each) until the stream ends,
     ``n_writes`` blocks are written, or the output buffer is nearly full."""
     cap = out_lba.shape[0]
@@ -978,8 +1211,24 @@ def _varmail_kernel(u, start, st, cfg, used, cnt1, cnt2, fblocks, fsize, txn_fla
             f = nlist[int(u[i, 1] * st[_V_NNON])]
             _fs_list_move(f, nlist, npos, elist, epos, st, _V_NNON, _V_NEXIST)
             _fs_file_meta(f, cfg, txn_flag, txn_list, st, True)
-            k = _fs_append(f, 1 + int(u[i, 2] * append_bytes), st, cfg, used, cnt1, cnt2, fblocks, fsize,
-                           txn_flag, txn_list, True, out_lba, out_nb, out_op, k)
+            k = _fs_append(
+                f,
+                1 + int(u[i, 2] * append_bytes),
+                st,
+                cfg,
+                used,
+                cnt1,
+                cnt2,
+                fblocks,
+                fsize,
+                txn_flag,
+                txn_list,
+                True,
+                out_lba,
+                out_nb,
+                out_op,
+                k,
+            )
             k = _fs_commit(st, cfg, txn_flag, txn_list, ckpt_flag, out_lba, out_nb, out_op, k)
         # 3. openfile, readwholefile, appendfilerand, fsync
         if st[_V_NEXIST] > 0:
@@ -987,8 +1236,24 @@ def _varmail_kernel(u, start, st, cfg, used, cnt1, cnt2, fblocks, fsize, txn_fla
             nbf = (fsize[f] + BLOCK_BYTES - 1) // BLOCK_BYTES
             k = _fs_runs(fblocks[f], 0, nbf, data, OP_READ, out_lba, out_nb, out_op, k)
             st[_V_READ_BLOCKS] += nbf
-            k = _fs_append(f, 1 + int(u[i, 4] * append_bytes), st, cfg, used, cnt1, cnt2, fblocks, fsize,
-                           txn_flag, txn_list, True, out_lba, out_nb, out_op, k)
+            k = _fs_append(
+                f,
+                1 + int(u[i, 4] * append_bytes),
+                st,
+                cfg,
+                used,
+                cnt1,
+                cnt2,
+                fblocks,
+                fsize,
+                txn_flag,
+                txn_list,
+                True,
+                out_lba,
+                out_nb,
+                out_op,
+                k,
+            )
             k = _fs_commit(st, cfg, txn_flag, txn_list, ckpt_flag, out_lba, out_nb, out_op, k)
         # 4. openfile, readwholefile
         if st[_V_NEXIST] > 0:
@@ -1000,8 +1265,19 @@ def _varmail_kernel(u, start, st, cfg, used, cnt1, cnt2, fblocks, fsize, txn_fla
     return i, k
 
 
-def varmail(capacity_blocks, n_writes, seed=0, n_files=None, append_kib=16, mean_file_kib=16, prealloc=0.8,
-            journal_fraction=0.02, checkpoint_every=1024, allocator="first_fit", emit_trims=False):
+def varmail(
+    capacity_blocks,
+    n_writes,
+    seed=0,
+    n_files=None,
+    append_kib=16,
+    mean_file_kib=16,
+    prealloc=0.8,
+    journal_fraction=0.02,
+    checkpoint_every=1024,
+    allocator="first_fit",
+    emit_trims=False,
+):
     """A Filebench varmail-like mail server on an ext4-like journaling file system (data=ordered).
 
     This is a model, not a trace of ext4; it keeps the mechanisms that shape block lifetimes.
@@ -1074,9 +1350,11 @@ def varmail(capacity_blocks, n_writes, seed=0, n_files=None, append_kib=16, mean
     n_data = capacity_blocks - data
     mean_blocks = mean_file_kib * 1024 / BLOCK_BYTES
     if n_data < 64 or nf * max(1.0, mean_blocks) > 0.75 * n_data:
-        raise ValueError(f"capacity_blocks={capacity_blocks} is too small for {nf} files of {mean_file_kib:g} KiB: "
-                         f"the data area has {max(n_data, 0)} blocks after {data} blocks of metadata and journal; "
-                         f"the file set must fit in 3/4 of it (lower n_files or mean_file_kib)")
+        raise ValueError(
+            f"capacity_blocks={capacity_blocks} is too small for {nf} files of {mean_file_kib:g} KiB: "
+            f"the data area has {max(n_data, 0)} blocks after {data} blocks of metadata and journal; "
+            f"the file set must fit in 3/4 of it (lower n_files or mean_file_kib)"
+        )
     max_append = int(append_kib * 1024)
     cfg = np.zeros(_F_NCFG, np.int64)
     cfg[_F_DATA], cfg[_F_NDATA], cfg[_F_GDT], cfg[_F_BBM], cfg[_F_IBM] = data, n_data, gdt, bbm, ibm
@@ -1121,22 +1399,55 @@ def varmail(capacity_blocks, n_writes, seed=0, n_files=None, append_kib=16, mean
             lba = np.empty(out_cap, np.int64)
             nbk = np.empty(out_cap, np.int32)
             op = np.empty(out_cap, np.uint8)
-            i, k = _varmail_kernel(u, i, st, cfg, used, cnt1, cnt2, fblocks, fsize, txn_flag, txn_list, ckpt_flag,
-                                   elist, epos, nlist, npos, n_writes, lba, nbk, op, margin)
+            i, k = _varmail_kernel(
+                u,
+                i,
+                st,
+                cfg,
+                used,
+                cnt1,
+                cnt2,
+                fblocks,
+                fsize,
+                txn_flag,
+                txn_list,
+                ckpt_flag,
+                elist,
+                epos,
+                nlist,
+                npos,
+                n_writes,
+                lba,
+                nbk,
+                op,
+                margin,
+            )
             parts.append((lba[:k].copy(), nbk[:k].copy(), op[:k].copy()))
     lba, nbk, op = (np.concatenate([p[j] for p in parts]) for j in range(3))
     trace = _requests_trace(lba, nbk, op, n_writes, "varmail")
-    trace.meta.update({
-        "layout_metadata": [0, journal], "layout_gdt": [gdt, 1], "layout_block_bitmaps": [bbm, n_groups],
-        "layout_inode_bitmaps": [ibm, n_igroups], "layout_inodes": [itable, itable_blocks],
-        "layout_dirs": [dirb, dir_blocks], "layout_journal": [journal, journal_blocks],
-        "layout_data": [data, n_data], "n_files": int(nf), "iterations": int(st[_V_ITER]),
-        "data_block_writes": int(st[_V_DATA_WRITES]), "journal_block_writes": int(st[_V_JOURNAL_WRITES]),
-        "checkpoint_block_writes": int(st[_V_CKPT_WRITES]), "checkpoints": int(st[_V_CKPTS]),
-        "read_blocks_issued": int(st[_V_READ_BLOCKS]), "trim_blocks": int(st[_V_TRIM_BLOCKS]),
-        "live_files": int(st[_V_NEXIST]), "live_data_blocks": int(used.sum()),
-        "allocation_failures": int(st[_V_FULL]),
-    })
+    trace.meta.update(
+        {
+            "layout_metadata": [0, journal],
+            "layout_gdt": [gdt, 1],
+            "layout_block_bitmaps": [bbm, n_groups],
+            "layout_inode_bitmaps": [ibm, n_igroups],
+            "layout_inodes": [itable, itable_blocks],
+            "layout_dirs": [dirb, dir_blocks],
+            "layout_journal": [journal, journal_blocks],
+            "layout_data": [data, n_data],
+            "n_files": int(nf),
+            "iterations": int(st[_V_ITER]),
+            "data_block_writes": int(st[_V_DATA_WRITES]),
+            "journal_block_writes": int(st[_V_JOURNAL_WRITES]),
+            "checkpoint_block_writes": int(st[_V_CKPT_WRITES]),
+            "checkpoints": int(st[_V_CKPTS]),
+            "read_blocks_issued": int(st[_V_READ_BLOCKS]),
+            "trim_blocks": int(st[_V_TRIM_BLOCKS]),
+            "live_files": int(st[_V_NEXIST]),
+            "live_data_blocks": int(used.sum()),
+            "allocation_failures": int(st[_V_FULL]),
+        }
+    )
     return trace
 
 
@@ -1173,16 +1484,16 @@ def generate(kind: str, *, capacity_blocks: int, n_writes: int, seed: int = 0, *
     defaults = default_params(kind)
     unknown = [p for p in params if p not in defaults]
     if unknown:
-        raise ValueError(f"generator {kind!r}: unknown parameter(s) {unknown}; accepted: "
-                         f"{', '.join(defaults) or 'none'}")
+        raise ValueError(
+            f"generator {kind!r}: unknown parameter(s) {unknown}; accepted: {', '.join(defaults) or 'none'}"
+        )
     for pname, v, lo in (("capacity_blocks", capacity_blocks, 1), ("n_writes", n_writes, 1), ("seed", seed, 0)):
         _int_at_least(pname, v, lo)
     capacity_blocks, n_writes, seed = int(capacity_blocks), int(n_writes), int(seed)
     effective = {**defaults, **params}
     trace = GENERATORS[kind](capacity_blocks, n_writes, seed, **effective)
     trace.name = kind
-    trace.meta.update({"generator": kind, "capacity_blocks": capacity_blocks, "seed": seed,
-                       "params": dict(effective)})
+    trace.meta.update({"generator": kind, "capacity_blocks": capacity_blocks, "seed": seed, "params": dict(effective)})
     for k, v in effective.items():
         if isinstance(v, (bool, int, float, str)):
             trace.meta[f"param_{k}"] = v

@@ -40,6 +40,7 @@ A ``delimited`` mapping (``workload.delimited`` / ``ingest delimited=...``)::
     op_map: {"0": write, "1": read}               # values: read|write|trim|flush|ignore
     op_case_insensitive: false
 """
+
 from __future__ import annotations
 
 import gzip
@@ -72,8 +73,9 @@ def open_text(path: str | Path):
         return gzip.open(path, "rt", encoding="utf-8", errors="replace", newline="")
     if magic == b"\x28\xb5\x2f\xfd":
         import zstandard
+
         return zstandard.open(path, "rt", encoding="utf-8", errors="replace", newline="")
-    return open(path, "rt", encoding="utf-8", errors="replace", newline="")
+    return open(path, encoding="utf-8", errors="replace", newline="")
 
 
 # -- request chunks -------------------------------------------------------------------------------
@@ -85,7 +87,7 @@ class Chunk:
     lba: np.ndarray
     nblocks: np.ndarray
     op: np.ndarray
-    volume: np.ndarray      # indices into the reader's volume list
+    volume: np.ndarray  # indices into the reader's volume list
     skipped: int = 0
     zero_length: int = 0
     flushes: int = 0
@@ -126,9 +128,16 @@ def _finish(acc: _Acc, ts_us, offset_bytes, size_bytes, kinds, vols, skipped) ->
     keep = data & ~zero
     first = offset_bytes // BLOCK_SIZE
     last = (offset_bytes + np.maximum(size_bytes, 1) - 1) // BLOCK_SIZE
-    return Chunk(ts_us=ts_us[keep], lba=first[keep], nblocks=(last - first + 1)[keep].astype(np.int32),
-                 op=kinds[keep], volume=vols[keep], skipped=skipped, zero_length=int(zero.sum()),
-                 flushes=flushes)
+    return Chunk(
+        ts_us=ts_us[keep],
+        lba=first[keep],
+        nblocks=(last - first + 1)[keep].astype(np.int32),
+        op=kinds[keep],
+        volume=vols[keep],
+        skipped=skipped,
+        zero_length=int(zero.sum()),
+        flushes=flushes,
+    )
 
 
 def _line_chunks(fh, chunk_lines: int) -> Iterator[tuple[int, list[str]]]:
@@ -156,13 +165,15 @@ class DelimitedSpec:
     op_case_insensitive: bool = False
 
     @classmethod
-    def from_mapping(cls, cfg: Mapping) -> "DelimitedSpec":
+    def from_mapping(cls, cfg: Mapping) -> DelimitedSpec:
         cfg = dict(cfg)
         missing = [k for k in ("columns", "units", "op_map") if k not in cfg]
         if missing:
-            raise ValueError(f"delimited format needs {missing} in its mapping; e.g. columns: "
-                             "{ts: 0, offset: 1, size: 2, op: 3}, units: {ts: s, offset: bytes, size: bytes}, "
-                             "op_map: {R: read, W: write}")
+            raise ValueError(
+                f"delimited format needs {missing} in its mapping; e.g. columns: "
+                "{ts: 0, offset: 1, size: 2, op: 3}, units: {ts: s, offset: bytes, size: bytes}, "
+                "op_map: {R: read, W: write}"
+            )
         known = {"columns", "units", "op_map", "sep", "header", "comment", "op_case_insensitive"}
         unknown = set(cfg) - known
         if unknown:
@@ -181,7 +192,9 @@ class DelimitedSpec:
             raise ValueError(f"delimited mapping: units.ts must be one of {sorted(TS_TO_US)}, got {units.get('ts')!r}")
         for k in ("offset", "size"):
             if units.get(k, "bytes") not in ADDR_UNIT:
-                raise ValueError(f"delimited mapping: units.{k} must be one of {sorted(ADDR_UNIT)}, got {units.get(k)!r}")
+                raise ValueError(
+                    f"delimited mapping: units.{k} must be one of {sorted(ADDR_UNIT)}, got {units.get(k)!r}"
+                )
         for v, kind in dict(self.op_map).items():
             if kind not in OP_KINDS:
                 raise ValueError(f"delimited mapping: op_map[{v!r}] = {kind!r}; use one of {sorted(OP_KINDS)}")
@@ -208,30 +221,57 @@ class DelimitedSpec:
 
 
 PRESETS: dict[str, dict] = {
-    "alibaba": dict(sep=",", columns={"volume": 0, "op": 1, "offset": 2, "size": 3, "ts": 4},
-                    units={"ts": "us", "offset": "bytes", "size": "bytes"},
-                    op_map={"R": "read", "W": "write"}, op_case_insensitive=True),
-    "tencent": dict(sep=",", columns={"ts": 0, "offset": 1, "size": 2, "op": 3, "volume": 4},
-                    units={"ts": "s", "offset": "sectors", "size": "sectors"},
-                    op_map={"0": "read", "1": "write"}),
-    "msr": dict(sep=",", columns={"ts": 0, "volume": [1, 2], "op": 3, "offset": 4, "size": 5},
-                units={"ts": "filetime", "offset": "bytes", "size": "bytes"},
-                op_map={"read": "read", "write": "write"}, op_case_insensitive=True),
-    "spc": dict(sep=",", columns={"volume": 0, "offset": 1, "size": 2, "op": 3, "ts": 4},
-                units={"ts": "s", "offset": "sectors", "size": "bytes"},
-                op_map={"r": "read", "w": "write"}, op_case_insensitive=True),
-    "mqsim": dict(sep=" ", columns={"ts": 0, "volume": 1, "offset": 2, "size": 3, "op": 4},
-                  units={"ts": "ns", "offset": "sectors", "size": "sectors"},
-                  op_map={"0": "write", "1": "read"}),
-    "flashnet_tencent": dict(sep=",", columns={"ts": 0, "op": 2, "size": 3, "offset": 4},
-                             units={"ts": "ms", "offset": "bytes", "size": "bytes"},
-                             op_map={"1": "read", "0": "write"}),
-    "flashnet_msr": dict(sep=" ", columns={"ts": 0, "volume": 1, "offset": 2, "size": 3, "op": 4},
-                         units={"ts": "ms", "offset": "bytes", "size": "bytes"},
-                         op_map={"1": "read", "0": "write"}),
-    "sectors_trace": dict(sep=" ", columns={"ts": 0, "volume": 1, "offset": 2, "size": 3, "op": 4},
-                          units={"ts": "ms", "offset": "sectors", "size": "sectors"},
-                          op_map={"1": "read", "0": "write"}),
+    "alibaba": dict(
+        sep=",",
+        columns={"volume": 0, "op": 1, "offset": 2, "size": 3, "ts": 4},
+        units={"ts": "us", "offset": "bytes", "size": "bytes"},
+        op_map={"R": "read", "W": "write"},
+        op_case_insensitive=True,
+    ),
+    "tencent": dict(
+        sep=",",
+        columns={"ts": 0, "offset": 1, "size": 2, "op": 3, "volume": 4},
+        units={"ts": "s", "offset": "sectors", "size": "sectors"},
+        op_map={"0": "read", "1": "write"},
+    ),
+    "msr": dict(
+        sep=",",
+        columns={"ts": 0, "volume": [1, 2], "op": 3, "offset": 4, "size": 5},
+        units={"ts": "filetime", "offset": "bytes", "size": "bytes"},
+        op_map={"read": "read", "write": "write"},
+        op_case_insensitive=True,
+    ),
+    "spc": dict(
+        sep=",",
+        columns={"volume": 0, "offset": 1, "size": 2, "op": 3, "ts": 4},
+        units={"ts": "s", "offset": "sectors", "size": "bytes"},
+        op_map={"r": "read", "w": "write"},
+        op_case_insensitive=True,
+    ),
+    "mqsim": dict(
+        sep=" ",
+        columns={"ts": 0, "volume": 1, "offset": 2, "size": 3, "op": 4},
+        units={"ts": "ns", "offset": "sectors", "size": "sectors"},
+        op_map={"0": "write", "1": "read"},
+    ),
+    "flashnet_tencent": dict(
+        sep=",",
+        columns={"ts": 0, "op": 2, "size": 3, "offset": 4},
+        units={"ts": "ms", "offset": "bytes", "size": "bytes"},
+        op_map={"1": "read", "0": "write"},
+    ),
+    "flashnet_msr": dict(
+        sep=" ",
+        columns={"ts": 0, "volume": 1, "offset": 2, "size": 3, "op": 4},
+        units={"ts": "ms", "offset": "bytes", "size": "bytes"},
+        op_map={"1": "read", "0": "write"},
+    ),
+    "sectors_trace": dict(
+        sep=" ",
+        columns={"ts": 0, "volume": 1, "offset": 2, "size": 3, "op": 4},
+        units={"ts": "ms", "offset": "sectors", "size": "sectors"},
+        op_map={"1": "read", "0": "write"},
+    ),
 }
 
 
@@ -302,6 +342,7 @@ def _delimited_lines(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str
 def _dict_encode(column) -> tuple[list, np.ndarray]:
     """(distinct values, index of each row's value) of a pyarrow string column."""
     import pyarrow as pa
+
     enc = pa.chunked_array(column).combine_chunks().dictionary_encode()
     return enc.dictionary.to_pylist(), enc.indices.to_numpy(zero_copy_only=False)
 
@@ -318,7 +359,6 @@ def _delimited_arrow(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str
     if spec.sep == " " and any(ln[:1] == " " or "  " in ln or "\t" in ln for ln in lines):
         return None  # runs of whitespace: the line parser splits on any whitespace
     ncols = spec.ncols
-    names = [f"c{i}" for i in range(ncols)]
     used = {int(v) for k, v in spec.columns.items() if k != "volume"} | set(spec.vol_cols)
     types = {f"c{i}": pa.string() for i in range(ncols)}
     types[f"c{spec.columns['offset']}"] = pa.int64()
@@ -336,7 +376,9 @@ def _delimited_arrow(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str
             parse_options=pacsv.ParseOptions(delimiter=spec.sep),
             convert_options=pacsv.ConvertOptions(
                 column_types={f"f{i}": types[f"c{i}"] for i in range(ncols)},
-                include_columns=[f"f{i}" for i in sorted(used)], strings_can_be_null=False),
+                include_columns=[f"f{i}" for i in sorted(used)],
+                strings_can_be_null=False,
+            ),
         )
     except (pa.ArrowInvalid, pa.ArrowKeyError, KeyError):
         return None
@@ -401,7 +443,7 @@ def _iter_blkparse(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
                 if in_summary or dev.startswith(("CPU", "Total")) or ":" in line:
                     in_summary = True
                     continue
-                acc.bad(lineno, f"not a blkparse event line (expected 'maj,min cpu seq time pid action rwbs ...')")
+                acc.bad(lineno, "not a blkparse event line (expected 'maj,min cpu seq time pid action rwbs ...')")
                 skipped += 1
                 continue
             try:
@@ -467,7 +509,9 @@ def _iter_fio(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
             try:
                 if version == 3:
                     if len(parts) < 3:
-                        raise ValueError(f"expected 'timestamp filename action [offset length]', got {len(parts)} fields")
+                        raise ValueError(
+                            f"expected 'timestamp filename action [offset length]', got {len(parts)} fields"
+                        )
                     t = _parse_number(parts[0], "timestamp", True) * 1000
                     parts = parts[1:]
                 else:
@@ -479,7 +523,9 @@ def _iter_fio(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
                     continue
                 code = _FIO_ACTIONS.get(action)
                 if code is None:
-                    raise ValueError(f"unknown action {action!r} (known: {', '.join(sorted(_FIO_ACTIONS) + sorted(_FIO_FILE_ACTIONS))})")
+                    raise ValueError(
+                        f"unknown action {action!r} (known: {', '.join(sorted(_FIO_ACTIONS) + sorted(_FIO_FILE_ACTIONS))})"
+                    )
                 if code == FLUSH:
                     o, n = 0, 0
                 else:
@@ -507,15 +553,22 @@ def _iter_blocks(acc: _Acc, path: Path, chunk_lines: int) -> Iterator[Chunk]:
     if path.suffix == ".npy":
         arr = np.load(path, mmap_mode="r")
         if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
-            raise TraceFormatError(f"{path}: a blocks .npy must be a 1-D integer array of LBAs, got {arr.dtype} {arr.shape}")
+            raise TraceFormatError(
+                f"{path}: a blocks .npy must be a 1-D integer array of LBAs, got {arr.dtype} {arr.shape}"
+            )
         for i in range(0, arr.size, chunk_lines):
-            lbas = np.asarray(arr[i:i + chunk_lines], np.int64)
+            lbas = np.asarray(arr[i : i + chunk_lines], np.int64)
             if (lbas < 0).any():
                 j = int(np.flatnonzero(lbas < 0)[0])
                 raise TraceFormatError(f"{path}: entry {i + j}: negative LBA {lbas[j]}")
             n = lbas.size
-            yield Chunk(np.arange(i, i + n, dtype=np.int64), lbas, np.ones(n, np.int32),
-                        np.full(n, OP_WRITE, np.uint8), np.full(n, acc.vol("0"), np.int32))
+            yield Chunk(
+                np.arange(i, i + n, dtype=np.int64),
+                lbas,
+                np.ones(n, np.int32),
+                np.full(n, OP_WRITE, np.uint8),
+                np.full(n, acc.vol("0"), np.int32),
+            )
         return
     with open_text(path) as fh:
         for start, lines in _line_chunks(fh, chunk_lines):
@@ -536,8 +589,14 @@ def _iter_blocks(acc: _Acc, path: Path, chunk_lines: int) -> Iterator[Chunk]:
                 vals.append(v)
                 idx.append(start + k)
             n = len(vals)
-            yield Chunk(np.asarray(idx, np.int64), np.asarray(vals, np.int64), np.ones(n, np.int32),
-                        np.full(n, OP_WRITE, np.uint8), np.full(n, acc.vol("0"), np.int32), skipped=skipped)
+            yield Chunk(
+                np.asarray(idx, np.int64),
+                np.asarray(vals, np.int64),
+                np.ones(n, np.int32),
+                np.full(n, OP_WRITE, np.uint8),
+                np.full(n, acc.vol("0"), np.int32),
+                skipped=skipped,
+            )
 
 
 FORMATS = {
@@ -549,9 +608,15 @@ FORMATS = {
 }
 
 
-def iter_request_chunks(path: str | Path, fmt: str, *, skip_malformed: bool = False,
-                        delimited: Mapping | None = None, chunk_lines: int = 1_000_000,
-                        _acc: _Acc | None = None) -> Iterator[Chunk]:
+def iter_request_chunks(
+    path: str | Path,
+    fmt: str,
+    *,
+    skip_malformed: bool = False,
+    delimited: Mapping | None = None,
+    chunk_lines: int = 1_000_000,
+    _acc: _Acc | None = None,
+) -> Iterator[Chunk]:
     """Parse ``path`` chunk by chunk (bounded memory): yields :class:`Chunk` request arrays."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown trace format {fmt!r}; known: {', '.join(sorted(FORMATS))}")
@@ -566,8 +631,10 @@ def iter_request_chunks(path: str | Path, fmt: str, *, skip_malformed: bool = Fa
         return
     if fmt == "delimited":
         if not delimited:
-            raise ValueError("format=delimited needs a column/unit mapping (workload.delimited / delimited=...); "
-                             "see dogi_ml.traces.readers for the keys")
+            raise ValueError(
+                "format=delimited needs a column/unit mapping (workload.delimited / delimited=...); "
+                "see dogi_ml.traces.readers for the keys"
+            )
         spec = DelimitedSpec.from_mapping(delimited)
     elif fmt in PRESETS:
         spec = DelimitedSpec(**PRESETS[fmt])
@@ -582,8 +649,14 @@ def iter_request_chunks(path: str | Path, fmt: str, *, skip_malformed: bool = Fa
             yield from _iter_fio(acc, fh, chunk_lines)
 
 
-def read_trace(path: str | Path, fmt: str, volumes=None, skip_malformed: bool = False,
-               delimited: Mapping | None = None, chunk_lines: int = 1_000_000) -> Trace:
+def read_trace(
+    path: str | Path,
+    fmt: str,
+    volumes=None,
+    skip_malformed: bool = False,
+    delimited: Mapping | None = None,
+    chunk_lines: int = 1_000_000,
+) -> Trace:
     """Read a whole trace: requests in 4 KiB blocks, LBAs remapped dense (order-preserving).
 
     ``volumes``: keep only these volume names (an unknown name is an error listing the ones
@@ -592,8 +665,9 @@ def read_trace(path: str | Path, fmt: str, volumes=None, skip_malformed: bool = 
     acc = _Acc(path=path, skip=skip_malformed)
     parts = {k: [] for k in ("ts_us", "lba", "nblocks", "op", "volume")}
     skipped = zero = flushes = 0
-    for chunk in iter_request_chunks(path, fmt, skip_malformed=skip_malformed, delimited=delimited,
-                                     chunk_lines=chunk_lines, _acc=acc):
+    for chunk in iter_request_chunks(
+        path, fmt, skip_malformed=skip_malformed, delimited=delimited, chunk_lines=chunk_lines, _acc=acc
+    ):
         for k in parts:
             parts[k].append(getattr(chunk, k))
         skipped += chunk.skipped
@@ -606,8 +680,10 @@ def read_trace(path: str | Path, fmt: str, volumes=None, skip_malformed: bool = 
         wanted = [str(v) for v in volumes]
         missing = [v for v in wanted if v not in acc.volumes]
         if missing:
-            raise ValueError(f"{path}: volume(s) {missing} not in the trace; present: "
-                             f"{', '.join(names[:50])}{' ...' if len(names) > 50 else ''}")
+            raise ValueError(
+                f"{path}: volume(s) {missing} not in the trace; present: "
+                f"{', '.join(names[:50])}{' ...' if len(names) > 50 else ''}"
+            )
         keep = np.isin(trace.volume, [acc.volumes[v] for v in wanted])
         trace = trace.select(keep)
         # re-index the kept volumes 0..k-1 in the order asked for
@@ -616,8 +692,15 @@ def read_trace(path: str | Path, fmt: str, volumes=None, skip_malformed: bool = 
             new_idx[acc.volumes[v]] = i
         trace.volume = new_idx[trace.volume]
         trace.volumes = wanted
-    trace.meta.update({"format": fmt, "source": str(path), "skipped_lines": skipped,
-                       "zero_length_requests": zero, "flush_requests": flushes})
+    trace.meta.update(
+        {
+            "format": fmt,
+            "source": str(path),
+            "skipped_lines": skipped,
+            "zero_length_requests": zero,
+            "flush_requests": flushes,
+        }
+    )
     if acc.first_skipped:
         trace.meta["first_skipped"] = "; ".join(acc.first_skipped)
     return remap_dense(trace)

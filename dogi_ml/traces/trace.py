@@ -5,6 +5,7 @@ a trace is finalised, dense: ``0..n_blocks-1`` in the original address order (se
 :func:`remap_dense`). Time in the simulator is logical (one tick per user-written block); the
 wall-clock ``ts_us`` is kept for features and statistics only.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -73,7 +74,7 @@ class Trace:
     def max_lba(self) -> int:
         if self.n_requests == 0:
             return -1
-        if self.nblocks.strides == (0,):          # constant request size: no n-sized temporary
+        if self.nblocks.strides == (0,):  # constant request size: no n-sized temporary
             return int(self.lba.max()) + int(self.nblocks[0]) - 1
         return int(_max_end(self.lba, self.nblocks))
 
@@ -130,12 +131,20 @@ class Trace:
             **{k: v for k, v in self.meta.items() if isinstance(v, (int, float, str))},
         }
 
-    def select(self, mask: np.ndarray, name: str | None = None) -> "Trace":
+    def select(self, mask: np.ndarray, name: str | None = None) -> Trace:
         """A new trace with the requests where ``mask`` is true (addresses unchanged)."""
-        return Trace(self.ts_us[mask], self.lba[mask], self.nblocks[mask], self.op[mask],
-                     self.volume[mask], list(self.volumes), name or self.name, dict(self.meta))
+        return Trace(
+            self.ts_us[mask],
+            self.lba[mask],
+            self.nblocks[mask],
+            self.op[mask],
+            self.volume[mask],
+            list(self.volumes),
+            name or self.name,
+            dict(self.meta),
+        )
 
-    def split_volumes(self) -> dict[str, "Trace"]:
+    def split_volumes(self) -> dict[str, Trace]:
         """One dense-remapped trace per volume."""
         out = {}
         for i, vol in enumerate(self.volumes):
@@ -235,8 +244,7 @@ def remap_dense(trace: Trace) -> Trace:
     meta = dict(trace.meta)
     meta["remapped"] = 1
     meta["original_max_lba"] = int(ends.max() - 1)
-    out = Trace(trace.ts_us, new_lba, trace.nblocks, trace.op, trace.volume, list(trace.volumes),
-                trace.name, meta)
+    out = Trace(trace.ts_us, new_lba, trace.nblocks, trace.op, trace.volume, list(trace.volumes), trace.name, meta)
     return out
 
 

@@ -3,6 +3,7 @@
 Generated traces are cached by a hash of their config; file traces by the file's content hash
 (plus reader options), in the binary format, so a second run skips generation and parsing.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -26,6 +27,7 @@ def _plain(obj):
     """OmegaConf containers -> plain Python (without importing omegaconf here)."""
     if hasattr(obj, "_content") or type(obj).__name__ in ("DictConfig", "ListConfig"):
         from omegaconf import OmegaConf
+
         return OmegaConf.to_container(obj, resolve=True)
     return obj
 
@@ -38,22 +40,23 @@ def workload_capacity(trace: Trace) -> int:
     return int(trace.meta.get("wss_blocks") or trace.stats()["wss_blocks"])
 
 
-def load_workload(cfg: Mapping, cache_dir: str | Path | None = ".cache/dogi_ml/traces",
-                  log=print) -> Trace:
+def load_workload(cfg: Mapping, cache_dir: str | Path | None = ".cache/dogi_ml/traces", log=print) -> Trace:
     """Build or load the trace a ``workload`` config describes."""
     cfg = dict(_plain(cfg))
     source = cfg.get("source", "generator")
     if source == "generator":
         kind = cfg.get("generator")
         if kind not in GENERATORS:
-            raise WorkloadError(f"workload {cfg.get('name')!r}: unknown generator {kind!r}; "
-                                f"known: {', '.join(sorted(GENERATORS))}")
+            raise WorkloadError(
+                f"workload {cfg.get('name')!r}: unknown generator {kind!r}; known: {', '.join(sorted(GENERATORS))}"
+            )
         cap = int(cfg["capacity_blocks"])
         n_writes = int(round(float(cfg.get("write_volume", 16.0)) * cap))
         params = dict(cfg.get("params") or {})
         seed = int(cfg.get("seed", 0))
-        key_src = json.dumps({"generator": kind, "capacity": cap, "n_writes": n_writes,
-                              "seed": seed, "params": params}, sort_keys=True)
+        key_src = json.dumps(
+            {"generator": kind, "capacity": cap, "n_writes": n_writes, "seed": seed, "params": params}, sort_keys=True
+        )
         key = hashlib.blake2b(key_src.encode(), digest_size=10).hexdigest()
         path = Path(cache_dir) / f"{cfg.get('name', kind)}-{key}.dtr" if cache_dir else None
         if path is not None and path.exists():
@@ -81,8 +84,11 @@ def load_workload(cfg: Mapping, cache_dir: str | Path | None = ".cache/dogi_ml/t
         path = Path(path)
         if not path.exists():
             raise WorkloadError(f"trace file not found: {path} (set workload.path to an existing file)")
-        opts = {"volumes": cfg.get("volumes"), "skip_malformed": bool(cfg.get("skip_malformed", False)),
-                "delimited": cfg.get("delimited")}
+        opts = {
+            "volumes": cfg.get("volumes"),
+            "skip_malformed": bool(cfg.get("skip_malformed", False)),
+            "delimited": cfg.get("delimited"),
+        }
         cached = None
         if cache_dir:
             key = content_hash(path, {"format": fmt, **opts})
@@ -98,7 +104,7 @@ def load_workload(cfg: Mapping, cache_dir: str | Path | None = ".cache/dogi_ml/t
         if cached is not None:
             cached.parent.mkdir(parents=True, exist_ok=True)
             write_trace(trace, cached)
-            del trace                       # the memory-mapped copy, as a later run would have
+            del trace  # the memory-mapped copy, as a later run would have
             trace = read_binary(cached)
         _apply_capacity(trace, cfg)
         return trace
