@@ -1,23 +1,41 @@
 """DOGI: ordering against NoSep and NoDaP, invariants with online retraining, the Hot Filter's
 window rule, fallback parity with the base design, ablation switches, accuracies, bad input."""
+
 import numpy as np
 import pytest
 
+from dogi_ml.oracles.nodap import search
 from dogi_ml.policies import make_policy
 from dogi_ml.policies.dogi import (
-    FB_COLD, FB_GC_OLD, FB_GC_YOUNG, G_FRZN, G_HOT, G_TIER1, MODE_FALLBACK, MODE_ML, _adapt_mu, kaplan_meier,
-    km_mean_residual, remaining_table, survivors_residual, use_model_against_base,
+    FB_COLD,
+    FB_GC_OLD,
+    FB_GC_YOUNG,
+    G_FRZN,
+    G_HOT,
+    G_TIER1,
+    MODE_FALLBACK,
+    MODE_ML,
+    _adapt_mu,
+    kaplan_meier,
+    km_mean_residual,
+    remaining_table,
+    survivors_residual,
+    use_model_against_base,
 )
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.sim.policy_api import record
 from dogi_ml.sim.state import C_GC, C_USER
 from dogi_ml.traces.generators import zipf
-from dogi_ml.oracles.nodap import search
 
 CAP, SEG = 16384, 64
 # the base design's ghost often wins on this small trace: tests of the ML path keep the model on
-SMALL = dict(retrain_every=16384, min_samples=300, max_samples=20000, model_params={"epochs": 4, "patience": 2},
-             fallback_compare="none")
+SMALL = dict(
+    retrain_every=16384,
+    min_samples=300,
+    max_samples=20000,
+    model_params={"epochs": 4, "patience": 2},
+    fallback_compare="none",
+)
 
 
 @pytest.fixture(scope="module")
@@ -28,13 +46,18 @@ def trace():
 def run(trace, name="dogi", debug=False, **params):
     pol = make_policy(name, **({**SMALL, **params} if name == "dogi" else params))
     writes = trace.block_writes
-    sim = Simulator(pol, SimConfig(segment_blocks=SEG, debug_invariants=debug, chunk_blocks=16384), CAP,
-                    stream=writes if pol.needs_future else None, trace=trace)
+    sim = Simulator(
+        pol,
+        SimConfig(segment_blocks=SEG, debug_invariants=debug, chunk_blocks=16384),
+        CAP,
+        stream=writes if pol.needs_future else None,
+        trace=trace,
+    )
     return sim, sim.run(writes)
 
 
 def test_nodap_le_dogi_le_nosep(trace):
-    _, dogi = run(trace, debug=True)          # invariants after every chunk, retraining in between
+    _, dogi = run(trace, debug=True)  # invariants after every chunk, retraining in between
     _, nosep = run(trace, "nosep")
     found = search(trace.block_writes, CAP, SimConfig(segment_blocks=SEG), max_groups=6)
     _, nodap = run(trace, "nodap", bounds=found["bounds"])
@@ -63,7 +86,7 @@ def test_fallback_is_exactly_the_base_design(trace):
 
 def test_variants_and_fixed_group_count(trace):
     _, user = run(trace, variant="user")
-    assert len(user["configuration"]["groups"]) == 10          # one group per category, no search
+    assert len(user["configuration"]["groups"]) == 10  # one group per category, no search
     _, n3 = run(trace, intermediate_groups=3)
     assert n3["n_intermediate_groups"] == 3 and n3["scheme"] == "dogi[N=3]"
     assert all(h["configuration"]["bounds"][-1] is None for h in n3["training_history"] if "configuration" in h)
@@ -73,7 +96,7 @@ def test_variants_and_fixed_group_count(trace):
     # the last BIR, not the fallback GC groups
     _, full = run(trace)
     dest = np.asarray(full["gc_destinations"])
-    assert dest[:, 1:12].sum() + dest[:, G_TIER1:].sum() > dest[:, FB_GC_YOUNG:FB_GC_OLD + 1].sum()
+    assert dest[:, 1:12].sum() + dest[:, G_TIER1:].sum() > dest[:, FB_GC_YOUNG : FB_GC_OLD + 1].sum()
 
 
 def test_hot_filter_window_rule(trace):
@@ -82,11 +105,11 @@ def test_hot_filter_window_rule(trace):
     s, p = sim.state, sim.pstate
     st = record(p.scalars)
     d = int(st.hot_step)
-    st.hot_threshold_max = 1 << 30     # the c1 bound caps mu; lift it for the rule itself
+    st.hot_threshold_max = 1 << 30  # the c1 bound caps mu; lift it for the rule itself
     mu0 = int(st.hot_threshold)
     user = int(s.ctr[C_USER])
     gc = int(s.ctr[C_GC])
-    st.window_waf = 0.0                # no previous window
+    st.window_waf = 0.0  # no previous window
 
     def window(waf):
         nonlocal user, gc
@@ -97,24 +120,27 @@ def test_hot_filter_window_rule(trace):
         _adapt_mu(s, p)
         return int(st.hot_threshold)
 
-    assert window(2.0) == mu0               # first window: nothing to compare
-    assert window(1.5) == mu0 + d           # improved by > 5%
-    assert window(1.4) == mu0 + 2 * d       # improved again
-    assert window(1.8) == mu0 + d           # worse after an increase: undo
-    assert window(1.82) == mu0 + d          # within 5%: keep
+    assert window(2.0) == mu0  # first window: nothing to compare
+    assert window(1.5) == mu0 + d  # improved by > 5%
+    assert window(1.4) == mu0 + 2 * d  # improved again
+    assert window(1.8) == mu0 + d  # worse after an increase: undo
+    assert window(1.82) == mu0 + d  # within 5%: keep
     assert p.bounds[0] == mu0 + d and p.group_hi[G_HOT] == mu0 + d
     st.hot_threshold_max = mu0 + d + 1  # ... which caps an increase
     window(1.0)
     assert int(st.hot_threshold) == mu0 + d + 1
 
 
-@pytest.mark.parametrize("params, match", [
-    ({"variant": "nope"}, "variant must be one of"),
-    ({"predictor": "oracle"}, "predictor must be ml or latest"),
-    ({"intermediate_groups": 11}, "intermediate_groups must lie in"),
-    ({"fallback_accuracy": 1.5}, "fallback_accuracy"),
-    ({"bogus": 1}, "unknown parameter"),
-])
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"variant": "nope"}, "variant must be one of"),
+        ({"predictor": "oracle"}, "predictor must be ml or latest"),
+        ({"intermediate_groups": 11}, "intermediate_groups must lie in"),
+        ({"fallback_accuracy": 1.5}, "fallback_accuracy"),
+        ({"bogus": 1}, "unknown parameter"),
+    ],
+)
 def test_bad_parameters(params, match):
     with pytest.raises(ValueError, match=match):
         make_policy("dogi", **params)
@@ -128,7 +154,8 @@ def test_model_needs_the_trace(trace):
 
 def test_group_count_search_is_the_restricted_optimum():
     """best_configuration(n_groups=k) is the exhaustive optimum among merges into k groups."""
-    from dogi_ml.markov.groups import best_configuration, score_all, plog_stats
+    from dogi_ml.markov.groups import best_configuration, plog_stats, score_all
+
     rng = np.random.default_rng(0)
     cap = 100_000
     upper = np.append(1000 * 2.0 ** np.arange(9), np.inf)
@@ -158,14 +185,28 @@ def test_int8_deployed_model_runs_in_the_simulator(trace):
 def test_paper_comparison_command(tmp_path):
     """simulate -m with the paper callback: the documented JSON, a table, a plot, MLflow runs."""
     import json
+
     import mlflow
     from helpers import run_cli
 
     out = tmp_path / "fig.json"
-    proc = run_cli(["simulate", "-m", "+workload=zipf,hotcold", "policy=nosep,dogi,nodap",
-                    "++workload.capacity_blocks=16384", "++workload.write_volume=6", "sim.segment_blocks=64",
-                    "hydra.callbacks.comparison._target_=dogi_ml.report.PaperComparison",
-                    "hydra/launcher=basic", f"output={out}", "plot=false", "progress=false"], tmp_path)
+    proc = run_cli(
+        [
+            "simulate",
+            "-m",
+            "+workload=zipf,hotcold",
+            "policy=nosep,dogi,nodap",
+            "++workload.capacity_blocks=16384",
+            "++workload.write_volume=6",
+            "sim.segment_blocks=64",
+            "hydra.callbacks.comparison._target_=dogi_ml.report.PaperComparison",
+            "hydra/launcher=basic",
+            f"output={out}",
+            "plot=false",
+            "progress=false",
+        ],
+        tmp_path,
+    )
     res = json.loads(out.read_text())
     assert set(res) == {"zipf", "hotcold"}
     for wl, schemes in res.items():
@@ -185,17 +226,28 @@ def test_paper_comparison_command(tmp_path):
 def test_model_deployed_override(tmp_path):
     """simulate model.deployed=int8 reaches the learned policy; a heuristic one refuses it."""
     import json
+
     from helpers import run_cli
-    small = ["workload.capacity_blocks=16384", "workload.write_volume=4", "sim.segment_blocks=64",
-             "mlflow=false", "plot=false", "progress=false"]
+
+    small = [
+        "workload.capacity_blocks=16384",
+        "workload.write_volume=4",
+        "sim.segment_blocks=64",
+        "mlflow=false",
+        "plot=false",
+        "progress=false",
+    ]
     out = tmp_path / "r.json"
     run_cli(["simulate", "+workload=zipf", "policy=dogi", "model.deployed=int8", f"sim.output={out}", *small], tmp_path)
     assert json.loads(out.read_text())["scheme"] == "dogi[int8]"
-    proc = run_cli(["simulate", "+workload=zipf", "policy=sepbit", "model.deployed=int8", *small], tmp_path, check=False)
+    proc = run_cli(
+        ["simulate", "+workload=zipf", "policy=sepbit", "model.deployed=int8", *small], tmp_path, check=False
+    )
     assert proc.returncode == 2 and "needs a learned policy" in proc.stderr
 
 
 # -- issue 12: retired groups, survival estimate, relocation floor, fallback comparison -------
+
 
 def test_retired_fallback_groups_hold_no_open_segment(trace):
     """Once the model is deployed the base design's groups are out of use: their half-written
@@ -205,7 +257,7 @@ def test_retired_fallback_groups_hold_no_open_segment(trace):
     open_seg = sim.state.open_seg
     assert all(open_seg[g] == -1 for g in (FB_COLD, FB_GC_YOUNG, FB_GC_OLD))
     n = res["n_intermediate_groups"]
-    assert all(open_seg[g] == -1 for g in range(n + 1, G_FRZN))     # groups a shrinking N dropped
+    assert all(open_seg[g] == -1 for g in range(n + 1, G_FRZN))  # groups a shrinking N dropped
     kept, _ = run(trace, retire_unused=False)
     assert (kept.state.open_seg[[FB_COLD, FB_GC_YOUNG, FB_GC_OLD]] >= 0).any()
 
@@ -228,10 +280,10 @@ def test_kaplan_meier_by_hand():
     # the authors' estimate: geometric mean of the survivors after dropping the longest 15%
     x = np.array([1, 2, 4, 8, 16, 32, 64.0])
     assert survivors_residual(x, np.array([4.0]), "trimmed_geomean") == pytest.approx([16 - 4])
-    assert survivors_residual(x, np.array([1.0]), "trimmed_geomean") == pytest.approx([2 ** 2.5 - 1])  # 64 dropped
+    assert survivors_residual(x, np.array([1.0]), "trimmed_geomean") == pytest.approx([2**2.5 - 1])  # 64 dropped
     assert survivors_residual(x, np.array([4.0]), "mean") == pytest.approx([124 / 5 - 4])
     table = remaining_table(np.array([0, 0, 0, 0, 0, 0]), t, event, np.array([0, 2, 100]), "km")
-    assert table[0].tolist() == [6, 5, -1] and (table[1:] == -1).all()        # 107/18, 71/15, unknown
+    assert table[0].tolist() == [6, 5, -1] and (table[1:] == -1).all()  # 107/18, 71/15, unknown
 
 
 def test_gc_survivor_never_goes_hotter_than_its_source(trace):
@@ -239,9 +291,9 @@ def test_gc_survivor_never_goes_hotter_than_its_source(trace):
     G_j, j < i; without the floor ML-Reloc does send some back."""
     _, res = run(trace, intermediate_groups=4)
     dest = np.asarray(res["gc_destinations"])
-    inter = dest[1:G_FRZN, 1:G_FRZN]                 # [source G1..G10, destination G1..G10]
+    inter = dest[1:G_FRZN, 1:G_FRZN]  # [source G1..G10, destination G1..G10]
     assert inter.sum() > 0 and np.tril(inter, -1).sum() == 0
-    assert dest[G_TIER1:, 1:G_FRZN].sum() == 0       # tiers and the old frozen group never go back
+    assert dest[G_TIER1:, 1:G_FRZN].sum() == 0  # tiers and the old frozen group never go back
     _, free = run(trace, intermediate_groups=4, reloc_floor=False)
     assert np.tril(np.asarray(free["gc_destinations"])[1:G_FRZN, 1:G_FRZN], -1).sum() > 0
 
@@ -249,22 +301,22 @@ def test_gc_survivor_never_goes_hotter_than_its_source(trace):
 def test_fallback_comparison_rule():
     assert use_model_against_base(MODE_ML, 3.0, 3.0, None, None, 0.02)
     assert not use_model_against_base(MODE_ML, 3.1, 3.0, None, None, 0.02)
-    assert use_model_against_base(MODE_FALLBACK, None, 3.0, 2.5, 1.2, 0.02)        # 3.0 <= 3.06
-    assert not use_model_against_base(MODE_FALLBACK, None, 3.0, 2.6, 1.2, 0.02)    # 3.12 > 3.06
+    assert use_model_against_base(MODE_FALLBACK, None, 3.0, 2.5, 1.2, 0.02)  # 3.0 <= 3.06
+    assert not use_model_against_base(MODE_FALLBACK, None, 3.0, 2.6, 1.2, 0.02)  # 3.12 > 3.06
     assert not use_model_against_base(MODE_FALLBACK, None, 3.0, float("inf"), None, 0.02)
 
 
 def test_fallback_comparison_switches_to_the_base_design(trace, monkeypatch):
     """Scripted base design measuring WAF 1.0: the model's first period loses to it, so DOGI
     falls back; the next models' calibrated modelled WAF stays above it, so DOGI stays there."""
-    pol = make_policy("dogi", **{**SMALL, "fallback_compare": "ghost"}, fallback_accuracy=0.0)   # the comparison alone
+    pol = make_policy("dogi", **{**SMALL, "fallback_compare": "ghost"}, fallback_accuracy=0.0)  # the comparison alone
     monkeypatch.setattr(pol, "ghost_period_waf", lambda: 1.0)
     sim = Simulator(pol, SimConfig(segment_blocks=SEG, chunk_blocks=16384), CAP, trace=trace)
     res = sim.run(trace.block_writes)
     actions = [h["action"] for h in res["training_history"]]
     first = actions.index("model deployed")
     assert actions[first + 1] == "fallback (measured WAF above the base design's)"
-    assert set(actions[first + 2:]) == {"fallback (modelled WAF above the base design's measured)"}
+    assert set(actions[first + 2 :]) == {"fallback (modelled WAF above the base design's measured)"}
     assert res["mode"] == "fallback" and res["fallbacks"]
     # with the real ghost the comparison runs the base design beside DOGI
     _, ghost = run(trace, fallback_compare="ghost")

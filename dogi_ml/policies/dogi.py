@@ -58,6 +58,7 @@ invalidation time (Fig. 11; a c1 placement of a block that turned out hot counts
 BIR); a GC-written block is correct if it dies within the BIR of the
 group it was relocated to, measured from the relocation (Fig. 12).
 """
+
 from __future__ import annotations
 
 import time
@@ -66,20 +67,20 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from dogi_ml.features.extract import FEATURES, FeatureConfig, FeatureStream, take_columns
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, no_reclaim_hook, record, scalar_fields
 from dogi_ml.sim.state import C_GC, C_USER, P_NSEG, P_SEG_BLOCKS, SEG_SEALED
 from dogi_ml.sim.victims import register_victim
-from dogi_ml.features.extract import FEATURES, FeatureConfig, FeatureStream, take_columns
 
 from . import register
 from ._online import RingArrays, SampleRing, fit_classifier, ring_fill, ring_record
 
-PAPER_CAPACITY = 33_554_432          # 128 GiB in 4 KiB blocks: the paper's parameters scale from it
+PAPER_CAPACITY = 33_554_432  # 128 GiB in 4 KiB blocks: the paper's parameters scale from it
 N_CAT = 10
 INF = np.int64(1 << 58)
 
 G_HOT, G_FRZN, FB_COLD, FB_GC_YOUNG, FB_GC_OLD = 0, 11, 12, 13, 14
-G_TIER1, G_TIER2, G_FRZN_OLD = 15, 16, 17   # GC survivors of GN (twice) and of G_frzn (final_tiers)
+G_TIER1, G_TIER2, G_FRZN_OLD = 15, 16, 17  # GC survivors of GN (twice) and of G_frzn (final_tiers)
 N_GROUPS = 18
 #: ages (user writes) at which ML-Reloc tabulates each category's mean remaining lifetime
 N_AGE_GRID = 96
@@ -88,69 +89,69 @@ VARIANTS = {"base": (0, 0, 0), "user": (1, 0, 0), "grp": (1, 1, 0), "full": (1, 
 
 #: DOGI's scalar parameters and counters (``DogiState.scalars``, one record)
 SCALARS = scalar_fields(
-    hot_threshold=np.int64,         # mu: a user write whose latest invalidation time is <= mu is hot
-    hot_step=np.int64,              # d: the Hot Filter's step
-    window_writes=np.int64,         # n: user writes per Hot-Filter window
-    next_window_at=np.int64,        # user-write count that ends the current window
-    last_step=np.int64,             # the last window's step: -1, 0 or 1 (times d)
-    mode=np.int64,                  # MODE_FALLBACK or MODE_ML
-    n_intermediate=np.int64,        # N: intermediate groups G1..GN in use
-    chunk_start=np.int64,           # logical time of the current chunk's first write (preds index)
-    prefill=np.int64,               # prefill writes (logical times before it are not placed by class)
-    sample_every=np.int64,          # one in this many non-hot writes becomes a training sample
-    nonhot_writes=np.int64,         # non-hot user writes so far
-    frozen_clock=np.int64,          # user writes between Frozen-Filter clears
-    next_clock_at=np.int64,         # user-write count of the next clear
-    user_ml=np.int64,               # 1: ML-Alloc places non-hot user writes (variant)
-    gc_relocation=np.int64,         # 0: two age-based GC groups, 1: FF + ML-Reloc, 2: FF + next group
-    window_user0=np.int64,          # user writes at the window's start
-    window_gc0=np.int64,            # GC writes at the window's start
-    fallback_gc_age=np.int64,       # age splitting the fallback's young and old GC groups
-    final_greedy=np.int64,          # 1: greedy, 0: cost-benefit among the open-ended groups
-    predictor_latest=np.int64,      # 1: the latest invalidation time's category instead of the model
-    adapt_mu=np.int64,              # 1: mu adapts per window
-    hot_threshold_max=np.int64,     # mu's ceiling (c1 must stay non-empty)
-    hot_threshold_steps=np.int64,   # windows that changed mu
-    frozen_filter=np.int64,         # 1: the Frozen Filter sends never-updated GC blocks to G_frzn
-    gc_correct=np.int64,            # relocated blocks that died within their group's BIR (Fig. 12)
-    gc_scored=np.int64,             # relocated blocks overwritten since (scored for GC accuracy)
-    mispredicted=np.int64,          # ML-placed user writes that outlived their group's BIR (Fig. 13)
-    mispredict_scored=np.int64,     # ML-placed user writes overwritten since
-    window_waf=np.float64,          # WAF of the last Hot-Filter window (0 before the first)
-    hot_writes=np.int64,            # user writes placed in G_hot (after prefill)
-    placed_writes=np.int64,         # user writes placed after prefill (hot share's denominator)
-    reloc_from_bound=np.int64,      # 1: a first relocation's remainder is counted from its group's BIR bound
-    reloc_floor=np.int64,           # 1: a survivor never goes to a hotter group than its source
-    reloc_repeat=np.int64,          # 1: later relocations use the estimate too (at the block's age)
-    final_tiers=np.int64,           # 1: survivors of GN / G_frzn go to age tiers beyond the last BIR
-    shift_bounds=np.int64,          # 1: c1..c9's bounds move up with mu (c1 keeps its initial width)
-    c1_width=np.int64,              # c1's initial width (its upper bound minus the initial mu)
+    hot_threshold=np.int64,  # mu: a user write whose latest invalidation time is <= mu is hot
+    hot_step=np.int64,  # d: the Hot Filter's step
+    window_writes=np.int64,  # n: user writes per Hot-Filter window
+    next_window_at=np.int64,  # user-write count that ends the current window
+    last_step=np.int64,  # the last window's step: -1, 0 or 1 (times d)
+    mode=np.int64,  # MODE_FALLBACK or MODE_ML
+    n_intermediate=np.int64,  # N: intermediate groups G1..GN in use
+    chunk_start=np.int64,  # logical time of the current chunk's first write (preds index)
+    prefill=np.int64,  # prefill writes (logical times before it are not placed by class)
+    sample_every=np.int64,  # one in this many non-hot writes becomes a training sample
+    nonhot_writes=np.int64,  # non-hot user writes so far
+    frozen_clock=np.int64,  # user writes between Frozen-Filter clears
+    next_clock_at=np.int64,  # user-write count of the next clear
+    user_ml=np.int64,  # 1: ML-Alloc places non-hot user writes (variant)
+    gc_relocation=np.int64,  # 0: two age-based GC groups, 1: FF + ML-Reloc, 2: FF + next group
+    window_user0=np.int64,  # user writes at the window's start
+    window_gc0=np.int64,  # GC writes at the window's start
+    fallback_gc_age=np.int64,  # age splitting the fallback's young and old GC groups
+    final_greedy=np.int64,  # 1: greedy, 0: cost-benefit among the open-ended groups
+    predictor_latest=np.int64,  # 1: the latest invalidation time's category instead of the model
+    adapt_mu=np.int64,  # 1: mu adapts per window
+    hot_threshold_max=np.int64,  # mu's ceiling (c1 must stay non-empty)
+    hot_threshold_steps=np.int64,  # windows that changed mu
+    frozen_filter=np.int64,  # 1: the Frozen Filter sends never-updated GC blocks to G_frzn
+    gc_correct=np.int64,  # relocated blocks that died within their group's BIR (Fig. 12)
+    gc_scored=np.int64,  # relocated blocks overwritten since (scored for GC accuracy)
+    mispredicted=np.int64,  # ML-placed user writes that outlived their group's BIR (Fig. 13)
+    mispredict_scored=np.int64,  # ML-placed user writes overwritten since
+    window_waf=np.float64,  # WAF of the last Hot-Filter window (0 before the first)
+    hot_writes=np.int64,  # user writes placed in G_hot (after prefill)
+    placed_writes=np.int64,  # user writes placed after prefill (hot share's denominator)
+    reloc_from_bound=np.int64,  # 1: a first relocation's remainder is counted from its group's BIR bound
+    reloc_floor=np.int64,  # 1: a survivor never goes to a hotter group than its source
+    reloc_repeat=np.int64,  # 1: later relocations use the estimate too (at the block's age)
+    final_tiers=np.int64,  # 1: survivors of GN / G_frzn go to age tiers beyond the last BIR
+    shift_bounds=np.int64,  # 1: c1..c9's bounds move up with mu (c1 keeps its initial width)
+    c1_width=np.int64,  # c1's initial width (its upper bound minus the initial mu)
 )
 
 
 class DogiState(NamedTuple):
     """DOGI's state in the Numba loop."""
 
-    scalars: np.ndarray          # one SCALARS record
-    preds: np.ndarray            # int8 per write of the current chunk: the model's category, -1 if none
-    cat2group: np.ndarray        # int64 per category: its group G1..GN (FB_COLD before a model)
-    group_lo: np.ndarray         # int64 per group: lower bound of its BIR
-    group_hi: np.ndarray         # int64 per group: upper bound of its BIR (INF: open-ended)
-    group_final: np.ndarray      # uint8 per group: 1 if its segments are fallback victims
-    bounds: np.ndarray           # int64: [mu, c1..c9 upper bounds] of the eleven classes
-    base_bounds: np.ndarray      # int64: the initial bounds (c1..c9 never go below them)
-    remaining: np.ndarray        # int64 [category, age grid]: ML-Reloc's mean remaining lifetime at that age, -1 if unknown
-    age_grid: np.ndarray         # int64 [N_AGE_GRID]: the ages of ``remaining``'s columns (ascending)
-    lba_class: np.ndarray        # int8 per LBA: class placed for its live version (hot 0, c_k k), -1 if none
-    reloc_group: np.ndarray      # int8 per LBA: group GC last moved it to, -1 if scored or never
-    reloc_time: np.ndarray       # int64 per LBA: time of that relocation
-    updated: np.ndarray          # uint8 per LBA: overwritten since the Frozen Filter's last clear
-    reloc_count: np.ndarray      # uint8 per LBA: relocations of its live version (saturates at 255)
-    user_confusion: np.ndarray   # int64 [placed class, actual class] of overwritten user writes
+    scalars: np.ndarray  # one SCALARS record
+    preds: np.ndarray  # int8 per write of the current chunk: the model's category, -1 if none
+    cat2group: np.ndarray  # int64 per category: its group G1..GN (FB_COLD before a model)
+    group_lo: np.ndarray  # int64 per group: lower bound of its BIR
+    group_hi: np.ndarray  # int64 per group: upper bound of its BIR (INF: open-ended)
+    group_final: np.ndarray  # uint8 per group: 1 if its segments are fallback victims
+    bounds: np.ndarray  # int64: [mu, c1..c9 upper bounds] of the eleven classes
+    base_bounds: np.ndarray  # int64: the initial bounds (c1..c9 never go below them)
+    remaining: np.ndarray  # int64 [category, age grid]: ML-Reloc's mean remaining lifetime at that age, -1 if unknown
+    age_grid: np.ndarray  # int64 [N_AGE_GRID]: the ages of ``remaining``'s columns (ascending)
+    lba_class: np.ndarray  # int8 per LBA: class placed for its live version (hot 0, c_k k), -1 if none
+    reloc_group: np.ndarray  # int8 per LBA: group GC last moved it to, -1 if scored or never
+    reloc_time: np.ndarray  # int64 per LBA: time of that relocation
+    updated: np.ndarray  # uint8 per LBA: overwritten since the Frozen Filter's last clear
+    reloc_count: np.ndarray  # uint8 per LBA: relocations of its live version (saturates at 255)
+    user_confusion: np.ndarray  # int64 [placed class, actual class] of overwritten user writes
     gc_destinations: np.ndarray  # int64 [victim group, destination group] of GC writes
-    ring: RingArrays             # online training samples
-    group_expiry: np.ndarray     # int64 per group: expiry age of its segments (INF: none)
-    chunk_features: np.ndarray   # int64 [write of the chunk, feature]
+    ring: RingArrays  # online training samples
+    group_expiry: np.ndarray  # int64 per group: expiry age of its segments (INF: none)
+    chunk_features: np.ndarray  # int64 [write of the chunk, feature]
     sample_features: np.ndarray  # int64 [ring slot, feature]
 
 
@@ -194,9 +195,9 @@ def _adapt_mu(s, p):
     if change < 0.05:
         step = 0
     elif waf < prev:
-        step = 1                      # accepting more hot blocks helped: keep going
+        step = 1  # accepting more hot blocks helped: keep going
     elif st.last_step == 1:
-        step = -1                     # the last increase made things worse: undo it
+        step = -1  # the last increase made things worse: undo it
     mu = st.hot_threshold + step * st.hot_step
     if mu < st.hot_step:
         mu = st.hot_step
@@ -246,7 +247,7 @@ def dogi_user(s, p, lba, now):
     if s.ctr[C_USER] >= st.next_window_at:
         _adapt_mu(s, p)
     if st.frozen_filter and s.ctr[C_USER] >= st.next_clock_at:
-        p.updated[:] = 0           # the Frozen Filter's clock: forget updates of long ago
+        p.updated[:] = 0  # the Frozen Filter's clock: forget updates of long ago
         st.next_clock_at = s.ctr[C_USER] + st.frozen_clock
     st.placed_writes += 1
     if v <= st.hot_threshold:
@@ -264,7 +265,7 @@ def dogi_user(s, p, lba, now):
                 cat = c
                 model_pred = c
         else:
-            model_pred = latest_cat   # Latest's "prediction" feeds its PLog
+            model_pred = latest_cat  # Latest's "prediction" feeds its PLog
         g = p.cat2group[cat]
     p.lba_class[lba] = cat + 1
     st.nonhot_writes += 1
@@ -327,7 +328,7 @@ def _ml_reloc(p, st, lba, vg, age):
         return -1
     lo = 1
     if st.reloc_floor and vg >= 1 and vg < G_FRZN:
-        lo = min(vg, nint)            # a group a shrinking N dropped counts as the coldest
+        lo = min(vg, nint)  # a group a shrinking N dropped counts as the coldest
     for k in range(lo, nint):
         if rem <= ghi[k]:
             return k
@@ -344,7 +345,7 @@ def dogi_gc(s, p, lba, victim, now):
     elif p.updated[lba] == 0:
         g = G_FRZN
         if st.final_tiers and (vg == G_FRZN or vg == G_FRZN_OLD):
-            g = G_FRZN_OLD            # a frozen block that outlived G_frzn's cleaning
+            g = G_FRZN_OLD  # a frozen block that outlived G_frzn's cleaning
     else:
         nint = st.n_intermediate
         g = -1
@@ -381,7 +382,7 @@ def dogi_victim(s, p, now):
         if s.seg_state[seg] != SEG_SEALED:
             continue
         if s.seg_valid[seg] == 0:
-            return seg                # dead already: free to reclaim, whatever its group
+            return seg  # dead already: free to reclaim, whatever its group
         g = s.seg_group[seg]
         if expire[g] < INF and now - s.seg_open_time[seg] > expire[g] and s.seg_valid[seg] < s.seg_wp[seg]:
             if s.seg_open_time[seg] < best_open:
@@ -416,8 +417,9 @@ register_victim("dogi", dogi_victim)
 RELOC_ESTIMATES = ("km", "trimmed_geomean", "mean")
 
 
-def use_model_against_base(mode: int, measured: float | None, base: float, modelled: float | None,
-                           calibration: float | None, margin: float) -> bool:
+def use_model_against_base(
+    mode: int, measured: float | None, base: float, modelled: float | None, calibration: float | None, margin: float
+) -> bool:
     """The fallback comparison with the base design (issue 12 §5; MiDAS compares its model with
     the measured WAF the same way). ``mode``: the mode of the period that just ended.
 
@@ -461,7 +463,7 @@ def km_mean_residual(times: np.ndarray, event: np.ndarray, ages: np.ndarray) -> 
     # S is a step function: 1 on [0, t0), S[i] on [t_i, t_{i+1})
     knots = np.concatenate([[0.0], t])
     level = np.concatenate([[1.0], S])
-    area = np.concatenate([[0.0], np.cumsum(level[:-1] * np.diff(knots))])   # int_0^knot S
+    area = np.concatenate([[0.0], np.cumsum(level[:-1] * np.diff(knots))])  # int_0^knot S
     tau = t[-1]
     i = np.searchsorted(knots, ages, side="right") - 1
     ok = (ages < tau) & (i >= 0)
@@ -538,8 +540,10 @@ def user_accuracies(conf: np.ndarray) -> dict:
     for k, name in enumerate(CLASS_NAMES):
         hit = right[k] + (c1_hot if k == 0 else 0.0)
         recall[name] = float(hit / actual[k]) if actual[k] else None
-    precision = {name: (float((right[k] + (c1_hot if k == 1 else 0.0)) / placed[k]) if placed[k] else None)
-                 for k, name in enumerate(CLASS_NAMES)}
+    precision = {
+        name: (float((right[k] + (c1_hot if k == 1 else 0.0)) / placed[k]) if placed[k] else None)
+        for k, name in enumerate(CLASS_NAMES)
+    }
     return {
         "user_accuracy": float((right.sum() + c1_hot) / total) if total else None,
         "user_accuracy_nonhot": float((right[1:].sum() + c1_hot) / nonhot) if nonhot else None,
@@ -563,39 +567,39 @@ class DOGI(PlacementPolicy):
     on_reclaim = no_reclaim_hook
 
     DEFAULTS = {
-        "variant": "full",           # base | user | grp | full (Fig. 14)
-        "predictor": "ml",           # ml | latest (Fig. 11's Latest)
+        "variant": "full",  # base | user | grp | full (Fig. 14)
+        "predictor": "ml",  # ml | latest (Fig. 11's Latest)
         "model": "mlp",
         "model_params": {"epochs": 10, "patience": 3},
         "features": ["lba", "prev_lba", "freq", "chunk_freq", "recency_freq", "latest_inv"],
-        "mu": None,                  # initial hot threshold; None = 200K blocks scaled
-        "mu_step": None,             # d; None = 65K scaled
-        "mu_window": None,           # n; None = 10M user writes scaled
+        "mu": None,  # initial hot threshold; None = 200K blocks scaled
+        "mu_step": None,  # d; None = 65K scaled
+        "mu_window": None,  # n; None = 10M user writes scaled
         "adapt_mu": True,
         "sample_every": 10,
-        "max_samples": 100_000,      # the ring keeps the latest samples (paper: 300K)
-        "min_samples": 2_000,        # labelled samples before the first model
-        "retrain_every": None,       # user writes; None = 100 GiB (26M blocks) scaled
-        "frozen_clock": None,        # user writes between Frozen-Filter clears; None = 200M scaled
-        "fallback_accuracy": 0.10,   # below this held-out accuracy the model is switched off
-        "fallback_gc_age": None,     # age split of the two fallback GC groups; None = capacity
+        "max_samples": 100_000,  # the ring keeps the latest samples (paper: 300K)
+        "min_samples": 2_000,  # labelled samples before the first model
+        "retrain_every": None,  # user writes; None = 100 GiB (26M blocks) scaled
+        "frozen_clock": None,  # user writes between Frozen-Filter clears; None = 200M scaled
+        "fallback_accuracy": 0.10,  # below this held-out accuracy the model is switched off
+        "fallback_gc_age": None,  # age split of the two fallback GC groups; None = capacity
         "intermediate_groups": None,  # fix the number of intermediate groups (Fig. 13); None = search
         "final_victim": "cost_benefit",  # cost_benefit (authors' code) | greedy (paper text)
-        "fallback_victims": "all",       # no expired segment: choose in all groups, or in GN/G_frzn only (final, paper text)
-        "relocation": None,              # ml (FF + ML-Reloc) | next_group (FF + age-based) | age_groups (two GC groups); None = by variant
-        "deployed": "float",         # float | int8 (the exported integer model, if available)
+        "fallback_victims": "all",  # no expired segment: choose in all groups, or in GN/G_frzn only (final, paper text)
+        "relocation": None,  # ml (FF + ML-Reloc) | next_group (FF + age-based) | age_groups (two GC groups); None = by variant
+        "deployed": "float",  # float | int8 (the exported integer model, if available)
         "seed": 0,
         # issue 12 switches (defaults measured in /work/notes/dogi_fidelity.md and the README)
-        "retire_unused": True,       # seal the open segment of every group a configuration stops using
-        "reloc_estimate": "km",      # km (Kaplan–Meier, censored samples) | trimmed_geomean (authors) | mean (paper text)
+        "retire_unused": True,  # seal the open segment of every group a configuration stops using
+        "reloc_estimate": "km",  # km (Kaplan–Meier, censored samples) | trimmed_geomean (authors) | mean (paper text)
         "reloc_remainder": "bound",  # bound (estimate - source BIR bound, §4.4's 70 - 50) | age (estimate at the block's age)
-        "reloc_floor": True,         # a survivor never goes to a hotter group than its source (authors' code)
-        "reloc_repeat": False,       # later relocations use the estimate too (False: next group, §4.4)
-        "final_tiers": False,        # survivors of GN / G_frzn go to age tiers beyond the last BIR
-        "model_hot": True,           # the Markov search models G_hot (its share, mu, its survivors)
-        "mu_bounds": "fixed",        # fixed (c1..c9 from capacity; mu stays below c1's bound) | shift (they move up with mu)
-        "fallback_compare": "ghost", # none (accuracy only, the paper) | ghost (also lose to the base design's ghost WAF)
-        "fallback_margin": 0.02,     # the ML configuration may be this much worse than the base design
+        "reloc_floor": True,  # a survivor never goes to a hotter group than its source (authors' code)
+        "reloc_repeat": False,  # later relocations use the estimate too (False: next group, §4.4)
+        "final_tiers": False,  # survivors of GN / G_frzn go to age tiers beyond the last BIR
+        "model_hot": True,  # the Markov search models G_hot (its share, mu, its survivors)
+        "mu_bounds": "fixed",  # fixed (c1..c9 from capacity; mu stays below c1's bound) | shift (they move up with mu)
+        "fallback_compare": "ghost",  # none (accuracy only, the paper) | ghost (also lose to the base design's ghost WAF)
+        "fallback_margin": 0.02,  # the ML configuration may be this much worse than the base design
     }
 
     def __init__(self, n_groups=N_GROUPS, **params):
@@ -603,9 +607,11 @@ class DOGI(PlacementPolicy):
         if unknown:
             raise ValueError(f"policy dogi: unknown parameter(s) {sorted(unknown)}; accepted: {sorted(self.DEFAULTS)}")
         if int(n_groups) != N_GROUPS:
-            raise ValueError(f"policy dogi allocates {N_GROUPS} group slots (hot, ten intermediate, frozen, "
-                             f"three fallback, three age tiers beyond the last BIR); leave n_groups unset (got {n_groups}); fix the number of "
-                             "intermediate groups with params.intermediate_groups")
+            raise ValueError(
+                f"policy dogi allocates {N_GROUPS} group slots (hot, ten intermediate, frozen, "
+                f"three fallback, three age tiers beyond the last BIR); leave n_groups unset (got {n_groups}); fix the number of "
+                "intermediate groups with params.intermediate_groups"
+            )
         cfg = {**self.DEFAULTS, **params}
         if cfg["variant"] not in VARIANTS:
             raise ValueError(f"policy dogi: variant must be one of {sorted(VARIANTS)}, got {cfg['variant']!r}")
@@ -622,11 +628,15 @@ class DOGI(PlacementPolicy):
         if cfg["deployed"] == "int8" and cfg["model"] != "mlp":
             raise ValueError(f"policy dogi: deployed=int8 runs the exported integer MLP; model is {cfg['model']!r}")
         if cfg["intermediate_groups"] is not None and not 1 <= int(cfg["intermediate_groups"]) <= N_CAT:
-            raise ValueError(f"policy dogi: params.intermediate_groups must lie in [1, {N_CAT}], got {cfg['intermediate_groups']}")
+            raise ValueError(
+                f"policy dogi: params.intermediate_groups must lie in [1, {N_CAT}], got {cfg['intermediate_groups']}"
+            )
         if not 0 <= float(cfg["fallback_accuracy"]) < 1:
             raise ValueError(f"policy dogi: fallback_accuracy must lie in [0, 1), got {cfg['fallback_accuracy']}")
         if cfg["reloc_estimate"] not in RELOC_ESTIMATES:
-            raise ValueError(f"policy dogi: reloc_estimate must be one of {RELOC_ESTIMATES}, got {cfg['reloc_estimate']!r}")
+            raise ValueError(
+                f"policy dogi: reloc_estimate must be one of {RELOC_ESTIMATES}, got {cfg['reloc_estimate']!r}"
+            )
         if cfg["reloc_remainder"] not in ("bound", "age"):
             raise ValueError(f"policy dogi: reloc_remainder must be bound or age, got {cfg['reloc_remainder']!r}")
         if cfg["mu_bounds"] not in ("fixed", "shift"):
@@ -643,7 +653,7 @@ class DOGI(PlacementPolicy):
         if cfg["relocation"] is not None:
             self.gc_reloc = {"age_groups": 0, "ml": 1, "next_group": 2}[cfg["relocation"]]
         if cfg["predictor"] == "latest":
-            self.user_ml = 1          # categories come from the latest invalidation time, no model
+            self.user_ml = 1  # categories come from the latest invalidation time, no model
 
     # -- setup -----------------------------------------------------------------------------
     def bind(self, ctx: SimContext) -> tuple:
@@ -663,8 +673,10 @@ class DOGI(PlacementPolicy):
         n_feat = len(c["features"])
         if self.uses_model:
             if ctx.trace is None:
-                raise ValueError("policy dogi needs the trace (its features) to run its model: "
-                                 "use the simulate command or pass trace= to the Simulator")
+                raise ValueError(
+                    "policy dogi needs the trace (its features) to run its model: "
+                    "use the simulate command or pass trace= to the Simulator"
+                )
             unknown = [f for f in c["features"] if f not in FEATURES]
             if unknown:
                 raise ValueError(f"policy dogi: unknown feature(s) {unknown}; known: {', '.join(FEATURES)}")
@@ -675,7 +687,7 @@ class DOGI(PlacementPolicy):
             self.trace_writes = ctx.trace.block_writes
         scalars = new_scalars(SCALARS)
         st = record(scalars)
-        bounds = category_bounds(cap, mu)                       # [mu, c1..c9 upper]
+        bounds = category_bounds(cap, mu)  # [mu, c1..c9 upper]
         st.hot_threshold = mu
         st.hot_step = int(c["mu_step"] or _scaled(65_000, cap))
         st.window_writes = int(c["mu_window"] or _scaled(10_000_000, cap, 1000))
@@ -730,7 +742,9 @@ class DOGI(PlacementPolicy):
         if self.user_ml and not self.uses_model:
             # Latest: categories from the latest invalidation time, no model, no PLog to search
             st.mode = MODE_ML
-            self._apply_configuration(_even_merge(int(c["intermediate_groups"])) if c["intermediate_groups"] else None, None)
+            self._apply_configuration(
+                _even_merge(int(c["intermediate_groups"])) if c["intermediate_groups"] else None, None
+            )
         self.model = None
         self.qmodel = None
         self.last_train = 0
@@ -748,7 +762,12 @@ class DOGI(PlacementPolicy):
         return self.state
 
     def _fallback_bounds(self) -> None:
-        st, glo, ghi, final = record(self.state.scalars), self.state.group_lo, self.state.group_hi, self.state.group_final
+        st, glo, ghi, final = (
+            record(self.state.scalars),
+            self.state.group_lo,
+            self.state.group_hi,
+            self.state.group_final,
+        )
         glo[:] = 0
         ghi[:] = INF
         final[:] = 1
@@ -763,12 +782,19 @@ class DOGI(PlacementPolicy):
         table (from ``plog``'s survival records: ``pred``, ``inv``, optional ``event``).
         ``groups=None``: one group per category."""
         p = self.state
-        st, cat2g, glo, ghi, final, bounds, rem = (record(p.scalars), p.cat2group, p.group_lo, p.group_hi,
-                                                   p.group_final, p.bounds, p.remaining)
+        st, cat2g, glo, ghi, final, bounds, rem = (
+            record(p.scalars),
+            p.cat2group,
+            p.group_lo,
+            p.group_hi,
+            p.group_final,
+            p.bounds,
+            p.remaining,
+        )
         if groups is None:
             groups = [[k] for k in range(N_CAT)]
         n = len(groups)
-        upper = np.append(bounds[1:], INF)                      # per category
+        upper = np.append(bounds[1:], INF)  # per category
         st.n_intermediate = n
         glo[:] = 0
         ghi[:] = INF
@@ -790,13 +816,16 @@ class DOGI(PlacementPolicy):
         expire = self.state.group_expiry
         expire[:] = INF
         expire[G_HOT] = st.hot_threshold
-        expire[1:n] = ghi[1:n]                                  # G1..G(N-1); GN is open-ended
+        expire[1:n] = ghi[1:n]  # G1..G(N-1); GN is open-ended
         rem[:] = -1
         if plog is not None and len(plog["pred"]):
-            rem[:] = remaining_table(plog["pred"], plog["inv"], plog.get("event"), self.state.age_grid,
-                                     self.cfg["reloc_estimate"])
-        self.configuration = {"groups": [[f"c{c + 1}" for c in cats] for cats in groups],
-                              "bounds": [int(ghi[1 + k]) if ghi[1 + k] < INF else None for k in range(n)]}
+            rem[:] = remaining_table(
+                plog["pred"], plog["inv"], plog.get("event"), self.state.age_grid, self.cfg["reloc_estimate"]
+            )
+        self.configuration = {
+            "groups": [[f"c{c + 1}" for c in cats] for cats in groups],
+            "bounds": [int(ghi[1 + k]) if ghi[1 + k] < INF else None for k in range(n)],
+        }
 
     # -- between chunks --------------------------------------------------------------------
     def before_chunk(self, sim, start: int, n_writes: int) -> None:
@@ -813,12 +842,12 @@ class DOGI(PlacementPolicy):
         if self.stream.position != lo:
             raise RuntimeError(f"policy dogi: features at write {self.stream.position}, chunk starts at {lo}")
         t0 = time.perf_counter()
-        take_columns(self.stream.next(hi - lo), self.columns, feats[lo - a:hi - a])
+        take_columns(self.stream.next(hi - lo), self.columns, feats[lo - a : hi - a])
         self.feature_s += time.perf_counter() - t0
         if self.model is None or st.mode != MODE_ML:
             return
         t0 = time.perf_counter()
-        preds[lo - a:hi - a] = self._predict(feats[lo - a:hi - a])
+        preds[lo - a : hi - a] = self._predict(feats[lo - a : hi - a])
         self.infer_s += time.perf_counter() - t0
         self.infer_blocks += hi - lo
 
@@ -827,8 +856,17 @@ class DOGI(PlacementPolicy):
         the same writes, so each retraining period has the WAF DOGI's own base would have had."""
         if self.ghost is None:
             from dogi_ml.sim import Simulator
-            keep = ("mu", "mu_step", "mu_window", "adapt_mu", "fallback_gc_age", "final_victim",
-                    "fallback_victims", "seed")
+
+            keep = (
+                "mu",
+                "mu_step",
+                "mu_window",
+                "adapt_mu",
+                "fallback_gc_age",
+                "final_victim",
+                "fallback_victims",
+                "seed",
+            )
             base = DOGI(variant="base", **{k: self.cfg[k] for k in keep})
             self.ghost = Simulator(base, sim.cfg, sim.capacity)
             self.ghost.prefill()
@@ -849,6 +887,7 @@ class DOGI(PlacementPolicy):
         if self.qmodel is not None:
             # the deployed integer model: the exported C header's arithmetic, in Numba
             from dogi_ml.export.numba_kernel import int8_mlp_classes
+
             out = np.empty(X.shape[0], np.int64)
             int8_mlp_classes(np.ascontiguousarray(X, np.int64), *self.qargs, out)
             return out.astype(np.int8)
@@ -873,16 +912,23 @@ class DOGI(PlacementPolicy):
         """Measurements since the last retraining: WAF, the hot share of the placed user writes
         and the share of G_hot's writes GC copied out of it (its valid ratio at reclaim)."""
         st, dest = record(self.state.scalars), self.state.gc_destinations
-        now = {"user": sim.user_writes, "gc": sim.gc_writes, "hot": int(st.hot_writes),
-               "placed": int(st.placed_writes), "hot_copies": int(dest[G_HOT].sum())}
+        now = {
+            "user": sim.user_writes,
+            "gc": sim.gc_writes,
+            "hot": int(st.hot_writes),
+            "placed": int(st.placed_writes),
+            "hot_copies": int(dest[G_HOT].sum()),
+        }
         last, self._last_period = getattr(self, "_last_period", None), now
         if last is None:
-            last = {k: 0 for k in now}        # the engine zeroes its counters after prefill
+            last = {k: 0 for k in now}  # the engine zeroes its counters after prefill
         d = {k: now[k] - last[k] for k in now}
-        return {"waf": (d["user"] + d["gc"]) / d["user"] if d["user"] > 0 else None,
-                "hot_share": d["hot"] / d["placed"] if d["placed"] > 0 else 0.0,
-                "hot_valid_ratio": min(1.0, d["hot_copies"] / d["hot"]) if d["hot"] > 0 else 0.0,
-                "mode": int(st.mode)}
+        return {
+            "waf": (d["user"] + d["gc"]) / d["user"] if d["user"] > 0 else None,
+            "hot_share": d["hot"] / d["placed"] if d["placed"] > 0 else 0.0,
+            "hot_valid_ratio": min(1.0, d["hot_copies"] / d["hot"]) if d["hot"] > 0 else 0.0,
+            "mode": int(st.mode),
+        }
 
     def groups_in_use(self) -> set[int]:
         """Groups the current mode and configuration write to (user or GC)."""
@@ -917,20 +963,27 @@ class DOGI(PlacementPolicy):
         now = int(sim.state.ctr[0])
         data = self.ring.collect(now, long_bound=int(bounds[-1]))
         ok = data["pred"] >= 0
-        entry = {"user_writes": sim.user_writes, "labelled_samples": int(ok.sum()),
-                 "mu": int(record(self.state.scalars).hot_threshold), **self._period_entry(period)}
+        entry = {
+            "user_writes": sim.user_writes,
+            "labelled_samples": int(ok.sum()),
+            "mu": int(record(self.state.scalars).hot_threshold),
+            **self._period_entry(period),
+        }
         if ok.sum() < int(self.cfg["min_samples"]):
             entry["action"] = "waiting for samples"
             self.history.append(entry)
             return
-        tail = np.flatnonzero(ok)[-max(1, int(ok.sum()) // 5):]
+        tail = np.flatnonzero(ok)[-max(1, int(ok.sum()) // 5) :]
         plog = {"pred": data["pred"][tail], "inv": data["inv"][tail]}
         self._search_and_apply(plog, entry, sim, period, self._reloc_records(now, False))
         self.history.append(entry)
 
     def _period_entry(self, period: dict) -> dict:
-        return {"measured_waf": period["waf"], "hot_share": period["hot_share"],
-                "hot_valid_ratio": period["hot_valid_ratio"]}
+        return {
+            "measured_waf": period["waf"],
+            "hot_share": period["hot_share"],
+            "hot_valid_ratio": period["hot_valid_ratio"],
+        }
 
     def _reloc_records(self, now: int, use_model: bool) -> dict:
         """Every sample in the ring as a survival record for ML-Reloc: ``inv`` the invalidation
@@ -954,6 +1007,7 @@ class DOGI(PlacementPolicy):
         groups = None
         if self.group_search:
             from dogi_ml.markov.groups import best_configuration
+
             upper = np.append(bounds[1:].astype(float), np.inf)
             hot = {}
             if c["model_hot"]:
@@ -961,13 +1015,23 @@ class DOGI(PlacementPolicy):
                 # segment fill time and the space that never holds data (free and open segments)
                 S = float(self.segment_blocks)
                 reserved = (float(sim.cfg.gc_free_segments) + 0.5 * 6) * S
-                hot = dict(hot_share=min(period["hot_share"], 0.99), hot_bound=float(st.hot_threshold),
-                           hot_valid_ratio=period["hot_valid_ratio"], segment_blocks=S, reserved_blocks=reserved)
+                hot = dict(
+                    hot_share=min(period["hot_share"], 0.99),
+                    hot_bound=float(st.hot_threshold),
+                    hot_valid_ratio=period["hot_valid_ratio"],
+                    segment_blocks=S,
+                    reserved_blocks=reserved,
+                )
             t0 = time.perf_counter()
-            best = best_configuration(plog["pred"], np.minimum(plog["inv"], 1e15).astype(float), upper,
-                                      float(self.capacity), rho=self.rho,
-                                      n_groups=int(c["intermediate_groups"]) if c["intermediate_groups"] else None,
-                                      **hot)
+            best = best_configuration(
+                plog["pred"],
+                np.minimum(plog["inv"], 1e15).astype(float),
+                upper,
+                float(self.capacity),
+                rho=self.rho,
+                n_groups=int(c["intermediate_groups"]) if c["intermediate_groups"] else None,
+                **hot,
+            )
             entry["search_seconds"] = time.perf_counter() - t0
             entry["modelled_waf"] = best.waf
             entry["mispredict"] = best.mispredict
@@ -986,8 +1050,13 @@ class DOGI(PlacementPolicy):
         now = int(sim.state.ctr[0])
         c = self.cfg
         data = self.ring.collect(now, long_bound=int(bounds[-1]))
-        entry = {"user_writes": sim.user_writes, "labelled_samples": int(len(data["row"])),
-                 "pending_samples": data["n_pending"], "mu": int(st.hot_threshold), **self._period_entry(period)}
+        entry = {
+            "user_writes": sim.user_writes,
+            "labelled_samples": int(len(data["row"])),
+            "pending_samples": data["n_pending"],
+            "mu": int(st.hot_threshold),
+            **self._period_entry(period),
+        }
         last = self.history[-1] if self.history else {}
         if st.mode == MODE_ML and last.get("modelled_waf") and period["waf"] is not None:
             # the model's agreement with what its configuration measured over the period
@@ -1005,8 +1074,15 @@ class DOGI(PlacementPolicy):
             self.history.append(entry)
             return
         X = self.state.sample_features[data["slot"]]
-        model, val, secs = fit_classifier(c["model"], dict(c["model_params"] or {}), X, y_all, N_CAT,
-                                          list(c["features"]), seed=int(c["seed"]) + len(self.history))
+        model, val, secs = fit_classifier(
+            c["model"],
+            dict(c["model_params"] or {}),
+            X,
+            y_all,
+            N_CAT,
+            list(c["features"]),
+            seed=int(c["seed"]) + len(self.history),
+        )
         self.train_s += secs
         pred_val = model.predict(X[val])
         acc = float(np.mean(pred_val == y_all[val])) if len(pred_val) else 0.0
@@ -1015,12 +1091,12 @@ class DOGI(PlacementPolicy):
         self.model = model
         self.qmodel = None
         if c["deployed"] == "int8":
-            self.qmodel = self._quantise(model, X[:val.start])
+            self.qmodel = self._quantise(model, X[: val.start])
             self.qargs = self.qmodel.kernel_args()
             q_val = self._predict(X[val]).astype(np.int64)
             entry["int8_agreement"] = float(np.mean(q_val == pred_val)) if len(pred_val) else None
             entry["int8_validation_accuracy"] = float(np.mean(q_val == y_all[val])) if len(pred_val) else None
-            pred_val = q_val                  # PLog from what is deployed
+            pred_val = q_val  # PLog from what is deployed
         base_waf = self.ghost_period_waf()
         entry["base_ghost_waf"] = base_waf
         if ok and base_waf is not None and st.mode == MODE_ML and period["waf"] is not None:
@@ -1033,12 +1109,22 @@ class DOGI(PlacementPolicy):
         if ok:
             reloc = self._reloc_records(now, True)
             self._search_and_apply(plog, entry, sim, period, reloc, apply=False)
-            if (base_waf is not None and st.mode == MODE_FALLBACK and self.base_compare.get("lost")
-                    and "modelled_waf" in entry):
+            if (
+                base_waf is not None
+                and st.mode == MODE_FALLBACK
+                and self.base_compare.get("lost")
+                and "modelled_waf" in entry
+            ):
                 # back from a lost comparison: deploy when the modelled WAF, calibrated by how
                 # the model matched the last ML period, beats the base design's measured WAF
-                ok = use_model_against_base(MODE_FALLBACK, None, base_waf, entry["modelled_waf"],
-                                            self.base_compare["calibration"], float(c["fallback_margin"]))
+                ok = use_model_against_base(
+                    MODE_FALLBACK,
+                    None,
+                    base_waf,
+                    entry["modelled_waf"],
+                    self.base_compare["calibration"],
+                    float(c["fallback_margin"]),
+                )
                 if not ok:
                     entry["action"] = "fallback (modelled WAF above the base design's measured)"
                 self.base_compare["lost"] = not ok
@@ -1058,6 +1144,7 @@ class DOGI(PlacementPolicy):
 
     def _quantise(self, model, X_calib):
         from dogi_ml.export.quantize import quantize_model
+
         if getattr(model, "name", None) != "mlp":
             raise ValueError(f"policy dogi: deployed=int8 runs the integer MLP; model is {model.name!r}")
         return quantize_model(model, X_calib, feature_names=list(self.cfg["features"]))
@@ -1084,7 +1171,12 @@ class DOGI(PlacementPolicy):
         conf = state.user_confusion
         total = int(conf.sum())
         st = record(state.scalars)
-        gc_ok, gc_total, mis, mis_total = int(st.gc_correct), int(st.gc_scored), int(st.mispredicted), int(st.mispredict_scored)
+        gc_ok, gc_total, mis, mis_total = (
+            int(st.gc_correct),
+            int(st.gc_scored),
+            int(st.mispredicted),
+            int(st.mispredict_scored),
+        )
         acc = user_accuracies(conf)
         return {
             "variant": self.cfg["variant"],
@@ -1100,9 +1192,12 @@ class DOGI(PlacementPolicy):
             "hot_threshold_steps": int(st.hot_threshold_steps),
             "mode": "ml" if st.mode == MODE_ML else "fallback",
             "mode_switches": self.mode_switches,
-            "fallbacks": {reason: sum(1 for h in self.history if h.get("action") == reason)
-                          for reason in sorted({h["action"] for h in self.history
-                                                if str(h.get("action", "")).startswith("fallback")})},
+            "fallbacks": {
+                reason: sum(1 for h in self.history if h.get("action") == reason)
+                for reason in sorted(
+                    {h["action"] for h in self.history if str(h.get("action", "")).startswith("fallback")}
+                )
+            },
             "retired_segments": self.retired_segments,
             "base_ghost_waf": self.ghost.waf if self.ghost is not None else None,
             "model_agreement": _model_agreement(self.history),
@@ -1112,8 +1207,11 @@ class DOGI(PlacementPolicy):
             "train_seconds": self.train_s,
             "inference_ns_per_block": 1e9 * self.infer_s / self.infer_blocks if self.infer_blocks else None,
             "inferred_blocks": self.infer_blocks,
-            "feature_ns_per_block": (1e9 * self.feature_s / self.stream.position
-                                     if self.stream is not None and self.stream.position else None),
+            "feature_ns_per_block": (
+                1e9 * self.feature_s / self.stream.position
+                if self.stream is not None and self.stream.position
+                else None
+            ),
             "training_history": self.history,
         }
 
@@ -1121,14 +1219,20 @@ class DOGI(PlacementPolicy):
 def _model_agreement(history: list[dict]) -> dict | None:
     """How the Markov model's WAF of each applied configuration compares with the WAF measured
     over the period it ran: the pairs and the mean relative error (measured / modelled - 1)."""
-    pairs = [(h["previous_modelled_waf"], h["measured_waf"]) for h in history
-             if h.get("previous_modelled_waf") and h.get("measured_waf")]
+    pairs = [
+        (h["previous_modelled_waf"], h["measured_waf"])
+        for h in history
+        if h.get("previous_modelled_waf") and h.get("measured_waf")
+    ]
     if not pairs:
         return None
     rel = [m / p - 1.0 for p, m in pairs]
-    return {"periods": len(pairs), "mean_relative_error": float(np.mean(rel)),
-            "mean_abs_relative_error": float(np.mean(np.abs(rel))),
-            "modelled_measured": [[float(p), float(m)] for p, m in pairs]}
+    return {
+        "periods": len(pairs),
+        "mean_relative_error": float(np.mean(rel)),
+        "mean_abs_relative_error": float(np.mean(np.abs(rel))),
+        "modelled_measured": [[float(p), float(m)] for p, m in pairs],
+    }
 
 
 def _even_merge(n: int) -> list[list[int]]:
