@@ -8,6 +8,9 @@ plain arguments instead of Hydra overrides.
 User errors (:class:`dogi_ml.errors.DogiMLError`, a missing input file) print one line,
 ``error: <problem> -- <fix>``, and exit with status 2; any other exception is a bug and keeps
 its traceback.
+
+``--quiet`` / ``-q`` before the command silences progress bars and chatty logging for the process
+and the jobs it starts (it sets ``DOGI_ML_QUIET=1``); summaries and JSON paths still print.
 """
 
 from __future__ import annotations
@@ -181,20 +184,49 @@ def _cache(args: list[str]) -> int:
     return cache_main(list(args))
 
 
+QUIET_FLAGS = ("--quiet", "-q")
+
+
+def _strip_quiet(argv: list[str]) -> tuple[list[str], bool]:
+    """Remove ``--quiet``/``-q`` given before the command; when present, go quiet for the process
+    (and its sweep jobs, which inherit the environment) and hush chatty loggers."""
+    quiet = False
+    while argv and argv[0] in QUIET_FLAGS:
+        quiet = True
+        argv = argv[1:]
+    if quiet:
+        import logging
+
+        from dogi_ml import progress
+
+        progress.set_quiet()
+        # Hydra's job logging, MLflow and the search/oracle info lines drop to warnings.
+        logging.getLogger().setLevel(logging.WARNING)
+        for name in ("dogi_ml", "mlflow", "numba", "hydra"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+    return argv, quiet
+
+
+# Hydra configures logging itself when a job starts: these keep its INFO lines out too.
+QUIET_HYDRA_OVERRIDES = ["hydra.job_logging.root.level=WARNING", "hydra.hydra_logging.root.level=WARNING"]
+
+
 def usage() -> str:
-    lines = ["usage: python -m dogi_ml <command> [hydra overrides]", "", "commands:"]
+    lines = ["usage: python -m dogi_ml [--quiet|-q] <command> [hydra overrides]", "", "commands:"]
     lines += [f"  {name:<9} {text}" for name, text in COMMANDS.items()]
     lines += [
         "",
         "config groups: "
         + ", ".join(f"{g} ({', '.join(available(g))})" for g in ("workload", "model", "policy", "sim", "experiment")),
     ]
+    lines += ["--quiet (-q): no progress bars or chatty logging; summaries and JSON paths still print."]
     lines += ["Hydra: add -m for sweeps (e.g. policy=nosep,sepbit -m), --cfg job to show the config."]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
+    argv, quiet = _strip_quiet(argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage())
         return
@@ -212,5 +244,7 @@ def main(argv: list[str] | None = None) -> None:
             UsageError(f"unknown command {command!r}", f"use one of: {', '.join(COMMANDS)} (python -m dogi_ml --help)")
         )
     task = _hydra_task(command)
+    if quiet and not any(a.startswith(("--cfg", "-c", "--help", "--hydra-help", "--info")) for a in rest):
+        rest = [*rest, *QUIET_HYDRA_OVERRIDES]
     sys.argv = [f"dogi_ml-{command}", *rest]
     task()

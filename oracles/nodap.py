@@ -317,9 +317,10 @@ def search(
     n_explore = max(1, int(round(writes.size * float(explore_fraction))))
     t0 = time.perf_counter()
 
-    from tqdm import tqdm
+    from dogi_ml.progress import bar as progress_bar
 
-    bar = tqdm(desc="NoDaP search", unit="sim", disable=not progress, dynamic_ncols=True, leave=False)
+    # off with --quiet, when stderr is not a terminal, or progress=False
+    bar = progress_bar(None, "NoDaP search", "sim", requested=progress)
     ev = _Evaluator(writes, capacity, sim_config, bar)
 
     def waf(bounds, sizes=None):

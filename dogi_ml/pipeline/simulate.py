@@ -70,18 +70,12 @@ def simulate(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, progress: bool
     """Run one policy over a trace; returns the result dict (see ``Simulator.result``)."""
     sim, writes = build_simulator(trace, policy_cfg, sim_cfg)
     sim.prefill()
-    if progress:
-        from tqdm import tqdm
+    from dogi_ml.progress import enabled
 
-        with tqdm(
-            total=writes.size,
-            unit="blk",
-            unit_scale=True,
-            desc=f"{sim.policy.name}",
-            leave=False,
-            dynamic_ncols=True,
-            disable=None,
-        ) as bar:  # None: off when not a TTY
+    if enabled(progress):  # off with --quiet, when stderr is not a terminal, or progress=false
+        from dogi_ml.progress import bar as progress_bar
+
+        with progress_bar(writes.size, f"{sim.policy.name}", "blk", unit_scale=True) as bar:
             sim.feed(writes, progress=bar.update)
     else:
         sim.feed(writes)

@@ -52,6 +52,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dogi_ml.progress import bar as progress_bar
+
 from .trace import BLOCK_SIZE, OP_READ, OP_TRIM, OP_WRITE, SECTOR_SIZE, Trace, TraceFormatError, remap_dense
 
 TS_TO_US = {"s": 1e6, "ms": 1e3, "us": 1.0, "ns": 1e-3, "filetime": 0.1}
@@ -78,6 +80,30 @@ def open_text(path: str | Path):
     return open(path, encoding="utf-8", errors="replace", newline="")
 
 
+def _raw_position(fh) -> int | None:
+    """Bytes of the file on disk read so far under a text handle (compressed bytes for .gz/.zst)."""
+    raw = getattr(fh, "buffer", None)
+    for obj in (getattr(raw, "fileobj", None), getattr(raw, "_fp", None), raw):
+        tell = getattr(obj, "tell", None)
+        if tell is None:
+            continue
+        try:
+            return int(tell())
+        except (OSError, ValueError, AttributeError):
+            continue
+    return None
+
+
+def _tracked(chunks: Iterator[Chunk], fh, acc: _Acc) -> Iterator[Chunk]:
+    """``chunks`` unchanged; reports the file position after each one to ``acc.on_bytes``."""
+    for chunk in chunks:
+        if acc.on_bytes is not None:
+            pos = _raw_position(fh)
+            if pos is not None:
+                acc.on_bytes(pos)
+        yield chunk
+
+
 # -- request chunks -------------------------------------------------------------------------------
 @dataclass
 class Chunk:
@@ -101,6 +127,7 @@ class _Acc:
     skip: bool
     volumes: dict = field(default_factory=dict)
     first_skipped: list = field(default_factory=list)
+    on_bytes: object = None  # called with the bytes of the file read so far (a progress bar)
 
     def vol(self, name: str) -> int:
         idx = self.volumes.get(name)
@@ -562,6 +589,8 @@ def _iter_blocks(acc: _Acc, path: Path, chunk_lines: int) -> Iterator[Chunk]:
                 j = int(np.flatnonzero(lbas < 0)[0])
                 raise TraceFormatError(f"{path}: entry {i + j}: negative LBA {lbas[j]}")
             n = lbas.size
+            if acc.on_bytes is not None:
+                acc.on_bytes(int(arr.offset) + (i + n) * arr.itemsize)
             yield Chunk(
                 np.arange(i, i + n, dtype=np.int64),
                 lbas,
@@ -571,32 +600,37 @@ def _iter_blocks(acc: _Acc, path: Path, chunk_lines: int) -> Iterator[Chunk]:
             )
         return
     with open_text(path) as fh:
-        for start, lines in _line_chunks(fh, chunk_lines):
-            vals, idx = [], []
-            skipped = 0
-            for k, line in enumerate(lines):
-                s = line.strip()
-                if not s or s.startswith("#"):
-                    continue
-                try:
-                    v = int(s)
-                    if v < 0:
-                        raise ValueError(f"negative LBA {v}")
-                except ValueError as exc:
-                    acc.bad(start + k, str(exc) if "negative" in str(exc) else f"LBA {s!r} is not an integer")
-                    skipped += 1
-                    continue
-                vals.append(v)
-                idx.append(start + k)
-            n = len(vals)
-            yield Chunk(
-                np.asarray(idx, np.int64),
-                np.asarray(vals, np.int64),
-                np.ones(n, np.int32),
-                np.full(n, OP_WRITE, np.uint8),
-                np.full(n, acc.vol("0"), np.int32),
-                skipped=skipped,
-            )
+        yield from _tracked(_iter_block_lines(acc, fh, chunk_lines), fh, acc)
+
+
+def _iter_block_lines(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
+    """The text form of ``blocks``: one LBA a line (``#`` comments and blank lines skipped)."""
+    for start, lines in _line_chunks(fh, chunk_lines):
+        vals, idx = [], []
+        skipped = 0
+        for k, line in enumerate(lines):
+            s = line.strip()
+            if not s or s.startswith("#"):
+                continue
+            try:
+                v = int(s)
+                if v < 0:
+                    raise ValueError(f"negative LBA {v}")
+            except ValueError as exc:
+                acc.bad(start + k, str(exc) if "negative" in str(exc) else f"LBA {s!r} is not an integer")
+                skipped += 1
+                continue
+            vals.append(v)
+            idx.append(start + k)
+        n = len(vals)
+        yield Chunk(
+            np.asarray(idx, np.int64),
+            np.asarray(vals, np.int64),
+            np.ones(n, np.int32),
+            np.full(n, OP_WRITE, np.uint8),
+            np.full(n, acc.vol("0"), np.int32),
+            skipped=skipped,
+        )
 
 
 FORMATS = {
@@ -642,11 +676,12 @@ def iter_request_chunks(
         spec = None
     with open_text(path) as fh:
         if spec is not None:
-            yield from _iter_delimited(spec, acc, fh, chunk_lines)
+            chunks = _iter_delimited(spec, acc, fh, chunk_lines)
         elif fmt == "blkparse":
-            yield from _iter_blkparse(acc, fh, chunk_lines)
+            chunks = _iter_blkparse(acc, fh, chunk_lines)
         else:
-            yield from _iter_fio(acc, fh, chunk_lines)
+            chunks = _iter_fio(acc, fh, chunk_lines)
+        yield from _tracked(chunks, fh, acc)
 
 
 def read_trace(
@@ -656,23 +691,28 @@ def read_trace(
     skip_malformed: bool = False,
     delimited: Mapping | None = None,
     chunk_lines: int = 1_000_000,
+    progress: bool | None = None,
 ) -> Trace:
     """Read a whole trace: requests in 4 KiB blocks, LBAs remapped dense (order-preserving).
 
     ``volumes``: keep only these volume names (an unknown name is an error listing the ones
-    present). Statistics of what was not kept are in ``meta``."""
+    present). Statistics of what was not kept are in ``meta``. A bar over the file's bytes shows
+    on a terminal (``progress=False`` or ``--quiet`` turns it off; see :mod:`dogi_ml.progress`)."""
     path = Path(path)
     acc = _Acc(path=path, skip=skip_malformed)
     parts = {k: [] for k in ("ts_us", "lba", "nblocks", "op", "volume")}
     skipped = zero = flushes = 0
-    for chunk in iter_request_chunks(
-        path, fmt, skip_malformed=skip_malformed, delimited=delimited, chunk_lines=chunk_lines, _acc=acc
-    ):
-        for k in parts:
-            parts[k].append(getattr(chunk, k))
-        skipped += chunk.skipped
-        zero += chunk.zero_length
-        flushes += chunk.flushes
+    size = path.stat().st_size if path.exists() else None
+    with progress_bar(size, f"ingest {path.name}", "B", requested=progress, unit_scale=True, unit_divisor=1024) as bar:
+        acc.on_bytes = lambda pos: bar.update(min(pos, size or pos) - bar.n)
+        for chunk in iter_request_chunks(
+            path, fmt, skip_malformed=skip_malformed, delimited=delimited, chunk_lines=chunk_lines, _acc=acc
+        ):
+            for k in parts:
+                parts[k].append(getattr(chunk, k))
+            skipped += chunk.skipped
+            zero += chunk.zero_length
+            flushes += chunk.flushes
     arrays = {k: (np.concatenate(v) if v else np.empty(0)) for k, v in parts.items()}
     names = list(acc.volumes) or ["0"]
     trace = Trace(**arrays, volumes=names, name=path.name.split(".")[0])
