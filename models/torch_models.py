@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from dogi_ml.progress import bar as progress_bar
+
 from .base import LifetimeModel, register_model
 
 
@@ -22,6 +24,13 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
     np.random.seed(seed % 2**32)
     torch.use_deterministic_algorithms(True)
+
+
+def _show(bar, record: dict) -> None:
+    """One epoch done on the training bar, its losses in the postfix (early stopping may end it
+    before the total: the bar then closes short)."""
+    bar.set_postfix({k: f"{record[k]:.4f}" for k in ("train_loss", "val_loss") if k in record}, refresh=False)
+    bar.update(1)
 
 
 class _TorchModel(LifetimeModel):
@@ -44,6 +53,7 @@ class _TorchModel(LifetimeModel):
         gen = torch.Generator().manual_seed(self.seed)
         best, best_state, bad = float("inf"), None, 0
         bs = int(p["batch_size"])
+        bar = progress_bar(int(p["epochs"]), f"train {self.name}", "epoch")
         for epoch in range(int(p["epochs"])):
             t0 = time.perf_counter()
             self.net.train()
@@ -65,8 +75,10 @@ class _TorchModel(LifetimeModel):
                 else:
                     bad += 1
             self.history.append(record)
+            _show(bar, record)
             if X_val is not None and bad >= int(p["patience"]):
                 break
+        bar.close()
         if best_state is not None:
             self.net.load_state_dict(best_state)
         self.net.eval()
@@ -135,6 +147,7 @@ class MLP(_TorchModel):
         tr = NumbaMLPTrainer(sizes, self.seed, p["lr"], p["weight_decay"], p["dropout"])
         rng = np.random.Generator(np.random.PCG64(self.seed))
         best, best_w, bad = float("inf"), None, 0
+        bar = progress_bar(int(p["epochs"]), f"train {self.name}", "epoch")
         for epoch in range(int(p["epochs"])):
             t0 = time.perf_counter()
             loss = tr.epoch(X, y, rng.permutation(len(X)), int(p["batch_size"]), self.seed * 1000 + epoch)
@@ -149,8 +162,10 @@ class MLP(_TorchModel):
                 else:
                     bad += 1
             self.history.append(record)
+            _show(bar, record)
             if X_val is not None and bad >= int(p["patience"]):
                 break
+        bar.close()
         if best_w is not None:
             tr.set_weights(best_w)
         self.net = self.build()

@@ -1,0 +1,136 @@
+"""Progress bars: one rule decides (dogi_ml.progress), ``--quiet`` silences them, results never change."""
+
+import gzip
+import io
+import re
+import sys
+
+import numpy as np
+import pytest
+from helpers import run_cli
+
+from dogi_ml import progress
+from dogi_ml.traces.readers import read_trace
+
+SIM = ["simulate", "+workload=zipf", "policy=sepbit", "workload.capacity_blocks=8192", "workload.write_volume=4"]
+SIM += ["sim.segment_blocks=64", "plot=false", "mlflow=false"]
+TRAIN = ["train", "+workload=zipf", "workload.capacity_blocks=16384", "workload.write_volume=6"]
+TRAIN += ["latency_budget_s=0.02", "model.params.epochs=2"]
+
+
+class _Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    monkeypatch.delenv(progress.QUIET_ENV, raising=False)
+    monkeypatch.delenv(progress.FORCE_ENV, raising=False)
+    return monkeypatch
+
+
+def test_enabled_rules(clean_env):
+    clean_env.setattr(sys, "stderr", _Tty())
+    assert progress.enabled() and progress.enabled(True) and progress.enabled(None)
+    assert not progress.enabled(False)  # the config's progress=false
+    clean_env.setenv(progress.QUIET_ENV, "1")
+    assert not progress.enabled() and not progress.enabled(True)  # quiet beats everything
+    clean_env.setenv(progress.FORCE_ENV, "1")
+    assert not progress.enabled(True)
+    clean_env.delenv(progress.QUIET_ENV)
+    clean_env.setattr(sys, "stderr", io.StringIO())  # not a terminal
+    assert progress.enabled()  # ... but forced
+    clean_env.delenv(progress.FORCE_ENV)
+    assert not progress.enabled() and not progress.enabled(True)
+    clean_env.setenv(progress.QUIET_ENV, "0")
+    clean_env.setattr(sys, "stderr", _Tty())
+    assert progress.enabled()
+
+
+def test_set_quiet_is_inherited_through_the_environment(clean_env):
+    progress.set_quiet()
+    try:
+        import os
+
+        assert os.environ[progress.QUIET_ENV] == "1" and not progress.enabled(True)
+    finally:
+        progress.set_quiet(False)
+    assert progress.QUIET_ENV not in __import__("os").environ
+
+
+def test_forced_bar_prints_rate_and_eta(clean_env):
+    clean_env.setenv(progress.FORCE_ENV, "1")
+    err = io.StringIO()
+    clean_env.setattr(sys, "stderr", err)
+    with progress.bar(100, "work", "blk", mininterval=0) as bar:
+        for _ in range(100):
+            bar.update(1)
+    text = err.getvalue()
+    assert "work" in text and "blk/s" in text and "<" in text  # "[elapsed<remaining, rate]"
+    err2 = io.StringIO()
+    clean_env.setattr(sys, "stderr", err2)
+    clean_env.delenv(progress.FORCE_ENV)
+    with progress.bar(100, "work", "blk") as bar:  # not a terminal: silent, same API
+        bar.update(100)
+    assert err2.getvalue() == ""
+
+
+def _alibaba_file(tmp_path, n=50_000):
+    """An Alibaba-format trace (volume,op,offset,size,ts), gzip-compressed."""
+    rng = np.random.default_rng(3)
+    offs, sizes, ops = rng.integers(0, 5000, n), rng.integers(1, 4, n), rng.choice(["R", "W"], n)
+    text = "".join(
+        f"{i % 3},{o},{int(f) * 4096},{int(k) * 4096},{i}\n" for i, (o, f, k) in enumerate(zip(ops, offs, sizes))
+    )
+    path = tmp_path / "t.csv.gz"
+    with gzip.open(path, "wt") as fh:
+        fh.write(text)
+    return path
+
+
+def test_ingest_is_bit_identical_with_and_without_the_bar(tmp_path, clean_env):
+    path = _alibaba_file(tmp_path)
+    err = io.StringIO()
+    clean_env.setattr(sys, "stderr", err)
+    clean_env.setenv(progress.FORCE_ENV, "1")
+    with_bar = read_trace(path, "alibaba", chunk_lines=4096)
+    assert "ingest t.csv.gz" in err.getvalue() and "B/s" in err.getvalue()
+    assert re.search(r" [1-9]\d*%\|", err.getvalue())  # it advanced over the compressed bytes
+    without = read_trace(path, "alibaba", chunk_lines=4096, progress=False)
+    for key in ("ts_us", "lba", "nblocks", "op", "volume"):
+        a, b = getattr(with_bar, key), getattr(without, key)
+        assert a.dtype == b.dtype and np.array_equal(a, b), key
+    assert with_bar.lba.size == 50_000 and with_bar.meta == without.meta
+
+
+def test_generate_and_annotate_do_not_depend_on_progress(clean_env):
+    """No bar in generation or annotation (each well under a second at paper sizes' chunks);
+    whatever the progress setting, the values are the same."""
+    from dogi_ml import api
+
+    clean_env.setenv(progress.FORCE_ENV, "1")
+    t1 = api.generate("zipf", cache=False, capacity_blocks=8192, write_volume=2)
+    a1 = api.annotate(t1)
+    clean_env.setenv(progress.QUIET_ENV, "1")
+    t2 = api.generate("zipf", cache=False, capacity_blocks=8192, write_volume=2)
+    a2 = api.annotate(t2)
+    assert t1.lba.size == 2 * 8192 and np.array_equal(t1.lba, t2.lba)
+    assert a1.equals(a2)
+
+
+@pytest.mark.parametrize("args, bar_text", [(SIM, "blk/s"), (TRAIN, "epoch")])
+def test_quiet_removes_bars_but_keeps_the_summary(tmp_path, clean_env, args, bar_text):
+    clean_env.setenv(progress.FORCE_ENV, "1")
+    (tmp_path / "loud").mkdir()
+    (tmp_path / "quiet").mkdir()
+    loud = run_cli(args, tmp_path / "loud")
+    assert bar_text in loud.stderr, loud.stderr[-2000:]
+    quiet = run_cli(["--quiet", *args], tmp_path / "quiet")
+    assert bar_text not in quiet.stderr and "it/s" not in quiet.stderr, quiet.stderr[-2000:]
+    assert "%|" not in quiet.stderr
+    for line in loud.stdout.splitlines():  # the summary and JSON paths survive, minus log lines
+        if line.startswith(("result:", "metrics:")):
+            key = line.split(":")[0]
+            assert any(q.startswith(key + ":") for q in quiet.stdout.splitlines()), quiet.stdout
+    assert ("WAF" in quiet.stdout) if args is SIM else ("accuracy" in quiet.stdout)
