@@ -134,3 +134,17 @@ def test_quiet_removes_bars_but_keeps_the_summary(tmp_path, clean_env, args, bar
             key = line.split(":")[0]
             assert any(q.startswith(key + ":") for q in quiet.stdout.splitlines()), quiet.stdout
     assert ("WAF" in quiet.stdout) if args is SIM else ("accuracy" in quiet.stdout)
+
+
+def test_sweep_prints_one_line_per_job_unless_quiet(tmp_path, clean_env):
+    sweep = ["simulate", "-m", *SIM[1:3], "policy=nosep,sepbit", *SIM[3:]]
+    sweep.remove("policy=sepbit")
+    (tmp_path / "loud").mkdir()
+    (tmp_path / "quiet").mkdir()
+    loud = run_cli(sweep, tmp_path / "loud")
+    lines = [line for line in loud.stderr.splitlines() if line.startswith("job ")]
+    assert [line.split(":")[0] for line in lines] == ["job 1/2 done", "job 2/2 done"], loud.stderr[-2000:]
+    assert "policy=nosep" in lines[0] and "policy=sepbit" in lines[1]
+    quiet = run_cli(["-q", *sweep], tmp_path / "quiet")
+    assert "job 1/2" not in quiet.stderr and "Launching" not in quiet.stdout
+    assert "comparison:" in quiet.stdout  # the table's JSON path stays
