@@ -148,3 +148,17 @@ def test_sweep_prints_one_line_per_job_unless_quiet(tmp_path, clean_env):
     quiet = run_cli(["-q", *sweep], tmp_path / "quiet")
     assert "job 1/2" not in quiet.stderr and "Launching" not in quiet.stdout
     assert "comparison:" in quiet.stdout  # the table's JSON path stays
+
+
+def test_zipf_draws_are_bit_identical_with_the_bar(clean_env, monkeypatch):
+    """Large Zipf draws (several chunks) show a bar; the samples do not depend on it."""
+    from dogi_ml.traces.generators import ZipfSampler
+
+    quiet = ZipfSampler(5000, 0.99, seed=7).sample(50_000)
+    monkeypatch.setattr(ZipfSampler, "CHUNK", 4096)  # many chunks: the bar path
+    clean_env.setenv(progress.FORCE_ENV, "1")
+    err = io.StringIO()
+    clean_env.setattr(sys, "stderr", err)
+    loud = ZipfSampler(5000, 0.99, seed=7).sample(50_000)
+    assert "zipf draws" in err.getvalue()
+    assert loud.dtype == quiet.dtype and np.array_equal(loud, quiet)

@@ -33,6 +33,8 @@ import math
 import numba as nb
 import numpy as np
 
+from dogi_ml.progress import bar as progress_bar
+
 from .trace import OP_READ, OP_TRIM, OP_WRITE, Trace
 
 REQUEST_INTERVAL_US = 10  # synthetic clock: one request every 10 µs (100 K IOPS)
@@ -243,12 +245,19 @@ class ZipfSampler:
         if self.method == "rejection":
             _zipf_rejection_fill(self.rng, self.n, self.theta, scramble and self.scramble, self._sp, out)
             return out
+        # a bar only for draws of several chunks (~1 s and up; small draws skip even its set-up);
+        # it never touches the values
+        bar = progress_bar(k, "zipf draws", "blk", unit_scale=True) if k >= 2 * self.CHUNK else None
         for a in range(0, k, self.CHUNK):
             b = min(k, a + self.CHUNK)
             _alias_draw(self.rng.random(b - a), self.prob, self.alias, out[a:b])
             if scramble and self.perm is not None:
                 # per chunk: an in-place take over the whole array buffers a full copy (GBs at paper scale)
                 out[a:b] = self.perm[out[a:b]]
+            if bar is not None:
+                bar.update(b - a)
+        if bar is not None:
+            bar.close()
         return out
 
     def sample_ranks(self, k: int) -> np.ndarray:
