@@ -434,15 +434,14 @@ def compare(
     parent = (
         parent_run("simulate", f"compare {', '.join(policies)} on {trace.name}") if log else contextlib.nullcontext()
     )
-    from tqdm import tqdm
+    from dogi_ml.progress import bar as progress_bar
 
-    with (
-        parent,
-        tqdm(policies, desc="compare", unit="scheme", leave=False, disable=None if progress else True) as bar,
-    ):  # None: only on a terminal
-        for p in bar:
+    # on a terminal only, never under --quiet (dogi_ml.progress decides)
+    with parent, progress_bar(len(policies), desc="compare", unit="scheme", requested=progress, leave=False) as bar:
+        for p in policies:
             bar.set_postfix_str(p)
             r = simulate(trace, policy=p, log=log, overrides=overrides, quiet=quiet, **sim)
+            bar.update(1)
             rows.append(
                 {
                     "policy": r.raw["policy"],

@@ -135,9 +135,9 @@ def bench_paper_scale(pcfg, theta: float, op_ratio: float, seed: int) -> dict:
     total = int(pcfg.n_writes)
     done = 0
     gen_s = 0.0
-    from tqdm import tqdm
+    from dogi_ml.progress import bar as progress_bar
 
-    with tqdm(total=total, unit="blk", unit_scale=True, desc="paper scale", leave=False) as bar:
+    with progress_bar(total, desc="paper scale", unit="blk", unit_scale=True, leave=False) as bar:
         while done < total:
             k = min(int(pcfg.chunk_writes), total - done)
             g0 = time.perf_counter()

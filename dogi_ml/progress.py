@@ -31,6 +31,10 @@ def set_quiet(quiet: bool = True) -> None:
         os.environ.pop(QUIET_ENV, None)
 
 
+#: seconds between redraws (tests set 0 to see every update of a fast job)
+MIN_INTERVAL_S = 0.2
+
+
 def enabled(requested: bool | None = None) -> bool:
     """Whether to show a bar: never when quiet or ``requested`` is False; else on a TTY or forced."""
     if _flag(QUIET_ENV) or requested is False:
@@ -53,5 +57,5 @@ def bar(total: float | None = None, desc: str = "", unit: str = "it", requested:
     show = enabled(requested)
     kwargs.setdefault("leave", False)
     kwargs.setdefault("dynamic_ncols", True)
-    kwargs.setdefault("mininterval", 0.2)
+    kwargs.setdefault("mininterval", MIN_INTERVAL_S)
     return tqdm(total=total, desc=desc, unit=unit, disable=not show, file=sys.stderr, **kwargs)

@@ -94,6 +94,7 @@ def test_ingest_is_bit_identical_with_and_without_the_bar(tmp_path, clean_env):
     err = io.StringIO()
     clean_env.setattr(sys, "stderr", err)
     clean_env.setenv(progress.FORCE_ENV, "1")
+    clean_env.setattr(progress, "MIN_INTERVAL_S", 0.0)  # a fast machine ingests it within one redraw interval
     with_bar = read_trace(path, "alibaba", chunk_lines=4096)
     assert "ingest t.csv.gz" in err.getvalue() and "B/s" in err.getvalue()
     assert re.search(r" [1-9]\d*%\|", err.getvalue())  # it advanced over the compressed bytes
