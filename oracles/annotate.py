@@ -6,7 +6,8 @@ For the block write at logical time ``i`` (the i-th user-written block):
   LBA (``j - i`` for the next write at ``j``); :data:`NEVER` if the LBA is never written again.
 - ``prev[i]``: the time of the previous write of the same LBA, ``-1`` if none.
 
-One backward and one forward pass in Numba, O(max LBA) extra memory.
+One forward pass in Numba, O(max LBA) extra memory, in chunks that carry each LBA's last write
+(so a long stream shows progress; the result does not depend on the chunking).
 """
 
 from __future__ import annotations
@@ -22,10 +23,14 @@ import numpy as np
 NEVER = np.int64(1 << 60)
 
 
+#: writes per chunk of the pass (about 0.1-0.5 s each)
+CHUNK_WRITES = 1 << 24
+
+
 @nb.njit(cache=True)
-def _annotate(writes, n_lbas, inv, prev):
-    last = np.full(n_lbas, -1, np.int64)
-    for i in range(writes.shape[0]):
+def _annotate(writes, start, stop, last, inv, prev):
+    """Writes ``start .. stop - 1``; ``last[lba]`` is the LBA's latest write before ``start``."""
+    for i in range(start, stop):
         lba = writes[i]
         p = last[lba]
         prev[i] = p
@@ -44,7 +49,17 @@ def annotate(writes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if n:
         if writes.min() < 0:
             raise ValueError("annotate: negative LBA in the write stream")
-        _annotate(writes, int(writes.max()) + 1, inv, prev)
+        from dogi_ml.progress import bar
+
+        last = np.full(int(writes.max()) + 1, -1, np.int64)
+        # a bar only for streams long enough to take a second or more
+        with bar(
+            n, desc="annotate", unit="blk", requested=None if n > 2 * CHUNK_WRITES else False, unit_scale=True
+        ) as progress:
+            for start in range(0, n, CHUNK_WRITES):
+                stop = min(n, start + CHUNK_WRITES)
+                _annotate(writes, start, stop, last, inv, prev)
+                progress.update(stop - start)
     return inv, prev
 
 
