@@ -13,6 +13,8 @@ One forward pass in Numba, O(max LBA) extra memory, in chunks that carry each LB
 from __future__ import annotations
 
 import hashlib
+import os
+import secrets
 from pathlib import Path
 
 import numba as nb
@@ -81,7 +83,8 @@ def annotate_cached(writes: np.ndarray, cache_dir: str | Path | None) -> tuple[n
             return z["inv"], z["prev"]
     inv, prev = annotate(writes)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.npz")
+    # a name per writer: parallel sweep jobs may annotate the same stream at once
+    tmp = path.with_name(f"{path.stem}.{os.getpid()}-{secrets.token_hex(4)}.tmp.npz")
     np.savez(tmp, inv=inv, prev=prev)
     tmp.replace(path)
     return inv, prev

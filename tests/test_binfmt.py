@@ -63,3 +63,26 @@ def test_ingest_writes_stats_and_caches_by_content(tmp_path):
     src.write_text("1,W,0,8192,0\n")
     _, changed = ingest(src, "alibaba", out)
     assert not changed["cached"] and changed["requests"] == 1
+
+
+def _write_same_trace(path: str) -> None:
+    t = generate("ycsb_a", capacity_blocks=4096, n_writes=50_000, seed=3)
+    for _ in range(40):
+        write_trace(t, path)
+
+
+def test_parallel_writers_of_one_trace_never_collide(tmp_path):
+    # a Hydra joblib sweep once had two jobs share one temp file: the second rename found it gone
+    import multiprocessing as mp
+
+    path = tmp_path / "same.dtr"
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_write_same_trace, args=(str(path),)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    t = generate("ycsb_a", capacity_blocks=4096, n_writes=50_000, seed=3)
+    np.testing.assert_array_equal(read_binary(path).lba, t.lba)
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["same.dtr"]  # no temp file left behind

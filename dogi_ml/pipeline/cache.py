@@ -112,7 +112,7 @@ def scan(cache: str, root: Path | None = None) -> tuple[list[Entry], list[Path]]
     elif cache == "traces":
         for f in sorted(root.glob("*.dtr")):
             take("trace", f.name, [f])
-        for f in sorted(root.glob("*.dtr.tmp")):
+        for f in sorted(root.glob("*.dtr*.tmp")):
             take("partial", f.name, [f])
         for f in sorted((root / "annotations").glob("annot-*.npz")):
             take("partial" if f.name.endswith(".tmp.npz") else "annotation", f"annotations/{f.name}", [f])

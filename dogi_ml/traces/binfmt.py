@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import secrets
 import struct
 from pathlib import Path
 
@@ -75,7 +77,8 @@ def write_trace(trace: Trace, path: str | Path, content_hash: str | None = None)
     }
     blob = json.dumps(header, sort_keys=True).encode()
     data_start = _aligned(_PREFIX.size + len(blob))
-    tmp = path.with_name(path.name + ".tmp")
+    # a name per writer: parallel sweep jobs may write the same trace at once
+    tmp = path.with_name(f"{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
     with open(tmp, "wb") as fh:
         fh.write(_PREFIX.pack(MAGIC, VERSION, len(blob)))
         fh.write(blob)
