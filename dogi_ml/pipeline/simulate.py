@@ -36,8 +36,35 @@ def simulation_writes(trace: Trace, capacity: int | None) -> tuple[np.ndarray, i
     return np.ascontiguousarray(writes, dtype=np.int64), cap
 
 
+def write_times(trace: Trace, arrival=None, seed: int = 1) -> np.ndarray:
+    """Wall-clock time (µs, non-decreasing) of every user-written block: its request's time stamp.
+
+    ``arrival`` (``sim.arrival``): None keeps the trace's own stamps; ``spread`` spreads requests
+    that share a coarse stamp evenly up to the next one; ``light``/``medium``/``heavy`` or a mean
+    gap in µs replace the stamps by a seeded arrival process over the trace's requests
+    (:func:`dogi_ml.traces.generators.density_arrivals`)."""
+    from dogi_ml.traces.generators import density_arrivals, spread_ties
+
+    if arrival is None:
+        ts = trace.ts_us
+    elif arrival == "spread":
+        ts = spread_ties(trace.ts_us)
+    else:
+        try:
+            density = arrival if isinstance(arrival, str) else float(arrival)
+            ts = density_arrivals(trace.n_requests, density, seed)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(
+                f"sim.arrival={arrival!r}: {exc}", "use null, spread, light, medium, heavy or a mean gap in µs"
+            ) from None
+    ts = np.maximum.accumulate(np.asarray(ts, dtype=np.int64))
+    times = ts[trace.block_write_request]
+    return np.ascontiguousarray(times - (times[0] if times.size else 0), dtype=np.int64)
+
+
 def build_simulator(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping) -> tuple[Simulator, np.ndarray]:
-    """A ready :class:`Simulator` and the writes to feed it."""
+    """A ready :class:`Simulator` and the writes to feed it (``sim.times`` holds the writes'
+    wall-clock times when the run is timed: chunk layer or background GC)."""
     config = SimConfig.from_mapping(sim_cfg)
     writes, cap = simulation_writes(trace, config.capacity_blocks)
     params = dict(policy_cfg.get("params") or {})
@@ -63,22 +90,24 @@ def build_simulator(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping) -> tupl
     policy.search_info = search_info
     stream = writes if policy.needs_future else None
     sim = Simulator(policy, config, cap, stream=stream, trace=trace)
+    sim.times = write_times(trace, config.arrival, config.seed) if sim.timed else None
     return sim, writes
 
 
 def simulate(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, progress: bool = True) -> dict:
     """Run one policy over a trace; returns the result dict (see ``Simulator.result``)."""
     sim, writes = build_simulator(trace, policy_cfg, sim_cfg)
-    sim.prefill()
+    times = sim.times
+    sim.prefill(int(times[0]) if times is not None and times.size else 0)
     from dogi_ml.progress import enabled
 
     if enabled(progress):  # off with --quiet, when stderr is not a terminal, or progress=false
         from dogi_ml.progress import bar as progress_bar
 
         with progress_bar(writes.size, f"{sim.policy.name}", "blk", unit_scale=True) as bar:
-            sim.feed(writes, progress=bar.update)
+            sim.feed(writes, progress=bar.update, times=times)
     else:
-        sim.feed(writes)
+        sim.feed(writes, times=times)
     result = sim.result()
     result["workload"] = trace.name
     if getattr(sim.policy, "search_info", None):

@@ -14,18 +14,36 @@ from __future__ import annotations
 
 import numba as nb
 
-from dogi_ml.sim._placeholders import on_reclaim, place_gc, place_user, select_victim  # SPECIALISE
-from dogi_ml.sim.kernels import _any_sealed_garbage, _append, _fail, _gc_needed, _invalidate, _roomiest_group, prefetch
+from dogi_ml.sim._placeholders import on_chunk_due, on_reclaim, place_gc, place_user, select_victim  # SPECIALISE
+from dogi_ml.sim.kernels import (
+    _any_sealed_garbage,
+    _append,
+    _fail,
+    _gc_needed,
+    _invalidate,
+    _roomiest_group,
+    chunk_flush_pad,
+    chunk_note,
+    prefetch,
+    recompute_due,
+)
 from dogi_ml.sim.state import (
+    C_BG_GC,
+    C_BG_PASSES,
     C_ERROR,
     C_FREE,
     C_GC,
     C_GC_BURSTS,
     C_INVALID,
+    C_NEXT_DUE_US,
     C_NOW,
+    C_NOW_US,
+    C_PAD,
     C_RECLAIMED,
+    C_SERIES_EXTRA,
     C_SERIES_GC,
     C_SERIES_USER,
+    C_SHADOW,
     C_SPILLS,
     C_USER,
     ERR_BAD_GROUP,
@@ -36,13 +54,18 @@ from dogi_ml.sim.state import (
     ERR_NO_VICTIM,
     ERR_OK,
     ERR_OUT_OF_SEGMENTS,
+    P_BG_FREE,
     P_CAPACITY,
+    P_CHUNK,
+    P_CHUNK_TIMEOUT_US,
     P_GC_FREE,
     P_GC_GP_PPM,
     P_GC_HIGH,
+    P_IDLE_GAP_US,
     P_NGROUPS,
     P_NSEG,
     P_SEG_BLOCKS,
+    P_TIME_ON,
     P_WINDOW,
     SEG_FREE,
     SEG_SEALED,
@@ -57,6 +80,7 @@ def collect_one(s, p, now):
     """Reclaim one victim segment: relocate its valid blocks, then free it."""
     seg_blocks = s.prm[P_SEG_BLOCKS]
     ngroups = s.prm[P_NGROUPS]
+    chunked = s.prm[P_CHUNK] > 0
     victim = select_victim(s, p, now)
     if victim < 0:
         return _fail(s, ERR_NO_VICTIM, 0)
@@ -94,6 +118,9 @@ def collect_one(s, p, now):
                 return _fail(s, ERR_OUT_OF_SEGMENTS, g)
             s.ctr[C_SPILLS] += 1
         s.group_gc[g] += 1
+        if chunked:
+            chunk_note(s, g, s.ctr[C_NOW_US])
+            s.group_gc_pass[g] = 1
     s.ctr[C_GC] += s.seg_valid[victim]
     s.ctr[C_INVALID] -= s.seg_wp[victim] - s.seg_valid[victim]
     s.ctr[C_RECLAIMED] += 1
@@ -108,8 +135,67 @@ def collect_one(s, p, now):
 
 
 @nb.njit(cache=True, _nrt=False)
-def run_chunk(s, p, writes, series_t, series_user, series_gc):
-    """Apply ``writes`` (one LBA per user-written block) to the state.
+def end_gc_pass(s):
+    """A GC pass ended: GC writes are bulk, so a chunk a pass wrote into and left partial is
+    flushed now with padding (chunk layer only)."""
+    for g in range(s.group_gc_pass.shape[0]):
+        if s.group_gc_pass[g]:
+            s.group_gc_pass[g] = 0
+            chunk_flush_pad(s, g)
+
+
+@nb.njit(cache=True, _nrt=False)
+def flush_due_chunks(s, p, t_us):
+    """Flush every chunk whose deadline is before ``t_us``, earliest first: the policy's
+    ``on_chunk_due`` may persist the pending blocks elsewhere (shadow append), else padding."""
+    timeout = s.prm[P_CHUNK_TIMEOUT_US]
+    while s.ctr[C_NEXT_DUE_US] < t_us:
+        due = s.ctr[C_NEXT_DUE_US]
+        g = -1
+        for h in range(s.chunk_due_us.shape[0]):
+            d = s.chunk_due_us[h]
+            if d >= 0 and d + timeout == due:
+                g = h
+                break
+        if g < 0:  # stale cache of the earliest deadline (cannot happen; be safe)
+            recompute_due(s)
+            continue
+        on_chunk_due(s, p, g, due)
+        d = s.chunk_due_us[g]
+        if d >= 0 and d + timeout <= due:
+            chunk_flush_pad(s, g)
+        recompute_due(s)
+
+
+@nb.njit(cache=True, _nrt=False)
+def background_gc(s, p, now):
+    """Collect victims in an idle gap until ``P_BG_FREE`` segments are free or no victim frees
+    space; returns an error code (ERR_NO_GAIN ends the pass quietly)."""
+    target = s.prm[P_BG_FREE]
+    gc_before = s.ctr[C_GC]
+    s.ctr[C_BG_PASSES] += 1
+    rounds = 0
+    rc = ERR_OK
+    while s.ctr[C_FREE] < target:
+        rounds += 1
+        if rounds > s.prm[P_NSEG]:
+            break
+        rc = collect_one(s, p, now)
+        if rc != ERR_OK:
+            if rc == ERR_NO_GAIN:
+                s.ctr[C_ERROR] = ERR_OK
+                rc = ERR_OK
+            break
+    s.ctr[C_BG_GC] += s.ctr[C_GC] - gc_before
+    if s.prm[P_CHUNK] > 0:
+        end_gc_pass(s)
+    return rc
+
+
+@nb.njit(cache=True, _nrt=False)
+def run_chunk(s, p, writes, times, series_t, series_user, series_gc):
+    """Apply ``writes`` (one LBA per user-written block) to the state; ``times`` holds each
+    write's wall-clock time in µs when the run is timed (``P_TIME_ON``), else it is empty.
 
     Returns ``(error_code, n_series_samples)``. On error the state is left consistent up to the
     failing block; the error argument is in ``ctr[C_ERROR_ARG]``.
@@ -121,6 +207,11 @@ def run_chunk(s, p, writes, series_t, series_user, series_gc):
     gc_high = s.prm[P_GC_HIGH]
     nseg = s.prm[P_NSEG]
     gp_ppm = s.prm[P_GC_GP_PPM]
+    timed = s.prm[P_TIME_ON] > 0
+    chunked = s.prm[P_CHUNK] > 0
+    bg_free = s.prm[P_BG_FREE]
+    idle_gap = s.prm[P_IDLE_GAP_US]
+    t_us = s.ctr[C_NOW_US]
     nseries = 0
     # next multiple of the window (a compare per write instead of a division)
     next_sample = (s.ctr[C_USER] // window + 1) * window if window > 0 else (1 << 62)
@@ -144,6 +235,18 @@ def run_chunk(s, p, writes, series_t, series_user, series_gc):
         if lba < 0 or lba >= capacity:
             return _fail(s, ERR_LBA_RANGE, lba), nseries
         now = s.ctr[C_NOW]
+        if timed:
+            t_prev = t_us
+            t_us = times[i]
+            if chunked and s.ctr[C_NEXT_DUE_US] < t_us:
+                flush_due_chunks(s, p, t_us)
+            if bg_free > 0 and t_us - t_prev > idle_gap and s.ctr[C_FREE] < bg_free:
+                # background GC runs in the idle gap, once the gap has lasted idle_gap
+                s.ctr[C_NOW_US] = t_prev + idle_gap
+                rc = background_gc(s, p, now)
+                if rc != ERR_OK:
+                    return rc, nseries
+            s.ctr[C_NOW_US] = t_us
         old = s.l2p[lba]
         if old >= 0:
             _invalidate(s, old)
@@ -152,6 +255,8 @@ def run_chunk(s, p, writes, series_t, series_user, series_gc):
             return _fail(s, ERR_BAD_GROUP, g), nseries
         if not _append(s, g, lba, now):
             return _fail(s, ERR_OUT_OF_SEGMENTS, g), nseries
+        if chunked:
+            chunk_note(s, g, t_us)
         s.lba_time[lba] = now
         s.group_user[g] += 1
         s.ctr[C_USER] += 1
@@ -179,13 +284,18 @@ def run_chunk(s, p, writes, series_t, series_user, series_gc):
                         s.ctr[C_ERROR] = ERR_OK
                         break
                     return rc, nseries
+            if chunked:
+                end_gc_pass(s)
         if s.ctr[C_USER] == next_sample:
             next_sample += window
             if nseries < series_t.shape[0]:
                 series_t[nseries] = now + 1
                 series_user[nseries] = s.ctr[C_USER] - s.ctr[C_SERIES_USER]
-                series_gc[nseries] = s.ctr[C_GC] - s.ctr[C_SERIES_GC]
+                # padding and shadow blocks (chunk layer) count with GC as extra writes
+                extra = s.ctr[C_PAD] + s.ctr[C_SHADOW]
+                series_gc[nseries] = s.ctr[C_GC] - s.ctr[C_SERIES_GC] + extra - s.ctr[C_SERIES_EXTRA]
                 s.ctr[C_SERIES_USER] = s.ctr[C_USER]
                 s.ctr[C_SERIES_GC] = s.ctr[C_GC]
+                s.ctr[C_SERIES_EXTRA] = extra
                 nseries += 1
     return ERR_OK, nseries

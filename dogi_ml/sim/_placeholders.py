@@ -19,5 +19,10 @@ def on_reclaim(s, p, victim, now):
 
 
 @nb.njit(cache=True)
+def on_chunk_due(s, p, group, due_us):
+    return None
+
+
+@nb.njit(cache=True)
 def select_victim(s, p, now):
     return -1

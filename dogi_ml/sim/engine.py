@@ -12,6 +12,17 @@ has the single watermark, i.e. this engine's default (its survivors go to the op
 the victim's next group, ``do_gc``: a placement choice, not a GC schedule). The high watermark
 follows Shiro's two thresholds read as hysteresis; a count of segments, not a share, because at
 the default 10% over-provisioning a quarter of all segments can never be free.
+``sim.gc_free_ratio`` gives the low watermark as a share of the physical segments instead, and
+``sim.gc_background_free_ratio`` with ``sim.gc_idle_gap_us`` adds background GC: in an idle gap
+of the write timestamps longer than ``gc_idle_gap_us``, GC collects until that share is free.
+
+Time: with the RAID chunk layer (``sim.raid_chunk_blocks`` > 0) or background GC, every user
+write carries a wall-clock time in µs (``feed(writes, times)``). The chunk layer (ADAPT,
+shared/papers/adapt-icpp25.txt §2.2) fills each group's open segment chunk by chunk; a chunk not
+full when its oldest block has waited more than ``sim.raid_chunk_timeout_us`` is flushed with
+padding blocks (physical slots, invalid from the start, counted as written: WAF = (user + GC +
+padding + shadow) / user); a GC pass that ends inside a chunk pads it at once. Off by default,
+and then nothing of it runs.
 """
 
 from __future__ import annotations
@@ -27,25 +38,37 @@ from dogi_ml.errors import DogiMLError
 from .kernels import retire_group, specialise
 from .policy_api import PlacementPolicy, SimContext
 from .state import (
+    C_BG_GC,
+    C_BG_PASSES,
+    C_CHUNKS,
     C_ERROR_ARG,
     C_FREE,
     C_GC,
     C_GC_BURSTS,
     C_INVALID,
+    C_LAZY,
     C_NOW,
+    C_NOW_US,
+    C_PAD,
+    C_PAD_CHUNKS,
     C_RECLAIMED,
+    C_SERIES_EXTRA,
     C_SERIES_GC,
     C_SERIES_USER,
+    C_SHADOW,
     C_SPILLS,
     C_USER,
     ERR_OK,
     ERROR_TEXT,
+    P_BG_FREE,
     P_WINDOW,
     check_invariants,
     new_state,
     state_nbytes,
 )
 from .victims import get_victim
+
+_NO_TIMES = np.empty(0, np.int64)  # the times argument of an untimed run
 
 
 class SimulationError(DogiMLError, RuntimeError):
@@ -70,6 +93,17 @@ class SimConfig:
     series_window: int | None = None  # user writes per instantaneous-WAF sample (default capacity/4)
     debug_invariants: bool = False  # check the state's invariants after every chunk
     seed: int = 1
+    # RAID chunk layer (ADAPT): blocks per chunk (0 = off; 16 = 64 KiB) and the padding deadline
+    raid_chunk_blocks: int = 0
+    raid_chunk_timeout_us: int = 100
+    # GC trigger options (Shiro): low watermark as a share of physical segments (replaces
+    # gc_free_segments), background GC in idle gaps of the timestamps (both null = off)
+    gc_free_ratio: float | None = None
+    gc_background_free_ratio: float | None = None
+    gc_idle_gap_us: int | None = None
+    # time source (pipeline): null = the trace's own timestamps; else light | medium | heavy or a
+    # mean interval in µs between requests for a seeded exponential arrival process
+    arrival: str | float | None = None
 
     @classmethod
     def from_mapping(cls, cfg) -> SimConfig:
@@ -101,6 +135,8 @@ class Simulator:
         self.n_groups = policy.n_groups
         self.n_segments = int(math.floor(self.capacity * (1.0 + cfg.op_ratio) / cfg.segment_blocks))
         gc_free = int(cfg.gc_free_segments)
+        if cfg.gc_free_ratio is not None:
+            gc_free = self._ratio_segments("gc_free_ratio", cfg.gc_free_ratio)
         if gc_free < 1:
             raise SimulationError(f"sim.gc_free_segments must be >= 1, got {gc_free}")
         gc_high = self._high_watermark(cfg.gc_high_free_segments, gc_free)
@@ -131,6 +167,10 @@ class Simulator:
                 f"unknown sim.gc_trigger {cfg.gc_trigger!r}; known: free_segments, garbage_proportion"
             )
         gp_ppm = int(round(cfg.gc_garbage_ratio * 1e6)) if cfg.gc_trigger == "garbage_proportion" else 0
+        chunk, timeout = self._chunk_params(cfg)
+        bg_free, idle_gap = self._background_params(cfg, data_segments, gc_free)
+        self.timed = bool(chunk or bg_free)
+        self.chunk_blocks = chunk
         window = cfg.series_window if cfg.series_window else max(1, self.capacity // 4)
         self.state = new_state(
             capacity=self.capacity,
@@ -143,6 +183,11 @@ class Simulator:
             victim_d=cfg.victim_d,
             window=window,
             seed=cfg.seed,
+            time_on=self.timed,
+            chunk_blocks=chunk,
+            chunk_timeout_us=timeout,
+            bg_free_segments=bg_free,
+            idle_gap_us=idle_gap,
         )
         self.victim_name = policy.victim or cfg.victim
         self.select_victim = get_victim(self.victim_name)
@@ -164,6 +209,7 @@ class Simulator:
             )
         self.pstate = policy.bind(self.ctx)
         self._run_chunk = specialise(*policy.kernel_functions(), self.select_victim)
+        self.times: np.ndarray | None = None  # the writes' µs times, set by the pipeline for a timed run
         self.series_t: list[np.ndarray] = []
         self.series_user: list[np.ndarray] = []
         self.series_gc: list[np.ndarray] = []
@@ -171,6 +217,50 @@ class Simulator:
         self.compile_s = 0.0
         self.chunks = 0
         self._compiled = False
+
+    def _ratio_segments(self, key: str, ratio) -> int:
+        """A share of the physical segments as a whole number of segments (rounded up)."""
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < float(ratio) < 1:
+            raise SimulationError(f"sim.{key} must be a share in (0, 1), got {ratio!r}; or null to leave it off")
+        return max(1, math.ceil(float(ratio) * self.n_segments))
+
+    def _chunk_params(self, cfg) -> tuple[int, int]:
+        chunk = cfg.raid_chunk_blocks or 0
+        if isinstance(chunk, bool) or not float(chunk).is_integer() or int(chunk) < 0:
+            raise SimulationError(
+                f"sim.raid_chunk_blocks must be a whole number of blocks >= 0 (0 = off), got {chunk!r}"
+            )
+        chunk = int(chunk)
+        if chunk and cfg.segment_blocks % chunk:
+            raise SimulationError(
+                f"sim.raid_chunk_blocks={chunk} does not divide sim.segment_blocks={cfg.segment_blocks}: a segment "
+                f"must hold whole chunks; pick a divisor (16 = 64 KiB with segments of 512)"
+            )
+        timeout = cfg.raid_chunk_timeout_us
+        if isinstance(timeout, bool) or timeout is None or float(timeout) < 0 or not float(timeout).is_integer():
+            raise SimulationError(f"sim.raid_chunk_timeout_us must be a whole number of µs >= 0, got {timeout!r}")
+        return chunk, int(timeout)
+
+    def _background_params(self, cfg, data_segments: int, gc_free: int) -> tuple[int, int]:
+        ratio, gap = cfg.gc_background_free_ratio, cfg.gc_idle_gap_us
+        if ratio is None and gap is None:
+            return 0, 0
+        if ratio is None or gap is None:
+            raise SimulationError(
+                "background GC needs both sim.gc_background_free_ratio (share of segments to keep free) and "
+                f"sim.gc_idle_gap_us (idle gap that starts it); got {ratio!r} and {gap!r}; set both or neither"
+            )
+        if isinstance(gap, bool) or float(gap) < 0 or not float(gap).is_integer():
+            raise SimulationError(f"sim.gc_idle_gap_us must be a whole number of µs >= 0, got {gap!r}")
+        target = self._ratio_segments("gc_background_free_ratio", ratio)
+        reachable = self.n_segments - data_segments - self.n_groups - 1
+        if target > reachable:
+            raise SimulationError(
+                f"sim.gc_background_free_ratio={ratio} means {target} free segments, but of {self.n_segments} "
+                f"physical segments {data_segments} hold the logical data, {self.n_groups} are open and one more "
+                f"must hold garbage, so at most {max(reachable, 0)} can be free; lower it or raise sim.op_ratio"
+            )
+        return max(target, gc_free), int(gap)
 
     @staticmethod
     def _high_watermark(value, gc_free: int) -> int:
@@ -216,12 +306,14 @@ class Simulator:
         return g
 
     # -- running -----------------------------------------------------------------------
-    def _kernel(self, writes: np.ndarray) -> None:
+    def _kernel(self, writes: np.ndarray, times: np.ndarray | None = None) -> None:
         n = writes.shape[0]
         window = int(self.state.prm[P_WINDOW])
         cap = n // window + 2
         st, su, sg = (np.empty(cap, np.int64) for _ in range(3))
-        rc, ns = self._run_chunk(self.state, self.pstate, writes, st, su, sg)
+        if times is None:
+            times = _NO_TIMES
+        rc, ns = self._run_chunk(self.state, self.pstate, writes, times, st, su, sg)
         if ns:
             self.series_t.append(st[:ns])
             self.series_user.append(su[:ns])
@@ -243,28 +335,61 @@ class Simulator:
             self._compiled = True
         return self.compile_s
 
-    def prefill(self) -> None:
-        """Write every logical block once, then zero the counters: the measured run starts full."""
+    def prefill(self, start_us: int = 0) -> None:
+        """Write every logical block once, then zero the counters: the measured run starts full.
+        A timed run's prefill writes all arrive at ``start_us`` (the first measured write's time),
+        so they fill whole chunks."""
         self.compile()
+        if self.timed:
+            self.state.ctr[C_NOW_US] = int(start_us)
         if self.prefill_blocks:
             self.policy.before_chunk(self, int(self.state.ctr[C_NOW]), self.prefill_blocks)
-            self._kernel(np.arange(self.prefill_blocks, dtype=np.int64))
+            times = np.full(self.prefill_blocks, int(start_us), np.int64) if self.timed else None
+            self._kernel(np.arange(self.prefill_blocks, dtype=np.int64), times)
         self.reset_counters()
 
     def reset_counters(self) -> None:
         s = self.state
-        for k in (C_USER, C_GC, C_RECLAIMED, C_SERIES_USER, C_SERIES_GC, C_SPILLS, C_GC_BURSTS):
+        for k in (
+            C_USER,
+            C_GC,
+            C_RECLAIMED,
+            C_SERIES_USER,
+            C_SERIES_GC,
+            C_SPILLS,
+            C_GC_BURSTS,
+            C_PAD,
+            C_SHADOW,
+            C_PAD_CHUNKS,
+            C_CHUNKS,
+            C_LAZY,
+            C_BG_PASSES,
+            C_BG_GC,
+            C_SERIES_EXTRA,
+        ):
             s.ctr[k] = 0
-        for a in (s.group_user, s.group_gc, s.group_reclaimed, s.group_reclaimed_valid):
+        for a in (
+            s.group_user,
+            s.group_gc,
+            s.group_reclaimed,
+            s.group_reclaimed_valid,
+            s.group_pad,
+            s.group_pad_chunks,
+            s.group_shadow,
+            s.group_chunks,
+            s.group_lazy,
+        ):
             a[:] = 0
         self.series_t, self.series_user, self.series_gc = [], [], []
         self.elapsed_s = 0.0
 
-    def feed(self, writes: np.ndarray, progress=None) -> None:
-        """Apply user writes. Chunk boundaries fall on absolute multiples of ``chunk_blocks``,
-        so the result does not depend on how the caller splits its calls."""
+    def feed(self, writes: np.ndarray, progress=None, times: np.ndarray | None = None) -> None:
+        """Apply user writes (``times``: their wall-clock times in µs, non-decreasing, for a timed
+        run: chunk layer or background GC). Chunk boundaries fall on absolute multiples of
+        ``chunk_blocks``, so the result does not depend on how the caller splits its calls."""
         self.compile()
         writes = np.ascontiguousarray(writes, dtype=np.int64)
+        times = self._check_times(writes, times)
         chunk = max(1, int(self.cfg.chunk_blocks))
         if self.policy.max_chunk_blocks:
             chunk = max(1, min(chunk, int(self.policy.max_chunk_blocks)))
@@ -275,7 +400,7 @@ class Simulator:
             step = min(n - i, chunk - (now % chunk))
             self.policy.before_chunk(self, now, step)
             t0 = time.perf_counter()
-            self._kernel(writes[i : i + step])
+            self._kernel(writes[i : i + step], None if times is None else times[i : i + step])
             self.elapsed_s += time.perf_counter() - t0
             i += step
             if progress is not None:
@@ -288,10 +413,25 @@ class Simulator:
         if self.cfg.debug_invariants:
             check_invariants(self.state)
 
-    def run(self, writes: np.ndarray, progress=None) -> dict:
+    def _check_times(self, writes: np.ndarray, times) -> np.ndarray | None:
+        if not self.timed:
+            return None  # logical time only: any times given are not needed
+        if times is None:
+            raise SimulationError(
+                "this run needs wall-clock times per write (sim.raid_chunk_blocks > 0 or background GC); "
+                "pass times= (µs per write), or turn those options off"
+            )
+        times = np.ascontiguousarray(times, dtype=np.int64)
+        if times.shape != writes.shape:
+            raise SimulationError(f"times has {times.size} entries for {writes.size} writes; give one per write")
+        if times.size and (np.any(np.diff(times) < 0) or int(times[0]) < int(self.state.ctr[C_NOW_US])):
+            raise SimulationError("write times must be non-decreasing (µs), also across feed() calls")
+        return times
+
+    def run(self, writes: np.ndarray, progress=None, times: np.ndarray | None = None) -> dict:
         """Prefill (if configured), feed every write, return :meth:`result`."""
-        self.prefill()
-        self.feed(writes, progress=progress)
+        self.prefill(int(times[0]) if times is not None and len(times) else 0)
+        self.feed(writes, progress=progress, times=times)
         return self.result()
 
     # -- results -----------------------------------------------------------------------
@@ -304,9 +444,14 @@ class Simulator:
         return int(self.state.ctr[C_GC])
 
     @property
+    def padding_writes(self) -> int:
+        """Padding plus shadow blocks of the chunk layer (0 when it is off)."""
+        return int(self.state.ctr[C_PAD]) + int(self.state.ctr[C_SHADOW])
+
+    @property
     def waf(self) -> float:
         u = self.user_writes
-        return (u + self.gc_writes) / u if u else float("nan")
+        return (u + self.gc_writes + self.padding_writes) / u if u else float("nan")
 
     def waf_series(self) -> tuple[np.ndarray, np.ndarray]:
         """(logical time, instantaneous WAF per window of user writes)."""
@@ -337,11 +482,12 @@ class Simulator:
         t, inst = self.waf_series()
         state_bytes = state_nbytes(s) + state_nbytes(self.pstate)
         appends = user + gc
-        return {
+        extra = self.padding_writes
+        out = {
             "policy": self.policy.name,
             "scheme": self.policy.label(),
             "victim": self.victim_name,
-            "waf": (user + gc) / user if user else None,
+            "waf": (user + gc + extra) / user if user else None,
             "user_writes": user,
             "gc_writes": gc,
             "reclaimed_segments": reclaimed,
@@ -364,4 +510,33 @@ class Simulator:
             "appends_per_second": appends / self.elapsed_s if self.elapsed_s > 0 else None,
             "config": asdict(self.cfg),
             **self.policy.summary(self.pstate),
+        }
+        if self.chunk_blocks:
+            out.update(self._chunk_result(groups))
+        if int(s.prm[P_BG_FREE]):  # background GC configured
+            out["background_gc_passes"] = int(s.ctr[C_BG_PASSES])
+            out["background_gc_writes"] = int(s.ctr[C_BG_GC])
+        return out
+
+    def _chunk_result(self, groups: list) -> dict:
+        """The chunk layer's figures: padding (per group, and its share of all blocks written)."""
+        s = self.state
+        pad, shadow = int(s.ctr[C_PAD]), int(s.ctr[C_SHADOW])
+        total = self.user_writes + self.gc_writes + pad + shadow
+        for g, row in enumerate(groups):
+            row["padding_blocks"] = int(s.group_pad[g])
+            row["padded_chunks"] = int(s.group_pad_chunks[g])
+            row["shadow_blocks"] = int(s.group_shadow[g])
+            row["chunks"] = int(s.group_chunks[g])
+            written = row["user_writes"] + row["gc_writes"] + row["padding_blocks"] + row["shadow_blocks"]
+            row["padding_ratio"] = row["padding_blocks"] / written if written else None
+        return {
+            "raid_chunk_blocks": self.chunk_blocks,
+            "padding_blocks": pad,
+            "shadow_blocks": shadow,
+            "padded_chunks": int(s.ctr[C_PAD_CHUNKS]),
+            "chunks_flushed": int(s.ctr[C_CHUNKS]),
+            "lazy_appended_blocks": int(s.ctr[C_LAZY]),
+            "padding_traffic_ratio": pad / total if total else None,
+            "waf_without_padding": (self.user_writes + self.gc_writes) / self.user_writes if self.user_writes else None,
         }

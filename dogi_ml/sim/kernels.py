@@ -19,10 +19,20 @@ from numba.extending import intrinsic
 from dogi_ml.numba_cache import kernel_cache_dir, source_key
 
 from .state import (
+    C_CHUNKS,
     C_ERROR,
     C_ERROR_ARG,
     C_FREE,
     C_INVALID,
+    C_LAZY,
+    C_NEXT_DUE_US,
+    C_NOW_US,
+    C_PAD,
+    C_PAD_CHUNKS,
+    C_SHADOW,
+    NO_DUE,
+    P_CHUNK,
+    P_CHUNK_TIMEOUT_US,
     P_GC_FREE,
     P_GC_GP_PPM,
     P_NSEG,
@@ -175,6 +185,8 @@ def retire_group(s, group, now):
     seg = s.open_seg[group]
     if seg < 0:
         return -1
+    if s.prm[P_CHUNK] > 0:
+        chunk_flush_pad(s, group)  # the chunk layer persists the pending blocks first
     s.open_seg[group] = -1
     if s.seg_wp[seg] == 0:
         s.seg_state[seg] = SEG_FREE
@@ -189,8 +201,125 @@ def retire_group(s, group, now):
     return seg
 
 
+# -- RAID chunk layer (see notes/chunk_api.md) ----------------------------------------------
+@nb.njit(cache=True)
+def recompute_due(s):
+    """Set ``ctr[C_NEXT_DUE_US]`` to the earliest chunk deadline of any group."""
+    best = NO_DUE
+    timeout = s.prm[P_CHUNK_TIMEOUT_US]
+    for g in range(s.chunk_due_us.shape[0]):
+        d = s.chunk_due_us[g]
+        if d >= 0 and d + timeout < best:
+            best = d + timeout
+    s.ctr[C_NEXT_DUE_US] = best
+
+
+@nb.njit(cache=True)
+def _chunk_done(s, g):
+    """Group ``g``'s open chunk was flushed (full or padded): start an empty one."""
+    sh = s.chunk_shadowed[g]
+    if sh > 0:
+        # the originals of shadowed blocks are persisted now (lazy append): their shadows expire
+        s.group_lazy[g] += sh
+        s.ctr[C_LAZY] += sh
+    s.chunk_fill[g] = 0
+    s.chunk_shadowed[g] = 0
+    s.group_chunks[g] += 1
+    s.ctr[C_CHUNKS] += 1
+    if s.chunk_due_us[g] >= 0:
+        s.chunk_due_us[g] = -1
+        recompute_due(s)
+
+
+@nb.njit(cache=True, inline="always")
+def chunk_note(s, g, t_us):
+    """A block was just appended to group ``g``'s open segment at time ``t_us`` (µs)."""
+    chunk = s.prm[P_CHUNK]
+    f = s.chunk_fill[g]
+    s.chunk_ts[g * chunk + f] = t_us
+    if s.chunk_due_us[g] < 0:
+        s.chunk_due_us[g] = t_us
+        if t_us + s.prm[P_CHUNK_TIMEOUT_US] < s.ctr[C_NEXT_DUE_US]:
+            s.ctr[C_NEXT_DUE_US] = t_us + s.prm[P_CHUNK_TIMEOUT_US]
+    f += 1
+    if f == chunk:
+        _chunk_done(s, g)
+    else:
+        s.chunk_fill[g] = f
+
+
+@nb.njit(cache=True, inline="always")
+def _write_fillers(s, g, n):
+    """Append ``n`` blocks that hold no live data (padding or shadow copies) to ``g``'s open
+    segment: they take physical slots and are invalid from the start. The caller guarantees
+    room (a partial chunk never crosses a segment end: chunks divide segments)."""
+    seg = s.open_seg[g]
+    s.seg_wp[seg] += n
+    s.ctr[C_INVALID] += n
+
+
+@nb.njit(cache=True)
+def chunk_flush_pad(s, g):
+    """Flush group ``g``'s partial chunk now, padding it to a whole chunk; padding blocks."""
+    f = s.chunk_fill[g]
+    if f == 0:
+        return 0
+    pad = s.prm[P_CHUNK] - f
+    _write_fillers(s, g, pad)
+    s.group_pad[g] += pad
+    s.ctr[C_PAD] += pad
+    s.group_pad_chunks[g] += 1
+    s.ctr[C_PAD_CHUNKS] += 1
+    _chunk_done(s, g)
+    return pad
+
+
+@nb.njit(cache=True)
+def shadow_append(s, src, dst, t_us):
+    """Cross-group aggregation (ADAPT §3.3): copy ``src``'s pending blocks that have no shadow
+    yet (as many as fit) into ``dst``'s partial chunk as shadow blocks, and flush that chunk now
+    (padding what is left). The originals stay in ``src``'s chunk (lazy append) and count as
+    shadowed; ``src``'s deadline moves to its oldest block still without a shadow (none: no
+    deadline). Shadows take slots and count as written, but are never valid data: they expire
+    once ``src``'s chunk is flushed, long before their segment can be a victim. Returns the
+    blocks shadowed (0 if ``dst`` has no partial chunk or ``src`` nothing to shadow)."""
+    chunk = s.prm[P_CHUNK]
+    fd = s.chunk_fill[dst]
+    if src == dst or fd == 0 or chunk == 0:
+        return 0
+    start = s.chunk_shadowed[src]
+    k = s.chunk_fill[src] - start
+    if k > chunk - fd:
+        k = chunk - fd
+    if k <= 0:
+        return 0
+    _write_fillers(s, dst, k)
+    s.group_shadow[dst] += k
+    s.ctr[C_SHADOW] += k
+    s.chunk_fill[dst] = fd + k
+    if fd + k == chunk:
+        _chunk_done(s, dst)
+    else:
+        chunk_flush_pad(s, dst)
+    s.chunk_shadowed[src] = start + k
+    if start + k < s.chunk_fill[src]:
+        s.chunk_due_us[src] = s.chunk_ts[src * chunk + start + k]
+    else:
+        s.chunk_due_us[src] = -1
+    recompute_due(s)
+    return k
+
+
+@nb.njit(cache=True)
+def now_us(s):
+    """Wall-clock time (µs) of the current user write (0 when the run has no times)."""
+    return s.ctr[C_NOW_US]
+
+
 # -- specialisation ------------------------------------------------------------------------
-_MARKER = "from dogi_ml.sim._placeholders import on_reclaim, place_gc, place_user, select_victim  # SPECIALISE"
+_MARKER = (
+    "from dogi_ml.sim._placeholders import on_chunk_due, on_reclaim, place_gc, place_user, select_victim  # SPECIALISE"
+)
 _LOADED: dict[str, object] = {}
 
 
@@ -204,19 +333,19 @@ def _origin(fn) -> tuple[str, str]:
     return py.__module__, py.__name__
 
 
-def specialise(place_user, place_gc, on_reclaim, select_victim):
+def specialise(place_user, place_gc, on_reclaim, on_chunk_due, select_victim):
     """The compiled ``run_chunk`` for one policy's functions and one victim selector.
 
-    The template is written out with direct imports of the four functions, as
+    The template is written out with direct imports of the five functions, as
     ``loop_<key>.py`` in the kernel cache. The key hashes that code, the sources of every project
     module it reaches through imports (the template's kernels and state, the modules defining
-    the four functions and every helper module they import, transitively) and the versions of
+    the five functions and every helper module they import, transitively) and the versions of
     dogi_ml, Numba and NumPy (:func:`dogi_ml.numba_cache.source_key`): an edit anywhere the loop
     can reach gives a new file, so Numba's on-disk cache never serves a stale loop."""
     template = (Path(__file__).with_name("_loop_template.py")).read_text()
-    names = ("place_user", "place_gc", "on_reclaim", "select_victim")
+    names = ("place_user", "place_gc", "on_reclaim", "on_chunk_due", "select_victim")
     imports = []
-    for name, fn in zip(names, (place_user, place_gc, on_reclaim, select_victim)):
+    for name, fn in zip(names, (place_user, place_gc, on_reclaim, on_chunk_due, select_victim)):
         mod, attr = _origin(fn)
         imports.append(f"from {mod} import {attr} as {name}")
     code = template.replace(_MARKER, "\n".join(imports))

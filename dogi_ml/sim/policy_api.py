@@ -5,6 +5,7 @@ A placement policy supplies three Numba functions with these fixed signatures::
     place_user(s, p, lba, now) -> group     # a user write of ``lba`` at logical time ``now``
     place_gc(s, p, lba, victim, now) -> group  # a valid block relocated out of ``victim``
     on_reclaim(s, p, victim, now) -> None   # called once per victim, before relocation
+    on_chunk_due(s, p, group, due_us) -> None  # optional: a group's RAID chunk passed its deadline
 
 ``s`` is the engine's :class:`~dogi_ml.sim.state.SimArrays` (read it, don't write it, except
 through :func:`dogi_ml.sim.kernels.retire_group`, which seals a group's open segment), ``p``
@@ -16,6 +17,13 @@ st.hot_threshold += 1`` (a record view: writes go to the array), Python code thr
 :func:`record` (``record(p.scalars).hot_threshold``).
 When ``place_user`` runs, ``s.lba_time[lba]`` still holds the time of the LBA's previous user
 write (``-1`` if none) and ``s.l2p[lba]`` its old location (already invalidated).
+
+With the RAID chunk layer on (``sim.raid_chunk_blocks``), every user write has a wall-clock
+time in µs, ``s.ctr[C_NOW_US]`` (``dogi_ml.sim.state``; 0 when the run has no times), and
+``on_chunk_due`` runs when a group's partial chunk has waited past ``sim.raid_chunk_timeout_us``,
+before the engine pads it: it may move the pending blocks' persistence elsewhere with
+:func:`dogi_ml.sim.kernels.shadow_append` (ADAPT's cross-group aggregation); the default does
+nothing. See ``notes/chunk_api.md`` in the working notes for the chunk fields of ``s``.
 
 Python hooks run between chunks (``between_chunks``): retrain a model, search a group
 configuration, retire the groups it no longer uses (``sim.retire_group(g)``), checkpoint; and
@@ -74,6 +82,12 @@ def no_reclaim_hook(s, p, victim, now):
     return None
 
 
+@nb.njit(cache=True)
+def no_chunk_hook(s, p, group, due_us):
+    """``on_chunk_due`` for policies that let the engine pad every due chunk."""
+    return None
+
+
 class PlacementPolicy:
     """Base class of placement schemes. Subclasses set the three Numba functions and ``bind``."""
 
@@ -99,11 +113,12 @@ class PlacementPolicy:
     place_user = None
     place_gc = None
     on_reclaim = no_reclaim_hook
+    on_chunk_due = no_chunk_hook
 
     def kernel_functions(self) -> tuple:
-        """(place_user, place_gc, on_reclaim) as the Numba dispatchers themselves (attribute
-        access through an instance would bind them like methods)."""
-        return tuple(inspect.getattr_static(self, n) for n in ("place_user", "place_gc", "on_reclaim"))
+        """(place_user, place_gc, on_reclaim, on_chunk_due) as the Numba dispatchers themselves
+        (attribute access through an instance would bind them like methods)."""
+        return tuple(inspect.getattr_static(self, n) for n in ("place_user", "place_gc", "on_reclaim", "on_chunk_due"))
 
     def accepted_params(self) -> tuple[str, ...]:
         return ()

@@ -27,7 +27,12 @@ P_VICTIM_D = 6  # d of d-choices
 P_WINDOW = 7  # user writes per instantaneous-WAF sample
 P_SEG_SHIFT = 8  # log2(seg_blocks) if a power of two, else -1 (a shift beats a division)
 P_GC_HIGH = 9  # a GC burst started below P_GC_FREE collects until this many are free (>= P_GC_FREE)
-N_PRM = 10
+P_TIME_ON = 10  # 1: user writes carry wall-clock times (µs), ctr[C_NOW_US] is the current one
+P_CHUNK = 11  # RAID chunk layer: blocks per chunk, 0 = off
+P_CHUNK_TIMEOUT_US = 12  # a partial chunk is padded once its oldest unshadowed block waited longer
+P_BG_FREE = 13  # background GC in idle gaps collects until this many segments are free (0 = off)
+P_IDLE_GAP_US = 14  # an idle gap is a wait longer than this between two user writes
+N_PRM = 15
 
 # ctr indices (counters)
 C_NOW = 0  # logical time: user-written blocks so far (prefill included)
@@ -43,7 +48,19 @@ C_SERIES_USER = 9  # user writes at the last series sample
 C_SERIES_GC = 10
 C_SPILLS = 11  # GC blocks written to another group because no segment was free
 C_GC_BURSTS = 12  # times GC was triggered (each trigger collects one or more victims)
-N_CTR = 13
+C_NOW_US = 13  # wall-clock time (µs) of the current / last user write (0 when time is off)
+C_PAD = 14  # padding blocks written by the chunk layer
+C_SHADOW = 15  # shadow blocks written (cross-group aggregation)
+C_PAD_CHUNKS = 16  # chunks flushed with padding
+C_CHUNKS = 17  # chunks flushed (full or padded)
+C_LAZY = 18  # blocks flushed in their own chunk after having been shadowed elsewhere
+C_NEXT_DUE_US = 19  # earliest chunk deadline (µs), 1 << 62 if none
+C_BG_PASSES = 20  # background GC passes (idle gaps in which GC ran)
+C_BG_GC = 21  # GC blocks written by background passes (included in C_GC)
+C_SERIES_EXTRA = 22  # padding + shadow blocks at the last series sample
+N_CTR = 23
+
+NO_DUE = 1 << 62
 
 # Error codes returned by the kernels
 ERR_OK = 0
@@ -90,6 +107,17 @@ SimArrays = namedtuple(
         "group_gc",  # int64[n_groups]
         "group_reclaimed",  # int64[n_groups]: segments of the group reclaimed
         "group_reclaimed_valid",  # int64[n_groups]: valid blocks in those segments
+        # RAID chunk layer (see notes/chunk_api.md; length-n_groups arrays even when it is off)
+        "chunk_fill",  # int32[n_groups]: blocks in the group's open (unflushed) chunk
+        "chunk_shadowed",  # int32[n_groups]: leading blocks of that chunk with a shadow copy elsewhere
+        "chunk_due_us",  # int64[n_groups]: arrival (µs) of its oldest unshadowed block, -1 if none
+        "chunk_ts",  # int64[n_groups * chunk]: arrival time of each block of the open chunk
+        "group_pad",  # int64[n_groups]: padding blocks
+        "group_pad_chunks",  # int64[n_groups]: chunks flushed with padding
+        "group_shadow",  # int64[n_groups]: shadow blocks written into the group
+        "group_chunks",  # int64[n_groups]: chunks flushed
+        "group_lazy",  # int64[n_groups]: shadowed blocks later flushed in their own chunk
+        "group_gc_pass",  # int8[n_groups]: the group received GC blocks in the current GC pass
     ],
 )
 
@@ -106,6 +134,11 @@ def new_state(
     window: int = 0,
     seed: int = 1,
     gc_high_free_segments: int = 0,
+    time_on: bool = False,
+    chunk_blocks: int = 0,
+    chunk_timeout_us: int = 100,
+    bg_free_segments: int = 0,
+    idle_gap_us: int = 0,
 ) -> SimArrays:
     """Allocate an empty state (all segments free, nothing mapped).
 
@@ -122,6 +155,13 @@ def new_state(
     prm[P_VICTIM_D] = victim_d
     prm[P_WINDOW] = window
     prm[P_SEG_SHIFT] = segment_blocks.bit_length() - 1 if segment_blocks & (segment_blocks - 1) == 0 else -1
+    prm[P_TIME_ON] = int(bool(time_on))
+    prm[P_CHUNK] = chunk_blocks
+    prm[P_CHUNK_TIMEOUT_US] = chunk_timeout_us
+    prm[P_BG_FREE] = bg_free_segments
+    prm[P_IDLE_GAP_US] = idle_gap_us
+    if chunk_blocks and segment_blocks % chunk_blocks:
+        raise ValueError(f"chunk of {chunk_blocks} blocks does not divide the segment of {segment_blocks}")
     if n_segments * segment_blocks >= 2**31 - 1:
         raise ValueError(
             f"physical space of {n_segments * segment_blocks} blocks exceeds the simulator's "
@@ -130,6 +170,7 @@ def new_state(
     ctr = np.zeros(N_CTR, np.int64)
     ctr[C_FREE] = n_segments
     ctr[C_RNG] = (seed * 0x9E3779B97F4A7C15 + 1) & 0x7FFFFFFFFFFFFFFF or 1
+    ctr[C_NEXT_DUE_US] = NO_DUE
     # Pop order: segment 0 first (the stack top is the end of the array).
     free_stack = np.arange(n_segments - 1, -1, -1, dtype=np.int32)
     return SimArrays(
@@ -151,6 +192,16 @@ def new_state(
         group_gc=np.zeros(n_groups, np.int64),
         group_reclaimed=np.zeros(n_groups, np.int64),
         group_reclaimed_valid=np.zeros(n_groups, np.int64),
+        chunk_fill=np.zeros(n_groups, np.int32),
+        chunk_shadowed=np.zeros(n_groups, np.int32),
+        chunk_due_us=np.full(n_groups, -1, np.int64),
+        chunk_ts=np.zeros(n_groups * max(chunk_blocks, 1), np.int64),
+        group_pad=np.zeros(n_groups, np.int64),
+        group_pad_chunks=np.zeros(n_groups, np.int64),
+        group_shadow=np.zeros(n_groups, np.int64),
+        group_chunks=np.zeros(n_groups, np.int64),
+        group_lazy=np.zeros(n_groups, np.int64),
+        group_gc_pass=np.zeros(n_groups, np.int8),
     )
 
 
@@ -215,3 +266,25 @@ def check_invariants(s: SimArrays) -> None:
         raise InvariantError("a sealed segment holds no block (an empty segment must go back to the free stack)")
     if int(s.group_user.sum()) != int(s.ctr[C_USER]) or int(s.group_gc.sum()) != int(s.ctr[C_GC]):
         raise InvariantError("per-group traffic does not add up to the totals")
+    chunk = int(s.prm[P_CHUNK])
+    if chunk:
+        check_chunk_invariants(s)
+
+
+def check_chunk_invariants(s: SimArrays) -> None:
+    """The chunk layer's bookkeeping: each group's pending chunk is the tail of its open segment
+    (chunks tile segments), shadowed blocks are pending ones, deadlines exist exactly for
+    chunks with unshadowed blocks, and padding/shadow totals add up."""
+    chunk = int(s.prm[P_CHUNK])
+    for g in range(s.open_seg.shape[0]):
+        seg = int(s.open_seg[g])
+        fill = int(s.chunk_fill[g])
+        expect = int(s.seg_wp[seg]) % chunk if seg >= 0 else 0
+        if fill != expect:
+            raise InvariantError(f"group {g}: chunk holds {fill} pending blocks, open segment's tail {expect}")
+        if not 0 <= int(s.chunk_shadowed[g]) <= fill:
+            raise InvariantError(f"group {g}: {s.chunk_shadowed[g]} shadowed of {fill} pending blocks")
+        if (int(s.chunk_due_us[g]) >= 0) != (fill > int(s.chunk_shadowed[g])):
+            raise InvariantError(f"group {g}: deadline {s.chunk_due_us[g]} disagrees with its unshadowed blocks")
+    if int(s.group_pad.sum()) != int(s.ctr[C_PAD]) or int(s.group_shadow.sum()) != int(s.ctr[C_SHADOW]):
+        raise InvariantError("per-group padding or shadow blocks do not add up to the totals")
