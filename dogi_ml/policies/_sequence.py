@@ -96,12 +96,32 @@ class SequenceStream:
     w = stream.next(n)     # float32 [n, history, F]: block writes 0 .. n-1 (a view of a buffer)
     """
 
-    def __init__(self, trace, capacity: int, names: list[str], history: int, max_rows: int):
+    def __init__(
+        self,
+        trace,
+        capacity: int,
+        names: list[str],
+        history: int,
+        max_rows: int,
+        log: bool = True,
+        overrides: dict | None = None,
+    ):
+        """``log``: log-transform the count-like columns (:func:`log_features`); False keeps the
+        raw values (as float32). ``overrides``: ``{feature name: per-block-write array}``
+        replacing that column's values (a scheme's own definition of a feature)."""
         if int(history) < 1:
             raise ValueError(f"history must be >= 1, got {history}")
         unknown = [f for f in names if f not in FEATURES]
         if unknown:
             raise ValueError(f"unknown feature(s) {unknown}; known: {', '.join(FEATURES)}")
+        self.log = bool(log)
+        self.overrides = {}
+        for name, values in (overrides or {}).items():
+            if name not in names:
+                raise ValueError(f"override of feature {name!r}, which is not among {names}")
+            if len(values) != trace.block_writes.size:
+                raise ValueError(f"override of {name!r} has {len(values)} rows, the trace {trace.block_writes.size}")
+            self.overrides[names.index(name)] = np.asarray(values, np.float32)
         self.names = list(names)
         self.columns = [FEATURES.index(f) for f in names]
         self.features = FeatureStream(trace, FeatureConfig(capacity_blocks=int(capacity)))
@@ -122,7 +142,14 @@ class SequenceStream:
         if offset + n > self.buffer.shape[0]:
             raise ValueError(f"{n} windows at offset {offset} exceed the buffer of {self.buffer.shape[0]}")
         lo = self.position
-        rows_t = log_features_by_column(self.features.next(n), self.names, self.columns)
+        raw = self.features.next(n)
+        if self.log:
+            rows_t = log_features_by_column(raw, self.names, self.columns)
+        else:
+            rows_t = np.empty((len(self.columns), raw.shape[0]), np.float32)
+            take_columns(raw, np.asarray(self.columns, np.int64), rows_t.T)
+        for c, values in self.overrides.items():
+            rows_t[c] = values[lo : lo + raw.shape[0]]
         out = self.buffer[offset : offset + n]
         _advance_windows(np.ascontiguousarray(self.lbas[lo : lo + n], dtype=np.int64), rows_t, self.hist, out)
         return out
@@ -173,6 +200,17 @@ def fit_sequence_model(
     return model, slice(cut, len(X)), time.perf_counter() - t0
 
 
+def cdf_knee(lifetimes: np.ndarray) -> int:
+    """Shiro's initial threshold (Algorithm 1, first window): on the curve of sorted lifetimes
+    ``(L_i, i)`` (both axes normalised), the sample farthest from the chord joining its ends."""
+    L = np.sort(np.asarray(lifetimes, np.float64))
+    if L.size < 2 or L[-1] <= L[0]:
+        return int(L[-1]) if L.size else 1
+    x = (L - L[0]) / (L[-1] - L[0])
+    y = np.arange(L.size) / (L.size - 1)
+    return max(1, int(L[int(np.argmax(np.abs(y - x)))]))
+
+
 def scaled(value: float, capacity: int, floor: int = 1) -> int:
     """A paper value at 128 GiB, scaled to ``capacity`` blocks."""
     return max(floor, int(round(value * capacity / PAPER_CAPACITY)))
@@ -203,6 +241,8 @@ class SequencePolicy(PlacementPolicy):
     DEFAULTS: dict = {}
     MODEL: str = ""
     MODEL_DEFAULTS: dict = {}
+    #: the stream log-transforms count-like features (False: raw values, e.g. Shiro's digits)
+    LOG_INPUTS = True
 
     def __init__(self, n_groups: int, **params):
         accepted = {**self.COMMON, **self.DEFAULTS}
@@ -247,7 +287,15 @@ class SequencePolicy(PlacementPolicy):
         self.prefill = ctx.prefill_blocks
         self.retrain_every = int(c["retrain_every"] or scaled(26_000_000, cap, 1000))
         self.max_chunk_blocks = min(self.retrain_every, MAX_CHUNK)  # retraining happens between chunks
-        self.stream = SequenceStream(ctx.trace, cap, list(c["features"]), int(c["history"]), self.max_chunk_blocks)
+        self.stream = SequenceStream(
+            ctx.trace,
+            cap,
+            list(c["features"]),
+            int(c["history"]),
+            self.max_chunk_blocks,
+            log=self.LOG_INPUTS,
+            overrides=self._feature_overrides(ctx),
+        )
         self.ring = SampleRing(cap, int(c["max_samples"]))
         self.ring_windows = np.zeros((int(c["max_samples"]), int(c["history"]), len(c["features"])), np.float32)
         self.window_s = 0.0
@@ -267,6 +315,10 @@ class SequencePolicy(PlacementPolicy):
     def _bind_state(self, ctx: SimContext) -> tuple:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _feature_overrides(self, ctx: SimContext) -> dict | None:
+        """Per-block-write columns replacing features of the stream (default none)."""
+        return None
+
     # -- between chunks --------------------------------------------------------------------
     def before_chunk(self, sim, start: int, n_writes: int) -> None:
         st = record(self.state.scalars)
@@ -284,10 +336,14 @@ class SequencePolicy(PlacementPolicy):
         if self.model is None or st.mode == 0:
             return
         t0 = time.perf_counter()
-        out = np.concatenate([self._model_output(X[i : i + INFER_BATCH]) for i in range(0, len(X), INFER_BATCH)])
+        out = self._infer_chunk(X, lo)
         self._deploy_predictions(out, lo - a)
         self.infer_s += time.perf_counter() - t0
         self.infer_blocks += hi - lo
+
+    def _infer_chunk(self, X: np.ndarray, row: int) -> np.ndarray:
+        """The model's output for the windows ``X`` of block writes ``row ..`` (batched)."""
+        return np.concatenate([self._model_output(X[i : i + INFER_BATCH]) for i in range(0, len(X), INFER_BATCH)])
 
     def _model_output(self, X: np.ndarray) -> np.ndarray:
         return self.model.predict(X)

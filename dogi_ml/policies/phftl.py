@@ -38,7 +38,9 @@ from dogi_ml.sim.policy_api import SimContext, new_scalars, no_reclaim_hook, rec
 
 from . import register
 from ._online import RingArrays, ring_fill
-from ._sequence import SequencePolicy, count_and_sample, fit_sequence_model, sequence_scalars
+from ._sequence import SequencePolicy, cdf_knee, count_and_sample, fit_sequence_model, sequence_scalars
+
+__all__ = ["PHFTL", "cdf_knee"]
 
 G_HOT, G_COLD, G_GC1 = 0, 1, 2
 N_GC = 5
@@ -87,17 +89,6 @@ def phftl_gc(s, p, lba, victim, now):
     if vg < G_GC1:
         return G_GC1
     return min(vg + 1, N_GROUPS - 1)
-
-
-def cdf_knee(lifetimes: np.ndarray) -> int:
-    """Shiro's initial threshold: on the curve of sorted lifetimes ``(L_i, i)`` (both axes
-    normalised), the sample farthest from the chord joining its ends."""
-    L = np.sort(np.asarray(lifetimes, np.float64))
-    if L.size < 2 or L[-1] <= L[0]:
-        return int(L[-1]) if L.size else 1
-    x = (L - L[0]) / (L[-1] - L[0])
-    y = np.arange(L.size) / (L.size - 1)
-    return max(1, int(L[int(np.argmax(np.abs(y - x)))]))
 
 
 @register

@@ -11,6 +11,9 @@ from __future__ import annotations
 import math
 
 import numba as nb
+import numpy as np
+from numba.core import types
+from numba.extending import overload
 
 from .state import C_RNG, P_NSEG, P_SEG_BLOCKS, P_VICTIM_D, SEG_SEALED
 
@@ -146,8 +149,70 @@ def d_choices(s, p, now):
     return best
 
 
+def short_living_segments(p):
+    """``(group, threshold)``: the group of the policy state ``p`` whose segments hold blocks
+    predicted short-living and the lifetime threshold ``T`` of that prediction, read from
+    ``p.scalars[0].short_group`` and ``.hot_threshold``; ``(-1, 0)`` for a policy without both
+    fields (resolved when Numba compiles the loop, so a selector using it runs with any policy)."""
+    return -1, 0
+
+
+@overload(short_living_segments)
+def _short_living_segments(p):
+    has = False
+    if isinstance(p, types.BaseNamedTuple) and "scalars" in p.fields:
+        sc = p.types[p.fields.index("scalars")]
+        if isinstance(sc, types.Array) and isinstance(sc.dtype, types.Record):
+            has = "short_group" in sc.dtype.fields and "hot_threshold" in sc.dtype.fields
+    if has:
+
+        def impl(p):
+            st = p.scalars[0]
+            return np.int64(st.short_group), np.int64(st.hot_threshold)
+
+    else:
+
+        def impl(p):
+            return np.int64(-1), np.int64(0)
+
+    return impl
+
+
+@nb.njit(cache=True)
+def adjusted_greedy(s, p, now):
+    """Shiro's Adjusted Greedy (shared/papers/shiro.txt §III-C, Eq. 1): maximise
+
+    ``I / (1 + V T / C)`` for segments of the short-living user group, ``I`` for all others,
+
+    ``I``/``V`` the segment's invalid/valid proportions (of its size: a retired segment's unwritten
+    tail counts as space gained), ``T`` the classification threshold, ``C`` the blocks written
+    since the segment was sealed (at least 1). The discount favours short-living segments that
+    stayed valid long (likely mispredicted). The short group and ``T`` come from the policy's
+    ``scalars`` record (``short_group``, ``hot_threshold``); without them this is greedy on the
+    invalid proportion. Ties go to the lowest segment index."""
+    short, thresh = short_living_segments(p)
+    seg_blocks = s.prm[P_SEG_BLOCKS]
+    inv_s = 1.0 / seg_blocks
+    best = -1
+    best_score = -1.0
+    for seg in range(s.prm[P_NSEG]):
+        if s.seg_state[seg] == SEG_SEALED:
+            v = s.seg_valid[seg]
+            score = (seg_blocks - v) * inv_s
+            if short >= 0 and s.seg_group[seg] == short:
+                c = now - s.seg_seal_time[seg]
+                if c < 1:
+                    c = 1
+                score = score / (1.0 + v * inv_s * thresh / c)
+            if score > best_score:
+                best_score = score
+                best = seg
+    return best
+
+
 VICTIMS = {
     "greedy": greedy,
+    "adjusted_greedy": adjusted_greedy,
     "cost_benefit": cost_benefit,
     "cost_benefit_sepbit": cost_benefit_sepbit,
     "cost_benefit_sqrt": cost_benefit_sqrt,

@@ -1,0 +1,729 @@
+"""Shiro (Sun et al., shared/papers/shiro.txt §III): a GRU page classifier for user writes and a
+Q-learning agent for GC relocation; PHFTL (:mod:`.phftl`) is its DAC'23 predecessor.
+
+Groups (the segment types of Table I): 0 = short-living user writes, 1 = long-living, 2 = unseen
+(first write of an LBA, or no model yet), 3..7 = GC levels 1..5. Victims: Adjusted Greedy
+(:func:`dogi_ml.sim.victims.adjusted_greedy`, Eq. 1), which reads ``short_group`` and
+``hot_threshold`` from this policy's scalars.
+
+**Page Classifier.** One GRU layer of 32, a linear head to 2 outputs (short / long). Inputs per
+write: Shiro's features ``prev_lifetime`` (``latest_inv``), ``io_len`` (``req_blocks``),
+``is_seq`` (Shiro's definition, :func:`paper_is_seq`: with the current request, the last 32 write
+requests cover >= 128 KiB of consecutive data in order), ``chunk_write``, ``chunk_read``,
+``rw_rat``; each numeric input is split into hexadecimal digits, one input neuron per digit (value
+/ 15; ``digits`` per feature, 0 = a flag fed as is). Each LBA keeps its hidden state: a prediction
+is one GRU step from the cached state (``O(1)`` per write), run in Numba per chunk
+(:func:`gru_infer`) with the weights trained in torch. When the first model is deployed every
+LBA's state is built from its last ``history - 1`` writes (exactly the training windows'
+prefix); later retrainings keep the cached states (as Shiro's device does: a state computed with
+older weights is carried on).
+
+**Training** (Algorithm 1, :class:`ThresholdSearch`): one window = ``window`` (5%) of the capacity
+in user writes. At each window's end the lifetimes observed inside the window (rewrites of LBAs
+written earlier in the same window) set the threshold: the first window at the inflection point
+of the sorted lifetimes (:func:`cdf_knee`), later ones by three candidates at percentiles ``p -
+step, p, p + step`` scored by a class-balanced scikit-learn logistic regression, with the step
+rules of Algorithm 1 (``step <= 10``). Training samples: one in ``sample_every`` user writes (10%:
+Shiro's 10% sample), each with its LBA's window of the last ``history`` (20) writes, labelled short
+if rewritten within the threshold, long if rewritten later or still live past it. The first model
+trains to convergence (early stopping, at most ``model_params.epochs``); then one epoch per window
+on the samples whose label became known in it.
+
+**GC relocation**: each valid block of a victim gets a GC level from ``agent``:
+``qlearning`` (:mod:`dogi_ml.rl.qlearning`: Table I's state, epsilon-greedy with ``epsilon`` 1%,
+reward = mean invalid proportion of the next ``horizon`` (200) victims, credited from
+``on_reclaim``), ``hierarchical`` (its initial rule, frozen: user -> level 1, level k -> k+1),
+``sepbit_age`` (SepBIT's age classes with the threshold ``T`` as SepBIT's ``l``: from the short
+group -> level 1, else age < 4T -> 2, < 16T -> 3, else 4), ``single`` (all to level 1: the -NG
+ablation, GC separation removed). ``deployed``: ``float`` runs a given Q-table (``qtable``)
+frozen and greedy, ``int8`` its integer form (:func:`dogi_ml.rl.export.quantize_table`).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+
+from dogi_ml.features.extract import NO_PREVIOUS
+from dogi_ml.rl import qlearning as ql
+from dogi_ml.rl.export import quantize_table
+from dogi_ml.sim.policy_api import SimContext, new_scalars, record
+from dogi_ml.sim.state import P_SEG_BLOCKS
+from dogi_ml.traces.trace import OP_WRITE
+
+from . import register
+from ._online import RingArrays, ring_fill
+from ._sequence import MAX_CHUNK, SequencePolicy, cdf_knee, count_and_sample, sequence_scalars
+
+G_SHORT, G_LONG, G_UNSEEN, G_GC1 = 0, 1, 2, 3
+N_GC = 5
+N_GROUPS = 3 + N_GC
+AGENTS = ("qlearning", "hierarchical", "sepbit_age", "single")
+A_QLEARNING, A_HIERARCHICAL, A_SEPBIT_AGE, A_SINGLE = range(4)
+DEPLOYED = (None, "float", "int8")
+SHIRO_FEATURES = ["latest_inv", "req_blocks", "sequential", "chunk_writes", "chunk_reads", "rw_ratio_milli"]
+SEQ_REQUESTS = 32  # is_seq: the last 32 write requests ...
+SEQ_BLOCKS = 32  # ... cover 128 KiB (32 blocks of 4 KiB) of consecutive data
+
+SCALARS = sequence_scalars(
+    hot_threshold=np.int64,  # T: a lifetime <= T is short-living
+    short_group=np.int64,  # the group Adjusted Greedy discounts
+    agent=np.int64,  # A_* mode
+    int8=np.int64,  # 1: greedy on the integer table qint
+    victim_valid=np.int64,  # valid blocks of the victim being collected (the agent's state)
+    window_start=np.int64,  # logical time the current labelling window began
+    n_life=np.int64,  # lifetimes sampled in the current window
+)
+
+
+class ShiroState(NamedTuple):
+    scalars: np.ndarray  # one SCALARS record
+    preds: np.ndarray  # int8 per write of the chunk: PRED_SHORT / PRED_LONG / PRED_UNSEEN
+    lba_pred: np.ndarray  # int8 per LBA: the prediction of its live version (Table I)
+    prev: np.ndarray  # int8 per LBA: its previous GC action, PREV_NEVER since its user write
+    user_confusion: np.ndarray  # int64 [predicted short/long, actual short/long]
+    gc_dest: np.ndarray  # int64 [source segment type, destination group]
+    life: np.ndarray  # int64: lifetimes observed inside the current window (Algorithm 1)
+    agent: ql.QTable
+    qint: np.ndarray  # int8 Q-table of deployed=int8 (a 1 x 5 placeholder otherwise)
+    ring: RingArrays
+    ring_windows: np.ndarray
+    windows: np.ndarray
+
+
+# -- features ------------------------------------------------------------------------------
+@nb.njit(cache=True)
+def _paper_is_seq(lba, nblocks, op, out):
+    """Per request: 1 if it is a write and, with it, the last ``SEQ_REQUESTS`` write requests
+    hold a run of >= ``SEQ_BLOCKS`` consecutive blocks written in order ending with it."""
+    ends = np.full(SEQ_REQUESTS, -1, np.int64)
+    runs = np.zeros(SEQ_REQUESTS, np.int64)
+    k = 0
+    for i in range(lba.shape[0]):
+        if op[i] != OP_WRITE:
+            continue
+        start = lba[i]
+        run = 0
+        # the most recent of the last requests that ended where this one starts
+        for j in range(1, SEQ_REQUESTS):
+            slot = (k - j) % SEQ_REQUESTS
+            if ends[slot] == start:
+                run = runs[slot]
+                break
+        run += nblocks[i]
+        out[i] = 1 if run >= SEQ_BLOCKS else 0
+        slot = k % SEQ_REQUESTS
+        ends[slot] = start + nblocks[i]
+        runs[slot] = run
+        k += 1
+
+
+def paper_is_seq(trace) -> np.ndarray:
+    """Shiro's ``is_seq`` of every block write (int8): its request, together with the recent 32
+    write requests, covers >= 128 KiB of consecutive data in sequential order."""
+    per_req = np.zeros(trace.n_requests, np.int8)
+    _paper_is_seq(trace.lba, trace.nblocks.astype(np.int64), trace.op, per_req)
+    return per_req[trace.block_write_request]
+
+
+@nb.njit(cache=True)
+def encode_digits(row, digits, out):
+    """``row`` (raw feature values) as input neurons: feature ``f`` as ``digits[f]`` hexadecimal
+    digits, most significant first, each / 15 (values clipped to ``[0, 16^k - 1]``); a feature
+    with 0 digits is one neuron holding its value (a flag)."""
+    k = 0
+    for f in range(digits.shape[0]):
+        nd = digits[f]
+        if nd == 0:
+            out[k] = row[f]
+            k += 1
+            continue
+        v = row[f]
+        top = (1 << (4 * nd)) - 1
+        iv = np.int64(0) if v <= 0 else (np.int64(top) if v >= top else np.int64(v))
+        for j in range(nd):
+            out[k + j] = ((iv >> (4 * (nd - 1 - j))) & 15) / 15.0
+        k += nd
+
+
+def encode_windows(X: np.ndarray, digits: np.ndarray) -> np.ndarray:
+    """:func:`encode_digits` over windows ``[n, history, F]`` -> float32 ``[n, history, D]``."""
+    X = np.asarray(X, np.float64)
+    cols = []
+    for f, nd in enumerate(digits):
+        v = X[..., f]
+        if nd == 0:
+            cols.append(v[..., None])
+            continue
+        top = (1 << (4 * int(nd))) - 1
+        iv = np.clip(v, 0, top).astype(np.int64)
+        shifts = 4 * np.arange(int(nd) - 1, -1, -1)
+        cols.append(((iv[..., None] >> shifts) & 15) / 15.0)
+    return np.concatenate(cols, axis=-1).astype(np.float32)
+
+
+def n_inputs(digits) -> int:
+    return int(sum(max(1, int(d)) for d in digits))
+
+
+# -- the GRU step (Numba) ------------------------------------------------------------------
+@nb.njit(cache=True, fastmath=False)
+def _gru_step(h, x, wih, whh, bih, bhh, gi, gh):
+    """PyTorch's GRU cell in place on ``h`` (gates r, z, n)."""
+    H = h.shape[0]
+    for j in range(3 * H):
+        a = bih[j]
+        for k in range(x.shape[0]):
+            a += wih[j, k] * x[k]
+        gi[j] = a
+        b = bhh[j]
+        for k in range(H):
+            b += whh[j, k] * h[k]
+        gh[j] = b
+    for j in range(H):
+        r = 1.0 / (1.0 + np.exp(-(gi[j] + gh[j])))
+        z = 1.0 / (1.0 + np.exp(-(gi[H + j] + gh[H + j])))
+        n = np.tanh(gi[2 * H + j] + r * gh[2 * H + j])
+        h[j] = n + z * (h[j] - n)
+
+
+@nb.njit(cache=True)
+def gru_infer(lbas, X, digits, h_all, wih, whh, bih, bhh, wo, bo, no_prev, out):
+    """One GRU step per write ``i`` (features ``X[i, -1]``) from its LBA's cached state, which
+    it replaces; ``out[i]`` = 0 short / 1 long (argmax of the head), 2 (unseen) for a first write
+    (``latest_inv`` in column 0 at ``no_prev``)."""
+    H = h_all.shape[1]
+    x = np.empty(wih.shape[1], np.float32)
+    gi = np.empty(3 * H, np.float32)
+    gh = np.empty(3 * H, np.float32)
+    last = X.shape[1] - 1
+    for i in range(lbas.shape[0]):
+        encode_digits(X[i, last], digits, x)
+        h = h_all[lbas[i]]
+        _gru_step(h, x, wih, whh, bih, bhh, gi, gh)
+        l0 = bo[0]
+        l1 = bo[1]
+        for k in range(H):
+            l0 += wo[0, k] * h[k]
+            l1 += wo[1, k] * h[k]
+        if X[i, last, 0] >= no_prev:
+            out[i] = ql.PRED_UNSEEN
+        else:
+            out[i] = 0 if l0 >= l1 else 1
+
+
+@nb.njit(cache=True)
+def gru_init_states(hist, digits, h_all, wih, whh, bih, bhh):
+    """Every LBA's state after its previous ``history - 1`` writes (``hist``, zero rows where
+    it had fewer: as the training windows' padding), from zero."""
+    H = h_all.shape[1]
+    x = np.empty(wih.shape[1], np.float32)
+    gi = np.empty(3 * H, np.float32)
+    gh = np.empty(3 * H, np.float32)
+    for lba in range(hist.shape[0]):
+        h = h_all[lba]
+        h[:] = 0.0
+        for j in range(hist.shape[1]):
+            encode_digits(hist[lba, j], digits, x)
+            _gru_step(h, x, wih, whh, bih, bhh, gi, gh)
+
+
+# -- the placement functions (Numba, inlined into the engine's loop) ------------------------
+@nb.njit(cache=True)
+def shiro_user(s, p, lba, now):
+    st = p.scalars[0]
+    last = s.lba_time[lba]
+    if last >= 0:
+        v = now - last
+        pc = p.lba_pred[lba]
+        if pc == ql.PRED_SHORT or pc == ql.PRED_LONG:
+            p.user_confusion[pc, 0 if v <= st.hot_threshold else 1] += 1
+        ring_fill(p.ring, lba, v)
+        if last >= st.window_start and st.n_life < p.life.shape[0]:
+            p.life[st.n_life] = v  # a rewrite inside the window: one lifetime sample
+            st.n_life += 1
+    p.prev[lba] = ql.PREV_NEVER
+    if now < st.prefill:
+        p.lba_pred[lba] = ql.PRED_UNSEEN
+        return G_UNSEEN
+    pred = ql.PRED_UNSEEN
+    if st.mode == 1:
+        pred = p.preds[now - st.chunk_start]
+    p.lba_pred[lba] = pred
+    count_and_sample(st, p.ring, p.ring_windows, p.windows, lba, now, pred if pred != ql.PRED_UNSEEN else -1)
+    return pred  # PRED_SHORT / PRED_LONG / PRED_UNSEEN are groups 0 / 1 / 2
+
+
+@nb.njit(cache=True)
+def shiro_gc(s, p, lba, victim, now):
+    st = p.scalars[0]
+    seg_type = s.seg_group[victim]  # groups are Table I's segment types
+    mode = st.agent
+    if mode == A_QLEARNING:
+        state = ql.encode_state(
+            now - s.lba_time[lba], st.victim_valid, s.prm[P_SEG_BLOCKS], seg_type, p.lba_pred[lba], p.prev[lba]
+        )
+        if st.int8 != 0:
+            a = ql.greedy_action(p.qint, state)
+        else:
+            a = ql.choose_action(p.agent, state)
+            ql.record_decision(p.agent, state, a)
+        if a < 0:
+            return -1
+    elif mode == A_HIERARCHICAL:
+        a = 0 if seg_type < G_GC1 else min(seg_type - G_GC1 + 1, N_GC - 1)
+    elif mode == A_SEPBIT_AGE:
+        if seg_type == G_SHORT:
+            a = 0
+        else:
+            age = now - s.lba_time[lba]
+            t = st.hot_threshold
+            a = 1 if age < 4 * t else (2 if age < 16 * t else 3)
+    else:
+        a = 0
+    p.prev[lba] = a
+    g = G_GC1 + a
+    p.gc_dest[seg_type, g] += 1
+    return g
+
+
+@nb.njit(cache=True)
+def shiro_reclaim(s, p, victim, now):
+    st = p.scalars[0]
+    valid = s.seg_valid[victim]
+    st.victim_valid = valid
+    if st.agent == A_QLEARNING and st.int8 == 0:
+        ql.on_gc(p.agent, s.prm[P_SEG_BLOCKS] - valid)
+
+
+# -- Algorithm 1 ---------------------------------------------------------------------------
+class ThresholdSearch:
+    """Shiro's classification threshold adjustment (Algorithm 1).
+
+    :meth:`pick` takes the window's lifetime samples and ``score(t)``, the accuracy of a
+    lightweight model on the window's data labelled with threshold ``t``. First call: the
+    inflection point (:func:`cdf_knee`). Then: ``p`` = percentile of the previous threshold
+    among the samples; candidates at ``p - step, p, p + step`` (in that order, clipped to
+    ``[0, 100]``; the first strictly best wins); an *adjustment* is a new threshold value
+    different from the previous one, its direction the sign of the change. Step rules, against
+    the previous window: no adjustment in both -> ``step + 1``; adjusted before, not now ->
+    ``step - 1``; both adjusted, opposite directions -> ``step - 1``; same direction ->
+    ``step + 1`` (not adjusted before, adjusted now: unchanged); then ``step = min(|step|, 10)``.
+    """
+
+    def __init__(self, step: int = 5, max_step: int = 10):
+        if int(step) < 0 or int(max_step) < 1:
+            raise ValueError(f"Algorithm 1 needs step >= 0 and max_step >= 1, got {step}, {max_step}")
+        self.step = int(step)
+        self.max_step = int(max_step)
+        self.threshold: int | None = None
+        self.last_direction = 0  # 0: no adjustment in the previous window
+        self.log: list[dict] = []
+
+    def pick(self, lifetimes: np.ndarray, score) -> int:
+        L = np.sort(np.asarray(lifetimes, np.float64))
+        if L.size == 0:
+            raise ValueError("Algorithm 1 needs at least one lifetime sample in the window")
+        if self.threshold is None:
+            self.threshold = cdf_knee(L)
+            self.log.append({"threshold": self.threshold, "rule": "inflection point"})
+            return self.threshold
+        prev = self.threshold
+        p = 100.0 * np.searchsorted(L, prev, side="right") / L.size
+        best_acc, best_t, tried = 0.0, prev, []
+        for d in (-1, 0, 1):
+            q = min(100.0, max(0.0, p + d * self.step))
+            t = max(1, int(np.percentile(L, q, method="lower")))
+            acc = float(score(t))
+            tried.append((t, acc))
+            if acc > best_acc:
+                best_acc, best_t = acc, t
+        cur = int(np.sign(best_t - prev))
+        last = self.last_direction
+        if last == 0 and cur == 0:
+            self.step += 1
+        elif last != 0 and cur == 0:
+            self.step -= 1
+        elif last != 0 and cur != last:
+            self.step -= 1
+        elif last != 0 and cur == last:
+            self.step += 1
+        self.step = min(abs(self.step), self.max_step)
+        self.last_direction = cur
+        self.threshold = best_t
+        self.log.append({"threshold": best_t, "percentile": p, "candidates": tried, "step": self.step})
+        return best_t
+
+
+def logistic_accuracy(X: np.ndarray, y: np.ndarray, seed: int, max_per_class: int = 2000) -> float:
+    """Algorithm 1's ``TrainEvalLightModel``: resample to balanced classes (the minority's count,
+    at most ``max_per_class`` each), fit a class-balanced logistic regression on 70% and return
+    its accuracy on the other 30%; 0 when a class has fewer than 10 samples."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import train_test_split
+
+    y = np.asarray(y)
+    rng = np.random.default_rng(seed)
+    idx = [np.flatnonzero(y == c) for c in (0, 1)]
+    n = min(len(idx[0]), len(idx[1]), int(max_per_class))
+    if n < 10:
+        return 0.0
+    pick = np.concatenate([rng.choice(i, n, replace=False) for i in idx])
+    Xb, yb = X[pick], y[pick]
+    Xtr, Xte, ytr, yte = train_test_split(Xb, yb, test_size=0.3, stratify=yb, random_state=seed)
+    lr = LogisticRegression(class_weight="balanced", solver="liblinear", max_iter=300)  # lbfgs: 20x slower here
+    lr.fit(Xtr, ytr)
+    return float(lr.score(Xte, yte))
+
+
+# -- the policy ----------------------------------------------------------------------------
+@register
+class Shiro(SequencePolicy):
+    name = "shiro"
+    default_groups = N_GROUPS
+    place_user = shiro_user
+    place_gc = shiro_gc
+    on_reclaim = shiro_reclaim
+
+    MODEL = "gru"
+    MODEL_DEFAULTS = {"hidden": 32, "epochs": 30, "patience": 3, "batch_size": 256, "lr": 1e-3}
+    LOG_INPUTS = False  # the digits take raw values
+    DEFAULTS = {
+        "features": SHIRO_FEATURES,
+        "digits": [6, 3, 0, 4, 4, 4],  # hexadecimal digits per feature (0: a flag, one neuron)
+        "history": 20,  # training sequences capped at 20 steps
+        "window": 0.05,  # labelling/training window, share of the capacity in user writes
+        "hot_threshold": None,  # None = Algorithm 1; an integer fixes T
+        "step": 5,  # Algorithm 1's initial step (percentiles)
+        "max_step": 10,
+        "lr_max_per_class": 2000,  # balanced logistic-regression sets: samples per class at most
+        "agent": "qlearning",
+        "deployed": None,  # None: online agent; float / int8: the frozen table `qtable`, greedy
+        "qtable": None,  # float Q-table (.npy path or array) for deployed / as the initial table
+        "save_qtable": None,  # write the final float Q-table here (.npy)
+        "epsilon": ql.DEFAULT_EPSILON,
+        "alpha": ql.DEFAULT_ALPHA,
+        "gamma": ql.DEFAULT_GAMMA,
+        "horizon": ql.DEFAULT_HORIZON,
+        "victim": "adjusted_greedy",
+        "retrain_every": None,  # None = window x capacity
+    }
+
+    def __init__(self, n_groups=N_GROUPS, **params):
+        if int(n_groups) != N_GROUPS:
+            raise ValueError(
+                f"policy shiro has exactly {N_GROUPS} groups (3 user + {N_GC} GC levels), got n_groups={n_groups}"
+            )
+        super().__init__(n_groups, **params)
+        c = self.cfg
+        if c["agent"] not in AGENTS:
+            raise ValueError(f"policy shiro: agent must be one of {', '.join(AGENTS)}, got {c['agent']!r}")
+        if c["deployed"] not in DEPLOYED:
+            raise ValueError(f"policy shiro: deployed must be null, float or int8, got {c['deployed']!r}")
+        if c["deployed"] is not None and c["agent"] != "qlearning":
+            raise ValueError(
+                f"policy shiro: deployed={c['deployed']} runs a Q-table, so it needs agent=qlearning "
+                f"(got agent={c['agent']})"
+            )
+        if c["features"][0] != "latest_inv":
+            raise ValueError(
+                f"policy shiro: features must start with latest_inv (prev_lifetime: its 'no previous write' "
+                f"marks unseen pages), got {c['features']}"
+            )
+        if len(c["digits"]) != len(c["features"]) or any(int(d) < 0 or int(d) > 15 for d in c["digits"]):
+            raise ValueError(
+                f"policy shiro: digits needs one entry in 0..15 per feature ({len(c['features'])}), got {c['digits']}"
+            )
+        if not 0.0 < float(c["window"]) <= 1.0:
+            raise ValueError(f"policy shiro: window is a share of the capacity in (0, 1], got {c['window']}")
+        t = c["hot_threshold"]
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < 1):
+            raise ValueError(
+                f"policy shiro: hot_threshold must be null (Algorithm 1) or a positive number of blocks, got {t!r}"
+            )
+        self.search = ThresholdSearch(int(c["step"]), int(c["max_step"]))  # checks step values
+        # the agent's parameters fail here, not at bind
+        ql.new_qtable(1, horizon=int(c["horizon"]), alpha=float(c["alpha"]), gamma=float(c["gamma"]),
+                      epsilon=float(c["epsilon"]), epoch_capacity=1)  # fmt: skip
+        self.initial_q = self._load_qtable(c["qtable"])
+        if c["deployed"] is not None and self.initial_q is None:
+            raise ValueError(
+                f"policy shiro: deployed={c['deployed']} needs params.qtable (a float Q-table saved with "
+                "params.save_qtable=PATH.npy by a learning run)"
+            )
+        self.digits = np.asarray([int(d) for d in c["digits"]], np.int64)
+        self.window_from_share = c["retrain_every"] is None
+
+    @staticmethod
+    def _load_qtable(q):
+        if q is None:
+            return None
+        if isinstance(q, (str, Path)):
+            path = Path(q)
+            if not path.exists():
+                raise ValueError(f"policy shiro: qtable file {path} does not exist (save one with params.save_qtable)")
+            q = np.load(path)
+        q = np.asarray(q, np.float64)
+        if q.shape != (ql.N_STATES, ql.N_ACTIONS):
+            raise ValueError(f"policy shiro: qtable must have shape ({ql.N_STATES}, {ql.N_ACTIONS}), got {q.shape}")
+        return q
+
+    def label(self) -> str:
+        c = self.cfg
+        if c["agent"] == "single":
+            return "shiro-NG"
+        tag = [c["agent"]] if c["agent"] != "qlearning" else []
+        if c["deployed"]:
+            tag.append(c["deployed"])
+        return self.name + (f"[{','.join(tag)}]" if tag else "")
+
+    # -- setup -----------------------------------------------------------------------------
+    def bind(self, ctx: SimContext) -> tuple:
+        if ctx.trace is None:
+            raise ValueError(
+                "policy shiro needs the trace (its features) to run its classifier: "
+                "use the simulate command or pass trace= to the Simulator"
+            )
+        if self.window_from_share:
+            self.cfg["retrain_every"] = max(1, int(round(float(self.cfg["window"]) * ctx.capacity)))
+        self.window_blocks = int(self.cfg["retrain_every"])
+        self.search = ThresholdSearch(int(self.cfg["step"]), int(self.cfg["max_step"]))
+        self.h_all = None
+        self.optimizer = None
+        self.window_train_s: list[float] = []
+        self.window_cut = -1
+        state = super().bind(ctx)
+        assert self.max_chunk_blocks <= MAX_CHUNK
+        return state
+
+    def _feature_overrides(self, ctx: SimContext) -> dict | None:
+        if "sequential" in self.cfg["features"]:
+            return {"sequential": paper_is_seq(ctx.trace)}
+        return None
+
+    def _bind_state(self, ctx: SimContext) -> tuple:
+        c = self.cfg
+        scalars = new_scalars(SCALARS)
+        st = record(scalars)
+        st.hot_threshold = int(c["hot_threshold"]) if c["hot_threshold"] is not None else 1
+        st.short_group = G_SHORT
+        st.agent = AGENTS.index(c["agent"])
+        st.int8 = int(c["deployed"] == "int8")
+        frozen = c["deployed"] is not None or c["agent"] != "qlearning"
+        agent = ql.new_qtable(
+            ctx.segment_blocks,
+            horizon=int(c["horizon"]),
+            alpha=float(c["alpha"]),
+            gamma=float(c["gamma"]),
+            epsilon=0.0 if frozen else float(c["epsilon"]),
+            seed=int(c["seed"]) + 1,
+            learn=not frozen,
+            initial=self.initial_q,
+        )
+        qint = np.zeros((1, ql.N_ACTIONS), np.int8)
+        self.int_table = None
+        if c["deployed"] == "int8":
+            self.int_table = quantize_table(self.initial_q)
+            qint = self.int_table.table
+        return ShiroState(
+            scalars=scalars,
+            preds=np.full(self.max_chunk_blocks, ql.PRED_UNSEEN, np.int8),
+            lba_pred=np.full(ctx.capacity, ql.PRED_UNSEEN, np.int8),
+            prev=np.full(ctx.capacity, ql.PREV_NEVER, np.int8),
+            user_confusion=np.zeros((2, 2), np.int64),
+            gc_dest=np.zeros((N_GROUPS, N_GROUPS), np.int64),
+            life=np.zeros(self.window_blocks, np.int64),
+            agent=agent,
+            qint=qint,
+            **self._sampling_arrays(),
+        )
+
+    # -- inference -------------------------------------------------------------------------
+    def _clear_predictions(self, n: int) -> None:
+        self.state.preds[:n] = ql.PRED_UNSEEN
+
+    def _deploy_predictions(self, out: np.ndarray, offset: int) -> None:
+        self.state.preds[offset : offset + len(out)] = out
+
+    def _infer_chunk(self, X: np.ndarray, row: int) -> np.ndarray:
+        lbas = np.ascontiguousarray(self.stream.lbas[row : row + len(X)], dtype=np.int64)
+        out = np.empty(len(X), np.int8)
+        w = self.weights
+        gru_infer(lbas, X, self.digits, self.h_all, *w, float(NO_PREVIOUS), out)
+        return out
+
+    # -- training --------------------------------------------------------------------------
+    def _last_rows(self, data: dict) -> np.ndarray:
+        """Each sample's own write (its window's last step), log2(1 + x): the light model's input."""
+        rows = self.ring_windows[data["slot"], -1, :].astype(np.float64)
+        rows[:, 0] = np.minimum(rows[:, 0], 16.0 * self.capacity)  # a first write's "no previous"
+        return np.log2(1.0 + np.maximum(rows, 0.0))
+
+    def _score(self, now: int, t: int) -> float:
+        data = self.ring.collect(now, long_bound=t)
+        keep = np.flatnonzero(data["time"] <= now - t)[-4 * int(self.cfg["lr_max_per_class"]) :]  # labels known
+        if keep.size < 20:
+            return 0.0
+        X = self._last_rows(data)[keep]
+        y = (data["inv"][keep] > t).astype(np.int64)
+        return logistic_accuracy(X, y, seed=int(self.cfg["seed"]) + len(self.history), max_per_class=int(
+            self.cfg["lr_max_per_class"]))  # fmt: skip
+
+    def _train(self, now: int, entry: dict) -> bool:
+        c = self.cfg
+        st = record(self.state.scalars)
+        t0 = time.perf_counter()
+        n_life = int(st.n_life)
+        life = self.state.life[:n_life].copy()
+        st.window_start = now
+        st.n_life = 0
+        entry["window_lifetimes"] = n_life
+        if c["hot_threshold"] is not None:
+            thresh = int(c["hot_threshold"])
+        elif n_life >= 2:
+            thresh = self.search.pick(life, lambda t: self._score(now, t))
+            entry["algorithm1"] = self.search.log[-1]
+        else:
+            thresh = int(st.hot_threshold)
+        st.hot_threshold = thresh
+        entry["hot_threshold"] = thresh
+        conf = self.state.user_confusion
+        entry["confusion"] = conf.tolist()  # cumulative: accuracy over time (Fig. 8)
+        data = self.ring.collect(now, long_bound=thresh)
+        done = data["time"] <= now - thresh  # samples whose label is known for sure
+        first = self.model is None
+        sel = done & (data["time"] > self.window_cut) if not first else done
+        idx = np.flatnonzero(sel)
+        entry["labelled_samples"] = int(idx.size)
+        if first and idx.size < int(c["min_samples"]):
+            entry["action"] = "waiting for samples"
+            self.window_train_s.append(time.perf_counter() - t0)
+            return False
+        self.window_cut = now - thresh
+        if idx.size == 0:
+            entry["action"] = "no new samples"
+            self.window_train_s.append(time.perf_counter() - t0)
+            return True
+        idx = idx[-int(c["max_train"]) :]
+        X = encode_windows(self.ring_windows[data["slot"][idx]], self.digits)
+        y = (data["inv"][idx] > thresh).astype(np.int64)
+        if first:
+            self._fit_first(X, y, entry)
+        else:
+            self._fit_epoch(X, y, entry)
+        self._export_weights()
+        if first:
+            self.h_all = np.zeros((self.capacity, int(c["model_params"]["hidden"])), np.float32)
+            gru_init_states(self.stream.hist, self.digits, self.h_all, *self.weights[:4])
+        secs = time.perf_counter() - t0
+        self.train_s += secs
+        self.window_train_s.append(secs)
+        entry.update({"train_seconds": secs, "train_rows": int(len(y)), "short_fraction": float(np.mean(y == 0))})
+        return True
+
+    def _fit_first(self, X, y, entry) -> None:
+        """Train to convergence (early stopping on the latest 20%, at most ``epochs``)."""
+        from dogi_ml.models import make_model
+
+        c = self.cfg
+        model = make_model("gru", 2, X.shape[-1], seed=int(c["seed"]), **c["model_params"])
+        cut = int(len(X) * 0.8)
+        model.scaler.mean = np.zeros(X.shape[-1])
+        model.scaler.std = np.ones(X.shape[-1])  # digits are already in [0, 1]: no scaling
+        model._fit(X[:cut], y[:cut], X[cut:], y[cut:])
+        self.model = model
+        entry["epochs"] = len(model.history)
+        if cut < len(X):
+            entry["validation_accuracy"] = float(np.mean(model._proba(X[cut:]).argmax(axis=1) == y[cut:]))
+        entry["action"] = "model trained to convergence"
+
+    def _fit_epoch(self, X, y, entry) -> None:
+        """One epoch of Adam over this window's samples, from the current weights."""
+        import torch
+
+        c = self.cfg
+        net = self.model.net
+        if self.optimizer is None:
+            self.optimizer = torch.optim.Adam(net.parameters(), lr=float(c["model_params"]["lr"]))
+        gen = torch.Generator().manual_seed(int(c["seed"]) + len(self.history))
+        Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
+        loss_fn = torch.nn.CrossEntropyLoss()
+        bs = int(c["model_params"]["batch_size"])
+        net.train()
+        order = torch.randperm(len(Xt), generator=gen)
+        for i in range(0, len(Xt), bs):
+            b = order[i : i + bs]
+            self.optimizer.zero_grad()
+            loss = loss_fn(net(Xt[b]), yt[b])
+            loss.backward()
+            self.optimizer.step()
+        net.eval()
+        entry["action"] = "one epoch"
+
+    def _export_weights(self) -> None:
+        """The torch weights as the float32 arrays :func:`gru_infer` takes."""
+        net = self.model.net
+
+        def a(t):
+            return np.ascontiguousarray(t.detach().cpu().numpy(), np.float32)
+
+        g = net.gru
+        self.weights = (a(g.weight_ih_l0), a(g.weight_hh_l0), a(g.bias_ih_l0), a(g.bias_hh_l0),
+                        a(net.head.weight), a(net.head.bias))  # fmt: skip
+
+    # -- results ---------------------------------------------------------------------------
+    def summary(self, state) -> dict:
+        c = self.cfg
+        conf = state.user_confusion
+        out = {**classifier_metrics(conf), "hot_threshold": int(record(state.scalars).hot_threshold)}
+        out["accuracy_over_time"] = [
+            {"user_writes": h["user_writes"], **classifier_metrics(np.asarray(h["confusion"]))}
+            for h in self.history
+            if "confusion" in h
+        ]
+        out["thresholds"] = [h.get("hot_threshold") for h in self.history]
+        out["gc_destinations"] = state.gc_dest.tolist()
+        out["agent"] = c["agent"]
+        out["deployed"] = c["deployed"]
+        if c["agent"] == "qlearning":
+            out["agent_counters"] = ql.counters(state.agent)
+            out["qtable_bytes"] = int(self.int_table.nbytes if self.int_table is not None else state.agent.q.nbytes)
+            out["qtable_int8_bytes"] = ql.N_STATES * ql.N_ACTIONS
+            rule = ql.greedy_actions(ql.hierarchical_table())
+            out["states_departing_from_rule"] = int(np.sum(ql.greedy_actions(state.agent.q) != rule))
+            if c["save_qtable"]:
+                path = Path(c["save_qtable"])
+                path.parent.mkdir(parents=True, exist_ok=True)
+                np.save(path, state.agent.q)
+                out["qtable_path"] = str(path)
+        tw = [s for s in self.window_train_s]
+        out["train_seconds_per_window"] = float(np.mean(tw)) if tw else None
+        out["gru_step_ns_per_block"] = 1e9 * self.infer_s / self.infer_blocks if self.infer_blocks else None
+        common = self.common_summary()
+        common.pop("training_history", None)
+        out.update(common)
+        out["training_history"] = [{k: v for k, v in h.items() if k != "confusion"} for h in self.history]
+        return out
+
+
+def classifier_metrics(conf) -> dict:
+    """Accuracy, precision, recall and F1 of the short-living class from a confusion matrix
+    ``[predicted short/long, actual short/long]`` (Table V's metrics)."""
+    conf = np.asarray(conf, np.int64)
+    total = int(conf.sum())
+    tp, fp, fn = int(conf[0, 0]), int(conf[0, 1]), int(conf[1, 0])
+    prec = tp / (tp + fp) if tp + fp else None
+    rec = tp / (tp + fn) if tp + fn else None
+    f1 = 2 * prec * rec / (prec + rec) if prec and rec else None
+    return {
+        "user_accuracy": float(np.trace(conf) / total) if total else None,
+        "user_precision": prec,
+        "user_recall": rec,
+        "user_f1": f1,
+        "user_confusion": conf.tolist(),
+        "user_predictions_scored": total,
+    }

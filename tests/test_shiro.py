@@ -1,0 +1,327 @@
+"""Shiro (issue 14): Algorithm 1's step rules and inflection point, the digit inputs, is_seq,
+Adjusted Greedy (Eq. 1), the cached-state GRU step against torch's window forward, and runs:
+the frozen hierarchical agent = the untrained Q-agent block for block (= PHFTL-style age
+classes), determinism, the int8 Q-table = the float table, parameter errors.
+
+The rl agent's own tests (state bins, reward credit vs a brute-force per-decision record, toy
+learning, C header) are in ``test_rl.py``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+from dogi_ml.policies import make_policy
+from dogi_ml.policies._sequence import cdf_knee
+from dogi_ml.policies.shiro import (
+    G_GC1,
+    N_GROUPS,
+    ThresholdSearch,
+    encode_digits,
+    encode_windows,
+    gru_infer,
+    gru_init_states,
+    logistic_accuracy,
+    paper_is_seq,
+)
+from dogi_ml.rl import qlearning as ql
+from dogi_ml.sim import SimConfig, Simulator
+from dogi_ml.sim.policy_api import NoState, new_scalars, scalar_fields
+from dogi_ml.sim.state import SEG_SEALED, new_state
+from dogi_ml.sim.victims import VICTIMS, adjusted_greedy
+from dogi_ml.traces.generators import generate
+from dogi_ml.traces.trace import OP_READ, OP_WRITE, Trace
+
+CAP = 8192
+SIM = dict(segment_blocks=32, op_ratio=0.2, debug_invariants=True)
+# small and fast: 25% windows, one in 2 writes sampled, a short first training
+FAST = dict(
+    window=0.25,
+    sample_every=2,
+    min_samples=600,
+    max_train=3000,
+    model_params={"epochs": 8, "batch_size": 64, "patience": 3},
+)
+
+
+# -- Algorithm 1 -------------------------------------------------------------------------------
+def test_inflection_point_on_a_known_curve():
+    # 900 lifetimes spread over 1..100, then a tail of 100 up to 10,000: the knee is at ~100
+    life = np.concatenate([np.linspace(1, 100, 900), np.linspace(100, 10_000, 100)])
+    rng = np.random.default_rng(0)
+    assert cdf_knee(rng.permutation(life)) == 100
+    # an exponential CDF's knee, normalised: max of y - x is where the slope of F^-1 is 1
+    # (L = -m ln(1 - y), dL/dy normalised to 1 at y = 1 - m / span)
+    m, n = 50.0, 20_000
+    y = (np.arange(n) + 0.5) / n
+    L = -m * np.log1p(-y)
+    span = L[-1] - L[0]
+    expect = -m * np.log(m / span)
+    assert abs(cdf_knee(L) - expect) <= 1.0
+    assert cdf_knee(np.array([7, 7, 7])) == 7 and cdf_knee(np.array([])) == 1
+
+
+def _value_at(L, q):
+    return int(np.percentile(L, min(100, max(0, q)), method="lower"))
+
+
+def test_algorithm1_step_rules_on_scripted_windows():
+    L = np.arange(1, 1001)
+    s = ThresholdSearch(step=5)
+    assert s.pick(np.r_[np.full(900, 3), np.full(100, 4000)], lambda t: 1.0) == 3  # first: the knee
+    s.threshold = 500  # p = 50 on L
+
+    def higher(t):
+        return t / 1000
+
+    def lower(t):
+        return 1 - t / 1000
+
+    def middle(prev):
+        return lambda t: 1 - abs(t - prev) / 1000
+
+    # (the step a window uses is the one left by the previous window)
+    # previous window: no adjustment; now up -> no rule applies, step stays 5
+    assert s.pick(L, higher) == _value_at(L, 55) == 550 and s.step == 5
+    # up again (p 55 + 5): same direction -> step 6
+    assert s.pick(L, higher) == _value_at(L, 60) == 600 and s.step == 6
+    # down (p 60 - 6): opposite direction -> step 5
+    assert s.pick(L, lower) == _value_at(L, 54) == 540 and s.step == 5
+    # stay: adjusted before, not now -> step 4
+    assert s.pick(L, middle(540)) == 540 and s.step == 4
+    # stay again: no adjustment in both -> step 5
+    assert s.pick(L, middle(540)) == 540 and s.step == 5
+    log = [e["candidates"] for e in s.log[1:]]
+    assert [t for t, _ in log[0]] == [450, 500, 550]
+    # the same direction again and again: the step grows to its cap of 10
+    steps = []
+    for _ in range(7):
+        s.pick(L, higher)
+        steps.append(s.step)
+    assert steps == [5, 6, 7, 8, 9, 10, 10] and s.threshold == 1000  # p + step clipped at 100
+    # at the top p + step = p: no adjustment after one -> the step shrinks
+    s.pick(L, higher)
+    assert s.threshold == 1000 and s.step == 9
+    # ties: the first strictly best candidate (p - step) wins, as written
+    s2 = ThresholdSearch(step=5)
+    s2.threshold = 500
+    assert s2.pick(L, lambda t: 0.5) == 450
+    # every score 0 (no model could be trained): the threshold stays
+    s3 = ThresholdSearch(step=5)
+    s3.threshold = 500
+    assert s3.pick(L, lambda t: 0.0) == 500 and s3.step == 6
+    with pytest.raises(ValueError, match="step"):
+        ThresholdSearch(step=-1)
+
+
+def test_logistic_probe_is_balanced_and_scores_separable_data():
+    rng = np.random.default_rng(1)
+    x = np.r_[rng.normal(0, 1, 900), rng.normal(4, 1, 100)]
+    y = np.r_[np.zeros(900, int), np.ones(100, int)]
+    acc = logistic_accuracy(x[:, None], y, seed=0)
+    assert acc > 0.9  # balanced 100 + 100: the majority class alone would score 0.5
+    assert logistic_accuracy(x[:, None], np.r_[np.zeros(995, int), np.ones(5, int)], seed=0) == 0.0
+
+
+# -- inputs ------------------------------------------------------------------------------------
+def test_hexadecimal_digit_inputs():
+    digits = np.array([3, 0, 2])
+    out = np.empty(6, np.float32)
+    encode_digits(np.array([0x1A3, 1.0, 0x7F0], np.float32), digits, out)
+    np.testing.assert_allclose(out * 15, [1, 10, 3, 15, 15, 15], atol=1e-5)  # flag 1 -> 1 (x 15); 0x7F0 clips to FF
+    encode_digits(np.array([-5, 0.0, 0x2B], np.float32), digits, out)
+    np.testing.assert_allclose(out * 15, [0, 0, 0, 0, 2, 11], atol=1e-5)
+    X = np.random.default_rng(2).integers(0, 5000, (7, 4, 3)).astype(np.float32)
+    X[..., 1] = X[..., 1] % 2
+    W = encode_windows(X, digits)
+    assert W.shape == (7, 4, 6)
+    for i in range(7):
+        for j in range(4):
+            encode_digits(X[i, j], digits, out)
+            np.testing.assert_allclose(W[i, j], out, rtol=0, atol=1e-7)
+
+
+def test_is_seq_is_32_requests_covering_128_kib_in_order():
+    # 8-block writes at 0, 8, 16, 24 (a read and a far write between): 32 blocks in order at the 4th
+    lba = [0, 8, 5000, 16, 9000, 24, 32, 100, 108]
+    nb_ = [8, 8, 4, 8, 1, 8, 8, 8, 8]
+    op = [OP_WRITE, OP_WRITE, OP_READ, OP_WRITE, OP_WRITE, OP_WRITE, OP_WRITE, OP_WRITE, OP_WRITE]
+    tr = Trace(ts_us=np.arange(9), lba=lba, nblocks=nb_, op=op, volume=np.zeros(9))
+    seq = paper_is_seq(tr)
+    per_req = [seq[np.flatnonzero(tr.block_write_request == r)[0]] for r in (0, 1, 3, 4, 5, 6, 7, 8)]
+    assert per_req == [0, 0, 0, 0, 1, 1, 0, 0]
+    assert seq.size == tr.block_writes.size
+    # a run older than 32 write requests is forgotten
+    lba2 = [0, 8, 16] + [10_000 + 10 * k for k in range(31)] + [24]
+    tr2 = Trace(ts_us=np.arange(35), lba=lba2, nblocks=[8] * 35, op=[OP_WRITE] * 35, volume=np.zeros(35))
+    assert paper_is_seq(tr2)[-1] == 0
+
+
+# -- Adjusted Greedy ---------------------------------------------------------------------------
+class _Probe(NamedTuple):
+    scalars: np.ndarray
+
+
+def test_adjusted_greedy_is_eq1_and_greedy_without_a_short_group():
+    s = new_state(capacity=64, n_segments=6, segment_blocks=10, n_groups=3, gc_free_segments=1)
+    s.seg_state[:] = SEG_SEALED
+    s.seg_valid[:] = [6, 3, 4, 4, 9, 10]
+    s.seg_group[:] = [1, 0, 0, 2, 1, 0]
+    s.seg_seal_time[:] = [0, 990, 100, 0, 0, 0]
+    sc = new_scalars(scalar_fields(short_group=np.int64, hot_threshold=np.int64))
+    sc[0]["short_group"], sc[0]["hot_threshold"] = 0, 500
+    now = 1000
+    # Eq. 1: seg 1 (short, C = 10): 0.7 / (1 + 0.3 * 50) = 0.044; seg 2 (short, C = 900):
+    # 0.6 / (1 + 0.4 * 0.556) = 0.491; seg 3 (group 2): 0.6; seg 0: 0.4
+    assert adjusted_greedy(s, _Probe(sc), now) == 3
+    sc[0]["hot_threshold"] = 1
+    assert adjusted_greedy(s, _Probe(sc), now) == 1  # tiny T: seg 1's 0.7 / (1 + 0.3 / 10) = 0.68
+    # a policy without the fields: plain greedy (fewest valid)
+    assert adjusted_greedy(s, NoState(np.zeros(1, np.int64)), now) == 1
+    assert "adjusted_greedy" in VICTIMS
+
+
+# -- runs ----------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def trace():
+    return generate("hotcold", capacity_blocks=CAP, n_writes=5 * CAP, seed=5, hot_traffic=0.8, hot_fraction=0.1)
+
+
+def simulate(trace, **params):
+    pol = make_policy("shiro", **{**FAST, **params})
+    sim = Simulator(pol, SimConfig(**SIM), CAP, trace=trace)
+    return sim, sim.run(trace.block_writes)
+
+
+@pytest.fixture(scope="module")
+def learned(trace, tmp_path_factory):
+    path = tmp_path_factory.mktemp("shiro") / "q.npy"
+    return path, simulate(trace, save_qtable=str(path), epsilon=0.05, seed=3)
+
+
+def test_learning_run_reports_and_uses_every_group(learned, trace):
+    path, (sim, r) = learned
+    assert r["victim"] == "adjusted_greedy" and r["n_groups"] == N_GROUPS and r["scheme"] == "shiro"
+    assert r["user_writes"] == trace.block_writes.size
+    g = r["groups"]
+    # GC writes land in user groups only as counted spills (the free pool ran dry mid-victim)
+    assert sum(g[k]["gc_writes"] for k in range(3)) <= r["gc_spills"] < 0.01 * r["gc_writes"]
+    assert all(g[k]["user_writes"] == 0 for k in range(3, 8))
+    assert g[0]["user_writes"] > 0 and g[1]["user_writes"] > 0 and g[2]["user_writes"] > 0
+    assert r["mode"] == "model" and r["retrains"] >= 10
+    # Algorithm 1 ran: the first window's knee, then logistic-regression probes
+    hist = [h for h in r["training_history"] if "algorithm1" in h]
+    assert hist[0]["algorithm1"]["rule"] == "inflection point"
+    assert any(len(h["algorithm1"].get("candidates", [])) == 3 for h in hist)
+    assert 1 <= r["hot_threshold"] <= 0.25 * CAP  # in-window lifetimes are shorter than a window
+    assert r["user_accuracy"] > 0.7 and r["user_f1"] is not None
+    assert r["accuracy_over_time"] and r["accuracy_over_time"][-1]["user_accuracy"] == pytest.approx(
+        r["user_accuracy"], abs=0.05
+    )
+    c = r["agent_counters"]
+    assert c["decisions"] == r["gc_writes"] and c["gc_ops"] == r["reclaimed_segments"]
+    assert c["explorations"] > 0 and c["credited"] > 0.5 * c["decisions"]
+    assert r["qtable_bytes"] == ql.N_STATES * ql.N_ACTIONS * 8 and r["qtable_int8_bytes"] == 450_000
+    assert r["gru_step_ns_per_block"] > 0 and r["train_seconds_per_window"] > 0
+    assert np.asarray(r["gc_destinations"]).sum() == r["gc_writes"]
+    assert path.exists() and r["states_departing_from_rule"] > 0
+
+
+def test_hierarchical_agent_equals_untrained_agent_and_age_classes(trace):
+    sim_h, r_h = simulate(trace, agent="hierarchical")
+    sim_q, r_q = simulate(trace, epsilon=0.0)  # learning, never exploring: the initial rule acts
+    for name in ("l2p", "p2l", "seg_group", "group_gc", "group_user"):
+        assert np.array_equal(getattr(sim_h.state, name), getattr(sim_q.state, name)), name
+    assert r_h["waf"] == r_q["waf"] and r_h["gc_writes"] > 20 * SIM["segment_blocks"]
+    assert r_q["agent_counters"]["credited"] > 0 and r_q["agent_counters"]["explorations"] == 0
+    # PHFTL-style age classes: user segments -> GC level 1, level k -> k + 1, level 5 stays
+    dest = np.asarray(r_h["gc_destinations"])
+    expect = {0: G_GC1, 1: G_GC1, 2: G_GC1, 3: 4, 4: 5, 5: 6, 6: 7, 7: 7}
+    for src in range(N_GROUPS):
+        row = dest[src]
+        assert row.sum() == row[expect[src]], (src, row.tolist())
+    assert dest[3, 4] > 0 and dest[4, 5] > 0
+
+
+def test_determinism_same_seed_same_run(learned, trace):
+    _, (sim1, r1) = learned
+    sim2, r2 = simulate(trace, epsilon=0.05, seed=3)
+    assert r1["waf"] == r2["waf"] and r1["agent_counters"] == r2["agent_counters"]
+    assert np.array_equal(sim1.state.p2l, sim2.state.p2l)
+    assert np.array_equal(sim1.pstate.agent.q, sim2.pstate.agent.q)
+    assert r1["thresholds"] == r2["thresholds"] and r1["user_confusion"] == r2["user_confusion"]
+
+
+def test_int8_table_runs_like_the_float_table(learned, trace):
+    path, _ = learned
+    sim_f, r_f = simulate(trace, deployed="float", qtable=str(path))
+    sim_i, r_i = simulate(trace, deployed="int8", qtable=str(path))
+    assert r_i["waf"] == r_f["waf"] and np.array_equal(sim_i.state.p2l, sim_f.state.p2l)
+    assert r_i["qtable_bytes"] == 450_000 and r_i["scheme"] == "shiro[int8]"
+    assert r_f["agent_counters"]["credited"] == 0  # frozen
+    # the learned table is not the rule: some relocations leave the hierarchical path
+    dest = np.asarray(r_f["gc_destinations"])
+    rule = {0: 3, 1: 3, 2: 3, 3: 4, 4: 5, 5: 6, 6: 7, 7: 7}
+    assert sum(dest[s].sum() - dest[s, rule[s]] for s in range(N_GROUPS)) > 0
+
+
+def test_cached_state_step_equals_torch_window_forward(learned):
+    import torch
+
+    _, (sim, _) = learned
+    pol = sim.policy
+    data = pol.ring.collect(int(sim.state.ctr[0]), long_bound=1)
+    W = pol.ring_windows[data["slot"][-64:]]  # 64 windows of 20 writes (zero-padded in front)
+    X = encode_windows(W, pol.digits)
+    with torch.no_grad():
+        ref = pol.model.net(torch.from_numpy(X)).numpy().argmax(axis=1)
+    # per window: the state after its first 19 rows from zero, then one step on the last
+    h = np.zeros((len(W), pol.h_all.shape[1]), np.float32)
+    gru_init_states(np.ascontiguousarray(W[:, :-1]), pol.digits, h, *pol.weights[:4])
+    out = np.empty(len(W), np.int8)
+    gru_infer(np.arange(len(W), dtype=np.int64), W, pol.digits, h, *pol.weights, float(2**40), out)
+    known = W[:, -1, 0] < 2**40
+    assert known.sum() > 10
+    assert np.array_equal(out[known], ref[known])
+    assert np.all(out[~known] == ql.PRED_UNSEEN)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"agent": "greedy"}, "agent must be one of"),
+        ({"deployed": "int4"}, "deployed must be null, float or int8"),
+        ({"deployed": "int8"}, "needs params.qtable"),
+        ({"deployed": "int8", "agent": "hierarchical"}, "needs agent=qlearning"),
+        ({"qtable": np.zeros((3, 5))}, "qtable must have shape"),
+        ({"qtable": "/nonexistent/q.npy"}, "does not exist"),
+        ({"digits": [1, 2]}, "digits needs one entry"),
+        ({"window": 0}, "window is a share"),
+        ({"features": ["req_blocks", "latest_inv"], "digits": [2, 2]}, "must start with latest_inv"),
+        ({"hot_threshold": -3}, "hot_threshold must be null"),
+        ({"epsilon": 2.0}, "epsilon"),
+        ({"horizon": 0}, "horizon"),
+        ({"step": -1}, "step"),
+        ({"victim": "nope"}, "victim must be one of"),
+        ({"bogus": 1}, r"unknown parameter\(s\) \['bogus'\]"),
+    ],
+)
+def test_bad_parameters_fail_clearly(params, match):
+    with pytest.raises(ValueError, match=match):
+        make_policy("shiro", **params)
+    with pytest.raises(ValueError, match="exactly 8 groups"):
+        make_policy("shiro", n_groups=7)
+
+
+def test_ablation_variants_keep_gc_writes_in_one_group(trace):
+    for name in ("sepbit_ng", "phftl_ng"):
+        pol = make_policy(name) if name == "sepbit_ng" else make_policy(name, retrain_every=4096, min_samples=200)
+        sim = Simulator(pol, SimConfig(**SIM), CAP, trace=trace)
+        r = sim.run(trace.block_writes)
+        gc = [g["gc_writes"] for g in r["groups"]]
+        first = 2
+        assert gc[first] == r["gc_writes"] > 0, (name, gc)
+        assert r["scheme"].endswith("-NG")
