@@ -1,0 +1,246 @@
+"""ADAPT evaluation tables and plots (Figs. 8, 9 and 11 of shared/papers/adapt-icpp25.txt).
+
+Runs carry the RAID chunk layer (``sim.raid_chunk_blocks``), so WA = (user + GC + padding +
+shadow) / user and each result has ``padding_traffic_ratio``. Per setting (workload, write
+density ``sim.arrival``, YCSB's ``zipf_theta``) and victim rule, the table holds every scheme's
+WA and padding share, and ADAPT's reduction of WA (and of GC + padding writes, WA - 1) against
+each other scheme, next to the paper's ranges. :class:`AdaptComparison` is the Hydra callback of
+``+experiment=adapt_fig8|adapt_fig9|adapt_fig11``; from finished sweeps::
+
+    python -m dogi_ml.report_adapt OUT_PREFIX SWEEP_DIR [SWEEP_DIR ...] [--figure fig8|fig9|fig11] [--title T]
+
+writes ``OUT_PREFIX.md``, ``OUT_PREFIX.json`` and ``OUT_PREFIX.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from dogi_ml.report import Callback, collect_results
+
+ADAPT = "adapt"
+ORDER = ("sepgc", "dac", "warcip", "mida", "sepbit", "adapt")
+COLORS = {
+    "sepgc": "tab:gray",
+    "dac": "tab:purple",
+    "warcip": "tab:brown",
+    "mida": "tab:blue",
+    "sepbit": "tab:green",
+    "adapt": "tab:red",
+}
+#: the paper's figures, for the side-by-side column (ADAPT's WA reduction vs the other schemes)
+PAPER = {
+    "fig8": "Ali greedy: -30.8 (SepGC), -32.5 (MiDA), -33.1 (DAC), -30.8 (WARCIP), -21.8% (SepBIT); "
+    "Tencent greedy: -14.8 .. -36.1%; MSRC greedy: -31.4, -46.3, -39.1, -41.5, -23.3%; "
+    "cost-benefit: Ali -21 .. -38.2%, Tencent -12.5 .. -35.4%",
+    "fig9": "Ali: 88% of volumes under 25% padding with ADAPT vs 70% with SepBIT; Tencent: every volume "
+    "under 6.7% (ADAPT, SepBIT), 7.8% (MiDA), 11.2% (DAC, WARCIP); padding -40 .. -72.1% vs the others",
+    "fig11": "light: GC writes -21.2 .. -53.5% vs the others; heavy: -5.2 .. -22.4%; "
+    "skew: lowest WA at alpha 0.9; ADAPT lowest in every setting",
+}
+
+
+def scheme_name(r: dict) -> str:
+    s = r.get("scheme") or r["policy"]
+    return s
+
+
+def setting_of(r: dict) -> str:
+    """Workload, write density and (for YCSB) the Zipf constant of a run, e.g. ``ycsb_a light``."""
+    cfg = r.get("config") or {}
+    wl = r.get("workload_config") or {}
+    parts = [str(r.get("workload"))]
+    if wl.get("source") == "file" and wl.get("path"):
+        parts = [Path(str(wl["path"])).stem]
+    if cfg.get("arrival") not in (None, "spread"):
+        parts.append(str(cfg["arrival"]))
+    theta = (wl.get("params") or {}).get("zipf_theta")
+    if theta is not None:
+        parts.append(f"a={theta:g}")
+    return " ".join(parts)
+
+
+def adapt_summary(results: list[dict]) -> dict:
+    """``{setting: {victim: {scheme: {waf, padding_ratio, gc_writes, padding, shadow, user}}}}``."""
+    out: dict = {}
+    for r in results:
+        entry = {
+            "waf": r["waf"],
+            "padding_ratio": r.get("padding_traffic_ratio"),
+            "gc_writes": r["gc_writes"],
+            "padding": r.get("padding_blocks", 0),
+            "shadow": r.get("shadow_blocks", 0),
+            "user": r["user_writes"],
+            "n_groups": r.get("n_groups"),
+        }
+        out.setdefault(setting_of(r), {}).setdefault(r.get("victim", "?"), {})[scheme_name(r)] = entry
+    return out
+
+
+def _ordered(schemes) -> list[str]:
+    return sorted(schemes, key=lambda s: (ORDER.index(s.split("[")[0]) if s.split("[")[0] in ORDER else 99, s))
+
+
+def reductions(summary: dict) -> dict:
+    """ADAPT's reduction (%) of WA, of extra writes (WA - 1) and of padding against each scheme."""
+    out: dict = {}
+    for setting, by_victim in summary.items():
+        for victim, schemes in by_victim.items():
+            a = schemes.get(ADAPT)
+            if not a:
+                continue
+            row = {}
+            for s, e in schemes.items():
+                if s == ADAPT:
+                    continue
+                row[s] = {
+                    "waf": 100 * (a["waf"] - e["waf"]) / e["waf"],
+                    "extra": 100 * (a["waf"] - e["waf"]) / (e["waf"] - 1) if e["waf"] > 1 else None,
+                    "padding": (100 * (a["padding"] - e["padding"]) / e["padding"] if e["padding"] else None),
+                }
+            best = min(schemes, key=lambda s: schemes[s]["waf"])
+            out.setdefault(setting, {})[victim] = {"vs": row, "lowest": best}
+    return out
+
+
+def _fmt(x, nd=3) -> str:
+    return "-" if x is None else f"{x:.{nd}f}"
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{x:+.1f}%"
+
+
+def markdown(summary: dict, figure: str, title: str = "") -> str:
+    red = reductions(summary)
+    schemes = _ordered({s for bv in summary.values() for sc in bv.values() for s in sc})
+    lines = [f"# {title or 'ADAPT ' + figure}", ""]
+    lines += ["## WA = (user + GC + padding + shadow) / user", ""]
+    lines.append("| setting | victim | " + " | ".join(schemes) + " | lowest |")
+    lines.append("|---|---|" + "---|" * len(schemes) + "---|")
+    for setting in summary:
+        for victim, sc in sorted(summary[setting].items()):
+            low = min(sc, key=lambda s: sc[s]["waf"])
+            cells = [
+                (f"**{_fmt(sc[s]['waf'])}**" if s == low else _fmt(sc[s]["waf"])) if s in sc else "" for s in schemes
+            ]
+            lines.append(f"| {setting} | {victim} | " + " | ".join(cells) + f" | {low} |")
+    lines += ["", "## Padding traffic ratio (padding / all blocks written)", ""]
+    lines.append("| setting | victim | " + " | ".join(schemes) + " |")
+    lines.append("|---|---|" + "---|" * len(schemes))
+    for setting in summary:
+        for victim, sc in sorted(summary[setting].items()):
+            cells = [
+                f"{100 * sc[s]['padding_ratio']:.1f}%" if s in sc and sc[s]["padding_ratio"] is not None else ""
+                for s in schemes
+            ]
+            lines.append(f"| {setting} | {victim} | " + " | ".join(cells) + " |")
+    others = [s for s in schemes if s != ADAPT]
+    if red:
+        lines += ["", "## ADAPT against each scheme: WA change (extra writes WA-1 change; padding change)", ""]
+        lines.append("| setting | victim | " + " | ".join(others) + " |")
+        lines.append("|---|---|" + "---|" * len(others))
+        for setting, bv in red.items():
+            for victim, row in sorted(bv.items()):
+                cells = []
+                for s in others:
+                    v = row["vs"].get(s)
+                    cells.append(f"{_pct(v['waf'])} ({_pct(v['extra'])}; {_pct(v['padding'])})" if v else "")
+                lines.append(f"| {setting} | {victim} | " + " | ".join(cells) + " |")
+        lines += ["", f"Paper ({figure}): {PAPER.get(figure, '')}", ""]
+    return "\n".join(lines) + "\n"
+
+
+def plot_adapt(summary: dict, path: Path, figure: str, title: str = "") -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    schemes = _ordered({s for bv in summary.values() for sc in bv.values() for s in sc})
+    victims = sorted({v for bv in summary.values() for v in bv})
+    settings = list(summary)
+    if figure == "fig9":
+        fig, axes = plt.subplots(1, len(victims), figsize=(5 * len(victims), 3.6), squeeze=False)
+        for ax, victim in zip(axes[0], victims):
+            for s in schemes:
+                vals = sorted(
+                    100 * summary[st][victim][s]["padding_ratio"]
+                    for st in settings
+                    if victim in summary[st] and s in summary[st][victim]
+                )
+                if vals:
+                    ax.step(vals, np.arange(1, len(vals) + 1) / len(vals), where="post", label=s, color=COLORS.get(s))
+            ax.set_xlabel("padding traffic ratio (%)")
+            ax.set_ylabel("CDF over runs")
+            ax.set_title(victim)
+            ax.legend(fontsize=7)
+    else:
+        fig, axes = plt.subplots(
+            len(victims), 1, figsize=(max(6, 1.2 * len(settings) * len(schemes) / 3), 3.4 * len(victims)), squeeze=False
+        )
+        width = 0.8 / max(1, len(schemes))
+        x = np.arange(len(settings))
+        for ax, victim in zip(axes[:, 0], victims):
+            for k, s in enumerate(schemes):
+                vals = [summary[st].get(victim, {}).get(s, {}).get("waf", np.nan) for st in settings]
+                ax.bar(x + k * width, vals, width, label=s, color=COLORS.get(s))
+            ax.set_xticks(x + width * (len(schemes) - 1) / 2)
+            ax.set_xticklabels(settings, rotation=20, fontsize=7, ha="right")
+            ax.set_ylabel(f"WA ({victim})")
+            ax.legend(fontsize=7, ncol=len(schemes))
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_adapt(results: list[dict], prefix: Path, figure: str, title: str = "") -> dict:
+    summary = adapt_summary(results)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    prefix.with_suffix(".json").write_text(
+        json.dumps({"summary": summary, "reductions": reductions(summary), "paper": PAPER.get(figure)}, indent=2)
+    )
+    prefix.with_suffix(".md").write_text(markdown(summary, figure, title))
+    plot_adapt(summary, prefix.with_suffix(".png"), figure, title)
+    print(f"results: {prefix.with_suffix('.md')}\nplot:    {prefix.with_suffix('.png')}")
+    return summary
+
+
+class AdaptComparison(Callback):
+    """Hydra callback of the ADAPT presets: after ``-m``, the WA / padding tables with ADAPT's
+    reductions, written to ``output`` (a path prefix; default ``<sweep dir>/adapt``)."""
+
+    def __init__(self, figure: str = "fig8"):
+        self.figure = figure
+
+    def on_multirun_end(self, config, **kwargs) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        results = collect_results(sweep_dir)
+        if not results:
+            return
+        prefix = Path(str(config.get("output"))).with_suffix("") if config.get("output") else sweep_dir / "adapt"
+        write_adapt(results, prefix, self.figure, title=str(config.get("title") or ""))
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="ADAPT tables and plot from finished simulate sweeps")
+    ap.add_argument("prefix", type=Path, help="output path prefix (writes PREFIX.md, .json, .png)")
+    ap.add_argument("sweeps", type=Path, nargs="+", help="simulate -m sweep directories (*/result.json)")
+    ap.add_argument("--figure", default="fig8", choices=sorted(PAPER))
+    ap.add_argument("--title", default="")
+    a = ap.parse_args(argv)
+    results = [r for d in a.sweeps for r in collect_results(d)]
+    if not results:
+        raise SystemExit(f"no */result.json under {', '.join(map(str, a.sweeps))}: run the sweep first")
+    write_adapt(results, a.prefix.with_suffix(""), a.figure, title=a.title)
+
+
+if __name__ == "__main__":
+    main()
