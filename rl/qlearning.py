@@ -300,6 +300,20 @@ def on_gc(qt, invalid_blocks):
     st.gc_ops = k + 1
 
 
+@nb.njit(cache=True)
+def decision_loop(qt, lifetimes, valid, segment_type, per_gc=64):
+    """Decisions as a GC loop makes them (for timing): one :func:`on_gc` every ``per_gc``
+    decisions, then per block :func:`encode_state`, :func:`choose_action`, :func:`record_decision`
+    (prediction long, never relocated before)."""
+    sb = qt.scalars[0].segment_blocks
+    for i in range(lifetimes.shape[0]):
+        if i % per_gc == 0:
+            on_gc(qt, sb - valid[i])
+        s = encode_state(lifetimes[i], valid[i], sb, segment_type[i], PRED_LONG, PREV_NEVER)
+        a = choose_action(qt, s)
+        record_decision(qt, s, a)
+
+
 # -- construction (Python) -----------------------------------------------------------------
 def hierarchical_action(segment_type: int) -> int:
     """The hierarchical rule: a user segment's blocks go to GC level 1 (action 0), GC level

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numba as nb
 import numpy as np
 import pytest
 
@@ -165,6 +166,11 @@ class _Probe(NamedTuple):
     scalars: np.ndarray
 
 
+# An uncached compilation: a cached library function must never see a type defined in a test
+# module (its cache index would then fail to load in any process that cannot import the test).
+_adjusted_greedy = nb.njit(cache=False)(adjusted_greedy.py_func)
+
+
 def test_adjusted_greedy_is_eq1_and_greedy_without_a_short_group():
     s = new_state(capacity=64, n_segments=6, segment_blocks=10, n_groups=3, gc_free_segments=1)
     s.seg_state[:] = SEG_SEALED
@@ -176,11 +182,11 @@ def test_adjusted_greedy_is_eq1_and_greedy_without_a_short_group():
     now = 1000
     # Eq. 1: seg 1 (short, C = 10): 0.7 / (1 + 0.3 * 50) = 0.044; seg 2 (short, C = 900):
     # 0.6 / (1 + 0.4 * 0.556) = 0.491; seg 3 (group 2): 0.6; seg 0: 0.4
-    assert adjusted_greedy(s, _Probe(sc), now) == 3
+    assert _adjusted_greedy(s, _Probe(sc), now) == 3
     sc[0]["hot_threshold"] = 1
-    assert adjusted_greedy(s, _Probe(sc), now) == 1  # tiny T: seg 1's 0.7 / (1 + 0.3 / 10) = 0.68
+    assert _adjusted_greedy(s, _Probe(sc), now) == 1  # tiny T: seg 1's 0.7 / (1 + 0.3 / 10) = 0.68
     # a policy without the fields: plain greedy (fewest valid)
-    assert adjusted_greedy(s, NoState(np.zeros(1, np.int64)), now) == 1
+    assert _adjusted_greedy(s, NoState(np.zeros(1, np.int64)), now) == 1
     assert "adjusted_greedy" in VICTIMS
 
 

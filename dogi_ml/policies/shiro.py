@@ -479,6 +479,8 @@ class Shiro(SequencePolicy):
         tag = [c["agent"]] if c["agent"] != "qlearning" else []
         if c["deployed"]:
             tag.append(c["deployed"])
+        if c["victim"] != "adjusted_greedy":
+            tag.append(c["victim"])
         return self.name + (f"[{','.join(tag)}]" if tag else "")
 
     # -- setup -----------------------------------------------------------------------------

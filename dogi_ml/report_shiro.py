@@ -1,0 +1,264 @@
+"""Shiro evaluation tables, Markdown and plots (shared/papers/shiro.txt §V: Figs. 7-9, Table V).
+
+WAF both ways: the project's ``(U + G) / U`` and the paper's ``(F - U) / U = G / U`` (flash
+writes beyond the host's, per host write). :class:`ShiroComparison` is the Hydra callback of the
+presets ``+experiment=shiro_fig7|shiro_fig7_traces|shiro_fig9|shiro_agent|shiro_table5``; the
+same report can be built from finished sweep directories::
+
+    python -m dogi_ml.report_shiro OUT_PREFIX SWEEP_DIR [SWEEP_DIR ...] [--title T] [--note TEXT]
+
+writing ``OUT_PREFIX.json``, ``OUT_PREFIX.md`` and ``OUT_PREFIX.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from dogi_ml.report import Callback, collect_results, console
+
+SHIRO = "shiro"
+ORDER = ("nosep", "sepgc", "sepbit", "sepbit-NG", "midas", "phftl", "phftl-NG", "shiro-NG")
+
+
+def scheme(r: dict) -> str:
+    return r.get("scheme") or r["policy"]
+
+
+def _order(s: str) -> tuple:
+    return (s.startswith("shiro"), ORDER.index(s) if s in ORDER else len(ORDER), s)
+
+
+def shiro_summary(results: list[dict]) -> dict:
+    """``{workload: {scheme: {waf, paper_waf, ...classifier and overhead figures}}}``."""
+    out: dict = {}
+    for r in results:
+        e = {"waf": r["waf"], "paper_waf": (r["waf"] - 1.0) if r.get("waf") else None, "victim": r["victim"]}
+        for k in (
+            "user_accuracy",
+            "user_precision",
+            "user_recall",
+            "user_f1",
+            "user_predictions_scored",
+            "hot_threshold",
+            "gru_step_ns_per_block",
+            "train_seconds_per_window",
+            "train_seconds",
+            "retrains",
+            "qtable_bytes",
+            "qtable_int8_bytes",
+            "states_departing_from_rule",
+            "agent_counters",
+            "gc_spills",
+            "elapsed_s",
+        ):
+            if r.get(k) is not None:
+                e[k] = r[k]
+        if r.get("accuracy_over_time"):
+            e["accuracy_over_time"] = [
+                [a["user_writes"], a["user_accuracy"]] for a in r["accuracy_over_time"] if a["user_accuracy"] is not None
+            ]
+        out.setdefault(str(r.get("workload")), {})[scheme(r)] = e
+    return out
+
+
+def reductions(summary: dict, ref: str = SHIRO) -> dict:
+    """Per workload: the reference scheme's cut of the paper's WAF (G/U) vs every other scheme (%)."""
+    out = {}
+    for wl, schemes in summary.items():
+        if ref not in schemes or not schemes[ref].get("paper_waf"):
+            continue
+        mine = schemes[ref]["paper_waf"]
+        out[wl] = {
+            s: 100.0 * (1.0 - mine / v["paper_waf"]) for s, v in schemes.items() if s != ref and v.get("paper_waf")
+        }
+    return out
+
+
+def agent_decision_ns(n: int = 2_000_000, seed: int = 0) -> float:
+    """ns per agent decision (state encoding, epsilon-greedy choice, pending-decision record),
+    with one GC operation every 64 decisions, timed in a Numba loop."""
+    from dogi_ml.rl import qlearning as ql
+    from dogi_ml.rl.qlearning import decision_loop
+
+    rng = np.random.default_rng(seed)
+    life = rng.integers(1, 1 << 20, n)
+    valid = rng.integers(0, 257, n)
+    kind = rng.integers(0, 8, n)
+    qt = ql.new_qtable(256, seed=1)
+    decision_loop(qt, life[:1000], valid[:1000], kind[:1000])  # compile / load
+    qt = ql.new_qtable(256, seed=1)
+    t0 = time.perf_counter()
+    decision_loop(qt, life, valid, kind)
+    return 1e9 * (time.perf_counter() - t0) / n
+
+
+def _f(v, fmt="{:.3f}") -> str:
+    return "-" if v is None else fmt.format(v)
+
+
+def markdown(summary: dict, title: str, note: str = "") -> str:
+    """The report: WAF tables (both definitions), Shiro's cut, classifier metrics, overheads."""
+    wls = sorted(summary)
+    schemes = sorted({s for v in summary.values() for s in v}, key=_order)
+    lines = [f"# {title}", ""]
+    if note:
+        lines += [note.strip(), ""]
+    for key, name in (("waf", "WAF, project definition (U + G) / U"), ("paper_waf", "WAF, paper definition (F - U) / U")):
+        lines += [f"## {name}", "", "| workload | " + " | ".join(schemes) + " |", "|---" * (len(schemes) + 1) + "|"]
+        for wl in wls:
+            row = [_f(summary[wl].get(s, {}).get(key)) for s in schemes]
+            best = min((v for v in row if v != "-"), key=float, default=None)
+            row = [f"**{v}**" if v == best else v for v in row]
+            lines.append(f"| {wl} | " + " | ".join(row) + " |")
+        lines.append("")
+    red = reductions(summary)
+    if red:
+        others = sorted({s for v in red.values() for s in v}, key=_order)
+        lines += [
+            "## Shiro's cut of the paper's WAF vs each scheme (%; positive: Shiro writes less)",
+            "",
+            "| workload | " + " | ".join(others) + " |",
+            "|---" * (len(others) + 1) + "|",
+        ]
+        for wl in sorted(red):
+            lines.append(f"| {wl} | " + " | ".join(_f(red[wl].get(s), "{:+.1f}") for s in others) + " |")
+        lines.append("")
+    learned = [s for s in schemes if any(summary[w].get(s, {}).get("user_accuracy") is not None for w in wls)]
+    if learned:
+        lines += ["## Page classifier (Table V layout; positive class: short-living)", ""]
+        for s in learned:
+            lines += [
+                f"**{s}**",
+                "",
+                "| metric | " + " | ".join(wls) + " | average |",
+                "|---" * (len(wls) + 2) + "|",
+            ]
+            for key, name in (
+                ("user_accuracy", "accuracy"),
+                ("user_precision", "precision"),
+                ("user_recall", "recall"),
+                ("user_f1", "F1"),
+            ):
+                vals = [summary[w].get(s, {}).get(key) for w in wls]
+                avg = np.mean([v for v in vals if v is not None]) if any(v is not None for v in vals) else None
+                lines.append(f"| {name} | " + " | ".join(_f(v) for v in vals) + f" | {_f(avg)} |")
+            lines.append("")
+    over = [s for s in schemes if s.startswith(SHIRO)]
+    if over:
+        lines += [
+            "## Overheads (Shiro runs)",
+            "",
+            "| workload | scheme | GRU step ns/block | training s/window | Q-table bytes | agent decisions |"
+            " explored | credited | threshold T |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for wl in wls:
+            for s in over:
+                e = summary[wl].get(s)
+                if not e:
+                    continue
+                c = e.get("agent_counters") or {}
+                lines.append(
+                    f"| {wl} | {s} | {_f(e.get('gru_step_ns_per_block'), '{:.0f}')} | "
+                    f"{_f(e.get('train_seconds_per_window'), '{:.3f}')} | {e.get('qtable_bytes', '-')} | "
+                    f"{c.get('decisions', '-')} | {c.get('explorations', '-')} | {c.get('credited', '-')} | "
+                    f"{e.get('hot_threshold', '-')} |"
+                )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot(summary: dict, path: Path, title: str = "") -> Path:
+    """Paper-WAF bars per workload and scheme; the classifier's cumulative accuracy over time
+    (Fig. 8) where Shiro ran."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    wls = sorted(summary)
+    schemes = sorted({s for v in summary.values() for s in v}, key=_order)
+    curves = [(wl, s, e["accuracy_over_time"]) for wl in wls for s, e in summary[wl].items() if
+              s == SHIRO and e.get("accuracy_over_time")]  # fmt: skip
+    fig, axes = plt.subplots(1, 1 + bool(curves), figsize=(7 + 5 * bool(curves), 4.2), squeeze=False)
+    ax = axes[0][0]
+    x = np.arange(len(wls))
+    width = 0.8 / max(1, len(schemes))
+    for i, s in enumerate(schemes):
+        ax.bar(x + i * width, [summary[w].get(s, {}).get("paper_waf") or np.nan for w in wls], width, label=s)
+    ax.set_xticks(x + 0.4 - width / 2, wls, rotation=20, fontsize=8)
+    ax.set_ylabel("WAF, paper definition (F - U) / U")
+    ax.legend(fontsize=7, ncol=2)
+    ax.set_title("WAF per scheme")
+    if curves:
+        ax = axes[0][1]
+        for wl, _, pts in curves:
+            a = np.asarray(pts, float)
+            ax.plot(a[:, 0] / max(a[-1, 0], 1), a[:, 1], label=wl)
+        ax.set_xlabel("user writes / run length")
+        ax.set_ylabel("cumulative accuracy")
+        ax.set_ylim(0, 1)
+        ax.set_title("Shiro page classifier accuracy over time (Fig. 8)")
+        ax.legend(fontsize=7)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_report(results: list[dict], prefix: Path, title: str, note: str = "", bench: bool = True) -> dict:
+    summary = shiro_summary(results)
+    prefix = Path(prefix)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    extra = {}
+    if bench and any(s.startswith(SHIRO) for v in summary.values() for s in v):
+        extra["agent_decision_ns"] = agent_decision_ns()
+    payload = {"summary": summary, "shiro_paper_waf_cut_pct": reductions(summary), **extra}
+    prefix.with_suffix(".json").write_text(json.dumps(payload, indent=2, default=float))
+    md = markdown(summary, title, note)
+    if extra:
+        md += f"\nAgent decision (encode + epsilon-greedy + record, Numba): {extra['agent_decision_ns']:.0f} ns.\n"
+    prefix.with_suffix(".md").write_text(md)
+    plot(summary, prefix.with_suffix(".png"), title)
+    console.print(md)
+    return payload
+
+
+class ShiroComparison(Callback):
+    """Hydra callback: after ``-m``, the Shiro report of the sweep at ``output=PREFIX`` (default:
+    the sweep directory's ``shiro``): PREFIX.json, PREFIX.md, PREFIX.png."""
+
+    def on_multirun_end(self, config, **kwargs) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        results = collect_results(sweep_dir)
+        if not results:
+            return
+        prefix = Path(config.get("output") or sweep_dir / "shiro")
+        write_report(results, prefix, str(config.get("title") or "Shiro"))
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("prefix")
+    ap.add_argument("sweeps", nargs="+")
+    ap.add_argument("--title", default="Shiro")
+    ap.add_argument("--note", default="")
+    a = ap.parse_args(argv)
+    results = [r for d in a.sweeps for r in collect_results(Path(d))]
+    if not results:
+        raise SystemExit(f"no */result.json under {a.sweeps}")
+    note = Path(a.note).read_text() if a.note and Path(a.note).exists() else a.note
+    write_report(results, Path(a.prefix), a.title, note)
+
+
+if __name__ == "__main__":
+    main()
