@@ -60,7 +60,9 @@ def shiro_summary(results: list[dict]) -> dict:
                 e[k] = r[k]
         if r.get("accuracy_over_time"):
             e["accuracy_over_time"] = [
-                [a["user_writes"], a["user_accuracy"]] for a in r["accuracy_over_time"] if a["user_accuracy"] is not None
+                [a["user_writes"], a["user_accuracy"]]
+                for a in r["accuracy_over_time"]
+                if a["user_accuracy"] is not None
             ]
         out.setdefault(str(r.get("workload")), {})[scheme(r)] = e
     return out
@@ -108,7 +110,10 @@ def markdown(summary: dict, title: str, note: str = "") -> str:
     lines = [f"# {title}", ""]
     if note:
         lines += [note.strip(), ""]
-    for key, name in (("waf", "WAF, project definition (U + G) / U"), ("paper_waf", "WAF, paper definition (F - U) / U")):
+    for key, name in (
+        ("waf", "WAF, project definition (U + G) / U"),
+        ("paper_waf", "WAF, paper definition (F - U) / U"),
+    ):
         lines += [f"## {name}", "", "| workload | " + " | ".join(schemes) + " |", "|---" * (len(schemes) + 1) + "|"]
         for wl in wls:
             row = [_f(summary[wl].get(s, {}).get(key)) for s in schemes]
