@@ -474,7 +474,7 @@ class Shiro(SequencePolicy):
 
     def label(self) -> str:
         c = self.cfg
-        if c["agent"] == "single":
+        if c["agent"] == "single" and c["victim"] == "adjusted_greedy" and not c["deployed"]:
             return "shiro-NG"
         tag = [c["agent"]] if c["agent"] != "qlearning" else []
         if c["deployed"]:
@@ -729,3 +729,19 @@ def classifier_metrics(conf) -> dict:
         "user_confusion": conf.tolist(),
         "user_predictions_scored": total,
     }
+
+
+@register
+class ShiroNG(Shiro):
+    """Shiro-NG (Fig. 9): Shiro with its GC separation removed (``agent: single``)."""
+
+    name = "shiro_ng"
+    DEFAULTS = {**Shiro.DEFAULTS, "agent": "single"}
+
+
+@register
+class ShiroCB(Shiro):
+    """Shiro with cost-benefit victims instead of Adjusted Greedy (a comparison point)."""
+
+    name = "shiro_cb"
+    DEFAULTS = {**Shiro.DEFAULTS, "victim": "cost_benefit"}
