@@ -11,14 +11,20 @@ arrays, so a policy keeps them in its state tuple and calls the kernel inside it
     classes = np.empty(n, np.int64)
     int8_mlp_classes(X_int64, *args, classes)        # -> classes (argmax, first max wins)
     c = int8_mlp_predict_one(x_row_int64, *args, scratch)   # one block; scratch = mlp_scratch(args)
+    S = batch_scratch(args)                          # per-chunk callers: allocate once
+    int8_mlp_classes_into(X_int64, *args, S, classes)   # no allocation, GIL released
 
-This module imports numpy and numba only (the simulator's policies may import it).
+The batch kernels run 128 rows per pass in int32 lanes (~70 ns per block for the DOGI MLP on
+one core, against ~270 ns for the first, int64 version). This module imports numpy and numba
+(and numba's llvmlite, for one intrinsic) only (the simulator's policies may import it).
 """
 
 from __future__ import annotations
 
 import numba as nb
+import numba.extending  # noqa: F401  (nb.extending.intrinsic)
 import numpy as np
+from llvmlite import ir
 
 ACT_MAX = 255
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -119,83 +125,194 @@ def _mlp_row(x, pre, table, dims, w, b, mul, shift, buf_a, buf_b, logits):
     return best
 
 
-CHUNK = 128  # rows per pass of the batch kernels (working set ~ max(dims) x CHUNK x 2 int64)
+TILE = 128  # rows per pass of the batch kernels: the tile's activations (a few KiB) stay in L1
+
+
+@nb.extending.intrinsic
+def _ctlz64(typingctx, x):
+    """Leading zero bits of a uint64 (LLVM's ``ctlz``: one instruction on x86-64 and ARM)."""
+
+    def codegen(context, builder, sig, args):
+        return builder.ctlz(args[0], ir.Constant(ir.IntType(1), 0))
+
+    return nb.types.uint64(nb.types.uint64), codegen
+
+
+@nb.njit(cache=True, inline="always")
+def _log2_q8_fast(u, table):
+    """:func:`log2_q8` with the exponent from ``ctlz`` instead of six compare-and-shift steps."""
+    n = np.int64(63) - np.int64(_ctlz64(u))
+    m9 = np.int64((u << U(63 - n)) >> U(54)) - 512
+    return (n << 8) + table[(m9 + 1) >> 1]
+
+
+def batch_scratch(args) -> np.ndarray:
+    """Scratch for the batch kernels given ``kernel_args()`` (a tile's int16 activations and
+    int32 accumulators), so a caller that runs them per chunk allocates nothing per call."""
+    return _new_scratch(args[2])
 
 
 @nb.njit(cache=True)
-def _mlp_chunk(X, r0, n, pre, table, dims, w, b, mul, shift, A, Bm, acc, out):
-    """Rows ``r0 .. r0+n`` of ``X`` -> int32 logits ``out[r0:r0+n]``, batch-major: activations
-    are ``[unit, row]`` so the inner loops run over rows (vectorised by LLVM)."""
-    for r in range(n):
-        for f in range(dims[0]):
-            A[f, r] = input_code(X[r0 + r, f], f, pre, table)
+def _new_scratch(dims):
+    width = np.int64(0)
+    for d in dims:
+        width = max(width, d)
+    units = (width + 1) // 2 * 2
+    # two layers' int16 activations ``[unit, row]`` (an even count: units go in pairs), and the
+    # int32 accumulators (two outputs), running max and argmax of the tile's rows
+    return np.zeros((2 * units, TILE), np.int16), np.zeros((4, TILE), np.int32)
+
+
+@nb.njit(cache=True, inline="always")
+def _codes(X, r0, n, pre, table, A):
+    """Input codes of rows ``r0 .. r0+n`` into ``A [feature, row]``: feature by feature, so
+    each rule's constants stay in registers and its branch is taken the same way for every row."""
+    for f in range(X.shape[1]):
+        row = A[f]
+        lo, hi, mul, sh, qmax = pre[f, 1], pre[f, 2], U(pre[f, 3]), U(pre[f, 4]), pre[f, 5]
+        log = pre[f, 0] == LOG_KIND
+        for r in range(n):
+            v = np.int64(X[r0 + r, f])
+            if log:
+                if v < 0:
+                    g = -_log2_q8_fast((U(0) - U(v)) + U(1), table)
+                else:
+                    g = _log2_q8_fast(U(v) + U(1), table)
+            else:
+                g = v
+            g = lo if g < lo else g
+            g = hi if g > hi else g
+            row[r] = np.int16(np.int64(((U(g) - U(lo)) * mul) >> sh) - qmax)
+    if X.shape[1] & 1:
+        row = A[X.shape[1]]
+        for r in range(n):  # an odd feature count: the unit past it is 0 (inputs go in pairs)
+            row[r] = 0
+
+
+@nb.njit(cache=True, inline="always")
+def _hidden(acc, m, s):
+    """One hidden unit's 16-bit requantisation (export.quantize.hidden_requantize), in int32."""
+    t = acc >> s
+    t = t if t < 32767 else np.int32(32767)
+    t = t if t > -32768 else np.int32(-32768)
+    v = np.int32(t * m) >> 16
+    v = v if v > 0 else np.int32(0)
+    return np.int16(v if v < ACT_MAX else np.int32(ACT_MAX))
+
+
+@nb.njit(cache=True)
+def _mlp_tile(X, r0, n, pre, table, dims, w, b, mul, shift, scratch, out_logits, out_cls, want_logits):
+    """Rows ``r0 .. r0+n`` (``n <= TILE``) of ``X``: classes to ``out_cls[r0:]`` and, with
+    ``want_logits``, int32 logits to ``out_logits[r0:]``.
+
+    Batch-major: activations are int16 ``S[unit, row]`` and every inner loop runs over the
+    tile's rows, two inputs x two outputs per pass (each loaded value feeds two multiply-adds),
+    in int32 (LLVM vectorises it; the first kernel's int64 products did not: x86 has no packed
+    64-bit multiply before AVX-512). 70 ns per block for the DOGI MLP against 270 ns.
+    int32 is exact: input codes and activations fit int16, weights int8, and the exporter
+    bounds every accumulator to int32 (as the C header computes); hidden requantisation
+    multiplies a 16-bit value by a 13-bit multiplier; only the last layer's ``acc * m`` needs
+    int64."""
+    S, extra = scratch
+    units = S.shape[0] // 2
+    acc0 = extra[0]
+    acc1 = extra[1]
+    top = extra[2]
+    best = extra[3]
+    _codes(X, r0, n, pre, table, S)
     L = dims.shape[0] - 1
     wo = 0
     bo = 0
-    src = A
-    dst = Bm
+    src = 0  # first row of the layer's input in S (0 or units)
     for layer in range(L):
         n_in = dims[layer]
         n_out = dims[layer + 1]
-        for o in range(n_out):
-            bias = np.int64(b[bo + o])
+        dst = units - src
+        last = layer == L - 1
+        # two outputs per pass over the inputs, taken two at a time
+        for o0 in range(0, n_out, 2):
+            two = o0 + 1 < n_out
+            o1 = o0 + 1 if two else o0
+            bias0 = np.int32(b[bo + o0])
+            bias1 = np.int32(b[bo + o1])
             for r in range(n):
-                acc[r] = bias
-            for i in range(n_in):
-                wv = np.int64(w[wo + o * n_in + i])
-                srow = src[i]
+                acc0[r] = bias0
+                acc1[r] = bias1
+            for k in range((n_in + 1) >> 1):
+                pair = 2 * k + 1 < n_in
+                w00 = np.int32(w[wo + o0 * n_in + 2 * k])
+                w01 = np.int32(w[wo + o0 * n_in + 2 * k + 1]) if pair else np.int32(0)
+                w10 = np.int32(w[wo + o1 * n_in + 2 * k])
+                w11 = np.int32(w[wo + o1 * n_in + 2 * k + 1]) if pair else np.int32(0)
+                row0 = S[src + 2 * k]
+                row1 = S[src + 2 * k + 1]
                 for r in range(n):
-                    acc[r] += wv * srow[r]
-            m = mul[bo + o]
-            s = shift[bo + o]
-            half = (np.int64(1) << s) >> 1
-            if layer == L - 1:
+                    x0 = np.int32(row0[r])
+                    x1 = np.int32(row1[r])
+                    acc0[r] += np.int32(x0 * w00 + x1 * w01)
+                    acc1[r] += np.int32(x0 * w10 + x1 * w11)
+            if not last:
+                # 16-bit hidden requantisation (export.quantize.hidden_requantize), in int32;
+                # (a unit past an odd width is 0: the next layer reads its inputs in pairs)
+                m0, s0 = np.int32(mul[bo + o0]), np.int32(shift[bo + o0])
+                m1, s1 = np.int32(mul[bo + o1]), np.int32(shift[bo + o1])
+                d0 = S[dst + o0]
+                d1 = S[dst + o0 + 1]
                 for r in range(n):
-                    a = acc[r]
-                    v = ((-a if a < 0 else a) * m + half) >> s
+                    d0[r] = _hidden(acc0[r], m0, s0)
+                    d1[r] = _hidden(acc1[r], m1, s1) if two else np.int16(0)
+                continue
+            for o in range(o0, o0 + (2 if two else 1)):
+                acc = acc0 if o == o0 else acc1
+                s = shift[bo + o]
+                m64 = mul[bo + o]
+                half = (np.int64(1) << s) >> 1
+                for r in range(n):
+                    a = np.int64(acc[r])
+                    v = ((-a if a < 0 else a) * m64 + half) >> s
                     v = -v if a < 0 else v
-                    out[r0 + r, o] = min(max(v, INT32_MIN), INT32_MAX)
-            else:
-                # 16-bit hidden requantisation (export.quantize.hidden_requantize)
-                drow = dst[o]
-                for r in range(n):
-                    t = acc[r] >> s
-                    t = t if t < 32767 else np.int64(32767)
-                    t = t if t > -32768 else np.int64(-32768)
-                    v = (t * m) >> 16
-                    v = v if v > 0 else np.int64(0)
-                    drow[r] = v if v < ACT_MAX else np.int64(ACT_MAX)
+                    v = min(max(v, INT32_MIN), INT32_MAX)
+                    if want_logits:
+                        out_logits[r0 + r, o] = v
+                    v32 = np.int32(v)
+                    if o == 0:
+                        top[r] = v32
+                        best[r] = 0
+                    elif v32 > top[r]:  # first max wins
+                        top[r] = v32
+                        best[r] = o
         wo += n_in * n_out
         bo += n_out
-        src, dst = dst, src
+        src = dst
+    for r in range(n):
+        out_cls[r0 + r] = best[r]
+
+
+@nb.njit(cache=True)
+def _mlp_batch(X, pre, table, dims, w, b, mul, shift, scratch, out_logits, out_cls, want_logits):
+    for r0 in range(0, X.shape[0], TILE):
+        n = min(TILE, X.shape[0] - r0)
+        _mlp_tile(X, r0, n, pre, table, dims, w, b, mul, shift, scratch, out_logits, out_cls, want_logits)
 
 
 @nb.njit(cache=True)
 def int8_mlp_logits(X, pre, log_table, dims, w, b, mul, shift, out):
     """Raw int64 features ``X [n, F]`` -> int32 logits ``out [n, classes]``."""
-    width = np.int64(0)
-    for d in dims:
-        width = max(width, d)
-    A = np.empty((width, CHUNK), np.int64)
-    Bm = np.empty((width, CHUNK), np.int64)
-    acc = np.empty(CHUNK, np.int64)
-    for r0 in range(0, X.shape[0], CHUNK):
-        n = min(CHUNK, X.shape[0] - r0)
-        _mlp_chunk(X, r0, n, pre, log_table, dims, w, b, mul, shift, A, Bm, acc, out)
+    cls = np.empty(X.shape[0], np.int32)
+    _mlp_batch(X, pre, log_table, dims, w, b, mul, shift, _new_scratch(dims), out, cls, True)
 
 
 @nb.njit(cache=True)
 def int8_mlp_classes(X, pre, log_table, dims, w, b, mul, shift, out):
     """Raw int64 features ``X [n, F]`` -> classes ``out [n]`` (first max of the int32 logits)."""
-    n_cls = dims[dims.shape[0] - 1]
-    logits = np.empty((X.shape[0], n_cls), np.int32)
-    int8_mlp_logits(X, pre, log_table, dims, w, b, mul, shift, logits)
-    for r in range(X.shape[0]):
-        best = 0
-        for c in range(1, n_cls):
-            if logits[r, c] > logits[r, best]:
-                best = c
-        out[r] = best
+    _mlp_batch(X, pre, log_table, dims, w, b, mul, shift, _new_scratch(dims), np.empty((0, 0), np.int32), out, False)
+
+
+@nb.njit(cache=True, nogil=True)
+def int8_mlp_classes_into(X, pre, log_table, dims, w, b, mul, shift, scratch, out):
+    """:func:`int8_mlp_classes` with the caller's ``scratch`` (:func:`batch_scratch`): nothing
+    allocated per call, and the GIL released (a second thread may run it)."""
+    _mlp_batch(X, pre, log_table, dims, w, b, mul, shift, scratch, np.empty((0, 0), np.int32), out, False)
 
 
 @nb.njit(cache=True)
