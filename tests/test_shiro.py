@@ -331,3 +331,19 @@ def test_ablation_variants_keep_gc_writes_in_one_group(trace):
         first = 2
         assert gc[first] == r["gc_writes"] > 0, (name, gc)
         assert r["scheme"].endswith("-NG")
+
+
+def test_sequence_stream_uses_the_engines_compacted_lbas():
+    """A file trace whose written LBAs exceed the capacity (its working set) runs on them
+    compacted in order; the per-LBA windows (PHFTL, Shiro) must index the same numbers (they
+    wrote past the end of their rows before: a crash on the Tencent samples)."""
+    from dogi_ml.pipeline.simulate import simulation_writes
+    from dogi_ml.policies._sequence import SequenceStream
+
+    lba = np.array([900, 30, 900, 7000, 30, 5], np.int64)
+    tr = Trace(ts_us=np.arange(6), lba=lba, nblocks=np.ones(6), op=np.full(6, OP_WRITE), volume=np.zeros(6))
+    writes, cap = simulation_writes(tr, 4)
+    stream = SequenceStream(tr, cap, ["latest_inv", "req_blocks"], 3, 8, log=False)
+    assert np.array_equal(stream.lbas, writes) and stream.lbas.max() == 3 == cap - 1
+    w = stream.next(6)
+    assert w[2, -2, 0] == 2**40 and w[2, -1, 0] == 2  # LBA 900's window: its first write, then 2 later

@@ -125,7 +125,16 @@ class SequenceStream:
         self.names = list(names)
         self.columns = [FEATURES.index(f) for f in names]
         self.features = FeatureStream(trace, FeatureConfig(capacity_blocks=int(capacity)))
-        self.lbas = trace.block_writes
+        lbas = trace.block_writes
+        if lbas.size and int(lbas.max()) >= int(capacity):
+            # the engine runs such a trace on its written LBAs compacted in order
+            # (pipeline.simulate.simulation_writes); the per-LBA rows must use the same numbers
+            # (indexing ``hist`` with the sparse ones wrote past its end: a crash on file traces)
+            uniq, dense = np.unique(lbas, return_inverse=True)
+            if uniq.size > int(capacity):
+                raise ValueError(f"the trace writes {uniq.size} distinct blocks, more than the capacity {capacity}")
+            lbas = dense.astype(np.int64)
+        self.lbas = lbas
         self.n_rows = int(trace.block_writes.size)
         self.history = int(history)
         F = len(names)
