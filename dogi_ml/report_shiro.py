@@ -25,8 +25,14 @@ SHIRO = "shiro"
 ORDER = ("nosep", "sepgc", "sepbit", "sepbit-NG", "midas", "phftl", "phftl-NG", "shiro-NG")
 
 
+NEVER_IDLE_US = 10**11  # an idle gap this long never occurs: background GC configured but off
+
+
 def scheme(r: dict) -> str:
-    return r.get("scheme") or r["policy"]
+    """The scheme's label, ``+bg`` when background GC in idle gaps was on."""
+    cfg = r.get("config") or {}
+    bg = cfg.get("gc_background_free_ratio") and (cfg.get("gc_idle_gap_us") or NEVER_IDLE_US) < NEVER_IDLE_US
+    return (r.get("scheme") or r["policy"]) + ("+bg" if bg else "")
 
 
 def _order(s: str) -> tuple:
@@ -54,6 +60,8 @@ def shiro_summary(results: list[dict]) -> dict:
             "states_departing_from_rule",
             "agent_counters",
             "gc_spills",
+            "background_gc_passes",
+            "background_gc_writes",
             "elapsed_s",
         ):
             if r.get(k) is not None:
@@ -72,12 +80,16 @@ def reductions(summary: dict, ref: str = SHIRO) -> dict:
     """Per workload: the reference scheme's cut of the paper's WAF (G/U) vs every other scheme (%)."""
     out = {}
     for wl, schemes in summary.items():
-        if ref not in schemes or not schemes[ref].get("paper_waf"):
-            continue
-        mine = schemes[ref]["paper_waf"]
-        out[wl] = {
-            s: 100.0 * (1.0 - mine / v["paper_waf"]) for s, v in schemes.items() if s != ref and v.get("paper_waf")
-        }
+        row = {}
+        for bg in ("", "+bg"):  # background-GC runs against Shiro's background-GC run
+            mine = schemes.get(ref + bg, {}).get("paper_waf")
+            if not mine:
+                continue
+            for s, v in schemes.items():
+                if s != ref + bg and s.endswith("+bg") == bool(bg) and v.get("paper_waf"):
+                    row[s] = 100.0 * (1.0 - mine / v["paper_waf"])
+        if row:
+            out[wl] = row
     return out
 
 
@@ -134,6 +146,8 @@ def markdown(summary: dict, title: str, note: str = "") -> str:
             lines.append(f"| {wl} | " + " | ".join(_f(red[wl].get(s), "{:+.1f}") for s in others) + " |")
         lines.append("")
     learned = [s for s in schemes if any(summary[w].get(s, {}).get("user_accuracy") is not None for w in wls)]
+    if SHIRO in learned:  # Shiro's variants share its classifier: one table for it (and PHFTL's)
+        learned = [s for s in learned if s in (SHIRO, "phftl")]
     if learned:
         lines += ["## Page classifier (Table V layout; positive class: short-living)", ""]
         for s in learned:
