@@ -67,3 +67,34 @@ def test_bad_parameters_are_explained():
         make_policy("adapt", 5)
     with pytest.raises(ValueError, match="unknown parameter"):
         make_policy("adapt", None, bogus=1)
+
+
+def test_report_tables_and_reductions(tmp_path):
+    from dogi_ml.report_adapt import reductions, write_adapt
+
+    def res(scheme, waf, pad, arrival="light"):
+        return {
+            "policy": scheme,
+            "scheme": scheme,
+            "victim": "greedy",
+            "waf": waf,
+            "user_writes": 100,
+            "gc_writes": int((waf - 1) * 100) - pad,
+            "padding_blocks": pad,
+            "shadow_blocks": 0,
+            "padding_traffic_ratio": pad / (waf * 100),
+            "workload": "ycsb_a",
+            "config": {"arrival": arrival},
+            "workload_config": {"source": "generator", "params": {"zipf_theta": 0.9}},
+        }
+
+    results = [res("sepbit", 3.0, 50), res("adapt", 2.0, 20), res("sepgc", 4.0, 10)]
+    summary = write_adapt(results, tmp_path / "fig11", "fig11", title="t")
+    red = reductions(summary)["ycsb_a light a=0.9"]["greedy"]
+    assert red["lowest"] == "adapt"
+    assert red["vs"]["sepbit"]["waf"] == pytest.approx(-100 / 3)
+    assert red["vs"]["sepbit"]["extra"] == pytest.approx(-50)
+    assert red["vs"]["sepbit"]["padding"] == pytest.approx(-60)
+    md = (tmp_path / "fig11.md").read_text()
+    assert "| ycsb_a light a=0.9 | greedy | 4.000 | 3.000 | **2.000** | adapt |" in md
+    assert "Paper (fig11)" in md and (tmp_path / "fig11.png").stat().st_size > 0
