@@ -66,6 +66,12 @@ def shiro_summary(results: list[dict]) -> dict:
         ):
             if r.get(k) is not None:
                 e[k] = r[k]
+        conf = r.get("user_confusion")
+        if r.get("user_precision") is None and conf is not None and np.shape(conf) == (2, 2):
+            # PHFTL reports its confusion in the same layout (rows: predicted hot / non-hot)
+            from dogi_ml.policies.shiro import classifier_metrics
+
+            e.update({k: v for k, v in classifier_metrics(conf).items() if k != "user_confusion"})
         if r.get("accuracy_over_time"):
             e["accuracy_over_time"] = [
                 [a["user_writes"], a["user_accuracy"]]
