@@ -1,0 +1,163 @@
+"""Build and run the C replay harness (``zns_replay.c``, ``zdev.c``): the system compiler,
+cached by the sources' content; a run is a subprocess whose last stdout line is its JSON."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from dogi_ml.errors import DogiMLError
+
+SOURCES = ("zns_replay.c", "zdev.c", "zdev.h", "crc32c.h")
+CFLAGS = ["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-ffp-contract=off"]
+#: the simulator's policies and victim selectors the harness mirrors
+POLICIES = ("nosep", "sepgc", "sepbit")
+VICTIMS = ("greedy", "cost_benefit", "cost_benefit_sepbit", "fifo")
+
+
+class HarnessError(DogiMLError):
+    """The harness could not be built or refused its input (the message is the harness's own)."""
+
+
+def source_dir() -> Path:
+    return Path(__file__).resolve().parent
+
+
+def build_dir() -> Path:
+    """``$DOGI_ML_CACHE/zns`` (default ``~/.cache/dogi_ml/zns``): compiled harnesses by key."""
+    root = os.environ.get("DOGI_ML_ZNS_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "dogi_ml" / "zns" / "build"
+
+
+def find_cc() -> str:
+    for name in (os.environ.get("CC"), "gcc", "cc", "clang"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    raise HarnessError("no C compiler found for the ZNS harness", "install gcc or set CC")
+
+
+def build(static: bool = False, out_dir: str | Path | None = None) -> Path:
+    """The compiled harness (``static``: a statically linked binary for a guest), rebuilt only
+    when a source, the flags or the compiler change."""
+    cc = find_cc()
+    src = source_dir()
+    flags = [*CFLAGS, *(["-static"] if static else [])]
+    h = hashlib.sha256(" ".join([cc, *flags]).encode())
+    for name in SOURCES:
+        h.update(name.encode() + b"\0" + (src / name).read_bytes())
+    key = h.hexdigest()[:16]
+    out = Path(out_dir) if out_dir else build_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    exe = out / f"zns_replay-{'static-' if static else ''}{key}"
+    if exe.exists():
+        return exe
+    tmp = exe.with_name(f"{exe.name}.{os.getpid()}.tmp")
+    cmd = [cc, *flags, str(src / "zns_replay.c"), str(src / "zdev.c"), "-lm", "-o", str(tmp)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise HarnessError(f"compiling the ZNS harness failed:\n{proc.stderr.strip()}", "check the C compiler")
+    os.replace(tmp, exe)
+    return exe
+
+
+def segment_count(capacity: int, op_ratio: float, segment_blocks: int) -> int:
+    """Physical segments (zones) of a run, as the simulator computes them."""
+    return int(math.floor(capacity * (1.0 + op_ratio) / segment_blocks))
+
+
+def file_zone_blocks(segment_blocks: int) -> int:
+    """Zone size of a file-emulated device: the next power of two above the capacity, so zone
+    capacity < zone size as on ZNS drives (the address gap costs nothing: the file is sparse)."""
+    return 1 << int(segment_blocks).bit_length()
+
+
+def harness_args(
+    trace: str | Path,
+    device: str,
+    *,
+    capacity: int,
+    policy: str = "sepbit",
+    victim: str = "greedy",
+    op_ratio: float = 0.10,
+    gc_free_segments: int = 2,
+    gc_high_free_segments: int | None = None,
+    prefill: bool = True,
+    create: tuple[int, int, int, int, int] | None = None,
+    verify: bool = True,
+    verify_every: int = 0,
+    progress_every: int = 0,
+    segments: int | None = None,
+    variant: str = "code",
+) -> list[str]:
+    """The command line of one harness run (see ``zns_replay --help``)."""
+    if policy not in POLICIES:
+        raise HarnessError(f"the ZNS harness runs policies {', '.join(POLICIES)}, not {policy!r}", "pick one of them")
+    if victim not in VICTIMS:
+        raise HarnessError(f"the ZNS harness runs victims {', '.join(VICTIMS)}, not {victim!r}", "set sim.victim")
+    name = "sepbit_paper" if policy == "sepbit" and variant == "paper" else policy
+    args = [
+        f"--trace={trace}",
+        f"--device={device}",
+        f"--capacity={int(capacity)}",
+        f"--policy={name}",
+        f"--victim={victim}",
+        f"--op-ratio={op_ratio!r}",
+        f"--gc-free={int(gc_free_segments)}",
+        f"--gc-high={int(gc_high_free_segments or 0)}",
+    ]
+    if segments:
+        args.append(f"--segments={int(segments)}")
+    if not prefill:
+        args.append("--no-prefill")
+    if create:
+        args.append("--create=" + ",".join(str(int(x)) for x in create))
+    if not verify:
+        args.append("--no-verify")
+    if verify_every:
+        args.append(f"--verify-every={int(verify_every)}")
+    if progress_every:
+        args.append(f"--progress={int(progress_every)}")
+    return args
+
+
+def run(
+    args: list[str], exe: Path | None = None, progress: Callable[[int, int], None] | None = None, timeout=None
+) -> dict:
+    """Run the harness; its JSON line as a dict. ``progress(done, total)`` sees every progress
+    line. A refusal (exit status 2, ``error: ...``) raises :class:`HarnessError`."""
+    exe = exe or build()
+    proc = subprocess.Popen([str(exe), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    errors = []
+    for line in proc.stderr:
+        if line.startswith("progress "):
+            if progress is not None:
+                _, done, total = line.split()
+                progress(int(done), int(total))
+        else:
+            errors.append(line.rstrip())
+    out = proc.stdout.read()
+    rc = proc.wait(timeout=timeout)
+    lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+    if rc == 2 or not lines:
+        msg = "\n".join(e.removeprefix("error: ") for e in errors) or f"exit status {rc}"
+        raise HarnessError(f"zns_replay: {msg}")
+    result = json.loads(lines[-1])
+    result["exit_status"] = rc
+    return result
+
+
+def device_info(device: str, exe: Path | None = None) -> dict:
+    """A device's zone geometry (``--info``)."""
+    return run([f"--device={device}", "--info"], exe)
+
+
+def temp_device(prefix: str = "zns") -> str:
+    """A ``file:`` device spec in a fresh temporary directory (the caller removes it)."""
+    return "file:" + str(Path(tempfile.mkdtemp(prefix=prefix)) / "dev.zns")

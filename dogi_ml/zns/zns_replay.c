@@ -1,0 +1,1060 @@
+/* zns_replay: replay a dogi_ml binary trace (.dtr) onto a zoned device.
+ *
+ * Zones are the simulator's segments (segment size = the device's zone capacity), one open zone
+ * per placement group, 4 KiB blocks written exactly at the write pointer. The host keeps the
+ * simulator's tables (dogi_ml/sim/state.py) and runs its loop (dogi_ml/sim/_loop_template.py:
+ * prefill, the free-segment trigger, one victim at a time or bursts to a high watermark, spills
+ * to the roomiest group, ties to the lowest segment) with NoSep, SepGC or SepBIT placement
+ * (dogi_ml/policies/) and greedy, cost-benefit or FIFO victims (dogi_ml/sim/victims.py), so the
+ * user, GC and reset counts equal the simulator's. GC reads the victim zone, writes its valid
+ * blocks to their destination zones and resets the victim.
+ *
+ * Every block starts with a header: magic, CRC32C (over the rest of the block: LBA, sequence
+ * number, payload), LBA, write sequence number (1-based user write, prefill included). The
+ * payload is a pseudo-random function of (LBA, sequence), so a verify pass checks location,
+ * version, checksum and content of every live LBA.
+ *
+ * --recover rebuilds the mapping after an abrupt stop by scanning every zone up to its write
+ * pointer (the highest sequence number wins), checks it against the trace prefix up to the
+ * highest sequence found, then runs the verify pass on it.
+ *
+ * Output: one JSON line on stdout; "progress DONE TOTAL" lines on stderr (writes acknowledged);
+ * errors as "error: ..." on stderr with exit status 2. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "crc32c.h"
+#include "zdev.h"
+
+#define BLK ZDEV_BLOCK
+#define HDR_MAGIC 0x315A4244u /* "DBZ1" */
+#define PAYLOAD_WORDS ((int)((BLK - 32) / 8))
+#define NC_WINDOW 16
+
+enum { SEG_FREE = 0, SEG_OPEN = 1, SEG_SEALED = 2 };
+enum { ERR_OK = 0, ERR_NO_VICTIM, ERR_NO_GAIN, ERR_OUT_OF_SEGMENTS, ERR_LBA_RANGE, ERR_BAD_GROUP, ERR_BAD_VICTIM,
+       ERR_GC_STUCK, ERR_IO };
+
+struct blk_hdr {
+    uint32_t magic;
+    uint32_t crc; /* CRC32C of bytes [8, 4096) */
+    uint64_t lba;
+    uint64_t seq;
+    uint64_t reserved;
+};
+
+/* -- errors --------------------------------------------------------------------------------- */
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (!p)
+        die("out of memory (%zu x %zu bytes)", n, size);
+    return p;
+}
+
+static void *aligned_buf(size_t blocks)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, BLK, (blocks ? blocks : 1) * BLK))
+        die("out of memory for a %zu-block I/O buffer", blocks);
+    memset(p, 0, (blocks ? blocks : 1) * BLK);
+    return p;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* -- the trace -------------------------------------------------------------------------------- */
+static const char *json_find_array(const char *json, const char *name, long long *offset, long long *count,
+                                   char *dtype, size_t dtlen)
+{
+    const char *arrays = strstr(json, "\"arrays\"");
+    if (!arrays)
+        return "no \"arrays\" in the header";
+    char key[64];
+    snprintf(key, sizeof key, "\"%s\"", name);
+    const char *p = strstr(arrays, key);
+    if (!p)
+        return "an array is missing";
+    const char *open = strchr(p, '{'), *close = open ? strchr(open, '}') : NULL;
+    if (!open || !close)
+        return "malformed array entry";
+    const char *c = strstr(open, "\"count\""), *o = strstr(open, "\"offset\""), *t = strstr(open, "\"dtype\"");
+    if (!c || !o || !t || c > close || o > close || t > close)
+        return "array entry lacks count/offset/dtype";
+    if (sscanf(strchr(c, ':') + 1, " %lld", count) != 1 || sscanf(strchr(o, ':') + 1, " %lld", offset) != 1)
+        return "bad count or offset";
+    const char *q = strchr(strchr(t, ':'), '"');
+    size_t i = 0;
+    for (++q; *q && *q != '"' && i + 1 < dtlen; ++q)
+        dtype[i++] = *q;
+    dtype[i] = 0;
+    return NULL;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct {
+    int64_t *writes; /* LBA of every user-written block (compacted to the capacity if needed) */
+    int64_t n;
+    int compacted;
+} stream_t;
+
+static stream_t load_trace(const char *path, int64_t capacity)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        die("cannot open trace %s: %s", path, strerror(errno));
+    struct stat st;
+    fstat(fd, &st);
+    unsigned char prefix[16];
+    if (st.st_size < 16 || pread(fd, prefix, 16, 0) != 16)
+        die("%s: too short to be a dogi_ml binary trace (%lld bytes)", path, (long long)st.st_size);
+    if (memcmp(prefix, "DOGITRC\0", 8))
+        die("%s: not a dogi_ml binary trace (bad magic); convert it with python -m dogi_ml ingest", path);
+    uint32_t version, hlen;
+    memcpy(&version, prefix + 8, 4);
+    memcpy(&hlen, prefix + 12, 4);
+    if (version != 1)
+        die("%s: binary trace version %u, this harness reads version 1", path, version);
+    char *json = xcalloc(hlen + 1, 1);
+    if (pread(fd, json, hlen, 16) != (ssize_t)hlen)
+        die("%s: truncated header", path);
+    long long data_start = (16 + (long long)hlen + 63) / 64 * 64;
+    long long off[3], cnt[3];
+    const char *names[3] = {"lba", "nblocks", "op"}, *want[3] = {"<i8", "<i4", "|u1"};
+    for (int i = 0; i < 3; ++i) {
+        char dt[16];
+        const char *e = json_find_array(json, names[i], &off[i], &cnt[i], dt, sizeof dt);
+        if (e)
+            die("%s: bad header (%s: %s)", path, names[i], e);
+        if (strcmp(dt, want[i]) && !(i == 2 && !strcmp(dt, "u1")))
+            die("%s: array %s has dtype %s, expected %s", path, names[i], dt, want[i]);
+        if (data_start + off[i] + cnt[i] * (i == 0 ? 8 : i == 1 ? 4 : 1) > st.st_size)
+            die("%s: truncated file (array %s); re-run ingest", path, names[i]);
+    }
+    if (cnt[1] != cnt[0] || cnt[2] != cnt[0])
+        die("%s: arrays of different lengths", path);
+    free(json);
+    unsigned char *map = st.st_size ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+    if (map == MAP_FAILED)
+        die("cannot map %s: %s", path, strerror(errno));
+    close(fd);
+    const int64_t *lba = (const int64_t *)(map + data_start + off[0]);
+    const int32_t *nb = (const int32_t *)(map + data_start + off[1]);
+    const uint8_t *op = map + data_start + off[2];
+    int64_t n = 0, maxl = -1;
+    for (long long i = 0; i < cnt[0]; ++i)
+        if (op[i] == 1)
+            n += nb[i];
+    stream_t s = {xcalloc((size_t)n, sizeof(int64_t)), n, 0};
+    int64_t k = 0;
+    for (long long i = 0; i < cnt[0]; ++i)
+        if (op[i] == 1)
+            for (int32_t j = 0; j < nb[i]; ++j) {
+                s.writes[k] = lba[i] + j;
+                if (s.writes[k] > maxl)
+                    maxl = s.writes[k];
+                ++k;
+            }
+    if (map)
+        munmap(map, (size_t)st.st_size);
+    if (maxl >= capacity) {
+        /* the simulator's compaction (np.unique's inverse): the rank of each LBA among the
+         * distinct ones, order-preserving */
+        int64_t *u = xcalloc((size_t)n, sizeof(int64_t));
+        memcpy(u, s.writes, (size_t)n * sizeof(int64_t));
+        qsort(u, (size_t)n, sizeof(int64_t), cmp_i64);
+        int64_t m = 0;
+        for (int64_t i = 0; i < n; ++i)
+            if (i == 0 || u[i] != u[m - 1])
+                u[m++] = u[i];
+        if (m > capacity)
+            die("the capacity of %lld blocks is smaller than the trace's write working set (%lld distinct blocks); "
+                "raise --capacity (sim.capacity_blocks)",
+                (long long)capacity, (long long)m);
+        for (int64_t i = 0; i < n; ++i) {
+            int64_t lo = 0, hi = m - 1, x = s.writes[i];
+            while (lo < hi) {
+                int64_t mid = (lo + hi) / 2;
+                if (u[mid] < x)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            s.writes[i] = lo;
+        }
+        free(u);
+        s.compacted = 1;
+    }
+    return s;
+}
+
+/* -- the simulator state (dogi_ml/sim/state.py) ----------------------------------------------- */
+typedef struct {
+    int64_t staged_zone, staged_off, staged_n;
+    unsigned char *buf;
+} stage_t;
+
+typedef struct sim sim_t;
+struct sim {
+    int64_t cap, nseg, seg_blocks, ngroups, gc_free, gc_high;
+    int32_t *l2p, *p2l, *seg_valid, *seg_wp, *seg_group, *free_stack, *open_seg;
+    int64_t *lba_time, *seg_open_time, *seg_seal_time, *group_user, *group_gc, *group_reclaimed;
+    int8_t *seg_state;
+    int64_t nfree, now, user, gc, reclaimed, invalid, spills, bursts, err_arg;
+    /* policy */
+    int (*place_user)(sim_t *, int64_t lba, int64_t now);
+    int (*place_gc)(sim_t *, int64_t lba, int64_t victim, int64_t now);
+    void (*on_reclaim)(sim_t *, int64_t victim, int64_t now);
+    int64_t (*select_victim)(sim_t *, int64_t now);
+    /* SepBIT's scalars (policies/sepbit.py) */
+    int64_t window_sum, lifespan_sum, lifespans, fifo, fifo_len, distinct, next_created, opening_created, tracked;
+    int64_t *created;
+    /* device */
+    zdev *dev;
+    unsigned char *ubuf, *vbuf;
+    stage_t *stage;
+    int64_t gc_passes, verify_every, verify_passes, verify_failures;
+};
+
+static sim_t *sim_new(int64_t cap, int64_t nseg, int64_t seg_blocks, int64_t ngroups, int64_t gc_free, int64_t gc_high)
+{
+    sim_t *s = xcalloc(1, sizeof *s);
+    s->cap = cap;
+    s->nseg = nseg;
+    s->seg_blocks = seg_blocks;
+    s->ngroups = ngroups;
+    s->gc_free = gc_free;
+    s->gc_high = gc_high > gc_free ? gc_high : gc_free;
+    s->l2p = xcalloc((size_t)cap, 4);
+    s->p2l = xcalloc((size_t)(nseg * seg_blocks), 4);
+    s->lba_time = xcalloc((size_t)cap, 8);
+    for (int64_t i = 0; i < cap; ++i)
+        s->l2p[i] = -1, s->lba_time[i] = -1;
+    for (int64_t i = 0; i < nseg * seg_blocks; ++i)
+        s->p2l[i] = -1;
+    s->seg_valid = xcalloc((size_t)nseg, 4);
+    s->seg_wp = xcalloc((size_t)nseg, 4);
+    s->seg_group = xcalloc((size_t)nseg, 4);
+    s->free_stack = xcalloc((size_t)nseg, 4);
+    s->seg_state = xcalloc((size_t)nseg, 1);
+    s->seg_open_time = xcalloc((size_t)nseg, 8);
+    s->seg_seal_time = xcalloc((size_t)nseg, 8);
+    s->created = xcalloc((size_t)nseg, 8);
+    for (int64_t i = 0; i < nseg; ++i) {
+        s->seg_group[i] = -1;
+        s->free_stack[i] = (int32_t)(nseg - 1 - i); /* pop order: segment 0 first */
+    }
+    s->nfree = nseg;
+    s->open_seg = xcalloc((size_t)ngroups, 4);
+    for (int64_t g = 0; g < ngroups; ++g)
+        s->open_seg[g] = -1;
+    s->group_user = xcalloc((size_t)ngroups, 8);
+    s->group_gc = xcalloc((size_t)ngroups, 8);
+    s->group_reclaimed = xcalloc((size_t)ngroups, 8);
+    s->window_sum = -1;
+    s->tracked = -1;
+    return s;
+}
+
+/* -- block contents ----------------------------------------------------------------------- */
+static inline uint64_t splitmix(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static void fill_payload(uint64_t *w, uint64_t lba, uint64_t seq)
+{
+    uint64_t x = lba * 0xD6E8FEB86659FD93ull ^ seq;
+    for (int i = 0; i < PAYLOAD_WORDS; ++i)
+        w[i] = splitmix(&x);
+}
+
+static void make_block(unsigned char *b, uint64_t lba, uint64_t seq)
+{
+    struct blk_hdr *h = (struct blk_hdr *)b;
+    h->magic = HDR_MAGIC;
+    h->lba = lba;
+    h->seq = seq;
+    h->reserved = 0;
+    fill_payload((uint64_t *)(b + 32), lba, seq);
+    h->crc = crc32c(0, b + 8, BLK - 8);
+}
+
+/* 0 ok, 1 wrong block (lost: other LBA or version), 2 corrupt (checksum or content) */
+static int check_block(const unsigned char *b, uint64_t lba, uint64_t seq)
+{
+    const struct blk_hdr *h = (const struct blk_hdr *)b;
+    if (h->magic != HDR_MAGIC)
+        return 1;
+    if (crc32c(0, b + 8, BLK - 8) != h->crc)
+        return 2;
+    if (h->lba != lba || h->seq != seq)
+        return 1;
+    uint64_t w[PAYLOAD_WORDS];
+    fill_payload(w, lba, seq);
+    return memcmp(w, b + 32, sizeof w) ? 2 : 0;
+}
+
+/* -- engine building blocks (dogi_ml/sim/kernels.py) --------------------------------------- */
+static int sim_fail(sim_t *s, int code, int64_t arg)
+{
+    s->err_arg = arg;
+    return code;
+}
+
+static inline void invalidate(sim_t *s, int64_t phys)
+{
+    s->p2l[phys] = -1;
+    s->seg_valid[phys / s->seg_blocks] -= 1;
+    s->invalid += 1;
+}
+
+static int open_new_segment(sim_t *s, int64_t g, int64_t now)
+{
+    int32_t old = s->open_seg[g];
+    if (old >= 0) {
+        s->seg_state[old] = SEG_SEALED;
+        s->seg_seal_time[old] = now;
+    }
+    if (s->nfree == 0) {
+        s->open_seg[g] = -1;
+        return 0;
+    }
+    int32_t seg = s->free_stack[--s->nfree];
+    s->seg_state[seg] = SEG_OPEN;
+    s->seg_group[seg] = (int32_t)g;
+    s->seg_wp[seg] = 0;
+    s->seg_valid[seg] = 0;
+    s->seg_open_time[seg] = now;
+    s->open_seg[g] = seg;
+    return 1;
+}
+
+/* the host side of an append; the physical block, -1 if out of segments */
+static int64_t append(sim_t *s, int64_t g, int64_t lba, int64_t now)
+{
+    int32_t seg = s->open_seg[g];
+    if (seg < 0 || s->seg_wp[seg] == s->seg_blocks) {
+        if (!open_new_segment(s, g, now))
+            return -1;
+        seg = s->open_seg[g];
+    }
+    int64_t phys = (int64_t)seg * s->seg_blocks + s->seg_wp[seg];
+    s->seg_wp[seg] += 1;
+    s->seg_valid[seg] += 1;
+    s->p2l[phys] = (int32_t)lba;
+    s->l2p[lba] = (int32_t)phys;
+    return phys;
+}
+
+static int any_sealed_garbage(sim_t *s)
+{
+    for (int64_t seg = 0; seg < s->nseg; ++seg)
+        if (s->seg_state[seg] == SEG_SEALED && s->seg_valid[seg] < s->seg_blocks)
+            return 1;
+    return 0;
+}
+
+static int64_t roomiest_group(sim_t *s)
+{
+    int64_t best = -1, best_room = 0;
+    for (int64_t g = 0; g < s->ngroups; ++g) {
+        int32_t seg = s->open_seg[g];
+        if (seg >= 0 && s->seg_blocks - s->seg_wp[seg] > best_room) {
+            best_room = s->seg_blocks - s->seg_wp[seg];
+            best = g;
+        }
+    }
+    return best;
+}
+
+/* -- placement (dogi_ml/policies/{nosep,sepgc,sepbit}.py) ----------------------------------- */
+static int nosep_user(sim_t *s, int64_t lba, int64_t now) { (void)s, (void)lba, (void)now; return 0; }
+static int nosep_gc(sim_t *s, int64_t lba, int64_t v, int64_t now) { (void)s, (void)lba, (void)v, (void)now; return 0; }
+static int sepgc_gc(sim_t *s, int64_t lba, int64_t v, int64_t now)
+{
+    (void)lba, (void)v, (void)now;
+    return (int)(s->ngroups - 1);
+}
+static void no_reclaim(sim_t *s, int64_t v, int64_t now) { (void)s, (void)v, (void)now; }
+
+static int64_t sepbit_fifo_cap(sim_t *s, int rewrite)
+{
+    int64_t n = s->distinct - (rewrite ? 1 : 0);
+    for (int64_t g = 0; g < s->ngroups; ++g) {
+        int32_t seg = s->open_seg[g];
+        if (seg >= 0 && s->seg_wp[seg] < s->seg_blocks)
+            n += s->seg_wp[seg] - s->seg_valid[seg];
+    }
+    return n;
+}
+
+static int sepbit_user(sim_t *s, int64_t lba, int64_t now)
+{
+    if (s->fifo) {
+        int32_t seg0 = s->open_seg[0];
+        if (seg0 >= 0 && seg0 != s->tracked) {
+            s->created[seg0] = s->opening_created;
+            s->tracked = seg0;
+        }
+    }
+    int64_t last = s->lba_time[lba];
+    int rewrite = last >= 0;
+    int64_t v = now - last, ws = s->window_sum;
+    int is_short = rewrite && (ws < 0 || NC_WINDOW * v < ws);
+    if (s->fifo) {
+        int64_t size = s->fifo_len;
+        is_short = is_short && v < size;
+        int64_t cap = sepbit_fifo_cap(s, rewrite);
+        size += 1;
+        if (size > cap || (ws >= 0 && NC_WINDOW * size > ws)) {
+            size -= 1;
+            if (ws >= 0 && NC_WINDOW * size > ws)
+                size -= 1;
+        }
+        s->fifo_len = size;
+        if (!rewrite)
+            s->distinct += 1;
+    }
+    if (!is_short)
+        return 1;
+    if (s->fifo) {
+        int32_t seg = s->open_seg[0];
+        int64_t wp_after;
+        if (seg < 0 || s->seg_wp[seg] == s->seg_blocks) {
+            s->opening_created = s->next_created;
+            wp_after = 1;
+        } else
+            wp_after = s->seg_wp[seg] + 1;
+        if (wp_after == s->seg_blocks)
+            s->next_created = now + 1;
+    }
+    return 0;
+}
+
+static int sepbit_gc(sim_t *s, int64_t lba, int64_t victim, int64_t now)
+{
+    if (s->seg_group[victim] == 0)
+        return 2;
+    int64_t ws = s->window_sum;
+    if (ws < 0)
+        return 3;
+    int64_t g = now - s->lba_time[lba] - s->fifo;
+    if (NC_WINDOW * g < 4 * ws)
+        return 3;
+    if (g < ws)
+        return 4;
+    return 5;
+}
+
+static void sepbit_reclaim(sim_t *s, int64_t victim, int64_t now)
+{
+    if (s->seg_group[victim] == 0) {
+        int64_t created = s->fifo ? s->created[victim] : s->seg_open_time[victim];
+        s->lifespans += 1;
+        s->lifespan_sum += now - created;
+        if (s->lifespans == NC_WINDOW) {
+            s->window_sum = s->lifespan_sum;
+            s->lifespans = 0;
+            s->lifespan_sum = 0;
+        }
+    }
+}
+
+/* -- victims (dogi_ml/sim/victims.py; ties to the lowest segment) ---------------------------- */
+static int64_t v_greedy(sim_t *s, int64_t now)
+{
+    (void)now;
+    int64_t best = -1, best_valid = (int64_t)1 << 62;
+    for (int64_t seg = 0; seg < s->nseg; ++seg)
+        if (s->seg_state[seg] == SEG_SEALED && s->seg_valid[seg] < best_valid) {
+            best_valid = s->seg_valid[seg];
+            best = seg;
+        }
+    return best;
+}
+
+static int64_t v_cost_benefit(sim_t *s, int64_t now)
+{
+    int64_t best = -1;
+    double best_num = -1.0, best_den = 1.0;
+    for (int64_t seg = 0; seg < s->nseg; ++seg)
+        if (s->seg_state[seg] == SEG_SEALED) {
+            int64_t v = s->seg_valid[seg];
+            double num = (double)((s->seg_blocks - v) * (now - s->seg_seal_time[seg] + 1));
+            double den = (double)(s->seg_blocks + v);
+            if (num * best_den > best_num * den) {
+                best_num = num;
+                best_den = den;
+                best = seg;
+            }
+        }
+    return best;
+}
+
+static int64_t v_cost_benefit_sepbit(sim_t *s, int64_t now)
+{
+    int64_t best = -1;
+    double best_num = -1.0, best_den = 1.0;
+    for (int64_t seg = 0; seg < s->nseg; ++seg)
+        if (s->seg_state[seg] == SEG_SEALED) {
+            int64_t v = s->seg_valid[seg];
+            if (v == 0)
+                return seg;
+            double num = (double)((s->seg_blocks - v) * (now - s->seg_seal_time[seg] + 1));
+            double den = (double)v;
+            if (num * best_den > best_num * den) {
+                best_num = num;
+                best_den = den;
+                best = seg;
+            }
+        }
+    return best;
+}
+
+static int64_t v_fifo(sim_t *s, int64_t now)
+{
+    (void)now;
+    int64_t best = -1, best_time = (int64_t)1 << 62;
+    for (int64_t seg = 0; seg < s->nseg; ++seg)
+        if (s->seg_state[seg] == SEG_SEALED && s->seg_seal_time[seg] < best_time) {
+            best_time = s->seg_seal_time[seg];
+            best = seg;
+        }
+    return best;
+}
+
+/* -- device I/O ----------------------------------------------------------------------------- */
+static void io_die(sim_t *s) { die("%s (%s device %s)", s->dev->err, zdev_kind_name(s->dev), s->dev->path); }
+
+static void flush_stage(sim_t *s, int64_t g)
+{
+    stage_t *st = &s->stage[g];
+    if (!st->staged_n)
+        return;
+    if (zdev_write(s->dev, (uint32_t)st->staged_zone, (uint32_t)st->staged_off, st->buf, (uint32_t)st->staged_n))
+        io_die(s);
+    st->staged_n = 0;
+}
+
+/* GC blocks go to a per-group staging buffer and reach the device in runs: one write per run of
+ * consecutive blocks of a destination zone, all before the victim is reset */
+static void stage_block(sim_t *s, int64_t g, int64_t phys, const unsigned char *src)
+{
+    stage_t *st = &s->stage[g];
+    int64_t zone = phys / s->seg_blocks, off = phys % s->seg_blocks;
+    if (st->staged_n && (st->staged_zone != zone || st->staged_off + st->staged_n != off))
+        flush_stage(s, g);
+    if (!st->staged_n) {
+        st->staged_zone = zone;
+        st->staged_off = off;
+    }
+    memcpy(st->buf + st->staged_n * BLK, src, BLK);
+    st->staged_n++;
+}
+
+typedef struct {
+    int64_t mapped, checked, lost, corrupt;
+} verify_t;
+
+/* read back every live LBA (zone by zone, one read per zone) and check it */
+static verify_t verify_pass(sim_t *s, int64_t nzones_scan)
+{
+    verify_t r = {0, 0, 0, 0};
+    for (int64_t l = 0; l < s->cap; ++l)
+        r.mapped += s->l2p[l] >= 0;
+    for (int64_t seg = 0; seg < nzones_scan; ++seg) {
+        if (s->seg_state[seg] == SEG_FREE || s->seg_valid[seg] == 0)
+            continue;
+        int32_t wp = s->seg_wp[seg];
+        if (zdev_read(s->dev, (uint32_t)seg, 0, s->vbuf, (uint32_t)wp))
+            io_die(s);
+        for (int32_t off = 0; off < wp; ++off) {
+            int32_t lba = s->p2l[seg * s->seg_blocks + off];
+            if (lba < 0)
+                continue;
+            r.checked++;
+            int rc = check_block(s->vbuf + (size_t)off * BLK, (uint64_t)lba, (uint64_t)(s->lba_time[lba] + 1));
+            r.lost += rc == 1;
+            r.corrupt += rc == 2;
+        }
+    }
+    r.lost += r.mapped - r.checked;
+    return r;
+}
+
+/* -- GC and the loop (dogi_ml/sim/_loop_template.py) ---------------------------------------- */
+static verify_t last_verify;
+
+static int collect_one(sim_t *s, int64_t now)
+{
+    int64_t victim = s->select_victim(s, now);
+    if (victim < 0)
+        return sim_fail(s, ERR_NO_VICTIM, 0);
+    if (victim >= s->nseg || s->seg_state[victim] != SEG_SEALED)
+        return sim_fail(s, ERR_BAD_VICTIM, victim);
+    if (s->seg_valid[victim] >= s->seg_blocks && !any_sealed_garbage(s))
+        return sim_fail(s, ERR_NO_GAIN, victim);
+    s->on_reclaim(s, victim, now);
+    s->group_reclaimed[s->seg_group[victim]] += 1;
+    int64_t base = victim * s->seg_blocks;
+    int32_t wp = s->seg_wp[victim];
+    if (s->seg_valid[victim] > 0 && zdev_read(s->dev, (uint32_t)victim, 0, s->vbuf, (uint32_t)wp))
+        io_die(s);
+    for (int32_t off = 0; off < wp; ++off) {
+        int32_t lba = s->p2l[base + off];
+        if (lba < 0)
+            continue;
+        int64_t g = s->place_gc(s, lba, victim, now);
+        if (g < 0 || g >= s->ngroups)
+            return sim_fail(s, ERR_BAD_GROUP, g);
+        s->p2l[base + off] = -1;
+        int64_t phys = append(s, g, lba, now);
+        if (phys < 0) {
+            g = roomiest_group(s);
+            if (g < 0 || (phys = append(s, g, lba, now)) < 0)
+                return sim_fail(s, ERR_OUT_OF_SEGMENTS, g);
+            s->spills += 1;
+        }
+        s->group_gc[g] += 1;
+        stage_block(s, g, phys, s->vbuf + (size_t)off * BLK);
+    }
+    s->gc += s->seg_valid[victim];
+    s->invalid -= wp - s->seg_valid[victim];
+    s->reclaimed += 1;
+    s->seg_state[victim] = SEG_FREE;
+    s->seg_valid[victim] = 0;
+    s->seg_wp[victim] = 0;
+    s->seg_group[victim] = -1;
+    s->free_stack[s->nfree++] = (int32_t)victim;
+    for (int64_t g = 0; g < s->ngroups; ++g)
+        flush_stage(s, g); /* the survivors are on the device before the victim is reset */
+    if (zdev_reset(s->dev, (uint32_t)victim))
+        io_die(s);
+    s->gc_passes++;
+    if (s->verify_every > 0 && s->gc_passes % s->verify_every == 0) {
+        verify_t v = verify_pass(s, s->nseg);
+        s->verify_passes++;
+        if (v.lost || v.corrupt)
+            s->verify_failures++;
+        last_verify = v;
+    }
+    return ERR_OK;
+}
+
+static const char *err_text(int rc)
+{
+    switch (rc) {
+    case ERR_NO_VICTIM: return "garbage collection was needed but no sealed zone exists; raise the op ratio or use fewer groups";
+    case ERR_NO_GAIN: return "the chosen GC victim is entirely valid, so GC cannot free space (over-provisioning exhausted); raise the op ratio";
+    case ERR_OUT_OF_SEGMENTS: return "a group needed a fresh zone and none was free; raise gc_free_segments or the op ratio";
+    case ERR_LBA_RANGE: return "a write addressed a block at or beyond the logical capacity; raise --capacity";
+    case ERR_BAD_GROUP: return "the placement returned a group outside [0, n_groups)";
+    case ERR_BAD_VICTIM: return "the victim selector returned a zone that is not sealed";
+    case ERR_GC_STUCK: return "garbage collection made no progress";
+    default: return "unknown error";
+    }
+}
+
+static int64_t progress_every = 0, progress_total = 0;
+
+/* apply user writes; returns an ERR_* code */
+static int run_writes(sim_t *s, const int64_t *writes, int64_t n)
+{
+    for (int64_t i = 0; i < n; ++i) {
+        int64_t lba = writes[i];
+        if (lba < 0 || lba >= s->cap)
+            return sim_fail(s, ERR_LBA_RANGE, lba);
+        int64_t now = s->now;
+        int32_t old = s->l2p[lba];
+        if (old >= 0)
+            invalidate(s, old);
+        int64_t g = s->place_user(s, lba, now);
+        if (g < 0 || g >= s->ngroups)
+            return sim_fail(s, ERR_BAD_GROUP, g);
+        int64_t phys = append(s, g, lba, now);
+        if (phys < 0)
+            return sim_fail(s, ERR_OUT_OF_SEGMENTS, g);
+        make_block(s->ubuf, (uint64_t)lba, (uint64_t)(now + 1));
+        if (zdev_write(s->dev, (uint32_t)(phys / s->seg_blocks), (uint32_t)(phys % s->seg_blocks), s->ubuf, 1))
+            io_die(s);
+        s->lba_time[lba] = now;
+        s->group_user[g] += 1;
+        s->user += 1;
+        s->now = now + 1;
+        if (s->nfree < s->gc_free) {
+            int64_t target = s->gc_high, rounds = 0;
+            s->bursts += 1;
+            while (s->nfree < target) {
+                rounds += 1;
+                if (rounds > s->nseg) {
+                    if (s->nfree >= s->gc_free)
+                        break;
+                    return sim_fail(s, ERR_GC_STUCK, rounds);
+                }
+                int rc = collect_one(s, now + 1);
+                if (rc != ERR_OK) {
+                    if (rc == ERR_NO_GAIN && s->nfree >= s->gc_free)
+                        break;
+                    return rc;
+                }
+            }
+        }
+        if (progress_every && s->now % progress_every == 0)
+            fprintf(stderr, "progress %lld %lld\n", (long long)s->now, (long long)progress_total);
+    }
+    return ERR_OK;
+}
+
+static void reset_counters(sim_t *s)
+{
+    s->user = s->gc = s->reclaimed = s->spills = s->bursts = 0;
+    for (int64_t g = 0; g < s->ngroups; ++g)
+        s->group_user[g] = s->group_gc[g] = s->group_reclaimed[g] = 0;
+}
+
+/* -- recovery ------------------------------------------------------------------------------- */
+typedef struct {
+    int64_t max_seq, live, lost, corrupt, phantom, unwritten, scanned;
+} recover_t;
+
+static recover_t recover(sim_t *s, const stream_t *stream, int prefill)
+{
+    recover_t r = {0, 0, 0, 0, 0, 0, 0};
+    zdev *d = s->dev;
+    if (zdev_refresh(d))
+        io_die(s);
+    uint64_t *best = xcalloc((size_t)s->cap, 8);
+    int64_t zones = d->nzones < (uint32_t)s->nseg ? d->nzones : s->nseg;
+    for (int64_t z = 0; z < (int64_t)d->nzones; ++z)
+        if (z >= s->nseg && d->zones[z].wp)
+            die("zone %lld beyond the run's %lld zones holds data: the device was not written by this "
+                "configuration (same trace, capacity, op ratio?)",
+                (long long)z, (long long)s->nseg);
+    for (int64_t z = 0; z < zones; ++z) {
+        uint32_t wp = d->zones[z].wp;
+        if (!wp)
+            continue;
+        if (zdev_read(d, (uint32_t)z, 0, s->vbuf, wp))
+            io_die(s);
+        s->seg_state[z] = SEG_SEALED;
+        s->seg_wp[z] = (int32_t)wp;
+        for (uint32_t off = 0; off < wp; ++off) {
+            const unsigned char *b = s->vbuf + (size_t)off * BLK;
+            const struct blk_hdr *h = (const struct blk_hdr *)b;
+            r.scanned++;
+            if (h->magic != HDR_MAGIC) {
+                int zero = 1;
+                for (size_t i = 0; i < BLK && zero; ++i)
+                    zero = b[i] == 0;
+                if (zero)
+                    r.unwritten++; /* a finished zone's unwritten tail */
+                else
+                    r.corrupt++;
+                continue;
+            }
+            if (crc32c(0, b + 8, BLK - 8) != h->crc || h->lba >= (uint64_t)s->cap) {
+                r.corrupt++;
+                continue;
+            }
+            if (h->seq > best[h->lba]) {
+                best[h->lba] = h->seq;
+                s->l2p[h->lba] = (int32_t)(z * s->seg_blocks + off);
+            }
+            if ((int64_t)h->seq > r.max_seq)
+                r.max_seq = (int64_t)h->seq;
+        }
+    }
+    /* every write up to the highest sequence found was acknowledged before the next was issued:
+     * each LBA must hold its last version among them */
+    uint64_t *expect = xcalloc((size_t)s->cap, 8);
+    int64_t total = (prefill ? s->cap : 0) + stream->n;
+    if (r.max_seq > total)
+        die("the device holds write %lld but the trace (with prefill) has %lld: not this trace's device",
+            (long long)r.max_seq, (long long)total);
+    for (int64_t i = 0; i < r.max_seq; ++i) {
+        int64_t lba = prefill ? (i < s->cap ? i : stream->writes[i - s->cap]) : stream->writes[i];
+        expect[lba] = (uint64_t)(i + 1);
+    }
+    for (int64_t l = 0; l < s->cap; ++l) {
+        if (expect[l]) {
+            r.live++;
+            if (best[l] < expect[l])
+                r.lost++;
+            else if (best[l] > expect[l])
+                r.phantom++;
+        }
+        /* the verify pass below checks the rebuilt mapping against the expected versions */
+        s->lba_time[l] = expect[l] ? (int64_t)expect[l] - 1 : -1;
+        if (!expect[l])
+            s->l2p[l] = -1;
+        else if (best[l] != expect[l])
+            s->l2p[l] = -1, s->lba_time[l] = -1; /* counted lost above */
+        if (s->l2p[l] >= 0) {
+            s->p2l[s->l2p[l]] = (int32_t)l;
+            s->seg_valid[s->l2p[l] / s->seg_blocks]++;
+        }
+    }
+    free(best);
+    free(expect);
+    return r;
+}
+
+/* -- main ----------------------------------------------------------------------------------- */
+static void usage(void)
+{
+    fputs("usage: zns_replay --trace FILE.dtr --device file:PATH|/dev/ZNS --capacity BLOCKS [options]\n"
+          "  --policy nosep|sepgc|sepbit|sepbit_paper  --victim greedy|cost_benefit|cost_benefit_sepbit|fifo\n"
+          "  --op-ratio R (0.10)  --segments N (default floor(capacity x (1+R) / zone capacity))\n"
+          "  --gc-free N (2)  --gc-high N (0: one victim at a time)  --no-prefill\n"
+          "  --create NZONES,ZONE_BLOCKS,ZONE_CAP,MAX_OPEN,MAX_ACTIVE  (make a file device)\n"
+          "  --verify-every N (GC passes; 0 = only at the end)  --no-verify  --progress N\n"
+          "  --recover (rebuild the mapping from the zones, check it against the trace, verify)\n"
+          "  --info (print the device geometry)  --stop-after N (exit(3) abruptly after N user writes)\n",
+          stderr);
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    const char *trace = NULL, *device = NULL, *policy = "sepbit", *victim = "greedy", *create = NULL;
+    double op_ratio = 0.10;
+    long long capacity = 0, segments = 0, gc_free = 2, gc_high = 0, verify_every = 0, stop_after = -1;
+    int prefill = 1, do_verify = 1, do_recover = 0, do_info = 0;
+    static struct option opts[] = {
+        {"trace", 1, 0, 't'},       {"device", 1, 0, 'd'},    {"policy", 1, 0, 'p'},       {"victim", 1, 0, 'v'},
+        {"capacity", 1, 0, 'c'},    {"op-ratio", 1, 0, 'o'},  {"segments", 1, 0, 's'},     {"gc-free", 1, 0, 'f'},
+        {"gc-high", 1, 0, 'h'},     {"no-prefill", 0, 0, 'P'}, {"create", 1, 0, 'C'},      {"verify-every", 1, 0, 'V'},
+        {"no-verify", 0, 0, 'N'},   {"progress", 1, 0, 'g'},  {"recover", 0, 0, 'R'},      {"info", 0, 0, 'I'},
+        {"stop-after", 1, 0, 'S'},  {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 't': trace = optarg; break;
+        case 'd': device = optarg; break;
+        case 'p': policy = optarg; break;
+        case 'v': victim = optarg; break;
+        case 'c': capacity = atoll(optarg); break;
+        case 'o': op_ratio = atof(optarg); break;
+        case 's': segments = atoll(optarg); break;
+        case 'f': gc_free = atoll(optarg); break;
+        case 'h': gc_high = atoll(optarg); break;
+        case 'P': prefill = 0; break;
+        case 'C': create = optarg; break;
+        case 'V': verify_every = atoll(optarg); break;
+        case 'N': do_verify = 0; break;
+        case 'g': progress_every = atoll(optarg); break;
+        case 'R': do_recover = 1; break;
+        case 'I': do_info = 1; break;
+        case 'S': stop_after = atoll(optarg); break;
+        default: usage();
+        }
+    }
+    if (!device)
+        usage();
+    zdev dev;
+    struct zdev_geometry geo;
+    if (create) {
+        unsigned long long a[5];
+        if (sscanf(create, "%llu,%llu,%llu,%llu,%llu", &a[0], &a[1], &a[2], &a[3], &a[4]) != 5)
+            die("--create wants NZONES,ZONE_BLOCKS,ZONE_CAP,MAX_OPEN,MAX_ACTIVE, got %s", create);
+        geo = (struct zdev_geometry){(uint32_t)a[0], a[1], a[2], (uint32_t)a[3], (uint32_t)a[4]};
+    }
+    if (zdev_open(&dev, device, create ? &geo : NULL))
+        die("%s", dev.err);
+    if (do_info) {
+        printf("{\"device\": \"%s\", \"kind\": \"%s\", \"zones\": %u, \"zone_blocks\": %llu, \"zone_capacity_blocks\": "
+               "%llu, \"max_open\": %u, \"max_active\": %u, \"direct_io\": %s}\n",
+               dev.path, zdev_kind_name(&dev), dev.nzones, (unsigned long long)dev.zone_blocks,
+               (unsigned long long)dev.cap_blocks, dev.max_open, dev.max_active, dev.direct ? "true" : "false");
+        zdev_close(&dev);
+        return 0;
+    }
+    if (!trace || capacity <= 0)
+        usage();
+    int64_t seg_blocks = (int64_t)dev.cap_blocks;
+    int64_t ngroups;
+    int fifo = 0;
+    if (!strcmp(policy, "nosep"))
+        ngroups = 1;
+    else if (!strcmp(policy, "sepgc"))
+        ngroups = 2;
+    else if (!strcmp(policy, "sepbit"))
+        ngroups = 6, fifo = 1;
+    else if (!strcmp(policy, "sepbit_paper"))
+        ngroups = 6;
+    else
+        die("unknown policy %s; known: nosep, sepgc, sepbit, sepbit_paper", policy);
+    int64_t (*sel)(sim_t *, int64_t) = NULL;
+    if (!strcmp(victim, "greedy"))
+        sel = v_greedy;
+    else if (!strcmp(victim, "cost_benefit"))
+        sel = v_cost_benefit;
+    else if (!strcmp(victim, "cost_benefit_sepbit"))
+        sel = v_cost_benefit_sepbit;
+    else if (!strcmp(victim, "fifo"))
+        sel = v_fifo;
+    else
+        die("unknown victim selection %s; known: greedy, cost_benefit, cost_benefit_sepbit, fifo", victim);
+    int64_t nseg = segments > 0 ? segments : (int64_t)floor((double)capacity * (1.0 + op_ratio) / (double)seg_blocks);
+    int64_t data_segments = (capacity + seg_blocks - 1) / seg_blocks;
+    /* the zone resources: each group keeps one zone open (and active) */
+    uint32_t lim = dev.max_active && (!dev.max_open || dev.max_active < dev.max_open) ? dev.max_active : dev.max_open;
+    if (lim && ngroups > (int64_t)lim)
+        die("too few zones for the groups: policy %s keeps %lld zones open, the device allows %u open / %u active; "
+            "use a policy with fewer groups or a device with higher zone limits",
+            policy, (long long)ngroups, dev.max_open, dev.max_active);
+    if (nseg > (int64_t)dev.nzones)
+        die("the trace does not fit the device: capacity %lld blocks x (1 + op %.3f) needs %lld zones of %lld blocks, "
+            "the device has %u; use a smaller workload (capacity), a lower op ratio or a larger device",
+            capacity, op_ratio, (long long)nseg, (long long)seg_blocks, dev.nzones);
+    if (nseg < data_segments + ngroups + gc_free + 1)
+        die("too few zones for the groups: %lld zones of %lld blocks but at least %lld are needed (%lld open groups + "
+            "%lld free for GC + %lld of data + 1); raise the op ratio or use fewer groups",
+            (long long)nseg, (long long)seg_blocks, (long long)(data_segments + ngroups + gc_free + 1),
+            (long long)ngroups, gc_free, (long long)data_segments);
+    if (nseg * seg_blocks >= ((int64_t)1 << 31) - 1)
+        die("physical space of %lld blocks exceeds the harness's int32 addressing", (long long)(nseg * seg_blocks));
+
+    stream_t stream = load_trace(trace, capacity);
+    sim_t *s = sim_new(capacity, nseg, seg_blocks, ngroups, gc_free, gc_high);
+    s->dev = &dev;
+    s->fifo = fifo;
+    s->select_victim = sel;
+    s->place_user = ngroups == 6 ? sepbit_user : nosep_user;
+    s->place_gc = ngroups == 6 ? sepbit_gc : ngroups == 2 ? sepgc_gc : nosep_gc;
+    s->on_reclaim = ngroups == 6 ? sepbit_reclaim : no_reclaim;
+    s->ubuf = aligned_buf(1);
+    s->vbuf = aligned_buf((size_t)(dev.cap_blocks > (uint64_t)seg_blocks ? dev.cap_blocks : (uint64_t)seg_blocks));
+    s->stage = xcalloc((size_t)ngroups, sizeof(stage_t));
+    for (int64_t g = 0; g < ngroups; ++g)
+        s->stage[g].buf = aligned_buf((size_t)seg_blocks);
+    s->verify_every = verify_every;
+    progress_total = (prefill ? capacity : 0) + stream.n;
+
+    if (do_recover) {
+        double t0 = now_s();
+        recover_t r = recover(s, &stream, prefill);
+        verify_t v = verify_pass(s, nseg);
+        double t1 = now_s();
+        printf("{\"mode\": \"recover\", \"device\": \"%s\", \"recovered_writes\": %lld, \"live_lbas\": %lld, "
+               "\"lost\": %lld, \"corrupt\": %lld, \"phantom\": %lld, \"blocks_scanned\": %lld, "
+               "\"unwritten_blocks\": %lld, \"verify\": {\"mapped\": %lld, \"checked\": %lld, \"lost\": %lld, "
+               "\"corrupt\": %lld, \"ok\": %s}, \"elapsed_s\": %.6f}\n",
+               dev.path, (long long)r.max_seq, (long long)r.live, (long long)r.lost, (long long)r.corrupt,
+               (long long)r.phantom, (long long)r.scanned, (long long)r.unwritten, (long long)v.mapped,
+               (long long)v.checked, (long long)v.lost, (long long)v.corrupt,
+               (!r.lost && !r.corrupt && !r.phantom && !v.lost && !v.corrupt) ? "true" : "false", t1 - t0);
+        zdev_close(&dev);
+        return 0;
+    }
+
+    /* a fresh device for this run: every zone the run uses starts empty */
+    double tr0 = now_s();
+    for (int64_t z = 0; z < nseg; ++z)
+        if (dev.zones[z].cond != ZC_EMPTY && zdev_reset(&dev, (uint32_t)z))
+            io_die(s);
+    double reset_s = now_s() - tr0;
+    uint64_t resets_before = dev.resets;
+    int rc = ERR_OK;
+    double tp0 = now_s();
+    if (prefill) {
+        int64_t *pf = xcalloc((size_t)capacity, 8);
+        for (int64_t i = 0; i < capacity; ++i)
+            pf[i] = i;
+        rc = run_writes(s, pf, capacity);
+        free(pf);
+    }
+    double prefill_s = now_s() - tp0;
+    if (rc != ERR_OK)
+        die("%s (policy %s, during prefill, detail %lld)", err_text(rc), policy, (long long)s->err_arg);
+    reset_counters(s);
+    uint64_t w0 = dev.blocks_written, r0 = dev.blocks_read, z0 = dev.resets;
+    double t0 = now_s();
+    int64_t n = stream.n;
+    if (stop_after >= 0 && stop_after < n)
+        n = stop_after;
+    rc = run_writes(s, stream.writes, n);
+    double elapsed = now_s() - t0;
+    if (rc != ERR_OK)
+        die("%s (policy %s, at user write %lld, detail %lld)", err_text(rc), policy, (long long)s->now,
+            (long long)s->err_arg);
+    if (stop_after >= 0) { /* an abrupt stop: no final verify, no clean close (crash tests) */
+        fprintf(stderr, "stopped after %lld user writes\n", (long long)n);
+        _exit(3);
+    }
+    uint64_t dev_w = dev.blocks_written - w0, dev_r = dev.blocks_read - r0, resets = dev.resets - z0;
+    double tv0 = now_s();
+    verify_t v = {0, 0, 0, 0};
+    if (do_verify) {
+        v = verify_pass(s, nseg);
+        s->verify_passes++;
+        if (v.lost || v.corrupt)
+            s->verify_failures++;
+    }
+    double verify_s = now_s() - tv0;
+    double mib = (double)BLK / (1 << 20);
+    char threshold[64] = "null";
+    if (s->window_sum >= 0)
+        snprintf(threshold, sizeof threshold, "%.6f", (double)s->window_sum / NC_WINDOW);
+    printf("{\"mode\": \"replay\", \"device\": \"%s\", \"backend\": \"%s\", \"direct_io\": %s, \"policy\": \"%s\", "
+           "\"victim\": \"%s\", \"capacity_blocks\": %lld, \"physical_segments\": %lld, \"segment_blocks\": %lld, "
+           "\"zone_blocks\": %llu, \"device_zones\": %u, \"max_open\": %u, \"max_active\": %u, \"n_groups\": %lld, "
+           "\"prefill_blocks\": %lld, \"compacted\": %s, "
+           "\"user_writes\": %lld, \"gc_writes\": %lld, \"reclaimed_segments\": %lld, \"zone_resets\": %llu, "
+           "\"gc_spills\": %lld, \"gc_bursts\": %lld, \"free_segments\": %lld, \"invalid_blocks\": %lld, "
+           "\"waf\": %.9f, \"device_write_blocks\": %llu, \"device_read_blocks\": %llu, "
+           "\"implicit_closes\": %llu, \"elapsed_s\": %.6f, \"prefill_s\": %.6f, \"initial_reset_s\": %.6f, "
+           "\"initial_resets\": %llu, \"user_mb_s\": %.3f, \"device_mb_s\": %.3f, \"sepbit_threshold\": %s, "
+           "\"verify\": {\"mapped\": %lld, \"checked\": %lld, \"lost\": %lld, \"corrupt\": %lld, \"passes\": %lld, "
+           "\"failed_passes\": %lld, \"ok\": %s, \"seconds\": %.6f}}\n",
+           dev.path, zdev_kind_name(&dev), dev.direct ? "true" : "false", policy, victim, capacity, (long long)nseg,
+           (long long)seg_blocks, (unsigned long long)dev.zone_blocks, dev.nzones, dev.max_open, dev.max_active,
+           (long long)ngroups, prefill ? capacity : 0LL, stream.compacted ? "true" : "false", (long long)s->user,
+           (long long)s->gc, (long long)s->reclaimed, (unsigned long long)resets, (long long)s->spills,
+           (long long)s->bursts, (long long)s->nfree, (long long)s->invalid,
+           s->user ? (double)(s->user + s->gc) / (double)s->user : 0.0, (unsigned long long)dev_w,
+           (unsigned long long)dev_r, (unsigned long long)dev.implicit_closes, elapsed, prefill_s, reset_s,
+           (unsigned long long)resets_before, elapsed > 0 ? s->user * mib / elapsed : 0.0,
+           elapsed > 0 ? dev_w * mib / elapsed : 0.0, threshold, (long long)v.mapped, (long long)v.checked,
+           (long long)v.lost, (long long)v.corrupt, (long long)s->verify_passes, (long long)s->verify_failures,
+           (do_verify && !v.lost && !v.corrupt && !s->verify_failures) ? "true" : "false", verify_s);
+    fflush(stdout);
+    zdev_close(&dev);
+    return s->verify_failures ? 1 : 0;
+}
