@@ -481,7 +481,7 @@ class Shiro(SequencePolicy):
             tag.append(c["deployed"])
         if c["victim"] != "adjusted_greedy":
             tag.append(c["victim"])
-        return self.name + (f"[{','.join(tag)}]" if tag else "")
+        return "shiro" + (f"[{','.join(tag)}]" if tag else "")  # shiro_cb too: its victim is in the tag
 
     # -- setup -----------------------------------------------------------------------------
     def bind(self, ctx: SimContext) -> tuple:
