@@ -32,6 +32,7 @@ COMMANDS = {
     "print": "print a binary trace's requests as text: path=FILE.dtr [head=N]",
     "export": "deploy a model: int8 C header, ONNX, manifest: +workload=NAME [model=NAME] [export.run_id=ID]",
     "bench": "measure simulator and annotation throughput",
+    "replay": "replay a workload onto a zoned device (ZNS or file-emulated): +workload=NAME device=file:PATH|/dev/...",
     "stage": "one DVC pipeline stage: stage NAME [params=params.yaml] [out=data/dvc] (see dvc.yaml)",
     "cache": "show or empty the on-disk caches (compiled kernels, traces, annotations): cache info|clear [--help]",
 }
@@ -121,6 +122,12 @@ def _export(cfg):
     return run_export(cfg, output_dir())
 
 
+def _replay(cfg):
+    from dogi_ml.pipeline.replay import run_replay
+
+    return run_replay(cfg, output_dir())
+
+
 def _bench(cfg):
     from dogi_ml.bench import run_bench
 
@@ -136,6 +143,7 @@ _BODIES = {
     "print": _print,
     "export": _export,
     "bench": _bench,
+    "replay": _replay,
 }
 
 

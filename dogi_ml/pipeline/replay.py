@@ -1,0 +1,243 @@
+"""The ``replay`` command: a workload replayed onto a zoned device by the C harness
+(:mod:`dogi_ml.zns`), with the simulator's placement and GC; prints WAF, device writes, zone
+resets, MB/s and the verify result, writes JSON, logs to MLflow, and (``zns.compare_sim``)
+checks that the user, GC and reset counts equal the Numba simulator's on the same config.
+
+``mode=bench`` adds fio writing the same device volume sequentially (4 KiB, direct I/O) on
+the same backing store; ``mode=recover`` rebuilds the mapping of a device left by an abrupt stop
+and verifies it."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from dogi_ml.errors import ConfigError
+from dogi_ml.pipeline.common import require_workload, sweep_dir
+from dogi_ml.pipeline.simulate import simulate, write_json
+from dogi_ml.traces.binfmt import write_trace
+from dogi_ml.traces.trace import Trace
+from dogi_ml.traces.workload import workload_capacity
+from dogi_ml.zns import harness as zh
+
+#: the counts a replay must share with the simulator (same trace, policy, victim, geometry)
+PARITY_KEYS = ("user_writes", "gc_writes", "reclaimed_segments", "gc_spills")
+_UNSUPPORTED = {
+    "raid_chunk_blocks": 0,
+    "gc_background_free_ratio": None,
+    "gc_idle_gap_us": None,
+    "gc_free_ratio": None,
+    "arrival": None,
+}
+
+
+def trace_file(trace: Trace, cache_dir: str | Path | None) -> Path:
+    """The ``.dtr`` file holding ``trace`` (the memory-mapped one it was read from, else a copy
+    written under ``cache_dir/zns``)."""
+    name = getattr(trace.lba, "filename", None)
+    if name and Path(name).suffix == ".dtr" and Path(name).exists():
+        return Path(name)
+    out = Path(cache_dir or tempfile.gettempdir()) / "zns" / f"{trace.name}-{trace.n_requests}.dtr"
+    write_trace(trace, out)
+    return out
+
+
+def check_sim_config(sim_cfg: Mapping) -> None:
+    """The harness runs the free-segment trigger without the chunk layer or background GC."""
+    if sim_cfg.get("gc_trigger", "free_segments") != "free_segments":
+        raise ConfigError(
+            f"the ZNS harness runs sim.gc_trigger=free_segments, not {sim_cfg.get('gc_trigger')!r}",
+            "drop the sim.gc_trigger override",
+        )
+    for key, off in _UNSUPPORTED.items():
+        if sim_cfg.get(key, off) not in (off, 0, None):
+            raise ConfigError(f"the ZNS harness does not model sim.{key}={sim_cfg.get(key)!r}", f"set sim.{key}={off}")
+    if sim_cfg.get("victim", "greedy") not in zh.VICTIMS:
+        raise ConfigError(
+            f"the ZNS harness runs victims {', '.join(zh.VICTIMS)}, not sim.victim={sim_cfg.get('victim')!r}",
+            "pick one of them",
+        )
+
+
+def replay_args(trace_path: Path, device: str, capacity: int, policy_cfg: Mapping, sim_cfg: Mapping, zns: Mapping):
+    """(harness arguments, segment blocks) for one run; a file device is (re)created to fit."""
+    seg = int(sim_cfg.get("segment_blocks", 512))
+    op = float(sim_cfg.get("op_ratio", 0.10))
+    create = None
+    if device.startswith("file:"):
+        path = Path(device[5:])
+        if zns.get("keep") and Path(f"{path}.zones").exists():
+            seg = int(zh.device_info(device)["zone_capacity_blocks"])
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            zones = zns.get("zones") or zh.segment_count(capacity, op, seg)
+            create = (zones, zh.file_zone_blocks(seg), seg, zns.get("max_open", 14), zns.get("max_active", 14))
+    else:
+        info = zh.device_info(device)
+        seg = int(info["zone_capacity_blocks"])  # zones are the segments: the device decides
+    params = policy_cfg.get("params") or {}
+    args = zh.harness_args(
+        trace_path,
+        device,
+        capacity=capacity,
+        policy=policy_cfg["name"],
+        victim=sim_cfg.get("victim", "greedy"),
+        op_ratio=op,
+        gc_free_segments=int(sim_cfg.get("gc_free_segments", 2)),
+        gc_high_free_segments=sim_cfg.get("gc_high_free_segments"),
+        prefill=bool(sim_cfg.get("prefill", True)),
+        create=create,
+        verify=bool(zns.get("verify", True)),
+        verify_every=int(zns.get("verify_every") or 0),
+        progress_every=int(zns.get("progress_every") or 4096),
+        variant=str(params.get("variant", "code")),
+    )
+    return args, seg
+
+
+def replay(
+    trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, device: str, zns: Mapping, progress=True, cache_dir=None
+):
+    """Replay ``trace`` onto ``device``; the harness's result (plus the simulator's counts and
+    a parity verdict with ``zns.compare_sim``)."""
+    check_sim_config(sim_cfg)
+    capacity = int(sim_cfg.get("capacity_blocks") or workload_capacity(trace))
+    path = trace_file(trace, cache_dir)
+    mode = zns.get("mode", "replay")
+    if mode == "recover":
+        zns = {**zns, "keep": True}  # the device as the stop left it: never recreate it
+    args, seg = replay_args(path, device, capacity, policy_cfg, sim_cfg, zns)
+    if mode == "recover":
+        args = [a for a in args if not a.startswith(("--create", "--progress"))] + ["--recover"]
+        return zh.run(args)
+    exe = zh.build()
+    from dogi_ml.progress import bar, enabled
+
+    total = (capacity if sim_cfg.get("prefill", True) else 0) + int(trace.block_writes.size)
+    with bar(total, f"replay {policy_cfg['name']}", "blk", requested=progress, unit_scale=True) as pbar:
+        seen = [0]
+
+        def tick(done, _total):
+            pbar.update(done - seen[0])
+            seen[0] = done
+
+        result = zh.run(args, exe, progress=tick if enabled(progress) else None)
+    result["workload"] = trace.name
+    if zns.get("compare_sim", True):
+        sim_cfg = {**sim_cfg, "segment_blocks": seg, "capacity_blocks": capacity}
+        sim = simulate(trace, policy_cfg, sim_cfg, progress=False)
+        result["simulator"] = {k: sim[k] for k in (*PARITY_KEYS, "waf", "physical_segments")}
+        mismatch = {k: (result[k], sim[k]) for k in PARITY_KEYS if result[k] != sim[k]}
+        result["parity"] = {"ok": not mismatch, "mismatch": mismatch}
+    return result
+
+
+def print_summary(r: dict) -> None:
+    if r.get("mode") == "recover":
+        print(
+            f"recovered {r['recovered_writes']} acknowledged writes, {r['live_lbas']} live LBAs: "
+            f"lost {r['lost']}, corrupt {r['corrupt']}; verify {'ok' if r['verify']['ok'] else 'FAILED'}"
+        )
+        return
+    v = r["verify"]
+    lines = [
+        f"replay {r['policy']} / {r['victim']} on {r['device']} ({r['backend']}, direct I/O {r['direct_io']})",
+        f"  WAF            {r['waf']:.4f}",
+        f"  user writes    {r['user_writes']}",
+        f"  GC writes      {r['gc_writes']}",
+        f"  device writes  {r['device_write_blocks']} blocks ({r['device_write_blocks'] * 4096 / 2**20:.1f} MiB)",
+        f"  zone resets    {r['zone_resets']}",
+        f"  MB/s           user {r['user_mb_s']:.1f}, device {r['device_mb_s']:.1f}",
+        f"  verify         {'ok' if v['ok'] else 'FAILED'} ({v['checked']} live LBAs read back, "
+        f"{v['lost']} lost, {v['corrupt']} corrupt, {v['passes']} passes)",
+    ]
+    if "parity" in r:
+        p = r["parity"]
+        lines.append("  simulator      " + ("counts equal" if p["ok"] else f"MISMATCH {p['mismatch']}"))
+    if "bench" in r:
+        b = r["bench"]
+        ratio = b["device_over_fio"]
+        lines.append(
+            f"  fio seq write  {b['fio_mb_s']:.1f} MB/s; replay device/fio {ratio:.2f}" if ratio else "  fio: no figure"
+        )
+    print("\n".join(lines))
+
+
+def run_replay(cfg, out_dir: Path) -> float:
+    """The ``replay`` command; returns the WAF."""
+    from omegaconf import OmegaConf
+
+    from dogi_ml.traces.workload import load_workload
+
+    require_workload(cfg)
+    device = cfg.get("device")
+    zns = OmegaConf.to_container(cfg.zns, resolve=True)
+    zns["mode"] = cfg.get("mode", "replay")
+    if zns["mode"] not in ("replay", "bench", "recover"):
+        raise ConfigError(f"unknown replay mode {zns['mode']!r}", "use mode=replay, mode=bench or mode=recover")
+    tmpdir = None
+    if not device:
+        if zns["mode"] != "bench":
+            raise ConfigError(
+                "no device given", "add device=file:PATH (file-emulated zoned device) or device=/dev/nvmeXnY (ZNS)"
+            )
+        tmpdir = tempfile.mkdtemp(prefix="dogi_zns_", dir=out_dir)
+        device = f"file:{tmpdir}/dev.zns"
+    trace = load_workload(cfg.workload, cache_dir=cfg.cache_dir)
+    policy_cfg = OmegaConf.to_container(cfg.policy, resolve=True)
+    sim_cfg = OmegaConf.to_container(cfg.sim, resolve=True)
+    try:
+        result = replay(trace, policy_cfg, sim_cfg, str(device), zns, progress=cfg.progress, cache_dir=cfg.cache_dir)
+        if zns["mode"] == "bench":
+            from dogi_ml.zns.bench import compare, fio_sequential
+
+            where = Path(device[5:]).parent if device.startswith("file:") else Path(device)
+            fio = fio_sequential(where, result["device_write_blocks"] * 4096, zoned=not device.startswith("file:"))
+            result["bench"] = {**compare(result, fio), "fio": fio}
+    finally:
+        if tmpdir:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+    result["workload_config"] = OmegaConf.to_container(cfg.workload, resolve=True)
+    out = Path(cfg.output) if cfg.get("output") else out_dir / "replay.json"
+    write_json(result, out)
+    print_summary(result)
+    print(f"result: {out}")
+    if cfg.get("mlflow", True):
+        _log(cfg, result, out)
+    waf = result.get("waf")
+    return float(waf) if isinstance(waf, (int, float)) and math.isfinite(waf) else float("nan")
+
+
+def _log(cfg, result: dict, out: Path) -> None:
+    from omegaconf import OmegaConf
+
+    from dogi_ml.tracking import flatten, mlflow_run
+
+    policy = result.get("policy", cfg.policy.name)
+    tags = {
+        "workload": str(result.get("workload")),
+        "policy": str(policy),
+        "command": "replay",
+        "backend": str(result.get("backend")),
+        "mode": str(result.get("mode")),
+    }
+    with mlflow_run("replay", f"{policy} on {result.get('workload')} (zns)", sweep_dir=sweep_dir(), tags=tags) as (
+        mlflow,
+        _,
+    ):
+        params = {
+            k: v
+            for k, v in flatten(OmegaConf.to_container(cfg, resolve=True)).items()
+            if k.split(".")[0] in ("policy", "sim", "workload", "zns", "device", "mode")
+        }
+        mlflow.log_params({k: (str(v)[:500] if v is not None else "null") for k, v in params.items()})
+        flat = flatten({k: v for k, v in result.items() if k not in ("workload_config",)})
+        metrics = {k: float(v) for k, v in flat.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        metrics.update({k: float(v) for k, v in flat.items() if isinstance(v, bool)})
+        mlflow.log_metrics({k.replace("[", "_").replace("]", ""): v for k, v in metrics.items() if np.isfinite(v)})
+        mlflow.log_artifact(str(out))
