@@ -122,6 +122,18 @@ void drv_quantize(const int64_t *f, int32_t n, int32_t *codes)
     for (r = 0; r < n; ++r) @P@_quantize_inputs(f + (int64_t)r * @PU@_N_FEATURES, codes + (int64_t)r * @PU@_N_FEATURES);
 }
 
+/* classes of n blocks straight into int8 (a simulator's per-write prediction buffer), no logits */
+void drv_classes_i8(const int64_t *f, int64_t n, int8_t *out)
+{
+    int32_t buf[1024];
+    int64_t r, k;
+    for (r = 0; r < n; r += 1024) {
+        const int32_t m = (int32_t)(n - r < 1024 ? n - r : 1024);
+        @P@_predict_batch(f + r * @PU@_N_FEATURES, m, buf, 0);
+        for (k = 0; k < m; ++k) out[r + k] = (int8_t)buf[k];
+    }
+}
+
 /* which batch path @P@_predict_batch takes in this build on this CPU: 2 AVX2, 1 SSE2, 0 portable */
 int32_t drv_batch_path(void)
 {
@@ -200,6 +212,15 @@ class CModel:
         c = self.lib.drv_predict_one(self._p(x), self._p(logits))
         return int(c), logits
 
+    def classes_into(self, X: np.ndarray, out: np.ndarray) -> None:
+        """Classes of raw features ``X [n, F]`` (C-contiguous int64) into ``out`` (int8 ``[n]``):
+        one ctypes call per batch, nothing allocated, the GIL released while it runs (MLP builds)."""
+        if X.dtype != np.int64 or not X.flags.c_contiguous or X.ndim != 2 or X.shape[1] != self.n_features:
+            raise ExportError(f"X must be a C-contiguous int64 array [n, {self.n_features}], got {X.dtype} {X.shape}")
+        if out.dtype != np.int8 or not out.flags.c_contiguous or out.shape != (X.shape[0],):
+            raise ExportError(f"out must be a C-contiguous int8 array of shape ({X.shape[0]},)")
+        self.lib.drv_classes_i8(self._p(X), ctypes.c_int64(X.shape[0]), self._p(out))
+
     @property
     def batch_path(self) -> str | None:
         """The MLP batch path this build takes on this CPU: ``avx2``, ``sse2`` or ``portable``."""
@@ -253,6 +274,49 @@ class CModel:
         reps = max(reps, int(min_seconds * 1e9 / max(ns * batch, 1e-3)))
         run(reps)  # warm-up at full length (clock, caches, predictors)
         return float(min(run(reps) for _ in range(3)))
+
+
+class BackgroundBuild:
+    """A header compiled on another thread (``gcc`` runs as a child process, so the caller's
+    thread and the simulator keep going): :attr:`model` is the loaded :class:`CModel` once the
+    build has finished, ``None`` before (or if it failed: :attr:`error`). :meth:`wait` blocks."""
+
+    def __init__(self, header_text: str, kind: str, n_features: int, n_classes: int, build_dir=None, **kw):
+        import threading
+
+        self.model: CModel | None = None
+        self.error: Exception | None = None
+        self._done = threading.Event()
+        d = Path(build_dir) if build_dir else Path(tempfile.gettempdir()) / "dogi_ml_cbuild"
+        d.mkdir(parents=True, exist_ok=True)
+        key = hashlib.sha256(header_text.encode()).hexdigest()[:16]
+        self.header = d / f"hdr_{key}.h"
+        if not self.header.exists():
+            tmp = self.header.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_text(header_text)
+            os.replace(tmp, self.header)
+        args = (self.header, kind, n_features, n_classes)
+
+        def run():
+            try:
+                self.model = build_shared(*args, build_dir=d, **kw)
+            except Exception as e:  # reported through .error; the caller keeps its fallback
+                self.error = e
+            finally:
+                self._done.set()
+
+        threading.Thread(target=run, name="dogi_ml-cbuild", daemon=True).start()
+
+    def ready(self) -> CModel | None:
+        """The compiled model if the build has finished (never blocks)."""
+        return self.model if self._done.is_set() else None
+
+    def wait(self) -> CModel:
+        """Block until the build ends; the model, or the build's error raised."""
+        self._done.wait()
+        if self.error is not None:
+            raise self.error
+        return self.model
 
 
 def build_shared(

@@ -99,11 +99,12 @@ _NO_ROWS = np.empty(0, np.int64)
 S_READS, S_WRITES, S_PREV_LBA, S_PREV_END, S_T, S_REQ, S_OFF, S_SEQ, S_RATIO, S_SEL = range(10)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _extract_range(
     lba,
     nblocks,
     op,
+    step,
     base,
     chunk_blocks,
     window,
@@ -119,6 +120,7 @@ def _extract_range(
     rows,
     out,
     limit,
+    columns,
 ):
     """One pass over the requests in time order, resumable: fill ``out`` with the next
     ``out.shape[0]`` block writes' rows, keeping every piece of state (per LBA: last write time,
@@ -127,9 +129,15 @@ def _extract_range(
     the requests from index ``base`` on (a window of the trace). At most ``limit`` block writes
     are processed; their rows go to ``out`` in order, or, with ``rows`` (sorted block-write
     indices, the next one at ``scal[S_SEL]``), only those rows, to ``out[position in rows]``.
-    Returns the block writes processed (fewer than ``limit`` when the window ends)."""
+    With ``columns`` (feature indices), ``out`` holds only those columns, in that order (a
+    policy's model inputs, written straight into its buffer). ``step`` is 0 where ``nblocks``
+    and ``op`` are one value for every request (a generated trace's constant columns, passed
+    as one element, not copied), else 1. Returns the block writes processed (fewer than
+    ``limit`` when the window ends). Runs without the GIL (a policy's feature thread)."""
     k = 0
     select = rows.shape[0] > 0
+    pick = columns.shape[0] > 0
+    full = np.empty(len(FEATURES), np.int64)
     sel = scal[S_SEL]
     scratch = np.empty(out.shape[1], np.int64)
     # the scalars live in locals inside the loop (kept in registers), back in scal at the end
@@ -143,15 +151,16 @@ def _extract_range(
     seq = scal[S_SEQ]
     ratio = scal[S_RATIO]
     while k < limit and r < lba.shape[0]:
-        nb_ = nblocks[r]
+        nb_ = nblocks[r * step]
         start = lba[r]
-        if op[r] == OP_READ:
+        rop = op[r * step]
+        if rop == OP_READ:
             for jj in range(nb_):
                 chunk_r[(start + jj) // chunk_blocks] += 1
             reads += nb_
             r += 1
             continue
-        if op[r] != OP_WRITE:
+        if rop != OP_WRITE:
             r += 1
             continue
         if j == 0:
@@ -168,13 +177,22 @@ def _extract_range(
             if shift > 0:
                 bitmap[a] = 0 if shift >= 8 else (bitmap[a] >> shift)
                 bm_stamp[a] = w
-            if not select:
+            dest = -1
+            if pick:
+                row = full  # all columns, the chosen ones copied to out below
+                if not select:
+                    dest = k
+            elif not select:
                 row = out[k]
-            elif sel < rows.shape[0] and rows[sel] == t:
-                row = out[sel]
-                sel += 1
             else:
-                row = scratch  # computed (the state advances), not kept
+                row = scratch
+            if select and sel < rows.shape[0] and rows[sel] == t:
+                if pick:
+                    dest = sel
+                else:
+                    row = out[sel]
+                sel += 1
+            # (otherwise the row is computed, the state advances, and it is not kept)
             row[F_LBA] = a
             row[F_PREV_LBA] = prev_lba
             row[F_FREQ] = win_count[a]
@@ -187,6 +205,9 @@ def _extract_range(
             row[F_CHUNK_WRITES] = chunk_w[c]
             row[F_RW_RATIO] = ratio
             row[F_WRITE_COUNT] = write_count[a]
+            if dest >= 0:
+                for q in range(columns.shape[0]):
+                    out[dest, q] = full[columns[q]]
             win_count[a] += 1
             bitmap[a] |= 0x80  # the current window is the most significant bit
             write_count[a] += 1
@@ -280,12 +301,35 @@ class FeatureStream:
             k += self._run(lo, hi, _NO_ROWS, out[k:], n - k)
         return out[:k]
 
-    def _run(self, lo: int, hi: int, rows: np.ndarray, out: np.ndarray, limit: int) -> int:
+    def next_into(self, out: np.ndarray, columns: np.ndarray) -> int:
+        """The next ``out.shape[0]`` block writes' features ``columns`` (indices into
+        :data:`FEATURES`, int64) straight into ``out`` (int64, C-contiguous ``[n, len(columns)]``):
+        the same values as ``next(n)[:, columns]`` without the full matrix, the column gather or
+        a copy of the trace's constant columns. Returns the rows filled (fewer at the trace's
+        end). The kernel releases the GIL, so another thread may run this while the simulator
+        runs (one thread at a time per stream)."""
+        columns = np.ascontiguousarray(columns, np.int64)
+        n = int(out.shape[0])
+        if columns.ndim != 1 or columns.size == 0 or columns.min() < 0 or columns.max() >= len(FEATURES):
+            raise ValueError(f"columns must be a non-empty list of feature indices in [0, {len(FEATURES)})")
+        if out.dtype != np.int64 or not out.flags.c_contiguous or out.shape != (n, columns.size):
+            raise ValueError(f"out must be a C-contiguous int64 array [n, {columns.size}], got {out.dtype} {out.shape}")
         t = self.trace
+        k = 0
+        while k < n and self.scal[S_REQ] < t.n_requests:
+            lo = int(self.scal[S_REQ])
+            hi = min(t.n_requests, lo + max(n - k, 1 << 16))
+            k += self._run(lo, hi, _NO_ROWS, out[k:], n - k, columns)
+        return k
+
+    def _run(self, lo: int, hi: int, rows: np.ndarray, out: np.ndarray, limit: int, columns=_NO_ROWS) -> int:
+        t = self.trace
+        nblocks, op, step = _request_columns(t, lo, hi)
         return _extract_range(
             _window(t.lba, lo, hi),
-            _window(t.nblocks, lo, hi),
-            _window(t.op, lo, hi),
+            nblocks,
+            op,
+            step,
             lo,
             int(self.config.chunk_blocks),
             int(self.config.window),
@@ -294,6 +338,7 @@ class FeatureStream:
             rows,
             out,
             limit,
+            columns,
         )
 
     def select(self, rows: np.ndarray) -> np.ndarray:
@@ -311,6 +356,16 @@ class FeatureStream:
 
 def _window(a: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return np.ascontiguousarray(a[lo:hi])
+
+
+def _request_columns(t: Trace, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Requests ``lo .. hi``'s sizes and ops, contiguous (Numba's loop over a strided array runs
+    several times slower), and the kernel's index step: a generated trace's constant columns
+    are broadcast views (stride 0), passed as their one value with step 0 instead of copied."""
+    nb_, op = t.nblocks, t.op
+    if nb_.strides[0] == 0 and op.strides[0] == 0:
+        return np.ascontiguousarray(nb_[lo : lo + 1]), np.ascontiguousarray(op[lo : lo + 1]), 0
+    return _window(nb_, lo, hi), _window(op, lo, hi), 1
 
 
 def history_rows(prev: np.ndarray, rows: np.ndarray, history: int) -> np.ndarray:

@@ -67,7 +67,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from dogi_ml.features.extract import FEATURES, FeatureConfig, FeatureStream, take_columns
+from dogi_ml.features.extract import FEATURES, FeatureConfig, FeatureStream
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, no_reclaim_hook, record, scalar_fields
 from dogi_ml.sim.state import C_GC, C_USER, P_NSEG, P_SEG_BLOCKS, SEG_SEALED
 from dogi_ml.sim.victims import register_victim
@@ -97,6 +97,7 @@ SCALARS = scalar_fields(
     mode=np.int64,  # MODE_FALLBACK or MODE_ML
     n_intermediate=np.int64,  # N: intermediate groups G1..GN in use
     chunk_start=np.int64,  # logical time of the current chunk's first write (preds index)
+    feat_buf=np.int64,  # which of chunk_features' two buffers holds the current chunk's rows
     prefill=np.int64,  # prefill writes (logical times before it are not placed by class)
     sample_every=np.int64,  # one in this many non-hot writes becomes a training sample
     nonhot_writes=np.int64,  # non-hot user writes so far
@@ -151,7 +152,8 @@ class DogiState(NamedTuple):
     gc_destinations: np.ndarray  # int64 [victim group, destination group] of GC writes
     ring: RingArrays  # online training samples
     group_expiry: np.ndarray  # int64 per group: expiry age of its segments (INF: none)
-    chunk_features: np.ndarray  # int64 [write of the chunk, feature]
+    chunk_features: np.ndarray  # int64 [buffer, write of the chunk, feature]: two buffers, the
+    # current chunk's and the next one's (filled by the feature thread while the loop runs)
     sample_features: np.ndarray  # int64 [ring slot, feature]
 
 
@@ -273,13 +275,14 @@ def dogi_user(s, p, lba, now):
         ring = p.ring
         slot = ring_record(ring, lba, now - st.prefill, now, model_pred)
         cf = p.chunk_features
-        if cf.shape[0] > 0:
+        if cf.shape[1] > 0:
             # keep the sample's features (the chunk buffer is overwritten by the next chunk);
             # element by element: the loop runs without Numba's runtime, so no array views
             rf = p.sample_features
             i = now - st.chunk_start
-            for f in range(cf.shape[1]):
-                rf[slot, f] = cf[i, f]
+            b = st.feat_buf
+            for f in range(cf.shape[2]):
+                rf[slot, f] = cf[b, i, f]
     return g
 
 
@@ -588,6 +591,12 @@ class DOGI(PlacementPolicy):
         "fallback_victims": "all",  # no expired segment: choose in all groups, or in GN/G_frzn only (final, paper text)
         "relocation": None,  # ml (FF + ML-Reloc) | next_group (FF + age-based) | age_groups (two GC groups); None = by variant
         "deployed": "float",  # float | int8 (the exported integer model, if available)
+        # int8's runtime: auto (the compiled C header once its background build is done, the Numba
+        # kernel until then: the same integers), c (wait for the build), numba (never compile)
+        "int8_runtime": "auto",
+        # features of the next chunk computed on a second thread while the loop applies this one
+        # (the same values: they depend on the trace only); false: in line, between chunks
+        "feature_thread": True,
         "seed": 0,
         # issue 12 switches (defaults measured in /work/notes/dogi_fidelity.md and the README)
         "retire_unused": True,  # seal the open segment of every group a configuration stops using
@@ -625,6 +634,8 @@ class DOGI(PlacementPolicy):
             raise ValueError(f"policy dogi: relocation must be ml, next_group or age_groups, got {cfg['relocation']!r}")
         if cfg["deployed"] not in ("float", "int8"):
             raise ValueError(f"policy dogi: deployed must be float or int8, got {cfg['deployed']!r}")
+        if cfg["int8_runtime"] not in ("auto", "c", "numba"):
+            raise ValueError(f"policy dogi: int8_runtime must be auto, c or numba, got {cfg['int8_runtime']!r}")
         if cfg["deployed"] == "int8" and cfg["model"] != "mlp":
             raise ValueError(f"policy dogi: deployed=int8 runs the exported integer MLP; model is {cfg['model']!r}")
         if cfg["intermediate_groups"] is not None and not 1 <= int(cfg["intermediate_groups"]) <= N_CAT:
@@ -645,6 +656,8 @@ class DOGI(PlacementPolicy):
             raise ValueError(f"policy dogi: fallback_compare must be none or ghost, got {cfg['fallback_compare']!r}")
         if not 0 <= float(cfg["fallback_margin"]) < 1:
             raise ValueError(f"policy dogi: fallback_margin must lie in [0, 1), got {cfg['fallback_margin']}")
+        if not isinstance(cfg["feature_thread"], bool):
+            raise ValueError(f"policy dogi: feature_thread must be true or false, got {cfg['feature_thread']!r}")
         if int(cfg["sample_every"]) < 1:
             raise ValueError(f"policy dogi: sample_every must be >= 1, got {cfg['sample_every']}")
         self.cfg = cfg
@@ -735,7 +748,7 @@ class DOGI(PlacementPolicy):
             gc_destinations=np.zeros((N_GROUPS, N_GROUPS), np.int64),
             ring=self.ring.arrays(),
             group_expiry=np.full(N_GROUPS, INF, np.int64),
-            chunk_features=np.zeros((self.max_chunk_blocks if self.uses_model else 0, n_feat), np.int64),
+            chunk_features=np.zeros((2, self.max_chunk_blocks if self.uses_model else 0, n_feat), np.int64),
             sample_features=np.zeros((int(c["max_samples"]) if self.uses_model else 0, n_feat), np.int64),
         )
         self._fallback_bounds()
@@ -747,10 +760,18 @@ class DOGI(PlacementPolicy):
             )
         self.model = None
         self.qmodel = None
+        self._cbuild = None  # the deployed model's C header, compiled in the background
+        self.int8_blocks = {"c": 0, "numba": 0}
         self.last_train = 0
         self.history: list[dict] = []
         self.infer_s = 0.0
-        self.feature_s = 0.0
+        self.feature_s = 0.0  # computing features (on the feature thread or in line)
+        self.feature_wait_s = 0.0  # the loop's thread waiting for them (or computing in line)
+        self.feature_rows = 0
+        self._columns = np.asarray(self.columns, np.int64) if self.uses_model else None
+        self._feat_chunk = -1
+        self._pending = None
+        self._pool = None
         self.infer_blocks = 0
         self.train_s = 0.0
         self.mode_switches = 0
@@ -829,27 +850,93 @@ class DOGI(PlacementPolicy):
 
     # -- between chunks --------------------------------------------------------------------
     def before_chunk(self, sim, start: int, n_writes: int) -> None:
-        st, preds, feats = record(self.state.scalars), self.state.preds, self.state.chunk_features
-        st.chunk_start = start
+        """Features (and predictions) of the writes the loop applies next. The engine's chunks
+        are aligned to multiples of its chunk size ``C``: features are computed per aligned
+        chunk ``j`` (logical times ``j*C .. (j+1)*C``, row ``t - j*C``), by the feature thread
+        while the loop applies chunk ``j - 1`` (``feature_thread``) or here; predictions here,
+        per call, with the model deployed now."""
+        st, preds = record(self.state.scalars), self.state.preds
         if not self.uses_model:
+            st.chunk_start = start
             return
+        C = max(1, min(int(sim.cfg.chunk_blocks), int(self.max_chunk_blocks)))
+        j = start // C
+        st.chunk_start = j * C
         a = start - self.prefill
         lo, hi = max(a, 0), min(a + n_writes, self.n_trace_writes)
         if self.cfg["fallback_compare"] == "ghost":
             self._ghost_feed(sim, start, lo, hi)
         if hi <= lo:
             return
-        if self.stream.position != lo:
-            raise RuntimeError(f"policy dogi: features at write {self.stream.position}, chunk starts at {lo}")
         t0 = time.perf_counter()
-        take_columns(self.stream.next(hi - lo), self.columns, feats[lo - a : hi - a])
-        self.feature_s += time.perf_counter() - t0
+        self._features_of_chunk(j, C)
+        self.feature_wait_s += time.perf_counter() - t0
         if self.model is None or st.mode != MODE_ML:
             return
+        r0 = lo + self.prefill - j * C
+        feats = self.state.chunk_features[st.feat_buf]
         t0 = time.perf_counter()
-        preds[lo - a : hi - a] = self._predict(feats[lo - a : hi - a])
+        self._predict_into(feats[r0 : r0 + hi - lo], preds[r0 : r0 + hi - lo])
         self.infer_s += time.perf_counter() - t0
         self.infer_blocks += hi - lo
+
+    def _chunk_rows(self, j: int, C: int) -> tuple[int, int]:
+        """Trace block writes ``lo .. hi`` of aligned chunk ``j`` (empty past the trace)."""
+        lo = max(j * C - self.prefill, 0)
+        hi = min((j + 1) * C - self.prefill, self.n_trace_writes)
+        return lo, max(lo, hi)
+
+    def _fill_features(self, buf: int, j: int, C: int) -> float:
+        """Aligned chunk ``j``'s feature rows into buffer ``buf`` (row ``t - j*C``); returns the
+        seconds it took. Runs on the feature thread or the caller's (one at a time)."""
+        t0 = time.perf_counter()
+        lo, hi = self._chunk_rows(j, C)
+        if self.stream.position != lo:
+            raise RuntimeError(f"policy dogi: features at write {self.stream.position}, chunk {j} starts at {lo}")
+        r0 = lo + self.prefill - j * C
+        got = self.stream.next_into(self.state.chunk_features[buf, r0 : r0 + hi - lo], self._columns)
+        if got != hi - lo:
+            raise RuntimeError(f"policy dogi: the trace ended after {lo + got} block writes, expected {hi}")
+        return time.perf_counter() - t0
+
+    def _features_of_chunk(self, j: int, C: int) -> None:
+        """Make buffer ``st.feat_buf`` hold aligned chunk ``j``'s features, then start the
+        feature thread on chunk ``j + 1`` in the other buffer."""
+        st = record(self.state.scalars)
+        if self._feat_chunk == j:
+            return  # a later part of the same aligned chunk
+        if self._pending is not None:
+            fut, pj, pbuf = self._pending
+            self._pending = None
+            self.feature_s += fut.result()  # the thread's own time; re-raises its error
+            self.feature_rows += int(np.subtract(*self._chunk_rows(pj, C)[::-1]))
+            if pj != j:
+                raise RuntimeError(f"policy dogi: feature thread computed chunk {pj}, the loop is at chunk {j}")
+            st.feat_buf = pbuf
+        else:
+            self.feature_s += self._fill_features(int(st.feat_buf), j, C)
+            self.feature_rows += int(np.subtract(*self._chunk_rows(j, C)[::-1]))
+        self._feat_chunk = j
+        nxt_lo, nxt_hi = self._chunk_rows(j + 1, C)
+        if self.cfg["feature_thread"] and nxt_hi > nxt_lo:
+            self._pending = (self._start_feature_thread(1 - int(st.feat_buf), j + 1, C), j + 1, 1 - int(st.feat_buf))
+
+    def _start_feature_thread(self, buf: int, j: int, C: int):
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dogi-features")
+        entered = threading.Event()
+
+        def job():
+            entered.set()
+            return self._fill_features(buf, j, C)
+
+        fut = self._pool.submit(job)
+        # let the thread reach the GIL-free kernel before the loop (which holds the GIL) starts
+        entered.wait(0.1)
+        return fut
 
     def _ghost_feed(self, sim, start: int, lo: int, hi: int) -> None:
         """The base design's ghost (issue 12 §5): a second store run with ``variant=base`` on
@@ -884,14 +971,28 @@ class DOGI(PlacementPolicy):
         return (u - u0 + g - g0) / (u - u0) if u > u0 else None
 
     def _predict(self, X: np.ndarray) -> np.ndarray:
-        if self.qmodel is not None:
-            # the deployed integer model: the exported C header's arithmetic, in Numba
-            from dogi_ml.export.numba_kernel import int8_mlp_classes
+        out = np.empty(X.shape[0], np.int8)
+        self._predict_into(X, out)
+        return out
 
-            out = np.empty(X.shape[0], np.int64)
-            int8_mlp_classes(np.ascontiguousarray(X, np.int64), *self.qargs, out)
-            return out.astype(np.int8)
-        return self.model.predict(X).astype(np.int8)
+    def _predict_into(self, X: np.ndarray, out: np.ndarray) -> None:
+        """Classes of feature rows ``X`` into ``out`` (int8). The deployed integer model runs
+        the compiled C header (one ctypes call per chunk) once its background build is done,
+        the Numba kernel before: both compute the header's integers, so which one ran does not
+        change a prediction (tests/test_export.py, tests/test_speed.py)."""
+        if self.qmodel is None:
+            out[:] = self.model.predict(X)
+            return
+        X = np.ascontiguousarray(X, np.int64)
+        cm = self._cbuild.ready() if self._cbuild is not None else None
+        if cm is not None:
+            cm.classes_into(X, out)
+            self.int8_blocks["c"] += X.shape[0]
+            return
+        from dogi_ml.export.numba_kernel import int8_mlp_classes_into
+
+        int8_mlp_classes_into(X, *self.qargs, self.qscratch, out)
+        self.int8_blocks["numba"] += X.shape[0]
 
     def between_chunks(self, sim) -> None:
         if not self.user_ml:
@@ -1092,7 +1193,7 @@ class DOGI(PlacementPolicy):
         self.qmodel = None
         if c["deployed"] == "int8":
             self.qmodel = self._quantise(model, X[: val.start])
-            self.qargs = self.qmodel.kernel_args()
+            self._deploy_int8()
             q_val = self._predict(X[val]).astype(np.int64)
             entry["int8_agreement"] = float(np.mean(q_val == pred_val)) if len(pred_val) else None
             entry["int8_validation_accuracy"] = float(np.mean(q_val == y_all[val])) if len(pred_val) else None
@@ -1141,6 +1242,28 @@ class DOGI(PlacementPolicy):
         entry["configuration"] = self.configuration
         entry["action"] = "model deployed"
         self.history.append(entry)
+
+    def _deploy_int8(self) -> None:
+        """Kernel arguments of the new integer model, and its C header's build started on
+        another thread (``int8_runtime``: ``c`` waits for it, ``numba`` builds nothing)."""
+        from dogi_ml.export.numba_kernel import batch_scratch
+
+        self.qargs = self.qmodel.kernel_args()
+        self.qscratch = batch_scratch(self.qargs)
+        self._cbuild = None
+        runtime = self.cfg["int8_runtime"]
+        if runtime == "numba":
+            return
+        from dogi_ml.export.c_header import emit_header
+        from dogi_ml.export.cbuild import BackgroundBuild, find_compiler
+
+        if find_compiler() is None:
+            if runtime == "c":
+                raise RuntimeError("policy dogi: int8_runtime=c needs a C compiler (set CC or install gcc)")
+            return
+        self._cbuild = BackgroundBuild(emit_header(self.qmodel), "mlp", self.qmodel.n_features, self.qmodel.n_classes)
+        if runtime == "c":
+            self._cbuild.wait()
 
     def _quantise(self, model, X_calib):
         from dogi_ml.export.quantize import quantize_model
@@ -1207,11 +1330,10 @@ class DOGI(PlacementPolicy):
             "train_seconds": self.train_s,
             "inference_ns_per_block": 1e9 * self.infer_s / self.infer_blocks if self.infer_blocks else None,
             "inferred_blocks": self.infer_blocks,
-            "feature_ns_per_block": (
-                1e9 * self.feature_s / self.stream.position
-                if self.stream is not None and self.stream.position
-                else None
-            ),
+            "int8_blocks_by_runtime": dict(self.int8_blocks) if self.cfg["deployed"] == "int8" else None,
+            "feature_ns_per_block": 1e9 * self.feature_s / self.feature_rows if self.feature_rows else None,
+            # what features cost the loop's thread (its wait for the feature thread)
+            "feature_wait_ns_per_block": 1e9 * self.feature_wait_s / self.feature_rows if self.feature_rows else None,
             "training_history": self.history,
         }
 
