@@ -835,6 +835,54 @@ static recover_t recover(sim_t *s, const stream_t *stream, int prefill)
     return r;
 }
 
+/* -- the zone rules, exercised (--selftest on a fresh device) -------------------------------- */
+static int selftest(zdev *d)
+{
+    /* each step: what is attempted, whether the device must accept it */
+    unsigned char *b = aligned_buf(2);
+    int ok = 1, first = 1;
+    uint32_t cap = (uint32_t)d->cap_blocks;
+    printf("{\"mode\": \"selftest\", \"checks\": [");
+#define STEP(name, expect_ok, call)                                                                                   \
+    do {                                                                                                           \
+        int got = (call) == 0;                                                                                     \
+        ok &= got == (expect_ok);                                                                                  \
+        printf("%s{\"step\": \"%s\", \"accepted\": %s, \"expected\": %s, \"message\": \"%s\"}", first ? "" : ", ", name,    \
+               got ? "true" : "false", (expect_ok) ? "true" : "false", got ? "" : d->err);                         \
+        first = 0;                                                                                                 \
+    } while (0)
+    if (d->nzones < 3 || cap < 2 || !d->max_active || d->max_active > d->nzones - 1) {
+        printf("], \"ok\": false, \"error\": \"selftest needs >= 3 zones, capacity >= 2, 0 < max_active < zones\"}\n");
+        return 1;
+    }
+    make_block(b, 1, 1);
+    make_block(b + BLK, 2, 2);
+    STEP("write at the write pointer", 1, zdev_write(d, 0, 0, b, 1));
+    STEP("write behind the write pointer", 0, zdev_write(d, 0, 0, b, 1));
+    STEP("write ahead of the write pointer", 0, zdev_write(d, 0, 2, b, 1));
+    STEP("read below the write pointer", 1, zdev_read(d, 0, 0, b, 1));
+    STEP("read beyond the write pointer", 0, zdev_read(d, 0, 1, b, 1));
+    STEP("write crossing the zone capacity", 0, zdev_write(d, 0, 1, b, cap));
+    for (uint32_t o = 1; o < cap; ++o)
+        if (zdev_write(d, 0, o, b, 1))
+            break;
+    STEP("write to a full zone", 0, zdev_write(d, 0, cap, b, 1));
+    STEP("reset a full zone", 1, zdev_reset(d, 0));
+    STEP("write at the start of a reset zone", 1, zdev_write(d, 0, 0, b, 1));
+    /* fill the active limit with partly written zones, then one more */
+    uint32_t z;
+    for (z = 1; z < d->max_active && z < d->nzones; ++z)
+        zdev_write(d, z, 0, b, 1);
+    STEP("open one zone more than max_active", 0, zdev_write(d, z, 0, b, 1));
+    STEP("finish an active zone frees an active slot", 1, zdev_finish(d, 0));
+    STEP("then that zone opens", 1, zdev_write(d, z, 0, b, 1));
+    printf("], \"nopen\": %u, \"nactive\": %u, \"implicit_closes\": %llu, \"ok\": %s}\n", d->nopen, d->nactive,
+           (unsigned long long)d->implicit_closes, ok ? "true" : "false");
+#undef STEP
+    free(b);
+    return ok ? 0 : 1;
+}
+
 /* -- main ----------------------------------------------------------------------------------- */
 static void usage(void)
 {
@@ -845,6 +893,7 @@ static void usage(void)
           "  --create NZONES,ZONE_BLOCKS,ZONE_CAP,MAX_OPEN,MAX_ACTIVE  (make a file device)\n"
           "  --verify-every N (GC passes; 0 = only at the end)  --no-verify  --progress N\n"
           "  --recover (rebuild the mapping from the zones, check it against the trace, verify)\n"
+          "  --selftest (exercise the zone rules on a fresh device)\n"
           "  --info (print the device geometry)  --stop-after N (exit(3) abruptly after N user writes)\n",
           stderr);
     exit(2);
@@ -855,13 +904,13 @@ int main(int argc, char **argv)
     const char *trace = NULL, *device = NULL, *policy = "sepbit", *victim = "greedy", *create = NULL;
     double op_ratio = 0.10;
     long long capacity = 0, segments = 0, gc_free = 2, gc_high = 0, verify_every = 0, stop_after = -1;
-    int prefill = 1, do_verify = 1, do_recover = 0, do_info = 0;
+    int prefill = 1, do_verify = 1, do_recover = 0, do_info = 0, do_selftest = 0;
     static struct option opts[] = {
         {"trace", 1, 0, 't'},       {"device", 1, 0, 'd'},    {"policy", 1, 0, 'p'},       {"victim", 1, 0, 'v'},
         {"capacity", 1, 0, 'c'},    {"op-ratio", 1, 0, 'o'},  {"segments", 1, 0, 's'},     {"gc-free", 1, 0, 'f'},
         {"gc-high", 1, 0, 'h'},     {"no-prefill", 0, 0, 'P'}, {"create", 1, 0, 'C'},      {"verify-every", 1, 0, 'V'},
         {"no-verify", 0, 0, 'N'},   {"progress", 1, 0, 'g'},  {"recover", 0, 0, 'R'},      {"info", 0, 0, 'I'},
-        {"stop-after", 1, 0, 'S'},  {0, 0, 0, 0}};
+        {"stop-after", 1, 0, 'S'},  {"selftest", 0, 0, 'T'},  {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -882,6 +931,7 @@ int main(int argc, char **argv)
         case 'R': do_recover = 1; break;
         case 'I': do_info = 1; break;
         case 'S': stop_after = atoll(optarg); break;
+        case 'T': do_selftest = 1; break;
         default: usage();
         }
     }
@@ -904,6 +954,11 @@ int main(int argc, char **argv)
                (unsigned long long)dev.cap_blocks, dev.max_open, dev.max_active, dev.direct ? "true" : "false");
         zdev_close(&dev);
         return 0;
+    }
+    if (do_selftest) {
+        int rc = selftest(&dev);
+        zdev_close(&dev);
+        return rc;
     }
     if (!trace || capacity <= 0)
         usage();
