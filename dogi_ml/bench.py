@@ -117,11 +117,50 @@ def bench_mlp_training(n: int = 300_000, epochs: int = 10, seed: int = 0) -> dic
     }
 
 
-def bench_paper_scale(pcfg, theta: float, op_ratio: float, seed: int) -> dict:
-    """Stream a paper-scale Zipf trace through the simulator chunk by chunk (bounded memory)."""
-    proc = psutil.Process()
+def _learned(policy) -> bool:
+    """Whether a policy computes features of the trace (it then needs the whole trace)."""
+    from dogi_ml.policies._sequence import SequencePolicy
+    from dogi_ml.policies.dogi import DOGI
+
+    return isinstance(policy, (DOGI, SequencePolicy))
+
+
+def _peak_rss_bytes() -> int:
+    """The process's peak resident set size (``ru_maxrss``; the current RSS where unavailable)."""
+    try:
+        import resource
+
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024  # KiB on Linux
+    except (ImportError, OSError):
+        return int(psutil.Process().memory_info().rss)
+
+
+def bench_paper_scale(
+    pcfg, theta: float, op_ratio: float, seed: int, policy_cfg=None, cache_dir: str | None = None
+) -> dict:
+    """A paper-scale Zipf run. Heuristic schemes stream a generated trace through the simulator
+    chunk by chunk (bounded memory); a learned scheme (DOGI, PHFTL, ML-DT, Shiro: features of
+    the trace) runs on the cached trace ``simulate +workload=zipf`` uses (generated and written
+    once, memory-mapped after), as does any scheme with ``paper_scale.trace=cached``. The
+    scheme is the ``policy`` group (``policy=dogi policy.params.deployed=int8``) unless
+    ``paper_scale.policy`` names one (its defaults)."""
+    from omegaconf import OmegaConf
+
     cap = int(pcfg.capacity_blocks)
-    policy = make_policy(pcfg.policy)
+    if pcfg.get("policy"):
+        name, n_groups, params = str(pcfg.policy), None, {}
+    elif policy_cfg is not None:
+        pc = OmegaConf.to_container(policy_cfg, resolve=True) if OmegaConf.is_config(policy_cfg) else dict(policy_cfg)
+        name, n_groups, params = pc["name"], pc.get("n_groups"), dict(pc.get("params") or {})
+    else:
+        name, n_groups, params = "sepbit", None, {}
+    policy = make_policy(name, n_groups, **params)
+    mode = str(pcfg.get("trace", "auto"))
+    if mode not in ("auto", "stream", "cached"):
+        raise ValueError(f"bench: paper_scale.trace must be auto, stream or cached, got {mode!r}")
+    cached = mode == "cached" or (mode == "auto" and _learned(policy))
+    if mode == "stream" and _learned(policy):
+        raise ValueError(f"bench: policy {name} computes features of the trace; use paper_scale.trace=cached or auto")
     cfg = SimConfig(
         segment_blocks=int(pcfg.segment_blocks),
         op_ratio=op_ratio,
@@ -129,38 +168,97 @@ def bench_paper_scale(pcfg, theta: float, op_ratio: float, seed: int) -> dict:
         chunk_blocks=int(pcfg.chunk_writes),
     )
     t0 = time.perf_counter()
-    sim = Simulator(policy, cfg, cap)
-    sim.prefill()
-    sampler = ZipfSampler(cap, theta, seed)
     total = int(pcfg.n_writes)
-    done = 0
     gen_s = 0.0
+    trace = None
+    if cached:
+        from dogi_ml.traces.workload import load_workload
+
+        g0 = time.perf_counter()
+        workload = {
+            "name": "zipf",
+            "source": "generator",
+            "generator": "zipf",
+            "capacity_blocks": cap,
+            "write_volume": total / cap,
+            "seed": seed,
+            "params": {"theta": theta},
+        }
+        trace = load_workload(workload, cache_dir=cache_dir, log=console.print)
+        gen_s = time.perf_counter() - g0
+    sim = Simulator(policy, cfg, cap, trace=trace)
+    sim.prefill()
+    sampler = None if cached else ZipfSampler(cap, theta, seed)
+    writes = trace.block_writes if cached else None
+    total = int(writes.size) if cached else total
+    done = 0
     from dogi_ml.progress import bar as progress_bar
 
     with progress_bar(total, desc="paper scale", unit="blk", unit_scale=True, leave=False) as bar:
         while done < total:
             k = min(int(pcfg.chunk_writes), total - done)
-            g0 = time.perf_counter()
-            chunk = sampler.sample(k)
-            gen_s += time.perf_counter() - g0
+            if cached:
+                chunk = writes[done : done + k]
+            else:
+                g0 = time.perf_counter()
+                chunk = sampler.sample(k)
+                gen_s += time.perf_counter() - g0
             sim.feed(chunk)
             done += k
             bar.update(k)
     r = sim.result()
-    return {
+    out = {
         "capacity_blocks": cap,
         "segment_blocks": int(pcfg.segment_blocks),
         "user_writes": done,
-        "policy": pcfg.policy,
-        "victim": pcfg.victim,
+        "policy": name,
+        "scheme": r["scheme"],
+        "victim": r["victim"],
+        "trace": "cached" if cached else "streamed",
         "waf": r["waf"],
         "sim_elapsed_s": r["elapsed_s"],
         "generation_s": gen_s,
         "wall_s": time.perf_counter() - t0,
         "appends_per_second": r["appends_per_second"],
         "state_bytes": r["state_bytes"],
-        "peak_rss_bytes": proc.memory_info().rss,
+        "peak_rss_bytes": _peak_rss_bytes(),
     }
+    for k in (
+        "feature_ns_per_block",
+        "feature_wait_ns_per_block",
+        "inference_ns_per_block",
+        "inferred_blocks",
+        "int8_blocks_by_runtime",
+        "train_seconds",
+        "retrains",
+        "base_ghost_waf",
+    ):
+        if r.get(k) is not None:
+            out[k] = r[k]
+    return out
+
+
+def print_paper_scale(ps: dict) -> None:
+    console.print(
+        f"paper scale: {ps['scheme']}, {ps['user_writes']:,} writes over {ps['capacity_blocks']:,} blocks "
+        f"({ps['trace']} trace), WAF {ps['waf']:.4f}, simulator loop {ps['sim_elapsed_s']:.0f} s "
+        f"({ps['appends_per_second'] / 1e6:.1f} M appends/s), wall {ps['wall_s']:.0f} s, "
+        f"state {ps['state_bytes'] / 2**30:.2f} GiB, peak RSS {ps['peak_rss_bytes'] / 2**30:.2f} GiB"
+    )
+    if "feature_ns_per_block" in ps or "inference_ns_per_block" in ps:
+        f, w, i = (ps.get(k) for k in ("feature_ns_per_block", "feature_wait_ns_per_block", "inference_ns_per_block"))
+        console.print(
+            "  learned: features "
+            + (f"{f:.0f} ns/block" if f is not None else "-")
+            + (f" (the loop waited {w:.0f} ns/block)" if w is not None else "")
+            + ", inference "
+            + (f"{i:.0f} ns/block" if i is not None else "-")
+            + (
+                f", training {ps['train_seconds']:.0f} s over {ps.get('retrains', 0)} retrainings"
+                if "train_seconds" in ps
+                else ""
+            )
+        )
 
 
 def bench_export(ecfg) -> dict:
@@ -301,14 +399,16 @@ def run_bench(cfg, out_dir: Path) -> dict:
         result["export"] = export_res
         result["targets"]["export_c_ns_per_block"] = float(cfg.export.target_ns_per_block)
     if cfg.paper_scale.enabled:
-        ps = bench_paper_scale(cfg.paper_scale, float(cfg.theta), float(cfg.op_ratio), int(cfg.seed))
-        result["paper_scale"] = ps
-        console.print(
-            f"paper scale: {ps['user_writes']:,} writes over {ps['capacity_blocks']:,} blocks, "
-            f"WAF {ps['waf']:.3f}, simulator {ps['sim_elapsed_s']:.0f} s "
-            f"({ps['appends_per_second'] / 1e6:.1f} M appends/s), wall {ps['wall_s']:.0f} s, "
-            f"state {ps['state_bytes'] / 2**30:.2f} GiB, peak RSS {ps['peak_rss_bytes'] / 2**30:.2f} GiB"
+        ps = bench_paper_scale(
+            cfg.paper_scale,
+            float(cfg.theta),
+            float(cfg.op_ratio),
+            int(cfg.seed),
+            policy_cfg=cfg.get("policy"),
+            cache_dir=cfg.get("cache_dir"),
         )
+        result["paper_scale"] = ps
+        print_paper_scale(ps)
     out = Path(cfg.output) if cfg.output else out_dir / "bench.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))

@@ -122,3 +122,54 @@ def test_dogi_c_header_and_feature_thread_change_nothing(varmail):
     assert f["feature_ns_per_block"] > 0 and f["feature_wait_ns_per_block"] >= 0
     with pytest.raises(ValueError, match="int8_runtime"):
         _dogi(varmail, int8_runtime="gpu")
+
+
+def test_paper_scale_bench_runs_a_learned_policy(tmp_path):
+    """``bench paper_scale.enabled=true policy=dogi`` (tiny capacity and writes): DOGI runs on the
+    cached Zipf trace ``simulate +workload=zipf`` would use, reports features/inference ns per
+    block and appends/s, and gets the WAF of a plain simulator run on that trace."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from dogi_ml.bench import bench_paper_scale
+    from dogi_ml.pipeline.common import CONF_DIR
+    from dogi_ml.policies import make_policy
+    from dogi_ml.sim import SimConfig, Simulator
+    from dogi_ml.traces.workload import load_workload
+
+    small = {"retrain_every": 16384, "min_samples": 300, "max_samples": 20000, "fallback_compare": "none"}
+    overrides = [
+        "paper_scale.enabled=true",
+        "policy=dogi",
+        f"paper_scale.capacity_blocks={CAP}",
+        f"paper_scale.segment_blocks={SEG}",
+        f"paper_scale.n_writes={4 * CAP}",
+        "paper_scale.chunk_writes=16384",
+        f"cache_dir={tmp_path}",
+        "policy.params.model_params.epochs=3",
+        *(f"policy.params.{k}={v}" for k, v in small.items()),
+    ]
+    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
+        cfg = compose(config_name="bench", overrides=overrides)
+    ps = bench_paper_scale(
+        cfg.paper_scale, cfg.theta, cfg.op_ratio, cfg.seed, policy_cfg=cfg.policy, cache_dir=cfg.cache_dir
+    )
+    assert ps["policy"] == "dogi" and ps["trace"] == "cached" and ps["user_writes"] == 4 * CAP
+    assert ps["feature_ns_per_block"] > 0 and ps["inference_ns_per_block"] > 0 and ps["appends_per_second"] > 0
+    assert ps["peak_rss_bytes"] > 0 and list(tmp_path.glob("zipf-*.dtr"))
+    trace = load_workload(
+        {"name": "zipf", "generator": "zipf", "capacity_blocks": CAP, "write_volume": 4.0, "params": {"theta": 1.0}},
+        cache_dir=tmp_path,
+    )
+    params = OmegaConf.to_container(cfg.policy.params)
+    sim = Simulator(make_policy("dogi", **params), SimConfig(segment_blocks=SEG, chunk_blocks=16384), CAP, trace=trace)
+    assert sim.run(trace.block_writes)["waf"] == ps["waf"]
+    with pytest.raises(ValueError, match="features of the trace"):
+        bench_paper_scale(
+            OmegaConf.merge(cfg.paper_scale, {"trace": "stream"}),
+            1.0,
+            0.1,
+            0,
+            policy_cfg=cfg.policy,
+            cache_dir=tmp_path,
+        )
