@@ -313,6 +313,8 @@ def test_cached_state_step_equals_torch_window_forward(learned):
         ({"step": -1}, "step"),
         ({"victim": "nope"}, "victim must be one of"),
         ({"bogus": 1}, r"unknown parameter\(s\) \['bogus'\]"),
+        ({"min_window_samples": 0}, "min_window_samples must be >= 1"),
+        ({"sample_every": 0}, "sample_every must be >= 1"),
     ],
 )
 def test_bad_parameters_fail_clearly(params, match):

@@ -23,8 +23,9 @@ in user writes. At each window's end the lifetimes observed inside the window (r
 written earlier in the same window) set the threshold: the first window at the inflection point
 of the sorted lifetimes (:func:`cdf_knee`), later ones by three candidates at percentiles ``p -
 step, p, p + step`` scored by a class-balanced scikit-learn logistic regression, with the step
-rules of Algorithm 1 (``step <= 10``). Training samples: one in ``sample_every`` user writes (10%:
-Shiro's 10% sample), each with its LBA's window of the last ``history`` (20) writes, labelled short
+rules of Algorithm 1 (``step <= 10``). Training samples: one in ``sample_every`` user writes (default 10:
+Shiro's 10% sample; fewer on a small device, so that a window gives at least
+``min_window_samples``), each with its LBA's window of the last ``history`` (20) writes, labelled short
 if rewritten within the threshold, long if rewritten later or still live past it. The first model
 trains to convergence (early stopping, at most ``model_params.epochs``); then one epoch per window
 on the samples whose label became known in it.
@@ -411,6 +412,8 @@ class Shiro(SequencePolicy):
         "horizon": ql.DEFAULT_HORIZON,
         "victim": "adjusted_greedy",
         "retrain_every": None,  # None = window x capacity
+        "sample_every": None,  # None: 10 (Shiro's 10% sample), fewer if a window would give < min_window_samples
+        "min_window_samples": 1000,
     }
 
     def __init__(self, n_groups=N_GROUPS, **params):
@@ -418,8 +421,13 @@ class Shiro(SequencePolicy):
             raise ValueError(
                 f"policy shiro has exactly {N_GROUPS} groups (3 user + {N_GC} GC levels), got n_groups={n_groups}"
             )
+        self.sample_auto = params.get("sample_every") is None
+        if self.sample_auto:
+            params = {**params, "sample_every": 10}  # checked here, sized to the window at bind
         super().__init__(n_groups, **params)
         c = self.cfg
+        if int(c["min_window_samples"]) < 1:
+            raise ValueError(f"policy shiro: min_window_samples must be >= 1, got {c['min_window_samples']}")
         if c["agent"] not in AGENTS:
             raise ValueError(f"policy shiro: agent must be one of {', '.join(AGENTS)}, got {c['agent']!r}")
         if c["deployed"] not in DEPLOYED:
@@ -493,6 +501,10 @@ class Shiro(SequencePolicy):
         if self.window_from_share:
             self.cfg["retrain_every"] = max(1, int(round(float(self.cfg["window"]) * ctx.capacity)))
         self.window_blocks = int(self.cfg["retrain_every"])
+        if self.sample_auto:
+            # Shiro samples 10% of windows of ~1.7M writes; a small device's window of a few
+            # thousand writes would leave Algorithm 1's probes a few dozen noisy samples
+            self.cfg["sample_every"] = max(1, min(10, self.window_blocks // int(self.cfg["min_window_samples"])))
         self.search = ThresholdSearch(int(self.cfg["step"]), int(self.cfg["max_step"]))
         self.h_all = None
         self.optimizer = None
