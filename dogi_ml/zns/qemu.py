@@ -1,0 +1,195 @@
+"""Replay on a real NVMe ZNS namespace: a small Linux guest under QEMU (TCG), Debian's cloud
+kernel (zoned block devices and NVMe built in), a busybox initramfs holding the statically linked
+harness and the trace (see ``../shared/notes/zns-qemu.md``). The guest prints one JSON line per
+run on the serial console and ends through ``isa-debug-exit``.
+
+Assets: ``qemu-system-x86_64`` on PATH, the kernel and busybox unpacked (``apt-get download`` +
+``dpkg-deb -x``, never installed) under ``$DOGI_ML_ZNS_ASSETS`` (default
+``~/.cache/dogi_ml/zns/root``); ``.ci/run`` fetches them."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from . import harness as zh
+
+#: one line per guest command: ``ZNS-JSON <name> <json>``
+MARK = "ZNS-JSON"
+
+
+def asset_dir() -> Path:
+    root = os.environ.get("DOGI_ML_ZNS_ASSETS")
+    return Path(root) if root else Path.home() / ".cache" / "dogi_ml" / "zns" / "root"
+
+
+def find_assets() -> tuple[dict | None, str]:
+    """``({qemu, kernel, busybox}, "")`` or ``(None, why not)``."""
+    qemu = shutil.which("qemu-system-x86_64")
+    if qemu is None:
+        return None, "qemu-system-x86_64 is not installed (apt-get install --no-install-recommends qemu-system-x86)"
+    root = asset_dir()
+    kernels = sorted((root / "boot").glob("vmlinuz-*-cloud-amd64"))
+    if not kernels:
+        return None, f"no cloud kernel under {root}/boot (apt-get download linux-image-<ver>-cloud-amd64; dpkg-deb -x)"
+    busybox = root / "bin" / "busybox"
+    if not busybox.exists():
+        return None, f"no busybox under {root}/bin (apt-get download busybox-static; dpkg-deb -x)"
+    return {"qemu": qemu, "kernel": str(kernels[-1]), "busybox": str(busybox)}, ""
+
+
+def _newc(entries) -> bytes:
+    """A cpio archive in the kernel's ``newc`` format: (name, mode, data, rdev) entries."""
+    out = io.BytesIO()
+
+    def pad(n):
+        out.write(b"\0" * ((4 - n % 4) % 4))
+
+    for ino, (name, mode, data, rdev) in enumerate([*entries, ("TRAILER!!!", 0, b"", (0, 0))], start=1):
+        nm = name.encode() + b"\0"
+        fields = [ino, mode, 0, 0, 1, 0, len(data), 0, 0, rdev[0], rdev[1], len(nm), 0]
+        hdr = b"070701" + b"".join(f"{f:08X}".encode() for f in fields)
+        out.write(hdr + nm)
+        pad(len(hdr) + len(nm))
+        out.write(data)
+        pad(len(data))
+    return out.getvalue()
+
+
+def build_initramfs(busybox: str, files: dict[str, tuple[bytes, int]], init: str, out: Path) -> Path:
+    """A gzip'd newc initramfs: busybox, ``files`` ({guest path: (bytes, mode)}), ``/init``."""
+    dirs = ["bin", "dev", "proc", "sys", "tmp", "sbin", "usr", "usr/bin", "usr/sbin"]
+    entries = [(d, 0o040755, b"", (0, 0)) for d in dirs]
+    entries.append(("dev/console", 0o020600, b"", (5, 1)))  # stdio of /init before devtmpfs
+    entries.append(("bin/busybox", 0o100755, Path(busybox).read_bytes(), (0, 0)))
+    entries.append(("bin/sh", 0o120777, b"busybox", (0, 0)))
+    for path, (data, mode) in files.items():
+        entries.append((path.lstrip("/"), 0o100000 | mode, data, (0, 0)))
+    entries.append(("init", 0o100755, init.encode(), (0, 0)))
+    out.write_bytes(gzip.compress(_newc(entries), compresslevel=1))
+    return out
+
+
+def build_guest_tools(out_dir: Path) -> dict[str, Path]:
+    """The statically linked harness and ``qexit``."""
+    exe = zh.build(static=True, out_dir=out_dir)
+    qexit = out_dir / "qexit"
+    if not qexit.exists():
+        cc = zh.find_cc()
+        proc = subprocess.run(
+            [cc, "-O2", "-static", str(zh.source_dir() / "qexit.c"), "-o", str(qexit)], capture_output=True, text=True
+        )
+        if proc.returncode != 0:
+            raise zh.HarnessError(f"compiling qexit failed: {proc.stderr.strip()}", "check gcc and glibc's static libc")
+    return {"harness": exe, "qexit": qexit}
+
+
+def guest_script(commands: list[tuple[str, str]], scheduler: str = "mq-deadline") -> str:
+    """``/init``: mount, pick the zoned device's scheduler, run each ``(name, shell command)``
+    printing ``ZNS-JSON name <its last stdout line>``, then exit QEMU with status 0."""
+    lines = [
+        "#!/bin/sh",
+        "/bin/busybox --install -s /bin",
+        "mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev",
+        f"echo {scheduler} > /sys/block/nvme0n1/queue/scheduler 2>/dev/null",
+        "echo ZNS-GUEST-UP zoned=$(cat /sys/block/nvme0n1/queue/zoned) "
+        'sched="$(cat /sys/block/nvme0n1/queue/scheduler)"',
+    ]
+    for name, cmd in commands:
+        lines += [
+            f"( {cmd} ) > /tmp/{name}.out 2> /tmp/{name}.err",
+            f'echo "{MARK} {name} $(grep "^{{" /tmp/{name}.out | tail -n 1)"',
+            f'grep -v "^progress" /tmp/{name}.err | tail -n 5 | sed "s/^/[{name}] /"',
+        ]
+    lines += ["/qexit 0", "poweroff -f"]
+    return "\n".join(lines) + "\n"
+
+
+def boot(
+    assets: dict,
+    initramfs: Path,
+    disk: Path,
+    *,
+    zone_size: str,
+    zone_capacity: str,
+    max_open: int = 14,
+    max_active: int = 14,
+    memory_mb: int = 512,
+    timeout: float = 240,
+) -> tuple[int, str]:
+    """Boot the guest with ``disk`` as a zoned NVMe namespace; (QEMU exit status, serial log)."""
+    cmd = [
+        assets["qemu"],
+        "-accel", "tcg", "-cpu", "max", "-m", str(memory_mb), "-smp", "2",
+        "-nographic", "-no-reboot",
+        "-kernel", assets["kernel"], "-initrd", str(initramfs),
+        "-append", "console=ttyS0 quiet panic=-1 rdinit=/init",
+        "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04",
+        "-device", "nvme,id=nvme0,serial=deadbeef,zoned.zasl=5",
+        "-drive", f"file={disk},id=zns,format=raw,if=none",
+        "-device",
+        f"nvme-ns,drive=zns,bus=nvme0,nsid=1,logical_block_size=4096,physical_block_size=4096,zoned=true,"
+        f"zoned.zone_size={zone_size},zoned.zone_capacity={zone_capacity},"
+        f"zoned.max_open={max_open},zoned.max_active={max_active}",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+    return proc.returncode, proc.stdout.decode(errors="replace") + proc.stderr.decode(errors="replace")
+
+
+def parse_results(log: str) -> dict[str, dict | None]:
+    """``{name: the guest command's JSON (None if it printed none)}`` from a serial log."""
+    out: dict[str, dict | None] = {}
+    for line in log.splitlines():
+        line = line.strip()
+        if line.startswith(MARK + " "):
+            _, name, *rest = line.split(" ", 2)
+            text = rest[0] if rest else ""
+            try:
+                out[name] = json.loads(text) if text.startswith("{") else None
+            except json.JSONDecodeError:
+                out[name] = None
+    return out
+
+
+def run_guest(
+    trace_bytes: bytes,
+    commands: list[tuple[str, str]],
+    *,
+    zones: int,
+    zone_size_mb: float,
+    zone_capacity_mb: float,
+    work_dir: str | Path | None = None,
+    timeout: float = 240,
+) -> dict:
+    """Boot a guest whose ``/trace.dtr`` is ``trace_bytes``, run ``commands`` (they may use
+    ``/zns_replay`` and ``/dev/nvme0n1``); ``{exit_status, results, log}``."""
+    assets, why = find_assets()
+    if assets is None:
+        raise zh.HarnessError(f"cannot boot the ZNS guest: {why}", "run .ci/run (it installs and unpacks them)")
+    work = Path(work_dir or tempfile.mkdtemp(prefix="dogi_zns_qemu_"))
+    tools = build_guest_tools(zh.build_dir())
+    files = {
+        "/zns_replay": (tools["harness"].read_bytes(), 0o755),
+        "/qexit": (tools["qexit"].read_bytes(), 0o755),
+        "/trace.dtr": (trace_bytes, 0o644),
+    }
+    initramfs = build_initramfs(assets["busybox"], files, guest_script(commands), work / "initramfs.gz")
+    disk = work / "zns.raw"
+    zone_bytes = int(zone_size_mb * 2**20)
+    with open(disk, "wb") as fh:
+        fh.truncate(zones * zone_bytes)  # sparse
+    rc, log = boot(
+        assets,
+        initramfs,
+        disk,
+        zone_size=f"{int(zone_size_mb * 1024)}K",
+        zone_capacity=f"{int(zone_capacity_mb * 1024)}K",
+        timeout=timeout,
+    )
+    return {"exit_status": rc, "results": parse_results(log), "log": log}
