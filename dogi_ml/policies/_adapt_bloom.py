@@ -1,0 +1,205 @@
+"""ADAPT's re-access (RA) identifier (§3.4): per GC group a cascade of Bloom filters, FIFO eviction.
+
+When GC migrates a valid block of GC group ``K`` back into group ``K``, its LBA is inserted into
+group ``K``'s cascade (:func:`cascade_insert`). A user write asks every cascade for a score
+(:func:`cascade_score`, :func:`cascade_best`): "the score for a group is the number of bloom
+filters with that LBA in that discriminator" (§3.4), i.e. roughly how many times the block was
+migrated back into that group within the cascade's memory. Two insertions into the same filter
+(before it fills) count once: the score counts filters, as the paper defines it.
+
+Each cascade has ``n_filters`` filters of ``bits_per_filter`` bits (a power of two) and holds at
+most ``items_per_filter`` insertions per filter. Insertions go into the newest filter; when it is
+full the oldest filter is cleared and becomes the newest (a ring: ``head`` is the newest, the one
+after it the oldest). Items of the live filters are never missed (no false negatives); an evicted
+filter forgets its items.
+
+Hash family (fixed, documented, deterministic): ``h1 = splitmix64(key ^ seed)``,
+``h2 = splitmix64(h1) | 1``; the ``i``-th of the ``n_hashes`` bit positions is
+``(h1 + i * h2) mod bits_per_filter`` (Kirsch-Mitzenmacher double hashing, 64-bit wrapping
+arithmetic). All filters of all groups use the same positions for a key, so a lookup hashes once.
+The false-positive rate of a filter holding ``n`` items is close to ``(1 - exp(-k n / m))^k``.
+
+State is one NamedTuple of numpy arrays (Numba-friendly, as every policy state in dogi_ml), with
+a leading group dimension so ADAPT's four GC groups share one structure and one hash per lookup.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+
+from dogi_ml.sim.policy_api import new_scalars, record, scalar_fields
+
+SCALARS = scalar_fields(
+    n_filters=np.int64,
+    bits_mask=np.int64,  # bits_per_filter - 1 (a power of two)
+    n_hashes=np.int64,
+    items_per_filter=np.int64,
+    seed=np.uint64,
+    inserted=np.int64,  # insertions so far (all groups)
+    evictions=np.int64,  # filters cleared by FIFO eviction (all groups)
+)
+
+
+class BloomCascade(NamedTuple):
+    scalars: np.ndarray  # one SCALARS record
+    bits: np.ndarray  # uint64[n_groups, n_filters, bits_per_filter // 64]
+    count: np.ndarray  # int64[n_groups, n_filters]: insertions into each filter since it was cleared
+    head: np.ndarray  # int64[n_groups]: index of each group's newest filter
+
+
+def new_cascade(
+    n_filters: int,
+    bits_per_filter: int,
+    n_hashes: int,
+    items_per_filter: int,
+    seed: int = 0,
+    n_groups: int = 1,
+) -> BloomCascade:
+    """Empty cascades for ``n_groups`` groups (ADAPT: one per GC group)."""
+    if int(n_filters) < 1:
+        raise ValueError(f"bloom cascade: n_filters must be >= 1, got {n_filters}")
+    m = int(bits_per_filter)
+    if m < 64 or m & (m - 1):
+        raise ValueError(f"bloom cascade: bits_per_filter must be a power of two >= 64, got {bits_per_filter}")
+    if not 1 <= int(n_hashes) <= 32:
+        raise ValueError(f"bloom cascade: n_hashes must be in 1..32, got {n_hashes}")
+    if int(items_per_filter) < 1:
+        raise ValueError(f"bloom cascade: items_per_filter must be >= 1, got {items_per_filter}")
+    if int(n_groups) < 1:
+        raise ValueError(f"bloom cascade: n_groups must be >= 1, got {n_groups}")
+    scalars = new_scalars(SCALARS)
+    st = record(scalars)
+    st.n_filters = int(n_filters)
+    st.bits_mask = m - 1
+    st.n_hashes = int(n_hashes)
+    st.items_per_filter = int(items_per_filter)
+    st.seed = np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF)
+    return BloomCascade(
+        scalars=scalars,
+        bits=np.zeros((int(n_groups), int(n_filters), m // 64), np.uint64),
+        count=np.zeros((int(n_groups), int(n_filters)), np.int64),
+        head=np.zeros(int(n_groups), np.int64),
+    )
+
+
+def optimal_hashes(bits_per_filter: int, items_per_filter: int) -> int:
+    """The ``k`` minimising the false-positive rate at full load: ``round(m / n * ln 2)``, >= 1."""
+    return max(1, min(32, round(bits_per_filter / items_per_filter * math.log(2))))
+
+
+def theoretical_fp(bits_per_filter: int, n_hashes: int, items: int) -> float:
+    """Closed-form false-positive rate of one filter holding ``items`` items: (1 - e^{-kn/m})^k."""
+    return (1.0 - math.exp(-n_hashes * items / bits_per_filter)) ** n_hashes
+
+
+@nb.njit(cache=True, inline="always")
+def splitmix64(x):
+    """SplitMix64's finaliser (Steele et al.): a bijective 64-bit mix (uint64 in, uint64 out)."""
+    z = x + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@nb.njit(cache=True, inline="always")
+def _hashes(st, key):
+    h1 = splitmix64(np.uint64(key) ^ st.seed)
+    h2 = splitmix64(h1) | np.uint64(1)
+    return h1, h2
+
+
+@nb.njit(cache=True)
+def cascade_insert(c, g, key):
+    """Insert ``key`` (an LBA) into group ``g``'s newest filter; when that filter already holds
+    ``items_per_filter`` insertions, the oldest filter is cleared first and becomes the newest."""
+    st = c.scalars[0]
+    h = c.head[g]
+    if c.count[g, h] >= st.items_per_filter:
+        h += 1
+        if h == st.n_filters:
+            h = 0
+        for w in range(c.bits.shape[2]):  # by hand: no array view (the loops run without NRT)
+            c.bits[g, h, w] = 0
+        c.count[g, h] = 0
+        c.head[g] = h
+        st.evictions += 1
+    h1, h2 = _hashes(st, key)
+    mask = np.uint64(st.bits_mask)
+    pos = h1
+    for _ in range(st.n_hashes):
+        b = pos & mask
+        c.bits[g, h, b >> np.uint64(6)] |= np.uint64(1) << (b & np.uint64(63))
+        pos += h2
+    c.count[g, h] += 1
+    st.inserted += 1
+
+
+@nb.njit(cache=True, inline="always")
+def _filters_holding(c, st, g, h1, h2):
+    mask = np.uint64(st.bits_mask)
+    score = 0
+    for f in range(st.n_filters):
+        if c.count[g, f] == 0:
+            continue
+        pos = h1
+        hit = True
+        for _ in range(st.n_hashes):
+            b = pos & mask
+            if (c.bits[g, f, b >> np.uint64(6)] >> (b & np.uint64(63))) & np.uint64(1) == 0:
+                hit = False
+                break
+            pos += h2
+        if hit:
+            score += 1
+    return score
+
+
+@nb.njit(cache=True)
+def cascade_score(c, g, key):
+    """Group ``g``'s score of ``key``: how many of its filters (may) hold it (0..n_filters)."""
+    st = c.scalars[0]
+    h1, h2 = _hashes(st, key)
+    return _filters_holding(c, st, g, h1, h2)
+
+
+@nb.njit(cache=True)
+def cascade_best(c, key):
+    """``(group, score)`` of the group scoring ``key`` highest (the lowest such group on a tie;
+    ``(-1, 0)`` when no filter holds it): ADAPT's candidate GC group for a user write."""
+    st = c.scalars[0]
+    h1, h2 = _hashes(st, key)
+    best = -1
+    best_score = 0
+    for g in range(c.head.shape[0]):
+        sc = _filters_holding(c, st, g, h1, h2)
+        if sc > best_score:
+            best_score = sc
+            best = g
+    return best, best_score
+
+
+@nb.njit(cache=True)
+def cascade_fill(c, g):
+    """Fraction of set bits in each of group ``g``'s filters (float64[n_filters]); for tests and
+    sizing: a filter's false-positive rate is about ``fill ** n_hashes``."""
+    st = c.scalars[0]
+    out = np.zeros(st.n_filters)
+    m = st.bits_mask + 1
+    for f in range(st.n_filters):
+        ones = 0
+        for w in range(c.bits.shape[2]):
+            x = c.bits[g, f, w]
+            while x:
+                x &= x - np.uint64(1)
+                ones += 1
+        out[f] = ones / m
+    return out
+
+
+def cascade_bytes(c: BloomCascade) -> int:
+    """Bytes the cascades occupy (all groups): filter bits plus counters and scalars."""
+    return int(c.bits.nbytes + c.count.nbytes + c.head.nbytes + c.scalars.nbytes)

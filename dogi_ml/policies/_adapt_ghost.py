@@ -1,0 +1,507 @@
+"""ADAPT's density-aware threshold adaptation (§3.2): sampled ghost sets of the two user groups.
+
+Sampling (SHARDS-style spatial sampling, Waldspurger et al. FAST'15): an LBA is sampled iff
+``splitmix64(lba ^ seed) >> 40 < rate_num`` with ``rate_num = round(r * 2^24)``, so the sampled
+LBAs are a fixed, uniform-by-hash ``r`` share of the address space, and every write of a sampled
+LBA is seen. An unsampled write costs one hash and one compare (:func:`ghost_on_user_write`
+returns at once). Sampled LBAs live in an open-addressing table (linear probing, index = the
+hash's low bits) holding the LBA and the sampled time of its last write.
+
+Access interval: the number of sampled user writes since the LBA's previous write (its lifespan
+in the sampled stream, ``r`` times its lifespan in user writes on average), i.e. the quantity
+ADAPT's real hot/cold test compares (``now - lba_time[lba]``, as SepBIT). The paper's text counts
+*unique* intervening blocks (a distance tree); we count writes so the ghost's threshold means the
+same thing as the threshold it is applied as. A first write (no previous one) is cold.
+
+Ghost sets: ``n_sets`` independent simulations of a two-group (hot 0 / cold 1) user-written log,
+ghost ``i`` placing a sampled write hot iff its interval is below ``thr[i]`` ghost segments
+(``thr[i] * segment_blocks * r`` sampled writes, compared exactly in integers). Each ghost has its
+own segments of ``ghost_seg = max(1, round(segment_blocks * r))`` blocks, one open segment per
+group (sealed when the group's next append finds it full, as the engine does) and a GC triggered
+as the engine's garbage-proportion trigger: while ``invalid * 10^6 > gp_ppm * used_segments *
+ghost_seg``, collect the sealed segment with the fewest valid blocks (lowest index on a tie, as
+``victims.greedy``) and *discard* its valid blocks, counting them (in the real system they leave
+the user groups for the GC groups). Freed segments go on top of a free stack (popped first;
+initially segment 0 is on top).
+
+Chunk padding (the engine's chunk layer, scaled): with ``chunk_blocks > 0``, a timeout and times
+(``time_us >= 0``), each ghost group fills chunks of ``chunk_blocks``; a partial chunk whose oldest
+block arrived more than ``chunk_timeout_us / r`` µs before a later sampled write (the sampled
+stream is ``1/r`` times sparser, so the timeout grows by ``1/r``) is padded, before that write is
+placed: the padding blocks take slots, are invalid from the start and count as written. Ghost
+WA = (user writes + discarded + padding) / user writes, counted since the last adjustment.
+
+Thresholds and adjustment: the ghosts start on an exponential window ``thr[i] = start * 2^i``
+ghost segments. An adjustment picks the ghost with the lowest WA (the lowest threshold on a
+tie), returns its threshold in user writes (``thr * segment_blocks``: "scaled to real segment
+size") and moves the window: best ghost ``k`` inside the window -> linear window from
+``thr[k-1]`` to ``thr[k+1]`` (evenly spaced, at least one segment apart); best at an edge (WA
+monotonic in the threshold) -> an exponential window again, reaching two steps past that edge.
+The ghosts keep their logs (only the thresholds change) and restart their WA counters.
+An adjustment happens when the user writes since the last one reach ``adjust_fraction`` (10%) of
+the capacity, or earlier when the best ghost's WA is steady: at two consecutive checkpoints
+(every ``steady_window`` sampled writes) the same ghost is best, it reclaimed segments in between
+and its WA changed by at most ``steady_tol`` (relative).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+
+from dogi_ml.policies._adapt_bloom import splitmix64
+from dogi_ml.sim.policy_api import new_scalars, record, scalar_fields
+
+R_BITS = 24
+R_MOD = 1 << R_BITS  # sampling resolution: r = rate_num / 2^24
+HOT, COLD = 0, 1
+
+SCALARS = scalar_fields(
+    rate_num=np.int64,  # r * 2^24
+    seed=np.uint64,
+    n_sets=np.int64,
+    segment_blocks=np.int64,  # the real system's segment size (threshold unit)
+    ghost_seg=np.int64,  # blocks per ghost segment
+    n_seg=np.int64,  # segments per ghost
+    gp_ppm=np.int64,  # ghost GC: garbage proportion limit in parts per million
+    chunk=np.int64,  # blocks per chunk (0: no padding emulation)
+    timeout_us=np.int64,  # ghost chunk timeout, µs (the real one / r)
+    capacity=np.int64,  # real logical capacity (blocks)
+    table_mask=np.int64,
+    sampled=np.int64,  # sampled writes so far (the ghosts' clock)
+    tracked=np.int64,  # distinct sampled LBAs in the table
+    overflow=np.int64,  # sampled writes dropped (table full; should stay 0)
+    no_space=np.int64,  # ghost appends dropped for want of a segment (should stay 0)
+    adjustments=np.int64,
+    linear=np.int64,  # 1 once the window went linear (after the first adjustment)
+    applied=np.int64,  # threshold (user writes) of the last adjustment, -1 none yet
+    last_adjust_now=np.int64,  # logical time (user writes) of the last adjustment
+    adjust_every=np.int64,  # user writes between adjustments (10% of the capacity)
+    steady_window=np.int64,  # sampled writes between steadiness checkpoints
+    next_check=np.int64,  # sampled time of the next checkpoint
+    steady_tol=np.float64,
+    prev_best=np.int64,  # best ghost at the previous checkpoint, -1 none
+    prev_wa=np.float64,
+    prev_reclaimed=np.int64,  # its reclaimed segments at that checkpoint
+    steady_adjusts=np.int64,  # adjustments triggered by steadiness (the rest by volume)
+)
+
+
+class GhostSets(NamedTuple):
+    scalars: np.ndarray  # one SCALARS record
+    keys: np.ndarray  # int64[T]: sampled LBA per table slot, -1 empty
+    last: np.ndarray  # int64[T]: sampled time of its last write
+    thr: np.ndarray  # int64[M]: hot/cold threshold of each ghost, in ghost segments
+    loc: np.ndarray  # int32[M, T]: ghost slot holding the LBA's copy, -1 none (never / discarded)
+    p2l: np.ndarray  # int32[M, n_seg * ghost_seg]: table slot of the block in a ghost slot, -1 invalid
+    seg_valid: np.ndarray  # int32[M, n_seg]
+    seg_wp: np.ndarray  # int32[M, n_seg]
+    seg_sealed: np.ndarray  # int8[M, n_seg]: 1 sealed (a GC candidate)
+    free_stack: np.ndarray  # int32[M, n_seg]
+    n_free: np.ndarray  # int64[M]
+    open_seg: np.ndarray  # int32[M, 2]: open segment of hot / cold, -1 none
+    invalid: np.ndarray  # int64[M]: invalid blocks in used segments (padding included)
+    written: np.ndarray  # int64[M]: user blocks written since the last adjustment
+    discarded: np.ndarray  # int64[M]: valid blocks discarded by ghost GC since then
+    padding: np.ndarray  # int64[M]: padding blocks since then
+    reclaimed: np.ndarray  # int64[M]: segments reclaimed since then
+    chunk_fill: np.ndarray  # int64[M, 2]
+    chunk_due: np.ndarray  # int64[M, 2]: arrival (µs) of the open chunk's oldest block, -1 none
+
+
+def _window(start: int, n: int) -> np.ndarray:
+    return np.array([start << i for i in range(n)], np.int64)
+
+
+def new_ghost_sets(
+    capacity: int,
+    segment_blocks: int,
+    rate: float = 0.001,
+    n_sets: int = 8,
+    gp_ppm: int = 150_000,
+    chunk_blocks: int = 0,
+    chunk_timeout_us: int = 0,
+    start_segments: int = 1,
+    adjust_fraction: float = 0.1,
+    steady_window: int = 0,
+    steady_tol: float = 0.01,
+    seed: int = 0x5EED,
+) -> GhostSets:
+    """Ghost sets for a log of ``capacity`` logical blocks in segments of ``segment_blocks``.
+
+    ``rate`` is the sampling rate ``r`` (0 < r <= 1); ``gp_ppm`` the ghost GC's garbage
+    proportion limit (the real system's, 15% in SepBIT's setup); ``chunk_blocks`` /
+    ``chunk_timeout_us`` the real chunk layer (0 = no padding emulation; the ghosts use the
+    timeout divided by ``r``); ``start_segments`` the first window's smallest threshold (ghost
+    segments); ``steady_window`` sampled writes between steadiness checks (0: 2% of the
+    capacity's sampled share, at least 4 ghost segments)."""
+    if not 0.0 < float(rate) <= 1.0:
+        raise ValueError(f"ghost sets: rate must be in (0, 1], got {rate}")
+    rate_num = max(1, round(float(rate) * R_MOD))
+    if int(capacity) < 1 or int(segment_blocks) < 1:
+        raise ValueError(f"ghost sets: capacity and segment_blocks must be >= 1, got {capacity}, {segment_blocks}")
+    if int(n_sets) < 2:
+        raise ValueError(f"ghost sets: n_sets must be >= 2 (a window of thresholds), got {n_sets}")
+    if not 0 < int(gp_ppm) < 1_000_000:
+        raise ValueError(f"ghost sets: gp_ppm must be in (0, 10^6), got {gp_ppm}")
+    if int(chunk_blocks) < 0 or int(chunk_timeout_us) < 0:
+        raise ValueError("ghost sets: chunk_blocks and chunk_timeout_us must be >= 0")
+    if int(start_segments) < 1:
+        raise ValueError(f"ghost sets: start_segments must be >= 1, got {start_segments}")
+    r = rate_num / R_MOD
+    ghost_seg = max(1, round(int(segment_blocks) * r))
+    # sampled LBAs: binomial(capacity, r); size the table for 6 sigma more, at most half full
+    expected = int(capacity) * r
+    max_tracked = min(int(capacity), int(expected + 6 * math.sqrt(expected) + 16))
+    t_size = 1 << max(4, math.ceil(math.log2(2 * max_tracked)))
+    # a ghost log holds at most its live blocks over (1 - gp), two open segments and a chunk's
+    # padding per group; 4 spare segments for a GC that cannot keep up within one write
+    gp = int(gp_ppm) / 1e6
+    n_seg = math.ceil((max_tracked / (1 - gp) + 2 * int(chunk_blocks)) / ghost_seg) + 2 + 4
+    m = int(n_sets)
+    scalars = new_scalars(SCALARS)
+    st = record(scalars)
+    st.rate_num = rate_num
+    st.seed = np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF)
+    st.n_sets = m
+    st.segment_blocks = int(segment_blocks)
+    st.ghost_seg = ghost_seg
+    st.n_seg = n_seg
+    st.gp_ppm = int(gp_ppm)
+    timed = int(chunk_blocks) > 0 and int(chunk_timeout_us) > 0
+    st.chunk = int(chunk_blocks) if timed else 0
+    st.timeout_us = int(chunk_timeout_us) * R_MOD // rate_num if timed else 0
+    st.capacity = int(capacity)
+    st.table_mask = t_size - 1
+    st.applied = -1
+    st.adjust_every = max(1, int(float(adjust_fraction) * int(capacity)))
+    st.steady_window = int(steady_window) if steady_window else max(4 * ghost_seg, int(0.02 * expected))
+    st.next_check = st.steady_window
+    st.steady_tol = float(steady_tol)
+    st.prev_best = -1
+    free = np.tile(np.arange(n_seg - 1, -1, -1, dtype=np.int32), (m, 1))  # segment 0 on top
+    return GhostSets(
+        scalars=scalars,
+        keys=np.full(t_size, -1, np.int64),
+        last=np.zeros(t_size, np.int64),
+        thr=_window(int(start_segments), m),
+        loc=np.full((m, t_size), -1, np.int32),
+        p2l=np.full((m, n_seg * ghost_seg), -1, np.int32),
+        seg_valid=np.zeros((m, n_seg), np.int32),
+        seg_wp=np.zeros((m, n_seg), np.int32),
+        seg_sealed=np.zeros((m, n_seg), np.int8),
+        free_stack=free,
+        n_free=np.full(m, n_seg, np.int64),
+        open_seg=np.full((m, 2), -1, np.int32),
+        invalid=np.zeros(m, np.int64),
+        written=np.zeros(m, np.int64),
+        discarded=np.zeros(m, np.int64),
+        padding=np.zeros(m, np.int64),
+        reclaimed=np.zeros(m, np.int64),
+        chunk_fill=np.zeros((m, 2), np.int64),
+        chunk_due=np.full((m, 2), -1, np.int64),
+    )
+
+
+# -- one ghost's log -----------------------------------------------------------------------
+@nb.njit(cache=True)
+def _collect(g, i):
+    """Reclaim ghost ``i``'s sealed segment with the fewest valid blocks, discarding them;
+    False if it has no sealed segment."""
+    n_seg = g.seg_valid.shape[1]
+    best = -1
+    best_valid = 1 << 62
+    for seg in range(n_seg):
+        if g.seg_sealed[i, seg] and g.seg_valid[i, seg] < best_valid:
+            best_valid = g.seg_valid[i, seg]
+            best = seg
+    if best < 0:
+        return False
+    gs = g.scalars[0].ghost_seg
+    base = best * gs
+    for off in range(g.seg_wp[i, best]):
+        slot = g.p2l[i, base + off]
+        if slot >= 0:
+            g.loc[i, slot] = -1
+            g.p2l[i, base + off] = -1
+    g.discarded[i] += best_valid
+    g.invalid[i] -= g.seg_wp[i, best] - best_valid
+    g.reclaimed[i] += 1
+    g.seg_sealed[i, best] = 0
+    g.seg_valid[i, best] = 0
+    g.seg_wp[i, best] = 0
+    nf = g.n_free[i]
+    g.free_stack[i, nf] = best
+    g.n_free[i] = nf + 1
+    return True
+
+
+@nb.njit(cache=True)
+def _gc(g, i):
+    """Ghost ``i``'s GC: collect while the garbage proportion exceeds the limit."""
+    st = g.scalars[0]
+    while g.invalid[i] * 1_000_000 > st.gp_ppm * (st.n_seg - g.n_free[i]) * st.ghost_seg:
+        if not _collect(g, i):
+            break
+
+
+@nb.njit(cache=True)
+def _slot_for(g, i, grp):
+    """A free slot (global index) in ghost ``i``'s group ``grp``: its open segment's next one,
+    opening a fresh segment (sealing the full one) when needed; -1 if no segment is free even
+    after collecting."""
+    gs = g.scalars[0].ghost_seg
+    seg = g.open_seg[i, grp]
+    if seg < 0 or g.seg_wp[i, seg] == gs:
+        if seg >= 0:
+            g.seg_sealed[i, seg] = 1
+            g.open_seg[i, grp] = -1
+        if g.n_free[i] == 0 and not (_collect(g, i) and g.n_free[i] > 0):
+            return -1
+        nf = g.n_free[i] - 1
+        seg = g.free_stack[i, nf]
+        g.n_free[i] = nf
+        g.open_seg[i, grp] = seg
+    off = g.seg_wp[i, seg]
+    g.seg_wp[i, seg] = off + 1
+    return seg * gs + off
+
+
+@nb.njit(cache=True)
+def _pad(g, i, grp):
+    """Pad ghost ``i``'s partial chunk of group ``grp`` to a whole chunk (invalid slots)."""
+    n = g.scalars[0].chunk - g.chunk_fill[i, grp]
+    for _ in range(n):
+        if _slot_for(g, i, grp) < 0:
+            g.scalars[0].no_space += 1
+            break
+        g.invalid[i] += 1
+    g.padding[i] += n
+    g.chunk_fill[i, grp] = 0
+    g.chunk_due[i, grp] = -1
+
+
+@nb.njit(cache=True)
+def _ghost_write(g, i, slot, hot, time_us):
+    """One sampled user write of table slot ``slot`` into ghost ``i``."""
+    st = g.scalars[0]
+    chunked = st.chunk > 0 and time_us >= 0
+    if chunked:
+        for grp in range(2):
+            d = g.chunk_due[i, grp]
+            if d >= 0 and d + st.timeout_us < time_us:
+                _pad(g, i, grp)
+    old = g.loc[i, slot]
+    if old >= 0:
+        g.p2l[i, old] = -1
+        g.seg_valid[i, old // st.ghost_seg] -= 1
+        g.invalid[i] += 1
+        g.loc[i, slot] = -1
+    grp = HOT if hot else COLD
+    phys = _slot_for(g, i, grp)
+    if phys < 0:
+        st.no_space += 1
+        return
+    g.p2l[i, phys] = slot
+    g.loc[i, slot] = phys
+    g.seg_valid[i, phys // st.ghost_seg] += 1
+    g.written[i] += 1
+    if chunked:
+        f = g.chunk_fill[i, grp]
+        if f == 0:
+            g.chunk_due[i, grp] = time_us
+        f += 1
+        if f == st.chunk:
+            f = 0
+            g.chunk_due[i, grp] = -1
+        g.chunk_fill[i, grp] = f
+    _gc(g, i)
+
+
+# -- the sampled stream ----------------------------------------------------------------------
+@nb.njit(cache=True, inline="always")
+def ghost_sampled(g, lba):
+    """Whether ``lba`` is in the sample (one hash, one compare)."""
+    st = g.scalars[0]
+    return np.int64(splitmix64(np.uint64(lba) ^ st.seed) >> np.uint64(64 - R_BITS)) < st.rate_num
+
+
+@nb.njit(cache=True)
+def _table_slot(g, lba):
+    """Table slot of sampled ``lba`` (inserted if new), -1 if the table is full."""
+    st = g.scalars[0]
+    mask = st.table_mask
+    i = np.int64(splitmix64(np.uint64(lba) ^ st.seed) & np.uint64(mask))
+    for _ in range(mask + 1):
+        k = g.keys[i]
+        if k == lba:
+            return i
+        if k < 0:
+            if 10 * (st.tracked + 1) > 9 * (mask + 1):
+                return -1
+            g.keys[i] = lba
+            g.last[i] = -1
+            st.tracked += 1
+            return i
+        i = (i + 1) & mask
+    return -1
+
+
+@nb.njit(cache=True)
+def ghost_wa(g, i):
+    """Ghost ``i``'s WA since the last adjustment: (written + discarded + padding) / written
+    (0.0 before its first write)."""
+    w = g.written[i]
+    if w == 0:
+        return 0.0
+    return (w + g.discarded[i] + g.padding[i]) / w
+
+
+@nb.njit(cache=True)
+def _best(g):
+    best = -1
+    best_wa = 0.0
+    for i in range(g.thr.shape[0]):
+        wa = ghost_wa(g, i)
+        if g.written[i] > 0 and (best < 0 or wa < best_wa):
+            best = i
+            best_wa = wa
+    return best, best_wa
+
+
+@nb.njit(cache=True)
+def ghost_best(g):
+    """``(threshold, wa)``: the best ghost's threshold in user writes (``thr * segment_blocks``)
+    and its WA; ``(-1, 0.0)`` before any sampled write."""
+    k, wa = _best(g)
+    if k < 0:
+        return -1, 0.0
+    return g.thr[k] * g.scalars[0].segment_blocks, wa
+
+
+@nb.njit(cache=True)
+def _next_window(g, k):
+    """Move the thresholds after ghost ``k`` won (see the module docstring)."""
+    m = g.thr.shape[0]
+    st = g.scalars[0]
+    if 0 < k < m - 1:
+        lo = g.thr[k - 1]
+        hi = g.thr[k + 1]
+        if hi - lo >= m - 1:
+            for j in range(m):
+                g.thr[j] = lo + ((hi - lo) * j + (m - 1) // 2) // (m - 1)
+        else:  # too narrow for distinct values: step one segment around the winner
+            start = max(1, g.thr[k] - m // 2)
+            for j in range(m):
+                g.thr[j] = start + j
+        st.linear = 1
+        return
+    # the best is at an edge: WA is monotonic in the threshold over the window
+    if k == 0:
+        start = max(1, g.thr[0] >> (m - 2))  # the window ends two steps above the old first
+    else:
+        start = max(1, g.thr[m - 1] >> 1)  # ... begins one step below the old last
+    for j in range(m):
+        g.thr[j] = start << j
+
+
+@nb.njit(cache=True)
+def ghost_adjust(g, now):
+    """Apply the best ghost now: return its threshold in user writes (-1 if no ghost has
+    written yet, and then nothing changes), move the window, restart the WA counters."""
+    st = g.scalars[0]
+    k, _ = _best(g)
+    if k < 0:
+        return -1
+    applied = g.thr[k] * st.segment_blocks
+    _next_window(g, k)
+    for i in range(g.thr.shape[0]):
+        g.written[i] = 0
+        g.discarded[i] = 0
+        g.padding[i] = 0
+        g.reclaimed[i] = 0
+    st.applied = applied
+    st.adjustments += 1
+    st.last_adjust_now = now
+    st.prev_best = -1
+    st.next_check = st.sampled + st.steady_window
+    return applied
+
+
+@nb.njit(cache=True)
+def _steady(g):
+    """A checkpoint: whether the best ghost's WA is steady since the previous one."""
+    st = g.scalars[0]
+    k, wa = _best(g)
+    steady = (
+        k >= 0
+        and k == st.prev_best
+        and g.reclaimed[k] > st.prev_reclaimed
+        and abs(wa - st.prev_wa) <= st.steady_tol * st.prev_wa
+    )
+    st.prev_best = k
+    st.prev_wa = wa
+    st.prev_reclaimed = g.reclaimed[k] if k >= 0 else 0
+    return steady
+
+
+@nb.njit(cache=True)
+def ghost_on_user_write(g, lba, now, time_us):
+    """Feed one user write (``now`` its logical time, ``time_us`` its wall-clock time in µs, or
+    -1 when the run has no times). Returns the new hot/cold threshold in user writes when this
+    write triggered an adjustment, else -1. Unsampled LBAs return after one hash."""
+    st = g.scalars[0]
+    if not ghost_sampled(g, lba):
+        return -1
+    slot = _table_slot(g, lba)
+    if slot < 0:
+        st.overflow += 1
+        return -1
+    t = st.sampled
+    prev = g.last[slot]
+    seen = prev >= 0
+    # hot iff interval < thr * segment_blocks * r, in integers: interval * 2^24 < thr * S * num
+    lhs = (t - prev) * R_MOD
+    unit = st.segment_blocks * st.rate_num
+    for i in range(g.thr.shape[0]):
+        _ghost_write(g, i, slot, seen and lhs < g.thr[i] * unit, time_us)
+    g.last[slot] = t
+    st.sampled = t + 1
+    if now - st.last_adjust_now >= st.adjust_every:
+        return ghost_adjust(g, now)
+    if st.sampled >= st.next_check:
+        st.next_check = st.sampled + st.steady_window
+        if _steady(g):
+            st.steady_adjusts += 1
+            return ghost_adjust(g, now)
+    return -1
+
+
+# -- memory -----------------------------------------------------------------------------------
+def ghost_bytes(g: GhostSets) -> int:
+    """Bytes the sampling table and the ghost sets occupy."""
+    return int(sum(a.nbytes for a in g))
+
+
+def memory_breakdown(g: GhostSets, cascade=None) -> dict:
+    """ADAPT's extra memory (Fig. 12b) by part, in bytes and per logical block of the capacity:
+    ``sampling`` (the table of sampled LBAs and their last write times), ``ghost_sets`` (per
+    ghost: each sampled LBA's slot, the slots' owners, per-segment metadata, counters),
+    ``filters`` (the Bloom cascades, if given). ``per_sampled_block`` divides by the sampled
+    LBAs the table was sized for (its slots / 2) instead."""
+    sampling = g.keys.nbytes + g.last.nbytes + g.scalars.nbytes
+    ghosts = ghost_bytes(g) - sampling
+    filters = 0 if cascade is None else sum(a.nbytes for a in cascade)
+    cap = int(record(g.scalars).capacity)
+    sized_for = g.keys.shape[0] // 2
+    parts = {"sampling": sampling, "ghost_sets": ghosts, "filters": filters}
+    return {
+        "bytes": dict(parts, total=sum(parts.values())),
+        "per_block": {k: v / cap for k, v in dict(parts, total=sum(parts.values())).items()},
+        "per_sampled_block": {"sampling": sampling / sized_for, "ghost_sets": ghosts / sized_for},
+        "n_sets": int(g.thr.shape[0]),
+        "table_slots": int(g.keys.shape[0]),
+    }

@@ -1,0 +1,353 @@
+"""ADAPT's parts (issue 16): the Bloom-filter cascade of §3.4 and the sampled ghost sets of §3.2.
+
+The key check: a ghost set with r = 1 equals a real two-group user log (plain Python below, its
+own implementation of the same rules: hot/cold by lifespan, greedy GC on the garbage proportion,
+valid blocks leaving the user groups, chunk padding after a timeout), block for block.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dogi_ml.policies._adapt_bloom import (
+    cascade_best,
+    cascade_bytes,
+    cascade_insert,
+    cascade_score,
+    new_cascade,
+    theoretical_fp,
+)
+from dogi_ml.policies._adapt_ghost import (
+    R_MOD,
+    ghost_adjust,
+    ghost_best,
+    ghost_bytes,
+    ghost_on_user_write,
+    ghost_sampled,
+    ghost_wa,
+    memory_breakdown,
+    new_ghost_sets,
+)
+from dogi_ml.sim.policy_api import record
+from dogi_ml.traces.generators import generate
+
+CAP = 8192
+SEG = 64
+
+
+# -- Bloom cascade ---------------------------------------------------------------------------
+def _insert_all(c, g, keys):
+    for k in keys:
+        cascade_insert(c, g, int(k))
+
+
+def test_cascade_has_no_false_negatives_in_live_filters():
+    n, f = 100, 4
+    c = new_cascade(f, 1 << 12, 5, n, seed=11)
+    keys = np.arange(10_000, 10_000 + 7 * n + 37)  # 7 full filters and a partial one
+    _insert_all(c, 0, keys)
+    live = keys[-((f - 1) * n + 37) :]  # the newest partial filter and the three before it
+    assert all(cascade_score(c, 0, int(k)) >= 1 for k in live)
+    assert record(c.scalars).evictions == 7 and record(c.scalars).inserted == keys.size
+
+
+def test_cascade_evicts_the_oldest_filter_first():
+    n, f = 64, 3
+    c = new_cascade(f, 1 << 16, 4, n, seed=5)  # ~1e-10 false positives: exact checks
+    _insert_all(c, 0, range(f * n))  # filters 0, 1, 2 full; head = 2
+    assert [cascade_score(c, 0, k) for k in (0, n, 2 * n)] == [1, 1, 1]
+    assert int(c.head[0]) == 2
+    cascade_insert(c, 0, 10**6)  # the newest is full: the oldest (keys 0..n-1) is cleared
+    assert int(c.head[0]) == 0 and int(c.count[0, 0]) == 1
+    assert all(cascade_score(c, 0, k) == 0 for k in range(n))
+    assert all(cascade_score(c, 0, k) == 1 for k in range(n, f * n))
+    _insert_all(c, 0, range(2 * 10**6, 2 * 10**6 + n))  # fills filter 0, then evicts filter 1
+    assert int(c.head[0]) == 1
+    assert all(cascade_score(c, 0, k) == 0 for k in range(2 * n))
+    assert all(cascade_score(c, 0, k) == 1 for k in range(2 * n, 3 * n))
+    # the other group is untouched
+    assert cascade_score(c, 1 - 1, 10**6) == 1 and c.bits.shape[0] == 1
+
+
+def test_cascade_scores_count_filters_holding_the_key():
+    n, f = 10, 4
+    c = new_cascade(f, 1 << 16, 4, n, seed=2, n_groups=3)
+    x = 777
+    filler = iter(range(1000, 100_000))
+
+    def fill_filter():  # complete the newest filter with other keys
+        while int(c.count[1, int(c.head[1])]) < n:
+            cascade_insert(c, 1, next(filler))
+
+    cascade_insert(c, 1, x)
+    cascade_insert(c, 1, x)  # twice into the same filter: still one filter
+    assert cascade_score(c, 1, x) == 1
+    fill_filter()
+    for expected in (2, 3, 4):  # one more filter holding x each time
+        cascade_insert(c, 1, x)
+        fill_filter()
+        assert cascade_score(c, 1, x) == expected
+    cascade_insert(c, 1, next(filler))  # evicts the filter with x's first insertions
+    assert cascade_score(c, 1, x) == 3
+    assert cascade_score(c, 0, x) == 0 and cascade_score(c, 2, x) == 0
+    cascade_insert(c, 2, x)
+    assert tuple(cascade_best(c, x)) == (1, 3)
+    assert tuple(cascade_best(c, 123_456_789)) == (-1, 0)
+
+
+@pytest.mark.parametrize("m,k,n", [(1 << 14, 4, 2000), (1 << 13, 7, 800), (1 << 12, 2, 1500)])
+def test_cascade_false_positive_rate_matches_theory(m, k, n):
+    c = new_cascade(1, m, k, n, seed=99)
+    _insert_all(c, 0, range(n))
+    queries = 100_000
+    fp = sum(cascade_score(c, 0, q) for q in range(10**7, 10**7 + queries)) / queries
+    theory = theoretical_fp(m, k, n)
+    sigma = math.sqrt(theory * (1 - theory) / queries)
+    assert abs(fp - theory) < 0.08 * theory + 4 * sigma, (fp, theory)
+
+
+def test_cascade_bytes_and_bad_parameters():
+    c = new_cascade(4, 1 << 10, 3, 50, n_groups=4)
+    # bits: 4 groups x 4 filters x 1024 bits / 8; counts 16 x 8; heads 4 x 8; the scalars record
+    assert cascade_bytes(c) == 4 * 4 * 128 + 16 * 8 + 4 * 8 + c.scalars.nbytes
+    with pytest.raises(ValueError, match="power of two"):
+        new_cascade(4, 1000, 3, 50)
+    with pytest.raises(ValueError, match="n_hashes"):
+        new_cascade(4, 1024, 0, 50)
+
+
+# -- ghost sets ------------------------------------------------------------------------------
+class RefUserLog:
+    """A real two-group user log (plain Python): hot = group 0, cold = group 1. GC moves the
+    valid blocks of a victim out of the user groups (to GC groups, not modelled: a later user
+    write of such an LBA invalidates nothing here) and counts them."""
+
+    def __init__(self, threshold, n_seg, seg, gp_ppm, chunk=0, timeout=0):
+        self.threshold, self.seg, self.gp_ppm = threshold, seg, gp_ppm
+        self.chunk, self.timeout = chunk, timeout
+        self.free = list(range(n_seg - 1, -1, -1))  # pop() takes the last: segment 0 first
+        self.blocks = {}  # segment -> list of LBAs (None = invalid or padding)
+        self.sealed = set()
+        self.open = [None, None]
+        self.where = {}  # LBA -> (segment, offset) of its copy in the user groups
+        self.last = {}  # LBA -> time of its last user write
+        self.fill = [0, 0]
+        self.due = [None, None]
+        self.t = 0
+        self.user = self.moved = self.padding = 0
+
+    def _garbage(self):
+        return sum(b is None for s in self.blocks.values() for b in s)
+
+    def _room(self, grp):
+        seg = self.open[grp]
+        if seg is None or len(self.blocks[seg]) == self.seg:
+            if seg is not None:
+                self.sealed.add(seg)
+            if not self.free:
+                self._collect()
+            seg = self.free.pop()
+            self.open[grp] = seg
+            self.blocks[seg] = []
+        return seg
+
+    def _collect(self):
+        victim = min(self.sealed, key=lambda s: (sum(b is not None for b in self.blocks[s]), s), default=None)
+        if victim is None:
+            return False
+        for lba in self.blocks.pop(victim):
+            if lba is not None:
+                self.moved += 1
+                del self.where[lba]
+        self.sealed.remove(victim)
+        self.free.append(victim)
+        return True
+
+    def write(self, lba, t_us=-1):
+        if self.chunk and t_us >= 0:
+            for grp in (0, 1):
+                if self.due[grp] is not None and self.due[grp] + self.timeout < t_us:
+                    for _ in range(self.chunk - self.fill[grp]):
+                        self.blocks[self._room(grp)].append(None)
+                    self.padding += self.chunk - self.fill[grp]
+                    self.fill[grp], self.due[grp] = 0, None
+        if lba in self.where:
+            seg, off = self.where.pop(lba)
+            self.blocks[seg][off] = None
+        hot = lba in self.last and self.t - self.last[lba] < self.threshold
+        grp = 0 if hot else 1
+        seg = self._room(grp)
+        self.where[lba] = (seg, len(self.blocks[seg]))
+        self.blocks[seg].append(lba)
+        self.user += 1
+        if self.chunk and t_us >= 0:
+            if self.fill[grp] == 0:
+                self.due[grp] = t_us
+            self.fill[grp] += 1
+            if self.fill[grp] == self.chunk:
+                self.fill[grp], self.due[grp] = 0, None
+        used = len(self.blocks)
+        while self._garbage() * 1_000_000 > self.gp_ppm * used * self.seg and self._collect():
+            used = len(self.blocks)
+        self.last[lba] = self.t
+        self.t += 1
+
+    def wa(self):
+        return (self.user + self.moved + self.padding) / self.user
+
+
+def _zipf(n, seed=7):
+    return generate("zipf", capacity_blocks=CAP, n_writes=n, seed=seed, theta=0.9).block_writes.astype(np.int64)
+
+
+def _frozen_ghosts(thresholds, **kw):
+    """Ghost sets at r = 1 whose thresholds (ghost segments) never move."""
+    g = new_ghost_sets(CAP, SEG, rate=1.0, n_sets=len(thresholds), adjust_fraction=1e9, steady_window=1 << 60, **kw)
+    g.thr[:] = thresholds
+    return g
+
+
+@pytest.mark.parametrize("timed", [False, True], ids=["no_padding", "padding"])
+def test_ghost_at_rate_one_equals_a_real_two_group_log(timed):
+    writes = _zipf(3 * CAP)
+    rng = np.random.default_rng(3)
+    # sparse arrivals (mean gap 30 us against a 100 us timeout): chunks are often padded
+    times = np.cumsum(rng.exponential(30.0, writes.size)).astype(np.int64) if timed else None
+    thresholds = [1, 4, 16, 64]
+    chunk, timeout = (16, 100) if timed else (0, 0)
+    g = _frozen_ghosts(thresholds, chunk_blocks=chunk, chunk_timeout_us=timeout)
+    st = record(g.scalars)
+    refs = [RefUserLog(t * SEG, st.n_seg, SEG, st.gp_ppm, chunk, timeout) for t in thresholds]
+    for now, lba in enumerate(writes):
+        t_us = int(times[now]) if timed else -1
+        assert ghost_on_user_write(g, int(lba), now, t_us) == -1
+        for ref in refs:
+            ref.write(int(lba), t_us)
+    assert st.no_space == 0 and st.overflow == 0 and st.sampled == writes.size
+    for i, ref in enumerate(refs):
+        assert (int(g.written[i]), int(g.discarded[i]), int(g.padding[i])) == (ref.user, ref.moved, ref.padding)
+        assert ghost_wa(g, i) == pytest.approx(ref.wa(), abs=0)
+    was = [ghost_wa(g, i) for i in range(len(thresholds))]
+    assert all(r.moved > 0 for r in refs) and len(set(was)) == len(was)  # the thresholds matter
+    if timed:
+        assert all(r.padding > 0 for r in refs)
+    thr, wa = ghost_best(g)
+    assert wa == min(was) and thr == thresholds[was.index(min(was))] * SEG
+
+
+def test_sampling_is_a_fixed_hash_share_of_lbas():
+    g = new_ghost_sets(1 << 20, 4096, rate=0.01)
+    lbas = np.arange(1 << 20)
+    picked = np.array([ghost_sampled(g, int(x)) for x in lbas[:200_000]])
+    assert abs(picked.mean() - 0.01) < 4 * math.sqrt(0.01 * 0.99 / picked.size)
+    st = record(g.scalars)
+    assert st.rate_num == round(0.01 * R_MOD) and st.ghost_seg == 41  # 4096 * 0.01 rounded
+    # unsampled writes change nothing; a sampled one is counted once per write
+    unsampled = int(lbas[:1000][~picked[:1000]][0])
+    sampled = int(lbas[:1000][picked[:1000]][0])
+    assert ghost_on_user_write(g, unsampled, 0, -1) == -1 and st.sampled == 0 and st.tracked == 0
+    ghost_on_user_write(g, sampled, 1, -1)
+    ghost_on_user_write(g, sampled, 2, -1)
+    assert st.sampled == 2 and st.tracked == 1 and np.all(g.written == 2)
+    # a different seed samples a different set
+    h = new_ghost_sets(1 << 20, 4096, rate=0.01, seed=1)
+    other = np.array([ghost_sampled(h, int(x)) for x in lbas[:20_000]])
+    assert (other != picked[:20_000]).any()
+
+
+def test_scaled_timeout_and_segments():
+    g = new_ghost_sets(CAP, 1024, rate=0.125, chunk_blocks=16, chunk_timeout_us=100)
+    st = record(g.scalars)
+    assert st.ghost_seg == 128 and st.timeout_us == 800 and st.chunk == 16
+    off = new_ghost_sets(CAP, 1024, rate=0.125, chunk_blocks=16, chunk_timeout_us=0)
+    assert record(off.scalars).chunk == 0  # no timeout: no padding emulation
+
+
+def _set_counters(g, was):
+    for i, wa in enumerate(was):
+        g.written[i] = 1000
+        g.discarded[i] = round((wa - 1) * 1000)
+        g.padding[i] = 0
+
+
+def test_window_exponential_then_linear_then_exponential_again():
+    g = new_ghost_sets(CAP, SEG, rate=1.0, n_sets=5, start_segments=2)
+    assert list(g.thr) == [2, 4, 8, 16, 32]
+    _set_counters(g, [1.9, 1.5, 1.3, 1.4, 1.6])  # best: 8 segments, inside the window
+    assert ghost_adjust(g, 5000) == 8 * SEG
+    assert list(g.thr) == [4, 7, 10, 13, 16]  # linear from the neighbours 4 .. 16
+    st = record(g.scalars)
+    assert st.linear == 1 and st.applied == 8 * SEG and st.adjustments == 1 and st.last_adjust_now == 5000
+    assert not g.written.any() and not g.discarded.any()  # WA restarts
+    _set_counters(g, [1.5, 1.4, 1.35, 1.33, 1.3])  # monotonic: best at the top edge
+    assert ghost_adjust(g, 9000) == 16 * SEG
+    assert list(g.thr) == [8, 16, 32, 64, 128]  # exponential from one step below
+    _set_counters(g, [1.2, 1.4, 1.5, 1.6, 1.7])  # best at the bottom edge
+    assert ghost_adjust(g, 9500) == 8 * SEG
+    assert list(g.thr) == [1, 2, 4, 8, 16]  # exponential reaching two steps above the old first
+    _set_counters(g, [1.4, 1.3, 1.35, 1.5, 1.6])  # narrow neighbours (1 .. 4): one-segment steps
+    assert ghost_adjust(g, 9900) == 2 * SEG
+    assert list(g.thr) == [1, 2, 3, 4, 5]
+    assert ghost_adjust(g, 9999) == -1  # nothing written since: nothing applied
+
+
+def test_adjusts_after_a_tenth_of_the_capacity():
+    writes = _zipf(CAP)
+    g = new_ghost_sets(CAP, SEG, rate=0.5, n_sets=4, steady_window=1 << 60)
+    applied = [(now, ghost_on_user_write(g, int(lba), now, -1)) for now, lba in enumerate(writes)]
+    hits = [(now, thr) for now, thr in applied if thr >= 0]
+    # every 819 user writes or a little more (at the first sampled write past the mark)
+    assert len(hits) == 9 and hits[0][0] >= CAP // 10 and hits[0][0] - CAP // 10 < 20
+    assert all(CAP // 10 <= b[0] - a[0] < CAP // 10 + 20 for a, b in zip(hits, hits[1:]))
+    assert all(thr % SEG == 0 and thr > 0 for _, thr in hits)
+    assert record(g.scalars).steady_adjusts == 0
+
+
+def test_steady_wa_adjusts_early():
+    writes = _zipf(3 * CAP)
+    g = new_ghost_sets(CAP, SEG, rate=1.0, n_sets=4, steady_window=128, steady_tol=0.02)
+    applied = [now for now, lba in enumerate(writes) if ghost_on_user_write(g, int(lba), now, -1) >= 0]
+    st = record(g.scalars)
+    gaps = np.diff([0] + applied)
+    # some adjustments come before a tenth of the capacity was written: those were steady
+    assert st.steady_adjusts == np.count_nonzero(gaps < CAP // 10) > 0
+
+
+def test_memory_breakdown_matches_a_hand_count():
+    cap, seg, r, m = 1 << 20, 4096, 0.001, 8
+    g = new_ghost_sets(cap, seg, rate=r, n_sets=m)
+    c = new_cascade(4, 1 << 14, 4, 1024, n_groups=4)
+    st = record(g.scalars)
+    t = st.table_mask + 1
+    # sampled LBAs: 2^20 * r = 1048.6 (r = 16777 / 2^24), + 6 sigma + 16 -> 1258: 4096 slots
+    assert st.rate_num == 16777 and t == 4096 and st.ghost_seg == 4  # 4096 * r = 4.1
+    n_seg = st.n_seg
+    assert n_seg == 370 + 2 + 4  # 1258 live / (1 - 0.15) / 4 blocks, 2 open, 4 spare
+    sampling = t * (8 + 8) + g.scalars.nbytes
+    per_ghost = t * 4 + n_seg * 4 * 4 + n_seg * (4 + 4 + 1 + 4) + 2 * 4 + 6 * 8 + 2 * 2 * 8
+    # per ghost: its slot of each table entry; p2l; seg_valid, seg_wp, seg_sealed, free_stack;
+    # open_seg; n_free, invalid, written, discarded, padding, reclaimed; chunk_fill, chunk_due
+    ghosts = m * per_ghost + m * 8  # + the thresholds
+    filters = 4 * 4 * (1 << 14) // 8 + 16 * 8 + 4 * 8 + c.scalars.nbytes
+    mem = memory_breakdown(g, c)
+    assert mem["bytes"] == {
+        "sampling": sampling,
+        "ghost_sets": ghosts,
+        "filters": filters,
+        "total": sampling + ghosts + filters,
+    }
+    assert ghost_bytes(g) == sampling + ghosts and cascade_bytes(c) == filters
+    assert mem["per_block"]["total"] == pytest.approx((sampling + ghosts + filters) / cap)
+    assert mem["per_sampled_block"]["sampling"] == pytest.approx(sampling / 2048)
+
+
+def test_bad_ghost_parameters_are_explained():
+    with pytest.raises(ValueError, match="rate must be in"):
+        new_ghost_sets(CAP, SEG, rate=0.0)
+    with pytest.raises(ValueError, match="n_sets must be >= 2"):
+        new_ghost_sets(CAP, SEG, n_sets=1)
+    with pytest.raises(ValueError, match="gp_ppm"):
+        new_ghost_sets(CAP, SEG, gp_ppm=0)
