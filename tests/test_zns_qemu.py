@@ -77,3 +77,49 @@ def test_sepbit_on_a_qemu_zns_namespace_matches_the_simulator_and_survives_a_kil
     assert rec["recovered_writes"] >= acked
     assert rec["live_lbas"] == CAP and rec["lost"] == rec["corrupt"] == rec["phantom"] == 0
     assert rec["verify"]["ok"] and rec["verify"]["checked"] == CAP
+
+
+def test_the_exported_header_runs_inside_a_kernel_module_in_the_guest(tmp_path):
+    """kbuild of the exported int8 MLP header against the guest kernel's headers; loaded in the
+    guest, the module classifies fixed feature vectors; classes and logits equal the Python
+    integer reference."""
+    from dogi_ml.export.c_header import emit_header
+    from dogi_ml.export.parity import extreme_features
+    from dogi_ml.export.quantize import quantize_model
+    from dogi_ml.pipeline.train import build_dataset, train_and_evaluate
+    from dogi_ml.zns import kmod
+
+    version = kmod.kernel_version(assets["kernel"])
+    if kmod.headers_dir(version) is None:
+        pytest.skip(f"no kbuild tree for the guest kernel {version} (apt-get install linux-headers-{version})")
+    data = {
+        "labels": "quantile",
+        "features": ["lba", "prev_lba", "freq", "chunk_freq", "recency_freq", "latest_inv"],
+        "sample_every": 3,
+        "max_samples": 5000,
+        "mu": 10,
+    }
+    trace = generate("hotcold", capacity_blocks=4096, n_writes=6 * 4096, seed=3, hot_traffic=0.7, hot_fraction=0.05)
+    ds = build_dataset(trace, data)
+    model, _ = train_and_evaluate(ds, {"name": "mlp", "params": {"epochs": 2}}, seed=0, latency_budget_s=0.005)
+    q = quantize_model(model, ds.X[ds.splits["train"]], ds.class_names, ds.feature_names)
+    header = tmp_path / "dogi_mlp.h"
+    header.write_text(emit_header(q))
+    X = extreme_features(q.n_features, 48, seed=5, reference=ds.X[ds.splits["test"]])
+    ko = kmod.build_module(header, X, version, tmp_path / "kbuild")
+    run = qemu.run_guest(
+        None,
+        [("kmod", 'insmod /dogi_kmod.ko; echo "{\\"insmod\\": $?}"; dmesg | grep DOGI-KMOD > /dev/console')],
+        extra_files={"/dogi_kmod.ko": (ko.read_bytes(), 0o644)},
+        zones=4,
+        zone_size_mb=1,
+        zone_capacity_mb=1,
+        work_dir=tmp_path,
+    )
+    assert run["results"]["kmod"] == {"insmod": 0}, run["log"][-3000:]
+    got = kmod.parse_log(run["log"])
+    assert sorted(got) == list(range(len(X))), run["log"][-3000:]
+    logits = q.logits_int(X)
+    classes = q.predict(X)
+    for i in range(len(X)):
+        assert got[i][0] == classes[i] and got[i][1] == logits[i].tolist(), i

@@ -158,17 +158,19 @@ def parse_results(log: str) -> dict[str, dict | None]:
 
 
 def run_guest(
-    trace_bytes: bytes,
+    trace_bytes: bytes | None,
     commands: list[tuple[str, str]],
     *,
+    extra_files: dict[str, tuple[bytes, int]] | None = None,
     zones: int,
     zone_size_mb: float,
     zone_capacity_mb: float,
     work_dir: str | Path | None = None,
     timeout: float = 240,
 ) -> dict:
-    """Boot a guest whose ``/trace.dtr`` is ``trace_bytes``, run ``commands`` (they may use
-    ``/zns_replay`` and ``/dev/nvme0n1``); ``{exit_status, results, log}``."""
+    """Boot a guest whose ``/trace.dtr`` is ``trace_bytes`` (and ``extra_files``: {guest path:
+    (bytes, mode)}), run ``commands`` (they may use ``/zns_replay`` and ``/dev/nvme0n1``);
+    ``{exit_status, results, log}``."""
     assets, why = find_assets()
     if assets is None:
         raise zh.HarnessError(f"cannot boot the ZNS guest: {why}", "run .ci/run (it installs and unpacks them)")
@@ -177,8 +179,10 @@ def run_guest(
     files = {
         "/zns_replay": (tools["harness"].read_bytes(), 0o755),
         "/qexit": (tools["qexit"].read_bytes(), 0o755),
-        "/trace.dtr": (trace_bytes, 0o644),
     }
+    if trace_bytes is not None:
+        files["/trace.dtr"] = (trace_bytes, 0o644)
+    files.update(extra_files or {})
     initramfs = build_initramfs(assets["busybox"], files, guest_script(commands), work / "initramfs.gz")
     disk = work / "zns.raw"
     zone_bytes = int(zone_size_mb * 2**20)
