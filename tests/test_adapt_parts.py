@@ -8,7 +8,9 @@ valid blocks leaving the user groups, chunk padding after a timeout), block for 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
+import numba as nb
 import numpy as np
 import pytest
 
@@ -31,7 +33,8 @@ from dogi_ml.policies._adapt_ghost import (
     memory_breakdown,
     new_ghost_sets,
 )
-from dogi_ml.sim.policy_api import record
+from dogi_ml.sim import SimConfig, Simulator
+from dogi_ml.sim.policy_api import PlacementPolicy, record
 from dogi_ml.traces.generators import generate
 
 CAP = 8192
@@ -236,6 +239,71 @@ def test_ghost_at_rate_one_equals_a_real_two_group_log(timed):
         assert all(r.padding > 0 for r in refs)
     thr, wa = ghost_best(g)
     assert wa == min(was) and thr == thresholds[was.index(min(was))] * SEG
+
+
+# -- the same against the engine: a test-only two-group threshold policy -------------------------
+class TwoGroupState(NamedTuple):
+    threshold: np.ndarray  # int64[1]: hot iff lifespan (user writes) < this
+
+
+@nb.njit(cache=True)
+def two_group_user(s, p, lba, now):
+    last = s.lba_time[lba]
+    return 0 if last >= 0 and now - last < p.threshold[0] else 1
+
+
+@nb.njit(cache=True)
+def two_group_gc(s, p, lba, victim, now):
+    return 2  # every GC write leaves the user groups
+
+
+class TwoGroupThreshold(PlacementPolicy):
+    """Hot (0) / cold (1) user groups by a fixed lifespan threshold, one GC group (2)."""
+
+    name = "two_group_threshold"
+    place_user = two_group_user
+    place_gc = two_group_gc
+
+    def __init__(self, threshold):
+        super().__init__(3)
+        self.threshold = int(threshold)
+
+    def bind(self, ctx):
+        return TwoGroupState(np.array([self.threshold], np.int64))
+
+
+def test_ghost_at_rate_one_tracks_the_engines_user_groups():
+    """The engine's GC sees all groups (its garbage proportion and greedy victims include the GC
+    group's segments), the ghost only the user groups: placement and padding agree exactly, the
+    blocks GC moves out of the user groups within a few percent."""
+    writes = _zipf(3 * CAP)
+    times = 1000 + np.cumsum(np.random.default_rng(3).exponential(30.0, writes.size)).astype(np.int64)
+    cfg = SimConfig(
+        segment_blocks=SEG,
+        op_ratio=0.15,
+        gc_trigger="garbage_proportion",
+        gc_garbage_ratio=0.15,
+        victim="greedy",
+        raid_chunk_blocks=16,
+        raid_chunk_timeout_us=100,
+    )
+    for thr in (1, 16):
+        sim = Simulator(TwoGroupThreshold(thr * SEG), cfg, CAP)
+        sim.run(writes, times=times)
+        s = sim.state
+        user = int(s.group_user[:2].sum())
+        moved = int(s.group_reclaimed_valid[:2].sum())
+        pad = int(s.group_pad[:2].sum())
+        engine_wa = (user + moved + pad) / user
+        g = _frozen_ghosts([thr, thr], chunk_blocks=16, chunk_timeout_us=100)
+        for lba in range(CAP):  # the engine's prefill: every block once, at the first write's time
+            ghost_on_user_write(g, lba, lba, int(times[0]))
+        g.written[:] = g.discarded[:] = g.padding[:] = 0
+        for n, lba in enumerate(writes):
+            ghost_on_user_write(g, int(lba), CAP + n, int(times[n]))
+        assert int(g.written[0]) == user and int(g.padding[0]) == pad > 0
+        assert abs(int(g.discarded[0]) - moved) < 0.05 * moved
+        assert ghost_wa(g, 0) == pytest.approx(engine_wa, rel=0.02)
 
 
 def test_sampling_is_a_fixed_hash_share_of_lbas():
