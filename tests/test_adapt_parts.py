@@ -72,7 +72,7 @@ def test_cascade_evicts_the_oldest_filter_first():
     assert all(cascade_score(c, 0, k) == 0 for k in range(2 * n))
     assert all(cascade_score(c, 0, k) == 1 for k in range(2 * n, 3 * n))
     # the other group is untouched
-    assert cascade_score(c, 1 - 1, 10**6) == 1 and c.bits.shape[0] == 1
+    assert cascade_score(c, 0, 10**6) == 1 and c.slices.shape == (1, 1 << 16)
 
 
 def test_cascade_scores_count_filters_holding_the_key():
@@ -114,12 +114,15 @@ def test_cascade_false_positive_rate_matches_theory(m, k, n):
 
 def test_cascade_bytes_and_bad_parameters():
     c = new_cascade(4, 1 << 10, 3, 50, n_groups=4)
-    # bits: 4 groups x 4 filters x 1024 bits / 8; counts 16 x 8; heads 4 x 8; the scalars record
-    assert cascade_bytes(c) == 4 * 4 * 128 + 16 * 8 + 4 * 8 + c.scalars.nbytes
+    # bit slices: 4 groups x 1024 positions x 1 byte (8 filter bits, 4 used); counts 16 x 8;
+    # heads 4 x 8; live masks 4 x 1; the scalars record
+    assert cascade_bytes(c) == 4 * 1024 + 16 * 8 + 4 * 8 + 4 + c.scalars.nbytes
     with pytest.raises(ValueError, match="power of two"):
         new_cascade(4, 1000, 3, 50)
     with pytest.raises(ValueError, match="n_hashes"):
         new_cascade(4, 1024, 0, 50)
+    with pytest.raises(ValueError, match="n_filters must be in 1..8"):
+        new_cascade(9, 1024, 3, 50)
 
 
 # -- ghost sets ------------------------------------------------------------------------------
@@ -399,7 +402,7 @@ def test_memory_breakdown_matches_a_hand_count():
     # per ghost: its slot of each table entry; p2l; seg_valid, seg_wp, seg_sealed, free_stack;
     # open_seg; n_free, invalid, written, discarded, padding, reclaimed; chunk_fill, chunk_due
     ghosts = m * per_ghost + m * 8  # + the thresholds
-    filters = 4 * 4 * (1 << 14) // 8 + 16 * 8 + 4 * 8 + c.scalars.nbytes
+    filters = 4 * (1 << 14) + 16 * 8 + 4 * 8 + 4 + c.scalars.nbytes  # slices, counts, heads, live
     mem = memory_breakdown(g, c)
     assert mem["bytes"] == {
         "sampling": sampling,

@@ -21,6 +21,13 @@ The false-positive rate of a filter holding ``n`` items is close to ``(1 - exp(-
 
 State is one NamedTuple of numpy arrays (Numba-friendly, as every policy state in dogi_ml), with
 a leading group dimension so ADAPT's four GC groups share one structure and one hash per lookup.
+Layout: bit-sliced. Since every filter of a cascade uses the same positions for a key, bit ``b``
+of all filters of group ``g`` sits in one byte ``slices[g, b]`` (bit ``f`` = filter ``f``), so a
+lookup reads ``n_hashes`` bytes per group and ANDs them; the score is the popcount of the result
+(over filters holding anything). Each filter is still a classical Bloom filter (same false-positive
+rate); up to 8 filters per cascade; ``bits_per_filter`` bytes per group. Measured: a lookup over
+the whole cascade used to cost ~360 ns with one bit array per filter (4 groups x 4 filters, k = 5,
+every probe a cache miss), far more than the paper's "nanoseconds".
 """
 
 from __future__ import annotations
@@ -46,9 +53,10 @@ SCALARS = scalar_fields(
 
 class BloomCascade(NamedTuple):
     scalars: np.ndarray  # one SCALARS record
-    bits: np.ndarray  # uint64[n_groups, n_filters, bits_per_filter // 64]
+    slices: np.ndarray  # uint8[n_groups, bits_per_filter]: bit f of slices[g, b] = bit b of filter f
     count: np.ndarray  # int64[n_groups, n_filters]: insertions into each filter since it was cleared
     head: np.ndarray  # int64[n_groups]: index of each group's newest filter
+    live: np.ndarray  # uint8[n_groups]: bit f set iff filter f holds something (count > 0)
 
 
 def new_cascade(
@@ -60,8 +68,8 @@ def new_cascade(
     n_groups: int = 1,
 ) -> BloomCascade:
     """Empty cascades for ``n_groups`` groups (ADAPT: one per GC group)."""
-    if int(n_filters) < 1:
-        raise ValueError(f"bloom cascade: n_filters must be >= 1, got {n_filters}")
+    if not 1 <= int(n_filters) <= 8:
+        raise ValueError(f"bloom cascade: n_filters must be in 1..8 (one byte per bit position), got {n_filters}")
     m = int(bits_per_filter)
     if m < 64 or m & (m - 1):
         raise ValueError(f"bloom cascade: bits_per_filter must be a power of two >= 64, got {bits_per_filter}")
@@ -80,9 +88,10 @@ def new_cascade(
     st.seed = np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF)
     return BloomCascade(
         scalars=scalars,
-        bits=np.zeros((int(n_groups), int(n_filters), m // 64), np.uint64),
+        slices=np.zeros((int(n_groups), m), np.uint8),
         count=np.zeros((int(n_groups), int(n_filters)), np.int64),
         head=np.zeros(int(n_groups), np.int64),
+        live=np.zeros(int(n_groups), np.uint8),
     )
 
 
@@ -122,40 +131,41 @@ def cascade_insert(c, g, key):
         h += 1
         if h == st.n_filters:
             h = 0
-        for w in range(c.bits.shape[2]):  # by hand: no array view (the loops run without NRT)
-            c.bits[g, h, w] = 0
+        keep = np.uint8(0xFF ^ (1 << h))
+        for b in range(c.slices.shape[1]):  # by hand: no array view (the loops run without NRT)
+            c.slices[g, b] &= keep
         c.count[g, h] = 0
+        c.live[g] &= keep
         c.head[g] = h
         st.evictions += 1
     h1, h2 = _hashes(st, key)
     mask = np.uint64(st.bits_mask)
+    bit = np.uint8(1 << h)
     pos = h1
     for _ in range(st.n_hashes):
-        b = pos & mask
-        c.bits[g, h, b >> np.uint64(6)] |= np.uint64(1) << (b & np.uint64(63))
+        c.slices[g, pos & mask] |= bit
         pos += h2
     c.count[g, h] += 1
+    c.live[g] |= bit
     st.inserted += 1
+
+
+@nb.njit(cache=True, inline="always")
+def _popcount8(x):
+    x = (x & 0x55) + ((x >> 1) & 0x55)
+    x = (x & 0x33) + ((x >> 2) & 0x33)
+    return (x & 0x0F) + (x >> 4)
 
 
 @nb.njit(cache=True, inline="always")
 def _filters_holding(c, st, g, h1, h2):
     mask = np.uint64(st.bits_mask)
-    score = 0
-    for f in range(st.n_filters):
-        if c.count[g, f] == 0:
-            continue
-        pos = h1
-        hit = True
-        for _ in range(st.n_hashes):
-            b = pos & mask
-            if (c.bits[g, f, b >> np.uint64(6)] >> (b & np.uint64(63))) & np.uint64(1) == 0:
-                hit = False
-                break
-            pos += h2
-        if hit:
-            score += 1
-    return score
+    hits = np.int64(c.live[g])  # filters holding nothing (never used, or just cleared) miss
+    pos = h1
+    for _ in range(st.n_hashes):  # no early exit: independent loads overlap, no mispredictions
+        hits &= np.int64(c.slices[g, pos & mask])
+        pos += h2
+    return _popcount8(hits)
 
 
 @nb.njit(cache=True)
@@ -166,10 +176,11 @@ def cascade_score(c, g, key):
     return _filters_holding(c, st, g, h1, h2)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def cascade_best(c, key):
     """``(group, score)`` of the group scoring ``key`` highest (the lowest such group on a tie;
-    ``(-1, 0)`` when no filter holds it): ADAPT's candidate GC group for a user write."""
+    ``(-1, 0)`` when no filter holds it): ADAPT's candidate GC group for a user write. Inlined
+    into the caller (it runs per user write; a call would copy the state tuple)."""
     st = c.scalars[0]
     h1, h2 = _hashes(st, key)
     best = -1
@@ -189,17 +200,14 @@ def cascade_fill(c, g):
     st = c.scalars[0]
     out = np.zeros(st.n_filters)
     m = st.bits_mask + 1
-    for f in range(st.n_filters):
-        ones = 0
-        for w in range(c.bits.shape[2]):
-            x = c.bits[g, f, w]
-            while x:
-                x &= x - np.uint64(1)
-                ones += 1
-        out[f] = ones / m
-    return out
+    for b in range(m):
+        x = c.slices[g, b]
+        for f in range(st.n_filters):
+            if (x >> f) & 1:
+                out[f] += 1
+    return out / m
 
 
 def cascade_bytes(c: BloomCascade) -> int:
     """Bytes the cascades occupy (all groups): filter bits plus counters and scalars."""
-    return int(c.bits.nbytes + c.count.nbytes + c.head.nbytes + c.scalars.nbytes)
+    return int(sum(a.nbytes for a in c))

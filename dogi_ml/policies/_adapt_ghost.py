@@ -449,13 +449,9 @@ def _steady(g):
 
 
 @nb.njit(cache=True)
-def ghost_on_user_write(g, lba, now, time_us):
-    """Feed one user write (``now`` its logical time, ``time_us`` its wall-clock time in µs, or
-    -1 when the run has no times). Returns the new hot/cold threshold in user writes when this
-    write triggered an adjustment, else -1. Unsampled LBAs return after one hash."""
+def _sampled_write(g, lba, now, time_us):
+    """:func:`ghost_on_user_write` for a sampled LBA."""
     st = g.scalars[0]
-    if not ghost_sampled(g, lba):
-        return -1
     slot = _table_slot(g, lba)
     if slot < 0:
         st.overflow += 1
@@ -478,6 +474,17 @@ def ghost_on_user_write(g, lba, now, time_us):
             st.steady_adjusts += 1
             return ghost_adjust(g, now)
     return -1
+
+
+@nb.njit(cache=True, inline="always")
+def ghost_on_user_write(g, lba, now, time_us):
+    """Feed one user write (``now`` its logical time, ``time_us`` its wall-clock time in µs, or
+    -1 when the run has no times). Returns the new hot/cold threshold in user writes when this
+    write triggered an adjustment, else -1. Inlined into the caller, so an unsampled LBA costs
+    one hash and one compare (a call would copy the whole state tuple, ~70 ns)."""
+    if not ghost_sampled(g, lba):
+        return -1
+    return _sampled_write(g, lba, now, time_us)
 
 
 # -- memory -----------------------------------------------------------------------------------
