@@ -137,6 +137,72 @@ def replay(
     return result
 
 
+def replay_in_guest(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, zns: Mapping, cache_dir=None) -> dict:
+    """``device=qemu``: the replay on the NVMe ZNS namespace of a QEMU guest sized to the run
+    (zone capacity = ``sim.segment_blocks``, zone size twice that, the segments plus 8 zones);
+    with ``mode=bench`` fio then writes the same volume there."""
+    from dogi_ml.zns import qemu
+
+    check_sim_config(sim_cfg)
+    capacity = int(sim_cfg.get("capacity_blocks") or workload_capacity(trace))
+    seg = int(sim_cfg.get("segment_blocks", 512))
+    op = float(sim_cfg.get("op_ratio", 0.10))
+    nseg = zh.segment_count(capacity, op, seg)
+    path = trace_file(trace, cache_dir)
+    params = policy_cfg.get("params") or {}
+    args = zh.harness_args(
+        "/trace.dtr",
+        "/dev/nvme0n1",
+        capacity=capacity,
+        policy=policy_cfg["name"],
+        victim=sim_cfg.get("victim", "greedy"),
+        op_ratio=op,
+        gc_free_segments=int(sim_cfg.get("gc_free_segments", 2)),
+        gc_high_free_segments=sim_cfg.get("gc_high_free_segments"),
+        prefill=bool(sim_cfg.get("prefill", True)),
+        verify=bool(zns.get("verify", True)),
+        verify_every=int(zns.get("verify_every") or 0),
+        segments=nseg,
+        variant=str(params.get("variant", "code")),
+    )
+    geometry = {"zones": nseg + 8, "zone_mb": 2 * seg / 256, "cap_mb": seg / 256}
+    if zns.get("mode") == "bench":
+        # fio writes the replay's whole device volume in one pass: zones enough for WAF <= 8
+        # (the backing file is sparse; the replay uses the first nseg zones only)
+        total = (capacity if sim_cfg.get("prefill", True) else 0) + int(trace.block_writes.size)
+        geometry["zones"] = max(nseg + 8, math.ceil(8 * total / seg) + 1)
+        bench = qemu.guest_bench(path, args, **geometry)
+        result = bench.pop("replay")
+        result["bench"] = {
+            "fio_mb_s": bench["fio"]["mb_s"],
+            "replay_user_mb_s": result["user_mb_s"],
+            "replay_device_mb_s": result["device_mb_s"],
+            "device_over_fio": bench["device_over_fio"],
+            "user_over_fio": bench["user_over_fio"],
+            "fio": bench["fio"],
+        }
+    else:
+        run = qemu.run_guest(
+            path.read_bytes(),
+            [("replay", "/zns_replay " + " ".join(args))],
+            zones=geometry["zones"],
+            zone_size_mb=geometry["zone_mb"],
+            zone_capacity_mb=geometry["cap_mb"],
+            memory_mb=1024,
+        )
+        result = run["results"].get("replay")
+        if not result:
+            raise zh.HarnessError(f"the guest printed no result:\n{run['log'][-3000:]}")
+    result["device"] = "qemu:/dev/nvme0n1"
+    result["workload"] = trace.name
+    if zns.get("compare_sim", True):
+        sim = simulate(trace, policy_cfg, {**sim_cfg, "capacity_blocks": capacity}, progress=False)
+        result["simulator"] = {k: sim[k] for k in (*PARITY_KEYS, "waf", "physical_segments")}
+        mismatch = {k: (result[k], sim[k]) for k in PARITY_KEYS if result[k] != sim[k]}
+        result["parity"] = {"ok": not mismatch, "mismatch": mismatch}
+    return result
+
+
 def print_summary(r: dict) -> None:
     if r.get("mode") == "recover":
         print(
@@ -184,7 +250,9 @@ def run_replay(cfg, out_dir: Path) -> float:
     if not device:
         if zns["mode"] != "bench":
             raise ConfigError(
-                "no device given", "add device=file:PATH (file-emulated zoned device) or device=/dev/nvmeXnY (ZNS)"
+                "no device given",
+                "add device=file:PATH (file-emulated zoned device), device=/dev/nvmeXnY (ZNS) or device=qemu "
+                "(the ZNS namespace of a QEMU guest)",
             )
         tmpdir = tempfile.mkdtemp(prefix="dogi_zns_", dir=out_dir)
         device = f"file:{tmpdir}/dev.zns"
@@ -192,8 +260,15 @@ def run_replay(cfg, out_dir: Path) -> float:
     policy_cfg = OmegaConf.to_container(cfg.policy, resolve=True)
     sim_cfg = OmegaConf.to_container(cfg.sim, resolve=True)
     try:
-        result = replay(trace, policy_cfg, sim_cfg, str(device), zns, progress=cfg.progress, cache_dir=cfg.cache_dir)
-        if zns["mode"] == "bench":
+        if device == "qemu":
+            if zns["mode"] == "recover":
+                raise ConfigError("mode=recover runs on a file or block device", "use device=file:PATH or /dev/...")
+            result = replay_in_guest(trace, policy_cfg, sim_cfg, zns, cache_dir=cfg.cache_dir)
+        else:
+            result = replay(
+                trace, policy_cfg, sim_cfg, str(device), zns, progress=cfg.progress, cache_dir=cfg.cache_dir
+            )
+        if zns["mode"] == "bench" and device != "qemu":
             from dogi_ml.zns.bench import compare, fio_sequential
 
             where = Path(device[5:]).parent if device.startswith("file:") else Path(device)

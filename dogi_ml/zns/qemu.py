@@ -64,8 +64,11 @@ def _newc(entries) -> bytes:
 
 def build_initramfs(busybox: str, files: dict[str, tuple[bytes, int]], init: str, out: Path) -> Path:
     """A gzip'd newc initramfs: busybox, ``files`` ({guest path: (bytes, mode)}), ``/init``."""
-    dirs = ["bin", "dev", "proc", "sys", "tmp", "sbin", "usr", "usr/bin", "usr/sbin"]
-    entries = [(d, 0o040755, b"", (0, 0)) for d in dirs]
+    dirs = {"bin", "dev", "proc", "sys", "tmp", "sbin", "usr", "usr/bin", "usr/sbin"}
+    for path in files:  # parent directories of every file (shared libraries' included)
+        parts = path.strip("/").split("/")[:-1]
+        dirs.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+    entries = [(d, 0o040755, b"", (0, 0)) for d in sorted(dirs)]
     entries.append(("dev/console", 0o020600, b"", (5, 1)))  # stdio of /init before devtmpfs
     entries.append(("bin/busybox", 0o100755, Path(busybox).read_bytes(), (0, 0)))
     entries.append(("bin/sh", 0o120777, b"busybox", (0, 0)))
@@ -167,6 +170,7 @@ def run_guest(
     zone_capacity_mb: float,
     work_dir: str | Path | None = None,
     timeout: float = 240,
+    memory_mb: int = 512,
 ) -> dict:
     """Boot a guest whose ``/trace.dtr`` is ``trace_bytes`` (and ``extra_files``: {guest path:
     (bytes, mode)}), run ``commands`` (they may use ``/zns_replay`` and ``/dev/nvme0n1``);
@@ -195,5 +199,72 @@ def run_guest(
         zone_size=f"{int(zone_size_mb * 1024)}K",
         zone_capacity=f"{int(zone_capacity_mb * 1024)}K",
         timeout=timeout,
+        memory_mb=memory_mb,
     )
     return {"exit_status": rc, "results": parse_results(log), "log": log}
+
+
+def host_program_files(program: str) -> dict[str, tuple[bytes, int]]:
+    """A dynamically linked host program and every shared library it loads (per ``ldd``), as
+    initramfs files: Debian's fio runs unchanged in the guest, whose kernel is Debian's too."""
+    path = shutil.which(program)
+    if path is None:
+        raise zh.HarnessError(f"{program} is not installed", f"apt-get install --no-install-recommends {program}")
+    files = {f"/bin/{program}": (Path(path).read_bytes(), 0o755)}
+    out = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        parts = line.split()
+        lib = parts[2] if "=>" in parts and len(parts) > 2 and parts[2].startswith("/") else parts[0]
+        if lib.startswith("/"):
+            files[lib] = (Path(lib).resolve().read_bytes(), 0o755)
+    return files
+
+
+def guest_bench(
+    trace_path: str | Path,
+    harness_args: list[str],
+    *,
+    zones: int,
+    zone_mb: float,
+    cap_mb: float,
+    fio_bytes: int | None = None,
+    timeout: float = 900,
+) -> dict:
+    """The replay in the guest on the ZNS namespace, then fio writing the same device volume
+    sequentially there (4 KiB, direct I/O, ``zonemode=zbd``, after a reset of every zone):
+    ``{replay, fio, device_over_fio, user_over_fio}``. ``harness_args`` name ``/trace.dtr`` and
+    ``/dev/nvme0n1``."""
+    replay_cmd = "/zns_replay " + " ".join(harness_args)
+    # fio's volume is the replay's device writes, read from its JSON in the guest
+    cap_blocks = int(cap_mb * 256)
+    zone_bytes = int(zone_mb * 2**20)
+    fio_cmd = (
+        "/zns_replay --device=/dev/nvme0n1 --reset-all > /dev/null; "
+        "n=$(grep -o 'device_write_blocks.: [0-9]*' /tmp/replay.out | grep -o '[0-9]*$'); "
+        f"z=$(( (n + {cap_blocks - 1}) / {cap_blocks} )); "
+        "fio --name=seq --filename=/dev/nvme0n1 --rw=write --bs=4k --direct=1 --ioengine=psync --iodepth=1 "
+        f"--zonemode=zbd --size=$((z * {zone_bytes})) --io_size=$((n * 4096)) --output-format=json | tr -d '\\n'; echo"
+    )
+    extra = host_program_files("fio")
+    run = run_guest(
+        Path(trace_path).read_bytes(),
+        [("replay", replay_cmd), ("fio", fio_cmd)],
+        extra_files=extra,
+        zones=zones,
+        zone_size_mb=zone_mb,
+        zone_capacity_mb=cap_mb,
+        timeout=timeout,
+        memory_mb=1536,
+    )
+    replay = run["results"].get("replay")
+    fio = run["results"].get("fio")
+    if not replay or not fio:
+        raise zh.HarnessError(f"the guest bench printed no result:\n{run['log'][-3000:]}")
+    job = fio["jobs"][0]["write"]
+    fio_mb_s = job["io_bytes"] / 2**20 / (job["runtime"] / 1000.0) if job["runtime"] else None
+    return {
+        "replay": replay,
+        "fio": {"mb_s": fio_mb_s, "bytes": job["io_bytes"], "seconds": job["runtime"] / 1000.0},
+        "device_over_fio": replay["device_mb_s"] / fio_mb_s if fio_mb_s else None,
+        "user_over_fio": replay["user_mb_s"] / fio_mb_s if fio_mb_s else None,
+    }

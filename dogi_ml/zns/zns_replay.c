@@ -893,7 +893,7 @@ static void usage(void)
           "  --create NZONES,ZONE_BLOCKS,ZONE_CAP,MAX_OPEN,MAX_ACTIVE  (make a file device)\n"
           "  --verify-every N (GC passes; 0 = only at the end)  --no-verify  --progress N\n"
           "  --recover (rebuild the mapping from the zones, check it against the trace, verify)\n"
-          "  --selftest (exercise the zone rules on a fresh device)\n"
+          "  --selftest (exercise the zone rules on a fresh device)  --reset-all (empty every zone)\n"
           "  --info (print the device geometry)  --stop-after N (exit(3) abruptly after N user writes)\n",
           stderr);
     exit(2);
@@ -904,13 +904,13 @@ int main(int argc, char **argv)
     const char *trace = NULL, *device = NULL, *policy = "sepbit", *victim = "greedy", *create = NULL;
     double op_ratio = 0.10;
     long long capacity = 0, segments = 0, gc_free = 2, gc_high = 0, verify_every = 0, stop_after = -1;
-    int prefill = 1, do_verify = 1, do_recover = 0, do_info = 0, do_selftest = 0;
+    int prefill = 1, do_verify = 1, do_recover = 0, do_info = 0, do_selftest = 0, do_reset_all = 0;
     static struct option opts[] = {
         {"trace", 1, 0, 't'},       {"device", 1, 0, 'd'},    {"policy", 1, 0, 'p'},       {"victim", 1, 0, 'v'},
         {"capacity", 1, 0, 'c'},    {"op-ratio", 1, 0, 'o'},  {"segments", 1, 0, 's'},     {"gc-free", 1, 0, 'f'},
         {"gc-high", 1, 0, 'h'},     {"no-prefill", 0, 0, 'P'}, {"create", 1, 0, 'C'},      {"verify-every", 1, 0, 'V'},
         {"no-verify", 0, 0, 'N'},   {"progress", 1, 0, 'g'},  {"recover", 0, 0, 'R'},      {"info", 0, 0, 'I'},
-        {"stop-after", 1, 0, 'S'},  {"selftest", 0, 0, 'T'},  {0, 0, 0, 0}};
+        {"stop-after", 1, 0, 'S'},  {"selftest", 0, 0, 'T'},  {"reset-all", 0, 0, 'A'},  {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -932,6 +932,7 @@ int main(int argc, char **argv)
         case 'I': do_info = 1; break;
         case 'S': stop_after = atoll(optarg); break;
         case 'T': do_selftest = 1; break;
+        case 'A': do_reset_all = 1; break;
         default: usage();
         }
     }
@@ -952,6 +953,15 @@ int main(int argc, char **argv)
                "%llu, \"max_open\": %u, \"max_active\": %u, \"direct_io\": %s}\n",
                dev.path, zdev_kind_name(&dev), dev.nzones, (unsigned long long)dev.zone_blocks,
                (unsigned long long)dev.cap_blocks, dev.max_open, dev.max_active, dev.direct ? "true" : "false");
+        zdev_close(&dev);
+        return 0;
+    }
+    if (do_reset_all) { /* every non-empty zone back to empty (before another tool writes the device) */
+        for (uint32_t z = 0; z < dev.nzones; ++z)
+            if (dev.zones[z].cond != ZC_EMPTY && zdev_reset(&dev, z))
+                die("%s", dev.err);
+        printf("{\"mode\": \"reset-all\", \"zones\": %u, \"resets\": %llu}\n", dev.nzones,
+               (unsigned long long)dev.resets);
         zdev_close(&dev);
         return 0;
     }
