@@ -49,11 +49,27 @@ def test_aggregation_moves_no_block_twice_and_loses_none():
 
 def test_aggregation_lowers_padding_of_the_hot_group():
     writes, times = _timed_zipf(3 * CAP, 40.0)
-    on = _adapt_sim().run(writes, times=times)
-    off = _adapt_sim(aggregate=False).run(writes, times=times)
+    # the threshold fixed by SepBIT's rule in both runs, so only aggregation differs
+    on = _adapt_sim(ghost=False, demote=False).run(writes, times=times)
+    off = _adapt_sim(ghost=False, demote=False, aggregate=False).run(writes, times=times)
     assert off["shadow_blocks"] == 0
     assert on["groups"][0]["padding_blocks"] < off["groups"][0]["padding_blocks"]
     assert on["padding_blocks"] + on["shadow_blocks"] < off["padding_blocks"]
+
+
+def test_ghost_threshold_and_demotion_in_a_run():
+    writes, times = _timed_zipf(3 * CAP, 40.0)
+    sim = _adapt_sim(demote_score=1)
+    r = sim.run(writes, times=times)
+    check_invariants(sim.state)
+    # the ghost sets applied thresholds (every 10% of the capacity at least), within their cap
+    assert r["adapt_ghost_adjustments"] >= 10 and 0 < r["adapt_threshold"] <= 16 * CAP
+    # demoted user writes went to GC groups only, and are counted there as user writes
+    dem = r["adapt_demoted_per_group"]
+    assert r["adapt_demotions"] == sum(dem) > 0 and dem[0] == dem[1] == 0
+    assert all(r["groups"][g]["user_writes"] >= dem[g] for g in range(2, 6))
+    mem = r["adapt_memory"]["bytes"]
+    assert mem["total"] == mem["sampling"] + mem["ghost_sets"] + mem["filters"] > 0
 
 
 def test_adapt_without_chunk_layer_runs_untimed():

@@ -30,6 +30,7 @@ Shadow copies are modelled by the engine as slots that hold no live data (see
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numba as nb
@@ -37,9 +38,19 @@ import numpy as np
 
 from dogi_ml.sim.kernels import shadow_append
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, record, scalar_fields
-from dogi_ml.sim.state import P_CHUNK
+from dogi_ml.sim.state import C_NOW_US, P_CHUNK, P_TIME_ON
 
 from . import register
+from ._adapt_bloom import (
+    BloomCascade,
+    cascade_best,
+    cascade_bytes,
+    cascade_insert,
+    cascade_score,
+    new_cascade,
+    optimal_hashes,
+)
+from ._adapt_ghost import GhostSets, ghost_bytes, ghost_on_user_write, memory_breakdown, new_ghost_sets
 
 HOT, COLD = 0, 1
 NC_WINDOW = 16  # hot segments averaged for the initial threshold (SepBIT's window)
@@ -48,9 +59,13 @@ SCALARS = scalar_fields(
     lifespan_sum=np.int64,
     lifespans=np.int64,
     threshold=np.int64,  # hot/cold threshold l in user writes; -1 = the SepBIT window's (or +inf)
+    ghost=np.int64,  # 1: the ghost sets set the threshold
+    max_thr_segments=np.int64,  # ceiling of a ghost's threshold (segments): 16 capacities
+    adjustments=np.int64,  # thresholds applied from the ghost sets
     aggregate=np.int64,  # 1: cross-group aggregation on
     demote=np.int64,  # 1: proactive demotion on
-    demote_score=np.int64,  # Bloom filters (of a GC group's cascade) that must hold the LBA
+    demote_score=np.int64,
+    demote_coldest=np.int64,  # 1: only the coldest GC group's cascade demotes  # Bloom filters (of a GC group's cascade) that must hold the LBA
     demotions=np.int64,  # user writes sent straight to a GC group
     shadow_calls=np.int64,  # shadow appends done
     shadowed=np.int64,  # blocks shadow-appended
@@ -63,21 +78,53 @@ SCALARS = scalar_fields(
 class AdaptState(NamedTuple):
     scalars: np.ndarray
     demoted: np.ndarray  # int64[6]: user writes demoted per group
+    ghost: GhostSets  # sampled ghost sets of the two user groups (§3.2)
+    bloom: BloomCascade  # one Bloom-filter cascade per GC group (§3.4), group index = GC group - 2
 
 
 @nb.njit(cache=True)
-def _threshold(st):
-    """The hot/cold threshold in user writes (-1 = +inf)."""
-    if st.threshold >= 0:
-        return st.threshold
+def _window_l(st):
+    """SepBIT's ``l``: the mean lifespan of the last 16 reclaimed hot segments (-1 = +inf)."""
     if st.window_sum < 0:
         return -1
     return st.window_sum // NC_WINDOW
 
 
 @nb.njit(cache=True)
+def _threshold(st):
+    """The hot/cold threshold in user writes (-1 = +inf): the ghost sets' once they applied
+    one, else SepBIT's ``l`` (the paper's cold start from the hot segments' lifespan)."""
+    if st.threshold >= 0:
+        return st.threshold
+    return _window_l(st)
+
+
+@nb.njit(cache=True)
 def adapt_user(s, p, lba, now):
     st = p.scalars[0]
+    if st.ghost:
+        t_us = s.ctr[C_NOW_US] if s.prm[P_TIME_ON] else -1
+        thr = ghost_on_user_write(p.ghost, lba, now, t_us)
+        if thr >= 0:
+            st.threshold = thr
+            st.adjustments += 1
+            # WA monotonic in the threshold keeps doubling the ghosts' window; past a few
+            # capacities every rewrite is hot anyway, and the products would overflow int64
+            thr_cap = st.max_thr_segments
+            for i in range(p.ghost.thr.shape[0]):
+                if p.ghost.thr[i] > thr_cap:
+                    p.ghost.thr[i] = thr_cap
+    if st.demote:
+        # proactive demotion: a block GC keeps migrating back into the same GC group goes there
+        if st.demote_coldest:
+            g = 3
+            score = cascade_score(p.bloom, 3, lba)
+        else:
+            g, score = cascade_best(p.bloom, lba)
+        if g >= 0 and score >= st.demote_score:
+            st.demotions += 1
+            p.demoted[2 + g] += 1
+            return 2 + g
     last = s.lba_time[lba]
     if last < 0:
         return COLD
@@ -88,12 +135,13 @@ def adapt_user(s, p, lba, now):
 
 
 @nb.njit(cache=True)
-def adapt_gc(s, p, lba, victim, now):
-    vg = s.seg_group[victim]
+def _gc_group(s, st, lba, vg, now):
     if vg == HOT:
         return 2
-    st = p.scalars[0]
-    l = _threshold(st)
+    # GC ages against SepBIT's l, as SepBIT (the threshold's cold start before it exists)
+    l = _window_l(st)
+    if l < 0:
+        l = st.threshold
     if l < 0:
         return 3
     age = now - s.lba_time[lba]
@@ -102,6 +150,18 @@ def adapt_gc(s, p, lba, victim, now):
     if age < 16 * l:
         return 4
     return 5
+
+
+@nb.njit(cache=True)
+def adapt_gc(s, p, lba, victim, now):
+    st = p.scalars[0]
+    vg = s.seg_group[victim]
+    g = _gc_group(s, st, lba, vg, now)
+    if st.demote and g == vg and g >= 2:
+        # a valid block migrated back into its own GC group: the RA identifier learns it (§3.4)
+        cascade_insert(p.bloom, g - 2, lba)
+        st.inserted += 1
+    return g
 
 
 @nb.njit(cache=True)
@@ -168,16 +228,47 @@ class ADAPT(PlacementPolicy):
         super().__init__(n_groups, **params)
         self.aggregate = bool(params.get("aggregate", True))
         self.demote = bool(params.get("demote", True))
-        self.demote_score = int(params.get("demote_score", 2))
-        if self.demote_score < 1:
-            raise ValueError(f"policy adapt: demote_score must be >= 1, got {self.demote_score}")
+        self.ghost = bool(params.get("ghost", True))
+        self.demote_score = int(params.get("demote_score", 4))
+        self.demote_coldest = bool(params.get("demote_coldest", False))
+        self.rate = float(params.get("rate", 0.001))
+        self.min_sampled = int(params.get("min_sampled", 4096))
+        self.n_sets = int(params.get("n_sets", 8))
+        self.filters = int(params.get("filters", 4))
+        self.filter_items = float(params.get("filter_items", 0.0625))
+        self.filter_bits = int(params.get("filter_bits", 8))
+        if self.demote_score < 1 or self.demote_score > self.filters:
+            raise ValueError(
+                f"policy adapt: demote_score must be in 1..filters={self.filters}, got {self.demote_score}"
+            )
+        if not 0 < self.rate <= 1:
+            raise ValueError(f"policy adapt: rate must be in (0, 1], got {self.rate}")
+        if not 0 < self.filter_items <= 1 or self.filter_bits < 1:
+            raise ValueError("policy adapt: filter_items must be in (0, 1] and filter_bits >= 1")
 
     def accepted_params(self):
-        return ("aggregate", "demote", "demote_score")
+        return (
+            "aggregate",
+            "demote",
+            "ghost",
+            "demote_score",
+            "demote_coldest",
+            "rate",
+            "min_sampled",
+            "n_sets",
+            "filters",
+            "filter_items",
+            "filter_bits",
+        )
 
     def label(self) -> str:
-        off = [n for n, on in (("agg", self.aggregate), ("demote", self.demote)) if not on]
+        off = [n for n, on in (("ghost", self.ghost), ("agg", self.aggregate), ("demote", self.demote)) if not on]
         return self.name if not off else f"{self.name}[-{'-'.join(off)}]"
+
+    def effective_rate(self, capacity: int) -> float:
+        """The sampling rate: ``rate``, raised so the sample holds about ``min_sampled`` LBAs
+        (the paper's 0.001 is for TB-scale volumes; a reduced-scale run would sample a handful)."""
+        return min(1.0, max(self.rate, self.min_sampled / max(1, capacity)))
 
     def bind(self, ctx: SimContext) -> tuple:
         scalars = new_scalars(SCALARS)
@@ -187,7 +278,27 @@ class ADAPT(PlacementPolicy):
         st.aggregate = int(self.aggregate)
         st.demote = int(self.demote)
         st.demote_score = self.demote_score
-        return AdaptState(scalars=scalars, demoted=np.zeros(6, np.int64))
+        st.demote_coldest = int(self.demote_coldest)
+        st.ghost = int(self.ghost)
+        st.max_thr_segments = max(1, 16 * ctx.capacity // ctx.segment_blocks)
+        physical = ctx.n_segments * ctx.segment_blocks
+        # the ghosts' GC trigger: the garbage share the real log settles at (its over-provisioning)
+        gp_ppm = min(900_000, max(10_000, round(1e6 * (1 - ctx.capacity / physical))))
+        ghost = new_ghost_sets(
+            ctx.capacity,
+            ctx.segment_blocks,
+            rate=self.effective_rate(ctx.capacity),
+            n_sets=self.n_sets,
+            gp_ppm=gp_ppm,
+            chunk_blocks=ctx.chunk_blocks if ctx.timed else 0,
+            chunk_timeout_us=ctx.chunk_timeout_us if ctx.timed else 0,
+        )
+        # each GC group's cascade: `filters` filters of filter_items x capacity LBAs each, at
+        # filter_bits bits per LBA (rounded up to a power of two)
+        items = max(16, int(self.filter_items * ctx.capacity))
+        bits = 1 << max(6, math.ceil(math.log2(items * self.filter_bits)))
+        bloom = new_cascade(self.filters, bits, optimal_hashes(bits, items), items, seed=0xADA, n_groups=4)
+        return AdaptState(scalars=scalars, demoted=np.zeros(6, np.int64), ghost=ghost, bloom=bloom)
 
     def summary(self, state) -> dict:
         st = record(state.scalars)
@@ -198,4 +309,11 @@ class ADAPT(PlacementPolicy):
             "adapt_aggregation_stops": int(st.agg_stops),
             "adapt_no_room": int(st.agg_no_room),
             "adapt_demotions": int(st.demotions),
+            "adapt_demoted_per_group": [int(x) for x in state.demoted],
+            "adapt_ghost_adjustments": int(st.adjustments),
+            "adapt_sampled_writes": int(record(state.ghost.scalars).sampled),
+            "adapt_ghost_thresholds": [int(x) for x in state.ghost.thr],
+            "adapt_memory": memory_breakdown(state.ghost, state.bloom if self.demote else None),
+            "adapt_extra_bytes": (ghost_bytes(state.ghost) if self.ghost else 0)
+            + (cascade_bytes(state.bloom) if self.demote else 0),
         }

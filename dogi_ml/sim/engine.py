@@ -201,6 +201,9 @@ class Simulator:
             prefill_blocks=self.prefill_blocks,
             stream=stream,
             trace=trace,
+            chunk_blocks=chunk,
+            chunk_timeout_us=timeout,
+            timed=self.timed,
         )
         if policy.needs_future and stream is None:
             raise SimulationError(

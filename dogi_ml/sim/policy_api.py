@@ -58,6 +58,9 @@ class SimContext:
     stream: np.ndarray | None = None  # all user writes incl. prefill (for oracles), if known
     trace: Any = None  # the source Trace, if any (features, timestamps)
     extra: dict = field(default_factory=dict)
+    chunk_blocks: int = 0  # the RAID chunk layer's blocks per chunk (0 = off)
+    chunk_timeout_us: int = 0  # its padding deadline (µs)
+    timed: bool = False  # user writes carry wall-clock times (s.ctr[C_NOW_US])
 
 
 def scalar_fields(**fields) -> np.dtype:
