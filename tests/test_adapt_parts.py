@@ -28,7 +28,9 @@ from dogi_ml.policies._adapt_ghost import (
     ghost_best,
     ghost_bytes,
     ghost_on_user_write,
+    ghost_restart_window,
     ghost_sampled,
+    ghost_summary,
     ghost_wa,
     memory_breakdown,
     new_ghost_sets,
@@ -363,6 +365,8 @@ def test_window_exponential_then_linear_then_exponential_again():
     assert ghost_adjust(g, 9900) == 2 * SEG
     assert list(g.thr) == [1, 2, 3, 4, 5]
     assert ghost_adjust(g, 9999) == -1  # nothing written since: nothing applied
+    ghost_restart_window(g, 3)
+    assert list(g.thr) == [3, 6, 12, 24, 48] and record(g.scalars).linear == 0
 
 
 def test_adjusts_after_a_tenth_of_the_capacity():
@@ -374,7 +378,10 @@ def test_adjusts_after_a_tenth_of_the_capacity():
     assert len(hits) == 9 and hits[0][0] >= CAP // 10 and hits[0][0] - CAP // 10 < 20
     assert all(CAP // 10 <= b[0] - a[0] < CAP // 10 + 20 for a, b in zip(hits, hits[1:]))
     assert all(thr % SEG == 0 and thr > 0 for _, thr in hits)
-    assert record(g.scalars).steady_adjusts == 0
+    summary = ghost_summary(g)
+    assert summary["ghost_adjustments"] == 9 and summary["ghost_steady_adjustments"] == 0
+    assert summary["ghost_applied_threshold"] == hits[-1][1] and summary["ghost_dropped"] == 0
+    assert summary["ghost_sampled_lbas"] <= summary["ghost_sampled_writes"] < CAP
 
 
 def test_steady_wa_adjusts_early():

@@ -432,6 +432,24 @@ def ghost_adjust(g, now):
 
 
 @nb.njit(cache=True)
+def ghost_restart_window(g, start_segments):
+    """Put the thresholds back on an exponential window from ``start_segments`` (>= 1) ghost
+    segments, e.g. around the cold-start threshold (the hot segments' lifespan, §3.2) once it is
+    known; the WA counters restart, the logs stay."""
+    start = max(1, start_segments)
+    for i in range(g.thr.shape[0]):
+        g.thr[i] = start << i
+        g.written[i] = 0
+        g.discarded[i] = 0
+        g.padding[i] = 0
+        g.reclaimed[i] = 0
+    st = g.scalars[0]
+    st.linear = 0
+    st.prev_best = -1
+    st.next_check = st.sampled + st.steady_window
+
+
+@nb.njit(cache=True)
 def _steady(g):
     """A checkpoint: whether the best ghost's WA is steady since the previous one."""
     st = g.scalars[0]
@@ -485,6 +503,24 @@ def ghost_on_user_write(g, lba, now, time_us):
     if not ghost_sampled(g, lba):
         return -1
     return _sampled_write(g, lba, now, time_us)
+
+
+def ghost_summary(g: GhostSets) -> dict:
+    """The ghosts' state for a run's result (Python)."""
+    st = record(g.scalars)
+    thr, wa = ghost_best(g)
+    return {
+        "ghost_thresholds_segments": [int(x) for x in g.thr],
+        "ghost_wa": [float(ghost_wa(g, i)) for i in range(g.thr.shape[0])],
+        "ghost_best_threshold": int(thr),
+        "ghost_best_wa": float(wa),
+        "ghost_applied_threshold": int(st.applied),
+        "ghost_adjustments": int(st.adjustments),
+        "ghost_steady_adjustments": int(st.steady_adjusts),
+        "ghost_sampled_writes": int(st.sampled),
+        "ghost_sampled_lbas": int(st.tracked),
+        "ghost_dropped": int(st.overflow + st.no_space),
+    }
 
 
 # -- memory -----------------------------------------------------------------------------------
