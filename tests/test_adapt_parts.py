@@ -461,3 +461,5 @@ def test_bad_ghost_parameters_are_explained():
         new_ghost_sets(CAP, SEG, n_sets=1)
     with pytest.raises(ValueError, match="gp_ppm"):
         new_ghost_sets(CAP, SEG, gp_ppm=0)
+    with pytest.raises(ValueError, match=r"ghost segment would hold 0.256 blocks .* use rate >= 0.0312"):
+        new_ghost_sets(CAP, 256, rate=0.001)

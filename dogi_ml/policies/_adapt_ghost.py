@@ -16,7 +16,8 @@ same thing as the threshold it is applied as. A first write (no previous one) is
 Ghost sets: ``n_sets`` independent simulations of a two-group (hot 0 / cold 1) user-written log,
 ghost ``i`` placing a sampled write hot iff its interval is below ``thr[i]`` ghost segments
 (``thr[i] * segment_blocks * r`` sampled writes, compared exactly in integers). Each ghost has its
-own segments of ``ghost_seg = max(1, round(segment_blocks * r))`` blocks, one open segment per
+own segments of ``ghost_seg = round(segment_blocks * r)`` blocks (at least 2, else an error: a
+ghost of 1-block segments never discards a valid block), one open segment per
 group (sealed when the group's next append finds it full, as the engine does) and a GC triggered
 as the engine's garbage-proportion trigger: while ``invalid * 10^6 > gp_ppm * used_segments *
 ghost_seg``, collect the sealed segment with the fewest valid blocks (lowest index on a tie, as
@@ -152,7 +153,14 @@ def new_ghost_sets(
     if int(start_segments) < 1:
         raise ValueError(f"ghost sets: start_segments must be >= 1, got {start_segments}")
     r = rate_num / R_MOD
-    ghost_seg = max(1, round(int(segment_blocks) * r))
+    ghost_seg = round(int(segment_blocks) * r)
+    if ghost_seg < 2:
+        raise ValueError(
+            f"ghost sets: a ghost segment would hold {int(segment_blocks) * r:.3g} blocks (segment_blocks "
+            f"{segment_blocks} x rate {rate}); a ghost GC over 1-block segments never discards a valid block, "
+            f"so its WA says nothing: use rate >= {8 / int(segment_blocks):.3g} (8-block ghost segments) "
+            f"or larger segments"
+        )
     # sampled LBAs: binomial(capacity, r); size the table for 6 sigma more, at most half full
     expected = int(capacity) * r
     max_tracked = min(int(capacity), int(expected + 6 * math.sqrt(expected) + 16))
