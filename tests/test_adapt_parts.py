@@ -369,6 +369,29 @@ def test_window_exponential_then_linear_then_exponential_again():
     assert list(g.thr) == [3, 6, 12, 24, 48] and record(g.scalars).linear == 0
 
 
+def test_window_stays_under_its_ceiling():
+    """A WA that keeps falling with the threshold moves the window up at every adjustment; it
+    stops at the ceiling (default 16 capacities of segments: 16 * 8192 / 64 = 2048)."""
+    g = new_ghost_sets(CAP, SEG, rate=1.0, n_sets=4)
+    assert record(g.scalars).max_thr == 2048
+    for step in range(20):
+        _set_counters(g, [1.9, 1.8, 1.7, 1.6])  # the largest threshold always wins
+        ghost_adjust(g, step)
+        assert g.thr[-1] <= 2048 and np.all(np.diff(g.thr) > 0)
+    assert list(g.thr) == [1024, 1365, 1706, 2048]  # linear from the last exponential start
+    _set_counters(g, [1.9, 1.8, 1.7, 1.6])
+    assert ghost_adjust(g, 99) == 2048 * SEG and g.thr[-1] == 2048
+    # restarts are clamped too: linear from the start to the ceiling, or, when the start is too
+    # close to it, exponential ending at it
+    h = new_ghost_sets(CAP, SEG, rate=1.0, n_sets=4, max_threshold_segments=100)
+    ghost_restart_window(h, 60)
+    assert list(h.thr) == [60, 73, 86, 100]
+    ghost_restart_window(h, 99)
+    assert list(h.thr) == [12, 25, 50, 100]
+    with pytest.raises(ValueError, match="first window reaches 8 segments, above max_threshold_segments 5"):
+        new_ghost_sets(CAP, SEG, rate=1.0, n_sets=4, max_threshold_segments=5)
+
+
 def test_adjusts_after_a_tenth_of_the_capacity():
     writes = _zipf(CAP)
     g = new_ghost_sets(CAP, SEG, rate=0.5, n_sets=4, steady_window=1 << 60)

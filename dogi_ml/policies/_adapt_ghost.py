@@ -38,7 +38,9 @@ tie), returns its threshold in user writes (``thr * segment_blocks``: "scaled to
 size") and moves the window: best ghost ``k`` inside the window -> linear window from
 ``thr[k-1]`` to ``thr[k+1]`` (evenly spaced, at least one segment apart); best at an edge (WA
 monotonic in the threshold) -> an exponential window again, reaching two steps past that edge.
-The ghosts keep their logs (only the thresholds change) and restart their WA counters.
+The window never reaches past a ceiling (``max_threshold_segments``, default 16 capacities of
+segments): past it, it turns linear up to the ceiling. The ghosts keep their logs (only the
+thresholds change) and restart their WA counters.
 An adjustment happens when the user writes since the last one reach ``adjust_fraction`` (10%) of
 the capacity, or earlier when the best ghost's WA is steady: at two consecutive checkpoints
 (every ``steady_window`` sampled writes) the same ghost is best, it reclaimed segments in between
@@ -88,6 +90,7 @@ SCALARS = scalar_fields(
     prev_wa=np.float64,
     prev_reclaimed=np.int64,  # its reclaimed segments at that checkpoint
     steady_adjusts=np.int64,  # adjustments triggered by steadiness (the rest by volume)
+    max_thr=np.int64,  # the window's ceiling (ghost segments)
 )
 
 
@@ -130,6 +133,7 @@ def new_ghost_sets(
     steady_window: int = 0,
     steady_tol: float = 0.01,
     seed: int = 0x5EED,
+    max_threshold_segments: int = 0,
 ) -> GhostSets:
     """Ghost sets for a log of ``capacity`` logical blocks in segments of ``segment_blocks``.
 
@@ -138,7 +142,9 @@ def new_ghost_sets(
     ``chunk_timeout_us`` the real chunk layer (0 = no padding emulation; the ghosts use the
     timeout divided by ``r``); ``start_segments`` the first window's smallest threshold (ghost
     segments); ``steady_window`` sampled writes between steadiness checks (0: 2% of the
-    capacity's sampled share, at least 4 ghost segments)."""
+    capacity's sampled share, at least 4 ghost segments); ``max_threshold_segments`` the window's
+    ceiling (0: 16 capacities' worth of segments: beyond a few capacities every rewrite is hot, and
+    a WA falling with the threshold would otherwise double the window at every adjustment)."""
     if not 0.0 < float(rate) <= 1.0:
         raise ValueError(f"ghost sets: rate must be in (0, 1], got {rate}")
     rate_num = max(1, round(float(rate) * R_MOD))
@@ -190,6 +196,12 @@ def new_ghost_sets(
     st.next_check = st.steady_window
     st.steady_tol = float(steady_tol)
     st.prev_best = -1
+    st.max_thr = int(max_threshold_segments) or 16 * -(-int(capacity) // int(segment_blocks))
+    if st.max_thr < int(start_segments) << (int(n_sets) - 1):
+        raise ValueError(
+            f"ghost sets: the first window reaches {int(start_segments) << (int(n_sets) - 1)} segments, above "
+            f"max_threshold_segments {st.max_thr}; lower start_segments or n_sets, or raise the ceiling"
+        )
     free = np.tile(np.arange(n_seg - 1, -1, -1, dtype=np.int32), (m, 1))  # segment 0 on top
     return GhostSets(
         scalars=scalars,
@@ -391,7 +403,33 @@ def ghost_best(g):
 
 
 @nb.njit(cache=True)
+def _clamp_window(g):
+    """Keep the window under its ceiling: a window reaching past it becomes linear from its first
+    threshold to the ceiling (or, if that too is past it, exponential ending at the ceiling)."""
+    m = g.thr.shape[0]
+    top = g.scalars[0].max_thr
+    if g.thr[m - 1] <= top:
+        return
+    lo = g.thr[0]
+    if lo + m - 1 > top:
+        for j in range(m):
+            g.thr[j] = max(1, top >> (m - 1 - j))
+    else:
+        for j in range(m):
+            g.thr[j] = lo + (top - lo) * j // (m - 1)
+    for j in range(1, m):  # distinct thresholds (a ceiling below n_sets segments is exceeded)
+        if g.thr[j] <= g.thr[j - 1]:
+            g.thr[j] = g.thr[j - 1] + 1
+
+
+@nb.njit(cache=True)
 def _next_window(g, k):
+    _move_window(g, k)
+    _clamp_window(g)
+
+
+@nb.njit(cache=True)
+def _move_window(g, k):
     """Move the thresholds after ghost ``k`` won (see the module docstring)."""
     m = g.thr.shape[0]
     st = g.scalars[0]
@@ -451,6 +489,7 @@ def ghost_restart_window(g, start_segments):
         g.discarded[i] = 0
         g.padding[i] = 0
         g.reclaimed[i] = 0
+    _clamp_window(g)
     st = g.scalars[0]
     st.linear = 0
     st.prev_best = -1
