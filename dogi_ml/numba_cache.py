@@ -28,6 +28,7 @@ import functools
 import hashlib
 import json
 import os
+import pickle
 import shutil
 import sys
 import tempfile
@@ -378,8 +379,36 @@ def _locator_classes() -> list:
     return impl._locator_classes
 
 
+def _tolerant_load_index(load_index):
+    """Wrap Numba's index loader: an index naming a type whose module this process cannot import
+    (a project kernel once compiled for a state type defined in a test or a scratch script) is a
+    cache miss, not a crash; the next save rewrites the index without that entry."""
+
+    @functools.wraps(load_index)
+    def load(self):
+        try:
+            return load_index(self)
+        except (ImportError, AttributeError, pickle.UnpicklingError, EOFError) as exc:
+            roots = [str(kernel_cache_dir()), *map(str, _FALLBACK_DIR)]
+            if not str(self._index_path).startswith(tuple(roots)):
+                raise
+            warnings.warn(
+                f"kernel cache index {self._index_path} is unreadable here ({exc}); recompiling",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return {}
+
+    load._dogi_ml_tolerant = True
+    return load
+
+
 def install() -> None:
-    """Put :class:`ProjectCacheLocator` first among Numba's cache locators (idempotent)."""
+    """Put :class:`ProjectCacheLocator` first among Numba's cache locators and make index loads
+    tolerant of entries this process cannot unpickle (idempotent)."""
     classes = _locator_classes()
     if not any(c.__name__ == ProjectCacheLocator.__name__ and c.__module__ == __name__ for c in classes):
         classes.insert(0, ProjectCacheLocator)
+    index_file = caching.IndexDataCacheFile
+    if not getattr(index_file._load_index, "_dogi_ml_tolerant", False):
+        index_file._load_index = _tolerant_load_index(index_file._load_index)

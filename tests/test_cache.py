@@ -210,6 +210,38 @@ def test_an_edited_helper_module_is_never_served_stale(tmp_path):
     assert [p for p in kc.rglob("*") if p.is_file()] == []
 
 
+POLLUTE = """
+import sys
+from typing import NamedTuple
+import numpy as np
+from dogi_ml.sim.policy_api import no_reclaim_hook
+{define}
+no_reclaim_hook(0, State(np.zeros(1)), 0, 0)
+print(sorted(no_reclaim_hook.stats.cache_hits.values()) and "hit" or "compiled")
+"""
+
+
+def test_an_index_naming_an_unimportable_type_is_a_miss(tmp_path):
+    """A project kernel compiled for a type from a test module (or a scratch script) puts that
+    type in the shared cache index; a process that cannot import the module must recompile,
+    not fail with ModuleNotFoundError while loading the index."""
+    kc = tmp_path / "kernels"
+    for name in ("gone", "kept"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / f"{name}_state_mod.py").write_text(
+            "from typing import NamedTuple\nimport numpy as np\nclass State(NamedTuple):\n    a: np.ndarray\n"
+        )
+    env = {**os.environ, "DOGI_ML_KERNEL_CACHE": str(kc)}
+    env.pop("NUMBA_DISABLE_JIT", None)
+    for name in ("gone", "kept"):
+        (tmp_path / f"{name}.py").write_text(POLLUTE.format(define=f"from {name}_state_mod import State"))
+    both = {**env, "PYTHONPATH": os.pathsep.join([str(tmp_path / "gone"), str(tmp_path / "kept")])}
+    assert _run([str(tmp_path / "gone.py")], both, tmp_path).strip() == "compiled"
+    kept = {**env, "PYTHONPATH": str(tmp_path / "kept")}  # the scratch module is gone for the next process
+    assert _run([str(tmp_path / "kept.py")], kept, tmp_path).strip() == "compiled"
+    assert _run([str(tmp_path / "kept.py")], kept, tmp_path).strip() == "hit"  # its own entry was saved
+
+
 # -- cache info / clear -------------------------------------------------------------------------
 DAY = 86400.0
 
