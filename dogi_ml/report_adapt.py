@@ -54,18 +54,35 @@ def setting_of(r: dict) -> str:
     parts = [str(r.get("workload"))]
     if wl.get("source") == "file" and wl.get("path"):
         parts = [Path(str(wl["path"])).stem]
-    if cfg.get("arrival") not in (None, "spread"):
+    if cfg.get("arrival") is not None:
         parts.append(str(cfg["arrival"]))
-    theta = (wl.get("params") or {}).get("zipf_theta")
+    params = wl.get("params") or {}
+    theta = params.get("zipf_theta", params.get("theta"))
     if theta is not None:
         parts.append(f"a={theta:g}")
     return " ".join(parts)
 
 
+DENSITY_ORDER = {"light": 0, "medium": 1, "heavy": 2}
+
+
+def _sort_key(r: dict) -> tuple:
+    """Runs in a readable order: workload, then density light -> heavy, then skew."""
+    cfg = r.get("config") or {}
+    params = (r.get("workload_config") or {}).get("params") or {}
+    arrival = cfg.get("arrival")
+    return (
+        str(r.get("workload")),
+        DENSITY_ORDER.get(arrival, 3) if isinstance(arrival, str) else 3,
+        str(arrival),
+        float(params.get("zipf_theta", params.get("theta", 0)) or 0),
+    )
+
+
 def adapt_summary(results: list[dict]) -> dict:
     """``{setting: {victim: {scheme: {waf, padding_ratio, gc_writes, padding, shadow, user}}}}``."""
     out: dict = {}
-    for r in results:
+    for r in sorted(results, key=_sort_key):
         entry = {
             "waf": r["waf"],
             "padding_ratio": r.get("padding_traffic_ratio"),

@@ -187,11 +187,15 @@ def _avg_padding(s, g):
 
 @nb.njit(cache=True)
 def adapt_chunk_due(s, p, group, due_us):
-    """Cross-group aggregation (§3.3) when a user group's chunk passes its deadline."""
+    """Cross-group aggregation (§3.3) when a chunk passes its deadline: the due chunk's blocks
+    without a shadow (hot group, or a GC group holding demoted user writes) are shadow-appended
+    into the cold user group's unfilled chunk; when the cold group's own chunk is due, the hot
+    group's pending blocks fill its padding instead."""
     st = p.scalars[0]
-    if not st.aggregate or group > COLD:
+    if not st.aggregate:
         return None
-    pending = s.chunk_fill[HOT] - s.chunk_shadowed[HOT]
+    src = HOT if group == COLD else group
+    pending = s.chunk_fill[src] - s.chunk_shadowed[src]
     if pending <= 0:
         return None
     room = s.prm[P_CHUNK] - s.chunk_fill[COLD]
@@ -201,12 +205,12 @@ def adapt_chunk_due(s, p, group, due_us):
         return None
     # Eq. (1): aggregate only for a group that cannot fill its chunks alone, and stop once the
     # aggregated blocks of this chunk exceed its mean padding per chunk
-    avg_pad = _avg_padding(s, HOT)
-    if avg_pad < 0 or s.chunk_shadowed[HOT] + min(pending, room) > avg_pad:
+    avg_pad = _avg_padding(s, src)
+    if avg_pad < 0 or s.chunk_shadowed[src] + min(pending, room) > avg_pad:
         if group == HOT:
             st.agg_stops += 1
         return None
-    k = shadow_append(s, HOT, COLD, due_us)
+    k = shadow_append(s, src, COLD, due_us)
     if k > 0:
         st.shadow_calls += 1
         st.shadowed += k

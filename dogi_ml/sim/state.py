@@ -206,11 +206,14 @@ def new_state(
 
 
 def state_nbytes(arrays) -> int:
-    """Bytes held by a tuple of arrays (the simulator's or a policy's state)."""
+    """Bytes held by a tuple of arrays (the simulator's or a policy's state), nested tuples of
+    arrays (a policy's sub-states) included."""
     total = 0
     for a in arrays:
         if isinstance(a, np.ndarray):
             total += a.nbytes
+        elif isinstance(a, tuple):
+            total += state_nbytes(a)
     return total
 
 
