@@ -232,6 +232,7 @@ def bench_paper_scale(
         "train_seconds",
         "retrains",
         "base_ghost_waf",
+        "base_ghost_seconds",
     ):
         if r.get(k) is not None:
             out[k] = r[k]

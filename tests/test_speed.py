@@ -106,11 +106,23 @@ def _dogi(trace, **params):
 @pytest.mark.skipif(find_compiler() is None, reason="no C compiler")
 def test_dogi_c_header_and_feature_thread_change_nothing(varmail):
     """deployed=int8 run by the compiled C header (ctypes, one call per chunk) with the feature
-    thread places every write as the Numba kernel with in-line features: same WAF, same
-    confusion, same GC destinations, same retraining history; the float model likewise with and
-    without the thread."""
-    a = _dogi(varmail, deployed="int8", int8_runtime="c", feature_thread=True, fallback_compare="ghost")
-    b = _dogi(varmail, deployed="int8", int8_runtime="numba", feature_thread=False, fallback_compare="ghost")
+    thread and the base design's ghost in a child process places every write as the Numba
+    kernel with in-line features and an in-process ghost: same WAF, same confusion, same GC
+    destinations, same retraining history; the float model likewise with and without the
+    thread."""
+    a = _dogi(
+        varmail, deployed="int8", int8_runtime="c", feature_thread=True, fallback_compare="ghost", ghost_process=True
+    )
+    b = _dogi(
+        varmail,
+        deployed="int8",
+        int8_runtime="numba",
+        feature_thread=False,
+        fallback_compare="ghost",
+        ghost_process=False,
+    )
+    assert a["base_ghost_process"] and not b["base_ghost_process"]
+    assert a["base_ghost_waf"] == b["base_ghost_waf"]
     assert a["int8_blocks_by_runtime"]["numba"] == 0 and a["int8_blocks_by_runtime"]["c"] > 0
     assert b["int8_blocks_by_runtime"]["c"] == 0 and b["int8_blocks_by_runtime"]["numba"] > 0
     for k in ("waf", "user_confusion", "gc_destinations", "mode", "retrains"):
@@ -122,6 +134,8 @@ def test_dogi_c_header_and_feature_thread_change_nothing(varmail):
     assert f["feature_ns_per_block"] > 0 and f["feature_wait_ns_per_block"] >= 0
     with pytest.raises(ValueError, match="int8_runtime"):
         _dogi(varmail, int8_runtime="gpu")
+    with pytest.raises(ValueError, match="ghost_process"):
+        _dogi(varmail, ghost_process="yes")
 
 
 def test_paper_scale_bench_runs_a_learned_policy(tmp_path):

@@ -375,43 +375,44 @@ def dogi_gc(s, p, lba, victim, now):
 def dogi_victim(s, p, now):
     """A dead segment (no valid block) at once; else the oldest expired segment of the bounded
     groups; else cost-benefit (or greedy) over the open-ended groups, else over every sealed
-    segment."""
+    segment. One pass over the segments keeps all three candidates (the first version scanned
+    up to three times); ties go to the lowest index as before, so the choice is the same."""
     st, expire, final = p.scalars[0], p.group_expiry, p.group_final
     nseg = s.prm[P_NSEG]
     seg_blocks = s.prm[P_SEG_BLOCKS]
+    greedy = st.final_greedy
     best = -1
     best_open = 1 << 62
+    fin, fin_num, fin_den = -1, -1.0, 1.0  # open-ended groups with garbage
+    anyb, any_num, any_den = -1, -1.0, 1.0  # every sealed segment
     for seg in range(nseg):
         if s.seg_state[seg] != SEG_SEALED:
             continue
-        if s.seg_valid[seg] == 0:
+        v = s.seg_valid[seg]
+        if v == 0:
             return seg  # dead already: free to reclaim, whatever its group
         g = s.seg_group[seg]
-        if expire[g] < INF and now - s.seg_open_time[seg] > expire[g] and s.seg_valid[seg] < s.seg_wp[seg]:
+        garbage = v < s.seg_wp[seg]
+        if expire[g] < INF and now - s.seg_open_time[seg] > expire[g] and garbage:
             if s.seg_open_time[seg] < best_open:
                 best, best_open = seg, s.seg_open_time[seg]
+        if best >= 0:
+            continue  # an expired segment wins: the scores below are not needed
+        if greedy:
+            num = float(seg_blocks - v)
+            den = 1.0
+        else:
+            num = float((seg_blocks - v) * (now - s.seg_seal_time[seg] + 1))
+            den = float(seg_blocks + v)
+        if final[g] != 0 and garbage and num * fin_den > fin_num * den:
+            fin, fin_num, fin_den = seg, num, den
+        if num * any_den > any_num * den:
+            anyb, any_num, any_den = seg, num, den
     if best >= 0:
         return best
-    for pass_ in range(2):
-        best_num = -1.0
-        best_den = 1.0
-        for seg in range(nseg):
-            if s.seg_state[seg] != SEG_SEALED:
-                continue
-            if pass_ == 0 and (final[s.seg_group[seg]] == 0 or s.seg_valid[seg] >= s.seg_wp[seg]):
-                continue
-            v = s.seg_valid[seg]
-            if st.final_greedy:
-                num = float(seg_blocks - v)
-                den = 1.0
-            else:
-                num = float((seg_blocks - v) * (now - s.seg_seal_time[seg] + 1))
-                den = float(seg_blocks + v)
-            if num * best_den > best_num * den:
-                best_num, best_den, best = num, den, seg
-        if best >= 0:
-            return best
-    return best
+    if fin >= 0:
+        return fin
+    return anyb
 
 
 register_victim("dogi", dogi_victim)
@@ -597,6 +598,9 @@ class DOGI(PlacementPolicy):
         # features of the next chunk computed on a second thread while the loop applies this one
         # (the same values: they depend on the trace only); false: in line, between chunks
         "feature_thread": True,
+        # the base design's ghost in a child process (another core): auto = on runs of at least
+        # 32M writes (a process costs seconds to start), true, false
+        "ghost_process": "auto",
         "seed": 0,
         # issue 12 switches (defaults measured in /work/notes/dogi_fidelity.md and the README)
         "retire_unused": True,  # seal the open segment of every group a configuration stops using
@@ -656,6 +660,8 @@ class DOGI(PlacementPolicy):
             raise ValueError(f"policy dogi: fallback_compare must be none or ghost, got {cfg['fallback_compare']!r}")
         if not 0 <= float(cfg["fallback_margin"]) < 1:
             raise ValueError(f"policy dogi: fallback_margin must lie in [0, 1), got {cfg['fallback_margin']}")
+        if cfg["ghost_process"] not in ("auto", True, False):
+            raise ValueError(f"policy dogi: ghost_process must be auto, true or false, got {cfg['ghost_process']!r}")
         if not isinstance(cfg["feature_thread"], bool):
             raise ValueError(f"policy dogi: feature_thread must be true or false, got {cfg['feature_thread']!r}")
         if int(cfg["sample_every"]) < 1:
@@ -768,6 +774,7 @@ class DOGI(PlacementPolicy):
         self.feature_s = 0.0  # computing features (on the feature thread or in line)
         self.feature_wait_s = 0.0  # the loop's thread waiting for them (or computing in line)
         self.feature_rows = 0
+        self.ghost_s = 0.0
         self._columns = np.asarray(self.columns, np.int64) if self.uses_model else None
         self._feat_chunk = -1
         self._pending = None
@@ -940,10 +947,10 @@ class DOGI(PlacementPolicy):
 
     def _ghost_feed(self, sim, start: int, lo: int, hi: int) -> None:
         """The base design's ghost (issue 12 §5): a second store run with ``variant=base`` on
-        the same writes, so each retraining period has the WAF DOGI's own base would have had."""
+        the same writes, so each retraining period has the WAF DOGI's own base would have had.
+        On long runs (``ghost_process``) it runs in a child process, on the other core: it
+        reads nothing of DOGI's state, so where it runs changes no result."""
         if self.ghost is None:
-            from dogi_ml.sim import Simulator
-
             keep = (
                 "mu",
                 "mu_step",
@@ -954,18 +961,29 @@ class DOGI(PlacementPolicy):
                 "fallback_victims",
                 "seed",
             )
-            base = DOGI(variant="base", **{k: self.cfg[k] for k in keep})
-            self.ghost = Simulator(base, sim.cfg, sim.capacity)
-            self.ghost.prefill()
+            params = {k: self.cfg[k] for k in keep}
+            gp = self.cfg["ghost_process"]
+            if gp is True or (gp == "auto" and self.n_trace_writes >= GHOST_PROCESS_WRITES):
+                self.ghost = GhostProcess(params, sim.cfg, sim.capacity)
+            else:
+                from dogi_ml.sim import Simulator
+
+                self.ghost = Simulator(DOGI(variant="base", **params), sim.cfg, sim.capacity)
+                self.ghost.prefill()
             self._ghost_last = (0, 0)
         if hi > lo:
+            t0 = time.perf_counter()
             self.ghost.feed(self.trace_writes[lo:hi])
+            self.ghost_s += time.perf_counter() - t0
 
     def ghost_period_waf(self) -> float | None:
         """The ghost's WAF since the last call (``None`` without a ghost or writes)."""
         if self.ghost is None:
             return None
-        u, g = self.ghost.user_writes, self.ghost.gc_writes
+        if isinstance(self.ghost, GhostProcess):
+            u, g = self.ghost._counters()
+        else:
+            u, g = self.ghost.user_writes, self.ghost.gc_writes
         u0, g0 = self._ghost_last
         self._ghost_last = (u, g)
         return (u - u0 + g - g0) / (u - u0) if u > u0 else None
@@ -1323,6 +1341,9 @@ class DOGI(PlacementPolicy):
             },
             "retired_segments": self.retired_segments,
             "base_ghost_waf": self.ghost.waf if self.ghost is not None else None,
+            # the ghost's time on this process (queueing its writes, when it runs in a child)
+            "base_ghost_seconds": self.ghost_s,
+            "base_ghost_process": isinstance(self.ghost, GhostProcess),
             "model_agreement": _model_agreement(self.history),
             "configuration": self.configuration,
             "n_intermediate_groups": int(st.n_intermediate) if st.mode == MODE_ML else None,
@@ -1336,6 +1357,144 @@ class DOGI(PlacementPolicy):
             "feature_wait_ns_per_block": 1e9 * self.feature_wait_s / self.feature_rows if self.feature_rows else None,
             "training_history": self.history,
         }
+
+
+GHOST_PROCESS_WRITES = 1 << 25  # ghost_process=auto: a child process from this many trace writes on
+
+
+def _read_exact(f, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = f.read(n - len(buf))
+        if not chunk:
+            raise EOFError("pipe closed")
+        buf += chunk
+    return bytes(buf)
+
+
+def ghost_child() -> None:
+    """The ghost's process (``python -c``): an init message (pickled base-design parameters,
+    simulator config, capacity), then chunks of writes to apply and counter queries, framed as
+    one op byte and a length; answers each query once every chunk sent before it is applied."""
+    import os
+    import pickle
+    import struct
+    import sys
+
+    from dogi_ml.sim import Simulator
+
+    cmd = sys.stdin.buffer
+    out = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)  # anything printed goes to stderr, not into the reply stream
+    try:
+        op, n = struct.unpack("<cQ", _read_exact(cmd, 9))
+        params, sim_cfg, capacity = pickle.loads(_read_exact(cmd, n))
+        ghost = Simulator(DOGI(variant="base", **params), sim_cfg, capacity)
+        ghost.prefill()
+        busy = 0.0
+        while True:
+            op, n = struct.unpack("<cQ", _read_exact(cmd, 9))
+            if op == b"W":
+                writes = np.frombuffer(_read_exact(cmd, n), np.int64)
+                t0 = time.perf_counter()
+                ghost.feed(writes)
+                busy += time.perf_counter() - t0
+            elif op == b"C":
+                out.write(struct.pack("<cqqd", b"C", ghost.user_writes, ghost.gc_writes, busy))
+            else:
+                return
+    except EOFError:
+        return
+    except BaseException as e:  # reported to the parent, which raises it
+        msg = f"{type(e).__name__}: {e}".encode()
+        out.write(struct.pack("<cQ", b"E", len(msg)) + msg)
+
+
+class GhostProcess:
+    """The base design's ghost simulator in a child process (same counters as an in-process
+    :class:`~dogi_ml.sim.Simulator`). ``feed`` queues the writes and returns at once (a sender
+    thread writes them to the child's pipe, without the GIL); the counters wait until the child
+    has applied every chunk queued before the query. A plain ``python -c`` child, not
+    multiprocessing's spawn: that re-imports the caller's main script."""
+
+    def __init__(self, params: dict, sim_cfg, capacity: int):
+        import pickle
+        import queue
+        import struct
+        import subprocess
+        import sys
+        import threading
+        import weakref
+
+        code = "from dogi_ml.policies.dogi import ghost_child; ghost_child()"
+        self._proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self._queue: queue.Queue = queue.Queue()
+        self.busy_s = 0.0
+        init = pickle.dumps((params, sim_cfg, capacity))
+        self._queue.put(struct.pack("<cQ", b"I", len(init)) + init)
+
+        def sender(q, pipe):
+            try:
+                while True:
+                    item = q.get()
+                    if item is None:
+                        pipe.close()
+                        return
+                    pipe.write(item)
+                    pipe.flush()
+            except (BrokenPipeError, OSError):
+                return  # the child died: the next query reports it
+
+        threading.Thread(
+            target=sender, args=(self._queue, self._proc.stdin), name="dogi-ghost-send", daemon=True
+        ).start()
+        weakref.finalize(self, GhostProcess._stop, self._queue, self._proc)
+
+    @staticmethod
+    def _stop(q, proc) -> None:
+        q.put(None)
+        try:
+            proc.wait(5)
+        except Exception:
+            proc.kill()
+
+    def feed(self, writes: np.ndarray) -> None:
+        import struct
+
+        w = np.ascontiguousarray(writes, np.int64)
+        self._queue.put(struct.pack("<cQ", b"W", w.nbytes))
+        self._queue.put(memoryview(w).cast("B"))
+
+    def _counters(self) -> tuple[int, int]:
+        import struct
+
+        self._queue.put(struct.pack("<cQ", b"C", 0))
+        try:
+            head = _read_exact(self._proc.stdout, 1)
+            if head == b"E":
+                (n,) = struct.unpack("<Q", _read_exact(self._proc.stdout, 8))
+                raise RuntimeError(
+                    f"policy dogi: the ghost process failed: {_read_exact(self._proc.stdout, n).decode()}"
+                )
+            u, g, self.busy_s = struct.unpack("<qqd", _read_exact(self._proc.stdout, 24))
+        except EOFError:
+            raise RuntimeError(
+                f"policy dogi: the ghost process died (exit code {self._proc.wait()}); see its messages above"
+            ) from None
+        return int(u), int(g)
+
+    @property
+    def user_writes(self) -> int:
+        return self._counters()[0]
+
+    @property
+    def gc_writes(self) -> int:
+        return self._counters()[1]
+
+    @property
+    def waf(self) -> float:
+        u, g = self._counters()
+        return (u + g) / u if u else float("nan")
 
 
 def _model_agreement(history: list[dict]) -> dict | None:
