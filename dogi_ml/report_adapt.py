@@ -29,6 +29,8 @@ COLORS = {
     "mida": "tab:blue",
     "sepbit": "tab:green",
     "adapt": "tab:red",
+    "adapt[-demote]": "salmon",
+    "adapt[-ghost-demote]": "tab:orange",
 }
 #: the paper's figures, for the side-by-side column (ADAPT's WA reduction vs the other schemes)
 PAPER = {
