@@ -16,8 +16,18 @@ def find_fio() -> str | None:
     return shutil.which("fio")
 
 
-def fio_sequential(directory: str | Path, nbytes: int, block: int = 4096, zoned: bool = False) -> dict:
-    """fio ``rw=write`` of ``nbytes`` (rounded down to whole blocks) in ``block`` bytes, direct
+def fio_sequential(
+    directory: str | Path, nbytes: int, block: int = 4096, zoned: bool = False, repeats: int = 3
+) -> dict:
+    """The best of ``repeats`` runs of :func:`fio_once` (the machine is shared: one run can
+    catch a neighbour's burst of I/O), with every run's MB/s."""
+    runs = [fio_once(directory, nbytes, block, zoned) for _ in range(max(1, repeats))]
+    best = max(runs, key=lambda r: r["mb_s"] or 0.0)
+    return {**best, "runs_mb_s": [r["mb_s"] for r in runs]}
+
+
+def fio_once(directory: str | Path, nbytes: int, block: int = 4096, zoned: bool = False) -> dict:
+    """One fio ``rw=write`` of ``nbytes`` (rounded down to whole blocks) in ``block`` bytes, direct
     I/O, psync, queue depth 1 (the harness's own access pattern), in a fresh file under
     ``directory``; returns ``{mb_s, bytes, seconds, fio_version}``. ``zoned``: ``directory`` is
     a zoned block device, written with ``zonemode=zbd``."""
@@ -30,7 +40,8 @@ def fio_sequential(directory: str | Path, nbytes: int, block: int = 4096, zoned:
         extra = ["--zonemode=zbd", f"--filename={target}"]
     else:
         target = Path(directory) / "fio-seq.dat"
-        extra = [f"--filename={target}"]
+        # sized by ftruncate, sparse: what the file-emulated zoned device does with its data file
+        extra = [f"--filename={target}", "--fallocate=truncate"]
     cmd = [
         fio,
         "--name=seq",
