@@ -172,9 +172,11 @@ def n_inputs(digits) -> int:
 
 
 # -- the GRU step (Numba) ------------------------------------------------------------------
-@nb.njit(cache=True, fastmath=False)
+@nb.njit(cache=True, fastmath=True)
 def _gru_step(h, x, wih, whh, bih, bhh, gi, gh):
-    """PyTorch's GRU cell in place on ``h`` (gates r, z, n)."""
+    """PyTorch's GRU cell in place on ``h`` (gates r, z, n). ``fastmath`` lets the dot products
+    vectorise (measured 4.1 -> 2.5 us per step on a loaded core); the last bits of the sums
+    differ from an in-order sum, the predictions match torch's (test)."""
     H = h.shape[0]
     for j in range(3 * H):
         a = bih[j]
