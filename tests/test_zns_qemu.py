@@ -10,7 +10,9 @@ and recovery from the zones' write pointers must find every acknowledged write i
 from __future__ import annotations
 
 import random
+import shutil
 
+import numpy as np
 import pytest
 
 from dogi_ml.pipeline.replay import PARITY_KEYS
@@ -84,6 +86,7 @@ def test_the_exported_header_runs_inside_a_kernel_module_in_the_guest(tmp_path):
     guest, the module classifies fixed feature vectors; classes and logits equal the Python
     integer reference."""
     from dogi_ml.export.c_header import emit_header
+    from dogi_ml.export.manifest import write_manifest
     from dogi_ml.export.parity import extreme_features
     from dogi_ml.export.quantize import quantize_model
     from dogi_ml.pipeline.train import build_dataset, train_and_evaluate
@@ -103,10 +106,27 @@ def test_the_exported_header_runs_inside_a_kernel_module_in_the_guest(tmp_path):
     ds = build_dataset(trace, data)
     model, _ = train_and_evaluate(ds, {"name": "mlp", "params": {"epochs": 2}}, seed=0, latency_budget_s=0.005)
     q = quantize_model(model, ds.X[ds.splits["train"]], ds.class_names, ds.feature_names)
-    header = tmp_path / "dogi_mlp.h"
-    header.write_text(emit_header(q))
+    export = tmp_path / "export"
+    export.mkdir()
+    (export / "dogi_mlp.h").write_text(emit_header(q))
+    np.savez(export / "quantized.npz", **q.arrays())
+    write_manifest(export, q, model, {"header": "dogi_mlp.h", "arrays": "quantized.npz"}, source={"test": 1})
     X = extreme_features(q.n_features, 48, seed=5, reference=ds.X[ds.splits["test"]])
-    ko = kmod.build_module(header, X, version, tmp_path / "kbuild")
+    ko, exp = kmod.build_from_export(export, X, version, tmp_path / "kbuild")
+    # a header that no longer matches its manifest, or rows of another width, are refused
+    with pytest.raises(zh.HarnessError, match="feature rows of shape"):
+        kmod.build_from_export(export, X[:, :3], version, tmp_path / "kbad")
+    tampered = tmp_path / "tampered"
+    shutil.copytree(export, tampered)
+    (tampered / "dogi_mlp.h").write_text(
+        emit_header(q).replace("#define DOGI_N_CLASSES 10", "#define DOGI_N_CLASSES 9")
+    )
+    with pytest.raises(ValueError, match="corrupted artefact: header file .*modified or truncated"):
+        kmod.build_from_export(tampered, X, version, tmp_path / "kbad")
+    # ... also when the manifest was rewritten over the altered header (the digests then agree)
+    write_manifest(tampered, q, model, {"header": "dogi_mlp.h", "arrays": "quantized.npz"}, source={"test": 1})
+    with pytest.raises(zh.HarnessError, match="DOGI_N_CLASSES is 9, the manifest says 10"):
+        kmod.build_from_export(tampered, X, version, tmp_path / "kbad")
     run = qemu.run_guest(
         None,
         [("kmod", 'insmod /dogi_kmod.ko; echo "{\\"insmod\\": $?}"; dmesg | grep DOGI-KMOD > /dev/console')],
@@ -119,7 +139,7 @@ def test_the_exported_header_runs_inside_a_kernel_module_in_the_guest(tmp_path):
     assert run["results"]["kmod"] == {"insmod": 0}, run["log"][-3000:]
     got = kmod.parse_log(run["log"])
     assert sorted(got) == list(range(len(X))), run["log"][-3000:]
-    logits = q.logits_int(X)
-    classes = q.predict(X)
+    logits = exp.logits_int(X)  # the Python integer reference, loaded from the verified export
+    classes = exp.predict(X)
     for i in range(len(X)):
         assert got[i][0] == classes[i] and got[i][1] == logits[i].tolist(), i

@@ -77,3 +77,32 @@ def parse_log(log: str) -> dict[int, tuple[int, list[int]]]:
         if m:
             out[int(m.group(1))] = (int(m.group(2)), [int(x) for x in m.group(3).split()])
     return out
+
+
+def build_from_export(export_dir: str | Path, X: np.ndarray, version: str, out_dir: str | Path):
+    """Verify an export directory (manifest, SHA-256 of every artefact: ``load_export``), check
+    that its header is an int8 MLP with the manifest's feature and class counts and that ``X`` has
+    that many columns, then build the module; ``(module path, the verified export)``, whose
+    ``logits_int`` is the Python integer reference."""
+    from dogi_ml.export.manifest import load_export
+
+    exp = load_export(export_dir)
+    if exp.qmodel.kind != "mlp":
+        raise HarnessError(
+            f"{export_dir}: the kernel module runs the int8 MLP header, this export is {exp.qmodel.kind}"
+        )
+    header = exp.artifact("header")
+    text = header.read_text()
+    for name, want in (("N_FEATURES", exp.n_features), ("N_CLASSES", len(exp.manifest["classes"]["names"]))):
+        m = re.search(rf"#define DOGI_{name} (\d+)", text)
+        if m is None or int(m.group(1)) != want:
+            raise HarnessError(
+                f"{header}: the header's DOGI_{name} is {m.group(1) if m else 'missing'}, the manifest says {want}",
+                "re-export the model (python -m dogi_ml export ...) with prefix dogi",
+            )
+    X = np.asarray(X)
+    if X.ndim != 2 or X.shape[1] != exp.n_features:
+        raise HarnessError(
+            f"feature rows of shape {X.shape} for a model of {exp.n_features} features ({', '.join(exp.feature_names)})"
+        )
+    return build_module(header, X, version, out_dir), exp
