@@ -178,29 +178,34 @@ def run_guest(
     assets, why = find_assets()
     if assets is None:
         raise zh.HarnessError(f"cannot boot the ZNS guest: {why}", "run .ci/run (it installs and unpacks them)")
+    own = work_dir is None  # a temporary directory of ours: removed afterwards (the disk image is large)
     work = Path(work_dir or tempfile.mkdtemp(prefix="dogi_zns_qemu_"))
-    tools = build_guest_tools(zh.build_dir())
-    files = {
-        "/zns_replay": (tools["harness"].read_bytes(), 0o755),
-        "/qexit": (tools["qexit"].read_bytes(), 0o755),
-    }
-    if trace_bytes is not None:
-        files["/trace.dtr"] = (trace_bytes, 0o644)
-    files.update(extra_files or {})
-    initramfs = build_initramfs(assets["busybox"], files, guest_script(commands), work / "initramfs.gz")
-    disk = work / "zns.raw"
-    zone_bytes = int(zone_size_mb * 2**20)
-    with open(disk, "wb") as fh:
-        fh.truncate(zones * zone_bytes)  # sparse
-    rc, log = boot(
-        assets,
-        initramfs,
-        disk,
-        zone_size=f"{int(zone_size_mb * 1024)}K",
-        zone_capacity=f"{int(zone_capacity_mb * 1024)}K",
-        timeout=timeout,
-        memory_mb=memory_mb,
-    )
+    try:
+        tools = build_guest_tools(zh.build_dir())
+        files = {
+            "/zns_replay": (tools["harness"].read_bytes(), 0o755),
+            "/qexit": (tools["qexit"].read_bytes(), 0o755),
+        }
+        if trace_bytes is not None:
+            files["/trace.dtr"] = (trace_bytes, 0o644)
+        files.update(extra_files or {})
+        initramfs = build_initramfs(assets["busybox"], files, guest_script(commands), work / "initramfs.gz")
+        disk = work / "zns.raw"
+        zone_bytes = int(zone_size_mb * 2**20)
+        with open(disk, "wb") as fh:
+            fh.truncate(zones * zone_bytes)  # sparse
+        rc, log = boot(
+            assets,
+            initramfs,
+            disk,
+            zone_size=f"{int(zone_size_mb * 1024)}K",
+            zone_capacity=f"{int(zone_capacity_mb * 1024)}K",
+            timeout=timeout,
+            memory_mb=memory_mb,
+        )
+    finally:
+        if own:
+            shutil.rmtree(work, ignore_errors=True)
     return {"exit_status": rc, "results": parse_results(log), "log": log}
 
 
