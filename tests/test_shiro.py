@@ -32,7 +32,7 @@ from dogi_ml.rl import qlearning as ql
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.sim.policy_api import NoState, new_scalars, scalar_fields
 from dogi_ml.sim.state import SEG_SEALED, new_state
-from dogi_ml.sim.victims import VICTIMS, adjusted_greedy
+from dogi_ml.sim.victims import ANY_SCHEME_VICTIMS, GENERAL_VICTIMS, VICTIMS, adjusted_greedy, get_victim
 from dogi_ml.traces.generators import generate
 from dogi_ml.traces.trace import OP_READ, OP_WRITE, Trace
 
@@ -187,7 +187,8 @@ def test_adjusted_greedy_is_eq1_and_greedy_without_a_short_group():
     assert _adjusted_greedy(s, _Probe(sc), now) == 1  # tiny T: seg 1's 0.7 / (1 + 0.3 / 10) = 0.68
     # a policy without the fields: plain greedy (fewest valid)
     assert _adjusted_greedy(s, NoState(np.zeros(1, np.int64)), now) == 1
-    assert "adjusted_greedy" in VICTIMS
+    assert get_victim("adjusted_greedy") is VICTIMS["adjusted_greedy"] is adjusted_greedy
+    assert "adjusted_greedy" in ANY_SCHEME_VICTIMS and "adjusted_greedy" not in GENERAL_VICTIMS
 
 
 # -- runs ----------------------------------------------------------------------------------------

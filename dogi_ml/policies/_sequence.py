@@ -28,7 +28,7 @@ import numpy as np
 
 from dogi_ml.features.extract import FEATURES, FeatureConfig, FeatureStream, take_columns
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, record, scalar_fields
-from dogi_ml.sim.victims import GENERAL_VICTIMS
+from dogi_ml.sim.victims import ANY_SCHEME_VICTIMS
 
 from ._online import SampleRing, log_columns, ring_record
 
@@ -267,9 +267,9 @@ class SequencePolicy(PlacementPolicy):
                 raise ValueError(f"policy {self.name}: {key} must be >= 1, got {cfg[key]}")
         if cfg["retrain_every"] is not None and int(cfg["retrain_every"]) < 1:
             raise ValueError(f"policy {self.name}: retrain_every must be >= 1 user writes, got {cfg['retrain_every']}")
-        if cfg["victim"] not in GENERAL_VICTIMS:
+        if cfg["victim"] not in ANY_SCHEME_VICTIMS:
             raise ValueError(
-                f"policy {self.name}: victim must be one of {', '.join(GENERAL_VICTIMS)}, got {cfg['victim']!r}"
+                f"policy {self.name}: victim must be one of {', '.join(ANY_SCHEME_VICTIMS)}, got {cfg['victim']!r}"
             )
         if not cfg["features"]:
             raise ValueError(f"policy {self.name}: params.features is empty")

@@ -212,7 +212,6 @@ def adjusted_greedy(s, p, now):
 
 VICTIMS = {
     "greedy": greedy,
-    "adjusted_greedy": adjusted_greedy,
     "cost_benefit": cost_benefit,
     "cost_benefit_sepbit": cost_benefit_sepbit,
     "cost_benefit_sqrt": cost_benefit_sqrt,
@@ -223,6 +222,12 @@ VICTIMS = {
 
 #: selectors any placement scheme can run with (the others belong to one scheme, e.g. NoDaP's)
 GENERAL_VICTIMS = tuple(VICTIMS)
+# Shiro's Adjusted Greedy runs with any scheme too, but is plain greedy where the scheme has no
+# short-living group: it stays out of GENERAL_VICTIMS so the per-selector engine tests do not
+# compile four more loops for a greedy duplicate (tests/test_shiro.py covers it).
+VICTIMS["adjusted_greedy"] = adjusted_greedy
+#: every selector that runs with any scheme (``sim.victim=NAME`` or a scheme's ``victim``)
+ANY_SCHEME_VICTIMS = (*GENERAL_VICTIMS, "adjusted_greedy")
 
 
 def register_victim(name: str, fn) -> None:
