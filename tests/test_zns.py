@@ -172,10 +172,11 @@ def test_bad_input_is_a_clear_error(trace, tmp_path, exe):
 
 
 def _conventional_block_device() -> str | None:
-    """A non-zoned block device this process may open (probing is read-only: one ioctl)."""
+    """A non-zoned block device this process may read (the harness asks its zone model on a
+    read-only descriptor and stops: nothing is written)."""
     for q in sorted(Path("/sys/block").glob("*/queue/zoned")):
         dev = Path("/dev") / q.parent.parent.name
-        if q.read_text().strip() == "none" and dev.exists() and os.access(dev, os.R_OK | os.W_OK):
+        if q.read_text().strip() == "none" and dev.exists() and os.access(dev, os.R_OK):
             return str(dev)
     return None
 

@@ -196,16 +196,23 @@ static int blk_open(zdev *d)
         return fail(d, "%s is not a zoned block device (not a block device at all); use device=file:%s for the "
                        "file-emulated zoned device",
                     d->path, d->path);
+    /* the zone model is asked on a read-only descriptor: a conventional disk named by mistake
+     * is never opened for writing */
+    int ro = open(d->path, O_RDONLY);
+    if (ro < 0)
+        return fail(d, "cannot open %s: %s", d->path, strerror(errno));
+    uint32_t zone_sectors = 0, nz = 0;
+    int lbs = 0;
+    int zoned = ioctl(ro, BLKGETZONESZ, &zone_sectors) == 0 && zone_sectors != 0;
+    close(ro);
+    if (!zoned)
+        return fail(d, "%s is not zoned (a conventional block device: no zone size); use a host-managed zoned "
+                       "device (e.g. an NVMe ZNS namespace) or device=file:PATH",
+                    d->path);
     d->fd = open(d->path, O_RDWR | O_DIRECT);
     if (d->fd < 0)
         return fail(d, "cannot open %s for direct I/O: %s", d->path, strerror(errno));
     d->direct = 1;
-    uint32_t zone_sectors = 0, nz = 0;
-    int lbs = 0;
-    if (ioctl(d->fd, BLKGETZONESZ, &zone_sectors) || zone_sectors == 0)
-        return fail(d, "%s is not zoned (a conventional block device: no zone size); use a host-managed zoned "
-                       "device (e.g. an NVMe ZNS namespace) or device=file:PATH",
-                    d->path);
     if (ioctl(d->fd, BLKGETNRZONES, &nz) || nz == 0)
         return fail(d, "%s: BLKGETNRZONES failed: %s", d->path, strerror(errno));
     if (ioctl(d->fd, BLKSSZGET, &lbs) || lbs <= 0 || ZDEV_BLOCK % (unsigned)lbs)
