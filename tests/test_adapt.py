@@ -114,3 +114,12 @@ def test_report_tables_and_reductions(tmp_path):
     md = (tmp_path / "fig11.md").read_text()
     assert "| ycsb_a light a=0.9 | greedy | 4.000 | 3.000 | **2.000** | adapt |" in md
     assert "Paper (fig11)" in md and (tmp_path / "fig11.png").stat().st_size > 0
+
+
+def test_sampling_rate_floors():
+    pol = make_policy("adapt")
+    assert pol.effective_rate(1 << 30, 512) == pytest.approx(max(0.001, 4096 / (1 << 30), 2 / 512))
+    assert pol.effective_rate(CAP, 64) == pytest.approx(4096 / CAP)
+    assert make_policy("adapt", None, rate=0.5).effective_rate(1 << 30, 512) == 0.5
+    with pytest.raises(ValueError, match="demote_score"):
+        make_policy("adapt", None, demote_score=5)

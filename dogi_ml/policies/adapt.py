@@ -237,6 +237,7 @@ class ADAPT(PlacementPolicy):
         self.demote_coldest = bool(params.get("demote_coldest", False))
         self.rate = float(params.get("rate", 0.001))
         self.min_sampled = int(params.get("min_sampled", 4096))
+        self.min_ghost_segment = int(params.get("min_ghost_segment", 2))
         self.n_sets = int(params.get("n_sets", 8))
         self.filters = int(params.get("filters", 4))
         self.filter_items = float(params.get("filter_items", 0.0625))
@@ -259,6 +260,7 @@ class ADAPT(PlacementPolicy):
             "demote_coldest",
             "rate",
             "min_sampled",
+            "min_ghost_segment",
             "n_sets",
             "filters",
             "filter_items",
@@ -269,10 +271,12 @@ class ADAPT(PlacementPolicy):
         off = [n for n, on in (("ghost", self.ghost), ("agg", self.aggregate), ("demote", self.demote)) if not on]
         return self.name if not off else f"{self.name}[-{'-'.join(off)}]"
 
-    def effective_rate(self, capacity: int) -> float:
+    def effective_rate(self, capacity: int, segment_blocks: int) -> float:
         """The sampling rate: ``rate``, raised so the sample holds about ``min_sampled`` LBAs
-        (the paper's 0.001 is for TB-scale volumes; a reduced-scale run would sample a handful)."""
-        return min(1.0, max(self.rate, self.min_sampled / max(1, capacity)))
+        (the paper's 0.001 is for TB-scale volumes; a reduced-scale run would sample a handful)
+        and a ghost segment (``segment_blocks x r``) holds ``min_ghost_segment`` blocks."""
+        floor = max(self.min_sampled / max(1, capacity), self.min_ghost_segment / max(1, segment_blocks))
+        return min(1.0, max(self.rate, floor))
 
     def bind(self, ctx: SimContext) -> tuple:
         scalars = new_scalars(SCALARS)
@@ -291,7 +295,7 @@ class ADAPT(PlacementPolicy):
         ghost = new_ghost_sets(
             ctx.capacity,
             ctx.segment_blocks,
-            rate=self.effective_rate(ctx.capacity),
+            rate=self.effective_rate(ctx.capacity, ctx.segment_blocks),
             n_sets=self.n_sets,
             gp_ppm=gp_ppm,
             chunk_blocks=ctx.chunk_blocks if ctx.timed else 0,
