@@ -325,7 +325,15 @@ def bench_minos(mcfg, rows: list[dict]) -> dict:
     return {**res, "slowdown_vs_sepbit": ratios}
 
 
+def _all_cpus():
+    try:
+        return os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        return None
+
+
 def run_bench(cfg, out_dir: Path) -> dict:
+    cpus = _all_cpus()
     pin = _pin_one_core()
     console.print(
         f"bench: Zipf({cfg.theta}) over {cfg.capacity_blocks:,} blocks, "
@@ -400,6 +408,9 @@ def run_bench(cfg, out_dir: Path) -> dict:
         result["export"] = export_res
         result["targets"]["export_c_ns_per_block"] = float(cfg.export.target_ns_per_block)
     if cfg.paper_scale.enabled:
+        if cpus is not None:
+            # a learned scheme's feature thread and ghost process use the other cores
+            os.sched_setaffinity(0, cpus)
         ps = bench_paper_scale(
             cfg.paper_scale,
             float(cfg.theta),
@@ -408,6 +419,7 @@ def run_bench(cfg, out_dir: Path) -> dict:
             policy_cfg=cfg.get("policy"),
             cache_dir=cfg.get("cache_dir"),
         )
+        ps["cpus"] = len(cpus) if cpus is not None else None
         result["paper_scale"] = ps
         print_paper_scale(ps)
     out = Path(cfg.output) if cfg.output else out_dir / "bench.json"
