@@ -596,11 +596,12 @@ class DOGI(PlacementPolicy):
         # kernel until then: the same integers), c (wait for the build), numba (never compile)
         "int8_runtime": "auto",
         # features of the next chunk computed on a second thread while the loop applies this one
-        # (the same values: they depend on the trace only); false: in line, between chunks
-        "feature_thread": True,
+        # (the same values: they depend on the trace only); off by default: on the shared 2-core
+        # VM it did not pay (README "Learned schemes fast"), turn it on where a core is idle
+        "feature_thread": False,
         # the base design's ghost in a child process (another core): auto = on runs of at least
-        # 32M writes (a process costs seconds to start), true, false
-        "ghost_process": "auto",
+        # 32M writes (a process costs seconds to start), true, false (default, as feature_thread)
+        "ghost_process": False,
         "seed": 0,
         # issue 12 switches (defaults measured in /work/notes/dogi_fidelity.md and the README)
         "retire_unused": True,  # seal the open segment of every group a configuration stops using
@@ -895,8 +896,10 @@ class DOGI(PlacementPolicy):
 
     def _fill_features(self, buf: int, j: int, C: int) -> float:
         """Aligned chunk ``j``'s feature rows into buffer ``buf`` (row ``t - j*C``); returns the
-        seconds it took. Runs on the feature thread or the caller's (one at a time)."""
-        t0 = time.perf_counter()
+        CPU seconds of this thread it took (on the feature thread, wall time would also count
+        its wait for the GIL, which the loop holds, after the kernel). Runs on the feature
+        thread or the caller's (one at a time)."""
+        t0 = time.thread_time()
         lo, hi = self._chunk_rows(j, C)
         if self.stream.position != lo:
             raise RuntimeError(f"policy dogi: features at write {self.stream.position}, chunk {j} starts at {lo}")
@@ -904,7 +907,7 @@ class DOGI(PlacementPolicy):
         got = self.stream.next_into(self.state.chunk_features[buf, r0 : r0 + hi - lo], self._columns)
         if got != hi - lo:
             raise RuntimeError(f"policy dogi: the trace ended after {lo + got} block writes, expected {hi}")
-        return time.perf_counter() - t0
+        return time.thread_time() - t0
 
     def _features_of_chunk(self, j: int, C: int) -> None:
         """Make buffer ``st.feat_buf`` hold aligned chunk ``j``'s features, then start the
