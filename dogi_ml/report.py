@@ -10,6 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from dogi_ml.plotting import save_figure
+
 console = Console(highlight=False)
 
 
@@ -189,11 +191,7 @@ def plot_results(results: list[dict], path: Path, title: str = "") -> Path:
     ax_b.set_xlabel("WAF")
     ax_b.invert_yaxis()
     fig.suptitle(title or (results[0].get("workload", "") if results else ""))
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 try:  # the Hydra callback is optional: the table also prints from `collect_results`
@@ -395,11 +393,7 @@ def plot_paper(summary: dict, path: Path, title: str = "") -> Path:
         ax.legend(fontsize=7, loc="upper left")
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=120)
 
 
 def plot_gc_destinations(results: list[dict], path: Path) -> Path | None:
@@ -432,11 +426,7 @@ def plot_gc_destinations(results: list[dict], path: Path) -> Path | None:
         ax.set_xlabel("destination")
         ax.set_ylabel("source")
         ax.set_title(f"{r.get('workload')} / {scheme_of(r)}", fontsize=9)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 class PaperComparison(Callback):

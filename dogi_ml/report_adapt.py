@@ -18,6 +18,7 @@ import argparse
 import json
 from pathlib import Path
 
+from dogi_ml.plotting import save_figure
 from dogi_ml.report import Callback, collect_results
 
 ADAPT = "adapt"
@@ -213,11 +214,7 @@ def plot_adapt(summary: dict, path: Path, figure: str, title: str = "") -> Path:
             ax.legend(fontsize=7, ncol=len(schemes))
     if title:
         fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def write_adapt(results: list[dict], prefix: Path, figure: str, title: str = "") -> dict:

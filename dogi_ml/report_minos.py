@@ -21,6 +21,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from dogi_ml.plotting import save_figure
 from dogi_ml.report import Callback, collect_results
 
 MINOS = "minos"
@@ -195,12 +196,7 @@ def plot_minos(summary: dict, results: list[dict], path: Path, title: str = "") 
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     fig.suptitle(title)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def write_minos(results: list[dict], prefix: Path, title: str = "") -> dict:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dogi_ml.plotting import save_figure
 from dogi_ml.report import Callback, collect_results, console
 
 SHIRO = "shiro"
@@ -232,12 +233,7 @@ def plot(summary: dict, path: Path, title: str = "") -> Path:
         ax.legend(fontsize=7)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def write_report(results: list[dict], prefix: Path, title: str, note: str = "", bench: bool = True) -> dict:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dogi_ml.plotting import save_figure
+
 from .extract import FEATURES
 
 DESCRIPTIONS = {
@@ -59,9 +61,4 @@ def plot_feature_report(rows: list[dict], path: Path, title: str = "") -> Path:
     ax.invert_yaxis()
     ax.legend()
     ax.set_title(title or "feature relevance to the lifetime class")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dogi_ml.plotting import save_figure
+
 
 def classification_metrics(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> dict:
     """Accuracy, macro-F1 (over classes present in truth or prediction), per-class recall and
@@ -72,12 +74,7 @@ def plot_confusion(cm, class_names: list[str], path: Path, title: str = "") -> P
                 )
     fig.colorbar(im, ax=ax, label="fraction of the true class")
     ax.set_title(title)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def inference_latency(model, X: np.ndarray, batch_sizes=(1, 128), budget_s: float = 1.0) -> dict:
