@@ -80,24 +80,31 @@ def replay_args(trace_path: Path, device: str, capacity: int, policy_cfg: Mappin
     else:
         info = zh.device_info(device)
         seg = int(info["zone_capacity_blocks"])  # zones are the segments: the device decides
-    params = policy_cfg.get("params") or {}
     args = zh.harness_args(
         trace_path,
         device,
         capacity=capacity,
-        policy=policy_cfg["name"],
-        victim=sim_cfg.get("victim", "greedy"),
-        op_ratio=op,
-        gc_free_segments=int(sim_cfg.get("gc_free_segments", 2)),
-        gc_high_free_segments=sim_cfg.get("gc_high_free_segments"),
-        prefill=bool(sim_cfg.get("prefill", True)),
         create=create,
-        verify=bool(zns.get("verify", True)),
-        verify_every=int(zns.get("verify_every") or 0),
         progress_every=int(zns.get("progress_every") or 4096),
-        variant=str(params.get("variant", "code")),
+        **_run_options(policy_cfg, sim_cfg, zns),
     )
     return args, seg
+
+
+def _run_options(policy_cfg: Mapping, sim_cfg: Mapping, zns: Mapping) -> dict:
+    """The harness options the policy, sim and zns configs decide, on the host and in the guest alike."""
+    params = policy_cfg.get("params") or {}
+    return {
+        "policy": policy_cfg["name"],
+        "victim": sim_cfg.get("victim", "greedy"),
+        "op_ratio": float(sim_cfg.get("op_ratio", 0.10)),
+        "gc_free_segments": int(sim_cfg.get("gc_free_segments", 2)),
+        "gc_high_free_segments": sim_cfg.get("gc_high_free_segments"),
+        "prefill": bool(sim_cfg.get("prefill", True)),
+        "verify": bool(zns.get("verify", True)),
+        "verify_every": int(zns.get("verify_every") or 0),
+        "variant": str(params.get("variant", "code")),
+    }
 
 
 def replay(
@@ -149,21 +156,8 @@ def replay_in_guest(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, zns: Ma
     op = float(sim_cfg.get("op_ratio", 0.10))
     nseg = zh.segment_count(capacity, op, seg)
     path = trace_file(trace, cache_dir)
-    params = policy_cfg.get("params") or {}
     args = zh.harness_args(
-        "/trace.dtr",
-        "/dev/nvme0n1",
-        capacity=capacity,
-        policy=policy_cfg["name"],
-        victim=sim_cfg.get("victim", "greedy"),
-        op_ratio=op,
-        gc_free_segments=int(sim_cfg.get("gc_free_segments", 2)),
-        gc_high_free_segments=sim_cfg.get("gc_high_free_segments"),
-        prefill=bool(sim_cfg.get("prefill", True)),
-        verify=bool(zns.get("verify", True)),
-        verify_every=int(zns.get("verify_every") or 0),
-        segments=nseg,
-        variant=str(params.get("variant", "code")),
+        "/trace.dtr", "/dev/nvme0n1", capacity=capacity, segments=nseg, **_run_options(policy_cfg, sim_cfg, zns)
     )
     geometry = {"zones": nseg + 8, "zone_mb": 2 * seg / 256, "cap_mb": seg / 256}
     if zns.get("mode") == "bench":
