@@ -70,3 +70,28 @@ def run_cli(args, cwd, check=True):
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
     return proc
+
+
+def odd_shape_mlp(n_rows: int, seed: int = 4):
+    """(quantized model, its training rows): an MLP with an odd feature count, odd hidden widths
+    and an odd class count (5 -> 7 -> 9 -> 5), the shapes that exercise every partial pass and
+    padding of the integer kernels."""
+    from dogi_ml.export.quantize import quantize_model
+    from dogi_ml.models import make_model
+
+    rng = np.random.default_rng(seed)
+    X = np.stack(
+        [
+            rng.integers(0, 1 << 20, n_rows),
+            rng.geometric(0.2, n_rows),
+            rng.integers(-500, 500, n_rows),
+            rng.pareto(1.1, n_rows).astype(np.int64) * 100,
+            rng.integers(0, 64, n_rows),
+        ],
+        axis=1,
+    ).astype(np.int64)
+    y = (np.log2(X[:, 3] + 1).astype(np.int64) + X[:, 1]) % 5
+    model = make_model("mlp", 5, 5, seed=0, epochs=2, patience=2, hidden=[7, 9])
+    model.scaler.log_columns = [1, 3]
+    model.fit(X, y)
+    return quantize_model(model, X), X

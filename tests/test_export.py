@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 import pytest
+from helpers import odd_shape_mlp
 
 from dogi_ml.export import fixedpoint as fx
 from dogi_ml.export.c_header import emit_header
@@ -277,24 +278,7 @@ def test_bad_onnx_file_is_reported(tmp_path):
 def test_odd_layer_shapes_are_bit_exact_on_every_batch_path(header_dir):
     """An odd feature count, odd hidden widths and an odd class count exercise the passes'
     padding (half-empty input pairs, a lone last output) and every partial pass."""
-    from dogi_ml.models import make_model
-
-    rng = np.random.default_rng(4)
-    X = np.stack(
-        [
-            rng.integers(0, 1 << 20, 6000),
-            rng.geometric(0.2, 6000),
-            rng.integers(-500, 500, 6000),
-            rng.pareto(1.1, 6000).astype(np.int64) * 100,
-            rng.integers(0, 64, 6000),
-        ],
-        axis=1,
-    ).astype(np.int64)
-    y = (np.log2(X[:, 3] + 1).astype(np.int64) + X[:, 1]) % 5
-    model = make_model("mlp", 5, 5, seed=0, epochs=2, patience=2, hidden=[7, 9])
-    model.scaler.log_columns = [1, 3]
-    model.fit(X, y)
-    q = quantize_model(model, X)
+    q, X = odd_shape_mlp(6000)
     assert q.dims == [5, 7, 9, 5]
     ext = np.concatenate([X[:2000], extreme_features(5, 3000, seed=9, reference=X)])
     ref = q.logits_int(ext)

@@ -5,34 +5,17 @@ bench runs a learned policy."""
 
 import numpy as np
 import pytest
+from helpers import odd_shape_mlp
 
 from dogi_ml.export.cbuild import find_compiler
 from dogi_ml.export.numba_kernel import TILE, batch_scratch, int8_mlp_classes, int8_mlp_classes_into, int8_mlp_logits
 from dogi_ml.export.parity import extreme_features
-from dogi_ml.export.quantize import quantize_model
 
 
 @pytest.fixture(scope="module")
 def odd_q():
     """An odd feature count, odd hidden widths and an odd class count."""
-    from dogi_ml.models import make_model
-
-    rng = np.random.default_rng(4)
-    X = np.stack(
-        [
-            rng.integers(0, 1 << 20, 4000),
-            rng.geometric(0.2, 4000),
-            rng.integers(-500, 500, 4000),
-            rng.pareto(1.1, 4000).astype(np.int64) * 100,
-            rng.integers(0, 64, 4000),
-        ],
-        axis=1,
-    ).astype(np.int64)
-    y = (np.log2(X[:, 3] + 1).astype(np.int64) + X[:, 1]) % 5
-    model = make_model("mlp", 5, 5, seed=0, epochs=2, patience=2, hidden=[7, 9])
-    model.scaler.log_columns = [1, 3]
-    model.fit(X, y)
-    q = quantize_model(model, X)
+    q, X = odd_shape_mlp(4000)
     assert q.dims == [5, 7, 9, 5]
     return q, np.concatenate([X[:1500], extreme_features(5, 1500, seed=9, reference=X)])
 
