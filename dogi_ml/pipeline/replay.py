@@ -107,6 +107,25 @@ def _run_options(policy_cfg: Mapping, sim_cfg: Mapping, zns: Mapping) -> dict:
     }
 
 
+def learned_headers(policy_cfg: Mapping) -> dict | None:
+    """The learned scheme's headers to compile into the harness (``policy=dogi_frozen``: its
+    bundle's model header and frozen configuration, checked against the bundle's manifest);
+    ``None`` for the other policies."""
+    if policy_cfg.get("name") != "dogi_frozen":
+        return None
+    from dogi_ml.policies._dogi_bundle import load_bundle
+
+    bundle_dir = (policy_cfg.get("params") or {}).get("bundle")
+    if not bundle_dir:
+        raise ConfigError(
+            "policy=dogi_frozen needs its deployment bundle",
+            "add policy.params.bundle=DIR (write one with: python -m dogi_ml replay mode=bundle +workload=NAME "
+            "policy=dogi policy.params.deployed=int8 bundle=DIR)",
+        )
+    b = load_bundle(bundle_dir)
+    return {name: b.path(role) for name, role in zh.LEARNED_HEADERS.items()}
+
+
 def replay(
     trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, device: str, zns: Mapping, progress=True, cache_dir=None
 ):
@@ -118,11 +137,11 @@ def replay(
     mode = zns.get("mode", "replay")
     if mode == "recover":
         zns = {**zns, "keep": True}  # the device as the stop left it: never recreate it
+    exe = zh.build(learned=learned_headers(policy_cfg))
     args, seg = replay_args(path, device, capacity, policy_cfg, sim_cfg, zns)
     if mode == "recover":
         args = [a for a in args if not a.startswith(("--create", "--progress"))] + ["--recover"]
-        return zh.run(args)
-    exe = zh.build()
+        return zh.run(args, exe)
     from dogi_ml.progress import bar, enabled
 
     total = (capacity if sim_cfg.get("prefill", True) else 0) + int(trace.block_writes.size)

@@ -15,11 +15,13 @@ from pathlib import Path
 
 from dogi_ml.errors import DogiMLError
 
-SOURCES = ("zns_replay.c", "zdev.c", "zdev.h", "crc32c.h")
+SOURCES = ("zns_replay.c", "zdev.c", "zdev.h", "crc32c.h", "dogi_place.h")
 CFLAGS = ["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-ffp-contract=off"]
 #: the simulator's policies and victim selectors the harness mirrors
-POLICIES = ("nosep", "sepgc", "sepbit")
+POLICIES = ("nosep", "sepgc", "sepbit", "dogi_frozen")
 VICTIMS = ("greedy", "cost_benefit", "cost_benefit_sepbit", "fifo")
+#: the learned scheme's files compiled in (dogi_place.h includes them), from its bundle
+LEARNED_HEADERS = {"dogi_model.h": "header", "dogi_deploy.h": "deploy_header"}
 
 
 class HarnessError(DogiMLError):
@@ -43,22 +45,37 @@ def find_cc() -> str:
     raise HarnessError("no C compiler found for the ZNS harness", "install gcc or set CC")
 
 
-def build(static: bool = False, out_dir: str | Path | None = None) -> Path:
+def build(static: bool = False, out_dir: str | Path | None = None, learned: dict | None = None) -> Path:
     """The compiled harness (``static``: a statically linked binary for a guest), rebuilt only
-    when a source, the flags or the compiler change."""
+    when a source, the flags or the compiler change. ``learned``: ``{file name: path}`` of the
+    learned scheme's headers (:data:`LEARNED_HEADERS`, from a DOGI bundle), compiled in: the
+    binary is then keyed on their contents too."""
     cc = find_cc()
     src = source_dir()
     flags = [*CFLAGS, *(["-static"] if static else [])]
     h = hashlib.sha256(" ".join([cc, *flags]).encode())
     for name in SOURCES:
         h.update(name.encode() + b"\0" + (src / name).read_bytes())
+    texts = {}
+    if learned:
+        if set(learned) != set(LEARNED_HEADERS):
+            raise HarnessError(f"the learned scheme needs the headers {sorted(LEARNED_HEADERS)}, got {sorted(learned)}")
+        for name in sorted(learned):
+            texts[name] = Path(learned[name]).read_bytes()
+            h.update(name.encode() + b"\0" + texts[name])
     key = h.hexdigest()[:16]
     out = Path(out_dir) if out_dir else build_dir()
     out.mkdir(parents=True, exist_ok=True)
-    exe = out / f"zns_replay-{'static-' if static else ''}{key}"
+    exe = out / f"zns_replay-{'static-' if static else ''}{'dogi-' if learned else ''}{key}"
     if exe.exists():
         return exe
     tmp = exe.with_name(f"{exe.name}.{os.getpid()}.tmp")
+    if texts:
+        inc = out / f"include-{key}"
+        inc.mkdir(exist_ok=True)
+        for name, text in texts.items():
+            (inc / name).write_bytes(text)
+        flags += ["-DDOGI_LEARNED", f"-I{inc}"]
     cmd = [cc, *flags, str(src / "zns_replay.c"), str(src / "zdev.c"), "-lm", "-o", str(tmp)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -99,7 +116,9 @@ def harness_args(
     """The command line of one harness run (see ``zns_replay --help``)."""
     if policy not in POLICIES:
         raise HarnessError(f"the ZNS harness runs policies {', '.join(POLICIES)}, not {policy!r}", "pick one of them")
-    if victim not in VICTIMS:
+    if policy == "dogi_frozen":
+        victim = "dogi"  # DOGI's expiry-first victims, whatever sim.victim says (as in the simulator)
+    elif victim not in VICTIMS:
         raise HarnessError(f"the ZNS harness runs victims {', '.join(VICTIMS)}, not {victim!r}", "set sim.victim")
     name = "sepbit_paper" if policy == "sepbit" and variant == "paper" else policy
     args = [

@@ -883,11 +883,13 @@ static int selftest(zdev *d)
     return ok ? 0 : 1;
 }
 
+#include "dogi_place.h" /* the frozen learned scheme (issue 15) */
+
 /* -- main ----------------------------------------------------------------------------------- */
 static void usage(void)
 {
     fputs("usage: zns_replay --trace FILE.dtr --device file:PATH|/dev/ZNS --capacity BLOCKS [options]\n"
-          "  --policy nosep|sepgc|sepbit|sepbit_paper  --victim greedy|cost_benefit|cost_benefit_sepbit|fifo\n"
+          "  --policy nosep|sepgc|sepbit|sepbit_paper|dogi_frozen  --victim greedy|cost_benefit|cost_benefit_sepbit|fifo|dogi\n"
           "  --op-ratio R (0.10)  --segments N (default floor(capacity x (1+R) / zone capacity))\n"
           "  --gc-free N (2)  --gc-high N (0: one victim at a time)  --no-prefill\n"
           "  --create NZONES,ZONE_BLOCKS,ZONE_CAP,MAX_OPEN,MAX_ACTIVE  (make a file device)\n"
@@ -983,8 +985,10 @@ int main(int argc, char **argv)
         ngroups = 6, fifo = 1;
     else if (!strcmp(policy, "sepbit_paper"))
         ngroups = 6;
+    else if (!strcmp(policy, "dogi_frozen"))
+        ngroups = dogi_ngroups();
     else
-        die("unknown policy %s; known: nosep, sepgc, sepbit, sepbit_paper", policy);
+        die("unknown policy %s; known: nosep, sepgc, sepbit, sepbit_paper, dogi_frozen", policy);
     int64_t (*sel)(sim_t *, int64_t) = NULL;
     if (!strcmp(victim, "greedy"))
         sel = v_greedy;
@@ -994,8 +998,10 @@ int main(int argc, char **argv)
         sel = v_cost_benefit_sepbit;
     else if (!strcmp(victim, "fifo"))
         sel = v_fifo;
+    else if (!strcmp(victim, "dogi"))
+        sel = dogi_victim;
     else
-        die("unknown victim selection %s; known: greedy, cost_benefit, cost_benefit_sepbit, fifo", victim);
+        die("unknown victim selection %s; known: greedy, cost_benefit, cost_benefit_sepbit, fifo, dogi", victim);
     int64_t nseg = segments > 0 ? segments : (int64_t)floor((double)capacity * (1.0 + op_ratio) / (double)seg_blocks);
     int64_t data_segments = (capacity + seg_blocks - 1) / seg_blocks;
     /* the zone resources: each group keeps one zone open (and active) */
@@ -1024,6 +1030,7 @@ int main(int argc, char **argv)
     s->place_user = ngroups == 6 ? sepbit_user : nosep_user;
     s->place_gc = ngroups == 6 ? sepbit_gc : ngroups == 2 ? sepgc_gc : nosep_gc;
     s->on_reclaim = ngroups == 6 ? sepbit_reclaim : no_reclaim;
+    dogi_setup(s, policy, victim, trace, prefill ? capacity : 0);
     s->ubuf = aligned_buf(1);
     s->vbuf = aligned_buf((size_t)(dev.cap_blocks > (uint64_t)seg_blocks ? dev.cap_blocks : (uint64_t)seg_blocks));
     s->stage = xcalloc((size_t)ngroups, sizeof(stage_t));
@@ -1105,7 +1112,7 @@ int main(int argc, char **argv)
            "\"gc_spills\": %lld, \"gc_bursts\": %lld, \"free_segments\": %lld, \"invalid_blocks\": %lld, "
            "\"waf\": %.9f, \"device_write_blocks\": %llu, \"device_read_blocks\": %llu, "
            "\"implicit_closes\": %llu, \"elapsed_s\": %.6f, \"prefill_s\": %.6f, \"initial_reset_s\": %.6f, "
-           "\"initial_resets\": %llu, \"user_mb_s\": %.3f, \"device_mb_s\": %.3f, \"sepbit_threshold\": %s, "
+           "\"initial_resets\": %llu, \"user_mb_s\": %.3f, \"device_mb_s\": %.3f, \"sepbit_threshold\": %s, \"learned\": %s, "
            "\"verify\": {\"mapped\": %lld, \"checked\": %lld, \"lost\": %lld, \"corrupt\": %lld, \"passes\": %lld, "
            "\"failed_passes\": %lld, \"ok\": %s, \"seconds\": %.6f}}\n",
            dev.path, zdev_kind_name(&dev), dev.direct ? "true" : "false", policy, victim, capacity, (long long)nseg,
@@ -1116,7 +1123,7 @@ int main(int argc, char **argv)
            s->user ? (double)(s->user + s->gc) / (double)s->user : 0.0, (unsigned long long)dev_w,
            (unsigned long long)dev_r, (unsigned long long)dev.implicit_closes, elapsed, prefill_s, reset_s,
            (unsigned long long)resets_before, elapsed > 0 ? s->user * mib / elapsed : 0.0,
-           elapsed > 0 ? dev_w * mib / elapsed : 0.0, threshold, (long long)v.mapped, (long long)v.checked,
+           elapsed > 0 ? dev_w * mib / elapsed : 0.0, threshold, dogi_json(), (long long)v.mapped, (long long)v.checked,
            (long long)v.lost, (long long)v.corrupt, (long long)s->verify_passes, (long long)s->verify_failures,
            (do_verify && !v.lost && !v.corrupt && !s->verify_failures) ? "true" : "false", verify_s);
     fflush(stdout);

@@ -1,0 +1,220 @@
+/* dogi_place.h: the frozen learned scheme of the ZNS harness (issue 15), included by zns_replay.c
+ * after its engine. The same placement as the simulator's dogi_frozen policy
+ * (dogi_ml/policies/dogi_frozen.py), decision for decision:
+ *
+ *  - user writes: the Hot Filter with DOGI's frozen mu (latest invalidation time <= mu: G_hot,
+ *    group 0); otherwise the causal features of the write (dogi_ml/features/extract.py's
+ *    _extract_range, integer for integer) go through the deployed int8 MLP (the bundle's C
+ *    header, dogi_predict_one) and the predicted category's group G1..GN; prefill writes to GN;
+ *  - GC survivors: the Frozen Filter (not overwritten since its clock last cleared: G_frzn,
+ *    group N + 1), else the next group (G_hot -> G1, Gk -> Gk+1; GN and G_frzn keep theirs);
+ *  - victims: DOGI's expiry-first rule (dogi_ml/policies/dogi.py, dogi_victim).
+ *
+ * Built with -DDOGI_LEARNED and an include path holding the bundle's dogi_model.h (the exported
+ * header) and dogi_deploy.h (its frozen configuration, deploy.h); without them the scheme is
+ * refused with a message. Names are dl_* (the model header owns dogi_*). */
+#ifndef DOGI_PLACE_H
+#define DOGI_PLACE_H
+
+#ifdef DOGI_LEARNED
+#include "dogi_model.h"
+
+#define DL_INF ((int64_t)1 << 58)
+#define DL_NO_PREVIOUS ((int64_t)1 << 40) /* features' latest_inv of a block never written before */
+#include "dogi_deploy.h"
+
+_Static_assert(DOGI_N_FEATURES == DL_N_FEATURES, "the model header and deploy.h disagree on the features");
+_Static_assert(DOGI_N_CLASSES == DL_N_CLASSES && DL_N_CLASSES == 10, "the model must predict DOGI's ten categories");
+
+static struct {
+    int64_t *raw;        /* the trace's user-written LBAs, uncompacted (the features see these) */
+    int64_t n, prefill, t, prev_lba, next_clock_at, hot, frozen_gc, class_writes[10];
+    int64_t *last;       /* per raw LBA: trace time of its last write, -1 if none */
+    int32_t *write_count, *win_stamp, *win_count, *bm_stamp;
+    uint8_t *bitmap;     /* windows with a write, the current one the most significant bit */
+    int64_t *chunk_w;    /* per chunk of DL_CHUNK blocks: writes so far */
+    uint8_t *updated;    /* per LBA: overwritten since the Frozen Filter's last clear */
+    int64_t cap;
+} dl;
+
+/* the features of trace write t (all of FEATURES' columns the harness computes), then the
+ * per-LBA state advanced past it: _extract_range's loop body */
+static void dl_features(int64_t t, int64_t *row)
+{
+    int64_t a = dl.raw[t], c = a / DL_CHUNK, w = t / DL_WINDOW;
+    if (dl.win_stamp[a] != w) {
+        dl.win_stamp[a] = (int32_t)w;
+        dl.win_count[a] = 0;
+    }
+    int64_t shift = w - dl.bm_stamp[a];
+    if (shift > 0) {
+        dl.bitmap[a] = shift >= 8 ? 0 : (uint8_t)(dl.bitmap[a] >> shift);
+        dl.bm_stamp[a] = (int32_t)w;
+    }
+    row[0] = a;
+    row[1] = dl.prev_lba;
+    row[2] = dl.win_count[a];
+    row[3] = dl.chunk_w[c];
+    row[4] = dl.bitmap[a];
+    row[5] = dl.last[a] >= 0 ? t - dl.last[a] : DL_NO_PREVIOUS;
+    row[11] = dl.write_count[a];
+    dl.win_count[a] += 1;
+    dl.bitmap[a] |= 0x80;
+    dl.write_count[a] += 1;
+    dl.last[a] = t;
+    dl.chunk_w[c] += 1;
+    dl.prev_lba = a;
+}
+
+static int dl_user(sim_t *s, int64_t lba, int64_t now)
+{
+    int64_t last = s->lba_time[lba], v = DL_INF;
+    if (last >= 0) {
+        v = now - last;
+        dl.updated[lba] = 1;
+    }
+    if (now < dl.prefill)
+        return DL_N_INTERMEDIATE;
+    int64_t u = now - dl.prefill; /* user writes before this one = its trace index */
+    if (u >= dl.next_clock_at) {
+        memset(dl.updated, 0, (size_t)dl.cap);
+        dl.next_clock_at = u + DL_FROZEN_CLOCK;
+    }
+    if (u != dl.t || u >= dl.n)
+        die("the learned scheme's features are at trace write %lld, the replay at %lld", (long long)dl.t, (long long)u);
+    int64_t row[12], x[DL_N_FEATURES];
+    dl_features(dl.t++, row); /* every write advances the features, hot or not */
+    if (v <= DL_MU) {
+        dl.hot += 1;
+        return 0;
+    }
+    for (int i = 0; i < DL_N_FEATURES; ++i)
+        x[i] = row[dl_columns[i]];
+    int32_t c = dogi_predict_one(x, 0);
+    dl.class_writes[c] += 1;
+    return dl_cat2group[c];
+}
+
+static int dl_gc(sim_t *s, int64_t lba, int64_t victim, int64_t now)
+{
+    (void)now;
+    int64_t vg = s->seg_group[victim];
+    if (!dl.updated[lba]) {
+        dl.frozen_gc += 1;
+        return DL_N_INTERMEDIATE + 1;
+    }
+    return (int)(vg < DL_N_INTERMEDIATE ? vg + 1 : vg);
+}
+
+static int64_t dogi_victim(sim_t *s, int64_t now)
+{
+    int64_t best = -1, best_open = (int64_t)1 << 62, fin = -1, anyb = -1;
+    double fin_num = -1.0, fin_den = 1.0, any_num = -1.0, any_den = 1.0;
+    for (int64_t seg = 0; seg < s->nseg; ++seg) {
+        if (s->seg_state[seg] != SEG_SEALED)
+            continue;
+        int64_t v = s->seg_valid[seg];
+        if (v == 0)
+            return seg;
+        int64_t g = s->seg_group[seg];
+        int garbage = v < s->seg_wp[seg];
+        if (dl_expiry[g] < DL_INF && now - s->seg_open_time[seg] > dl_expiry[g] && garbage &&
+            s->seg_open_time[seg] < best_open) {
+            best = seg;
+            best_open = s->seg_open_time[seg];
+        }
+        if (best >= 0)
+            continue;
+        double num, den;
+        if (DL_FINAL_GREEDY) {
+            num = (double)(s->seg_blocks - v);
+            den = 1.0;
+        } else {
+            num = (double)((s->seg_blocks - v) * (now - s->seg_seal_time[seg] + 1));
+            den = (double)(s->seg_blocks + v);
+        }
+        if (dl_final[g] && garbage && num * fin_den > fin_num * den)
+            fin = seg, fin_num = num, fin_den = den;
+        if (num * any_den > any_num * den)
+            anyb = seg, any_num = num, any_den = den;
+    }
+    return best >= 0 ? best : fin >= 0 ? fin : anyb;
+}
+
+static int64_t dogi_ngroups(void) { return DL_N_INTERMEDIATE + 2; }
+
+static void dogi_setup(sim_t *s, const char *policy, const char *victim, const char *trace, int64_t prefill)
+{
+    int is_policy = !strcmp(policy, "dogi_frozen"), is_victim = !strcmp(victim, "dogi");
+    if (!is_policy && !is_victim)
+        return;
+    if (!is_policy)
+        die("--victim=dogi is the learned scheme's victim selection: use it with --policy=dogi_frozen");
+    if (!is_victim)
+        die("--policy=dogi_frozen selects its victims itself (DOGI's expiry-first rule): pass --victim=dogi");
+    if (s->cap != DL_CAPACITY)
+        die("the learned scheme's bundle was exported for a capacity of %lld blocks (its mu and BIRs are in blocks "
+            "of that run), this replay has %lld; export a bundle at this capacity",
+            (long long)DL_CAPACITY, (long long)s->cap);
+    stream_t raw = load_trace(trace, INT64_MAX); /* the LBAs as written: no compaction */
+    int64_t n_lbas = 1;
+    for (int64_t i = 0; i < raw.n; ++i)
+        if (raw.writes[i] + 1 > n_lbas)
+            n_lbas = raw.writes[i] + 1;
+    dl.raw = raw.writes;
+    dl.n = raw.n;
+    dl.prefill = prefill;
+    dl.prev_lba = -1;
+    dl.next_clock_at = DL_FROZEN_CLOCK;
+    dl.cap = s->cap;
+    dl.last = xcalloc((size_t)n_lbas, 8);
+    dl.win_stamp = xcalloc((size_t)n_lbas, 4);
+    for (int64_t a = 0; a < n_lbas; ++a)
+        dl.last[a] = -1, dl.win_stamp[a] = -1;
+    dl.write_count = xcalloc((size_t)n_lbas, 4);
+    dl.win_count = xcalloc((size_t)n_lbas, 4);
+    dl.bm_stamp = xcalloc((size_t)n_lbas, 4);
+    dl.bitmap = xcalloc((size_t)n_lbas, 1);
+    dl.chunk_w = xcalloc((size_t)(n_lbas / DL_CHUNK + 1), 8);
+    dl.updated = xcalloc((size_t)s->cap, 1);
+    s->place_user = dl_user;
+    s->place_gc = dl_gc;
+    s->on_reclaim = no_reclaim;
+    s->select_victim = dogi_victim;
+}
+
+/* the learned scheme's counts for the JSON line (the simulator's summary()["learned"]) */
+static const char *dogi_json(void)
+{
+    static char buf[512];
+    if (!dl.raw)
+        return "null";
+    int k = snprintf(buf, sizeof buf, "{\"hot_writes\": %lld, \"frozen_gc_writes\": %lld, \"class_writes\": [",
+                     (long long)dl.hot, (long long)dl.frozen_gc);
+    for (int c = 0; c < 10; ++c)
+        k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%lld", c ? ", " : "", (long long)dl.class_writes[c]);
+    snprintf(buf + k, sizeof buf - (size_t)k, "]}");
+    return buf;
+}
+
+#else /* a harness without a model: the learned scheme is refused */
+static int64_t dogi_ngroups(void)
+{
+    die("this harness was built without a learned model; run the learned scheme through python -m dogi_ml replay "
+        "policy=dogi_frozen policy.params.bundle=DIR, which compiles the bundle's header in");
+    return 0;
+}
+static int64_t dogi_victim(sim_t *s, int64_t now)
+{
+    (void)s, (void)now;
+    return -1;
+}
+static void dogi_setup(sim_t *s, const char *policy, const char *victim, const char *trace, int64_t prefill)
+{
+    (void)s, (void)trace, (void)prefill;
+    if (!strcmp(policy, "dogi_frozen") || !strcmp(victim, "dogi"))
+        dogi_ngroups();
+}
+static const char *dogi_json(void) { return "null"; }
+#endif
+#endif
