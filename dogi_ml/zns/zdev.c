@@ -295,8 +295,22 @@ static int open_for_write(zdev *d, uint32_t zone)
     return 0;
 }
 
+#ifdef ZNS_PROF
+#include <time.h>
+uint64_t zdev_prof_pwrite_ns;
+static uint64_t prof_ns_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+#endif
+
 static int pwrite_all(zdev *d, const void *buf, size_t len, uint64_t at)
 {
+#ifdef ZNS_PROF
+    uint64_t t0 = prof_ns_now();
+#endif
     const char *p = buf;
     while (len) {
         ssize_t w = pwrite(d->fd, p, len, (off_t)at);
@@ -310,6 +324,9 @@ static int pwrite_all(zdev *d, const void *buf, size_t len, uint64_t at)
         len -= (size_t)w;
         at += (uint64_t)w;
     }
+#ifdef ZNS_PROF
+    zdev_prof_pwrite_ns += prof_ns_now() - t0;
+#endif
     return 0;
 }
 

@@ -69,5 +69,8 @@ int zdev_finish(zdev *d, uint32_t zone);
 /* re-read every zone's write pointer and condition from the device (recovery) */
 int zdev_refresh(zdev *d);
 const char *zdev_kind_name(const zdev *d);
+#ifdef ZNS_PROF
+extern uint64_t zdev_prof_pwrite_ns; /* time inside pwrite (a -DZNS_PROF build) */
+#endif
 
 #endif
