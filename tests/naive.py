@@ -666,3 +666,30 @@ def simulate(policy, victim, writes, capacity, segment_blocks, prefill=True, n_g
     pol = cls(**params) if n_groups is None else cls(n_groups, **params)
     store = NaiveStore(pol, VICTIMS[victim], capacity, segment_blocks, **config)
     return store.run(writes, prefill=prefill)
+
+
+def minos_cluster_adjacent(W, I, k, weights):
+    """MINOS Algorithm 3 in plain Python (float64): merge the closest *adjacent* clusters of the
+    rows of ``W``/``I`` (ID-Vectors, one list per virtual stream) by the OP distance of Eqs.
+    (1)-(3) with per-slot ``weights``, recomputing every adjacent distance after each merge,
+    until ``k`` remain (ties: lowest index). Returns the physical stream of each row, numbered
+    in order of first member."""
+    wt = [float(x) for x in weights]
+
+    def dist(x, y):
+        return math.fsum(
+            w * abs(wx * iy - wy * ix) / max(wx + wy, 1.0) for w, wx, ix, wy, iy in zip(wt, x[0], x[1], y[0], y[1])
+        )
+
+    clusters = [([v], ([float(x) for x in W[v]], [float(x) for x in I[v]])) for v in range(len(W))]
+    while len(clusters) > k:
+        d = [dist(clusters[j][1], clusters[j + 1][1]) for j in range(len(clusters) - 1)]
+        j = d.index(min(d))
+        (ma, (wa, ia)), (mb, (wb, ib)) = clusters[j], clusters[j + 1]
+        merged = ([a + b for a, b in zip(wa, wb)], [a + b for a, b in zip(ia, ib)])
+        clusters[j : j + 2] = [(ma + mb, merged)]
+    out = [0] * len(W)
+    for c, (members, _) in enumerate(clusters):
+        for v in members:
+            out[v] = c
+    return out

@@ -147,6 +147,36 @@ def test_full_search_merges_non_adjacent_streams():
     assert np.all(np.diff(adj) >= 0)  # adjacent clusters are runs of virtual streams
 
 
+def test_adjacent_clustering_equals_the_plain_twin_on_recorded_rings():
+    # ID-Vector rings recorded from a run (the policy's padded layout), clustered by the kernel
+    # and by tests/naive.py's float64 twin that recomputes every distance after each merge
+    import naive
+
+    writes = zipf_writes(CAP, 3 * CAP, theta=1.01, seed=11)
+    sim = Simulator(make_policy("minos"), SimConfig(segment_blocks=SEG, victim="cost_benefit_sepbit"), CAP)
+    sim.compile()
+    sim.prefill()
+    p = sim.pstate
+    n, L = 16, int(p.ring_len[0])
+    wt = np.empty(L, np.float32)
+    checked = 0
+    for chunk in np.array_split(writes, 3):
+        sim.feed(chunk)
+        W, I = mc.id_vectors(2 * n, L)
+        W[:n] = p.id_w[:n]
+        I[:n] = p.id_i[:n]
+        mc.slot_weights(p.inv_decay, p.pos[0], wt)
+        for k in (2, 6):
+            out = np.empty(n, np.int64)
+            scratch = (np.empty(n, np.int64) for _ in range(3))
+            mc.cluster_adjacent(W, I, n, k, wt, out, *scratch, np.empty(n, np.float32))
+            assert out.tolist() == naive.minos_cluster_adjacent(W[:n, :L], I[:n, :L], k, wt)
+            checked += 1
+    # the kernel left the live rows alone (sums go to the spare rows)
+    np.testing.assert_array_equal(W[:n], p.id_w[:n])
+    assert checked == 6
+
+
 def test_op_distance_matches_equations():
     rng = np.random.default_rng(1)
     L = 50

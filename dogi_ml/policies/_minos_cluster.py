@@ -128,6 +128,20 @@ def decay_table(ring_len: int) -> np.ndarray:
     return (alpha ** -np.arange(ring_len, dtype=np.float64)).astype(np.float32)
 
 
+def id_vectors(rows: int, slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """Zeroed ID-Vector counters (write, invalidation): float32 ``[rows, slots + pad]``.
+
+    Only columns ``0 .. slots-1`` are used (the kernels take the ring length from the weights).
+    The padding makes every row start 64 bytes further modulo 4 KiB: with rows a multiple of
+    4 KiB long, a merge's stores into the sum row and its loads from the member rows fell on the
+    same 4 KiB offsets (4K aliasing) and the merge pass ran 1.6x slower at 8192 slots."""
+    if rows < 1 or slots < 1:
+        raise ValueError(f"ID-Vectors need >= 1 row and slot, got {rows} x {slots}")
+    width = -(-slots // 1024) * 1024 + 16
+    both = np.zeros((2, rows, width), np.float32)
+    return both[0], both[1]
+
+
 @nb.njit(cache=True, fastmath=True)
 def slot_weights(inv_table, newest_pos, out):
     """``out[s] = alpha**age(s)``: age 0 at ring position ``newest_pos``, growing backwards."""
@@ -154,7 +168,7 @@ def _term(wx, ix, wy, iy, w):
 def op_distance(W, I, x, y, wt):
     """Eq. (3): decayed sum over slots of Eq. (2) between rows ``x`` and ``y``."""
     acc = np.float32(0.0)
-    for t in range(W.shape[1]):
+    for t in range(wt.shape[0]):
         acc += _term(W[x, t], I[x, t], W[y, t], I[y, t], wt[t])
     return acc
 
@@ -169,39 +183,49 @@ def adjacent_distances(W, I, n, wt, dist):
 
 
 @nb.njit(cache=True, fastmath=True)
-def _merge_and_measure(W, I, a, b, dst, left, right, wt):
-    """Row ``dst`` = rows ``a + b``; returns the OP distances of the sum to rows ``left`` and
-    ``right`` (-1: none), in one pass so each slot is loaded once."""
+def _merge_rows(wa, ia, wb, ib, wd, idd, wl, il, wr, ir, wt, left, right):
+    """``wd``/``idd`` = rows a + b; returns the OP distances of the sum to the ``left`` and
+    ``right`` rows (when those flags are set), in one pass so each slot is loaded once. Rows are
+    1-D views: indexing the 2-D arrays kept LLVM from vectorising this loop (scalar divisions)."""
     dl = np.float32(0.0)
     dr = np.float32(0.0)
-    L = W.shape[1]
-    if left >= 0 and right >= 0:
+    L = wt.shape[0]
+    if left and right:
         for t in range(L):
-            w = W[a, t] + W[b, t]
-            i = I[a, t] + I[b, t]
-            W[dst, t] = w
-            I[dst, t] = i
-            dl += _term(W[left, t], I[left, t], w, i, wt[t])
-            dr += _term(w, i, W[right, t], I[right, t], wt[t])
-    elif left >= 0:
+            w = wa[t] + wb[t]
+            i = ia[t] + ib[t]
+            wd[t] = w
+            idd[t] = i
+            dl += _term(wl[t], il[t], w, i, wt[t])
+            dr += _term(w, i, wr[t], ir[t], wt[t])
+    elif left:
         for t in range(L):
-            w = W[a, t] + W[b, t]
-            i = I[a, t] + I[b, t]
-            W[dst, t] = w
-            I[dst, t] = i
-            dl += _term(W[left, t], I[left, t], w, i, wt[t])
-    elif right >= 0:
+            w = wa[t] + wb[t]
+            i = ia[t] + ib[t]
+            wd[t] = w
+            idd[t] = i
+            dl += _term(wl[t], il[t], w, i, wt[t])
+    elif right:
         for t in range(L):
-            w = W[a, t] + W[b, t]
-            i = I[a, t] + I[b, t]
-            W[dst, t] = w
-            I[dst, t] = i
-            dr += _term(w, i, W[right, t], I[right, t], wt[t])
+            w = wa[t] + wb[t]
+            i = ia[t] + ib[t]
+            wd[t] = w
+            idd[t] = i
+            dr += _term(w, i, wr[t], ir[t], wt[t])
     else:
         for t in range(L):
-            W[dst, t] = W[a, t] + W[b, t]
-            I[dst, t] = I[a, t] + I[b, t]
+            wd[t] = wa[t] + wb[t]
+            idd[t] = ia[t] + ib[t]
     return dl, dr
+
+
+@nb.njit(cache=True, inline="always")
+def _merge_and_measure(W, I, a, b, dst, left, right, wt):
+    """Row ``dst`` = rows ``a + b``; returns the OP distances of the sum to rows ``left`` and
+    ``right`` (-1: none)."""
+    lo = left if left >= 0 else a
+    ro = right if right >= 0 else a
+    return _merge_rows(W[a], I[a], W[b], I[b], W[dst], I[dst], W[lo], I[lo], W[ro], I[ro], wt, left >= 0, right >= 0)
 
 
 @nb.njit(cache=True)
@@ -295,8 +319,7 @@ def cluster_full(W, I, n, k, wt, out, row, label, dmat):
                     bb = y
         ra = row[ba]
         rb = row[bb]
-        L = W.shape[1]
-        for t in range(L):
+        for t in range(wt.shape[0]):
             W[spare, t] = W[ra, t] + W[rb, t]
             I[spare, t] = I[ra, t] + I[rb, t]
         row[ba] = spare

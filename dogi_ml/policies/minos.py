@@ -63,6 +63,7 @@ from ._minos_cluster import (
     cluster_avg,
     cluster_full,
     decay_table,
+    id_vectors,
     p2_new,
     p2_quantiles,
     p2_query,
@@ -107,8 +108,8 @@ class MinosState(NamedTuple):
     # the last user write and of the last GC write since, packed (slot << 8 | vs + 1; 0 = none)
     meta: np.ndarray  # int64[entries, 3]
     # ID-Vectors: rows 0..N-1 live counters over ring positions, rows N..2N-1 clustering scratch
-    id_w: np.ndarray  # float32[2N, L]
-    id_i: np.ndarray  # float32[2N, L]
+    id_w: np.ndarray  # float32[2N, L + pad] (columns L.. unused, see _minos_cluster.id_vectors)
+    id_i: np.ndarray  # float32[2N, L + pad]
     inv_decay: np.ndarray  # float32[L] alpha**-position
     weights: np.ndarray  # float32[L] scratch: alpha**age per position
     # totals (never forgotten; for checks and reports)
@@ -336,8 +337,8 @@ def metadata_mib_per_tib(agg: int, *, segment_bytes: int = 512 << 20, n_virtual:
     per_block = 2 * (32 + 4) / 8
     meta = blocks * per_block / agg / (1 << 20)
     L = TIB // segment_bytes
-    id_vectors = n_virtual * L * 2 * 4 / (1 << 20)
-    return {"agg": agg, "metadata_mib": meta, "id_vectors_mib": id_vectors, "total_mib": meta + id_vectors}
+    ring = n_virtual * L * 2 * 4 / (1 << 20)
+    return {"agg": agg, "metadata_mib": meta, "id_vectors_mib": ring, "total_mib": meta + ring}
 
 
 def _bench_counters(n: int, L: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -361,7 +362,10 @@ def bench_clustering(segments=(512, 1024, 2048, 4096, 8192), n: int = 16, k: int
     (Table 4). Returns ``{"n": n, "k": k, "us": {L: us}}``."""
     out = {}
     for L in segments:
-        W, I = _bench_counters(n, L)
+        W0, I0 = _bench_counters(n, L)
+        W, I = id_vectors(2 * n, L)  # the policy's layout
+        W[:, :L] = W0
+        I[:, :L] = I0
         wt = np.empty(L, np.float32)
         slot_weights(decay_table(L), L // 3, wt)
         res = np.empty(n, np.int64)
@@ -472,6 +476,7 @@ class Minos(PlacementPolicy):
         one = lambda v: np.array([v], np.int64)  # noqa: E731 -- a named scalar field
         uq, un, ucount = p2_new(self.n_user - 1)
         gq, gn, gcount = p2_new(self.n_gc)
+        id_w, id_i = id_vectors(2 * n, L)
         # before the first clustering: user streams evenly over K-1 physical streams, GC on the last
         vs_map = np.empty(n, np.int64)
         vs_map[: self.n_user] = np.arange(self.n_user) * (K - 1) // self.n_user
@@ -496,8 +501,8 @@ class Minos(PlacementPolicy):
             fill=one(0),
             reclusters=one(0),
             meta=np.zeros((entries, 3), np.int64),
-            id_w=np.zeros((2 * n, L), np.float32),
-            id_i=np.zeros((2 * n, L), np.float32),
+            id_w=id_w,
+            id_i=id_i,
             inv_decay=decay_table(L),
             weights=np.zeros(L, np.float32),
             tot_w=np.zeros(n, np.int64),
