@@ -210,3 +210,101 @@ def test_replay_command(trace, tmp_path):
     assert len(runs) == 1 and runs["metrics.gc_writes"][0] == r["gc_writes"]
     bad = subprocess.run(cmd[:4] + ["+workload=zipf"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert bad.returncode == 2 and "no device given" in bad.stderr
+
+
+# -- the learned scheme (issue 15): DOGI's deployed int8 MLP and configuration, frozen --------
+FROZEN_SIM = {**SIM, "victim": "greedy"}  # sim.victim is ignored: DOGI's expiry-first victims
+
+
+@pytest.fixture(scope="module")
+def bundle(trace, tmp_path_factory):
+    """The deployment bundle of a DOGI run (int8 MLP deployed, four retrainings on 12K writes;
+    32-block segments: DOGI keeps 18 group slots open)."""
+    from dogi_ml.pipeline.replay import export_dogi_bundle
+
+    params = {
+        "deployed": "int8", "int8_runtime": "numba", "retrain_every": 2048, "min_samples": 300,
+        "max_samples": 20000, "model_params": {"epochs": 4, "patience": 2}, "fallback_compare": "none",
+        "fallback_accuracy": 0.0,
+    }  # fmt: skip
+    out = tmp_path_factory.mktemp("bundle") / "dogi"
+    r = export_dogi_bundle(trace, {"name": "dogi", "params": params}, {**SIM, "segment_blocks": 32}, out)
+    assert r["mode"] == "ml" and r["retrains"] >= 2
+    return out
+
+
+def _frozen(bundle) -> dict:
+    return {"name": "dogi_frozen", "n_groups": None, "params": {"bundle": str(bundle)}}
+
+
+def test_learned_scheme_counts_equal_the_simulator_and_every_block_reads_back(trace, bundle, tmp_path):
+    """The frozen learned scheme in C (features, the exported header's MLP, groups, Frozen
+    Filter, expiry-first victims) and in the Numba simulator: the same user, GC, reset counts and
+    the same placement counts (hot writes, writes per predicted category, Frozen-Filter copies)."""
+    zns = {"verify": True, "verify_every": 25, "compare_sim": True, "progress_every": 0}
+    r = replay(trace, _frozen(bundle), FROZEN_SIM, _device(tmp_path), zns, progress=False, cache_dir=tmp_path)
+    assert r["parity"]["ok"], r["parity"]
+    for k in (*PARITY_KEYS, "learned"):
+        assert r[k] == r["simulator"][k]
+    assert r["policy"] == "dogi_frozen" and r["victim"] == "dogi"
+    assert r["user_writes"] == 3 * CAP and r["gc_writes"] > 0 and r["zone_resets"] == r["reclaimed_segments"] > 0
+    learned = r["learned"]
+    # the model's categories spread over several groups; the Hot Filter and the Frozen Filter both act
+    assert learned["hot_writes"] > 0 and learned["frozen_gc_writes"] > 0
+    assert sum(c > 0 for c in learned["class_writes"]) >= 2
+    assert learned["hot_writes"] + sum(learned["class_writes"]) == r["user_writes"]
+    v = r["verify"]
+    assert v["ok"] and v["checked"] == v["mapped"] == CAP and v["lost"] == v["corrupt"] == 0 and v["passes"] > 1
+
+
+def test_frozen_placements_equal_the_integer_reference(trace, bundle):
+    """The policy's int8 predictions (the Numba kernel) equal export/integer.py's reference
+    (QuantizedMLP: input rules, integer layers, first largest logit) on the trace's features."""
+    import numpy as np
+
+    from dogi_ml.features.extract import FEATURES, FeatureConfig, extract_features
+    from dogi_ml.policies import make_policy
+
+    pol = make_policy("dogi_frozen", bundle=str(bundle))
+    d = pol.bundle.deploy
+    assert d["features"] == list(FEATURES[:6]) and pol.n_groups == d["n_intermediate"] + 2 <= 12
+    cfg = FeatureConfig(CAP, window_blocks=d["feature_window"], chunk_blocks=d["feature_chunk_blocks"])
+    X = extract_features(trace, cfg)[:, pol.bundle.feature_columns()]
+    ref = pol.bundle.qmodel.predict(X)
+    got = pol.classify(X)
+    assert np.array_equal(got, ref)
+    assert len(np.unique(ref)) >= 2
+
+
+def test_bad_bundle_is_a_clear_error(trace, bundle, tmp_path, exe):
+    import shutil
+
+    from dogi_ml.export.integer import ExportError
+    from dogi_ml.pipeline.replay import trace_file
+
+    with pytest.raises(ExportError, match="DOGI bundle not found"):
+        replay(trace, _frozen(tmp_path / "none"), FROZEN_SIM, _device(tmp_path), {}, progress=False)
+    with pytest.raises(ConfigError, match="needs its deployment bundle"):
+        replay(trace, {"name": "dogi_frozen", "params": {}}, FROZEN_SIM, _device(tmp_path), {}, progress=False)
+    # an altered header or configuration no longer matches the manifest
+    for name, edit in (("dogi_model.h", "/* edited */\n"), ("deploy.json", " ")):
+        bad = tmp_path / f"bad-{name}"
+        shutil.copytree(bundle, bad)
+        with open(bad / name, "a") as fh:
+            fh.write(edit)
+        with pytest.raises(ExportError, match=f"corrupted artefact: .*{name}"):
+            replay(trace, _frozen(bad), FROZEN_SIM, _device(tmp_path), {}, progress=False)
+    # a bundle of another capacity: refused by the simulator's policy and by the harness itself
+    from dogi_ml.pipeline.simulate import simulate
+
+    with pytest.raises(ExportError, match="exported for a capacity of 4096 blocks.*this run has 8192"):
+        simulate(trace, _frozen(bundle), {**FROZEN_SIM, "capacity_blocks": 2 * CAP}, progress=False)
+    path = trace_file(trace, tmp_path)
+    learned_exe = zh.build(learned={"dogi_model.h": bundle / "dogi_model.h", "dogi_deploy.h": bundle / "deploy.h"})
+    args = zh.harness_args(path, _device(tmp_path), capacity=2 * CAP, policy="dogi_frozen", op_ratio=0.25)
+    nseg = zh.segment_count(2 * CAP, 0.25, SEG)
+    with pytest.raises(zh.HarnessError, match="exported for a capacity of 4096 blocks.*this replay has 8192"):
+        zh.run(args + [f"--create={nseg},128,{SEG},14,14"], learned_exe)
+    # a harness built without a model refuses the scheme
+    with pytest.raises(zh.HarnessError, match="built without a learned model"):
+        zh.run(zh.harness_args(path, _device(tmp_path), capacity=CAP, policy="dogi_frozen", op_ratio=0.25), exe)

@@ -120,7 +120,7 @@ def learned_headers(policy_cfg: Mapping) -> dict | None:
         raise ConfigError(
             "policy=dogi_frozen needs its deployment bundle",
             "add policy.params.bundle=DIR (write one with: python -m dogi_ml replay mode=bundle +workload=NAME "
-            "policy=dogi policy.params.deployed=int8 bundle=DIR)",
+            "policy=dogi policy.params.deployed=int8 +bundle=DIR)",
         )
     b = load_bundle(bundle_dir)
     return {name: b.path(role) for name, role in zh.LEARNED_HEADERS.items()}
@@ -156,11 +156,45 @@ def replay(
     result["workload"] = trace.name
     if zns.get("compare_sim", True):
         sim_cfg = {**sim_cfg, "segment_blocks": seg, "capacity_blocks": capacity}
-        sim = simulate(trace, policy_cfg, sim_cfg, progress=False)
-        result["simulator"] = {k: sim[k] for k in (*PARITY_KEYS, "waf", "physical_segments")}
-        mismatch = {k: (result[k], sim[k]) for k in PARITY_KEYS if result[k] != sim[k]}
-        result["parity"] = {"ok": not mismatch, "mismatch": mismatch}
+        compare_with_simulator(result, simulate(trace, policy_cfg, sim_cfg, progress=False))
     return result
+
+
+def compare_with_simulator(result: dict, sim: dict) -> None:
+    """``result["simulator"]`` and ``result["parity"]``: the counts the harness shares with the
+    simulator's run ``sim``, and for the learned scheme its placement counts too (hot writes,
+    writes per predicted category, Frozen-Filter GC writes)."""
+    keys = PARITY_KEYS + (("learned",) if result.get("learned") is not None or "learned" in sim else ())
+    result["simulator"] = {k: sim.get(k) for k in (*keys, "waf", "physical_segments")}
+    mismatch = {k: (result.get(k), sim.get(k)) for k in keys if result.get(k) != sim.get(k)}
+    result["parity"] = {"ok": not mismatch, "mismatch": mismatch}
+
+
+def export_dogi_bundle(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, out: Path, progress=False) -> dict:
+    """``mode=bundle``: run DOGI (``policy=dogi``, ``model.deployed=int8``) over the workload and
+    write the deployment bundle of its final model and configuration to ``out``
+    (:func:`dogi_ml.policies.dogi_frozen.export_bundle`), for ``policy=dogi_frozen``."""
+    from dogi_ml.pipeline.simulate import build_simulator
+    from dogi_ml.policies.dogi_frozen import export_bundle
+
+    if policy_cfg.get("name") != "dogi" or (policy_cfg.get("params") or {}).get("deployed") != "int8":
+        raise ConfigError(
+            "mode=bundle exports the deployed int8 model of a DOGI run",
+            "use policy=dogi policy.params.deployed=int8",
+        )
+    sim, writes = build_simulator(trace, policy_cfg, sim_cfg)
+    if sim.timed:
+        raise ConfigError("mode=bundle runs DOGI without the chunk layer or background GC", "drop those sim options")
+    from dogi_ml.progress import bar, enabled
+
+    sim.prefill()
+    with bar(writes.size, "dogi (bundle)", "blk", requested=progress, unit_scale=True) as pbar:
+        sim.feed(writes, progress=pbar.update if enabled(progress) else None)
+    r = sim.result()
+    source = {"workload": trace.name, "waf": r["waf"], "user_writes": r["user_writes"], "retrains": r["retrains"]}
+    path = export_bundle(sim.policy, out, source=source)
+    keep = ("waf", "retrains", "configuration", "hot_threshold", "mode")
+    return {"bundle": str(path), **{k: r[k] for k in keep}, "mu": r["hot_threshold"]}
 
 
 def replay_in_guest(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, zns: Mapping, cache_dir=None) -> dict:
@@ -209,10 +243,9 @@ def replay_in_guest(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, zns: Ma
     result["device"] = "qemu:/dev/nvme0n1"
     result["workload"] = trace.name
     if zns.get("compare_sim", True):
-        sim = simulate(trace, policy_cfg, {**sim_cfg, "capacity_blocks": capacity}, progress=False)
-        result["simulator"] = {k: sim[k] for k in (*PARITY_KEYS, "waf", "physical_segments")}
-        mismatch = {k: (result[k], sim[k]) for k in PARITY_KEYS if result[k] != sim[k]}
-        result["parity"] = {"ok": not mismatch, "mismatch": mismatch}
+        compare_with_simulator(
+            result, simulate(trace, policy_cfg, {**sim_cfg, "capacity_blocks": capacity}, progress=False)
+        )
     return result
 
 
@@ -257,8 +290,27 @@ def run_replay(cfg, out_dir: Path) -> float:
     device = cfg.get("device")
     zns = OmegaConf.to_container(cfg.zns, resolve=True)
     zns["mode"] = cfg.get("mode", "replay")
-    if zns["mode"] not in ("replay", "bench", "recover"):
-        raise ConfigError(f"unknown replay mode {zns['mode']!r}", "use mode=replay, mode=bench or mode=recover")
+    if zns["mode"] not in ("replay", "bench", "recover", "bundle"):
+        raise ConfigError(
+            f"unknown replay mode {zns['mode']!r}", "use mode=replay, mode=bench, mode=recover or mode=bundle"
+        )
+    if zns["mode"] == "bundle":
+        trace = load_workload(cfg.workload, cache_dir=cfg.cache_dir)
+        where = Path(cfg.get("bundle") or out_dir / "bundle")
+        r = export_dogi_bundle(
+            trace,
+            OmegaConf.to_container(cfg.policy, resolve=True),
+            OmegaConf.to_container(cfg.sim, resolve=True),
+            where,
+            progress=cfg.progress,
+        )
+        print(
+            f"DOGI deployment bundle: {r['bundle']}\n  from a DOGI run on {trace.name}: WAF {r['waf']:.4f}, "
+            f"{r['retrains']} retrainings, configuration {r['configuration']}, mu {r['mu']}\n"
+            f"  replay it: python -m dogi_ml replay +workload=NAME policy=dogi_frozen policy.params.bundle={r['bundle']} "
+            "device=file:PATH"
+        )
+        return float(r["waf"])
     tmpdir = None
     if not device:
         if zns["mode"] != "bench":

@@ -155,7 +155,7 @@ class DOGIFrozen(PlacementPolicy):
         if not bundle:
             raise ValueError(
                 "policy dogi_frozen needs policy.params.bundle=DIR, a DOGI deployment bundle (write one with: "
-                "python -m dogi_ml replay mode=bundle +workload=NAME policy=dogi policy.params.deployed=int8 bundle=DIR)"
+                "python -m dogi_ml replay mode=bundle +workload=NAME policy=dogi policy.params.deployed=int8 +bundle=DIR)"
             )
         self.bundle = load_bundle(bundle)
         n = self.bundle.n_groups
@@ -165,12 +165,15 @@ class DOGIFrozen(PlacementPolicy):
             )
         super().__init__(n)
         self.params = {"bundle": str(bundle)}
+        from dogi_ml.export.numba_kernel import batch_scratch
+
+        self.qargs = self.bundle.qmodel.kernel_args()
+        self.qscratch = batch_scratch(self.qargs)
 
     def accepted_params(self):
         return ("bundle",)
 
     def bind(self, ctx: SimContext) -> FrozenState:
-        from dogi_ml.export.numba_kernel import batch_scratch
         from dogi_ml.features.extract import FeatureConfig, FeatureStream
 
         d = self.bundle.deploy
@@ -194,8 +197,6 @@ class DOGIFrozen(PlacementPolicy):
         self.columns = self.bundle.feature_columns()
         self.prefill = ctx.prefill_blocks
         self.n_trace_writes = int(ctx.trace.block_writes.size)
-        self.qargs = self.bundle.qmodel.kernel_args()
-        self.qscratch = batch_scratch(self.qargs)
         self.feats = np.zeros((CHUNK_ROWS, len(self.columns)), np.int64)
         scalars = new_scalars(SCALARS)
         st = record(scalars)
