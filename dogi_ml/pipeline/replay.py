@@ -218,7 +218,7 @@ def replay_in_guest(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, zns: Ma
         # (the backing file is sparse; the replay uses the first nseg zones only)
         total = (capacity if sim_cfg.get("prefill", True) else 0) + int(trace.block_writes.size)
         geometry["zones"] = max(nseg + 8, math.ceil(8 * total / seg) + 1)
-        bench = qemu.guest_bench(path, args, **geometry)
+        bench = qemu.guest_bench(path, args, **geometry, learned=learned_headers(policy_cfg))
         result = bench.pop("replay")
         result["bench"] = {
             "fio_mb_s": bench["fio"]["mb_s"],
@@ -236,6 +236,7 @@ def replay_in_guest(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, zns: Ma
             zone_size_mb=geometry["zone_mb"],
             zone_capacity_mb=geometry["cap_mb"],
             memory_mb=1024,
+            learned=learned_headers(policy_cfg),
         )
         result = run["results"].get("replay")
         if not result:
@@ -268,6 +269,12 @@ def print_summary(r: dict) -> None:
         f"  verify         {'ok' if v['ok'] else 'FAILED'} ({v['checked']} live LBAs read back, "
         f"{v['lost']} lost, {v['corrupt']} corrupt, {v['passes']} passes)",
     ]
+    if r.get("learned"):
+        ln = r["learned"]
+        lines.append(
+            f"  learned        {ln['hot_writes']} hot writes, per predicted category {ln['class_writes']}, "
+            f"{ln['frozen_gc_writes']} Frozen-Filter GC writes"
+        )
     if "parity" in r:
         p = r["parity"]
         lines.append("  simulator      " + ("counts equal" if p["ok"] else f"MISMATCH {p['mismatch']}"))

@@ -79,9 +79,10 @@ def build_initramfs(busybox: str, files: dict[str, tuple[bytes, int]], init: str
     return out
 
 
-def build_guest_tools(out_dir: Path) -> dict[str, Path]:
-    """The statically linked harness and ``qexit``."""
-    exe = zh.build(static=True, out_dir=out_dir)
+def build_guest_tools(out_dir: Path, learned: dict | None = None) -> dict[str, Path]:
+    """The statically linked harness (with ``learned``: the learned scheme's headers compiled
+    in, :func:`dogi_ml.zns.harness.build`) and ``qexit``."""
+    exe = zh.build(static=True, out_dir=out_dir, learned=learned)
     qexit = out_dir / "qexit"
     if not qexit.exists():
         cc = zh.find_cc()
@@ -171,17 +172,19 @@ def run_guest(
     work_dir: str | Path | None = None,
     timeout: float = 240,
     memory_mb: int = 512,
+    learned: dict | None = None,
 ) -> dict:
     """Boot a guest whose ``/trace.dtr`` is ``trace_bytes`` (and ``extra_files``: {guest path:
     (bytes, mode)}), run ``commands`` (they may use ``/zns_replay`` and ``/dev/nvme0n1``);
-    ``{exit_status, results, log}``."""
+    ``{exit_status, results, log}``. ``learned``: the harness is built with the learned
+    scheme's headers (``policy=dogi_frozen``)."""
     assets, why = find_assets()
     if assets is None:
         raise zh.HarnessError(f"cannot boot the ZNS guest: {why}", "run .ci/run (it installs and unpacks them)")
     own = work_dir is None  # a temporary directory of ours: removed afterwards (the disk image is large)
     work = Path(work_dir or tempfile.mkdtemp(prefix="dogi_zns_qemu_"))
     try:
-        tools = build_guest_tools(zh.build_dir())
+        tools = build_guest_tools(zh.build_dir(), learned)
         files = {
             "/zns_replay": (tools["harness"].read_bytes(), 0o755),
             "/qexit": (tools["qexit"].read_bytes(), 0o755),
@@ -234,6 +237,7 @@ def guest_bench(
     cap_mb: float,
     fio_bytes: int | None = None,
     timeout: float = 900,
+    learned: dict | None = None,
 ) -> dict:
     """The replay in the guest on the ZNS namespace, then fio writing the same device volume
     sequentially there (4 KiB, direct I/O, ``zonemode=zbd``, after a reset of every zone):
@@ -260,6 +264,7 @@ def guest_bench(
         zone_capacity_mb=cap_mb,
         timeout=timeout,
         memory_mb=1536,
+        learned=learned,
     )
     replay = run["results"].get("replay")
     fio = run["results"].get("fio")
