@@ -3,7 +3,9 @@ kernel, busybox initramfs; ``.ci/run`` fetches them, elsewhere this skips with t
 
 One boot: the statically linked harness replays a small trace with SepBIT on ``/dev/nvme0n1``
 (zone capacity 256 KiB below a 512 KiB zone size, QEMU's open/active limits), its counts must
-equal the Numba simulator's and every live block must read back; then a replay is killed with
+equal the Numba simulator's and every live block must read back; the same with the frozen
+learned scheme (a DOGI run's bundle: its int8 header compiled into a second static harness,
+``policy=dogi_frozen``), whose placement counts must equal the simulator's too; then a replay is killed with
 SIGKILL at a random point inside the guest (which stays up, so the drive keeps its zone state),
 and recovery from the zones' write pointers must find every acknowledged write intact."""
 
@@ -29,10 +31,27 @@ assets, why = qemu.find_assets()
 pytestmark = pytest.mark.skipif(assets is None, reason=f"no QEMU ZNS guest here: {why}")
 
 
+def _dogi_bundle(trace, out):
+    """A DOGI run's deployment bundle (int8 MLP deployed; 32-block segments for its 18 groups)."""
+    from dogi_ml.pipeline.replay import export_dogi_bundle
+
+    params = {
+        "deployed": "int8", "int8_runtime": "numba", "retrain_every": 2048, "min_samples": 300,
+        "max_samples": 20000, "model_params": {"epochs": 4, "patience": 2}, "fallback_compare": "none",
+        "fallback_accuracy": 0.0,
+    }  # fmt: skip
+    sim = {"segment_blocks": 32, "op_ratio": OP, "victim": "greedy"}
+    export_dogi_bundle(trace, {"name": "dogi", "params": params}, sim, out)
+    return out
+
+
 def test_sepbit_on_a_qemu_zns_namespace_matches_the_simulator_and_survives_a_kill(tmp_path):
     trace = generate("zipf", capacity_blocks=CAP, n_writes=3 * CAP, seed=3, theta=1.0)
     path = write_trace(trace, tmp_path / "t.dtr")
     nseg = zh.segment_count(CAP, OP, SEG)
+    bundle = _dogi_bundle(trace, tmp_path / "bundle")
+    learned = {"dogi_model.h": bundle / "dogi_model.h", "dogi_deploy.h": bundle / "deploy.h"}
+    dogi_exe = zh.build(static=True, learned=learned)
     args = (
         f"--trace=/trace.dtr --device=/dev/nvme0n1 --capacity={CAP} --policy=sepbit --op-ratio={OP} --segments={nseg}"
     )
@@ -47,11 +66,18 @@ def test_sepbit_on_a_qemu_zns_namespace_matches_the_simulator_and_survives_a_kil
     commands = [
         ("info", "/zns_replay --device=/dev/nvme0n1 --info"),
         ("sepbit", f"/zns_replay {args} --verify-every=50"),
+        ("dogi", "/zns_replay_dogi " + args.replace("--policy=sepbit", "--policy=dogi_frozen --victim=dogi")),
         ("crash", crash),
         ("recover", f"/zns_replay {args} --recover"),
     ]
     run = qemu.run_guest(
-        path.read_bytes(), commands, zones=ZONES, zone_size_mb=0.5, zone_capacity_mb=SEG * 4 / 1024, work_dir=tmp_path
+        path.read_bytes(),
+        commands,
+        zones=ZONES,
+        zone_size_mb=0.5,
+        zone_capacity_mb=SEG * 4 / 1024,
+        work_dir=tmp_path,
+        extra_files={"/zns_replay_dogi": (dogi_exe.read_bytes(), 0o755)},
     )
     res = run["results"]
     assert run["exit_status"] == 1, run["log"][-3000:]  # qexit 0 -> QEMU exits 2*0+1
@@ -72,6 +98,18 @@ def test_sepbit_on_a_qemu_zns_namespace_matches_the_simulator_and_survives_a_kil
     assert r["device_write_blocks"] == r["user_writes"] + r["gc_writes"]
     v = r["verify"]
     assert v["ok"] and v["checked"] == CAP and v["lost"] == v["corrupt"] == 0 and v["passes"] > 1
+
+    # the frozen learned scheme: the same counts and placements as the simulator's dogi_frozen
+    d = res["dogi"]
+    assert d is not None, run["log"][-3000:]
+    frozen = {"name": "dogi_frozen", "n_groups": None, "params": {"bundle": str(bundle)}}
+    fsim = simulate(trace, frozen, sim_cfg, progress=False)
+    for k in (*PARITY_KEYS, "learned"):
+        assert d[k] == fsim[k], k
+    assert d["policy"] == "dogi_frozen" and d["backend"] == "zoned-block-device" and d["gc_writes"] > 0
+    assert d["learned"]["hot_writes"] > 0 and sum(c > 0 for c in d["learned"]["class_writes"]) >= 2
+    dv = d["verify"]
+    assert dv["ok"] and dv["checked"] == CAP and dv["lost"] == dv["corrupt"] == 0
 
     acked = res["crash"]["acked"]
     assert CAP < acked < CAP + 3 * CAP, res["crash"]  # killed inside the trace, after the prefill
