@@ -257,9 +257,11 @@ def test_learned_scheme_counts_equal_the_simulator_and_every_block_reads_back(tr
     assert v["ok"] and v["checked"] == v["mapped"] == CAP and v["lost"] == v["corrupt"] == 0 and v["passes"] > 1
 
 
-def test_frozen_placements_equal_the_integer_reference(trace, bundle):
-    """The policy's int8 predictions (the Numba kernel) equal export/integer.py's reference
-    (QuantizedMLP: input rules, integer layers, first largest logit) on the trace's features."""
+def test_frozen_placements_equal_the_integer_reference(trace, bundle, tmp_path, monkeypatch):
+    """The model's category of every write, from the policy (features by FeatureStream, the
+    Numba int8 kernel) and from the C harness (its own features, the exported header), equals
+    export/integer.py's reference (QuantizedMLP: input rules, integer layers, first largest
+    logit) on the trace's features."""
     import numpy as np
 
     from dogi_ml.features.extract import FEATURES, FeatureConfig, extract_features
@@ -274,6 +276,18 @@ def test_frozen_placements_equal_the_integer_reference(trace, bundle):
     got = pol.classify(X)
     assert np.array_equal(got, ref)
     assert len(np.unique(ref)) >= 2
+    from dogi_ml.pipeline.replay import learned_headers, trace_file
+
+    exe = zh.build(learned=learned_headers(_frozen(bundle)))
+    dump = tmp_path / "classes.bin"
+    monkeypatch.setenv("DOGI_ZNS_CLASSES", str(dump))
+    nseg = zh.segment_count(CAP, 0.25, SEG)
+    args = zh.harness_args(
+        trace_file(trace, tmp_path), _device(tmp_path), capacity=CAP, policy="dogi_frozen", op_ratio=0.25
+    )
+    zh.run(args + [f"--create={nseg},128,{SEG},14,14", "--no-verify"], exe)
+    c_classes = np.fromfile(dump, np.int8)
+    assert c_classes.size == 3 * CAP and np.array_equal(c_classes, ref)
 
 
 def test_bad_bundle_is_a_clear_error(trace, bundle, tmp_path, exe):

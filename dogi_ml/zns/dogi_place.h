@@ -12,7 +12,10 @@
  *
  * Built with -DDOGI_LEARNED and an include path holding the bundle's dogi_model.h (the exported
  * header) and dogi_deploy.h (its frozen configuration, deploy.h); without them the scheme is
- * refused with a message. Names are dl_* (the model header owns dogi_*). */
+ * refused with a message. Names are dl_* (the model header owns dogi_*).
+ *
+ * DOGI_ZNS_CLASSES=PATH in the environment writes the model's category of every trace write
+ * (one byte each, hot writes included) to PATH: tests compare it with the Python reference. */
 #ifndef DOGI_PLACE_H
 #define DOGI_PLACE_H
 
@@ -35,7 +38,23 @@ static struct {
     int64_t *chunk_w;    /* per chunk of DL_CHUNK blocks: writes so far */
     uint8_t *updated;    /* per LBA: overwritten since the Frozen Filter's last clear */
     int64_t cap;
+    FILE *dump;          /* DOGI_ZNS_CLASSES: every write's category, one byte each */
 } dl;
+
+static int32_t dl_classify(const int64_t *row)
+{
+    int64_t x[DL_N_FEATURES];
+    for (int i = 0; i < DL_N_FEATURES; ++i)
+        x[i] = row[dl_columns[i]];
+    return dogi_predict_one(x, 0);
+}
+
+static void dl_close_dump(void)
+{
+    if (dl.dump && fclose(dl.dump))
+        fprintf(stderr, "error: writing DOGI_ZNS_CLASSES failed\n");
+    dl.dump = NULL;
+}
 
 /* the features of trace write t (all of FEATURES' columns the harness computes), then the
  * per-LBA state advanced past it: _extract_range's loop body */
@@ -82,15 +101,17 @@ static int dl_user(sim_t *s, int64_t lba, int64_t now)
     }
     if (u != dl.t || u >= dl.n)
         die("the learned scheme's features are at trace write %lld, the replay at %lld", (long long)dl.t, (long long)u);
-    int64_t row[12], x[DL_N_FEATURES];
+    int64_t row[12];
+    int32_t c = -1;
     dl_features(dl.t++, row); /* every write advances the features, hot or not */
+    if (dl.dump)
+        fputc(c = dl_classify(row), dl.dump);
     if (v <= DL_MU) {
         dl.hot += 1;
         return 0;
     }
-    for (int i = 0; i < DL_N_FEATURES; ++i)
-        x[i] = row[dl_columns[i]];
-    int32_t c = dogi_predict_one(x, 0);
+    if (c < 0)
+        c = dl_classify(row);
     dl.class_writes[c] += 1;
     return dl_cat2group[c];
 }
@@ -177,6 +198,12 @@ static void dogi_setup(sim_t *s, const char *policy, const char *victim, const c
     dl.bitmap = xcalloc((size_t)n_lbas, 1);
     dl.chunk_w = xcalloc((size_t)(n_lbas / DL_CHUNK + 1), 8);
     dl.updated = xcalloc((size_t)s->cap, 1);
+    const char *dump = getenv("DOGI_ZNS_CLASSES");
+    if (dump && *dump) {
+        if (!(dl.dump = fopen(dump, "wb")))
+            die("cannot write DOGI_ZNS_CLASSES=%s: %s", dump, strerror(errno));
+        atexit(dl_close_dump);
+    }
     s->place_user = dl_user;
     s->place_gc = dl_gc;
     s->on_reclaim = no_reclaim;
