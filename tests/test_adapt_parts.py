@@ -35,8 +35,10 @@ from dogi_ml.policies._adapt_ghost import (
     memory_breakdown,
     new_ghost_sets,
 )
+from dogi_ml.policies.adapt import SCALARS as ADAPT_SCALARS
+from dogi_ml.policies.adapt import adapt_chunk_due
 from dogi_ml.sim import SimConfig, Simulator
-from dogi_ml.sim.policy_api import PlacementPolicy, record
+from dogi_ml.sim.policy_api import PlacementPolicy, new_scalars, record
 from dogi_ml.traces.generators import generate
 
 CAP = 8192
@@ -311,6 +313,74 @@ def test_ghost_at_rate_one_tracks_the_engines_user_groups():
         assert ghost_wa(g, 0) == pytest.approx(engine_wa, rel=0.02)
 
 
+class AggTwoGroupState(NamedTuple):
+    threshold: np.ndarray
+    scalars: np.ndarray  # ADAPT's scalars record (adapt_chunk_due reads and counts in it)
+
+
+@nb.njit(cache=True)
+def agg_two_group_user(s, p, lba, now):
+    last = s.lba_time[lba]
+    return 0 if last >= 0 and now - last < p.threshold[0] else 1
+
+
+class AggTwoGroupThreshold(TwoGroupThreshold):
+    """The fixed-threshold two-group policy with ADAPT's own cross-group aggregation hook."""
+
+    name = "agg_two_group_threshold"
+    place_user = agg_two_group_user
+    on_chunk_due = adapt_chunk_due
+
+    def bind(self, ctx):
+        scalars = new_scalars(ADAPT_SCALARS)
+        record(scalars).aggregate = 1
+        return AggTwoGroupState(np.array([self.threshold], np.int64), scalars)
+
+
+def test_ghost_aggregation_at_rate_one_equals_the_engines_user_groups():
+    """Ghosts that emulate aggregation pay exactly the padding and shadow blocks ADAPT's hook
+    makes the engine's two user groups pay (same writes, times, threshold); without the
+    emulation they overstate the padding of two groups."""
+    writes = _zipf(3 * CAP)
+    times = 1000 + np.cumsum(np.random.default_rng(5).exponential(30.0, writes.size)).astype(np.int64)
+    cfg = SimConfig(segment_blocks=SEG, op_ratio=0.15, victim="greedy", raid_chunk_blocks=16, raid_chunk_timeout_us=100)
+    thr = 4
+    sim = Simulator(AggTwoGroupThreshold(thr * SEG), cfg, CAP)
+    sim.run(writes, times=times)
+    s = sim.state
+    pad, shadow = int(s.group_pad[:2].sum()), int(s.group_shadow[:2].sum())
+    assert shadow > 0 and pad > 0
+    out = {}
+    for agg in (True, False):
+        g = _frozen_ghosts([thr, thr], chunk_blocks=16, chunk_timeout_us=100, aggregate=agg)
+        for lba in range(CAP):  # the engine's prefill, at the first write's time
+            ghost_on_user_write(g, lba, lba, int(times[0]))
+        g.written[:] = g.discarded[:] = g.padding[:] = g.shadow[:] = 0
+        for n, lba in enumerate(writes):
+            ghost_on_user_write(g, int(lba), CAP + n, int(times[n]))
+        out[agg] = (int(g.padding[0]), int(g.shadow[0]))
+    assert out[True] == (pad, shadow)
+    assert out[False][1] == 0 and out[False][0] > pad + shadow
+
+
+def test_ghost_measures_the_sampled_share_of_writes():
+    """Sampling picks LBAs: under skew the sampled share of writes is not r, and the ghosts scale
+    intervals and the chunk timeout by the measured share (r = 1: exactly 1)."""
+    writes = _zipf(4 * CAP)
+    g = new_ghost_sets(CAP, SEG, rate=0.125, n_sets=2, chunk_blocks=16, chunk_timeout_us=100)
+    for n, lba in enumerate(writes):
+        ghost_on_user_write(g, int(lba), n, 10 * n)
+    st = record(g.scalars)
+    measured = st.act_num / R_MOD
+    assert measured == pytest.approx(st.sampled / writes.size, rel=1e-3)
+    assert abs(measured - st.rate_num / R_MOD) > 0.01  # zipf 0.9 over 8 Ki LBAs: not r
+    assert st.timeout_us == 100 * R_MOD // st.act_num
+    g1 = _frozen_ghosts([1, 2])
+    for n, lba in enumerate(writes[:4096]):
+        ghost_on_user_write(g1, int(lba), n, -1)
+    assert record(g1.scalars).act_num == R_MOD
+
+
 def test_sampling_is_a_fixed_hash_share_of_lbas():
     g = new_ghost_sets(1 << 20, 4096, rate=0.01)
     lbas = np.arange(1 << 20)
@@ -428,9 +498,10 @@ def test_memory_breakdown_matches_a_hand_count():
     n_seg = st.n_seg
     assert n_seg == 370 + 2 + 4  # 1258 live / (1 - 0.15) / 4 blocks, 2 open, 4 spare
     sampling = t * (8 + 8) + g.scalars.nbytes
-    per_ghost = t * 4 + n_seg * 4 * 4 + n_seg * (4 + 4 + 1 + 4) + 2 * 4 + 6 * 8 + 2 * 2 * 8
+    per_ghost = t * 4 + n_seg * 4 * 4 + n_seg * (4 + 4 + 1 + 4) + 2 * 4 + 7 * 8 + 2 * 2 * 8 + 2 * 8 + 2 * 8 + 2 * 2 * 8
     # per ghost: its slot of each table entry; p2l; seg_valid, seg_wp, seg_sealed, free_stack;
-    # open_seg; n_free, invalid, written, discarded, padding, reclaimed; chunk_fill, chunk_due
+    # open_seg; n_free, invalid, written, discarded, padding, shadow, reclaimed; chunk_fill,
+    # chunk_due; chunk_ts (one slot per group untimed); chunk_sh; pad_sum, pad_n
     ghosts = m * per_ghost + m * 8  # + the thresholds
     filters = 4 * (1 << 14) + 16 * 8 + 4 * 8 + 4 + c.scalars.nbytes  # slices, counts, heads, live
     mem = memory_breakdown(g, c)

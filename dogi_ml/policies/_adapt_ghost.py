@@ -14,8 +14,11 @@ ADAPT's real hot/cold test compares (``now - lba_time[lba]``, as SepBIT). The pa
 same thing as the threshold it is applied as. A first write (no previous one) is cold.
 
 Ghost sets: ``n_sets`` independent simulations of a two-group (hot 0 / cold 1) user-written log,
-ghost ``i`` placing a sampled write hot iff its interval is below ``thr[i]`` ghost segments
-(``thr[i] * segment_blocks * r`` sampled writes, compared exactly in integers). Each ghost has its
+ghost ``i`` placing a sampled write hot iff its interval is below ``thr[i]`` segments
+(``thr[i] * segment_blocks * a`` sampled writes, compared exactly in integers), ``a`` the measured
+share of user writes sampled (§3.2: intervals are scaled "by the actual sampling rate"; sampling
+picks LBAs, so under skew ``a`` differs from ``r``: 0.099 for zipf 0.9 at r = 0.0625; ``r`` until
+256 writes were sampled, or always with ``actual_rate=False``). Each ghost has its
 own segments of ``ghost_seg = round(segment_blocks * r)`` blocks (at least 2, else an error: a
 ghost of 1-block segments never discards a valid block), one open segment per
 group (sealed when the group's next append finds it full, as the engine does) and a GC triggered
@@ -27,10 +30,13 @@ initially segment 0 is on top).
 
 Chunk padding (the engine's chunk layer, scaled): with ``chunk_blocks > 0``, a timeout and times
 (``time_us >= 0``), each ghost group fills chunks of ``chunk_blocks``; a partial chunk whose oldest
-block arrived more than ``chunk_timeout_us / r`` µs before a later sampled write (the sampled
-stream is ``1/r`` times sparser, so the timeout grows by ``1/r``) is padded, before that write is
-placed: the padding blocks take slots, are invalid from the start and count as written. Ghost
-WA = (user writes + discarded + padding) / user writes, counted since the last adjustment.
+block arrived more than ``chunk_timeout_us / a`` µs before a later sampled write (the sampled
+stream is ``1/a`` times sparser, so the timeout grows by ``1/a``) is padded, before that write is
+placed: the padding blocks take slots, are invalid from the start and count as written. With
+``aggregate`` the ghosts first try ADAPT's cross-group aggregation on a due chunk (the rule of
+``adapt.adapt_chunk_due``: shadow the hot chunk's pending blocks into the cold group's unfilled
+chunk, Eq. (1)'s stop rule), so a threshold is judged under the padding the real groups pay.
+Ghost WA = (user writes + discarded + padding + shadow) / user writes, since the last adjustment.
 
 Thresholds and adjustment: the ghosts start on an exponential window ``thr[i] = start * 2^i``
 ghost segments. An adjustment picks the ghost with the lowest WA (the lowest threshold on a
@@ -61,6 +67,7 @@ from dogi_ml.sim.policy_api import new_scalars, record, scalar_fields
 R_BITS = 24
 R_MOD = 1 << R_BITS  # sampling resolution: r = rate_num / 2^24
 HOT, COLD = 0, 1
+MIN_MEASURED = 256  # sampled writes before the measured sampling rate replaces r
 
 SCALARS = scalar_fields(
     rate_num=np.int64,  # r * 2^24
@@ -72,6 +79,10 @@ SCALARS = scalar_fields(
     gp_ppm=np.int64,  # ghost GC: garbage proportion limit in parts per million
     chunk=np.int64,  # blocks per chunk (0: no padding emulation)
     timeout_us=np.int64,  # ghost chunk timeout, µs (the real one / r)
+    aggregate=np.int64,  # 1: the ghosts emulate ADAPT's cross-group aggregation (§3.3)
+    actual_rate=np.int64,  # 1: scale intervals and the timeout by the measured sampling rate
+    act_num=np.int64,  # the rate in use (* 2^24): measured (sampled / seen writes) or r
+    timeout_real=np.int64,  # the real chunk timeout, µs
     capacity=np.int64,  # real logical capacity (blocks)
     table_mask=np.int64,
     sampled=np.int64,  # sampled writes so far (the ghosts' clock)
@@ -113,7 +124,12 @@ class GhostSets(NamedTuple):
     padding: np.ndarray  # int64[M]: padding blocks since then
     reclaimed: np.ndarray  # int64[M]: segments reclaimed since then
     chunk_fill: np.ndarray  # int64[M, 2]
-    chunk_due: np.ndarray  # int64[M, 2]: arrival (µs) of the open chunk's oldest block, -1 none
+    chunk_due: np.ndarray  # int64[M, 2]: arrival (µs) of the open chunk's oldest block not shadowed, -1 none
+    chunk_ts: np.ndarray  # int64[M, 2, chunk]: arrival (µs) of each block of the open chunk
+    chunk_sh: np.ndarray  # int64[M, 2]: blocks of the open chunk shadowed elsewhere (aggregation)
+    shadow: np.ndarray  # int64[M]: shadow blocks written since the last adjustment (count in WA)
+    pad_sum: np.ndarray  # int64[M, 2]: padding blocks per group, whole run (Eq. (1)'s P_i, as the engine's)
+    pad_n: np.ndarray  # int64[M, 2]: padded chunks per group, whole run
 
 
 def _window(start: int, n: int) -> np.ndarray:
@@ -134,6 +150,8 @@ def new_ghost_sets(
     steady_tol: float = 0.01,
     seed: int = 0x5EED,
     max_threshold_segments: int = 0,
+    aggregate: bool = False,
+    actual_rate: bool = True,
 ) -> GhostSets:
     """Ghost sets for a log of ``capacity`` logical blocks in segments of ``segment_blocks``.
 
@@ -144,7 +162,13 @@ def new_ghost_sets(
     segments); ``steady_window`` sampled writes between steadiness checks (0: 2% of the
     capacity's sampled share, at least 4 ghost segments); ``max_threshold_segments`` the window's
     ceiling (0: 16 capacities' worth of segments: beyond a few capacities every rewrite is hot, and
-    a WA falling with the threshold would otherwise double the window at every adjustment)."""
+    a WA falling with the threshold would otherwise double the window at every adjustment);
+    ``aggregate`` makes the ghosts' chunks aggregate across their two groups as ADAPT's real
+    groups do (:func:`dogi_ml.policies.adapt.adapt_chunk_due`, §3.3), so a threshold is judged by
+    the padding the real system pays with it (timed runs only); ``actual_rate`` scales the
+    sampled intervals and the chunk timeout by the measured sampling rate (sampled writes / user
+    writes, §3.2's "actual sampling rate") instead of ``r``: sampling picks LBAs, so under skew the
+    sampled share of *writes* differs from ``r`` (zipf 0.9: 0.099 at r = 0.0625)."""
     if not 0.0 < float(rate) <= 1.0:
         raise ValueError(f"ghost sets: rate must be in (0, 1], got {rate}")
     rate_num = max(1, round(float(rate) * R_MOD))
@@ -188,6 +212,10 @@ def new_ghost_sets(
     timed = int(chunk_blocks) > 0 and int(chunk_timeout_us) > 0
     st.chunk = int(chunk_blocks) if timed else 0
     st.timeout_us = int(chunk_timeout_us) * R_MOD // rate_num if timed else 0
+    st.aggregate = int(bool(aggregate)) if timed else 0
+    st.actual_rate = int(bool(actual_rate))
+    st.act_num = rate_num
+    st.timeout_real = int(chunk_timeout_us) if timed else 0
     st.capacity = int(capacity)
     st.table_mask = t_size - 1
     st.applied = -1
@@ -223,6 +251,11 @@ def new_ghost_sets(
         reclaimed=np.zeros(m, np.int64),
         chunk_fill=np.zeros((m, 2), np.int64),
         chunk_due=np.full((m, 2), -1, np.int64),
+        chunk_ts=np.zeros((m, 2, max(1, int(chunk_blocks) if timed else 1)), np.int64),
+        chunk_sh=np.zeros((m, 2), np.int64),
+        shadow=np.zeros(m, np.int64),
+        pad_sum=np.zeros((m, 2), np.int64),
+        pad_n=np.zeros((m, 2), np.int64),
     )
 
 
@@ -300,8 +333,80 @@ def _pad(g, i, grp):
             break
         g.invalid[i] += 1
     g.padding[i] += n
+    g.pad_sum[i, grp] += n
+    g.pad_n[i, grp] += 1
     g.chunk_fill[i, grp] = 0
+    g.chunk_sh[i, grp] = 0
     g.chunk_due[i, grp] = -1
+
+
+@nb.njit(cache=True)
+def _fillers(g, i, grp, n):
+    """``n`` slots of ghost ``i``'s group ``grp`` that hold no live data (shadow copies)."""
+    for _ in range(n):
+        if _slot_for(g, i, grp) < 0:
+            g.scalars[0].no_space += 1
+            break
+        g.invalid[i] += 1
+
+
+@nb.njit(cache=True)
+def _aggregate(g, i, due):
+    """ADAPT's cross-group aggregation in ghost ``i`` when a user chunk is due (the rule of
+    :func:`dogi_ml.policies.adapt.adapt_chunk_due` and the engine's ``shadow_append``): the hot
+    chunk's blocks without a shadow go into the cold group's unfilled chunk, which is flushed now
+    (padded if still partial); the hot chunk keeps them (lazy append) and its deadline moves to
+    its oldest block still without a shadow. Eq. (1): only a group that has padded before, and
+    only while the blocks shadowed from this chunk stay within its mean padding per chunk."""
+    st = g.scalars[0]
+    chunk = st.chunk
+    pending = g.chunk_fill[i, HOT] - g.chunk_sh[i, HOT]
+    fd = g.chunk_fill[i, COLD]
+    if pending <= 0 or fd == 0:
+        return
+    room = chunk - fd
+    n = g.pad_n[i, HOT]
+    if n == 0 or g.chunk_sh[i, HOT] + min(pending, room) > g.pad_sum[i, HOT] // n:
+        return
+    k = min(pending, room)
+    _fillers(g, i, COLD, k)
+    g.shadow[i] += k
+    if fd + k == chunk:
+        g.chunk_fill[i, COLD] = 0
+        g.chunk_sh[i, COLD] = 0
+        g.chunk_due[i, COLD] = -1
+    else:
+        g.chunk_fill[i, COLD] = fd + k
+        _pad(g, i, COLD)
+    start = g.chunk_sh[i, HOT]
+    g.chunk_sh[i, HOT] = start + k
+    if start + k < g.chunk_fill[i, HOT]:
+        g.chunk_due[i, HOT] = g.chunk_ts[i, HOT, start + k]
+    else:
+        g.chunk_due[i, HOT] = -1
+
+
+@nb.njit(cache=True)
+def _flush_due(g, i, time_us):
+    """Flush ghost ``i``'s chunks whose deadline passed before ``time_us``, earliest first (hot
+    first on a tie), as the engine does: aggregation first when on, else padding."""
+    st = g.scalars[0]
+    timeout = st.timeout_us
+    while True:
+        grp = -1
+        best = 0
+        for h in range(2):
+            d = g.chunk_due[i, h]
+            if d >= 0 and d + timeout < time_us and (grp < 0 or d + timeout < best):
+                grp = h
+                best = d + timeout
+        if grp < 0:
+            return
+        if st.aggregate:
+            _aggregate(g, i, best)
+        d = g.chunk_due[i, grp]
+        if d >= 0 and d + timeout <= best:
+            _pad(g, i, grp)
 
 
 @nb.njit(cache=True)
@@ -310,10 +415,7 @@ def _ghost_write(g, i, slot, hot, time_us):
     st = g.scalars[0]
     chunked = st.chunk > 0 and time_us >= 0
     if chunked:
-        for grp in range(2):
-            d = g.chunk_due[i, grp]
-            if d >= 0 and d + st.timeout_us < time_us:
-                _pad(g, i, grp)
+        _flush_due(g, i, time_us)
     old = g.loc[i, slot]
     if old >= 0:
         g.p2l[i, old] = -1
@@ -331,11 +433,13 @@ def _ghost_write(g, i, slot, hot, time_us):
     g.written[i] += 1
     if chunked:
         f = g.chunk_fill[i, grp]
-        if f == 0:
+        g.chunk_ts[i, grp, f] = time_us
+        if g.chunk_due[i, grp] < 0:
             g.chunk_due[i, grp] = time_us
         f += 1
-        if f == st.chunk:
+        if f == st.chunk:  # full: persisted (shadowed blocks lazily appended), no padding
             f = 0
+            g.chunk_sh[i, grp] = 0
             g.chunk_due[i, grp] = -1
         g.chunk_fill[i, grp] = f
     _gc(g, i)
@@ -372,12 +476,12 @@ def _table_slot(g, lba):
 
 @nb.njit(cache=True)
 def ghost_wa(g, i):
-    """Ghost ``i``'s WA since the last adjustment: (written + discarded + padding) / written
-    (0.0 before its first write)."""
+    """Ghost ``i``'s WA since the last adjustment: (written + discarded + padding + shadow) /
+    written (0.0 before its first write)."""
     w = g.written[i]
     if w == 0:
         return 0.0
-    return (w + g.discarded[i] + g.padding[i]) / w
+    return (w + g.discarded[i] + g.padding[i] + g.shadow[i]) / w
 
 
 @nb.njit(cache=True)
@@ -468,6 +572,7 @@ def ghost_adjust(g, now):
         g.written[i] = 0
         g.discarded[i] = 0
         g.padding[i] = 0
+        g.shadow[i] = 0
         g.reclaimed[i] = 0
     st.applied = applied
     st.adjustments += 1
@@ -488,6 +593,7 @@ def ghost_restart_window(g, start_segments):
         g.written[i] = 0
         g.discarded[i] = 0
         g.padding[i] = 0
+        g.shadow[i] = 0
         g.reclaimed[i] = 0
     _clamp_window(g)
     st = g.scalars[0]
@@ -524,9 +630,14 @@ def _sampled_write(g, lba, now, time_us):
     t = st.sampled
     prev = g.last[slot]
     seen = prev >= 0
-    # hot iff interval < thr * segment_blocks * r, in integers: interval * 2^24 < thr * S * num
+    if st.actual_rate and t >= MIN_MEASURED:
+        # the measured share of user writes sampled (now + 1 writes seen, t + 1 sampled)
+        st.act_num = max(1, min(R_MOD, (t + 1) * R_MOD // max(1, now + 1)))
+        if st.chunk > 0:
+            st.timeout_us = st.timeout_real * R_MOD // st.act_num
+    # hot iff interval < thr * segment_blocks * rate, in integers: interval * 2^24 < thr * S * num
     lhs = (t - prev) * R_MOD
-    unit = st.segment_blocks * st.rate_num
+    unit = st.segment_blocks * st.act_num
     for i in range(g.thr.shape[0]):
         _ghost_write(g, i, slot, seen and lhs < g.thr[i] * unit, time_us)
     g.last[slot] = t
@@ -567,6 +678,8 @@ def ghost_summary(g: GhostSets) -> dict:
         "ghost_sampled_writes": int(st.sampled),
         "ghost_sampled_lbas": int(st.tracked),
         "ghost_dropped": int(st.overflow + st.no_space),
+        "ghost_rate": st.rate_num / R_MOD,
+        "ghost_measured_rate": st.act_num / R_MOD,
     }
 
 

@@ -233,6 +233,9 @@ class ADAPT(PlacementPolicy):
         self.aggregate = bool(params.get("aggregate", True))
         self.demote = bool(params.get("demote", True))
         self.ghost = bool(params.get("ghost", True))
+        # the ghosts emulate the aggregation the real groups do (else they judge thresholds by
+        # the padding of a system without it; only meaningful with aggregate on)
+        self.ghost_aggregate = bool(params.get("ghost_aggregate", True))
         self.demote_score = int(params.get("demote_score", 4))
         self.demote_coldest = bool(params.get("demote_coldest", False))
         self.rate = float(params.get("rate", 0.001))
@@ -256,6 +259,7 @@ class ADAPT(PlacementPolicy):
             "aggregate",
             "demote",
             "ghost",
+            "ghost_aggregate",
             "demote_score",
             "demote_coldest",
             "rate",
@@ -300,6 +304,7 @@ class ADAPT(PlacementPolicy):
             gp_ppm=gp_ppm,
             chunk_blocks=ctx.chunk_blocks if ctx.timed else 0,
             chunk_timeout_us=ctx.chunk_timeout_us if ctx.timed else 0,
+            aggregate=self.aggregate and self.ghost_aggregate,
         )
         # each GC group's cascade: `filters` filters of filter_items x capacity LBAs each, at
         # filter_bits bits per LBA (rounded up to a power of two)
@@ -320,6 +325,7 @@ class ADAPT(PlacementPolicy):
             "adapt_demoted_per_group": [int(x) for x in state.demoted],
             "adapt_ghost_adjustments": int(st.adjustments),
             "adapt_sampled_writes": int(record(state.ghost.scalars).sampled),
+            "adapt_measured_rate": int(record(state.ghost.scalars).act_num) / (1 << 24),
             "adapt_ghost_thresholds": [int(x) for x in state.ghost.thr],
             "adapt_memory": memory_breakdown(state.ghost, state.bloom if self.demote else None),
             "adapt_extra_bytes": (ghost_bytes(state.ghost) if self.ghost else 0)
