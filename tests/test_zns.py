@@ -319,6 +319,40 @@ def test_bad_bundle_is_a_clear_error(trace, bundle, tmp_path, exe):
     nseg = zh.segment_count(2 * CAP, 0.25, SEG)
     with pytest.raises(zh.HarnessError, match="exported for a capacity of 4096 blocks.*this replay has 8192"):
         zh.run(args + [f"--create={nseg},128,{SEG},14,14"], learned_exe)
+    # mode=bundle exports a DOGI run's deployed int8 model only
+    from dogi_ml.pipeline.replay import export_dogi_bundle
+
+    for pol in ({"name": "sepbit", "params": {}}, {"name": "dogi", "params": {"deployed": "float"}}):
+        with pytest.raises(ConfigError, match="mode=bundle exports the deployed int8 model of a DOGI run"):
+            export_dogi_bundle(trace, pol, SIM, tmp_path / "b")
     # a harness built without a model refuses the scheme
     with pytest.raises(zh.HarnessError, match="built without a learned model"):
         zh.run(zh.harness_args(path, _device(tmp_path), capacity=CAP, policy="dogi_frozen", op_ratio=0.25), exe)
+
+
+def test_learned_scheme_on_a_sparse_trace_with_reads(trace, bundle, tmp_path, monkeypatch):
+    """Addresses beyond the capacity (both sides compact them; the features see them as
+    written), reads between the writes and two-block requests: the same counts, and the C
+    harness's category of every write equals the integer reference."""
+    import numpy as np
+
+    from dogi_ml.features.extract import FeatureConfig, extract_features
+    from dogi_ml.policies._dogi_bundle import load_bundle
+    from dogi_ml.traces.trace import Trace
+
+    rng = np.random.default_rng(1)
+    w = trace.block_writes
+    nb = np.where(rng.random(w.size) < 0.1, 2, 1).astype(np.int32)
+    op = np.where(rng.random(w.size) < 0.2, 0, 1).astype(np.uint8)
+    z = np.zeros(w.size, np.int32)
+    sparse = Trace(ts_us=np.arange(w.size), lba=w * 3 + 100_000, nblocks=nb, op=op, volume=z, name="sparse")
+    dump = tmp_path / "classes.bin"
+    monkeypatch.setenv("DOGI_ZNS_CLASSES", str(dump))
+    zns = {"verify": True, "compare_sim": True, "progress_every": 0}
+    sim = {**FROZEN_SIM, "capacity_blocks": CAP}
+    r = replay(sparse, _frozen(bundle), sim, _device(tmp_path), zns, progress=False, cache_dir=tmp_path)
+    assert r["parity"]["ok"], r["parity"]
+    assert r["compacted"] and r["gc_writes"] > 0 and r["verify"]["ok"] and r["verify"]["lost"] == 0
+    b = load_bundle(bundle)
+    X = extract_features(sparse, FeatureConfig(CAP, window_blocks=b.deploy["feature_window"]))[:, b.feature_columns()]
+    assert np.array_equal(np.fromfile(dump, np.int8), b.qmodel.predict(X))
