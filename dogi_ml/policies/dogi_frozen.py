@@ -152,11 +152,12 @@ class DOGIFrozen(PlacementPolicy):
     def __init__(self, n_groups=None, bundle=None, **params):
         if params:
             raise ValueError(f"policy dogi_frozen: unknown parameter(s) {sorted(params)}; accepted: ['bundle']")
+        self.bundle = None
         if not bundle:
-            raise ValueError(
-                "policy dogi_frozen needs policy.params.bundle=DIR, a DOGI deployment bundle (write one with: "
-                "python -m dogi_ml replay mode=bundle +workload=NAME policy=dogi policy.params.deployed=int8 +bundle=DIR)"
-            )
+            # the config without its bundle composes (conf/policy/dogi_frozen.yaml); a run refuses it in bind
+            super().__init__(1)
+            self.params = {"bundle": None}
+            return
         self.bundle = load_bundle(bundle)
         n = self.bundle.n_groups
         if n_groups is not None and int(n_groups) != n:
@@ -176,6 +177,11 @@ class DOGIFrozen(PlacementPolicy):
     def bind(self, ctx: SimContext) -> FrozenState:
         from dogi_ml.features.extract import FeatureConfig, FeatureStream
 
+        if self.bundle is None:
+            raise BundleError(
+                "policy dogi_frozen needs policy.params.bundle=DIR, a DOGI deployment bundle (write one with: "
+                "python -m dogi_ml replay mode=bundle +workload=NAME policy=dogi policy.params.deployed=int8 +bundle=DIR)"
+            )
         d = self.bundle.deploy
         if int(d["capacity_blocks"]) != ctx.capacity:
             raise BundleError(
