@@ -55,6 +55,13 @@ import numpy as np
 from .waf import contiguous_splits, fifo_valid_ratio
 
 HOT_SURVIVORS = ("die_in_g1", "chain")
+RECLAIM_WAITS = ("none", "queue")
+#: fixed-point passes of the reclaim wait (it moves the valid ratios, which move the wait)
+WAIT_PASSES = 4
+#: points of the exponential part of the wait, and the highest load the queue is given
+WAIT_POINTS = 3
+MAX_LOAD = 0.95
+RECLAIM_WAIT_DEFAULT = "none"
 #: the authors' user-traffic floor of a group, a share of all user writes (group_optimizer.cc)
 AUTHORS_MIN_USER_SHARE = 0.0005
 
@@ -160,8 +167,11 @@ class Options:
     segment_blocks: float = 0.0
     reserved_blocks: float = 0.0
     static_blocks: float = 0.0
+    reclaim_wait: str = RECLAIM_WAIT_DEFAULT
 
     def __post_init__(self):
+        if self.reclaim_wait not in RECLAIM_WAITS:
+            raise ValueError(f"reclaim_wait must be one of {RECLAIM_WAITS}, got {self.reclaim_wait!r}")
         if self.hot_survivors not in HOT_SURVIVORS:
             raise ValueError(f"hot_survivors must be one of {HOT_SURVIVORS}, got {self.hot_survivors!r}")
         if not 0.0 <= float(self.min_user_share) < 1.0:
@@ -175,30 +185,85 @@ class Options:
 
 def _chain(q, bounds, group_stats, capacity, rho, hot: HotGroup, opt: Options):
     """The model for one configuration. ``q``: PLog shares of the intermediate groups;
-    ``group_stats(g, age, fill) -> (m, r)``. Returns ``(waf, inflow[N], mispredict[N], m_hot)``."""
+    ``group_stats(g, age, fill) -> (m, r)``. Returns ``(waf, inflow[N], mispredict[N], m_hot)``.
+    With ``reclaim_wait="queue"`` the bounded groups' reclaim age includes the wait of an
+    expired segment for its GC round (see :func:`queue_wait`), solved by a few fixed-point
+    passes."""
     q = np.asarray(q, np.float64)
     n = q.size
+    user = (1.0 - float(hot.share)) * q
+    if np.any(user <= 0) or np.any(user < opt.min_user_share):
+        return float("inf"), np.zeros(n), np.zeros(n), 0.0
+    out = _chain_pass(user, bounds, group_stats, capacity, rho, hot, opt, 0.0, 0.0)
+    if opt.reclaim_wait == "queue" and opt.segment_blocks > 0:
+        for _ in range(WAIT_PASSES):
+            load = min(max(out[4], 0.0), MAX_LOAD)
+            wait = queue_wait(load, opt.segment_blocks)
+            out = _chain_pass(user, bounds, group_stats, capacity, rho, hot, opt, wait, load)
+    return out[:4]
+
+
+def queue_wait(freed: float, segment_blocks: float) -> float:
+    """Mean wait (user writes) of an expired segment for its GC round. A round runs each time a
+    user write opens a segment (one per ``S`` user writes; GC copies are paid within the
+    round), and an expired segment's round nets it ``1 - m`` segments, so expired segments
+    are served as in an M/D/1 queue at load ``freed`` (the share of the user writes' space the
+    bounded groups' reclaims return): ``W = S freed / (2 (1 - freed))``. The oracle's victims
+    (oldest expired first) wait about this long (measured on zipf, load ~0.78: 70-100 user
+    writes at 64-block segments, ~900 at 512)."""
+    load = min(max(float(freed), 0.0), MAX_LOAD)
+    return float(segment_blocks) * load / (2.0 * (1.0 - load))
+
+
+def _waited(stats, wait: float, load: float):
+    """``stats(..., age, fill)`` averaged over the wait: none with probability ``1 - load`` (the
+    GC round finds no expired segment ahead), else exponential with mean ``wait / load``
+    (``WAIT_POINTS`` equal-probability points). The valid ratio is convex in the age, so the
+    hot group's survivors come mostly from the segments reclaimed at once."""
+    if wait <= 0 or load <= 0:
+        return stats
+    k = np.arange(WAIT_POINTS)
+    extra = -np.log(1.0 - (k + 0.5) / WAIT_POINTS) * (wait / load)
+
+    def averaged(*args):
+        *head, age, fill = args
+        m0, r0 = stats(*head, age, fill)
+        tail = [stats(*head, age + x, fill) for x in extra]
+        m1 = sum(t[0] for t in tail) / WAIT_POINTS
+        r1 = sum(t[1] for t in tail) / WAIT_POINTS
+        return (1.0 - load) * m0 + load * m1, (1.0 - load) * r0 + load * r1
+
+    return averaged
+
+
+def _chain_pass(user, bounds, group_stats, capacity, rho, hot: HotGroup, opt: Options, wait: float, load: float):
+    """One pass of the model with bounded segments reclaimed on average ``wait`` user writes
+    after they expire (``load``: the queue's load, see :func:`_waited`). Returns ``(waf,
+    inflow, mispredict, m_hot, freed)``; ``freed``: space per user write returned by the
+    bounded groups' reclaims (their load on the GC rounds)."""
+    n = user.size
+    hot_stats = _waited(hot.stats, wait, load)
+    group_stats = _waited(group_stats, wait, load)
     h = float(hot.share)
-    user = (1.0 - h) * q
     inflow = np.zeros(n)
     mis = np.zeros(n)
-    if np.any(user <= 0) or np.any(user < opt.min_user_share):
-        return float("inf"), inflow, mis, 0.0
     S = float(opt.segment_blocks)
     held = 0.0  # physical blocks held by bounded groups (valid and dead until reclaim)
     live = 0.0  # logical data among them
     copies = 0.0
+    freed = 0.0
     m_hot = 0.0
     carry = 0.0  # blocks moving on into the next group, per user write
     dying = 0.0  # of which die in the next group whatever its ratio (hot survivors, die_in_g1)
     if h > 0:
         fill = S / h
         age = max(float(hot.bound), fill)
-        m_hot, r_hot = hot.stats(age, fill)
-        held += h * age
+        m_hot, r_hot = hot_stats(age, fill)
+        held += h * (age + wait)
         live += h * r_hot
         carry = h * m_hot
         copies += carry
+        freed += h - carry
         dying = carry if opt.hot_survivors == "die_in_g1" else 0.0
     for g in range(n - 1):
         w = user[g] + carry
@@ -207,23 +272,24 @@ def _chain(q, bounds, group_stats, capacity, rho, hot: HotGroup, opt: Options):
         m, r = group_stats(g, age, fill)
         inflow[g] = w
         mis[g] = m
-        held += w * age
+        held += w * (age + wait)
         live += w * r
         carry = (w - dying) * m
         copies += carry
+        freed += w * (1.0 - m)
         dying = 0.0
     w_last = user[-1] + carry
     inflow[-1] = w_last
     live_last = capacity - live
     phys_last = rho * capacity - held - float(opt.reserved_blocks)
     if live_last <= 0 or phys_last <= live_last:
-        return float("inf"), inflow, mis, m_hot  # the bounded groups would not fit in the space
+        return float("inf"), inflow, mis, m_hot, freed  # the bounded groups would not fit in the space
     # static data (never rewritten) kept out of the cleaning: the FIFO runs on the rest
     static = min(float(opt.static_blocks), live_last)
     if live_last - static <= 0:
-        return 1.0 + copies, inflow, mis, m_hot
+        return 1.0 + copies, inflow, mis, m_hot, freed
     u = float(fifo_valid_ratio((phys_last - static) / (live_last - static)))
-    return 1.0 + copies + w_last * u / (1.0 - u), inflow, mis, m_hot
+    return 1.0 + copies + w_last * u / (1.0 - u), inflow, mis, m_hot, freed
 
 
 def chain_waf(
@@ -302,10 +368,11 @@ def score_all(
     segment_blocks: float = 0,
     reserved_blocks: float = 0.0,
     static_blocks: float = 0.0,
+    reclaim_wait: str = RECLAIM_WAIT_DEFAULT,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Modelled WAF of every contiguous configuration: ``(splits [S, K], waf [S])``; infinity
     for a configuration that does not fit or has a group without user traffic."""
-    opt = Options(hot_survivors, min_user_share, segment_blocks, reserved_blocks, static_blocks)
+    opt = Options(hot_survivors, min_user_share, segment_blocks, reserved_blocks, static_blocks, reclaim_wait)
     hot = hot or HotGroup()
     cat_upper = np.asarray(cat_upper, np.float64)
     if len(cat_upper) != len(share):
@@ -334,6 +401,7 @@ def best_configuration(
     segment_blocks: float = 0,
     reserved_blocks: float = 0.0,
     static_blocks: float = 0.0,
+    reclaim_wait: str = RECLAIM_WAIT_DEFAULT,
     hot_survivors: str = "die_in_g1",
     min_user_share: float = AUTHORS_MIN_USER_SHARE,
 ) -> Configuration:
@@ -349,7 +417,7 @@ def best_configuration(
     traffic below ``min_user_share`` (or none) rejects its configuration."""
     cat_upper = np.asarray(cat_upper, np.float64)
     hot = HotGroup(hot_share, hot_bound, inv=hot_inv, valid_ratio=hot_valid_ratio)
-    opt = Options(hot_survivors, min_user_share, segment_blocks, reserved_blocks, static_blocks)
+    opt = Options(hot_survivors, min_user_share, segment_blocks, reserved_blocks, static_blocks, reclaim_wait)
     share, by_cat = plog_stats(pred, inv, len(cat_upper))
     ranges = _Ranges(by_cat)
     splits, modelled = _score_all(share, ranges, cat_upper, capacity, rho, hot, opt)
@@ -389,6 +457,7 @@ def evaluate_configuration(
     segment_blocks: float = 0,
     reserved_blocks: float = 0.0,
     static_blocks: float = 0.0,
+    reclaim_wait: str = RECLAIM_WAIT_DEFAULT,
     hot_survivors: str = "die_in_g1",
     min_user_share: float = AUTHORS_MIN_USER_SHARE,
 ) -> Configuration:
@@ -399,7 +468,7 @@ def evaluate_configuration(
     flat = [c for g in groups for c in g]
     if flat != list(range(k)) or any(not g for g in groups):
         raise ValueError(f"groups must split the categories 0..{k - 1} into non-empty contiguous runs, got {groups}")
-    opt = Options(hot_survivors, min_user_share, segment_blocks, reserved_blocks, static_blocks)
+    opt = Options(hot_survivors, min_user_share, segment_blocks, reserved_blocks, static_blocks, reclaim_wait)
     hot = HotGroup(hot_share, hot_bound, inv=hot_inv, valid_ratio=hot_valid_ratio)
     share, by_cat = plog_stats(pred, inv, k)
     row = np.concatenate([[g] * len(c) for g, c in enumerate(groups)]).astype(np.int64)

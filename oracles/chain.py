@@ -218,6 +218,18 @@ def perfect_inputs(writes: np.ndarray, capacity: int, mu: int | None = None, pre
     }
 
 
+STATIC_RULES = ("none", "unwritten")
+
+
+def _period_sim_waf(res: dict, prefill: int, start: int, end: int) -> float | None:
+    """Simulated WAF over measured writes ``[start, end)`` from the result's WAF series (windows
+    whose end falls in the period; every window holds the same number of user writes)."""
+    t = np.asarray(res["waf_series"]["t"], np.int64) - prefill
+    w = np.asarray(res["waf_series"]["waf"], np.float64)
+    sel = (t > start) & (t <= end)
+    return float(w[sel].mean()) if sel.any() else None
+
+
 def model_vs_simulator(
     writes: np.ndarray,
     capacity: int,
@@ -229,18 +241,38 @@ def model_vs_simulator(
     final: str = "fifo",
     assign: np.ndarray | None = None,
     pred: np.ndarray | None = None,
+    static: str = "none",
+    periods: list[tuple[int, int]] | None = None,
     **model_kw,
 ) -> dict:
     """Model WAF of a configuration (the model's best, or ``groups``) against the simulated WAF
     of the chain oracle running it. Placement is perfect unless ``assign`` (per write of the
     stream, prefill included) and ``pred`` (the measured non-hot writes' predicted categories,
-    for the PLog) are given."""
+    for the PLog) are given.
+
+    ``static="unwritten"`` gives the model the data the measured writes never touch (prefilled
+    blocks never rewritten: the last group's FIFO closed form assumes all its data is rewritten;
+    varmail leaves 86% of its space untouched); ``"none"`` (default) leaves it in the FIFO.
+    ``periods``: ranges ``[start, end)`` of the measured writes; for each, the same configuration
+    modelled on that period's PLog and hot share against the simulated WAF over the period (a
+    non-stationary workload measured per stationary period).
+
+    Besides the WAFs, the copies per user write out of every group (``G_hot``, ``G1..GN``),
+    modelled (``h m_hot``, ``w_g m_g``, ``w_N u / (1 - u)``) and simulated (reclaimed segments x
+    their valid ratio), to tell which term of the model is off."""
     from dogi_ml.markov.groups import best_configuration, evaluate_configuration
     from dogi_ml.sim import Simulator
 
+    if static not in STATIC_RULES:
+        raise ValueError(f"model_vs_simulator: static must be one of {STATIC_RULES}, got {static!r}")
+    writes = np.ascontiguousarray(writes, np.int64)
     data = perfect_inputs(writes, capacity, mu, prefill=bool(sim_config.prefill))
     seg = int(sim_config.segment_blocks)
     kw = {"segment_blocks": seg, "reserved_blocks": seg * (int(sim_config.gc_free_segments) + 0.5), **model_kw}
+    if static == "unwritten" and sim_config.prefill:
+        touched = np.zeros(capacity, bool)
+        touched[writes] = True
+        kw["static_blocks"] = float(capacity - int(touched.sum()))
     plog_pred = data["pred"] if pred is None else np.asarray(pred)
     n_seg = int(np.floor(capacity * (1.0 + sim_config.op_ratio) / seg))
     rho = n_seg * seg / capacity
@@ -254,8 +286,15 @@ def model_vs_simulator(
         edges = [data["cat_upper"][g[-1]] for g in conf.groups[:-1]]
         assign = perfect_assignment(data["inv"], data["mu"], edges)
     pol = ChainOracle(data["mu"], bounds, assign=assign, gc=gc, final=final)
-    res = Simulator(pol, sim_config, capacity, stream=np.ascontiguousarray(writes, np.int64)).run(writes)
-    return {
+    res = Simulator(pol, sim_config, capacity, stream=writes).run(writes)
+    user = max(1, int(res["user_writes"]))
+    n = len(conf.groups)
+    sim_copies = [
+        float(g["reclaimed_segments"] * seg * (g["victim_valid_ratio"] or 0.0)) / user for g in res["groups"][: n + 1]
+    ]
+    model_copies = [conf.hot_share * conf.hot_mispredict] + [w * m for w, m in zip(conf.inflow[:-1], conf.mispredict)]
+    model_copies.append(conf.waf - 1.0 - sum(model_copies))
+    out = {
         "model_waf": conf.waf,
         "sim_waf": res["waf"],
         "rel_error": conf.waf / res["waf"] - 1,
@@ -266,7 +305,49 @@ def model_vs_simulator(
         "model_mispredict": conf.mispredict,
         "model_inflow": conf.inflow,
         "model_hot_mispredict": conf.hot_mispredict,
+        "model_copies": model_copies,
+        "sim_copies": sim_copies,
+        "static_blocks": float(kw.get("static_blocks", 0.0)),
         "sim_groups": res["groups"],
         "sim_reclaim_age": res["mean_reclaim_age"],
         "rejected": conf.rejected,
     }
+    if periods:
+        out["periods"] = _periods(periods, data, conf.groups, plog_pred, capacity, rho, common, res, writes.shape[0])
+    return out
+
+
+def _periods(periods, data, groups, plog_pred, capacity, rho, common, res, n_measured) -> list[dict]:
+    """The configuration modelled on each period's PLog and hot share, against the simulated WAF
+    over that period (see :func:`model_vs_simulator`)."""
+    from dogi_ml.markov.groups import evaluate_configuration
+
+    measured = data["inv"][data["stream"].shape[0] - n_measured :]
+    hot = measured <= data["mu"]
+    nonhot_index = np.cumsum(~hot) - 1  # position of each non-hot write in the PLog
+    prefill = data["stream"].shape[0] - n_measured
+    out = []
+    for start, end in periods:
+        if not 0 <= start < end <= n_measured:
+            raise ValueError(f"model_vs_simulator: period [{start}, {end}) outside the {n_measured} measured writes")
+        sel = np.zeros(n_measured, bool)
+        sel[start:end] = True
+        rows = nonhot_index[sel & ~hot]
+        h = float(hot[start:end].mean())
+        hot_inv = measured[start:end][hot[start:end]].astype(np.float64)
+        kw = {**common, "hot_share": h, "hot_inv": hot_inv}
+        conf = evaluate_configuration(
+            groups, plog_pred[rows], data["plog_inv"][rows], data["cat_upper"], capacity, rho, **kw
+        )
+        sim = _period_sim_waf(res, prefill, start, end)
+        out.append(
+            {
+                "start": int(start),
+                "end": int(end),
+                "hot_share": h,
+                "model_waf": conf.waf,
+                "sim_waf": sim,
+                "rel_error": conf.waf / sim - 1 if sim else None,
+            }
+        )
+    return out

@@ -582,6 +582,14 @@ class DOGI(PlacementPolicy):
         "adapt_mu": True,
         "sample_every": 10,
         "max_samples": 100_000,  # the ring keeps the latest samples (paper: 300K)
+        # training samples' span (issue 12 §4): null = every labelled sample in the ring (about 9
+        # capacities of writes at 1 GiB); else the samples written in the latest train_span
+        # capacities of user writes that end label_lag capacities before the retraining (the
+        # paper's 300K samples span ~0.3 capacities; the authors' code labels them over 10M more
+        # writes, ~0.3 capacities, and gives an unlabelled one its age then: censored_labels=age)
+        "train_span": None,
+        "label_lag": 0.0,
+        "censored_labels": "long_bound",  # long_bound (pending counts once older than c10's bound) | age (authors' FILL_MAXTIME)
         "min_samples": 2_000,  # labelled samples before the first model
         "retrain_every": None,  # user writes; None = 100 GiB (26M blocks) scaled
         "frozen_clock": None,  # user writes between Frozen-Filter clears; None = 200M scaled
@@ -611,6 +619,9 @@ class DOGI(PlacementPolicy):
         "reloc_repeat": False,  # later relocations use the estimate too (False: next group, §4.4)
         "final_tiers": False,  # survivors of GN / G_frzn go to age tiers beyond the last BIR
         "model_hot": True,  # the Markov search models G_hot (its share, mu, its survivors)
+        # bounded segments reclaimed at expiry (none) or after the GC queue's wait (queue: the
+        # chain oracle's hot copies match; the search costs ~6x more), markov.groups.reclaim_wait
+        "model_wait": "none",
         "mu_bounds": "fixed",  # fixed (c1..c9 from capacity; mu stays below c1's bound) | shift (they move up with mu)
         "fallback_compare": "ghost",  # none (accuracy only, the paper) | ghost (also lose to the base design's ghost WAF)
         "fallback_margin": 0.02,  # the ML configuration may be this much worse than the base design
@@ -667,6 +678,17 @@ class DOGI(PlacementPolicy):
             raise ValueError(f"policy dogi: feature_thread must be true or false, got {cfg['feature_thread']!r}")
         if int(cfg["sample_every"]) < 1:
             raise ValueError(f"policy dogi: sample_every must be >= 1, got {cfg['sample_every']}")
+        if cfg["train_span"] is not None and not float(cfg["train_span"]) > 0:
+            raise ValueError(
+                f"policy dogi: train_span must be > 0 (capacities of user writes) or null (the whole ring), "
+                f"got {cfg['train_span']}"
+            )
+        if not float(cfg["label_lag"]) >= 0:
+            raise ValueError(f"policy dogi: label_lag must be >= 0 (capacities of user writes), got {cfg['label_lag']}")
+        if cfg["model_wait"] not in ("none", "queue"):
+            raise ValueError(f"policy dogi: model_wait must be none or queue, got {cfg['model_wait']!r}")
+        if cfg["censored_labels"] not in ("long_bound", "age"):
+            raise ValueError(f"policy dogi: censored_labels must be long_bound or age, got {cfg['censored_labels']!r}")
         self.cfg = cfg
         super().__init__(n_groups)
         self.user_ml, self.group_search, self.gc_reloc = VARIANTS[cfg["variant"]]
@@ -1143,6 +1165,7 @@ class DOGI(PlacementPolicy):
                     hot_valid_ratio=period["hot_valid_ratio"],
                     segment_blocks=S,
                     reserved_blocks=reserved,
+                    reclaim_wait=c["model_wait"],
                 )
             t0 = time.perf_counter()
             best = best_configuration(
@@ -1191,6 +1214,10 @@ class DOGI(PlacementPolicy):
             recent = (data["time"] >= now - self.retrain_every) & (data["pred"] >= 0)
             if recent.any():
                 entry["online_accuracy"] = float(np.mean(data["pred"][recent] == y_all[recent]))
+        data, y_all = self._training_window(data, y_all, now, bounds)
+        entry["train_samples"] = int(len(data["row"]))
+        if len(data["row"]):
+            entry["train_span_capacities"] = float((now - data["time"].min()) / self.capacity)
         if len(data["row"]) < int(c["min_samples"]):
             entry["action"] = "waiting for samples"
             self.history.append(entry)
@@ -1263,6 +1290,23 @@ class DOGI(PlacementPolicy):
         entry["configuration"] = self.configuration
         entry["action"] = "model deployed"
         self.history.append(entry)
+
+    def _training_window(self, data: dict, y: np.ndarray | None, now: int, bounds) -> tuple[dict, np.ndarray | None]:
+        """The samples a retraining learns from (``train_span``, ``label_lag``,
+        ``censored_labels``; see DEFAULTS). Without ``train_span``: every labelled sample of
+        the ring, as collected."""
+        c = self.cfg
+        if c["train_span"] is None:
+            return data, y
+        hi = now - int(float(c["label_lag"]) * self.capacity)
+        lo = hi - int(float(c["train_span"]) * self.capacity)
+        if c["censored_labels"] == "age":
+            # the authors' FILL_MAXTIME: a sample still pending gets its age as its label
+            data = self.ring.collect(now, long_bound=0)
+        keep = (data["time"] >= lo) & (data["time"] < hi)
+        out = {k: (v[keep] if isinstance(v, np.ndarray) else v) for k, v in data.items()}
+        y = np.maximum(np.searchsorted(bounds, out["inv"], side="left"), 1) - 1 if keep.any() else None
+        return out, y
 
     def _deploy_int8(self) -> None:
         """Kernel arguments of the new integer model, and its C header's build started on
