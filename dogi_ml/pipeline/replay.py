@@ -5,7 +5,13 @@ checks that the user, GC and reset counts equal the Numba simulator's on the sam
 
 ``mode=bench`` adds fio writing the same device volume sequentially (4 KiB, direct I/O) on
 the same backing store; ``mode=recover`` rebuilds the mapping of a device left by an abrupt stop
-and verifies it."""
+and verifies it.
+
+The learned scheme: ``mode=bundle policy=dogi policy.params.deployed=int8 [+bundle=DIR]`` runs
+DOGI in the simulator and writes the deployment bundle of its final int8 model and configuration;
+``policy=dogi_frozen policy.params.bundle=DIR`` replays with it (the bundle's header compiled
+into the harness, build cached on the headers' contents), and the parity check also compares
+the learned placement counts."""
 
 from __future__ import annotations
 
