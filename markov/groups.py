@@ -123,26 +123,30 @@ class _Tail:
         self.c1 = np.concatenate([[0.0], np.cumsum(x)])
         self.c2 = np.concatenate([[0.0], np.cumsum(x * x)])
 
-    def stats(self, age: float, fill: float) -> tuple[float, float]:
-        """``(m, r)``: share still valid at reclaim, mean time valid in the group."""
+    def stats(self, age, fill: float):
+        """``(m, r)``: share still valid at reclaim, mean time valid in the group; ``age`` may
+        be an array (one ``(m, r)`` pair per age)."""
         n = self.n
         if n == 0:
             return 0.0, 0.0
         x, c1, c2 = self.x, self.c1, self.c2
-        i1 = int(np.searchsorted(x, age, side="right"))
+        scalar = np.ndim(age) == 0
+        age = np.asarray(age, np.float64)
+        i1 = np.searchsorted(x, age, side="right")
         alive = n - i1  # outlive even the first block's age
         if fill <= 0:
-            return alive / n, (c1[i1] + age * alive) / n
-        lo = age - fill
-        i0 = int(np.searchsorted(x, lo, side="right"))  # dead before the last block's reclaim age
-        cnt = i1 - i0
-        s1 = c1[i1] - c1[i0]
-        s2 = c2[i1] - c2[i0]
-        # block in (lo, age]: valid at reclaim with probability (inv - lo) / F; mean time valid
-        # E_x[min(inv, age - x F)] = ((inv^2 - lo^2) / 2 + inv (age - inv)) / F
-        m = (alive + (s1 - cnt * lo) / fill) / n
-        r = (c1[i0] + alive * (age - fill / 2) + ((s2 - cnt * lo * lo) / 2 + age * s1 - s2) / fill) / n
-        return m, r
+            m, r = alive / n, (c1[i1] + age * alive) / n
+        else:
+            lo = age - fill
+            i0 = np.searchsorted(x, lo, side="right")  # dead before the last block's reclaim age
+            cnt = i1 - i0
+            s1 = c1[i1] - c1[i0]
+            s2 = c2[i1] - c2[i0]
+            # block in (lo, age]: valid at reclaim with probability (inv - lo) / F; mean time valid
+            # E_x[min(inv, age - x F)] = ((inv^2 - lo^2) / 2 + inv (age - inv)) / F
+            m = (alive + (s1 - cnt * lo) / fill) / n
+            r = (c1[i0] + alive * (age - fill / 2) + ((s2 - cnt * lo * lo) / 2 + age * s1 - s2) / fill) / n
+        return (float(m), float(r)) if scalar else (m, r)
 
 
 def plog_stats(pred: np.ndarray, inv: np.ndarray, n_categories: int) -> tuple[np.ndarray, list]:
@@ -223,15 +227,13 @@ def _waited(stats, wait: float, load: float):
     if wait <= 0 or load <= 0:
         return stats
     k = np.arange(WAIT_POINTS)
-    extra = -np.log(1.0 - (k + 0.5) / WAIT_POINTS) * (wait / load)
+    offsets = np.concatenate([[0.0], -np.log(1.0 - (k + 0.5) / WAIT_POINTS) * (wait / load)])
+    weights = np.concatenate([[1.0 - load], np.full(WAIT_POINTS, load / WAIT_POINTS)])
 
     def averaged(*args):
         *head, age, fill = args
-        m0, r0 = stats(*head, age, fill)
-        tail = [stats(*head, age + x, fill) for x in extra]
-        m1 = sum(t[0] for t in tail) / WAIT_POINTS
-        r1 = sum(t[1] for t in tail) / WAIT_POINTS
-        return (1.0 - load) * m0 + load * m1, (1.0 - load) * r0 + load * r1
+        m, r = stats(*head, age + offsets, fill)  # all the ages in one call
+        return float(weights @ np.broadcast_to(m, offsets.shape)), float(weights @ np.broadcast_to(r, offsets.shape))
 
     return averaged
 
