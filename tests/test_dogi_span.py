@@ -53,6 +53,8 @@ def test_training_samples_come_from_the_span(trace):
         ({"train_span": 0}, "train_span must be > 0"),
         ({"label_lag": -1}, "label_lag must be >= 0"),
         ({"censored_labels": "drop"}, "censored_labels must be long_bound or age"),
+        ({"model_wait": "fifo"}, "model_wait must be none or queue"),
+        ({"model_static": "frozen"}, "model_static must be none or unwritten"),
     ],
 )
 def test_bad_span_parameters(params, match):

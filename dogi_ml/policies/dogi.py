@@ -622,6 +622,9 @@ class DOGI(PlacementPolicy):
         # bounded segments reclaimed at expiry (none) or after the GC queue's wait (queue: the
         # chain oracle's hot copies match; the search costs ~6x more), markov.groups.reclaim_wait
         "model_wait": "none",
+        # data the last group's FIFO leaves alone: none, or unwritten (the LBAs no user write has
+        # touched since the prefill, as oracles.chain's static="unwritten"; varmail: 86%)
+        "model_static": "none",
         "mu_bounds": "fixed",  # fixed (c1..c9 from capacity; mu stays below c1's bound) | shift (they move up with mu)
         "fallback_compare": "ghost",  # none (accuracy only, the paper) | ghost (also lose to the base design's ghost WAF)
         "fallback_margin": 0.02,  # the ML configuration may be this much worse than the base design
@@ -685,6 +688,8 @@ class DOGI(PlacementPolicy):
             )
         if not float(cfg["label_lag"]) >= 0:
             raise ValueError(f"policy dogi: label_lag must be >= 0 (capacities of user writes), got {cfg['label_lag']}")
+        if cfg["model_static"] not in ("none", "unwritten"):
+            raise ValueError(f"policy dogi: model_static must be none or unwritten, got {cfg['model_static']!r}")
         if cfg["model_wait"] not in ("none", "queue"):
             raise ValueError(f"policy dogi: model_wait must be none or queue, got {cfg['model_wait']!r}")
         if cfg["censored_labels"] not in ("long_bound", "age"):
@@ -1167,6 +1172,8 @@ class DOGI(PlacementPolicy):
                     reserved_blocks=reserved,
                     reclaim_wait=c["model_wait"],
                 )
+                if c["model_static"] == "unwritten":
+                    hot["static_blocks"] = float(np.count_nonzero(sim.state.lba_time < self.prefill))
             t0 = time.perf_counter()
             best = best_configuration(
                 plog["pred"],
