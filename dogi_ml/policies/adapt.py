@@ -6,13 +6,19 @@ Six groups (§3.1), as SepBIT's classes: group 0 hot user writes, group 1 cold u
 groups 2..5 GC writes (2: blocks reclaimed from the hot group; 3..5 by age against 4l and 16l,
 ``l`` the hot/cold threshold).
 
+- Lifespan layer "like SepBIT" (§3.1): SepBIT's own functions (:mod:`dogi_ml.policies.sepbit`,
+  ``base: code`` = the authors' simulator, the same SepBIT the evaluation compares with; ``paper``
+  = Algorithm 1) decide hot/cold and the GC groups, so with the three mechanisms off ADAPT places
+  exactly as that SepBIT (tested). (Before, ADAPT had its own Algorithm-1 copy while the baseline
+  ran the code variant: YCSB-A light 10.24 vs SepBIT 9.80 with every mechanism off.)
 - Hot/cold threshold (§3.2): a user write is hot when its lifespan (user writes since the LBA's
   previous write) is below ``l``. Until the ghost sets speak, ``l`` is SepBIT's: the mean lifespan
   of the last 16 reclaimed hot segments (the "lifespan of segments in the hot group" the paper
   starts from). The ghost sets (:mod:`dogi_ml.policies._adapt_ghost`, sampled at rate ``r``,
-  segments and chunk timeout scaled by ``r``) simulate the two user groups under a series of
-  thresholds; the best one is applied once 10% of the capacity has been written since the last
-  application, or earlier when its WA is steady.
+  segments scaled by ``r``, intervals and chunk timeout by the measured sampled share of writes,
+  aggregation emulated) simulate the two user groups under a series of thresholds; the best one
+  is applied once 10% of the capacity has been written since the last application, or earlier
+  when its WA is steady.
 - Cross-group dynamic aggregation (§3.3), in ``on_chunk_due``: when the hot group's chunk is due,
   its blocks without a shadow are shadow-appended into the cold group's unfilled chunk (which is
   flushed now; the hot chunk keeps its blocks, lazy append, and its timer restarts); when the
@@ -21,7 +27,8 @@ groups 2..5 GC writes (2: blocks reclaimed from the hot group; 3..5 by age again
   them alone, ``P_i > 0``), and stops once the blocks already aggregated in the hot chunk plus the
   new ones exceed the group's average padding per padded chunk, ``S_ck - C_i``.
 - Proactive demotion (§3.4): per GC group a cascade of Bloom filters (FIFO eviction,
-  :mod:`dogi_ml.policies._adapt_bloom`) holds LBAs that GC migrated from that group back into it;
+  :mod:`dogi_ml.policies._adapt_bloom`) holds LBAs that GC migrated from that group back into it
+  (groups 3..5 only: group 2 takes blocks from the hot group alone, so nothing ever returns to it);
   a user write whose best score reaches ``demote_score`` goes straight to that GC group.
 
 Shadow copies are modelled by the engine as slots that hold no live data (see
@@ -38,7 +45,7 @@ import numpy as np
 
 from dogi_ml.sim.kernels import shadow_append
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, record, scalar_fields
-from dogi_ml.sim.state import C_NOW_US, P_CHUNK, P_TIME_ON
+from dogi_ml.sim.state import C_NOW_US, P_CHUNK, P_SEG_BLOCKS, P_TIME_ON
 
 from . import register
 from ._adapt_bloom import (
@@ -51,13 +58,12 @@ from ._adapt_bloom import (
     optimal_hashes,
 )
 from ._adapt_ghost import GhostSets, ghost_bytes, ghost_on_user_write, memory_breakdown, new_ghost_sets
+from .sepbit import SepBIT, sepbit_gc, sepbit_reclaim, sepbit_user
 
 HOT, COLD = 0, 1
-NC_WINDOW = 16  # hot segments averaged for the initial threshold (SepBIT's window)
+RA_FIRST = 3  # first GC group a block can migrate back into (2 is fed by the hot group only)
+RA_GROUPS = 3  # GC groups 3, 4, 5 carry an RA identifier
 SCALARS = scalar_fields(
-    window_sum=np.int64,  # lifespans of the last 16 reclaimed hot segments; -1 = none yet (l = +inf)
-    lifespan_sum=np.int64,
-    lifespans=np.int64,
     threshold=np.int64,  # hot/cold threshold l in user writes; -1 = the SepBIT window's (or +inf)
     ghost=np.int64,  # 1: the ghost sets set the threshold
     max_thr_segments=np.int64,  # ceiling of a ghost's threshold (segments): 16 capacities
@@ -65,7 +71,7 @@ SCALARS = scalar_fields(
     aggregate=np.int64,  # 1: cross-group aggregation on
     demote=np.int64,  # 1: proactive demotion on
     demote_score=np.int64,
-    demote_coldest=np.int64,  # 1: only the coldest GC group's cascade demotes  # Bloom filters (of a GC group's cascade) that must hold the LBA
+    demote_coldest=np.int64,  # 1: only the coldest GC group's cascade demotes
     demotions=np.int64,  # user writes sent straight to a GC group
     shadow_calls=np.int64,  # shadow appends done
     shadowed=np.int64,  # blocks shadow-appended
@@ -79,24 +85,26 @@ class AdaptState(NamedTuple):
     scalars: np.ndarray
     demoted: np.ndarray  # int64[6]: user writes demoted per group
     ghost: GhostSets  # sampled ghost sets of the two user groups (§3.2)
-    bloom: BloomCascade  # one Bloom-filter cascade per GC group (§3.4), group index = GC group - 2
+    sep: tuple  # SepBIT's state (its l, FIFO queue, creation times): the lifespan layer (§3.1)
+    bloom: BloomCascade  # one Bloom-filter cascade per GC group 3..5 (§3.4), index = group - RA_FIRST
 
 
 @nb.njit(cache=True)
-def _window_l(st):
-    """SepBIT's ``l``: the mean lifespan of the last 16 reclaimed hot segments (-1 = +inf)."""
-    if st.window_sum < 0:
-        return -1
-    return st.window_sum // NC_WINDOW
-
-
-@nb.njit(cache=True)
-def _threshold(st):
-    """The hot/cold threshold in user writes (-1 = +inf): the ghost sets' once they applied
-    one, else SepBIT's ``l`` (the paper's cold start from the hot segments' lifespan)."""
-    if st.threshold >= 0:
-        return st.threshold
-    return _window_l(st)
+def _hot_bookkeeping(s, sep, now):
+    """SepBIT (code variant)'s creation-time bookkeeping for a block that goes to the hot group
+    (Class 1), as :func:`sepbit_user` does when it classifies the block hot itself."""
+    st = sep.scalars[0]
+    if not st.fifo:
+        return
+    seg_blocks = s.prm[P_SEG_BLOCKS]
+    seg = s.open_seg[HOT]
+    if seg < 0 or s.seg_wp[seg] == seg_blocks:
+        st.opening_created = st.next_created
+        wp_after = 1
+    else:
+        wp_after = s.seg_wp[seg] + 1
+    if wp_after == seg_blocks:
+        st.next_created = now + 1
 
 
 @nb.njit(cache=True)
@@ -114,66 +122,50 @@ def adapt_user(s, p, lba, now):
             for i in range(p.ghost.thr.shape[0]):
                 if p.ghost.thr[i] > thr_cap:
                     p.ghost.thr[i] = thr_cap
+    # SepBIT's own decision and bookkeeping (its FIFO queue, hot segments' creation times), so
+    # ADAPT's lifespan layer is the SepBIT it is compared with ("like SepBIT", §3.1)
+    sep = p.sep.scalars[0]
+    opening, nxt = sep.opening_created, sep.next_created
+    base = sepbit_user(s, p.sep, lba, now)
+    g = base
     if st.demote:
         # proactive demotion: a block GC keeps migrating back into the same GC group goes there
         if st.demote_coldest:
-            g = 3
-            score = cascade_score(p.bloom, 3, lba)
+            k = RA_GROUPS - 1
+            score = cascade_score(p.bloom, k, lba)
         else:
-            g, score = cascade_best(p.bloom, lba)
-        if g >= 0 and score >= st.demote_score:
+            k, score = cascade_best(p.bloom, lba)
+        if k >= 0 and score >= st.demote_score:
             st.demotions += 1
-            p.demoted[2 + g] += 1
-            return 2 + g
-    last = s.lba_time[lba]
-    if last < 0:
-        return COLD
-    l = _threshold(st)
-    if l < 0 or now - last < l:
-        return HOT
-    return COLD
-
-
-@nb.njit(cache=True)
-def _gc_group(s, st, lba, vg, now):
-    if vg == HOT:
-        return 2
-    # GC ages against SepBIT's l, as SepBIT (the threshold's cold start before it exists)
-    l = _window_l(st)
-    if l < 0:
-        l = st.threshold
-    if l < 0:
-        return 3
-    age = now - s.lba_time[lba]
-    if age < 4 * l:
-        return 3
-    if age < 16 * l:
-        return 4
-    return 5
+            p.demoted[RA_FIRST + k] += 1
+            g = RA_FIRST + k
+    if g < 2 and st.threshold >= 0:
+        # the ghost sets' threshold replaces SepBIT's l once applied (§3.2)
+        last = s.lba_time[lba]
+        g = HOT if last >= 0 and now - last < st.threshold else COLD
+    if g != HOT and base == HOT:
+        sep.opening_created, sep.next_created = opening, nxt  # not a hot block after all
+    elif g == HOT and base != HOT:
+        _hot_bookkeeping(s, p.sep, now)
+    return g
 
 
 @nb.njit(cache=True)
 def adapt_gc(s, p, lba, victim, now):
     st = p.scalars[0]
     vg = s.seg_group[victim]
-    g = _gc_group(s, st, lba, vg, now)
-    if st.demote and g == vg and g >= 2:
+    # SepBIT's GC classes: from the hot group -> 2, else by age against 4l and 16l
+    g = sepbit_gc(s, p.sep, lba, victim, now)
+    if st.demote and g == vg and g >= RA_FIRST:
         # a valid block migrated back into its own GC group: the RA identifier learns it (§3.4)
-        cascade_insert(p.bloom, g - 2, lba)
+        cascade_insert(p.bloom, g - RA_FIRST, lba)
         st.inserted += 1
     return g
 
 
 @nb.njit(cache=True)
 def adapt_reclaim(s, p, victim, now):
-    if s.seg_group[victim] == HOT:
-        st = p.scalars[0]
-        st.lifespans += 1
-        st.lifespan_sum += now - s.seg_open_time[victim]
-        if st.lifespans == NC_WINDOW:
-            st.window_sum = st.lifespan_sum
-            st.lifespans = 0
-            st.lifespan_sum = 0
+    sepbit_reclaim(s, p.sep, victim, now)
 
 
 @nb.njit(cache=True)
@@ -236,6 +228,9 @@ class ADAPT(PlacementPolicy):
         # the ghosts emulate the aggregation the real groups do (else they judge thresholds by
         # the padding of a system without it; only meaningful with aggregate on)
         self.ghost_aggregate = bool(params.get("ghost_aggregate", True))
+        # the SepBIT ADAPT's lifespan layer is built on: code (the authors' simulator, as the
+        # sepbit baseline) or paper (Algorithm 1 as printed)
+        self.base = SepBIT(variant=str(params.get("base", "code")))
         self.demote_score = int(params.get("demote_score", 4))
         self.demote_coldest = bool(params.get("demote_coldest", False))
         self.rate = float(params.get("rate", 0.001))
@@ -260,6 +255,7 @@ class ADAPT(PlacementPolicy):
             "demote",
             "ghost",
             "ghost_aggregate",
+            "base",
             "demote_score",
             "demote_coldest",
             "rate",
@@ -273,7 +269,8 @@ class ADAPT(PlacementPolicy):
 
     def label(self) -> str:
         off = [n for n, on in (("ghost", self.ghost), ("agg", self.aggregate), ("demote", self.demote)) if not on]
-        return self.name if not off else f"{self.name}[-{'-'.join(off)}]"
+        name = self.name if not off else f"{self.name}[-{'-'.join(off)}]"
+        return name if self.base.variant == "code" else f"{name}[{self.base.variant}]"
 
     def effective_rate(self, capacity: int, segment_blocks: int) -> float:
         """The sampling rate: ``rate``, raised so the sample holds about ``min_sampled`` LBAs
@@ -285,7 +282,6 @@ class ADAPT(PlacementPolicy):
     def bind(self, ctx: SimContext) -> tuple:
         scalars = new_scalars(SCALARS)
         st = record(scalars)
-        st.window_sum = -1
         st.threshold = -1
         st.aggregate = int(self.aggregate)
         st.demote = int(self.demote)
@@ -310,13 +306,33 @@ class ADAPT(PlacementPolicy):
         # filter_bits bits per LBA (rounded up to a power of two)
         items = max(16, int(self.filter_items * ctx.capacity))
         bits = 1 << max(6, math.ceil(math.log2(items * self.filter_bits)))
-        bloom = new_cascade(self.filters, bits, optimal_hashes(bits, items), items, seed=0xADA, n_groups=4)
-        return AdaptState(scalars=scalars, demoted=np.zeros(6, np.int64), ghost=ghost, bloom=bloom)
+        bloom = new_cascade(self.filters, bits, optimal_hashes(bits, items), items, seed=0xADA, n_groups=RA_GROUPS)
+        return AdaptState(
+            scalars=scalars, demoted=np.zeros(6, np.int64), ghost=ghost, sep=self.base.bind(ctx), bloom=bloom
+        )
+
+    def memory_at(self, capacity: int, segment_blocks: int, op_ratio: float = 0.1, chunk_blocks: int = 16) -> dict:
+        """ADAPT's extra memory (Fig. 12b) for a log of ``capacity`` blocks at this policy's
+        sampling rate *without* the reduced-scale floor (``min_sampled``), e.g. the paper's
+        r = 0.001 on a 1 TiB volume: the ghost sets and cascades are built (numpy allocates their
+        pages lazily) and measured, nothing is run."""
+        n_seg = int(capacity * (1 + op_ratio)) // segment_blocks
+        ctx = SimContext(
+            capacity, segment_blocks, n_seg, capacity, chunk_blocks=chunk_blocks, chunk_timeout_us=100, timed=True
+        )
+        keep = self.min_sampled
+        self.min_sampled = 0
+        try:
+            st = self.bind(ctx)
+        finally:
+            self.min_sampled = keep
+        return memory_breakdown(st.ghost, st.bloom if self.demote else None)
 
     def summary(self, state) -> dict:
         st = record(state.scalars)
         return {
             "adapt_threshold": None if int(st.threshold) < 0 else int(st.threshold),
+            "adapt_sepbit_threshold": self.base.summary(state.sep)["sepbit_threshold"],
             "adapt_shadow_appends": int(st.shadow_calls),
             "adapt_shadowed_blocks": int(st.shadowed),
             "adapt_aggregation_stops": int(st.agg_stops),
