@@ -218,12 +218,12 @@ FROZEN_SIM = {**SIM, "victim": "greedy"}  # sim.victim is ignored: DOGI's expiry
 
 @pytest.fixture(scope="module")
 def bundle(trace, tmp_path_factory):
-    """The deployment bundle of a DOGI run (int8 MLP deployed, four retrainings on 12K writes;
+    """The deployment bundle of a DOGI run (int8 MLP deployed, two retrainings on 12K writes;
     32-block segments: DOGI keeps 18 group slots open)."""
     from dogi_ml.pipeline.replay import export_dogi_bundle
 
     params = {
-        "deployed": "int8", "int8_runtime": "numba", "retrain_every": 2048, "min_samples": 300,
+        "deployed": "int8", "int8_runtime": "numba", "retrain_every": 4096, "min_samples": 300,
         "max_samples": 20000, "model_params": {"epochs": 4, "patience": 2}, "fallback_compare": "none",
         "fallback_accuracy": 0.0,
     }  # fmt: skip
@@ -270,6 +270,7 @@ def test_frozen_placements_equal_the_integer_reference(trace, bundle, tmp_path, 
     pol = make_policy("dogi_frozen", bundle=str(bundle))
     d = pol.bundle.deploy
     assert d["features"] == list(FEATURES[:6]) and pol.n_groups == d["n_intermediate"] + 2 <= 12
+    assert d["n_intermediate"] >= 2 and d["group_expiry"][1] is not None  # bounded groups: expiry victims
     cfg = FeatureConfig(CAP, window_blocks=d["feature_window"], chunk_blocks=d["feature_chunk_blocks"])
     X = extract_features(trace, cfg)[:, pol.bundle.feature_columns()]
     ref = pol.bundle.qmodel.predict(X)

@@ -36,7 +36,7 @@ def _dogi_bundle(trace, out):
     from dogi_ml.pipeline.replay import export_dogi_bundle
 
     params = {
-        "deployed": "int8", "int8_runtime": "numba", "retrain_every": 2048, "min_samples": 300,
+        "deployed": "int8", "int8_runtime": "numba", "retrain_every": 4096, "min_samples": 300,
         "max_samples": 20000, "model_params": {"epochs": 4, "patience": 2}, "fallback_compare": "none",
         "fallback_accuracy": 0.0,
     }  # fmt: skip
