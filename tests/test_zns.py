@@ -250,7 +250,7 @@ def test_learned_scheme_counts_equal_the_simulator_and_every_block_reads_back(tr
     assert r["user_writes"] == 3 * CAP and r["gc_writes"] > 0 and r["zone_resets"] == r["reclaimed_segments"] > 0
     learned = r["learned"]
     # the model's categories spread over several groups; the Hot Filter and the Frozen Filter both act
-    assert learned["hot_writes"] > 0 and learned["frozen_gc_writes"] > 0
+    assert learned["hot_writes"] > 0 and learned["frozen_gc_writes"] > 0 and learned["expired_victims"] > 0
     assert sum(c > 0 for c in learned["class_writes"]) >= 2
     assert learned["hot_writes"] + sum(learned["class_writes"]) == r["user_writes"]
     v = r["verify"]

@@ -169,7 +169,7 @@ def replay(
 def compare_with_simulator(result: dict, sim: dict) -> None:
     """``result["simulator"]`` and ``result["parity"]``: the counts the harness shares with the
     simulator's run ``sim``, and for the learned scheme its placement counts too (hot writes,
-    writes per predicted category, Frozen-Filter GC writes)."""
+    writes per predicted category, Frozen-Filter GC writes, expired victims)."""
     keys = PARITY_KEYS + (("learned",) if result.get("learned") is not None or "learned" in sim else ())
     result["simulator"] = {k: sim.get(k) for k in (*keys, "waf", "physical_segments")}
     mismatch = {k: (result.get(k), sim.get(k)) for k in keys if result.get(k) != sim.get(k)}
@@ -279,7 +279,7 @@ def print_summary(r: dict) -> None:
         ln = r["learned"]
         lines.append(
             f"  learned        {ln['hot_writes']} hot writes, per predicted category {ln['class_writes']}, "
-            f"{ln['frozen_gc_writes']} Frozen-Filter GC writes"
+            f"{ln['frozen_gc_writes']} Frozen-Filter GC writes, {ln['expired_victims']} expired victims"
         )
     if "parity" in r:
         p = r["parity"]

@@ -46,6 +46,7 @@ SCALARS = scalar_fields(
     final_greedy=np.int64,  # 1: greedy, 0: cost-benefit among the fallback-victim groups
     hot_writes=np.int64,  # user writes placed in G_hot (after prefill)
     frozen_gc=np.int64,  # GC writes the Frozen Filter sent to G_frzn
+    expired_victims=np.int64,  # victims chosen as the oldest expired segment
 )
 
 
@@ -130,6 +131,7 @@ def frozen_victim(s, p, now):
         if num * any_den > any_num * den:
             anyb, any_num, any_den = seg, num, den
     if best >= 0:
+        st.expired_victims += 1
         return best
     if fin >= 0:
         return fin
@@ -252,14 +254,19 @@ class DOGIFrozen(PlacementPolicy):
     def summary(self, state) -> dict:
         st = record(state.scalars)
         return {
-            "learned": learned_counts(st.hot_writes, state.class_writes, st.frozen_gc),
+            "learned": learned_counts(st.hot_writes, state.class_writes, st.frozen_gc, st.expired_victims),
             "bundle": self.params["bundle"],
         }
 
 
-def learned_counts(hot: int, classes, frozen_gc: int) -> dict:
+def learned_counts(hot: int, classes, frozen_gc: int, expired: int) -> dict:
     """The placement counts the C harness reports too (its JSON's ``learned``)."""
-    return {"hot_writes": int(hot), "class_writes": [int(c) for c in classes], "frozen_gc_writes": int(frozen_gc)}
+    return {
+        "hot_writes": int(hot),
+        "class_writes": [int(c) for c in classes],
+        "frozen_gc_writes": int(frozen_gc),
+        "expired_victims": int(expired),
+    }
 
 
 def export_bundle(policy, out_dir, source: dict | None = None):

@@ -31,7 +31,7 @@ _Static_assert(DOGI_N_CLASSES == DL_N_CLASSES && DL_N_CLASSES == 10, "the model 
 
 static struct {
     int64_t *raw;        /* the trace's user-written LBAs, uncompacted (the features see these) */
-    int64_t n, prefill, t, prev_lba, next_clock_at, hot, frozen_gc, class_writes[10];
+    int64_t n, prefill, t, prev_lba, next_clock_at, hot, frozen_gc, expired, class_writes[10];
     int64_t *last;       /* per raw LBA: trace time of its last write, -1 if none */
     int32_t *write_count, *win_stamp, *win_count, *bm_stamp;
     uint8_t *bitmap;     /* windows with a write, the current one the most significant bit */
@@ -159,6 +159,8 @@ static int64_t dogi_victim(sim_t *s, int64_t now)
         if (num * any_den > any_num * den)
             anyb = seg, any_num = num, any_den = den;
     }
+    if (best >= 0)
+        dl.expired += 1;
     return best >= 0 ? best : fin >= 0 ? fin : anyb;
 }
 
@@ -216,8 +218,9 @@ static const char *dogi_json(void)
     static char buf[512];
     if (!dl.raw)
         return "null";
-    int k = snprintf(buf, sizeof buf, "{\"hot_writes\": %lld, \"frozen_gc_writes\": %lld, \"class_writes\": [",
-                     (long long)dl.hot, (long long)dl.frozen_gc);
+    int k = snprintf(buf, sizeof buf,
+                     "{\"hot_writes\": %lld, \"frozen_gc_writes\": %lld, \"expired_victims\": %lld, \"class_writes\": [",
+                     (long long)dl.hot, (long long)dl.frozen_gc, (long long)dl.expired);
     for (int c = 0; c < 10; ++c)
         k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%lld", c ? ", " : "", (long long)dl.class_writes[c]);
     snprintf(buf + k, sizeof buf - (size_t)k, "]}");
