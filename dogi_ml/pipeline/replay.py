@@ -7,7 +7,7 @@ checks that the user, GC and reset counts equal the Numba simulator's on the sam
 the same backing store; ``mode=recover`` rebuilds the mapping of a device left by an abrupt stop
 and verifies it.
 
-The learned scheme: ``mode=bundle policy=dogi policy.params.deployed=int8 [+bundle=DIR]`` runs
+The learned scheme: ``mode=bundle policy=dogi policy.params.deployed=int8 [bundle=DIR]`` runs
 DOGI in the simulator and writes the deployment bundle of its final int8 model and configuration;
 ``policy=dogi_frozen policy.params.bundle=DIR`` replays with it (the bundle's header compiled
 into the harness, build cached on the headers' contents), and the parity check also compares
@@ -126,7 +126,7 @@ def learned_headers(policy_cfg: Mapping) -> dict | None:
         raise ConfigError(
             "policy=dogi_frozen needs its deployment bundle",
             "add policy.params.bundle=DIR (write one with: python -m dogi_ml replay mode=bundle +workload=NAME "
-            "policy=dogi policy.params.deployed=int8 +bundle=DIR)",
+            "policy=dogi policy.params.deployed=int8 bundle=DIR)",
         )
     b = load_bundle(bundle_dir)
     return {name: b.path(role) for name, role in zh.LEARNED_HEADERS.items()}

@@ -164,7 +164,7 @@ def load_bundle(path: str | Path) -> Bundle:
     if not p.exists():
         raise BundleError(
             f"DOGI bundle not found: {p} (write one with: python -m dogi_ml replay mode=bundle +workload=NAME "
-            "policy=dogi policy.params.deployed=int8 +bundle=DIR)"
+            "policy=dogi policy.params.deployed=int8 bundle=DIR)"
         )
     exported = load_export(p)
     arts = exported.manifest["artifacts"]

@@ -182,7 +182,7 @@ class DOGIFrozen(PlacementPolicy):
         if self.bundle is None:
             raise BundleError(
                 "policy dogi_frozen needs policy.params.bundle=DIR, a DOGI deployment bundle (write one with: "
-                "python -m dogi_ml replay mode=bundle +workload=NAME policy=dogi policy.params.deployed=int8 +bundle=DIR)"
+                "python -m dogi_ml replay mode=bundle +workload=NAME policy=dogi policy.params.deployed=int8 bundle=DIR)"
             )
         d = self.bundle.deploy
         if int(d["capacity_blocks"]) != ctx.capacity:
