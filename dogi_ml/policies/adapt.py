@@ -72,6 +72,7 @@ SCALARS = scalar_fields(
     demote=np.int64,  # 1: proactive demotion on
     demote_score=np.int64,
     demote_coldest=np.int64,  # 1: only the coldest GC group's cascade demotes
+    demote_hot=np.int64,  # 1: a write the lifespan test calls hot may be demoted too
     demotions=np.int64,  # user writes sent straight to a GC group
     shadow_calls=np.int64,  # shadow appends done
     shadowed=np.int64,  # blocks shadow-appended
@@ -128,8 +129,14 @@ def adapt_user(s, p, lba, now):
     opening, nxt = sep.opening_created, sep.next_created
     base = sepbit_user(s, p.sep, lba, now)
     g = base
-    if st.demote:
-        # proactive demotion: a block GC keeps migrating back into the same GC group goes there
+    if st.threshold >= 0:
+        # the ghost sets' threshold replaces SepBIT's l once applied (§3.2)
+        last = s.lba_time[lba]
+        g = HOT if last >= 0 and now - last < st.threshold else COLD
+    if st.demote and (g == COLD or st.demote_hot):
+        # proactive demotion: a block GC keeps migrating back into the same GC group goes there.
+        # Only a block whose lifespan just now was long (cold) unless demote_hot: §3.4 rests on a
+        # block's prior lifespan predicting its next, and a short one contradicts the filters
         if st.demote_coldest:
             k = RA_GROUPS - 1
             score = cascade_score(p.bloom, k, lba)
@@ -139,10 +146,6 @@ def adapt_user(s, p, lba, now):
             st.demotions += 1
             p.demoted[RA_FIRST + k] += 1
             g = RA_FIRST + k
-    if g < 2 and st.threshold >= 0:
-        # the ghost sets' threshold replaces SepBIT's l once applied (§3.2)
-        last = s.lba_time[lba]
-        g = HOT if last >= 0 and now - last < st.threshold else COLD
     if g != HOT and base == HOT:
         sep.opening_created, sep.next_created = opening, nxt  # not a hot block after all
     elif g == HOT and base != HOT:
@@ -233,6 +236,7 @@ class ADAPT(PlacementPolicy):
         self.base = SepBIT(variant=str(params.get("base", "code")))
         self.demote_score = int(params.get("demote_score", 4))
         self.demote_coldest = bool(params.get("demote_coldest", False))
+        self.demote_hot = bool(params.get("demote_hot", False))
         self.rate = float(params.get("rate", 0.001))
         self.min_sampled = int(params.get("min_sampled", 4096))
         self.min_ghost_segment = int(params.get("min_ghost_segment", 2))
@@ -258,6 +262,7 @@ class ADAPT(PlacementPolicy):
             "base",
             "demote_score",
             "demote_coldest",
+            "demote_hot",
             "rate",
             "min_sampled",
             "min_ghost_segment",
@@ -287,6 +292,7 @@ class ADAPT(PlacementPolicy):
         st.demote = int(self.demote)
         st.demote_score = self.demote_score
         st.demote_coldest = int(self.demote_coldest)
+        st.demote_hot = int(self.demote_hot)
         st.ghost = int(self.ghost)
         st.max_thr_segments = max(1, 16 * ctx.capacity // ctx.segment_blocks)
         physical = ctx.n_segments * ctx.segment_blocks
