@@ -55,11 +55,22 @@ def test_training_samples_come_from_the_span(trace):
         ({"censored_labels": "drop"}, "censored_labels must be long_bound or age"),
         ({"model_wait": "fifo"}, "model_wait must be none or queue"),
         ({"model_static": "frozen"}, "model_static must be none or unwritten"),
+        ({"plog": "latest"}, "plog must be validation or mature"),
     ],
 )
 def test_bad_span_parameters(params, match):
     with pytest.raises(ValueError, match=match):
         make_policy("dogi", **params)
+
+
+def test_mature_plog_holds_every_sample_past_c10s_bound(trace):
+    """plog=mature: once samples older than c10's lower bound exist (2.56 capacities), the PLog
+    holds all of them (pending ones at their age), more than the latest labelled 20%."""
+    whole, _ = _history(trace)
+    mature, _ = _history(trace, plog="mature")
+    n_val = {h["user_writes"]: h["plog_records"] for h in whole if "plog_records" in h}
+    late = [h for h in mature if h.get("plog_records") and h["user_writes"] > 3 * CAP and h["user_writes"] in n_val]
+    assert late and all(h["plog_records"] > n_val[h["user_writes"]] for h in late)
 
 
 def test_default_span_is_the_whole_ring():

@@ -622,6 +622,9 @@ class DOGI(PlacementPolicy):
         # bounded segments reclaimed at expiry (none) or after the GC queue's wait (queue: the
         # chain oracle's hot copies match; the search costs ~6x more), markov.groups.reclaim_wait
         "model_wait": "none",
+        # the PLog the search reads: validation (the new model on the latest 20% of the labelled
+        # samples) | mature (on every sample older than c10's lower bound, pending ones at their age)
+        "plog": "validation",
         # data the last group's FIFO leaves alone: none, or unwritten (the LBAs no user write has
         # touched since the prefill, as oracles.chain's static="unwritten"; varmail: 86%)
         "model_static": "none",
@@ -690,6 +693,8 @@ class DOGI(PlacementPolicy):
             raise ValueError(f"policy dogi: label_lag must be >= 0 (capacities of user writes), got {cfg['label_lag']}")
         if cfg["model_static"] not in ("none", "unwritten"):
             raise ValueError(f"policy dogi: model_static must be none or unwritten, got {cfg['model_static']!r}")
+        if cfg["plog"] not in ("validation", "mature"):
+            raise ValueError(f"policy dogi: plog must be validation or mature, got {cfg['plog']!r}")
         if cfg["model_wait"] not in ("none", "queue"):
             raise ValueError(f"policy dogi: model_wait must be none or queue, got {cfg['model_wait']!r}")
         if cfg["censored_labels"] not in ("long_bound", "age"):
@@ -1262,6 +1267,9 @@ class DOGI(PlacementPolicy):
                 entry["action"] = "fallback (measured WAF above the base design's)"
             self.base_compare["lost"] = not ok
         plog = {"pred": pred_val.astype(np.int64), "inv": data["inv"][val]}
+        if c["plog"] == "mature":
+            plog = self._mature_plog(now, bounds, plog)
+        entry["plog_records"] = int(len(plog["pred"]))
         if ok:
             reloc = self._reloc_records(now, True)
             self._search_and_apply(plog, entry, sim, period, reloc, apply=False)
@@ -1297,6 +1305,19 @@ class DOGI(PlacementPolicy):
         entry["configuration"] = self.configuration
         entry["action"] = "model deployed"
         self.history.append(entry)
+
+    def _mature_plog(self, now: int, bounds, fallback: dict) -> dict:
+        """PLog from the samples written before c10's lower bound (``plog=mature``): every one,
+        a pending one with its age (a lower bound past every bounded group's BIR, so its survival
+        and residence in those groups are exact), categorised by the new model. The latest
+        labelled samples (``plog=validation``) lack the long-lived ones still pending, which
+        makes the model's GN traffic too small. Too few mature samples: ``fallback``."""
+        data = self.ring.collect(now, long_bound=0)
+        old = data["time"] <= now - int(bounds[-1])
+        if old.sum() < int(self.cfg["min_samples"]):
+            return fallback
+        pred = self._predict(self.state.sample_features[data["slot"][old]]).astype(np.int64)
+        return {"pred": pred, "inv": data["inv"][old]}
 
     def _training_window(self, data: dict, y: np.ndarray | None, now: int, bounds) -> tuple[dict, np.ndarray | None]:
         """The samples a retraining learns from (``train_span``, ``label_lag``,
