@@ -183,14 +183,17 @@ def adjacent_distances(W, I, n, wt, dist):
 
 
 @nb.njit(cache=True, fastmath=True)
-def _merge_rows(wa, ia, wb, ib, wd, idd, wl, il, wr, ir, wt, left, right):
-    """``wd``/``idd`` = rows a + b; returns the OP distances of the sum to the ``left`` and
-    ``right`` rows (when those flags are set), in one pass so each slot is loaded once. Rows are
-    1-D views: indexing the 2-D arrays kept LLVM from vectorising this loop (scalar divisions)."""
+def _merge_and_measure(W, I, a, b, dst, left, right, wt):
+    """Row ``dst`` = rows ``a + b``; returns the OP distances of the sum to rows ``left`` and
+    ``right`` (-1: none), in one pass so each slot is loaded once. The loops run on 1-D row views
+    (vectorised: the stores go to a row LLVM checks at run time against the rows it loads)."""
     dl = np.float32(0.0)
     dr = np.float32(0.0)
+    wa, ia, wb, ib, wd, idd = W[a], I[a], W[b], I[b], W[dst], I[dst]
+    wl, il = W[max(left, 0)], I[max(left, 0)]
+    wr, ir = W[max(right, 0)], I[max(right, 0)]
     L = wt.shape[0]
-    if left and right:
+    if left >= 0 and right >= 0:
         for t in range(L):
             w = wa[t] + wb[t]
             i = ia[t] + ib[t]
@@ -198,14 +201,14 @@ def _merge_rows(wa, ia, wb, ib, wd, idd, wl, il, wr, ir, wt, left, right):
             idd[t] = i
             dl += _term(wl[t], il[t], w, i, wt[t])
             dr += _term(w, i, wr[t], ir[t], wt[t])
-    elif left:
+    elif left >= 0:
         for t in range(L):
             w = wa[t] + wb[t]
             i = ia[t] + ib[t]
             wd[t] = w
             idd[t] = i
             dl += _term(wl[t], il[t], w, i, wt[t])
-    elif right:
+    elif right >= 0:
         for t in range(L):
             w = wa[t] + wb[t]
             i = ia[t] + ib[t]
@@ -217,15 +220,6 @@ def _merge_rows(wa, ia, wb, ib, wd, idd, wl, il, wr, ir, wt, left, right):
             wd[t] = wa[t] + wb[t]
             idd[t] = ia[t] + ib[t]
     return dl, dr
-
-
-@nb.njit(cache=True, inline="always")
-def _merge_and_measure(W, I, a, b, dst, left, right, wt):
-    """Row ``dst`` = rows ``a + b``; returns the OP distances of the sum to rows ``left`` and
-    ``right`` (-1: none)."""
-    lo = left if left >= 0 else a
-    ro = right if right >= 0 else a
-    return _merge_rows(W[a], I[a], W[b], I[b], W[dst], I[dst], W[lo], I[lo], W[ro], I[ro], wt, left >= 0, right >= 0)
 
 
 @nb.njit(cache=True)
