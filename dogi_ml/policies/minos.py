@@ -40,8 +40,8 @@ per slot by ``alpha``). Victims: cost-benefit ``gp/(1-gp) * age`` (§2.3, the pa
 Departures: lifetimes are in user-written blocks from the engine's clock (the paper stores
 32-bit slots); invalidations older than the ring are dropped, as the ring has no slot for them.
 The P² markers learn from a deterministic 1-in-``p2_every`` sample of the lifetimes (default 8;
-every lifetime is still *queried*): the marker update cost ~30 ns, about two SepBIT appends, and
-the sample moved GC writes by -1.0..+0.05% on the Fig. 11 workloads (notes/README);
+every lifetime is still *queried*): the marker update costs ~40-47 ns with 11 cells, two to
+three SepBIT appends, and the sample moved GC writes by -1.0..+0.05% on the Fig. 11 workloads;
 ``p2_every=1`` is the paper's per-write update.
 """
 
