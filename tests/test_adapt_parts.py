@@ -17,6 +17,7 @@ import pytest
 from dogi_ml.policies._adapt_bloom import (
     cascade_best,
     cascade_bytes,
+    cascade_fill,
     cascade_insert,
     cascade_score,
     new_cascade,
@@ -116,11 +117,29 @@ def test_cascade_false_positive_rate_matches_theory(m, k, n):
     assert abs(fp - theory) < 0.08 * theory + 4 * sigma, (fp, theory)
 
 
+def test_groups_sharing_a_byte_stay_independent():
+    """Two 4-filter groups share each byte: filling, scoring and evicting one leaves the other as
+    a cascade of its own would be (same scores as separate one-group cascades)."""
+    shared = new_cascade(4, 1 << 10, 3, 40, seed=9, n_groups=2)
+    alone = [new_cascade(4, 1 << 10, 3, 40, seed=9, n_groups=1) for _ in range(2)]
+    rng = np.random.default_rng(4)
+    for key in rng.integers(0, 1 << 20, 400):  # ten filters' worth: both groups evict
+        g = int(key) % 2
+        cascade_insert(shared, g, int(key))
+        cascade_insert(alone[g], 0, int(key))
+    assert record(shared.scalars).evictions == sum(record(a.scalars).evictions for a in alone) > 2
+    for key in rng.integers(0, 1 << 20, 2000):
+        for g in range(2):
+            assert cascade_score(shared, g, int(key)) == cascade_score(alone[g], 0, int(key))
+    for g in range(2):
+        assert np.array_equal(cascade_fill(shared, g), cascade_fill(alone[g], 0))
+
+
 def test_cascade_bytes_and_bad_parameters():
     c = new_cascade(4, 1 << 10, 3, 50, n_groups=4)
-    # bit slices: 4 groups x 1024 positions x 1 byte (8 filter bits, 4 used); counts 16 x 8;
-    # heads 4 x 8; live masks 4 x 1; the scalars record
-    assert cascade_bytes(c) == 4 * 1024 + 16 * 8 + 4 * 8 + 4 + c.scalars.nbytes
+    # bit slices: 4 groups of 4 filters, two groups per byte: 2 rows x 1024 positions x 1 byte;
+    # counts 16 x 8; heads 4 x 8; live masks 4 x 1; the scalars record
+    assert cascade_bytes(c) == 2 * 1024 + 16 * 8 + 4 * 8 + 4 + c.scalars.nbytes
     with pytest.raises(ValueError, match="power of two"):
         new_cascade(4, 1000, 3, 50)
     with pytest.raises(ValueError, match="n_hashes"):
@@ -503,7 +522,7 @@ def test_memory_breakdown_matches_a_hand_count():
     # open_seg; n_free, invalid, written, discarded, padding, shadow, reclaimed; chunk_fill,
     # chunk_due; chunk_ts (one slot per group untimed); chunk_sh; pad_sum, pad_n
     ghosts = m * per_ghost + m * 8  # + the thresholds
-    filters = 4 * (1 << 14) + 16 * 8 + 4 * 8 + 4 + c.scalars.nbytes  # slices, counts, heads, live
+    filters = 2 * (1 << 14) + 16 * 8 + 4 * 8 + 4 + c.scalars.nbytes  # slices (2 groups a byte), counts, heads, live
     mem = memory_breakdown(g, c)
     assert mem["bytes"] == {
         "sampling": sampling,

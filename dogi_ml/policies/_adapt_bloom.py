@@ -22,7 +22,9 @@ The false-positive rate of a filter holding ``n`` items is close to ``(1 - exp(-
 State is one NamedTuple of numpy arrays (Numba-friendly, as every policy state in dogi_ml), with
 a leading group dimension so ADAPT's four GC groups share one structure and one hash per lookup.
 Layout: bit-sliced. Since every filter of a cascade uses the same positions for a key, bit ``b``
-of all filters of group ``g`` sits in one byte ``slices[g, b]`` (bit ``f`` = filter ``f``), so a
+of all filters of group ``g`` sits in one byte ``slices[g // per_byte, b]`` (bit ``f + shift`` =
+filter ``f``; ``per_byte = 8 // n_filters`` groups share a byte, ``shift = (g % per_byte) *
+n_filters``, so 4-filter cascades of two groups fill each byte instead of leaving half of it idle), so a
 lookup reads ``n_hashes`` bytes per group and ANDs them; the score is the popcount of the result
 (over filters holding anything). Each filter is still a classical Bloom filter (same false-positive
 rate); up to 8 filters per cascade; ``bits_per_filter`` bytes per group. Measured: a lookup over
@@ -53,7 +55,7 @@ SCALARS = scalar_fields(
 
 class BloomCascade(NamedTuple):
     scalars: np.ndarray  # one SCALARS record
-    slices: np.ndarray  # uint8[n_groups, bits_per_filter]: bit f of slices[g, b] = bit b of filter f
+    slices: np.ndarray  # uint8[ceil(n_groups / per_byte), bits_per_filter]: see the module docstring
     count: np.ndarray  # int64[n_groups, n_filters]: insertions into each filter since it was cleared
     head: np.ndarray  # int64[n_groups]: index of each group's newest filter
     live: np.ndarray  # uint8[n_groups]: bit f set iff filter f holds something (count > 0)
@@ -88,7 +90,7 @@ def new_cascade(
     st.seed = np.uint64(int(seed) & 0xFFFFFFFFFFFFFFFF)
     return BloomCascade(
         scalars=scalars,
-        slices=np.zeros((int(n_groups), m), np.uint8),
+        slices=np.zeros((-(-int(n_groups) // (8 // int(n_filters))), m), np.uint8),
         count=np.zeros((int(n_groups), int(n_filters)), np.int64),
         head=np.zeros(int(n_groups), np.int64),
         live=np.zeros(int(n_groups), np.uint8),
@@ -121,19 +123,28 @@ def _hashes(st, key):
     return h1, h2
 
 
+@nb.njit(cache=True, inline="always")
+def _place(st, g):
+    """``(row, shift)`` of group ``g``'s filters in ``slices`` (see the module docstring)."""
+    per_byte = 8 // st.n_filters
+    return g // per_byte, (g % per_byte) * st.n_filters
+
+
 @nb.njit(cache=True)
 def cascade_insert(c, g, key):
     """Insert ``key`` (an LBA) into group ``g``'s newest filter; when that filter already holds
     ``items_per_filter`` insertions, the oldest filter is cleared first and becomes the newest."""
     st = c.scalars[0]
     h = c.head[g]
+    row, shift = _place(st, g)
     if c.count[g, h] >= st.items_per_filter:
         h += 1
         if h == st.n_filters:
             h = 0
         keep = np.uint8(0xFF ^ (1 << h))
+        keep_row = np.uint8(0xFF ^ (1 << (h + shift)))
         for b in range(c.slices.shape[1]):  # by hand: no array view (the loops run without NRT)
-            c.slices[g, b] &= keep
+            c.slices[row, b] &= keep_row
         c.count[g, h] = 0
         c.live[g] &= keep
         c.head[g] = h
@@ -141,9 +152,10 @@ def cascade_insert(c, g, key):
     h1, h2 = _hashes(st, key)
     mask = np.uint64(st.bits_mask)
     bit = np.uint8(1 << h)
+    rbit = np.uint8(1 << (h + shift))
     pos = h1
     for _ in range(st.n_hashes):
-        c.slices[g, pos & mask] |= bit
+        c.slices[row, pos & mask] |= rbit
         pos += h2
     c.count[g, h] += 1
     c.live[g] |= bit
@@ -161,9 +173,10 @@ def _popcount8(x):
 def _filters_holding(c, st, g, h1, h2):
     mask = np.uint64(st.bits_mask)
     hits = np.int64(c.live[g])  # filters holding nothing (never used, or just cleared) miss
+    row, shift = _place(st, g)
     pos = h1
     for _ in range(st.n_hashes):  # no early exit: independent loads overlap, no mispredictions
-        hits &= np.int64(c.slices[g, pos & mask])
+        hits &= np.int64(c.slices[row, pos & mask]) >> shift
         pos += h2
     return _popcount8(hits)
 
@@ -200,8 +213,9 @@ def cascade_fill(c, g):
     st = c.scalars[0]
     out = np.zeros(st.n_filters)
     m = st.bits_mask + 1
+    row, shift = _place(st, g)
     for b in range(m):
-        x = c.slices[g, b]
+        x = c.slices[row, b] >> shift
         for f in range(st.n_filters):
             if (x >> f) & 1:
                 out[f] += 1
