@@ -8,6 +8,7 @@ each other scheme, next to the paper's ranges. :class:`AdaptComparison` is the H
 ``+experiment=adapt_fig8|adapt_fig9|adapt_fig11``; from finished sweeps::
 
     python -m dogi_ml.report_adapt OUT_PREFIX SWEEP_DIR [SWEEP_DIR ...] [--figure fig8|fig9|fig11] [--title T]
+        [--reuse EARLIER.json]   # rows of schemes the sweeps lack (e.g. unchanged baselines) from it
 
 writes ``OUT_PREFIX.md``, ``OUT_PREFIX.json`` and ``OUT_PREFIX.png``.
 """
@@ -219,8 +220,22 @@ def plot_adapt(summary: dict, path: Path, figure: str, title: str = "") -> Path:
     return save_figure(fig, path)
 
 
-def write_adapt(results: list[dict], prefix: Path, figure: str, title: str = "") -> dict:
+def merge_summary(summary: dict, previous: dict) -> dict:
+    """``summary`` plus the schemes it lacks taken from ``previous`` (an earlier result JSON's
+    ``summary``), setting by setting: after a change to ADAPT only, rerun its variants and keep the
+    unchanged baselines' rows. Settings absent from ``summary`` are not added."""
+    out = {st: {v: dict(sc) for v, sc in bv.items()} for st, bv in summary.items()}
+    for st, bv in out.items():
+        for v, sc in bv.items():
+            for scheme, entry in previous.get(st, {}).get(v, {}).items():
+                sc.setdefault(scheme, entry)
+    return out
+
+
+def write_adapt(results: list[dict], prefix: Path, figure: str, title: str = "", reuse: dict | None = None) -> dict:
     summary = adapt_summary(results)
+    if reuse:
+        summary = merge_summary(summary, reuse)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     prefix.with_suffix(".json").write_text(
         json.dumps({"summary": summary, "reductions": reductions(summary), "paper": PAPER.get(figure)}, indent=2)
@@ -253,11 +268,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("sweeps", type=Path, nargs="+", help="simulate -m sweep directories (*/result.json)")
     ap.add_argument("--figure", default="fig8", choices=sorted(PAPER))
     ap.add_argument("--title", default="")
+    ap.add_argument(
+        "--reuse", type=Path, help="an earlier PREFIX.json: schemes missing from the sweeps are taken from it"
+    )
     a = ap.parse_args(argv)
     results = [r for d in a.sweeps for r in collect_results(d)]
     if not results:
         raise SystemExit(f"no */result.json under {', '.join(map(str, a.sweeps))}: run the sweep first")
-    write_adapt(results, a.prefix.with_suffix(""), a.figure, title=a.title)
+    reuse = json.loads(a.reuse.read_text())["summary"] if a.reuse else None
+    write_adapt(results, a.prefix.with_suffix(""), a.figure, title=a.title, reuse=reuse)
 
 
 if __name__ == "__main__":

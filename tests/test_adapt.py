@@ -129,6 +129,10 @@ def test_report_tables_and_reductions(tmp_path):
     md = (tmp_path / "fig11.md").read_text()
     assert "| ycsb_a light a=0.9 | greedy | 4.000 | 3.000 | **2.000** | adapt |" in md
     assert "Paper (fig11)" in md and (tmp_path / "fig11.png").stat().st_size > 0
+    # ADAPT rerun alone: the baselines' rows come from the earlier summary, ADAPT's from the rerun
+    again = write_adapt([res("adapt", 1.5, 10)], tmp_path / "again", "fig11", reuse=summary)["ycsb_a light a=0.9"]
+    assert set(again["greedy"]) == {"sepbit", "adapt", "sepgc"} and again["greedy"]["adapt"]["waf"] == 1.5
+    assert again["greedy"]["sepbit"] == summary["ycsb_a light a=0.9"]["greedy"]["sepbit"]
 
 
 def test_sampling_rate_floors():
