@@ -400,6 +400,23 @@ def test_ghost_measures_the_sampled_share_of_writes():
     assert record(g1.scalars).act_num == R_MOD
 
 
+def test_authentic_ghosts_adjust_only_after_a_ghost_gc():
+    """A prefill (every LBA once: no garbage, no ghost GC) gives the ghosts equal WAs that say
+    nothing: with ``authentic`` they wait for a GC before applying a threshold by volume."""
+    counts = {}
+    for authentic in (False, True):
+        g = new_ghost_sets(CAP, SEG, rate=1.0, n_sets=4, steady_window=1 << 60, authentic=authentic)
+        for lba in range(CAP):
+            ghost_on_user_write(g, lba, lba, -1)
+        counts[authentic] = record(g.scalars).adjustments
+        assert not g.reclaimed.any()
+        if authentic:  # rewrites bring garbage, GC, then adjustments
+            for n, lba in enumerate(_zipf(2 * CAP)):
+                ghost_on_user_write(g, int(lba), CAP + n, -1)
+            assert record(g.scalars).adjustments > 0
+    assert counts[False] >= 9 and counts[True] == 0
+
+
 def test_sampling_is_a_fixed_hash_share_of_lbas():
     g = new_ghost_sets(1 << 20, 4096, rate=0.01)
     lbas = np.arange(1 << 20)

@@ -81,6 +81,7 @@ SCALARS = scalar_fields(
     timeout_us=np.int64,  # ghost chunk timeout, µs (the real one / r)
     aggregate=np.int64,  # 1: the ghosts emulate ADAPT's cross-group aggregation (§3.3)
     actual_rate=np.int64,  # 1: scale intervals and the timeout by the measured sampling rate
+    authentic=np.int64,  # 1: adjust by volume only once the best ghost reclaimed a segment
     act_num=np.int64,  # the rate in use (* 2^24): measured (sampled / seen writes) or r
     timeout_real=np.int64,  # the real chunk timeout, µs
     capacity=np.int64,  # real logical capacity (blocks)
@@ -152,6 +153,7 @@ def new_ghost_sets(
     max_threshold_segments: int = 0,
     aggregate: bool = False,
     actual_rate: bool = True,
+    authentic: bool = False,
 ) -> GhostSets:
     """Ghost sets for a log of ``capacity`` logical blocks in segments of ``segment_blocks``.
 
@@ -168,7 +170,8 @@ def new_ghost_sets(
     the padding the real system pays with it (timed runs only); ``actual_rate`` scales the
     sampled intervals and the chunk timeout by the measured sampling rate (sampled writes / user
     writes, §3.2's "actual sampling rate") instead of ``r``: sampling picks LBAs, so under skew the
-    sampled share of *writes* differs from ``r`` (zipf 0.9: 0.099 at r = 0.0625)."""
+    sampled share of *writes* differs from ``r`` (zipf 0.9: 0.099 at r = 0.0625); ``authentic``: an
+    adjustment by volume waits until the best ghost has reclaimed a segment since the last one."""
     if not 0.0 < float(rate) <= 1.0:
         raise ValueError(f"ghost sets: rate must be in (0, 1], got {rate}")
     rate_num = max(1, round(float(rate) * R_MOD))
@@ -214,6 +217,7 @@ def new_ghost_sets(
     st.timeout_us = int(chunk_timeout_us) * R_MOD // rate_num if timed else 0
     st.aggregate = int(bool(aggregate)) if timed else 0
     st.actual_rate = int(bool(actual_rate))
+    st.authentic = int(bool(authentic))
     st.act_num = rate_num
     st.timeout_real = int(chunk_timeout_us) if timed else 0
     st.capacity = int(capacity)
@@ -620,6 +624,19 @@ def _steady(g):
 
 
 @nb.njit(cache=True)
+def _authentic(g):
+    """Whether the best ghost's WA counts GC (§3.2: ADAPT "monitors write volume and GC conditions
+    to determine whether ghost sets have an authentic simulation"): with ``authentic`` set, the
+    best ghost must have reclaimed a segment since the last adjustment; a WA of padding alone (a
+    prefill, a young log) says nothing about GC."""
+    st = g.scalars[0]
+    if not st.authentic:
+        return True
+    k, _ = _best(g)
+    return k >= 0 and g.reclaimed[k] > 0
+
+
+@nb.njit(cache=True)
 def _sampled_write(g, lba, now, time_us):
     """:func:`ghost_on_user_write` for a sampled LBA."""
     st = g.scalars[0]
@@ -642,7 +659,7 @@ def _sampled_write(g, lba, now, time_us):
         _ghost_write(g, i, slot, seen and lhs < g.thr[i] * unit, time_us)
     g.last[slot] = t
     st.sampled = t + 1
-    if now - st.last_adjust_now >= st.adjust_every:
+    if now - st.last_adjust_now >= st.adjust_every and _authentic(g):
         return ghost_adjust(g, now)
     if st.sampled >= st.next_check:
         st.next_check = st.sampled + st.steady_window

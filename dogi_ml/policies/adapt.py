@@ -57,8 +57,15 @@ from ._adapt_bloom import (
     new_cascade,
     optimal_hashes,
 )
-from ._adapt_ghost import GhostSets, ghost_bytes, ghost_on_user_write, memory_breakdown, new_ghost_sets
-from .sepbit import SepBIT, sepbit_gc, sepbit_reclaim, sepbit_user
+from ._adapt_ghost import (
+    GhostSets,
+    ghost_bytes,
+    ghost_on_user_write,
+    ghost_restart_window,
+    memory_breakdown,
+    new_ghost_sets,
+)
+from .sepbit import NC_WINDOW, SepBIT, sepbit_gc, sepbit_reclaim, sepbit_user
 
 HOT, COLD = 0, 1
 RA_FIRST = 3  # first GC group a block can migrate back into (2 is fed by the hot group only)
@@ -66,6 +73,8 @@ RA_GROUPS = 3  # GC groups 3, 4, 5 carry an RA identifier
 SCALARS = scalar_fields(
     threshold=np.int64,  # hot/cold threshold l in user writes; -1 = the SepBIT window's (or +inf)
     ghost=np.int64,  # 1: the ghost sets set the threshold
+    cold_start=np.int64,  # 1: centre the ghosts' first window on SepBIT's l once known (§3.2)
+    started=np.int64,  # 1: that window is set
     max_thr_segments=np.int64,  # ceiling of a ghost's threshold (segments): 16 capacities
     adjustments=np.int64,  # thresholds applied from the ghost sets
     aggregate=np.int64,  # 1: cross-group aggregation on
@@ -112,6 +121,12 @@ def _hot_bookkeeping(s, sep, now):
 def adapt_user(s, p, lba, now):
     st = p.scalars[0]
     if st.ghost:
+        if st.cold_start and not st.started and st.threshold < 0 and p.sep.scalars[0].window_sum >= 0:
+            # SepBIT's l (mean lifespan of 16 reclaimed hot segments) is known: the ghosts'
+            # exponential window restarts with it in the middle (§3.2's cold start)
+            st.started = 1
+            l_seg = p.sep.scalars[0].window_sum // (NC_WINDOW * s.prm[P_SEG_BLOCKS])
+            ghost_restart_window(p.ghost, max(1, l_seg >> (p.ghost.thr.shape[0] // 2)))
         t_us = s.ctr[C_NOW_US] if s.prm[P_TIME_ON] else -1
         thr = ghost_on_user_write(p.ghost, lba, now, t_us)
         if thr >= 0:
@@ -231,6 +246,9 @@ class ADAPT(PlacementPolicy):
         # the ghosts emulate the aggregation the real groups do (else they judge thresholds by
         # the padding of a system without it; only meaningful with aggregate on)
         self.ghost_aggregate = bool(params.get("ghost_aggregate", True))
+        # §3.2's cold start: the ghosts' first window is centred on SepBIT's l (the hot segments'
+        # lifespan) once it is known, and they apply a threshold only after a ghost GC
+        self.ghost_cold_start = bool(params.get("ghost_cold_start", True))
         # the SepBIT ADAPT's lifespan layer is built on: code (the authors' simulator, as the
         # sepbit baseline) or paper (Algorithm 1 as printed)
         self.base = SepBIT(variant=str(params.get("base", "code")))
@@ -259,6 +277,7 @@ class ADAPT(PlacementPolicy):
             "demote",
             "ghost",
             "ghost_aggregate",
+            "ghost_cold_start",
             "base",
             "demote_score",
             "demote_coldest",
@@ -294,6 +313,7 @@ class ADAPT(PlacementPolicy):
         st.demote_coldest = int(self.demote_coldest)
         st.demote_hot = int(self.demote_hot)
         st.ghost = int(self.ghost)
+        st.cold_start = int(self.ghost_cold_start)
         st.max_thr_segments = max(1, 16 * ctx.capacity // ctx.segment_blocks)
         physical = ctx.n_segments * ctx.segment_blocks
         # the ghosts' GC trigger: the garbage share the real log settles at (its over-provisioning)
@@ -307,6 +327,7 @@ class ADAPT(PlacementPolicy):
             chunk_blocks=ctx.chunk_blocks if ctx.timed else 0,
             chunk_timeout_us=ctx.chunk_timeout_us if ctx.timed else 0,
             aggregate=self.aggregate and self.ghost_aggregate,
+            authentic=self.ghost_cold_start,
         )
         # each GC group's cascade: `filters` filters of filter_items x capacity LBAs each, at
         # filter_bits bits per LBA (rounded up to a power of two)
