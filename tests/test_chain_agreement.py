@@ -6,6 +6,8 @@ model's configuration run with perfect placement) on the paper's workloads at a 
   copies match the simulated ones (reclaim at expiry over-counts them about twofold);
 - phase_shift: not stationary (its distribution changes every 2 capacities), so each settled
   half-phase is modelled on its own PLog and compared with the WAF simulated over it;
+- ycsb_a: at 64 Ki blocks (at 32 Ki its InnoDB-like layout leaves the model 7% high, its last
+  group's valid ratio 0.873 against 0.864: GN's FIFO term is that sensitive);
 - varmail: 86% of its space is never rewritten after the prefill; the last group's FIFO closed
   form assumes all its data is rewritten, so the model is given that static data
   (``static="unwritten"``); without it the model is 14% high.
@@ -21,12 +23,12 @@ from dogi_ml.traces.generators import generate
 CAP, SEG, VOLUME = 32768, 64, 16
 
 
-def _writes(kind: str) -> np.ndarray:
-    return np.asarray(generate(kind, capacity_blocks=CAP, n_writes=VOLUME * CAP, seed=0).block_writes, np.int64)
+def _writes(kind: str, cap: int = CAP) -> np.ndarray:
+    return np.asarray(generate(kind, capacity_blocks=cap, n_writes=VOLUME * cap, seed=0).block_writes, np.int64)
 
 
-def _run(writes, **kw):
-    return model_vs_simulator(writes, CAP, SimConfig(segment_blocks=SEG), **kw)
+def _run(writes, cap: int = CAP, seg: int = SEG, **kw):
+    return model_vs_simulator(writes, cap, SimConfig(segment_blocks=seg), **kw)
 
 
 def test_zipf_agrees_and_the_reclaim_wait_fixes_the_hot_copies():
@@ -42,6 +44,13 @@ def test_zipf_agrees_and_the_reclaim_wait_fixes_the_hot_copies():
     assert waited["model_copies"][0] == pytest.approx(sim_hot, rel=0.25)
     # the model's terms add up to its WAF
     assert 1 + sum(waited["model_copies"]) == pytest.approx(waited["model_waf"], rel=1e-12)
+
+
+def test_ycsb_a_agrees():
+    cap = 2 * CAP
+    res = _run(_writes("ycsb_a", cap), cap, 2 * SEG)
+    assert len(res["groups"]) >= 3 and res["hot_share"] > 0.4
+    assert res["model_waf"] == pytest.approx(res["sim_waf"], rel=0.03), res["rel_error"]
 
 
 def test_phase_shift_agrees_per_stationary_period():
