@@ -25,8 +25,11 @@ ML-Alloc (§4.2.2–4.2.3): the classifier predicts a category for every non-hot
 batched per chunk (inference runs between chunks, on the causal features of exactly the writes
 the loop applies next). Training samples: one in ``sample_every`` non-hot writes, labelled
 online when the LBA is overwritten; the model is retrained every ``retrain_every`` user writes
-(100 GiB at 128 GiB, scaled). PLog: the new model's predictions on the latest held-out samples
-with their actual invalidation times.
+(100 GiB at 128 GiB, scaled); every labelled sample of the ring trains (``train_span``,
+``label_lag``, ``censored_labels``: the paper's ~0.3-capacity span and the authors' labelling,
+measured in the README). PLog: the new model's predictions on the latest held-out samples with
+their actual invalidation times (``plog=mature``: on every sample older than c10's lower bound,
+a pending one at its age).
 
 ML-Reloc (§4.4): per category, the mean remaining lifetime of a block that has lived a given
 age, tabulated over a log grid of ages from survival records: every sample in the ring, an
