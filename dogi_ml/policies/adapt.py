@@ -29,7 +29,9 @@ groups 2..5 GC writes (2: blocks reclaimed from the hot group; 3..5 by age again
 - Proactive demotion (§3.4): per GC group a cascade of Bloom filters (FIFO eviction,
   :mod:`dogi_ml.policies._adapt_bloom`) holds LBAs that GC migrated from that group back into it
   (groups 3..5 only: group 2 takes blocks from the hot group alone, so nothing ever returns to it);
-  a user write whose best score reaches ``demote_score`` goes straight to that GC group.
+  a user write whose best score reaches ``demote_score`` goes straight to that GC group, if the
+  lifespan test calls it cold (``demote_hot: false``; §3.4 rests on a block's prior lifespan
+  predicting its next one, and a short one just now contradicts the filters' older history).
 
 Shadow copies are modelled by the engine as slots that hold no live data (see
 :func:`dogi_ml.sim.kernels.shadow_append`): they expire when the original's chunk is flushed.
