@@ -71,6 +71,7 @@ import numba as nb
 import numpy as np
 
 from dogi_ml.features.extract import FEATURES, FeatureConfig, FeatureStream
+from dogi_ml.sim.kernels import prefetch
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, no_reclaim_hook, record, scalar_fields
 from dogi_ml.sim.state import C_GC, C_USER, P_NSEG, P_SEG_BLOCKS, SEG_SEALED
 from dogi_ml.sim.victims import register_victim
@@ -374,6 +375,18 @@ def dogi_gc(s, p, lba, victim, now):
     return g
 
 
+@nb.njit(cache=True, inline="always")
+def dogi_prefetch(p, lba):
+    """The engine's cache hint, some writes ahead, for the per-LBA entries ``dogi_user`` and
+    ``dogi_gc`` touch (no effect on results; issue 18: the loop waited on these misses)."""
+    prefetch(p.lba_class, lba)
+    prefetch(p.reloc_group, lba)
+    prefetch(p.reloc_time, lba)
+    prefetch(p.updated, lba)
+    prefetch(p.reloc_count, lba)
+    prefetch(p.ring.pending, lba)
+
+
 @nb.njit(cache=True)
 def dogi_victim(s, p, now):
     """A dead segment (no valid block) at once; else the oldest expired segment of the bounded
@@ -571,6 +584,7 @@ class DOGI(PlacementPolicy):
     victim = "dogi"
     place_user = dogi_user
     place_gc = dogi_gc
+    prefetch_lba = dogi_prefetch
     on_reclaim = no_reclaim_hook
 
     DEFAULTS = {

@@ -33,6 +33,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from dogi_ml.sim.kernels import prefetch
 from dogi_ml.sim.policy_api import SimContext, new_scalars, no_reclaim_hook, record
 
 from . import register
@@ -98,6 +99,14 @@ def mldt_user(s, p, lba, now):
     return g
 
 
+@nb.njit(cache=True, inline="always")
+def mldt_prefetch(p, lba):
+    """The engine's cache hint for the per-LBA entries ``mldt_user`` touches (no effect on results)."""
+    prefetch(p.lba_class, lba)
+    prefetch(p.lba_log_pred, lba)
+    prefetch(p.ring.pending, lba)
+
+
 @nb.njit(cache=True)
 def mldt_gc(s, p, lba, victim, now):
     return p.scalars[0].gc_group
@@ -120,6 +129,7 @@ class MLDT(SequencePolicy):
     default_groups = 20
     place_user = mldt_user
     place_gc = mldt_gc
+    prefetch_lba = mldt_prefetch
     on_reclaim = no_reclaim_hook
 
     MODEL = "tcn"

@@ -34,6 +34,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from dogi_ml.sim.kernels import prefetch
 from dogi_ml.sim.policy_api import SimContext, new_scalars, no_reclaim_hook, record
 
 from . import register
@@ -83,6 +84,13 @@ def phftl_user(s, p, lba, now):
     return g
 
 
+@nb.njit(cache=True, inline="always")
+def phftl_prefetch(p, lba):
+    """The engine's cache hint for the per-LBA entries ``phftl_user`` touches (no effect on results)."""
+    prefetch(p.lba_class, lba)
+    prefetch(p.ring.pending, lba)
+
+
 @nb.njit(cache=True)
 def phftl_gc(s, p, lba, victim, now):
     vg = s.seg_group[victim]
@@ -97,6 +105,7 @@ class PHFTL(SequencePolicy):
     default_groups = N_GROUPS
     place_user = phftl_user
     place_gc = phftl_gc
+    prefetch_lba = phftl_prefetch
     on_reclaim = no_reclaim_hook
 
     MODEL = "gru"

@@ -24,5 +24,10 @@ def on_chunk_due(s, p, group, due_us):
 
 
 @nb.njit(cache=True)
+def prefetch_lba(p, lba):
+    return None
+
+
+@nb.njit(cache=True)
 def select_victim(s, p, now):
     return -1

@@ -317,9 +317,14 @@ def now_us(s):
 
 
 # -- specialisation ------------------------------------------------------------------------
-_MARKER = (
-    "from dogi_ml.sim._placeholders import on_chunk_due, on_reclaim, place_gc, place_user, select_victim  # SPECIALISE"
-)
+_MARKER = """from dogi_ml.sim._placeholders import (  # SPECIALISE
+    on_chunk_due,
+    on_reclaim,
+    place_gc,
+    place_user,
+    prefetch_lba,
+    select_victim,
+)"""
 _LOADED: dict[str, object] = {}
 
 
@@ -333,19 +338,19 @@ def _origin(fn) -> tuple[str, str]:
     return py.__module__, py.__name__
 
 
-def specialise(place_user, place_gc, on_reclaim, on_chunk_due, select_victim):
+def specialise(place_user, place_gc, on_reclaim, on_chunk_due, prefetch_lba, select_victim):
     """The compiled ``run_chunk`` for one policy's functions and one victim selector.
 
     The template is written out with direct imports of the five functions, as
     ``loop_<key>.py`` in the kernel cache. The key hashes that code, the sources of every project
     module it reaches through imports (the template's kernels and state, the modules defining
-    the five functions and every helper module they import, transitively) and the versions of
+    the six functions and every helper module they import, transitively) and the versions of
     dogi_ml, Numba and NumPy (:func:`dogi_ml.numba_cache.source_key`): an edit anywhere the loop
     can reach gives a new file, so Numba's on-disk cache never serves a stale loop."""
     template = (Path(__file__).with_name("_loop_template.py")).read_text()
-    names = ("place_user", "place_gc", "on_reclaim", "on_chunk_due", "select_victim")
+    names = ("place_user", "place_gc", "on_reclaim", "on_chunk_due", "prefetch_lba", "select_victim")
     imports = []
-    for name, fn in zip(names, (place_user, place_gc, on_reclaim, on_chunk_due, select_victim)):
+    for name, fn in zip(names, (place_user, place_gc, on_reclaim, on_chunk_due, prefetch_lba, select_victim)):
         mod, attr = _origin(fn)
         imports.append(f"from {mod} import {attr} as {name}")
     code = template.replace(_MARKER, "\n".join(imports))

@@ -6,6 +6,8 @@ A placement policy supplies three Numba functions with these fixed signatures::
     place_gc(s, p, lba, victim, now) -> group  # a valid block relocated out of ``victim``
     on_reclaim(s, p, victim, now) -> None   # called once per victim, before relocation
     on_chunk_due(s, p, group, due_us) -> None  # optional: a group's RAID chunk passed its deadline
+    prefetch_lba(p, lba) -> None            # optional: hint the cache to fetch the policy's per-LBA
+                                            # entries of ``lba``, which the loop writes some blocks later
 
 ``s`` is the engine's :class:`~dogi_ml.sim.state.SimArrays` (read it, don't write it, except
 through :func:`dogi_ml.sim.kernels.retire_group`, which seals a group's open segment), ``p``
@@ -91,6 +93,12 @@ def no_chunk_hook(s, p, group, due_us):
     return None
 
 
+@nb.njit(cache=True, inline="always")
+def no_prefetch_hook(p, lba):
+    """``prefetch_lba`` for policies without per-LBA tables worth prefetching."""
+    return None
+
+
 class PlacementPolicy:
     """Base class of placement schemes. Subclasses set the three Numba functions and ``bind``."""
 
@@ -117,11 +125,17 @@ class PlacementPolicy:
     place_gc = None
     on_reclaim = no_reclaim_hook
     on_chunk_due = no_chunk_hook
+    #: the engine calls it 16 user writes (8 GC relocations) ahead of ``place_user`` (``place_gc``)
+    #: with the LBA to come: a policy whose hooks read or write per-LBA arrays issues
+    #: ``dogi_ml.sim.kernels.prefetch(array, lba)`` for them, so those misses overlap (a hint:
+    #: results never depend on it). Measured: DOGI's loop spent most of its time on such misses.
+    prefetch_lba = no_prefetch_hook
 
     def kernel_functions(self) -> tuple:
-        """(place_user, place_gc, on_reclaim, on_chunk_due) as the Numba dispatchers themselves
-        (attribute access through an instance would bind them like methods)."""
-        return tuple(inspect.getattr_static(self, n) for n in ("place_user", "place_gc", "on_reclaim", "on_chunk_due"))
+        """(place_user, place_gc, on_reclaim, on_chunk_due, prefetch_lba) as the Numba dispatchers
+        themselves (attribute access through an instance would bind them like methods)."""
+        names = ("place_user", "place_gc", "on_reclaim", "on_chunk_due", "prefetch_lba")
+        return tuple(inspect.getattr_static(self, n) for n in names)
 
     def accepted_params(self) -> tuple[str, ...]:
         return ()
