@@ -27,13 +27,12 @@ import numba as nb
 import numpy as np
 
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, no_reclaim_hook, record, scalar_fields
-from dogi_ml.sim.state import P_NSEG, P_SEG_BLOCKS, SEG_SEALED
 from dogi_ml.sim.victims import register_victim
 
 from . import register
 from ._dogi_bundle import N_CAT, BundleError, load_bundle, write_bundle
+from .dogi import G_FRZN, G_HOT, INF, MODE_ML, dogi_victim
 
-INF = np.int64(1 << 58)
 CHUNK_ROWS = 1 << 20  # feature/prediction rows per engine chunk
 
 SCALARS = scalar_fields(
@@ -97,45 +96,16 @@ def frozen_gc(s, p, lba, victim, now):
 
 @nb.njit(cache=True)
 def frozen_victim(s, p, now):
-    """DOGI's victim (dogi_ml.policies.dogi.dogi_victim) over the compact groups; ties to the
-    lowest segment."""
-    st, expire, final = p.scalars[0], p.group_expiry, p.group_final
-    nseg = s.prm[P_NSEG]
-    seg_blocks = s.prm[P_SEG_BLOCKS]
-    greedy = st.final_greedy
-    best = -1
-    best_open = 1 << 62
-    fin, fin_num, fin_den = -1, -1.0, 1.0
-    anyb, any_num, any_den = -1, -1.0, 1.0
-    for seg in range(nseg):
-        if s.seg_state[seg] != SEG_SEALED:
-            continue
-        v = s.seg_valid[seg]
-        if v == 0:
-            return seg
-        g = s.seg_group[seg]
-        garbage = v < s.seg_wp[seg]
-        if expire[g] < INF and now - s.seg_open_time[seg] > expire[g] and garbage:
-            if s.seg_open_time[seg] < best_open:
-                best, best_open = seg, s.seg_open_time[seg]
-        if best >= 0:
-            continue
-        if greedy:
-            num = float(seg_blocks - v)
-            den = 1.0
-        else:
-            num = float((seg_blocks - v) * (now - s.seg_seal_time[seg] + 1))
-            den = float(seg_blocks + v)
-        if final[g] != 0 and garbage and num * fin_den > fin_num * den:
-            fin, fin_num, fin_den = seg, num, den
-        if num * any_den > any_num * den:
-            anyb, any_num, any_den = seg, num, den
-    if best >= 0:
-        st.expired_victims += 1
-        return best
-    if fin >= 0:
-        return fin
-    return anyb
+    """DOGI's victim (:func:`dogi_ml.policies.dogi.dogi_victim`, run on the compact groups),
+    counting the victims chosen as the oldest expired segment: a returned segment with valid
+    blocks that is expired can only come from that rule (the other two apply when no sealed
+    segment is expired)."""
+    seg = dogi_victim(s, p, now)
+    if seg >= 0 and s.seg_valid[seg] > 0:
+        e = p.group_expiry[s.seg_group[seg]]
+        if e < INF and now - s.seg_open_time[seg] > e and s.seg_valid[seg] < s.seg_wp[seg]:
+            p.scalars[0].expired_victims += 1
+    return seg
 
 
 register_victim("dogi_frozen", frozen_victim)
@@ -274,7 +244,6 @@ def export_bundle(policy, out_dir, source: dict | None = None):
     the int8 model it deploys now, its hot threshold, categories' groups and BIRs, the Frozen
     Filter's clock and its fallback victim score. The survivor rule is fixed to ``next_group``."""
     from dogi_ml.features.extract import FeatureConfig
-    from dogi_ml.policies.dogi import G_FRZN, G_HOT, MODE_ML
 
     st = record(policy.state.scalars)
     if policy.cfg.get("deployed") != "int8" or getattr(policy, "qmodel", None) is None:
