@@ -119,14 +119,13 @@ def learned_headers(policy_cfg: Mapping) -> dict | None:
     ``None`` for the other policies."""
     if policy_cfg.get("name") != "dogi_frozen":
         return None
-    from dogi_ml.policies._dogi_bundle import load_bundle
+    from dogi_ml.policies._dogi_bundle import WRITE_BUNDLE, load_bundle
 
     bundle_dir = (policy_cfg.get("params") or {}).get("bundle")
     if not bundle_dir:
         raise ConfigError(
             "policy=dogi_frozen needs its deployment bundle",
-            "add policy.params.bundle=DIR (write one with: python -m dogi_ml replay mode=bundle +workload=NAME "
-            "policy=dogi policy.params.deployed=int8 bundle=DIR)",
+            f"add policy.params.bundle=DIR (write one with: {WRITE_BUNDLE})",
         )
     b = load_bundle(bundle_dir)
     return {name: b.path(role) for name, role in zh.LEARNED_HEADERS.items()}

@@ -31,6 +31,8 @@ MODEL_HEADER = "dogi_model.h"
 N_CAT = 10
 #: features the C harness computes per write (dogi_place.h), in dogi_ml.features.extract's order
 C_FEATURES = ("lba", "prev_lba", "freq", "chunk_freq", "recency_freq", "latest_inv", "write_count")
+#: the command that writes a bundle (named by the errors of a run that lacks one)
+WRITE_BUNDLE = "python -m dogi_ml replay mode=bundle +workload=NAME policy=dogi policy.params.deployed=int8 bundle=DIR"
 _C_INDEX = {"lba": 0, "prev_lba": 1, "freq": 2, "chunk_freq": 3, "recency_freq": 4, "latest_inv": 5, "write_count": 11}
 
 
@@ -162,10 +164,7 @@ def load_bundle(path: str | Path) -> Bundle:
 
     p = Path(path)
     if not p.exists():
-        raise BundleError(
-            f"DOGI bundle not found: {p} (write one with: python -m dogi_ml replay mode=bundle +workload=NAME "
-            "policy=dogi policy.params.deployed=int8 bundle=DIR)"
-        )
+        raise BundleError(f"DOGI bundle not found: {p} (write one with: {WRITE_BUNDLE})")
     exported = load_export(p)
     arts = exported.manifest["artifacts"]
     for role in ("header", "deploy", "deploy_header"):

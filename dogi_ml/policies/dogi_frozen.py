@@ -30,7 +30,7 @@ from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, no_
 from dogi_ml.sim.victims import register_victim
 
 from . import register
-from ._dogi_bundle import N_CAT, BundleError, load_bundle, write_bundle
+from ._dogi_bundle import N_CAT, WRITE_BUNDLE, BundleError, load_bundle, write_bundle
 from .dogi import G_FRZN, G_HOT, INF, MODE_ML, dogi_victim
 
 CHUNK_ROWS = 1 << 20  # feature/prediction rows per engine chunk
@@ -151,8 +151,8 @@ class DOGIFrozen(PlacementPolicy):
 
         if self.bundle is None:
             raise BundleError(
-                "policy dogi_frozen needs policy.params.bundle=DIR, a DOGI deployment bundle (write one with: "
-                "python -m dogi_ml replay mode=bundle +workload=NAME policy=dogi policy.params.deployed=int8 bundle=DIR)"
+                f"policy dogi_frozen needs policy.params.bundle=DIR, a DOGI deployment bundle (write one with: "
+                f"{WRITE_BUNDLE})"
             )
         d = self.bundle.deploy
         if int(d["capacity_blocks"]) != ctx.capacity:
