@@ -328,14 +328,20 @@ def _slot_for(g, i, grp):
 
 
 @nb.njit(cache=True)
-def _pad(g, i, grp):
-    """Pad ghost ``i``'s partial chunk of group ``grp`` to a whole chunk (invalid slots)."""
-    n = g.scalars[0].chunk - g.chunk_fill[i, grp]
+def _fillers(g, i, grp, n):
+    """``n`` slots of ghost ``i``'s group ``grp`` that hold no live data (padding, shadow copies)."""
     for _ in range(n):
         if _slot_for(g, i, grp) < 0:
             g.scalars[0].no_space += 1
             break
         g.invalid[i] += 1
+
+
+@nb.njit(cache=True)
+def _pad(g, i, grp):
+    """Pad ghost ``i``'s partial chunk of group ``grp`` to a whole chunk (invalid slots)."""
+    n = g.scalars[0].chunk - g.chunk_fill[i, grp]
+    _fillers(g, i, grp, n)
     g.padding[i] += n
     g.pad_sum[i, grp] += n
     g.pad_n[i, grp] += 1
@@ -345,17 +351,7 @@ def _pad(g, i, grp):
 
 
 @nb.njit(cache=True)
-def _fillers(g, i, grp, n):
-    """``n`` slots of ghost ``i``'s group ``grp`` that hold no live data (shadow copies)."""
-    for _ in range(n):
-        if _slot_for(g, i, grp) < 0:
-            g.scalars[0].no_space += 1
-            break
-        g.invalid[i] += 1
-
-
-@nb.njit(cache=True)
-def _aggregate(g, i, due):
+def _aggregate(g, i):
     """ADAPT's cross-group aggregation in ghost ``i`` when a user chunk is due (the rule of
     :func:`dogi_ml.policies.adapt.adapt_chunk_due` and the engine's ``shadow_append``): the hot
     chunk's blocks without a shadow go into the cold group's unfilled chunk, which is flushed now
@@ -368,11 +364,10 @@ def _aggregate(g, i, due):
     fd = g.chunk_fill[i, COLD]
     if pending <= 0 or fd == 0:
         return
-    room = chunk - fd
+    k = min(pending, chunk - fd)
     n = g.pad_n[i, HOT]
-    if n == 0 or g.chunk_sh[i, HOT] + min(pending, room) > g.pad_sum[i, HOT] // n:
+    if n == 0 or g.chunk_sh[i, HOT] + k > g.pad_sum[i, HOT] // n:
         return
-    k = min(pending, room)
     _fillers(g, i, COLD, k)
     g.shadow[i] += k
     if fd + k == chunk:
@@ -407,7 +402,7 @@ def _flush_due(g, i, time_us):
         if grp < 0:
             return
         if st.aggregate:
-            _aggregate(g, i, best)
+            _aggregate(g, i)
         d = g.chunk_due[i, grp]
         if d >= 0 and d + timeout <= best:
             _pad(g, i, grp)

@@ -60,6 +60,7 @@ from ._adapt_bloom import (
     optimal_hashes,
 )
 from ._adapt_ghost import (
+    R_MOD,
     GhostSets,
     ghost_bytes,
     ghost_on_user_write,
@@ -370,7 +371,7 @@ class ADAPT(PlacementPolicy):
             "adapt_demoted_per_group": [int(x) for x in state.demoted],
             "adapt_ghost_adjustments": int(st.adjustments),
             "adapt_sampled_writes": int(record(state.ghost.scalars).sampled),
-            "adapt_measured_rate": int(record(state.ghost.scalars).act_num) / (1 << 24),
+            "adapt_measured_rate": int(record(state.ghost.scalars).act_num) / R_MOD,
             "adapt_ghost_thresholds": [int(x) for x in state.ghost.thr],
             "adapt_memory": memory_breakdown(state.ghost, state.bloom if self.demote else None),
             "adapt_extra_bytes": (ghost_bytes(state.ghost) if self.ghost else 0)
