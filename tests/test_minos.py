@@ -177,6 +177,30 @@ def test_adjacent_clustering_equals_the_plain_twin_on_recorded_rings():
     assert checked == 6
 
 
+@pytest.mark.parametrize("n", [2, 5, 7, 16])
+def test_adjacent_clustering_equals_the_plain_twin_for_every_k(n):
+    # sparse random rings (zero slots, some I > W as Agg8 metadata makes): every k from n down to
+    # 1 exercises the three-pair initial passes and their remainder, dead spare-row reuse and the
+    # last merge that only relinks
+    import naive
+
+    rng = np.random.default_rng(n)
+    L = 61
+    W, I = mc.id_vectors(2 * n, L)
+    W[:n, :L] = rng.poisson(2.0, (n, L))
+    I[:n, :L] = np.minimum(rng.poisson(W[:n, :L] * rng.uniform(0.1, 0.9, (n, 1))), W[:n, :L] + 1)
+    wt = np.empty(L, np.float32)
+    mc.slot_weights(mc.decay_table(L), 17, wt)
+    live = (W[:n].copy(), I[:n].copy())
+    for k in range(n, 0, -1):
+        out = np.empty(n, np.int64)
+        scratch = (np.empty(n, np.int64) for _ in range(3))
+        assert mc.cluster_adjacent(W, I, n, k, wt, out, *scratch, np.empty(n, np.float32)) == k
+        assert out.tolist() == naive.minos_cluster_adjacent(W[:n, :L], I[:n, :L], k, wt)
+    np.testing.assert_array_equal(W[:n], live[0])
+    np.testing.assert_array_equal(I[:n], live[1])
+
+
 def test_op_distance_matches_equations():
     rng = np.random.default_rng(1)
     L = 50
