@@ -262,6 +262,17 @@ class AdaptComparison(Callback):
         write_adapt(results, prefix, self.figure, title=str(config.get("title") or ""))
 
 
+def _earlier_summary(path: Path) -> dict:
+    """The ``summary`` of an earlier ``PREFIX.json`` (``--reuse``), or a clear exit."""
+    try:
+        summary = json.loads(path.read_text()).get("summary")
+    except (OSError, ValueError, AttributeError) as e:
+        raise SystemExit(f"--reuse {path}: cannot read it as a report JSON ({e}); pass an earlier PREFIX.json") from e
+    if not isinstance(summary, dict):
+        raise SystemExit(f"--reuse {path}: no 'summary' in it; pass the PREFIX.json an earlier report_adapt wrote")
+    return summary
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="ADAPT tables and plot from finished simulate sweeps")
     ap.add_argument("prefix", type=Path, help="output path prefix (writes PREFIX.md, .json, .png)")
@@ -275,7 +286,7 @@ def main(argv: list[str] | None = None) -> None:
     results = [r for d in a.sweeps for r in collect_results(d)]
     if not results:
         raise SystemExit(f"no */result.json under {', '.join(map(str, a.sweeps))}: run the sweep first")
-    reuse = json.loads(a.reuse.read_text())["summary"] if a.reuse else None
+    reuse = _earlier_summary(a.reuse) if a.reuse else None
     write_adapt(results, a.prefix.with_suffix(""), a.figure, title=a.title, reuse=reuse)
 
 

@@ -5,6 +5,8 @@ One compiled loop (ADAPT x greedy) for the whole file; traces of 4-8K blocks.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -133,6 +135,14 @@ def test_report_tables_and_reductions(tmp_path):
     again = write_adapt([res("adapt", 1.5, 10)], tmp_path / "again", "fig11", reuse=summary)["ycsb_a light a=0.9"]
     assert set(again["greedy"]) == {"sepbit", "adapt", "sepgc"} and again["greedy"]["adapt"]["waf"] == 1.5
     assert again["greedy"]["sepbit"] == summary["ycsb_a light a=0.9"]["greedy"]["sepbit"]
+    # --reuse reads the earlier PREFIX.json's summary; another file is refused with what to pass
+    from dogi_ml.report_adapt import _earlier_summary
+
+    assert _earlier_summary(tmp_path / "fig11.json") == json.loads(json.dumps(summary))
+    (tmp_path / "other.json").write_text('{"results": []}')
+    for bad in ("other.json", "fig11.md", "missing.json"):
+        with pytest.raises(SystemExit, match="pass (an|the) .*PREFIX.json"):
+            _earlier_summary(tmp_path / bad)
 
 
 def test_sampling_rate_floors():
