@@ -91,9 +91,13 @@ static double now_s(void)
 }
 
 /* -- profile (a build with -DZNS_PROF: where a user write's time goes, in the JSON) ------- */
-enum { PROF_MAP, PROF_PAYLOAD, PROF_CRC, PROF_WRITE, PROF_GC, PROF_PROGRESS, PROF_LOOP, PROF_N };
+/* gc_* are the parts of "gc": victim choice, its read, placing + staging the survivors, their
+ * writes, the zone reset */
+enum { PROF_MAP, PROF_PAYLOAD, PROF_CRC, PROF_WRITE, PROF_GC, PROF_PROGRESS, PROF_LOOP, PROF_GC_SELECT, PROF_GC_READ,
+       PROF_GC_COPY, PROF_GC_WRITE, PROF_GC_RESET, PROF_N };
 #ifdef ZNS_PROF
-static const char *prof_name[PROF_N] = {"mapping", "payload", "crc", "device_write", "gc", "progress", "loop"};
+static const char *prof_name[PROF_N] = {"mapping", "payload",   "crc",     "device_write", "gc",      "progress",
+                                        "loop",    "gc_select", "gc_read", "gc_copy",      "gc_write", "gc_reset"};
 static uint64_t prof_ns[PROF_N];
 static inline uint64_t prof_now(void)
 {
@@ -715,7 +719,9 @@ static verify_t last_verify;
 
 static int collect_one(sim_t *s, int64_t now)
 {
+    PROF_START(t);
     int64_t victim = s->select_victim(s, now);
+    PROF_LAP(PROF_GC_SELECT, t);
     if (victim < 0)
         return sim_fail(s, ERR_NO_VICTIM, 0);
     if (victim >= s->nseg || s->seg_state[victim] != SEG_SEALED)
@@ -726,8 +732,10 @@ static int collect_one(sim_t *s, int64_t now)
     s->group_reclaimed[s->seg_group[victim]] += 1;
     int64_t base = victim * s->seg_blocks;
     int32_t wp = s->seg_wp[victim];
+    PROF_SKIP(t);
     if (s->seg_valid[victim] > 0 && zdev_read(s->dev, (uint32_t)victim, 0, s->vbuf, (uint32_t)wp))
         io_die(s);
+    PROF_LAP(PROF_GC_READ, t);
     for (int32_t off = 0; off < wp; ++off) {
         int32_t lba = s->p2l[base + off];
         if (lba < 0)
@@ -754,10 +762,13 @@ static int collect_one(sim_t *s, int64_t now)
     s->seg_wp[victim] = 0;
     s->seg_group[victim] = -1;
     s->free_stack[s->nfree++] = (int32_t)victim;
+    PROF_LAP(PROF_GC_COPY, t); /* with the runs flushed on the way (a destination zone filled) */
     for (int64_t g = 0; g < s->ngroups; ++g)
         flush_stage(s, g); /* the survivors are on the device before the victim is reset */
+    PROF_LAP(PROF_GC_WRITE, t);
     if (zdev_reset(s->dev, (uint32_t)victim))
         io_die(s);
+    PROF_LAP(PROF_GC_RESET, t);
     s->gc_passes++;
     if (s->verify_every > 0 && s->gc_passes % s->verify_every == 0) {
         verify_t v = verify_pass(s, s->nseg);
@@ -1206,7 +1217,7 @@ int main(int argc, char **argv)
     }
     double verify_s = now_s() - tv0;
     double mib = (double)BLK / (1 << 20);
-    char prof_json[512] = "";
+    char prof_json[1024] = "";
 #ifdef ZNS_PROF
     { /* microseconds per user write (GC inside "gc"; "pwrite" is the system call inside "device_write") */
         size_t k = (size_t)snprintf(prof_json, sizeof prof_json, ", \"profile_us_per_user_write\": {");
