@@ -695,8 +695,10 @@ class DOGI(PlacementPolicy):
             raise ValueError(f"policy dogi: fallback_compare must be none or ghost, got {cfg['fallback_compare']!r}")
         if not 0 <= float(cfg["fallback_margin"]) < 1:
             raise ValueError(f"policy dogi: fallback_margin must lie in [0, 1), got {cfg['fallback_margin']}")
-        if cfg["ghost_process"] not in ("auto", True, False):
-            raise ValueError(f"policy dogi: ghost_process must be auto, true or false, got {cfg['ghost_process']!r}")
+        if cfg["ghost_process"] not in ("auto", True, False, "thread"):
+            raise ValueError(
+                f"policy dogi: ghost_process must be auto, true, false or thread, got {cfg['ghost_process']!r}"
+            )
         if not isinstance(cfg["feature_thread"], bool):
             raise ValueError(f"policy dogi: feature_thread must be true or false, got {cfg['feature_thread']!r}")
         if int(cfg["sample_every"]) < 1:
@@ -1022,6 +1024,8 @@ class DOGI(PlacementPolicy):
 
                 self.ghost = Simulator(DOGI(variant="base", **params), sim.cfg, sim.capacity)
                 self.ghost.prefill()
+                if gp == "thread":
+                    self.ghost = GhostThread(self.ghost)
             self._ghost_last = (0, 0)
         if hi > lo:
             t0 = time.perf_counter()
@@ -1500,6 +1504,40 @@ def ghost_child() -> None:
     except BaseException as e:  # reported to the parent, which raises it
         msg = f"{type(e).__name__}: {e}".encode()
         out.write(struct.pack("<cQ", b"E", len(msg)) + msg)
+
+
+class GhostThread:
+    """The ghost simulator fed on a worker thread (``ghost_process=thread``, issue 18): the
+    engine's loop releases the GIL, so the ghost's loop runs beside DOGI's on a second core.
+    Feeds queue in order; the counters wait for them, so results are the in-line ghost's."""
+
+    def __init__(self, sim):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.sim = sim
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="dogi-ghost")
+        self._pending = []
+
+    def feed(self, writes: np.ndarray) -> None:
+        self._pending.append(self._pool.submit(self.sim.feed, writes))
+
+    def _wait(self):
+        for f in self._pending:
+            f.result()  # re-raises the ghost's error here
+        self._pending.clear()
+        return self.sim
+
+    @property
+    def user_writes(self) -> int:
+        return self._wait().user_writes
+
+    @property
+    def gc_writes(self) -> int:
+        return self._wait().gc_writes
+
+    @property
+    def waf(self) -> float:
+        return self._wait().waf
 
 
 class GhostProcess:
