@@ -12,7 +12,8 @@
  *
  * Built with -DDOGI_LEARNED and an include path holding the bundle's dogi_model.h (the exported
  * header) and dogi_deploy.h (its frozen configuration, deploy.h); without them the scheme is
- * refused with a message. Names are dl_* (the model header owns dogi_*).
+ * refused with a message. Internal names are dl_* (the model header owns dogi_*); the four hooks
+ * zns_replay.c calls are dogi_ngroups, dogi_setup, dogi_victim and dogi_json.
  *
  * DOGI_ZNS_CLASSES=PATH in the environment writes the model's category of every trace write
  * (one byte each, hot writes included) to PATH: tests compare it with the Python reference. */
@@ -24,6 +25,7 @@
 
 #define DL_INF ((int64_t)1 << 58)
 #define DL_NO_PREVIOUS ((int64_t)1 << 40) /* features' latest_inv of a block never written before */
+#define DL_ROW 12 /* len(dogi_ml.features.extract.FEATURES); the harness fills the C_FEATURES columns only */
 #include "dogi_deploy.h"
 
 _Static_assert(DOGI_N_FEATURES == DL_N_FEATURES, "the model header and deploy.h disagree on the features");
@@ -31,7 +33,7 @@ _Static_assert(DOGI_N_CLASSES == DL_N_CLASSES && DL_N_CLASSES == 10, "the model 
 
 static struct {
     int64_t *raw;        /* the trace's user-written LBAs, uncompacted (the features see these) */
-    int64_t n, prefill, t, prev_lba, next_clock_at, hot, frozen_gc, expired, class_writes[10];
+    int64_t n, prefill, t, prev_lba, next_clock_at, hot, frozen_gc, expired, class_writes[DL_N_CLASSES];
     int64_t *last;       /* per raw LBA: trace time of its last write, -1 if none */
     int32_t *write_count, *win_stamp, *win_count, *bm_stamp;
     uint8_t *bitmap;     /* windows with a write, the current one the most significant bit */
@@ -56,7 +58,7 @@ static void dl_close_dump(void)
     dl.dump = NULL;
 }
 
-/* the features of trace write t (all of FEATURES' columns the harness computes), then the
+/* the features of trace write t (the columns of FEATURES the harness computes), then the
  * per-LBA state advanced past it: _extract_range's loop body */
 static void dl_features(int64_t t, int64_t *row)
 {
@@ -101,7 +103,7 @@ static int dl_user(sim_t *s, int64_t lba, int64_t now)
     }
     if (u != dl.t || u >= dl.n)
         die("the learned scheme's features are at trace write %lld, the replay at %lld", (long long)dl.t, (long long)u);
-    int64_t row[12];
+    int64_t row[DL_ROW];
     int32_t c = -1;
     dl_features(dl.t++, row); /* every write advances the features, hot or not */
     if (dl.dump)
@@ -221,7 +223,7 @@ static const char *dogi_json(void)
     int k = snprintf(buf, sizeof buf,
                      "{\"hot_writes\": %lld, \"frozen_gc_writes\": %lld, \"expired_victims\": %lld, \"class_writes\": [",
                      (long long)dl.hot, (long long)dl.frozen_gc, (long long)dl.expired);
-    for (int c = 0; c < 10; ++c)
+    for (int c = 0; c < DL_N_CLASSES; ++c)
         k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%lld", c ? ", " : "", (long long)dl.class_writes[c]);
     snprintf(buf + k, sizeof buf - (size_t)k, "]}");
     return buf;
