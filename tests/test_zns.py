@@ -295,7 +295,7 @@ def test_bad_bundle_is_a_clear_error(trace, bundle, tmp_path, exe):
     import shutil
 
     from dogi_ml.export.integer import ExportError
-    from dogi_ml.pipeline.replay import trace_file
+    from dogi_ml.pipeline.replay import learned_headers, trace_file
 
     with pytest.raises(ExportError, match="DOGI bundle not found"):
         replay(trace, _frozen(tmp_path / "none"), FROZEN_SIM, _device(tmp_path), {}, progress=False)
@@ -315,7 +315,9 @@ def test_bad_bundle_is_a_clear_error(trace, bundle, tmp_path, exe):
     with pytest.raises(ExportError, match="exported for a capacity of 4096 blocks.*this run has 8192"):
         simulate(trace, _frozen(bundle), {**FROZEN_SIM, "capacity_blocks": 2 * CAP}, progress=False)
     path = trace_file(trace, tmp_path)
-    learned_exe = zh.build(learned={"dogi_model.h": bundle / "dogi_model.h", "dogi_deploy.h": bundle / "deploy.h"})
+    with pytest.raises(zh.HarnessError, match="needs the headers .* pass learned="):
+        zh.build(learned={"dogi_model.h": bundle / "dogi_model.h"})
+    learned_exe = zh.build(learned=learned_headers(_frozen(bundle)))
     args = zh.harness_args(path, _device(tmp_path), capacity=2 * CAP, policy="dogi_frozen", op_ratio=0.25)
     nseg = zh.segment_count(2 * CAP, 0.25, SEG)
     with pytest.raises(zh.HarnessError, match="exported for a capacity of 4096 blocks.*this replay has 8192"):
@@ -355,5 +357,6 @@ def test_learned_scheme_on_a_sparse_trace_with_reads(trace, bundle, tmp_path, mo
     assert r["parity"]["ok"], r["parity"]
     assert r["compacted"] and r["gc_writes"] > 0 and r["verify"]["ok"] and r["verify"]["lost"] == 0
     b = load_bundle(bundle)
-    X = extract_features(sparse, FeatureConfig(CAP, window_blocks=b.deploy["feature_window"]))[:, b.feature_columns()]
+    cfg = FeatureConfig(CAP, window_blocks=b.deploy["feature_window"], chunk_blocks=b.deploy["feature_chunk_blocks"])
+    X = extract_features(sparse, cfg)[:, b.feature_columns()]
     assert np.array_equal(np.fromfile(dump, np.int8), b.qmodel.predict(X))

@@ -59,7 +59,11 @@ def build(static: bool = False, out_dir: str | Path | None = None, learned: dict
     texts = {}
     if learned:
         if set(learned) != set(LEARNED_HEADERS):
-            raise HarnessError(f"the learned scheme needs the headers {sorted(LEARNED_HEADERS)}, got {sorted(learned)}")
+            raise HarnessError(
+                f"the learned scheme needs the headers {sorted(LEARNED_HEADERS)}, got {sorted(learned)}",
+                "pass learned=dogi_ml.pipeline.replay.learned_headers(policy_cfg) (a DOGI bundle's model header "
+                "and deploy.h)",
+            )
         for name in sorted(learned):
             texts[name] = Path(learned[name]).read_bytes()
             h.update(name.encode() + b"\0" + texts[name])
