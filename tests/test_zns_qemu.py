@@ -17,7 +17,7 @@ import shutil
 import numpy as np
 import pytest
 
-from dogi_ml.pipeline.replay import PARITY_KEYS
+from dogi_ml.pipeline.replay import PARITY_KEYS, learned_headers
 from dogi_ml.pipeline.simulate import simulate
 from dogi_ml.traces.binfmt import write_trace
 from dogi_ml.traces.generators import generate
@@ -50,8 +50,8 @@ def test_sepbit_on_a_qemu_zns_namespace_matches_the_simulator_and_survives_a_kil
     path = write_trace(trace, tmp_path / "t.dtr")
     nseg = zh.segment_count(CAP, OP, SEG)
     bundle = _dogi_bundle(trace, tmp_path / "bundle")
-    learned = {"dogi_model.h": bundle / "dogi_model.h", "dogi_deploy.h": bundle / "deploy.h"}
-    dogi_exe = zh.build(static=True, learned=learned)
+    frozen = {"name": "dogi_frozen", "n_groups": None, "params": {"bundle": str(bundle)}}
+    dogi_exe = zh.build(static=True, learned=learned_headers(frozen))
     args = (
         f"--trace=/trace.dtr --device=/dev/nvme0n1 --capacity={CAP} --policy=sepbit --op-ratio={OP} --segments={nseg}"
     )
@@ -102,7 +102,6 @@ def test_sepbit_on_a_qemu_zns_namespace_matches_the_simulator_and_survives_a_kil
     # the frozen learned scheme: the same counts and placements as the simulator's dogi_frozen
     d = res["dogi"]
     assert d is not None, run["log"][-3000:]
-    frozen = {"name": "dogi_frozen", "n_groups": None, "params": {"bundle": str(bundle)}}
     fsim = simulate(trace, frozen, sim_cfg, progress=False)
     for k in (*PARITY_KEYS, "learned"):
         assert d[k] == fsim[k], k
