@@ -42,8 +42,9 @@ def test_zipf_agrees_and_the_reclaim_wait_fixes_the_hot_copies():
     sim_hot = waited["sim_copies"][0]
     assert at_expiry["model_copies"][0] > 1.5 * sim_hot
     assert waited["model_copies"][0] == pytest.approx(sim_hot, rel=0.25)
-    # the model's terms add up to its WAF
-    assert 1 + sum(waited["model_copies"]) == pytest.approx(waited["model_waf"], rel=1e-12)
+    # the simulated copies per group account for every GC copy (the model's last term is its WAF's
+    # remainder by construction, so only the simulated side can be checked this way)
+    assert 1 + sum(waited["sim_copies"]) == pytest.approx(waited["sim_waf"], rel=1e-9)
 
 
 def test_ycsb_a_agrees():
