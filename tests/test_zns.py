@@ -360,3 +360,19 @@ def test_learned_scheme_on_a_sparse_trace_with_reads(trace, bundle, tmp_path, mo
     cfg = FeatureConfig(CAP, window_blocks=b.deploy["feature_window"], chunk_blocks=b.deploy["feature_chunk_blocks"])
     X = extract_features(sparse, cfg)[:, b.feature_columns()]
     assert np.array_equal(np.fromfile(dump, np.int8), b.qmodel.predict(X))
+
+
+def test_deploy_configuration_is_checked():
+    """deploy.json that is not a configuration, of another version or incomplete: a BundleError
+    naming the problem and asking for a re-export (never an AttributeError or KeyError)."""
+    from dogi_ml.policies._dogi_bundle import FORMAT, VERSION, BundleError, check_deploy
+
+    cases = (
+        ([1], "not a DOGI deployment configuration \\(a JSON list\\); re-export"),
+        ({"format": "x"}, "not a DOGI deployment configuration \\(format 'x'\\); re-export"),
+        ({"format": FORMAT, "version": VERSION + 1}, "is not supported .*re-export"),
+        ({"format": FORMAT, "version": VERSION, "mu": 3}, "lacks features, .*re-export it"),
+    )
+    for bad, match in cases:
+        with pytest.raises(BundleError, match=match):
+            check_deploy(bad)

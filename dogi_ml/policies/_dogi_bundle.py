@@ -69,7 +69,8 @@ class Bundle:
 def check_deploy(d: dict, where: str = "deploy.json") -> dict:
     """``d`` if it is a complete, consistent frozen configuration; else a :class:`BundleError`."""
     if not isinstance(d, dict) or d.get("format") != FORMAT:
-        raise BundleError(f"{where}: not a DOGI deployment configuration (format {d.get('format')!r})")
+        got = f"format {d.get('format')!r}" if isinstance(d, dict) else f"a JSON {type(d).__name__}"
+        raise BundleError(f"{where}: not a DOGI deployment configuration ({got}); re-export the bundle")
     if d.get("version") != VERSION:
         raise BundleError(
             f"{where}: version {d.get('version')} is not supported (this dogi_ml reads {VERSION}); re-export"
