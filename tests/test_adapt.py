@@ -100,6 +100,8 @@ def test_bad_parameters_are_explained():
         make_policy("adapt", 5)
     with pytest.raises(ValueError, match="unknown parameter"):
         make_policy("adapt", None, bogus=1)
+    with pytest.raises(ValueError, match="policy adapt: base must be one of code, paper .*got 'papr'"):
+        make_policy("adapt", None, base="papr")
 
 
 def test_report_tables_and_reductions(tmp_path):

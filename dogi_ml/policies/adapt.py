@@ -69,6 +69,7 @@ from ._adapt_ghost import (
     new_ghost_sets,
 )
 from .sepbit import NC_WINDOW, SepBIT, sepbit_gc, sepbit_reclaim, sepbit_user
+from .sepbit import VARIANTS as SEPBIT_VARIANTS
 
 HOT, COLD = 0, 1
 RA_FIRST = 3  # first GC group a block can migrate back into (2 is fed by the hot group only)
@@ -254,7 +255,13 @@ class ADAPT(PlacementPolicy):
         self.ghost_cold_start = bool(params.get("ghost_cold_start", True))
         # the SepBIT ADAPT's lifespan layer is built on: code (the authors' simulator, as the
         # sepbit baseline) or paper (Algorithm 1 as printed)
-        self.base = SepBIT(variant=str(params.get("base", "code")))
+        base = str(params.get("base", "code"))
+        if base not in SEPBIT_VARIANTS:
+            raise ValueError(
+                f"policy adapt: base must be one of {', '.join(SEPBIT_VARIANTS)} (the SepBIT variant its lifespan "
+                f"layer runs), got {base!r}"
+            )
+        self.base = SepBIT(variant=base)
         self.demote_score = int(params.get("demote_score", 4))
         self.demote_coldest = bool(params.get("demote_coldest", False))
         self.demote_hot = bool(params.get("demote_hot", False))
