@@ -328,6 +328,9 @@ def test_bad_bundle_is_a_clear_error(trace, bundle, tmp_path, exe):
     for pol in ({"name": "sepbit", "params": {}}, {"name": "dogi", "params": {"deployed": "float"}}):
         with pytest.raises(ConfigError, match="mode=bundle exports the deployed int8 model of a DOGI run"):
             export_dogi_bundle(trace, pol, SIM, tmp_path / "b")
+    timed = {**SIM, "segment_blocks": 32, "raid_chunk_blocks": 16, "raid_chunk_timeout_us": 100}
+    with pytest.raises(ConfigError, match="without the chunk layer .* leave sim.raid_chunk_blocks=0"):
+        export_dogi_bundle(trace, {"name": "dogi", "params": {"deployed": "int8"}}, timed, tmp_path / "b")
     # a harness built without a model refuses the scheme
     with pytest.raises(zh.HarnessError, match="built without a learned model"):
         zh.run(zh.harness_args(path, _device(tmp_path), capacity=CAP, policy="dogi_frozen", op_ratio=0.25), exe)

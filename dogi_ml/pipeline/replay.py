@@ -189,7 +189,10 @@ def export_dogi_bundle(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, out:
         )
     sim, writes = build_simulator(trace, policy_cfg, sim_cfg)
     if sim.timed:
-        raise ConfigError("mode=bundle runs DOGI without the chunk layer or background GC", "drop those sim options")
+        raise ConfigError(
+            "mode=bundle runs DOGI without the chunk layer or background GC",
+            "leave sim.raid_chunk_blocks=0 and sim.gc_background_free_ratio=null (the defaults)",
+        )
     from dogi_ml.progress import bar, enabled
 
     sim.prefill()
