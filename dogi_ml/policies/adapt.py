@@ -68,7 +68,7 @@ from ._adapt_ghost import (
     memory_breakdown,
     new_ghost_sets,
 )
-from .sepbit import NC_WINDOW, SepBIT, sepbit_gc, sepbit_reclaim, sepbit_user
+from .sepbit import NC_WINDOW, SepBIT, sepbit_gc, sepbit_hot_created, sepbit_reclaim, sepbit_user
 from .sepbit import VARIANTS as SEPBIT_VARIANTS
 
 HOT, COLD = 0, 1
@@ -101,24 +101,6 @@ class AdaptState(NamedTuple):
     ghost: GhostSets  # sampled ghost sets of the two user groups (§3.2)
     sep: tuple  # SepBIT's state (its l, FIFO queue, creation times): the lifespan layer (§3.1)
     bloom: BloomCascade  # one Bloom-filter cascade per GC group 3..5 (§3.4), index = group - RA_FIRST
-
-
-@nb.njit(cache=True)
-def _hot_bookkeeping(s, sep, now):
-    """SepBIT (code variant)'s creation-time bookkeeping for a block that goes to the hot group
-    (Class 1), as :func:`sepbit_user` does when it classifies the block hot itself."""
-    st = sep.scalars[0]
-    if not st.fifo:
-        return
-    seg_blocks = s.prm[P_SEG_BLOCKS]
-    seg = s.open_seg[HOT]
-    if seg < 0 or s.seg_wp[seg] == seg_blocks:
-        st.opening_created = st.next_created
-        wp_after = 1
-    else:
-        wp_after = s.seg_wp[seg] + 1
-    if wp_after == seg_blocks:
-        st.next_created = now + 1
 
 
 @nb.njit(cache=True)
@@ -168,7 +150,8 @@ def adapt_user(s, p, lba, now):
     if g != HOT and base == HOT:
         sep.opening_created, sep.next_created = opening, nxt  # not a hot block after all
     elif g == HOT and base != HOT:
-        _hot_bookkeeping(s, p.sep, now)
+        if sep.fifo:
+            sepbit_hot_created(s, sep, now)
     return g
 
 

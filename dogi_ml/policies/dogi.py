@@ -435,6 +435,21 @@ register_victim("dogi", dogi_victim)
 
 
 RELOC_ESTIMATES = ("km", "trimmed_geomean", "mean")
+#: DOGI's string parameters with a fixed set of values (checked in DOGI.__init__)
+CHOICES = {
+    "predictor": ("ml", "latest"),
+    "final_victim": ("cost_benefit", "greedy"),
+    "fallback_victims": ("final", "all"),
+    "deployed": ("float", "int8"),
+    "int8_runtime": ("auto", "c", "numba"),
+    "reloc_remainder": ("bound", "age"),
+    "mu_bounds": ("fixed", "shift"),
+    "fallback_compare": ("none", "ghost"),
+    "model_static": ("none", "unwritten"),
+    "plog": ("validation", "mature"),
+    "model_wait": ("none", "queue"),
+    "censored_labels": ("long_bound", "age"),
+}
 
 
 def use_model_against_base(
@@ -663,18 +678,12 @@ class DOGI(PlacementPolicy):
         cfg = {**self.DEFAULTS, **params}
         if cfg["variant"] not in VARIANTS:
             raise ValueError(f"policy dogi: variant must be one of {sorted(VARIANTS)}, got {cfg['variant']!r}")
-        if cfg["predictor"] not in ("ml", "latest"):
-            raise ValueError(f"policy dogi: predictor must be ml or latest, got {cfg['predictor']!r}")
-        if cfg["final_victim"] not in ("cost_benefit", "greedy"):
-            raise ValueError(f"policy dogi: final_victim must be cost_benefit or greedy, got {cfg['final_victim']!r}")
-        if cfg["fallback_victims"] not in ("final", "all"):
-            raise ValueError(f"policy dogi: fallback_victims must be final or all, got {cfg['fallback_victims']!r}")
+        for key, allowed in CHOICES.items():
+            if cfg[key] not in allowed:
+                words = ", ".join(allowed[:-1]) + " or " + allowed[-1]
+                raise ValueError(f"policy dogi: {key} must be {words}, got {cfg[key]!r}")
         if cfg["relocation"] not in (None, "ml", "next_group", "age_groups"):
             raise ValueError(f"policy dogi: relocation must be ml, next_group or age_groups, got {cfg['relocation']!r}")
-        if cfg["deployed"] not in ("float", "int8"):
-            raise ValueError(f"policy dogi: deployed must be float or int8, got {cfg['deployed']!r}")
-        if cfg["int8_runtime"] not in ("auto", "c", "numba"):
-            raise ValueError(f"policy dogi: int8_runtime must be auto, c or numba, got {cfg['int8_runtime']!r}")
         if cfg["deployed"] == "int8" and cfg["model"] != "mlp":
             raise ValueError(f"policy dogi: deployed=int8 runs the exported integer MLP; model is {cfg['model']!r}")
         if cfg["intermediate_groups"] is not None and not 1 <= int(cfg["intermediate_groups"]) <= N_CAT:
@@ -687,12 +696,6 @@ class DOGI(PlacementPolicy):
             raise ValueError(
                 f"policy dogi: reloc_estimate must be one of {RELOC_ESTIMATES}, got {cfg['reloc_estimate']!r}"
             )
-        if cfg["reloc_remainder"] not in ("bound", "age"):
-            raise ValueError(f"policy dogi: reloc_remainder must be bound or age, got {cfg['reloc_remainder']!r}")
-        if cfg["mu_bounds"] not in ("fixed", "shift"):
-            raise ValueError(f"policy dogi: mu_bounds must be fixed or shift, got {cfg['mu_bounds']!r}")
-        if cfg["fallback_compare"] not in ("none", "ghost"):
-            raise ValueError(f"policy dogi: fallback_compare must be none or ghost, got {cfg['fallback_compare']!r}")
         if not 0 <= float(cfg["fallback_margin"]) < 1:
             raise ValueError(f"policy dogi: fallback_margin must lie in [0, 1), got {cfg['fallback_margin']}")
         if cfg["ghost_process"] not in ("auto", True, False, "thread"):
@@ -710,14 +713,6 @@ class DOGI(PlacementPolicy):
             )
         if not float(cfg["label_lag"]) >= 0:
             raise ValueError(f"policy dogi: label_lag must be >= 0 (capacities of user writes), got {cfg['label_lag']}")
-        if cfg["model_static"] not in ("none", "unwritten"):
-            raise ValueError(f"policy dogi: model_static must be none or unwritten, got {cfg['model_static']!r}")
-        if cfg["plog"] not in ("validation", "mature"):
-            raise ValueError(f"policy dogi: plog must be validation or mature, got {cfg['plog']!r}")
-        if cfg["model_wait"] not in ("none", "queue"):
-            raise ValueError(f"policy dogi: model_wait must be none or queue, got {cfg['model_wait']!r}")
-        if cfg["censored_labels"] not in ("long_bound", "age"):
-            raise ValueError(f"policy dogi: censored_labels must be long_bound or age, got {cfg['censored_labels']!r}")
         self.cfg = cfg
         super().__init__(n_groups)
         self.user_ml, self.group_search, self.gc_reloc = VARIANTS[cfg["variant"]]

@@ -124,16 +124,24 @@ def sepbit_user(s, p, lba, now):
     if not short:
         return 1
     if st.fifo:
-        seg_blocks = s.prm[P_SEG_BLOCKS]
-        seg = s.open_seg[0]
-        if seg < 0 or s.seg_wp[seg] == seg_blocks:
-            st.opening_created = st.next_created  # this write opens a new Class-1 segment
-            wp_after = 1
-        else:
-            wp_after = s.seg_wp[seg] + 1
-        if wp_after == seg_blocks:
-            st.next_created = now + 1  # their next segment is created as this one fills
+        sepbit_hot_created(s, st, now)
     return 0
+
+
+@nb.njit(cache=True)
+def sepbit_hot_created(s, st, now):
+    """Creation-time bookkeeping (code variant) of a write placed in Class 1: it opens a new
+    Class-1 segment (which takes the creation time kept for it) or fills the open one (the next
+    one is created as this one fills). ADAPT calls it for the blocks it sends to its hot group."""
+    seg_blocks = s.prm[P_SEG_BLOCKS]
+    seg = s.open_seg[0]
+    if seg < 0 or s.seg_wp[seg] == seg_blocks:
+        st.opening_created = st.next_created  # this write opens a new Class-1 segment
+        wp_after = 1
+    else:
+        wp_after = s.seg_wp[seg] + 1
+    if wp_after == seg_blocks:
+        st.next_created = now + 1  # their next segment is created as this one fills
 
 
 @nb.njit(cache=True)
