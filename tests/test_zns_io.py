@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import struct
 import subprocess
 from pathlib import Path
@@ -19,9 +20,7 @@ from dogi_ml.traces.binfmt import write_trace
 from dogi_ml.traces.generators import generate
 from dogi_ml.zns import harness as zh
 
-pytestmark = pytest.mark.skipif(
-    zh.shutil.which("gcc") is None and zh.shutil.which("cc") is None, reason="no C compiler"
-)
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None, reason="no C compiler")
 
 M64 = (1 << 64) - 1
 BLK = 4096

@@ -290,7 +290,9 @@ def print_summary(r: dict) -> None:
         b = r["bench"]
         ratio = b["device_over_fio"]
         lines.append(
-            f"  fio seq write  {b['fio_mb_s']:.1f} MB/s; replay device/fio {ratio:.2f}" if ratio else "  fio: no figure"
+            f"  fio seq write  {b['fio_mb_s']:.1f} MB/s; replay device/fio {ratio:.2f}, user/fio {b['user_over_fio']:.2f}"
+            if ratio
+            else "  fio: no figure"
         )
     print("\n".join(lines))
 

@@ -250,6 +250,8 @@ def guest_bench(
     fio_cmd = (
         "/zns_replay --device=/dev/nvme0n1 --reset-all > /dev/null; "
         "n=$(grep -o 'device_write_blocks.: [0-9]*' /tmp/replay.out | grep -o '[0-9]*$'); "
+        # no volume (the replay failed): no fio either, or it would write the whole device
+        '[ -n "$n" ] || { echo "skipped: the replay wrote nothing" >&2; exit 0; }; '
         f"z=$(( (n + {cap_blocks - 1}) / {cap_blocks} )); "
         "fio --name=seq --filename=/dev/nvme0n1 --rw=write --bs=4k --direct=1 --ioengine=psync --iodepth=1 "
         f"--zonemode=zbd --size=$((z * {zone_bytes})) --io_size=$((n * 4096)) --output-format=json | tr -d '\\n'; echo"
@@ -269,7 +271,13 @@ def guest_bench(
     replay = run["results"].get("replay")
     fio = run["results"].get("fio")
     if not replay or not fio:
-        raise zh.HarnessError(f"the guest bench printed no result:\n{run['log'][-3000:]}")
+        errors = [ln for ln in run["log"].splitlines() if "error" in ln.lower()]
+        raise zh.HarnessError(
+            "the guest bench printed no result"
+            + ("; the guest said:\n" + "\n".join(errors[-20:]) if errors else "")
+            + f"\n(log tail)\n{run['log'][-3000:]}",
+            "run the same replay on the host (device=file:PATH) to see its error, e.g. too little OP for the groups",
+        )
     job = fio["jobs"][0]["write"]
     fio_mb_s = job["io_bytes"] / 2**20 / (job["runtime"] / 1000.0) if job["runtime"] else None
     return {

@@ -375,8 +375,9 @@ static int payload_simd = -1; /* 1: AVX2; DOGI_ZNS_SCALAR=1 in the environment f
 
 static void select_kernels(void)
 {
-    int scalar = getenv("DOGI_ZNS_SCALAR") && strcmp(getenv("DOGI_ZNS_SCALAR"), "0");
-    crc32c_uses_hw();
+    const char *env = getenv("DOGI_ZNS_SCALAR");
+    int scalar = env && strcmp(env, "0");
+    crc32c_uses_hw(); /* builds the tables and sets crc32c_hw (-1 = not built yet): the override below must come after */
     if (scalar)
         crc32c_hw = 0;
     payload_simd = 0;
