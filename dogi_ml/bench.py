@@ -220,6 +220,8 @@ def bench_paper_scale(
         "generation_s": gen_s,
         "wall_s": time.perf_counter() - t0,
         "appends_per_second": r["appends_per_second"],
+        "loop_cpu_s": r["loop_cpu_s"],
+        "appends_per_cpu_second": r["appends_per_cpu_second"],
         "state_bytes": r["state_bytes"],
         "peak_rss_bytes": _peak_rss_bytes(),
     }
@@ -243,7 +245,8 @@ def print_paper_scale(ps: dict) -> None:
     console.print(
         f"paper scale: {ps['scheme']}, {ps['user_writes']:,} writes over {ps['capacity_blocks']:,} blocks "
         f"({ps['trace']} trace), WAF {ps['waf']:.4f}, simulator loop {ps['sim_elapsed_s']:.0f} s "
-        f"({ps['appends_per_second'] / 1e6:.1f} M appends/s), wall {ps['wall_s']:.0f} s, "
+        f"({ps['appends_per_second'] / 1e6:.1f} M appends/s; CPU {ps['loop_cpu_s']:.0f} s, "
+        f"{(ps['appends_per_cpu_second'] or 0) / 1e6:.1f} M appends/s), wall {ps['wall_s']:.0f} s, "
         f"state {ps['state_bytes'] / 2**30:.2f} GiB, peak RSS {ps['peak_rss_bytes'] / 2**30:.2f} GiB"
     )
     if "feature_ns_per_block" in ps or "inference_ns_per_block" in ps:

@@ -53,3 +53,14 @@ def test_prefetch_hint_and_ghost_thread_change_nothing(varmail):
     assert any(g is not None and np.isfinite(g) for g in ghost)
     with pytest.raises(ValueError, match="ghost_process must be auto, true, false or thread"):
         DOGI(ghost_process="threads")
+
+
+def test_loop_cpu_time_is_reported(varmail):
+    """``loop_cpu_s``: this thread's CPU time in the loop (not the waits for a core), at most
+    the loop's wall time; ``appends_per_cpu_second`` divides the same appends by it."""
+    from dogi_ml.policies import make_policy
+
+    r = _run(make_policy("sepbit"), varmail)
+    assert 0 < r["loop_cpu_s"] <= r["elapsed_s"] * 1.05 + 0.01
+    appends = r["user_writes"] + r["gc_writes"]
+    assert r["appends_per_cpu_second"] == pytest.approx(appends / r["loop_cpu_s"])
