@@ -274,8 +274,7 @@ def guest_bench(
         errors = [ln for ln in run["log"].splitlines() if "error" in ln.lower()]
         raise zh.HarnessError(
             "the guest bench printed no result"
-            + ("; the guest said:\n" + "\n".join(errors[-20:]) if errors else "")
-            + f"\n(log tail)\n{run['log'][-3000:]}",
+            + ("; the guest said:\n" + "\n".join(errors[-20:]) if errors else f"; the log ends:\n{run['log'][-3000:]}"),
             "run the same replay on the host (device=file:PATH) to see its error, e.g. too little OP for the groups",
         )
     job = fio["jobs"][0]["write"]
