@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -317,14 +318,9 @@ def now_us(s):
 
 
 # -- specialisation ------------------------------------------------------------------------
-_MARKER = """from dogi_ml.sim._placeholders import (  # SPECIALISE
-    on_chunk_due,
-    on_reclaim,
-    place_gc,
-    place_user,
-    prefetch_lba,
-    select_victim,
-)"""
+# the template's placeholder import, the statement marked "# SPECIALISE" (found, not restated
+# here, so a hook added to the template needs no second copy of the statement)
+_MARKER = re.compile(r"^from dogi_ml\.sim\._placeholders import \(  # SPECIALISE\n[^)]*\)$", re.MULTILINE)
 _LOADED: dict[str, object] = {}
 
 
@@ -353,8 +349,8 @@ def specialise(place_user, place_gc, on_reclaim, on_chunk_due, prefetch_lba, sel
     for name, fn in zip(names, (place_user, place_gc, on_reclaim, on_chunk_due, prefetch_lba, select_victim)):
         mod, attr = _origin(fn)
         imports.append(f"from {mod} import {attr} as {name}")
-    code = template.replace(_MARKER, "\n".join(imports))
-    if code == template:
+    code, found = _MARKER.subn(lambda _: "\n".join(imports), template, count=1)
+    if not found:
         raise RuntimeError("loop template lost its SPECIALISE marker")
     key = source_key(code, "dogi_ml_loop")[:20]
     if key in _LOADED:
