@@ -218,7 +218,26 @@ def perfect_inputs(writes: np.ndarray, capacity: int, mu: int | None = None, pre
     }
 
 
-STATIC_RULES = ("none", "unwritten")
+STATIC_RULES = ("none", "unwritten", "segments")
+
+
+def static_segment_blocks(inv: np.ndarray, capacity: int, last_bound: float, segment_blocks: int) -> int:
+    """Blocks of the prefill's last-group segments that hold only never-rewritten data.
+
+    The prefill writes LBAs ``0..capacity-1`` in order, so the last group (every block living
+    longer than ``last_bound``) receives its prefill blocks in LBA order and fills its segments
+    with consecutive runs of them. A segment made only of blocks never rewritten never holds
+    garbage, and the chain oracle's FIFO (as a greedy or cost-benefit victim rule, and DOGI's
+    Frozen Filter) passes over it: that data leaves the cleaning for good. Static blocks mixed
+    with rewritten ones are copied on every FIFO pass and stay in the model's FIFO."""
+    prefill = np.asarray(inv[:capacity])
+    in_last = prefill > last_bound
+    never = prefill[in_last] >= NEVER
+    full = never.size // segment_blocks
+    if full == 0:
+        return 0
+    whole = never[: full * segment_blocks].reshape(full, segment_blocks).all(axis=1)
+    return int(whole.sum()) * segment_blocks
 
 
 def _period_sim_waf(res: dict, prefill: int, start: int, end: int) -> float | None:
@@ -241,7 +260,7 @@ def model_vs_simulator(
     final: str = "fifo",
     assign: np.ndarray | None = None,
     pred: np.ndarray | None = None,
-    static: str = "none",
+    static: str = "segments",
     periods: list[tuple[int, int]] | None = None,
     **model_kw,
 ) -> dict:
@@ -250,9 +269,12 @@ def model_vs_simulator(
     stream, prefill included) and ``pred`` (the measured non-hot writes' predicted categories,
     for the PLog) are given.
 
-    ``static="unwritten"`` gives the model the data the measured writes never touch (prefilled
-    blocks never rewritten: the last group's FIFO closed form assumes all its data is rewritten;
-    varmail leaves 86% of its space untouched); ``"none"`` (default) leaves it in the FIFO.
+    ``static="segments"`` (default) gives the model the never-rewritten data that sits in
+    segments of its own after the prefill (:func:`static_segment_blocks`: the last group's FIFO
+    closed form assumes all its data is rewritten, and varmail leaves 86% of its space untouched,
+    in whole files); ``"unwritten"`` every block the measured writes never touch (also those
+    mixed with rewritten data, which the FIFO keeps copying); ``"none"`` leaves it all in the
+    FIFO.
     ``periods``: ranges ``[start, end)`` of the measured writes; for each, the same configuration
     modelled on that period's PLog and hot share against the simulated WAF over the period (a
     non-stationary workload measured per stationary period).
@@ -277,10 +299,24 @@ def model_vs_simulator(
     n_seg = int(np.floor(capacity * (1.0 + sim_config.op_ratio) / seg))
     rho = n_seg * seg / capacity
     common = dict(hot_share=data["hot_share"], hot_bound=data["mu"], hot_inv=data["hot_inv"], **kw)
-    if groups is None:
-        conf = best_configuration(plog_pred, data["plog_inv"], data["cat_upper"], capacity, rho, **common)
-    else:
-        conf = evaluate_configuration(groups, plog_pred, data["plog_inv"], data["cat_upper"], capacity, rho, **common)
+    static_seen = set()
+    while True:
+        if groups is None:
+            conf = best_configuration(plog_pred, data["plog_inv"], data["cat_upper"], capacity, rho, **common)
+        else:
+            conf = evaluate_configuration(
+                groups, plog_pred, data["plog_inv"], data["cat_upper"], capacity, rho, **common
+            )
+        if static != "segments" or not sim_config.prefill:
+            break
+        # which prefill blocks land in the last group depends on the configuration, and the
+        # configuration on the static data: iterate to a fixed point (two or three rounds)
+        last_bound = data["cat_upper"][conf.groups[-2][-1]] if len(conf.groups) > 1 else data["mu"]
+        blocks = float(static_segment_blocks(data["inv"], capacity, last_bound, seg))
+        if blocks == common.get("static_blocks", 0.0) or blocks in static_seen:
+            break
+        static_seen.add(common.get("static_blocks", 0.0))
+        common["static_blocks"] = blocks
     bounds = [int(b) for b in conf.bounds[:-1]]
     if assign is None:
         edges = [data["cat_upper"][g[-1]] for g in conf.groups[:-1]]
@@ -307,7 +343,7 @@ def model_vs_simulator(
         "model_hot_mispredict": conf.hot_mispredict,
         "model_copies": model_copies,
         "sim_copies": sim_copies,
-        "static_blocks": float(kw.get("static_blocks", 0.0)),
+        "static_blocks": float(common.get("static_blocks", 0.0)),
         "sim_groups": res["groups"],
         "sim_reclaim_age": res["mean_reclaim_age"],
         "rejected": conf.rejected,
