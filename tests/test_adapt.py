@@ -59,6 +59,28 @@ def test_aggregation_lowers_padding_of_the_hot_group():
     assert on["padding_blocks"] + on["shadow_blocks"] < off["padding_blocks"]
 
 
+def test_gc_aggregation_moves_no_block_twice_and_pads_fewer_gc_chunks():
+    """gc_aggregate: at a GC pass's end the GC groups' partial chunks are shadow-appended into the
+    coldest one's (§3.3 applied to GC chunks) instead of each being padded."""
+    writes, times = _timed_zipf(3 * CAP, 40.0)
+    sim = _adapt_sim(gc_aggregate=True)
+    sim.prefill(int(times[0]))
+    for lo in range(0, writes.size, 64):
+        sim.feed(writes[lo : lo + 64], times=times[lo : lo + 64])
+        s = sim.state
+        check_invariants(s)
+        assert int(s.ctr[C_SHADOW]) == int(s.ctr[C_LAZY]) + int(s.chunk_shadowed.sum())
+        assert np.all(s.l2p >= 0) and np.all(s.p2l[s.l2p] == np.arange(CAP))
+        # the hottest GC group is never a shadow group (a colder one is)
+        assert s.group_shadow[2] == 0
+    on = sim.result()
+    off = _adapt_sim().run(writes, times=times)
+    assert on["adapt_gc_shadowed_blocks"] == sum(g["shadow_blocks"] for g in on["groups"][3:]) > 0
+    assert on["adapt_gc_agg_passes"] > 0 and off["adapt_gc_agg_passes"] == off["adapt_gc_shadowed_blocks"] == 0
+    gc_pad = [sum(g["padding_blocks"] for g in r["groups"][2:]) for r in (on, off)]
+    assert gc_pad[0] < gc_pad[1]
+
+
 def test_ghost_threshold_and_demotion_in_a_run():
     writes, times = _timed_zipf(3 * CAP, 40.0)
     sim = _adapt_sim(demote_score=1)

@@ -45,9 +45,9 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from dogi_ml.sim.kernels import shadow_append
+from dogi_ml.sim.kernels import chunk_flush_pad, recompute_due, shadow_append
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, record, scalar_fields
-from dogi_ml.sim.state import C_NOW_US, P_CHUNK, P_SEG_BLOCKS, P_TIME_ON
+from dogi_ml.sim.state import C_INVALID, C_NOW_US, C_SHADOW, P_CHUNK, P_SEG_BLOCKS, P_TIME_ON
 
 from . import register
 from ._adapt_bloom import (
@@ -72,6 +72,7 @@ from .sepbit import NC_WINDOW, SepBIT, sepbit_gc, sepbit_hot_created, sepbit_rec
 from .sepbit import VARIANTS as SEPBIT_VARIANTS
 
 HOT, COLD = 0, 1
+GC_FIRST, GC_LAST = 2, 5  # the four GC groups
 RA_FIRST = 3  # first GC group a block can migrate back into (2 is fed by the hot group only)
 RA_GROUPS = 3  # GC groups 3, 4, 5 carry an RA identifier
 SCALARS = scalar_fields(
@@ -92,6 +93,9 @@ SCALARS = scalar_fields(
     agg_stops=np.int64,  # due hot chunks padded because of the stop rule
     agg_no_room=np.int64,  # due hot chunks padded because the cold group had no unfilled chunk
     inserted=np.int64,  # LBAs inserted into the cascades
+    gc_aggregate=np.int64,  # 1: GC-pass ends aggregate the GC groups' partial chunks (gc_aggregate)
+    gc_agg_passes=np.int64,  # GC-pass ends where GC chunks were shadow-appended into a colder one
+    gc_shadowed=np.int64,  # GC-written blocks shadow-appended at GC-pass ends
 )
 
 
@@ -183,12 +187,76 @@ def _avg_padding(s, g):
 
 
 @nb.njit(cache=True)
+def _shadow_no_flush(s, src, dst):
+    """:func:`~dogi_ml.sim.kernels.shadow_append` of all of ``src``'s blocks without a shadow into
+    ``dst``'s partial chunk, leaving that chunk open for more (the caller guarantees they fit
+    with room to spare, so the chunk does not complete here, and flushes it afterwards)."""
+    start = s.chunk_shadowed[src]
+    k = s.chunk_fill[src] - start
+    seg = s.open_seg[dst]
+    s.seg_wp[seg] += k  # slots that hold no live data, as the kernel's fillers
+    s.ctr[C_INVALID] += k
+    s.group_shadow[dst] += k
+    s.ctr[C_SHADOW] += k
+    s.chunk_fill[dst] += k
+    s.chunk_shadowed[src] = start + k
+    s.chunk_due_us[src] = -1
+    recompute_due(s)
+    return k
+
+
+@nb.njit(cache=True)
+def _gc_pass_aggregate(s, p, t_us):
+    """A GC pass ended with partial chunks in several GC groups (each would be padded now): §3.3's
+    shadow append applied to them. The coldest of them is the shadow group (§3.3's group selection);
+    the hotter ones' blocks without a shadow fill its padding, hottest first, and it is flushed;
+    a group whose blocks all got a shadow keeps its chunk open (lazy append, no deadline: GC writes
+    have no SLA of their own) for the next passes to fill, and is not padded (its flag cleared)."""
+    chunk = s.prm[P_CHUNK]
+    dst = -1
+    for g in range(GC_LAST, GC_FIRST - 1, -1):
+        if s.group_gc_pass[g] and s.chunk_fill[g] > s.chunk_shadowed[g]:
+            dst = g
+            break
+    if dst < 0:
+        return 0
+    moved = 0
+    for src in range(GC_FIRST, dst):
+        if not s.group_gc_pass[src]:
+            continue
+        pend = s.chunk_fill[src] - s.chunk_shadowed[src]
+        if pend <= 0:
+            continue
+        room = chunk - s.chunk_fill[dst]
+        if pend < room:
+            moved += _shadow_no_flush(s, src, dst)
+            s.group_gc_pass[src] = 0
+        else:
+            # fills the shadow group's chunk (flushed whole); src keeps any rest, padded by the engine
+            moved += shadow_append(s, src, dst, t_us)
+            if s.chunk_fill[src] == s.chunk_shadowed[src]:
+                s.group_gc_pass[src] = 0
+            break
+    if moved > 0:
+        chunk_flush_pad(s, dst)  # no-op when the last shadow append filled it
+        st = p.scalars[0]
+        st.gc_agg_passes += 1
+        st.gc_shadowed += moved
+    return moved
+
+
+@nb.njit(cache=True)
 def adapt_chunk_due(s, p, group, due_us):
     """Cross-group aggregation (§3.3) when a chunk passes its deadline: the due chunk's blocks
     without a shadow (hot group, or a GC group holding demoted user writes) are shadow-appended
     into the cold user group's unfilled chunk; when the cold group's own chunk is due, the hot
-    group's pending blocks fill its padding instead."""
+    group's pending blocks fill its padding instead. At a GC pass's end (``s.group_gc_pass[group]``
+    set), with ``gc_aggregate``: :func:`_gc_pass_aggregate`."""
     st = p.scalars[0]
+    if s.group_gc_pass[group]:
+        if st.gc_aggregate:
+            _gc_pass_aggregate(s, p, due_us)
+        return None
     if not st.aggregate:
         return None
     src = HOT if group == COLD else group
@@ -245,6 +313,8 @@ class ADAPT(PlacementPolicy):
                 f"layer runs), got {base!r}"
             )
         self.base = SepBIT(variant=base)
+        # §3.3's shadow append applied to the GC groups' partial chunks at a GC pass's end
+        self.gc_aggregate = bool(params.get("gc_aggregate", False))
         self.demote_score = int(params.get("demote_score", 4))
         self.demote_coldest = bool(params.get("demote_coldest", False))
         self.demote_hot = bool(params.get("demote_hot", False))
@@ -271,6 +341,7 @@ class ADAPT(PlacementPolicy):
             "ghost",
             "ghost_aggregate",
             "ghost_cold_start",
+            "gc_aggregate",
             "base",
             "demote_score",
             "demote_coldest",
@@ -301,6 +372,7 @@ class ADAPT(PlacementPolicy):
         st = record(scalars)
         st.threshold = -1
         st.aggregate = int(self.aggregate)
+        st.gc_aggregate = int(self.gc_aggregate)
         st.demote = int(self.demote)
         st.demote_score = self.demote_score
         st.demote_coldest = int(self.demote_coldest)
@@ -357,6 +429,8 @@ class ADAPT(PlacementPolicy):
             "adapt_shadowed_blocks": int(st.shadowed),
             "adapt_aggregation_stops": int(st.agg_stops),
             "adapt_no_room": int(st.agg_no_room),
+            "adapt_gc_agg_passes": int(st.gc_agg_passes),
+            "adapt_gc_shadowed_blocks": int(st.gc_shadowed),
             "adapt_demotions": int(st.demotions),
             "adapt_demoted_per_group": [int(x) for x in state.demoted],
             "adapt_ghost_adjustments": int(st.adjustments),

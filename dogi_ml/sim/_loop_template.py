@@ -145,13 +145,18 @@ def collect_one(s, p, now):
 
 
 @nb.njit(cache=True, _nrt=False)
-def end_gc_pass(s):
+def end_gc_pass(s, p):
     """A GC pass ended: GC writes are bulk, so a chunk a pass wrote into and left partial is
-    flushed now with padding (chunk layer only)."""
+    flushed now with padding (chunk layer only). The policy's ``on_chunk_due`` sees each such
+    group first, with ``s.group_gc_pass[g]`` still set (it is 0 at every deadline call): it may
+    persist the chunk's blocks elsewhere (ADAPT's GC aggregation) and clear the flag of every
+    group it dealt with, whose chunk is then not padded. The default hook does nothing."""
     for g in range(s.group_gc_pass.shape[0]):
         if s.group_gc_pass[g]:
-            s.group_gc_pass[g] = 0
-            chunk_flush_pad(s, g)
+            on_chunk_due(s, p, g, s.ctr[C_NOW_US])
+            if s.group_gc_pass[g]:
+                s.group_gc_pass[g] = 0
+                chunk_flush_pad(s, g)
 
 
 @nb.njit(cache=True, _nrt=False)
@@ -198,7 +203,7 @@ def background_gc(s, p, now):
             break
     s.ctr[C_BG_GC] += s.ctr[C_GC] - gc_before
     if s.prm[P_CHUNK] > 0:
-        end_gc_pass(s)
+        end_gc_pass(s, p)
     return rc
 
 
@@ -296,7 +301,7 @@ def run_chunk(s, p, writes, times, series_t, series_user, series_gc):
                         break
                     return rc, nseries
             if chunked:
-                end_gc_pass(s)
+                end_gc_pass(s, p)
         if s.ctr[C_USER] == next_sample:
             next_sample += window
             if nseries < series_t.shape[0]:
