@@ -9,6 +9,7 @@ from dogi_ml.policies import _minos_cluster as mc
 from dogi_ml.policies import make_policy, policy_names
 from dogi_ml.policies.minos import bench_clustering, entries, metadata_mib_per_tib
 from dogi_ml.sim import SimConfig, Simulator
+from dogi_ml.sim.policy_api import record
 
 # -- P² ----------------------------------------------------------------------------------------
 
@@ -157,7 +158,7 @@ def test_adjacent_clustering_equals_the_plain_twin_on_recorded_rings():
     sim.compile()
     sim.prefill()
     p = sim.pstate
-    n, L = 16, int(p.ring_len[0])
+    n, L = 16, int(record(p.scalars).ring_len)
     wt = np.empty(L, np.float32)
     checked = 0
     for chunk in np.array_split(writes, 3):
@@ -165,7 +166,7 @@ def test_adjacent_clustering_equals_the_plain_twin_on_recorded_rings():
         W, I = mc.id_vectors(2 * n, L)
         W[:n] = p.id_w[:n]
         I[:n] = p.id_i[:n]
-        mc.slot_weights(p.inv_decay, p.pos[0], wt)
+        mc.slot_weights(p.inv_decay, record(p.scalars).pos, wt)
         for k in (2, 6):
             out = np.empty(n, np.int64)
             scratch = (np.empty(n, np.int64) for _ in range(3))
@@ -284,8 +285,9 @@ def test_id_vector_conservation_and_period():
     np.testing.assert_array_equal(p.id_w[:n].sum(axis=1), p.tot_w)
     np.testing.assert_array_equal(p.id_i[:n].sum(axis=1), p.tot_i)
     # clustering ran every 8 slots of one segment
-    assert p.reclusters[0] == (p.clock[0] // SEG) // 8 > 0
-    assert p.slot[0] == p.clock[0] // SEG and p.pos[0] == p.slot[0] % 100_000 and p.fill[0] == p.clock[0] % SEG
+    st = record(p.scalars)
+    assert st.reclusters == (st.clock // SEG) // 8 > 0
+    assert st.slot == st.clock // SEG and st.pos == st.slot % 100_000 and st.slot_fill == st.clock % SEG
     assert set(p.vs_map.tolist()) == set(range(6))
     # GC writes went only to GC virtual streams, user writes only to user ones
     assert e["u_vs"].max() < 12 and (gvs[gvs >= 0] >= 12).all()
@@ -349,9 +351,10 @@ def test_ring_forgets_old_slots():
     sim.feed(writes)
     p = sim.pstate
     # the ring holds the last 16 slots: the completed ones full, the current one partial
-    slot = p.clock[0] // SEG
-    assert p.id_w[:16].sum() == 15 * SEG + p.clock[0] % SEG
-    assert p.id_w[:16, slot % 16].sum() == p.clock[0] % SEG
+    clock = record(p.scalars).clock
+    slot = clock // SEG
+    assert p.id_w[:16].sum() == 15 * SEG + clock % SEG
+    assert p.id_w[:16, slot % 16].sum() == clock % SEG
     assert (p.id_i[:16] <= p.id_w[:16]).all()
 
 
@@ -398,7 +401,7 @@ def test_first_writes_go_to_the_last_user_stream_with_aggregation():
     assert p.tot_w[11] == 64 and p.tot_w.sum() == 64
     r = sim.result()  # no update seen yet: the quantiles are unknown, not NaN
     assert r["minos_user_quantiles"] == [None] * 10 and r["minos_gc_quantiles"] == [None] * 3
-    assert p.meta.shape == (sim.n_segments * SEG // 8, 3)  # physical entries
+    assert p.meta.shape == (sim.n_segments * SEG // 8,)  # physical entries, one row each
     assert make_policy("minos", agg_space="logical").label() == "minos[lba]"
 
 

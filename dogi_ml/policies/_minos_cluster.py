@@ -87,7 +87,7 @@ def p2_update(q, n, count, x):
             n[i] += step
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def p2_query(q, count, x):
     """Cell of ``x``: the number of inner quantile markers strictly below it (0 .. cells-1).
 

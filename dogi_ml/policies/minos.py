@@ -53,8 +53,8 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from dogi_ml.sim.kernels import _roomiest_group
-from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, no_reclaim_hook
+from dogi_ml.sim.kernels import _roomiest_group, prefetch
+from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, no_reclaim_hook, record, scalar_fields
 from dogi_ml.sim.state import C_FREE
 
 from . import register
@@ -71,42 +71,57 @@ from ._minos_cluster import (
     slot_weights,
 )
 
-META_TIME, META_USER, META_GC = 0, 1, 2
+AHEAD = 8  # user writes between prefetching an overwritten copy's entry and reading it
 SEARCH = {"adjacent": 0, "full": 1}
 DISTANCE = {"op": 0, "avg": 1}
 AGG = (1, 8, 32)
 BLOCK_BYTES = 4096
 TIB = 1 << 40
 
+#: MINOS's scalar parameters and counters (``MinosState.scalars``, one record): the per-write
+#: path reads them at fixed offsets from one pointer instead of one small array each
+SCALARS = scalar_fields(
+    # parameters (fixed for the run)
+    n_user=np.int64,  # user virtual streams
+    n_gc=np.int64,  # GC virtual streams
+    k_phys=np.int64,  # physical streams (= groups)
+    ring_len=np.int64,  # L, slots in the ID-Vector ring
+    recluster_every=np.int64,  # W_recluster, slots between clusterings
+    seg_blocks=np.int64,  # blocks per slot (one segment)
+    agg_shift=np.int64,  # log2 of the blocks sharing one metadata entry
+    physical=np.int64,  # 1: entries cover physical blocks (the paper), 0: LBAs
+    correlative=np.int64,  # 1: move one virtual stream toward the target
+    p2_every=np.int64,  # P² markers updated on every p2_every-th lifetime (1 = all)
+    search=np.int64,  # SEARCH code
+    distance=np.int64,  # DISTANCE code
+    log_on=np.int64,  # 1: record the clusterings (H = mapping_log), 0: off (H = 1, unused)
+    # P² sampling: lifetimes left before the next user / GC marker update
+    p2_skip_user=np.int64,
+    p2_skip_gc=np.int64,
+    # clock (kept incrementally: no integer division on the per-write path)
+    clock=np.int64,  # blocks written (user + GC)
+    slot=np.int64,  # current time slot = clock // seg_blocks
+    pos=np.int64,  # its ring position = slot % L
+    slot_fill=np.int64,  # blocks written in it = clock % seg_blocks (not "fill": a numpy record method)
+    reclusters=np.int64,  # clusterings run
+    user_now=np.int64,  # the engine's clock at the latest user write
+    # lookahead (a cache hint, never read for results; see minos_prefetch)
+    hint=np.int64,  # the LBA the engine's prefetch hook was last given
+    ahead_pos=np.int64,  # the next slot of ``MinosState.ahead``
+)
+
+#: one metadata entry (physical block or LBA >> agg_shift), one row: ``time`` the last user
+#: write's time (agg > 1 only; with agg = 1 it is the engine's lba_time), ``user`` and ``gc``
+#: the slot and virtual stream of the last user write and of the last GC write since, packed
+#: (slot << 8 | vs + 1; 0 = none)
+META_ROW = np.dtype([("time", np.int64), ("user", np.int64), ("gc", np.int64)])
+
 
 class MinosState(NamedTuple):
-    """MINOS's Numba state: arrays only (scalars are one-element arrays), by name."""
+    """MINOS's Numba state: arrays only, by name; scalars in the ``scalars`` record."""
 
-    # parameters (fixed for the run)
-    n_user: np.ndarray  # int64[1] user virtual streams
-    n_gc: np.ndarray  # int64[1] GC virtual streams
-    k_phys: np.ndarray  # int64[1] physical streams (= groups)
-    ring_len: np.ndarray  # int64[1] L, slots in the ID-Vector ring
-    recluster_every: np.ndarray  # int64[1] W_recluster, slots between clusterings
-    seg_blocks: np.ndarray  # int64[1] blocks per slot (one segment)
-    agg_shift: np.ndarray  # int64[1] log2 of the blocks sharing one metadata entry
-    physical: np.ndarray  # int64[1] 1: entries cover physical blocks (the paper), 0: LBAs
-    correlative: np.ndarray  # int64[1] 1: move one virtual stream toward the target
-    p2_every: np.ndarray  # int64[1] P² markers updated on every p2_every-th lifetime (1 = all)
-    p2_skip: np.ndarray  # int64[2] lifetimes left before the next user / GC marker update
-    search: np.ndarray  # int64[1] SEARCH code
-    distance: np.ndarray  # int64[1] DISTANCE code
-    # clock (kept incrementally: no integer division on the per-write path)
-    clock: np.ndarray  # int64[1] blocks written (user + GC)
-    slot: np.ndarray  # int64[1] current time slot = clock // seg_blocks
-    pos: np.ndarray  # int64[1] its ring position = slot % L
-    fill: np.ndarray  # int64[1] blocks written in it = clock % seg_blocks
-    reclusters: np.ndarray  # int64[1] clusterings run
-    # per metadata entry (physical block or LBA >> agg_shift)
-    # one row (one cache line) per entry: META_TIME last user write time (agg > 1 only; with
-    # agg = 1 it is the engine's lba_time), META_USER and META_GC the slot and virtual stream of
-    # the last user write and of the last GC write since, packed (slot << 8 | vs + 1; 0 = none)
-    meta: np.ndarray  # int64[entries, 3]
+    scalars: np.ndarray  # SCALARS[1]
+    meta: np.ndarray  # META_ROW[entries]
     # ID-Vectors: rows 0..N-1 live counters over ring positions, rows N..2N-1 clustering scratch
     id_w: np.ndarray  # float32[2N, L + pad] (columns L.. unused, see _minos_cluster.id_vectors)
     id_i: np.ndarray  # float32[2N, L + pad]
@@ -138,9 +153,9 @@ class MinosState(NamedTuple):
     # the last ``mapping_log`` clusterings (Fig. 19): slot and mapping, a ring
     log_slot: np.ndarray  # int64[H]
     log_time: np.ndarray  # int64[H] the engine's user-write clock at that clustering
-    user_now: np.ndarray  # int64[1] the engine's clock at the latest user write
     log_map: np.ndarray  # int64[H, N]
-    log_on: np.ndarray  # int64[1] 1: record (H = mapping_log), 0: off (H = 1, unused)
+    # the LBAs of the next AHEAD user writes, as the prefetch hook saw them (a ring)
+    ahead: np.ndarray  # int64[AHEAD]
 
 
 # -- the per-write path ------------------------------------------------------------------------
@@ -149,178 +164,225 @@ class MinosState(NamedTuple):
 @nb.njit(cache=True)
 def recluster(p):
     """Algorithm 3 (or an ablation) over the ring as it stands: newest slot = the current one."""
-    n = p.n_user[0] + p.n_gc[0]
-    k = p.k_phys[0]
-    if p.distance[0] == 1:
+    st = p.scalars[0]
+    n = st.n_user + st.n_gc
+    k = st.k_phys
+    if st.distance == 1:
         cluster_avg(p.life_sum, p.life_cnt, n, k, p.vs_map, p.sc_a, p.sc_f, p.sc_g)
     else:
-        slot_weights(p.inv_decay, p.pos[0], p.weights)
-        if p.search[0] == 1:
+        slot_weights(p.inv_decay, st.pos, p.weights)
+        if st.search == 1:
             cluster_full(p.id_w, p.id_i, n, k, p.weights, p.vs_map, p.sc_a, p.sc_b, p.sc_mat)
         else:
             cluster_adjacent(p.id_w, p.id_i, n, k, p.weights, p.vs_map, p.sc_a, p.sc_b, p.sc_c, p.sc_d)
-    if p.log_on[0] == 1:
-        row = p.reclusters[0] % p.log_slot.shape[0]
-        p.log_slot[row] = p.slot[0]
-        p.log_time[row] = p.user_now[0]
+    if st.log_on == 1:
+        row = st.reclusters % p.log_slot.shape[0]
+        p.log_slot[row] = st.slot
+        p.log_time[row] = st.user_now
         for v in range(n):
             p.log_map[row, v] = p.vs_map[v]
-    p.reclusters[0] += 1
+    st.reclusters += 1
+
+
+@nb.njit(cache=True)
+def _next_slot(p):
+    """The current slot is full: recluster every ``W_recluster`` slots (on the full ring), then
+    open the next slot and clear its ring column (once per segment of writes: not inlined)."""
+    st = p.scalars[0]
+    st.slot_fill = 0
+    nxt = st.slot + 1
+    if nxt % st.recluster_every == 0:
+        recluster(p)
+    L = st.ring_len
+    npos = st.pos + 1 if st.pos + 1 < L else 0
+    st.slot = nxt
+    st.pos = npos
+    n = st.n_user + st.n_gc
+    for v in range(n):
+        p.id_w[v, npos] = 0.0
+        p.id_i[v, npos] = 0.0
+    if st.distance == 1:
+        decay = 1.0 - 1.0 / L
+        for v in range(n):
+            p.life_sum[v] *= decay
+            p.life_cnt[v] *= decay
 
 
 @nb.njit(cache=True, inline="always")
-def _count_write(p, vs):
+def _count_write(p, st, vs):
     """A block joins ``vs`` in the current slot; returns its packed (slot, vs). Filling the slot
-    reclusters every ``W_recluster`` slots (on the full ring), then opens and clears the next."""
-    slot = p.slot[0]
-    pos = p.pos[0]
-    p.id_w[vs, pos] += 1.0
+    reclusters every ``W_recluster`` slots, then opens and clears the next (:func:`_next_slot`)."""
+    slot = st.slot
+    p.id_w[vs, st.pos] += 1.0
     p.tot_w[vs] += 1
-    p.clock[0] += 1
-    fill = p.fill[0] + 1
-    if fill < p.seg_blocks[0]:
-        p.fill[0] = fill
+    st.clock += 1
+    fill = st.slot_fill + 1
+    if fill < st.seg_blocks:
+        st.slot_fill = fill
     else:
-        p.fill[0] = 0
-        nxt = slot + 1
-        if nxt % p.recluster_every[0] == 0:
-            recluster(p)
-        L = p.ring_len[0]
-        npos = pos + 1 if pos + 1 < L else 0
-        p.slot[0] = nxt
-        p.pos[0] = npos
-        n = p.n_user[0] + p.n_gc[0]
-        for v in range(n):
-            p.id_w[v, npos] = 0.0
-            p.id_i[v, npos] = 0.0
-        if p.distance[0] == 1:
-            decay = 1.0 - 1.0 / L
-            for v in range(n):
-                p.life_sum[v] *= decay
-                p.life_cnt[v] *= decay
+        _next_slot(p)
     return (slot << 8) | (vs + 1)
 
 
 @nb.njit(cache=True, inline="always")
-def _count_invalid(p, packed, life):
+def _count_invalid(p, st, packed, life):
     """An overwrite invalidates a block written as ``packed`` (slot << 8 | vs + 1)."""
     vs = (packed & 255) - 1
     p.tot_i[vs] += 1
-    age = p.slot[0] - (packed >> 8)
-    L = p.ring_len[0]
+    age = st.slot - (packed >> 8)
+    L = st.ring_len
     if age < L:  # still in the ring: its position is the current one, age slots back
-        pos = p.pos[0] - age
+        pos = st.pos - age
         p.id_i[vs, pos if pos >= 0 else pos + L] += 1.0
-    if p.distance[0] == 1:
+    if st.distance == 1:
         p.life_sum[vs] += life
         p.life_cnt[vs] += 1.0
 
 
 @nb.njit(cache=True, inline="always")
-def _p2_sampled(p, which, q, n, count, dt):
-    """Feed ``dt`` to a P² estimator on every ``p2_every``-th lifetime (a deterministic 1-in-k
-    sample; the markers' warm-up takes every lifetime so the first clusterings see a CDF)."""
-    left = p.p2_skip[which] - 1
+def _p2_sampled(left, every, q, n, count, dt):
+    """Feed ``dt`` to a P² estimator on every ``every``-th lifetime (a deterministic 1-in-k
+    sample; the markers' warm-up takes every lifetime so the first clusterings see a CDF);
+    ``left`` lifetimes were left before this one's turn; returns the new count."""
+    left -= 1
     if left <= 0 or count[0] <= q.shape[0]:
         p2_update(q, n, count, dt)
-        left = p.p2_every[0]
-    p.p2_skip[which] = left
+        left = every
+    return left
 
 
 @nb.njit(cache=True, inline="always")
-def _landing_entry(s, p, group):
+def _landing_entry(s, st, group):
     """Metadata entry of the physical block the engine's next append to ``group`` fills: the
     open segment's write pointer, or offset 0 of the segment the free stack gives next
     (``sim.kernels._append``); with none free, a GC block spills into the open segment with the
     most room (``_roomiest_group``, as the GC loop does); -1 if there is none either."""
-    sb = p.seg_blocks[0]
+    sb = st.seg_blocks
     seg = s.open_seg[group]
     if seg < 0 or s.seg_wp[seg] == sb:
         nfree = s.ctr[C_FREE]
         if nfree > 0:
-            return (s.free_stack[nfree - 1] * sb) >> p.agg_shift[0]
+            return (s.free_stack[nfree - 1] * sb) >> st.agg_shift
         spill = _roomiest_group(s)
         if spill < 0:
             return -1
         seg = s.open_seg[spill]
-    return (seg * sb + s.seg_wp[seg]) >> p.agg_shift[0]
+    return (seg * sb + s.seg_wp[seg]) >> st.agg_shift
 
 
 @nb.njit(cache=True, inline="always")
-def _old_entry(s, p, lba):
+def _old_entry(s, st, lba):
     """Metadata entry of ``lba``'s current copy (-1 if it has none)."""
-    if p.physical[0] == 1:
+    if st.physical == 1:
         old = s.l2p[lba]
-        return old >> p.agg_shift[0] if old >= 0 else -1
-    return lba >> p.agg_shift[0] if s.lba_time[lba] >= 0 else -1
+        return old >> st.agg_shift if old >= 0 else -1
+    return lba >> st.agg_shift if s.lba_time[lba] >= 0 else -1
+
+
+@nb.njit(cache=True, inline="always")
+def minos_prefetch(p, lba):
+    """The engine's ``prefetch_lba`` hook, 16 user writes (8 GC relocations) ahead. MINOS's
+    entries are per *physical* block (``l2p[lba] >> agg_shift``), which this hook (no ``s``)
+    cannot read, and whose ``l2p`` entry the engine is only now fetching: the LBA waits in the
+    ``hint`` scalar for :func:`_prefetch_overwritten`. With ``agg_space=logical`` the entry is
+    known here and fetched at once."""
+    st = p.scalars[0]
+    st.hint = lba
+    if st.physical == 0:
+        prefetch(p.meta, lba >> st.agg_shift)
+
+
+@nb.njit(cache=True, inline="always")
+def _prefetch_overwritten(s, p, st):
+    """Prefetch the entry that the user write ``AHEAD`` writes from now will read (its LBA's
+    current copy). Its LBA was queued ``AHEAD`` user writes ago from the hook's hint (16 writes
+    ahead then), and the engine has since fetched that LBA's ``l2p`` entry (and read it in this
+    very iteration). Where the hook is not called (a chunk's last 16 writes) or a GC pass left a
+    relocated LBA in the hint, the prefetch is wasted, never wrong: results do not depend on it."""
+    k = st.ahead_pos
+    la = p.ahead[k]
+    p.ahead[k] = st.hint
+    st.ahead_pos = k + 1 if k + 1 < AHEAD else 0
+    if la >= 0:
+        old = s.l2p[la]
+        if old >= 0:
+            prefetch(p.meta, old >> st.agg_shift)
 
 
 @nb.njit(cache=True, inline="always")
 def minos_user(s, p, lba, now):
-    shift = p.agg_shift[0]
-    p.user_now[0] = now
+    st = p.scalars[0]
+    shift = st.agg_shift
+    st.user_now = now
     meta = p.meta
-    eo = _old_entry(s, p, lba)
-    nu = p.n_user[0]
-    if eo < 0 or meta[eo, META_USER] == 0:
+    if st.physical == 1:
+        _prefetch_overwritten(s, p, st)
+    eo = _old_entry(s, st, lba)
+    nu = st.n_user
+    if eo < 0 or meta[eo].user == 0:
         vs = nu - 1  # a first write
     else:
-        last = s.lba_time[lba] if shift == 0 else meta[eo, META_TIME]
-        user = meta[eo, META_USER]
+        old = meta[eo]
+        last = s.lba_time[lba] if shift == 0 else old.time
+        user = old.user
         prev = (user & 255) - 1
         # the overwritten copy: its user write's slot, and its GC write's if GC moved it since
         dt = float(now - last)
-        _count_invalid(p, user, dt)
-        if meta[eo, META_GC] != 0:
-            _count_invalid(p, meta[eo, META_GC], dt)
-        _p2_sampled(p, 0, p.uq, p.un, p.ucount, dt)
+        _count_invalid(p, st, user, dt)
+        if old.gc != 0:
+            _count_invalid(p, st, old.gc, dt)
+        st.p2_skip_user = _p2_sampled(st.p2_skip_user, st.p2_every, p.uq, p.un, p.ucount, dt)
         target = p2_query(p.uq, p.ucount, dt)
-        if p.correlative[0] == 1:
+        if st.correlative == 1:
             vs = prev - (1 if prev > target else (-1 if prev < target else 0))
         else:
             vs = target
-    packed = _count_write(p, vs)  # may recluster: the group is read after it
+    packed = _count_write(p, st, vs)  # may recluster: the group is read after it
     group = p.vs_map[vs]
-    en = _landing_entry(s, p, group) if p.physical[0] == 1 else lba >> shift
+    en = _landing_entry(s, st, group) if st.physical == 1 else lba >> shift
     if en >= 0:
-        meta[en, META_TIME] = now
-        meta[en, META_USER] = packed
-        meta[en, META_GC] = 0
+        row = meta[en]
+        row.time = now
+        row.user = packed
+        row.gc = 0
     return group
 
 
 @nb.njit(cache=True, inline="always")
 def minos_gc(s, p, lba, victim, now):
-    shift = p.agg_shift[0]
+    st = p.scalars[0]
+    shift = st.agg_shift
     meta = p.meta
-    eo = _old_entry(s, p, lba)
-    last = s.lba_time[lba] if shift == 0 else meta[eo, META_TIME]
+    eo = _old_entry(s, st, lba)
+    old = meta[eo]
+    last = s.lba_time[lba] if shift == 0 else old.time
     dt = float(now - last)
-    _p2_sampled(p, 1, p.gq, p.gn, p.gcount, dt)
-    vs = p.n_user[0] + p2_query(p.gq, p.gcount, dt)
-    if meta[eo, META_GC] != 0:
-        p.gc_superseded[(meta[eo, META_GC] & 255) - 1] += 1
-    packed = _count_write(p, vs)
+    st.p2_skip_gc = _p2_sampled(st.p2_skip_gc, st.p2_every, p.gq, p.gn, p.gcount, dt)
+    vs = st.n_user + p2_query(p.gq, p.gcount, dt)
+    if old.gc != 0:
+        p.gc_superseded[(old.gc & 255) - 1] += 1
+    packed = _count_write(p, st, vs)
     group = p.vs_map[vs]
-    if p.physical[0] == 1:
+    if st.physical == 1:
         # the block's user metadata moves with it to its new physical place
-        en = _landing_entry(s, p, group)
+        en = _landing_entry(s, st, group)
         if en >= 0:
-            meta[en, META_TIME] = meta[eo, META_TIME]
-            meta[en, META_USER] = meta[eo, META_USER]
+            row = meta[en]
+            row.time = old.time
+            row.user = old.user
     else:
         en = eo
     if en >= 0:
-        meta[en, META_GC] = packed
+        meta[en].gc = packed
     return group
 
 
 def entries(state: MinosState) -> dict:
     """The metadata entries decoded: u_vs, u_slot, g_vs, g_slot (-1 = none) and u_time."""
     m = state.meta
-    out = {"u_time": m[:, META_TIME].copy()}
-    for key, col in (("u", META_USER), ("g", META_GC)):
-        v = m[:, col]
+    out = {"u_time": m["time"].copy()}
+    for key, col in (("u", "user"), ("g", "gc")):
+        v = m[col]
         out[f"{key}_vs"] = np.where(v != 0, (v & 255) - 1, -1)
         out[f"{key}_slot"] = np.where(v != 0, v >> 8, -1)
     return out
@@ -394,6 +456,7 @@ class Minos(PlacementPolicy):
     place_user = minos_user
     place_gc = minos_gc
     on_reclaim = no_reclaim_hook
+    prefetch_lba = minos_prefetch
 
     DEFAULTS = {
         "n_user": 12,
@@ -473,7 +536,6 @@ class Minos(PlacementPolicy):
             raise ValueError(f"policy minos: the ID-Vector ring needs >= 2 slots, got L={L}")
         blocks = int(ctx.n_segments) * int(ctx.segment_blocks) if self.agg_space == "physical" else int(ctx.capacity)
         entries = -(-blocks // self.agg)
-        one = lambda v: np.array([v], np.int64)  # noqa: E731 -- a named scalar field
         uq, un, ucount = p2_new(self.n_user - 1)
         gq, gn, gcount = p2_new(self.n_gc)
         id_w, id_i = id_vectors(2 * n, L)
@@ -481,26 +543,19 @@ class Minos(PlacementPolicy):
         vs_map = np.empty(n, np.int64)
         vs_map[: self.n_user] = np.arange(self.n_user) * (K - 1) // self.n_user
         vs_map[self.n_user :] = K - 1
+        scalars = new_scalars(SCALARS)
+        st = record(scalars)
+        st.n_user, st.n_gc, st.k_phys, st.ring_len = self.n_user, self.n_gc, K, L
+        st.recluster_every, st.seg_blocks = self.recluster_every, ctx.segment_blocks
+        st.agg_shift, st.physical = self.agg.bit_length() - 1, int(self.agg_space == "physical")
+        st.correlative, st.p2_every = int(self.correlative), self.p2_every
+        st.search, st.distance = SEARCH[self.search], DISTANCE[self.distance]
+        st.log_on = int(self.mapping_log > 0)
+        st.p2_skip_user = st.p2_skip_gc = 1
+        st.hint = -1
         return MinosState(
-            n_user=one(self.n_user),
-            n_gc=one(self.n_gc),
-            k_phys=one(K),
-            ring_len=one(L),
-            recluster_every=one(self.recluster_every),
-            seg_blocks=one(ctx.segment_blocks),
-            agg_shift=one(self.agg.bit_length() - 1),
-            physical=one(int(self.agg_space == "physical")),
-            correlative=one(int(self.correlative)),
-            p2_every=one(self.p2_every),
-            p2_skip=np.ones(2, np.int64),
-            search=one(SEARCH[self.search]),
-            distance=one(DISTANCE[self.distance]),
-            clock=one(0),
-            slot=one(0),
-            pos=one(0),
-            fill=one(0),
-            reclusters=one(0),
-            meta=np.zeros((entries, 3), np.int64),
+            scalars=scalars,
+            meta=np.zeros(entries, META_ROW),
             id_w=id_w,
             id_i=id_i,
             inv_decay=decay_table(L),
@@ -526,9 +581,8 @@ class Minos(PlacementPolicy):
             sc_mat=np.zeros((n, n), np.float32),
             log_slot=np.full(max(self.mapping_log, 1), -1, np.int64),
             log_time=np.full(max(self.mapping_log, 1), -1, np.int64),
-            user_now=one(0),
             log_map=np.full((max(self.mapping_log, 1), n), -1, np.int64),
-            log_on=one(int(self.mapping_log > 0)),
+            ahead=np.full(AHEAD, -1, np.int64),
         )
 
     def label(self) -> str:
@@ -550,7 +604,7 @@ class Minos(PlacementPolicy):
     def summary(self, state: MinosState) -> dict:
         out = {}
         if self.mapping_log:
-            done = int(state.reclusters[0])
+            done = int(record(state.scalars).reclusters)
             h = state.log_slot.shape[0]
             rows = [i % h for i in range(max(0, done - h), done)]
             out["minos_mapping_log"] = [
@@ -563,7 +617,7 @@ class Minos(PlacementPolicy):
             ]
         return out | {
             "minos_mapping": state.vs_map.tolist(),
-            "minos_reclusters": int(state.reclusters[0]),
+            "minos_reclusters": int(record(state.scalars).reclusters),
             # None until the estimator has seen as many lifetimes as it has markers (JSON has no NaN)
             "minos_user_quantiles": [None if np.isnan(x) else float(x) for x in p2_quantiles(state.uq, state.ucount)],
             "minos_gc_quantiles": [None if np.isnan(x) else float(x) for x in p2_quantiles(state.gq, state.gcount)],
