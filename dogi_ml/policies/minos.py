@@ -355,12 +355,14 @@ def minos_gc(s, p, lba, victim, now):
     meta = p.meta
     eo = _old_entry(s, st, lba)
     old = meta[eo]
-    last = s.lba_time[lba] if shift == 0 else old.time
+    # all three fields up front: the stores to the landing entry below then never hold them up
+    o_time, o_user, o_gc = old.time, old.user, old.gc
+    last = s.lba_time[lba] if shift == 0 else o_time
     dt = float(now - last)
     st.p2_skip_gc = _p2_sampled(st.p2_skip_gc, st.p2_every, p.gq, p.gn, p.gcount, dt)
     vs = st.n_user + p2_query(p.gq, p.gcount, dt)
-    if old.gc != 0:
-        p.gc_superseded[(old.gc & 255) - 1] += 1
+    if o_gc != 0:
+        p.gc_superseded[(o_gc & 255) - 1] += 1
     packed = _count_write(p, st, vs)
     group = p.vs_map[vs]
     if st.physical == 1:
@@ -368,12 +370,11 @@ def minos_gc(s, p, lba, victim, now):
         en = _landing_entry(s, st, group)
         if en >= 0:
             row = meta[en]
-            row.time = old.time
-            row.user = old.user
+            row.time = o_time
+            row.user = o_user
+            row.gc = packed
     else:
-        en = eo
-    if en >= 0:
-        meta[en].gc = packed
+        meta[eo].gc = packed
     return group
 
 
