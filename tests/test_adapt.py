@@ -59,11 +59,13 @@ def test_aggregation_lowers_padding_of_the_hot_group():
     assert on["padding_blocks"] + on["shadow_blocks"] < off["padding_blocks"]
 
 
-def test_gc_aggregation_moves_no_block_twice_and_pads_fewer_gc_chunks():
+@pytest.mark.parametrize("into_cold", [False, True], ids=["gc_groups", "into_cold"])
+def test_gc_aggregation_moves_no_block_twice_and_pads_fewer_gc_chunks(into_cold):
     """gc_aggregate: at a GC pass's end the GC groups' partial chunks are shadow-appended into the
-    coldest one's (§3.3 applied to GC chunks) instead of each being padded."""
+    coldest one's (§3.3 applied to GC chunks) instead of each being padded; gc_into_cold: one left
+    alone goes into the cold user group's unfilled chunk."""
     writes, times = _timed_zipf(3 * CAP, 40.0)
-    sim = _adapt_sim(gc_aggregate=True)
+    sim = _adapt_sim(gc_aggregate=True, gc_into_cold=into_cold)
     sim.prefill(int(times[0]))
     for lo in range(0, writes.size, 64):
         sim.feed(writes[lo : lo + 64], times=times[lo : lo + 64])
@@ -75,10 +77,14 @@ def test_gc_aggregation_moves_no_block_twice_and_pads_fewer_gc_chunks():
         assert s.group_shadow[2] == 0
     on = sim.result()
     off = _adapt_sim().run(writes, times=times)
-    assert on["adapt_gc_shadowed_blocks"] == sum(g["shadow_blocks"] for g in on["groups"][3:]) > 0
+    gc_shadows = sum(g["shadow_blocks"] for g in on["groups"][3:])
+    assert on["adapt_gc_shadowed_blocks"] >= gc_shadows > 0
     assert on["adapt_gc_agg_passes"] > 0 and off["adapt_gc_agg_passes"] == off["adapt_gc_shadowed_blocks"] == 0
     gc_pad = [sum(g["padding_blocks"] for g in r["groups"][2:]) for r in (on, off)]
     assert gc_pad[0] < gc_pad[1]
+    assert (on["adapt_gc_into_cold"] > 0) == into_cold and on["scheme"].endswith(
+        "[+gcagg+gccold]" if into_cold else "[+gcagg]"
+    )
 
 
 def test_ghost_threshold_and_demotion_in_a_run():
@@ -124,6 +130,8 @@ def test_bad_parameters_are_explained():
         make_policy("adapt", None, bogus=1)
     with pytest.raises(ValueError, match="policy adapt: base must be one of code, paper .*got 'papr'"):
         make_policy("adapt", None, base="papr")
+    with pytest.raises(ValueError, match="gc_into_cold .* only with gc_aggregate: true"):
+        make_policy("adapt", None, gc_into_cold=True)
 
 
 def test_report_tables_and_reductions(tmp_path):

@@ -26,6 +26,11 @@ groups 2..5 GC writes (2: blocks reclaimed from the hot group; 3..5 by age again
   condition follows Eq. (1): a group aggregates while its chunks do get padded (it cannot fill
   them alone, ``P_i > 0``), and stops once the blocks already aggregated in the hot chunk plus the
   new ones exceed the group's average padding per padded chunk, ``S_ck - C_i``.
+- Beyond the paper's text (switches, off by default; §3.3 names the hot user group as the
+  source): ``gc_aggregate`` applies the same shadow append to the GC groups' partial chunks at a
+  GC pass's end (the engine pads each; the coldest becomes the shadow group), ``gc_into_cold``
+  lets a GC group left alone shadow into the cold user group's unfilled chunk while that group's
+  chunks are padded by at least as many blocks on average (Eq. (1)'s condition).
 - Proactive demotion (§3.4): per GC group a cascade of Bloom filters (FIFO eviction,
   :mod:`dogi_ml.policies._adapt_bloom`) holds LBAs that GC migrated from that group back into it
   (groups 3..5 only: group 2 takes blocks from the hot group alone, so nothing ever returns to it);
@@ -96,6 +101,8 @@ SCALARS = scalar_fields(
     gc_aggregate=np.int64,  # 1: GC-pass ends aggregate the GC groups' partial chunks (gc_aggregate)
     gc_agg_passes=np.int64,  # GC-pass ends where GC chunks were shadow-appended into a colder one
     gc_shadowed=np.int64,  # GC-written blocks shadow-appended at GC-pass ends
+    gc_into_cold=np.int64,  # 1: ... a lone GC group's chunk may shadow into the cold user group's (gc_into_cold)
+    gc_into_cold_calls=np.int64,  # GC groups' chunks shadow-appended into the cold user group's
 )
 
 
@@ -207,42 +214,66 @@ def _shadow_no_flush(s, src, dst):
 
 @nb.njit(cache=True)
 def _gc_pass_aggregate(s, p, t_us):
-    """A GC pass ended with partial chunks in several GC groups (each would be padded now): §3.3's
-    shadow append applied to them. The coldest of them is the shadow group (§3.3's group selection);
-    the hotter ones' blocks without a shadow fill its padding, hottest first, and it is flushed;
-    a group whose blocks all got a shadow keeps its chunk open (lazy append, no deadline: GC writes
-    have no SLA of their own) for the next passes to fill, and is not padded (its flag cleared)."""
+    """A GC pass ended with partial chunks in GC groups (each would be padded now): §3.3's shadow
+    append applied to them. The coldest of them is the shadow group (§3.3's group selection); the
+    hotter ones' blocks without a shadow fill its padding, hottest first, and it is flushed; a group
+    whose blocks all got a shadow keeps its chunk open (lazy append, no deadline: GC writes have no
+    SLA of their own) for the next passes to fill, and is not padded (its flag cleared). Repeated
+    while two such groups remain. With ``gc_into_cold``, a GC group left alone then shadows into the
+    cold user group's unfilled chunk (flushed at its own deadline or when full), if it fits."""
     chunk = s.prm[P_CHUNK]
-    dst = -1
-    for g in range(GC_LAST, GC_FIRST - 1, -1):
-        if s.group_gc_pass[g] and s.chunk_fill[g] > s.chunk_shadowed[g]:
-            dst = g
+    st = p.scalars[0]
+    total = 0
+    while True:
+        dst = -1
+        for g in range(GC_LAST, GC_FIRST - 1, -1):
+            if s.group_gc_pass[g] and s.chunk_fill[g] > s.chunk_shadowed[g]:
+                dst = g
+                break
+        if dst < 0:
             break
-    if dst < 0:
-        return 0
-    moved = 0
-    for src in range(GC_FIRST, dst):
-        if not s.group_gc_pass[src]:
-            continue
-        pend = s.chunk_fill[src] - s.chunk_shadowed[src]
-        if pend <= 0:
-            continue
-        room = chunk - s.chunk_fill[dst]
-        if pend < room:
-            moved += _shadow_no_flush(s, src, dst)
-            s.group_gc_pass[src] = 0
-        else:
-            # fills the shadow group's chunk (flushed whole); src keeps any rest, padded by the engine
-            moved += shadow_append(s, src, dst, t_us)
-            if s.chunk_fill[src] == s.chunk_shadowed[src]:
+        moved = 0
+        for src in range(GC_FIRST, dst):
+            if not s.group_gc_pass[src]:
+                continue
+            pend = s.chunk_fill[src] - s.chunk_shadowed[src]
+            if pend <= 0:
+                continue
+            room = chunk - s.chunk_fill[dst]
+            if pend < room:
+                moved += _shadow_no_flush(s, src, dst)
                 s.group_gc_pass[src] = 0
+            else:
+                # fills the shadow group's chunk (flushed whole); src keeps any rest for the next round
+                moved += shadow_append(s, src, dst, t_us)
+                if s.chunk_fill[src] == s.chunk_shadowed[src]:
+                    s.group_gc_pass[src] = 0
+                break
+        if moved == 0:
             break
-    if moved > 0:
         chunk_flush_pad(s, dst)  # no-op when the last shadow append filled it
-        st = p.scalars[0]
         st.gc_agg_passes += 1
-        st.gc_shadowed += moved
-    return moved
+        total += moved
+    if st.gc_into_cold:
+        for src in range(GC_FIRST, GC_LAST + 1):
+            if not s.group_gc_pass[src]:
+                continue
+            pend = s.chunk_fill[src] - s.chunk_shadowed[src]
+            room = chunk - s.chunk_fill[COLD]
+            if pend <= 0 or s.chunk_fill[COLD] == 0 or pend > room:
+                continue
+            # Eq. (1)'s condition for the cold group as the shadow group: its chunks must leave
+            # room on average (mean padding per chunk flushed), else shadows displace its own blocks
+            if pend * s.group_chunks[COLD] > s.group_pad[COLD]:
+                continue
+            if pend < room:
+                total += _shadow_no_flush(s, src, COLD)
+            else:
+                total += shadow_append(s, src, COLD, t_us)  # fills it: flushed whole
+            s.group_gc_pass[src] = 0
+            st.gc_into_cold_calls += 1
+    st.gc_shadowed += total
+    return total
 
 
 @nb.njit(cache=True)
@@ -315,6 +346,9 @@ class ADAPT(PlacementPolicy):
         self.base = SepBIT(variant=base)
         # §3.3's shadow append applied to the GC groups' partial chunks at a GC pass's end
         self.gc_aggregate = bool(params.get("gc_aggregate", False))
+        self.gc_into_cold = bool(params.get("gc_into_cold", False))
+        if self.gc_into_cold and not self.gc_aggregate:
+            raise ValueError("policy adapt: gc_into_cold acts at GC-pass ends only with gc_aggregate: true; set both")
         self.demote_score = int(params.get("demote_score", 4))
         self.demote_coldest = bool(params.get("demote_coldest", False))
         self.demote_hot = bool(params.get("demote_hot", False))
@@ -342,6 +376,7 @@ class ADAPT(PlacementPolicy):
             "ghost_aggregate",
             "ghost_cold_start",
             "gc_aggregate",
+            "gc_into_cold",
             "base",
             "demote_score",
             "demote_coldest",
@@ -358,6 +393,8 @@ class ADAPT(PlacementPolicy):
     def label(self) -> str:
         off = [n for n, on in (("ghost", self.ghost), ("agg", self.aggregate), ("demote", self.demote)) if not on]
         name = self.name if not off else f"{self.name}[-{'-'.join(off)}]"
+        on = [n for n, v in (("gcagg", self.gc_aggregate), ("gccold", self.gc_aggregate and self.gc_into_cold)) if v]
+        name = name if not on else f"{name}[+{'+'.join(on)}]"
         return name if self.base.variant == "code" else f"{name}[{self.base.variant}]"
 
     def effective_rate(self, capacity: int, segment_blocks: int) -> float:
@@ -373,6 +410,7 @@ class ADAPT(PlacementPolicy):
         st.threshold = -1
         st.aggregate = int(self.aggregate)
         st.gc_aggregate = int(self.gc_aggregate)
+        st.gc_into_cold = int(self.gc_into_cold)
         st.demote = int(self.demote)
         st.demote_score = self.demote_score
         st.demote_coldest = int(self.demote_coldest)
@@ -431,6 +469,7 @@ class ADAPT(PlacementPolicy):
             "adapt_no_room": int(st.agg_no_room),
             "adapt_gc_agg_passes": int(st.gc_agg_passes),
             "adapt_gc_shadowed_blocks": int(st.gc_shadowed),
+            "adapt_gc_into_cold": int(st.gc_into_cold_calls),
             "adapt_demotions": int(st.demotions),
             "adapt_demoted_per_group": [int(x) for x in state.demoted],
             "adapt_ghost_adjustments": int(st.adjustments),
