@@ -318,25 +318,29 @@ def minos_user(s, p, lba, now):
     if st.physical == 1:
         _prefetch_overwritten(s, p, st)
     eo = _old_entry(s, st, lba)
-    nu = st.n_user
-    if eo < 0 or meta[eo].user == 0:
-        vs = nu - 1  # a first write
-    else:
+    # the overwritten copy's entry, all three fields up front (see minos_gc)
+    o_time = o_user = o_gc = 0
+    if eo >= 0:
         old = meta[eo]
-        last = s.lba_time[lba] if shift == 0 else old.time
-        user = old.user
-        prev = (user & 255) - 1
-        # the overwritten copy: its user write's slot, and its GC write's if GC moved it since
+        o_time, o_user, o_gc = old.time, old.user, old.gc
+    if o_user == 0:
+        vs = st.n_user - 1  # a first write
+    else:
+        last = s.lba_time[lba] if shift == 0 else o_time
         dt = float(now - last)
-        _count_invalid(p, st, user, dt)
-        if old.gc != 0:
-            _count_invalid(p, st, old.gc, dt)
+        # the stream first (Algorithm 2: update, query, one step toward the target), then the
+        # bookkeeping, which nothing on this write reads: the group is known sooner
         st.p2_skip_user = _p2_sampled(st.p2_skip_user, st.p2_every, p.uq, p.un, p.ucount, dt)
         target = p2_query(p.uq, p.ucount, dt)
+        prev = (o_user & 255) - 1
         if st.correlative == 1:
             vs = prev - (1 if prev > target else (-1 if prev < target else 0))
         else:
             vs = target
+        # the overwritten copy: its user write's slot, and its GC write's if GC moved it since
+        _count_invalid(p, st, o_user, dt)
+        if o_gc != 0:
+            _count_invalid(p, st, o_gc, dt)
     packed = _count_write(p, st, vs)  # may recluster: the group is read after it
     group = p.vs_map[vs]
     en = _landing_entry(s, st, group) if st.physical == 1 else lba >> shift
