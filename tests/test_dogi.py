@@ -6,6 +6,7 @@ import pytest
 
 from dogi_ml.oracles.nodap import search
 from dogi_ml.policies import make_policy
+from dogi_ml.policies._online import PENDING
 from dogi_ml.policies.dogi import (
     FB_COLD,
     FB_GC_OLD,
@@ -321,3 +322,26 @@ def test_fallback_comparison_switches_to_the_base_design(trace, monkeypatch):
     # with the real ghost the comparison runs the base design beside DOGI
     _, ghost = run(trace, fallback_compare="ghost")
     assert ghost["base_ghost_waf"] > 1 and all("base_ghost_waf" in h for h in ghost["training_history"])
+
+
+@pytest.mark.parametrize(
+    "params, waf, gc_writes, gc_accuracy",
+    [
+        (dict(final_tiers=True, reloc_repeat=True), 4.085395812988281, 404409, 0.6045490699951053),
+        (dict(relocation="next_group", mu_bounds="shift"), 3.911834716796875, 381660, 0.2637335889127227),
+    ],
+)
+def test_per_lba_rows_give_the_separate_arrays_results(trace, params, waf, gc_writes, gc_accuracy):
+    """Issue 18: DOGI's per-LBA state in one 16-byte row per LBA places every block as the five
+    separate arrays did. Golden numbers from f4d3cf5 (the last commit with separate arrays; the
+    Latest predictor, no training, so exact on any machine), with a short Frozen-Filter clock so
+    every field of the row is read and written: class (accuracies), relocation group and time
+    (GC accuracy), count (``reloc_repeat``), updated (the clears)."""
+    sim, r = run(trace, predictor="latest", frozen_clock=5000, **params)
+    assert (r["waf"], r["gc_writes"], r["gc_accuracy"]) == (waf, gc_writes, gc_accuracy)
+    p, ring = sim.pstate, sim.policy.ring
+    assert p.rows.dtype.itemsize == 16 and np.shares_memory(ring.pending, p.rows)
+    # the ring's per-LBA slots live in the rows: each sampled LBA's slot holds its pending sample
+    lbas = np.flatnonzero(p.rows["ring_slot"] >= 0)
+    slots = p.rows["ring_slot"][lbas]
+    assert lbas.size > 0 and (ring.lba[slots] == lbas).all() and (ring.inv[slots] == PENDING).all()

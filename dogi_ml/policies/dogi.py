@@ -134,6 +134,32 @@ SCALARS = scalar_fields(
 )
 
 
+#: DOGI's per-LBA state, one 16-byte row per LBA (issue 18): a user write and a GC relocation
+#: touch one cache line instead of one per separate array (six of them before, the sample
+#: ring's ``pending`` included)
+LBA_ROW = np.dtype(
+    [
+        ("reloc_time", np.int64),  # time of the LBA's last relocation
+        ("ring_slot", np.int32),  # the sample ring's slot of its pending sample, -1 if none
+        ("lba_class", np.int8),  # class placed for its live version (hot 0, c_k k), -1 if none
+        ("reloc_group", np.int8),  # group GC last moved it to, -1 if scored or never
+        ("updated", np.uint8),  # overwritten since the Frozen Filter's last clear
+        ("reloc_count", np.uint8),  # relocations of its live version (saturates at 255)
+    ],
+    align=True,
+)
+assert LBA_ROW.itemsize == 16
+
+
+def new_lba_rows(capacity: int) -> np.ndarray:
+    """Per-LBA rows before any write: no class, no relocation, not updated, not sampled."""
+    rows = np.zeros(capacity, LBA_ROW)
+    rows["ring_slot"] = -1
+    rows["lba_class"] = -1
+    rows["reloc_group"] = -1
+    return rows
+
+
 class DogiState(NamedTuple):
     """DOGI's state in the Numba loop."""
 
@@ -147,11 +173,7 @@ class DogiState(NamedTuple):
     base_bounds: np.ndarray  # int64: the initial bounds (c1..c9 never go below them)
     remaining: np.ndarray  # int64 [category, age grid]: ML-Reloc's mean remaining lifetime at that age, -1 if unknown
     age_grid: np.ndarray  # int64 [N_AGE_GRID]: the ages of ``remaining``'s columns (ascending)
-    lba_class: np.ndarray  # int8 per LBA: class placed for its live version (hot 0, c_k k), -1 if none
-    reloc_group: np.ndarray  # int8 per LBA: group GC last moved it to, -1 if scored or never
-    reloc_time: np.ndarray  # int64 per LBA: time of that relocation
-    updated: np.ndarray  # uint8 per LBA: overwritten since the Frozen Filter's last clear
-    reloc_count: np.ndarray  # uint8 per LBA: relocations of its live version (saturates at 255)
+    rows: np.ndarray  # LBA_ROW per LBA: class, relocation group/time/count, updated, ring slot
     user_confusion: np.ndarray  # int64 [placed class, actual class] of overwritten user writes
     gc_destinations: np.ndarray  # int64 [victim group, destination group] of GC writes
     ring: RingArrays  # online training samples
@@ -226,10 +248,11 @@ def dogi_user(s, p, lba, now):
     st = p.scalars[0]
     bounds = p.bounds
     last = s.lba_time[lba]
+    row = p.rows[lba]  # a reference: its fields are read and written in place
     v = INF
     if last >= 0:
         v = now - last
-        pc = p.lba_class[lba]
+        pc = row.lba_class
         if pc >= 0:
             p.user_confusion[pc, _class_of(bounds, v)] += 1
             if pc >= 1 and st.mode == MODE_ML:
@@ -237,27 +260,29 @@ def dogi_user(s, p, lba, now):
                 if v > p.group_hi[p.cat2group[pc - 1]]:
                     st.mispredicted += 1
                 st.mispredict_scored += 1
-        rg = p.reloc_group[lba]
+        rg = row.reloc_group
         if rg >= 0:
-            r = now - p.reloc_time[lba]
+            r = now - row.reloc_time
             if r >= p.group_lo[rg] and r <= p.group_hi[rg]:
                 st.gc_correct += 1
             st.gc_scored += 1
-            p.reloc_group[lba] = -1
-        p.updated[lba] = 1
-        p.reloc_count[lba] = 0
+            row.reloc_group = -1
+        row.updated = 1
+        row.reloc_count = 0
         ring_fill(p.ring, lba, v)
     if now < st.prefill:
-        p.lba_class[lba] = -1
+        row.lba_class = -1
         return FB_COLD
     if s.ctr[C_USER] >= st.next_window_at:
         _adapt_mu(s, p)
     if st.frozen_filter and s.ctr[C_USER] >= st.next_clock_at:
-        p.updated[:] = 0  # the Frozen Filter's clock: forget updates of long ago
+        rows = p.rows  # the Frozen Filter's clock: forget updates of long ago
+        for i in range(rows.shape[0]):
+            rows[i].updated = 0
         st.next_clock_at = s.ctr[C_USER] + st.frozen_clock
     st.placed_writes += 1
     if v <= st.hot_threshold:
-        p.lba_class[lba] = 0
+        row.lba_class = 0
         st.hot_writes += 1
         return G_HOT
     latest_cat = _class_of(bounds, v) - 1
@@ -273,7 +298,7 @@ def dogi_user(s, p, lba, now):
         else:
             model_pred = latest_cat  # Latest's "prediction" feeds its PLog
         g = p.cat2group[cat]
-    p.lba_class[lba] = cat + 1
+    row.lba_class = cat + 1
     st.nonhot_writes += 1
     if st.nonhot_writes % st.sample_every == 0:
         ring = p.ring
@@ -314,16 +339,16 @@ def _remaining(p, cat, age):
 
 
 @nb.njit(cache=True)
-def _ml_reloc(p, st, lba, vg, age):
+def _ml_reloc(p, st, row, vg, age):
     """ML-Reloc's destination among G1..GN, -1 without an estimate (§4.4): the group whose BIR
     covers the category's mean remaining lifetime, counted from the source group's BIR bound
     (``reloc_from_bound``, the paper's 70 - 50) or from the block's age, never hotter than the
     source (``reloc_floor``)."""
     nint = st.n_intermediate
-    cat = p.lba_class[lba] - 1
+    cat = row.lba_class - 1
     if cat < 0:
         return -1
-    first = p.reloc_count[lba] == 0
+    first = row.reloc_count == 0
     if not first and st.reloc_repeat == 0:
         return -1
     ghi = p.group_hi
@@ -347,9 +372,10 @@ def dogi_gc(s, p, lba, victim, now):
     st = p.scalars[0]
     vg = s.seg_group[victim]
     age = now - s.lba_time[lba]
+    row = p.rows[lba]
     if st.mode != MODE_ML or st.gc_relocation == 0:
         g = FB_GC_YOUNG if age < st.fallback_gc_age else FB_GC_OLD
-    elif p.updated[lba] == 0:
+    elif row.updated == 0:
         g = G_FRZN
         if st.final_tiers and (vg == G_FRZN or vg == G_FRZN_OLD):
             g = G_FRZN_OLD  # a frozen block that outlived G_frzn's cleaning
@@ -357,7 +383,7 @@ def dogi_gc(s, p, lba, victim, now):
         nint = st.n_intermediate
         g = -1
         if st.gc_relocation == 1:
-            g = _ml_reloc(p, st, lba, vg, age)
+            g = _ml_reloc(p, st, row, vg, age)
         if g < 0:
             g = _next_group(vg, nint)
         if st.final_tiers and g == nint:
@@ -367,10 +393,10 @@ def dogi_gc(s, p, lba, victim, now):
                 g = G_TIER1
             elif vg == G_TIER1 or vg == G_TIER2:
                 g = G_TIER2
-    if p.reloc_count[lba] < 255:
-        p.reloc_count[lba] += 1
-    p.reloc_group[lba] = g
-    p.reloc_time[lba] = now
+    if row.reloc_count < 255:
+        row.reloc_count += 1
+    row.reloc_group = g
+    row.reloc_time = now
     p.gc_destinations[vg, g] += 1
     return g
 
@@ -378,13 +404,9 @@ def dogi_gc(s, p, lba, victim, now):
 @nb.njit(cache=True, inline="always")
 def dogi_prefetch(p, lba):
     """The engine's cache hint, some writes ahead, for the per-LBA entries ``dogi_user`` and
-    ``dogi_gc`` touch (no effect on results; issue 18: the loop waited on these misses)."""
-    prefetch(p.lba_class, lba)
-    prefetch(p.reloc_group, lba)
-    prefetch(p.reloc_time, lba)
-    prefetch(p.updated, lba)
-    prefetch(p.reloc_count, lba)
-    prefetch(p.ring.pending, lba)
+    ``dogi_gc`` touch (no effect on results; issue 18: the loop waited on these misses): the
+    LBA's row (one line; the sample ring's ``pending`` is a view of its ``ring_slot``)."""
+    prefetch(p.rows, lba)
 
 
 @nb.njit(cache=True)
@@ -780,7 +802,11 @@ class DOGI(PlacementPolicy):
         st.reloc_repeat = int(bool(c["reloc_repeat"]))
         st.final_tiers = int(bool(c["final_tiers"]) and self.gc_reloc > 0)
         self.segment_blocks = ctx.segment_blocks
+        rows = new_lba_rows(cap)
         self.ring = SampleRing(cap, int(c["max_samples"]))
+        # the ring's per-LBA slots live in the rows (a strided view): ring_fill and ring_record
+        # then touch the cache line the hooks already hold
+        self.ring.pending = rows["ring_slot"]
         self.state = DogiState(
             scalars=scalars,
             preds=np.full(self.max_chunk_blocks, -1, np.int8),
@@ -792,11 +818,7 @@ class DOGI(PlacementPolicy):
             base_bounds=bounds.astype(np.int64),
             remaining=np.full((N_CAT, N_AGE_GRID), -1, np.int64),
             age_grid=np.geomspace(1, 64 * cap, N_AGE_GRID).astype(np.int64),
-            lba_class=np.full(cap, -1, np.int8),
-            reloc_group=np.full(cap, -1, np.int8),
-            reloc_time=np.zeros(cap, np.int64),
-            updated=np.zeros(cap, np.uint8),
-            reloc_count=np.zeros(cap, np.uint8),
+            rows=rows,
             user_confusion=np.zeros((N_CAT + 1, N_CAT + 1), np.int64),
             gc_destinations=np.zeros((N_GROUPS, N_GROUPS), np.int64),
             ring=self.ring.arrays(),
