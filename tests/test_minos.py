@@ -405,6 +405,38 @@ def test_first_writes_go_to_the_last_user_stream_with_aggregation():
     assert make_policy("minos", agg_space="logical").label() == "minos[lba]"
 
 
+@pytest.mark.parametrize("space", ["physical", "logical"])
+def test_prefetch_hook_is_a_hint_only(space):
+    # the engine's prefetch_lba hook reaches MINOS (the LBA 16 writes ahead, queued for the user
+    # write 8 writes ahead), and a run without it is identical: the lookahead never decides
+    from dogi_ml.policies.minos import Minos, minos_prefetch
+    from dogi_ml.sim.policy_api import no_prefetch_hook
+
+    class NoPrefetch(Minos):
+        prefetch_lba = no_prefetch_hook
+
+    assert Minos.prefetch_lba is minos_prefetch
+    first = np.arange(100, dtype=np.int64) * 7 % CAP  # distinct LBAs, no GC yet
+    writes = zipf_writes(CAP, 4 * CAP, seed=12)
+    runs = []
+    for cls in (Minos, NoPrefetch):
+        sim = Simulator(cls(agg_space=space), SimConfig(segment_blocks=SEG, prefill=False, chunk_blocks=3000), CAP)
+        sim.compile()
+        sim.feed(first)
+        p = sim.pstate
+        hooked = cls is Minos
+        # the hook saw the chunk's last LBA (it is not called for the last 16 writes) and every
+        # user write since queued it (physical entries; logical ones are prefetched at once)
+        assert record(p.scalars).hint == (first[-1] if hooked else -1)
+        assert (p.ahead == (first[-1] if hooked and space == "physical" else -1)).all()
+        sim.feed(writes)
+        r = sim.result()
+        runs.append(
+            (r["waf"], r["gc_writes"], r["minos_mapping"], p.tot_w.tolist(), p.id_i.tobytes(), p.meta.tobytes())
+        )
+    assert runs[0] == runs[1] and runs[0][1] > 0
+
+
 @pytest.mark.parametrize(
     "params", [{}, {"agg": 32, "search": "full"}, {"distance": "avg", "correlative": False}, {"p2_every": 1}]
 )
