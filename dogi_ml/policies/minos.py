@@ -17,6 +17,10 @@ Per write (the critical path, Algorithm 2 and §4.2):
 - **Physical placement**: the write goes to the physical stream (group) its virtual stream is
   mapped to.
 
+The overwritten copy's entry is a cache miss on most user writes: the engine's ``prefetch_lba``
+hook hands MINOS each LBA 16 writes ahead, and the user write 8 writes before it prefetches that
+LBA's entry (:func:`minos_prefetch`); a hint only, results never depend on it.
+
 Every ``W_recluster`` slots (8) the ``N_user + N_gc`` virtual streams are clustered into ``K``
 physical streams (= ``n_groups``, 6) by Algorithm 3 with the OP distance of Eqs. (1)-(3), decay
 ``alpha = 1 - 1/L`` (:mod:`dogi_ml.policies._minos_cluster`), inside the simulator's loop, so
