@@ -342,19 +342,27 @@ def _plain_result():
     return sim.result()
 
 
-def test_ring_forgets_old_slots():
+@pytest.mark.parametrize("slot_clock", ["user", "all"])
+def test_ring_forgets_old_slots(slot_clock):
     writes = zipf_writes(CAP, 6 * CAP, seed=3)
-    pol = make_policy("minos", agg=1, ring_len=16)
+    pol = make_policy("minos", agg=1, ring_len=16, slot_clock=slot_clock)
     sim = Simulator(pol, SimConfig(segment_blocks=SEG, victim="cost_benefit_sepbit"), CAP)
     sim.compile()
     sim.prefill()
     sim.feed(writes)
     p = sim.pstate
-    # the ring holds the last 16 slots: the completed ones full, the current one partial
+    r = sim.result()
+    # the ring holds the last 16 slots: the completed ones full, the current one partial. A slot
+    # is one segment of user writes (logical time, the default: the user streams' rows fill it,
+    # GC writes count alongside) or of all writes (slot_clock=all)
     clock = record(p.scalars).clock
     slot = clock // SEG
-    assert p.id_w[:16].sum() == 15 * SEG + clock % SEG
-    assert p.id_w[:16, slot % 16].sum() == clock % SEG
+    fill = slice(0, 12) if slot_clock == "user" else slice(0, 16)
+    assert clock == (CAP + writes.size if slot_clock == "user" else CAP + writes.size + r["gc_writes"])
+    assert p.id_w[fill].sum() == 15 * SEG + clock % SEG
+    assert p.id_w[fill, slot % 16].sum() == clock % SEG
+    if slot_clock == "user":
+        assert p.id_w[12:16].sum() > 0  # GC writes inside the user-write slots
     assert (p.id_i[:16] <= p.id_w[:16]).all()
 
 
@@ -501,6 +509,7 @@ def test_bench_compares_with_sepbit_under_the_same_victim_rule():
         ({"agg_space": "lbas"}, "agg_space must be physical"),
         ({"mapping_log": -1}, "mapping_log must be an integer >= 0"),
         ({"p2_every": 0}, "p2_every must be an integer >= 1"),
+        ({"slot_clock": "gc"}, "slot_clock must be all .* or user"),
     ],
 )
 def test_bad_parameters(params, message):

@@ -8,7 +8,9 @@ Per write (the critical path, Algorithm 2 and §4.2):
   target; with *correlative prediction* the block's previous virtual stream moves at most one
   step toward it. A GC write's survival time ``dt`` feeds the GC CDF (``N_gc`` cells) and picks
   virtual stream ``N_user + cell``.
-- **ID-Vectors**: time is cut into slots of one segment of writes (user + GC); per virtual
+- **ID-Vectors**: logical time is cut into slots of one segment of *user* writes (§1: the
+  invalidation time is "the volume of subsequent logical writes"; §3: "logical time in units of
+  segments written"; ``slot_clock=all`` counts GC writes too); per virtual
   stream and slot a write counter and an invalidation counter live in a ring of ``L`` slots
   (default: the number of segments). A write counts in its stream's current slot; when a block
   is overwritten, the invalidation counts in the slot and virtual stream of its last user write,
@@ -78,6 +80,7 @@ from ._minos_cluster import (
 AHEAD = 8  # user writes between prefetching an overwritten copy's entry and reading it
 SEARCH = {"adjacent": 0, "full": 1}
 DISTANCE = {"op": 0, "avg": 1}
+SLOT_CLOCK = {"all": 0, "user": 1}
 AGG = (1, 8, 32)
 BLOCK_BYTES = 4096
 TIB = 1 << 40
@@ -99,11 +102,12 @@ SCALARS = scalar_fields(
     search=np.int64,  # SEARCH code
     distance=np.int64,  # DISTANCE code
     log_on=np.int64,  # 1: record the clusterings (H = mapping_log), 0: off (H = 1, unused)
+    slot_user=np.int64,  # 1: slots advance on user writes only (logical time), 0: on every write
     # P² sampling: lifetimes left before the next user / GC marker update
     p2_skip_user=np.int64,
     p2_skip_gc=np.int64,
     # clock (kept incrementally: no integer division on the per-write path)
-    clock=np.int64,  # blocks written (user + GC)
+    clock=np.int64,  # blocks that filled slots (user + GC; user only with slot_clock=user)
     slot=np.int64,  # current time slot = clock // seg_blocks
     pos=np.int64,  # its ring position = slot % L
     slot_fill=np.int64,  # blocks written in it = clock % seg_blocks (not "fill": a numpy record method)
@@ -213,12 +217,16 @@ def _next_slot(p):
 
 
 @nb.njit(cache=True, inline="always")
-def _count_write(p, st, vs):
+def _count_write(p, st, vs, user):
     """A block joins ``vs`` in the current slot; returns its packed (slot, vs). Filling the slot
-    reclusters every ``W_recluster`` slots, then opens and clears the next (:func:`_next_slot`)."""
+    reclusters every ``W_recluster`` slots, then opens and clears the next (:func:`_next_slot`).
+    With ``slot_clock=user`` only user writes (``user``) fill slots: GC writes count in the
+    current slot without advancing the clock."""
     slot = st.slot
     p.id_w[vs, st.pos] += 1.0
     p.tot_w[vs] += 1
+    if not user and st.slot_user == 1:
+        return (slot << 8) | (vs + 1)
     st.clock += 1
     fill = st.slot_fill + 1
     if fill < st.seg_blocks:
@@ -345,7 +353,7 @@ def minos_user(s, p, lba, now):
         _count_invalid(p, st, o_user, dt)
         if o_gc != 0:
             _count_invalid(p, st, o_gc, dt)
-    packed = _count_write(p, st, vs)  # may recluster: the group is read after it
+    packed = _count_write(p, st, vs, True)  # may recluster: the group is read after it
     group = p.vs_map[vs]
     en = _landing_entry(s, st, group) if st.physical == 1 else lba >> shift
     if en >= 0:
@@ -371,7 +379,7 @@ def minos_gc(s, p, lba, victim, now):
     vs = st.n_user + p2_query(p.gq, p.gcount, dt)
     if o_gc != 0:
         p.gc_superseded[(o_gc & 255) - 1] += 1
-    packed = _count_write(p, st, vs)
+    packed = _count_write(p, st, vs, False)
     group = p.vs_map[vs]
     if st.physical == 1:
         # the block's user metadata moves with it to its new physical place
@@ -480,6 +488,7 @@ class Minos(PlacementPolicy):
         "victim": "cost_benefit_sepbit",
         "mapping_log": 0,
         "p2_every": 8,
+        "slot_clock": "user",
     }
 
     def accepted_params(self) -> tuple[str, ...]:
@@ -535,6 +544,12 @@ class Minos(PlacementPolicy):
         self.p2_every = _int_param(
             "p2_every", cfg["p2_every"], 1, "update the P² markers on every k-th lifetime, 1 = every one (the paper)"
         )
+        if cfg["slot_clock"] not in SLOT_CLOCK:
+            raise ValueError(
+                f"policy minos: slot_clock must be all (a slot = one segment of user + GC writes) "
+                f"or user (one segment of user writes, the paper's logical time), got {cfg['slot_clock']!r}"
+            )
+        self.slot_clock = cfg["slot_clock"]
         self.victim = cfg["victim"]
 
     def bind(self, ctx: SimContext) -> MinosState:
@@ -560,6 +575,7 @@ class Minos(PlacementPolicy):
         st.correlative, st.p2_every = int(self.correlative), self.p2_every
         st.search, st.distance = SEARCH[self.search], DISTANCE[self.distance]
         st.log_on = int(self.mapping_log > 0)
+        st.slot_user = SLOT_CLOCK[self.slot_clock]
         st.p2_skip_user = st.p2_skip_gc = 1
         st.hint = -1
         return MinosState(
@@ -608,6 +624,8 @@ class Minos(PlacementPolicy):
             switches.append("avgdist")
         if self.p2_every != 8:
             switches.append(f"p2every{self.p2_every}")
+        if self.slot_clock != "user":
+            switches.append(f"slot{self.slot_clock}")
         return self.name + (f"[{','.join(switches)}]" if switches else "")
 
     def summary(self, state: MinosState) -> dict:
