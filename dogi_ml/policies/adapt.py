@@ -50,9 +50,9 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from dogi_ml.sim.kernels import chunk_flush_pad, recompute_due, shadow_append
+from dogi_ml.sim.kernels import chunk_flush_pad, shadow_append
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, record, scalar_fields
-from dogi_ml.sim.state import C_INVALID, C_NOW_US, C_SHADOW, P_CHUNK, P_SEG_BLOCKS, P_TIME_ON
+from dogi_ml.sim.state import C_NOW_US, P_CHUNK, P_SEG_BLOCKS, P_TIME_ON
 
 from . import register
 from ._adapt_bloom import (
@@ -194,25 +194,6 @@ def _avg_padding(s, g):
 
 
 @nb.njit(cache=True)
-def _shadow_no_flush(s, src, dst):
-    """:func:`~dogi_ml.sim.kernels.shadow_append` of all of ``src``'s blocks without a shadow into
-    ``dst``'s partial chunk, leaving that chunk open for more (the caller guarantees they fit
-    with room to spare, so the chunk does not complete here, and flushes it afterwards)."""
-    start = s.chunk_shadowed[src]
-    k = s.chunk_fill[src] - start
-    seg = s.open_seg[dst]
-    s.seg_wp[seg] += k  # slots that hold no live data, as the kernel's fillers
-    s.ctr[C_INVALID] += k
-    s.group_shadow[dst] += k
-    s.ctr[C_SHADOW] += k
-    s.chunk_fill[dst] += k
-    s.chunk_shadowed[src] = start + k
-    s.chunk_due_us[src] = -1
-    recompute_due(s)
-    return k
-
-
-@nb.njit(cache=True)
 def _gc_pass_aggregate(s, p, t_us):
     """A GC pass ended with partial chunks in GC groups (each would be padded now): §3.3's shadow
     append applied to them. The coldest of them is the shadow group (§3.3's group selection); the
@@ -241,7 +222,7 @@ def _gc_pass_aggregate(s, p, t_us):
                 continue
             room = chunk - s.chunk_fill[dst]
             if pend < room:
-                moved += _shadow_no_flush(s, src, dst)
+                moved += shadow_append(s, src, dst, t_us, False)  # leaves dst's chunk open for more
                 s.group_gc_pass[src] = 0
             else:
                 # fills the shadow group's chunk (flushed whole); src keeps any rest for the next round
@@ -267,7 +248,7 @@ def _gc_pass_aggregate(s, p, t_us):
             if pend * s.group_chunks[COLD] > s.group_pad[COLD]:
                 continue
             if pend < room:
-                total += _shadow_no_flush(s, src, COLD)
+                total += shadow_append(s, src, COLD, t_us, False)
             else:
                 total += shadow_append(s, src, COLD, t_us)  # fills it: flushed whole
             s.group_gc_pass[src] = 0

@@ -276,10 +276,11 @@ def chunk_flush_pad(s, g):
 
 
 @nb.njit(cache=True)
-def shadow_append(s, src, dst, t_us):
+def shadow_append(s, src, dst, t_us, flush=True):
     """Cross-group aggregation (ADAPT §3.3): copy ``src``'s pending blocks that have no shadow
     yet (as many as fit) into ``dst``'s partial chunk as shadow blocks, and flush that chunk now
-    (padding what is left). The originals stay in ``src``'s chunk (lazy append) and count as
+    (padding what is left; with ``flush=False`` a chunk the shadows do not complete stays open
+    for more, and the caller flushes it). The originals stay in ``src``'s chunk (lazy append) and count as
     shadowed; ``src``'s deadline moves to its oldest block still without a shadow (none: no
     deadline). Shadows take slots and count as written, but are never valid data: they expire
     once ``src``'s chunk is flushed, long before their segment can be a victim. Returns the
@@ -300,7 +301,7 @@ def shadow_append(s, src, dst, t_us):
     s.chunk_fill[dst] = fd + k
     if fd + k == chunk:
         _chunk_done(s, dst)
-    else:
+    elif flush:
         chunk_flush_pad(s, dst)
     s.chunk_shadowed[src] = start + k
     if start + k < s.chunk_fill[src]:
