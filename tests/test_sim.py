@@ -8,7 +8,7 @@ from helpers import CAP, SEG, hotcold_writes, run
 
 from dogi_ml.policies import make_policy, policy_names
 from dogi_ml.sim import GENERAL_VICTIMS, InvariantError, SimConfig, SimulationError, Simulator, check_invariants
-from dogi_ml.sim.state import C_INVALID
+from dogi_ml.sim.state import C_INVALID, state_nbytes
 
 
 @pytest.mark.parametrize("policy", ["nosep", "sepgc", "sepbit", "fk"])
@@ -127,6 +127,14 @@ def test_outputs_have_series_and_memory(zipf_small):
     physical = r["physical_segments"] * SEG
     assert 4 * CAP + 8 * CAP + 4 * physical < r["state_bytes"] < 2 * (4 * CAP + 8 * CAP + 4 * physical)
     assert r["appends_per_second"] > 0 and r["elapsed_s"] > 0
+
+
+def test_state_bytes_count_a_view_of_the_same_state_once():
+    rows = np.zeros(100, np.dtype([("time", np.int64), ("slot", np.int32), ("flag", np.int32)]))
+    other = np.zeros(64, np.int64)
+    outside = np.zeros(50, np.int32)
+    # the field view of rows is held already; a view of an array outside the state holds its own
+    assert state_nbytes((rows, (rows["slot"], other), outside[::2])) == 1600 + 512 + 100
 
 
 def test_unknown_policy_lists_known_ones():

@@ -45,17 +45,23 @@ class RingArrays(NamedTuple):
 class SampleRing:
     """Numpy arrays of the online sample ring (shared with the Numba loop through the policy
     state as a :class:`RingArrays`): ``row, time, lba, pred, inv`` per slot, ``pending`` per
-    LBA, ``count``."""
+    LBA, ``count``. ``pending`` may be given: an int32 array (or a view, e.g. a field of a
+    policy's per-LBA rows) of ``capacity_lbas`` entries, all ``-1``."""
 
-    def __init__(self, capacity_lbas: int, size: int):
+    def __init__(self, capacity_lbas: int, size: int, pending: np.ndarray | None = None):
         if size < 1:
             raise ValueError(f"max_samples must be >= 1, got {size}")
+        if pending is not None and (pending.shape != (capacity_lbas,) or pending.dtype != np.int32):
+            raise ValueError(
+                f"SampleRing: pending must be int32 with one entry per LBA ({capacity_lbas}), "
+                f"got {pending.dtype} {pending.shape}"
+            )
         self.row = np.full(size, -1, np.int64)
         self.time = np.full(size, -1, np.int64)
         self.lba = np.full(size, -1, np.int64)
         self.pred = np.full(size, -1, np.int16)
         self.inv = np.full(size, PENDING, np.int64)
-        self.pending = np.full(capacity_lbas, -1, np.int32)
+        self.pending = np.full(capacity_lbas, -1, np.int32) if pending is None else pending
         self.count = np.zeros(1, np.int64)
 
     def arrays(self) -> RingArrays:

@@ -803,10 +803,9 @@ class DOGI(PlacementPolicy):
         st.final_tiers = int(bool(c["final_tiers"]) and self.gc_reloc > 0)
         self.segment_blocks = ctx.segment_blocks
         rows = new_lba_rows(cap)
-        self.ring = SampleRing(cap, int(c["max_samples"]))
         # the ring's per-LBA slots live in the rows (a strided view): ring_fill and ring_record
         # then touch the cache line the hooks already hold
-        self.ring.pending = rows["ring_slot"]
+        self.ring = SampleRing(cap, int(c["max_samples"]), pending=rows["ring_slot"])
         self.state = DogiState(
             scalars=scalars,
             preds=np.full(self.max_chunk_blocks, -1, np.int8),

@@ -205,16 +205,23 @@ def new_state(
     )
 
 
-def state_nbytes(arrays) -> int:
-    """Bytes held by a tuple of arrays (the simulator's or a policy's state), nested tuples of
-    arrays (a policy's sub-states) included."""
-    total = 0
+def _state_arrays(arrays) -> list:
+    out = []
     for a in arrays:
         if isinstance(a, np.ndarray):
-            total += a.nbytes
+            out.append(a)
         elif isinstance(a, tuple):
-            total += state_nbytes(a)
-    return total
+            out.extend(_state_arrays(a))
+    return out
+
+
+def state_nbytes(arrays) -> int:
+    """Bytes held by a tuple of arrays (the simulator's or a policy's state), nested tuples of
+    arrays (a policy's sub-states) included. A view of another array of the same state (DOGI's
+    sample ring's ``pending``, a field of its per-LBA rows) holds no bytes of its own."""
+    flat = _state_arrays(arrays)
+    held = {id(a) for a in flat}
+    return sum(a.nbytes for a in flat if not (isinstance(a.base, np.ndarray) and id(a.base) in held))
 
 
 class InvariantError(AssertionError):
