@@ -280,9 +280,9 @@ def shadow_append(s, src, dst, t_us, flush=True):
     """Cross-group aggregation (ADAPT §3.3): copy ``src``'s pending blocks that have no shadow
     yet (as many as fit) into ``dst``'s partial chunk as shadow blocks, and flush that chunk now
     (padding what is left; with ``flush=False`` a chunk the shadows do not complete stays open
-    for more, and the caller flushes it). The originals stay in ``src``'s chunk (lazy append) and count as
-    shadowed; ``src``'s deadline moves to its oldest block still without a shadow (none: no
-    deadline). Shadows take slots and count as written, but are never valid data: they expire
+    for more, and the caller flushes it). The originals stay in ``src``'s chunk (lazy append)
+    and count as shadowed; ``src``'s deadline moves to its oldest block still without a shadow
+    (none: no deadline). Shadows take slots and count as written, but are never valid data: they expire
     once ``src``'s chunk is flushed, long before their segment can be a victim. Returns the
     blocks shadowed (0 if ``dst`` has no partial chunk or ``src`` nothing to shadow)."""
     chunk = s.prm[P_CHUNK]
@@ -338,7 +338,7 @@ def _origin(fn) -> tuple[str, str]:
 def specialise(place_user, place_gc, on_reclaim, on_chunk_due, prefetch_lba, select_victim):
     """The compiled ``run_chunk`` for one policy's functions and one victim selector.
 
-    The template is written out with direct imports of the five functions, as
+    The template is written out with direct imports of the six functions, as
     ``loop_<key>.py`` in the kernel cache. The key hashes that code, the sources of every project
     module it reaches through imports (the template's kernels and state, the modules defining
     the six functions and every helper module they import, transitively) and the versions of

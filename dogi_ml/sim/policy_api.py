@@ -24,9 +24,9 @@ With the RAID chunk layer on (``sim.raid_chunk_blocks``), every user write has a
 time in µs, ``s.ctr[C_NOW_US]`` (``dogi_ml.sim.state``; 0 when the run has no times), and
 ``on_chunk_due`` runs when a group's partial chunk has waited past ``sim.raid_chunk_timeout_us``,
 and when a GC pass ends with the group's chunk partial (``s.group_gc_pass[group]`` set; clearing
-it tells the engine not to pad that chunk), before the engine pads it: it may move the pending blocks' persistence elsewhere with
-:func:`dogi_ml.sim.kernels.shadow_append` (ADAPT's cross-group aggregation); the default does
-nothing. See ``notes/chunk_api.md`` in the working notes for the chunk fields of ``s``.
+it tells the engine not to pad that chunk), before the engine pads it: it may move the pending
+blocks' persistence elsewhere with :func:`dogi_ml.sim.kernels.shadow_append` (ADAPT's
+cross-group aggregation); the default does nothing. See ``notes/chunk_api.md`` in the working notes for the chunk fields of ``s``.
 
 Python hooks run between chunks (``between_chunks``): retrain a model, search a group
 configuration, retire the groups it no longer uses (``sim.retire_group(g)``), checkpoint; and
