@@ -247,10 +247,9 @@ def _gc_pass_aggregate(s, p, t_us):
             # room on average (mean padding per chunk flushed), else shadows displace its own blocks
             if pend * s.group_chunks[COLD] > s.group_pad[COLD]:
                 continue
-            if pend < room:
-                total += shadow_append(s, src, COLD, t_us, False)
-            else:
-                total += shadow_append(s, src, COLD, t_us)  # fills it: flushed whole
+            # fits (pend <= room): a chunk it completes is flushed whole, else it stays open for
+            # the cold group's own blocks until its deadline
+            total += shadow_append(s, src, COLD, t_us, False)
             s.group_gc_pass[src] = 0
             st.gc_into_cold_calls += 1
     st.gc_shadowed += total
@@ -374,7 +373,7 @@ class ADAPT(PlacementPolicy):
     def label(self) -> str:
         off = [n for n, on in (("ghost", self.ghost), ("agg", self.aggregate), ("demote", self.demote)) if not on]
         name = self.name if not off else f"{self.name}[-{'-'.join(off)}]"
-        on = [n for n, v in (("gcagg", self.gc_aggregate), ("gccold", self.gc_aggregate and self.gc_into_cold)) if v]
+        on = [n for n, v in (("gcagg", self.gc_aggregate), ("gccold", self.gc_into_cold)) if v]
         name = name if not on else f"{name}[+{'+'.join(on)}]"
         return name if self.base.variant == "code" else f"{name}[{self.base.variant}]"
 
