@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from dogi_ml.intrinsics import prefetch
 from dogi_ml.traces.trace import OP_READ, OP_WRITE, Trace
 
 PAPER_CAPACITY = 33_554_432  # 128 GiB in 4 KiB blocks
@@ -90,6 +91,22 @@ def extract_features(trace: Trace, config: FeatureConfig | None = None, rows: np
 
 
 _EXTRACT_CHUNK = 1 << 22  # requests per window
+#: a FeatureStream's per-LBA state, one 32-byte row (half a cache line) per LBA: a write reads
+#: and updates all of it, so one row costs one cache miss where six arrays cost six
+LBA_STATE = np.dtype(
+    [
+        ("last_time", np.int64),  # block-write time of the LBA's last write, -1 if none
+        ("write_count", np.int32),  # its writes so far
+        ("win_stamp", np.int32),  # the window win_count counts in, -1 before any
+        ("win_count", np.int32),  # its writes in that window
+        ("bm_stamp", np.int32),  # the window the bitmap's most significant bit stands for
+        ("bitmap", np.uint8),  # windows with a write, the latest in bit 7
+    ],
+    align=True,
+)
+#: the pass hints the per-LBA state of the request this many ahead into cache: six arrays
+#: indexed by LBA, each a cache miss per write on a large device otherwise
+PREFETCH_AHEAD = 8
 _NO_ROWS = np.empty(0, np.int64)
 
 
@@ -108,12 +125,7 @@ def _extract_range(
     base,
     chunk_blocks,
     window,
-    last_time,
-    write_count,
-    win_stamp,
-    win_count,
-    bitmap,
-    bm_stamp,
+    lba_rows,
     chunk_w,
     chunk_r,
     scal,
@@ -150,7 +162,12 @@ def _extract_range(
     j = scal[S_OFF]
     seq = scal[S_SEQ]
     ratio = scal[S_RATIO]
-    while k < limit and r < lba.shape[0]:
+    n_req = lba.shape[0]
+    while k < limit and r < n_req:
+        if r + PREFETCH_AHEAD < n_req:
+            ahead = lba[r + PREFETCH_AHEAD]
+            prefetch(lba_rows, ahead)
+            prefetch(chunk_w, ahead // chunk_blocks)
         nb_ = nblocks[r * step]
         start = lba[r]
         rop = op[r * step]
@@ -170,13 +187,14 @@ def _extract_range(
             a = start + j
             c = a // chunk_blocks
             w = t // window
-            if win_stamp[a] != w:
-                win_stamp[a] = w
-                win_count[a] = 0
-            shift = w - bm_stamp[a]
+            st = lba_rows[a]  # a reference: its fields are read and written in place
+            if st.win_stamp != w:
+                st.win_stamp = w
+                st.win_count = 0
+            shift = w - st.bm_stamp
             if shift > 0:
-                bitmap[a] = 0 if shift >= 8 else (bitmap[a] >> shift)
-                bm_stamp[a] = w
+                st.bitmap = 0 if shift >= 8 else (st.bitmap >> shift)
+                st.bm_stamp = w
             dest = -1
             if pick:
                 row = full  # all columns, the chosen ones copied to out below
@@ -195,23 +213,23 @@ def _extract_range(
             # (otherwise the row is computed, the state advances, and it is not kept)
             row[F_LBA] = a
             row[F_PREV_LBA] = prev_lba
-            row[F_FREQ] = win_count[a]
+            row[F_FREQ] = st.win_count
             row[F_CHUNK_FREQ] = chunk_w[c]
-            row[F_RECENCY] = bitmap[a]
-            row[F_LATEST_INV] = t - last_time[a] if last_time[a] >= 0 else NO_PREVIOUS
+            row[F_RECENCY] = st.bitmap
+            row[F_LATEST_INV] = t - st.last_time if st.last_time >= 0 else NO_PREVIOUS
             row[F_REQ_BLOCKS] = nb_
             row[F_SEQ] = seq
             row[F_CHUNK_READS] = chunk_r[c]
             row[F_CHUNK_WRITES] = chunk_w[c]
             row[F_RW_RATIO] = ratio
-            row[F_WRITE_COUNT] = write_count[a]
+            row[F_WRITE_COUNT] = st.write_count
             if dest >= 0:
                 for q in range(columns.shape[0]):
                     out[dest, q] = full[columns[q]]
-            win_count[a] += 1
-            bitmap[a] |= 0x80  # the current window is the most significant bit
-            write_count[a] += 1
-            last_time[a] = t
+            st.win_count += 1
+            st.bitmap |= 0x80  # the current window is the most significant bit
+            st.write_count += 1
+            st.last_time = t
             chunk_w[c] += 1
             prev_lba = a
             t += 1
@@ -268,16 +286,10 @@ class FeatureStream:
         self.config = config or FeatureConfig(capacity_blocks=int(trace.meta.get("capacity_blocks") or n_lbas))
         n_chunks = n_lbas // self.config.chunk_blocks + 1
         self.trace = trace
-        self.state = (
-            np.full(n_lbas, -1, np.int64),
-            np.zeros(n_lbas, np.int32),
-            np.full(n_lbas, -1, np.int32),
-            np.zeros(n_lbas, np.int32),
-            np.zeros(n_lbas, np.uint8),
-            np.zeros(n_lbas, np.int32),
-            np.zeros(n_chunks, np.int64),
-            np.zeros(n_chunks, np.int64),
-        )
+        lba_rows = np.zeros(n_lbas, LBA_STATE)
+        lba_rows["last_time"] = -1
+        lba_rows["win_stamp"] = -1
+        self.state = (lba_rows, np.zeros(n_chunks, np.int64), np.zeros(n_chunks, np.int64))
         self.scal = np.zeros(10, np.int64)
         self.scal[S_PREV_LBA] = -1
         self.scal[S_PREV_END] = -1

@@ -13,10 +13,8 @@ import sys
 from pathlib import Path
 
 import numba as nb
-from llvmlite import ir
-from numba.core import cgutils, types
-from numba.extending import intrinsic
 
+from dogi_ml.intrinsics import prefetch  # noqa: F401 (re-exported: the policies import it from here)
 from dogi_ml.numba_cache import kernel_cache_dir, source_key
 
 from .state import (
@@ -43,29 +41,6 @@ from .state import (
     SEG_OPEN,
     SEG_SEALED,
 )
-
-
-@intrinsic
-def prefetch(typingctx, arr, idx):
-    """Hint the CPU to fetch ``arr[idx]`` into cache (LLVM ``llvm.prefetch``; no effect on
-    results). The loop prefetches the maps a few writes ahead: their random accesses, not
-    arithmetic, bound its speed."""
-    if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
-        return None
-    sig = types.void(arr, idx)
-
-    def codegen(context, builder, signature, args):
-        ary = context.make_array(arr)(context, builder, args[0])
-        ptr = builder.gep(ary.data, [args[1]])
-        i8p = ir.IntType(8).as_pointer()
-        i32 = ir.IntType(32)
-        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")
-        # rw=1 (we write these entries), locality=3 (keep in all cache levels), data cache
-        builder.call(fn, [builder.bitcast(ptr, i8p), i32(1), i32(3), i32(1)])
-        return context.get_dummy_value()
-
-    return sig, codegen
 
 
 @nb.njit(cache=True, inline="always")
