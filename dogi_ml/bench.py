@@ -230,6 +230,9 @@ def bench_paper_scale(
         "feature_wait_ns_per_block",
         "inference_ns_per_block",
         "inferred_blocks",
+        "inference_ahead_ns_per_block",
+        "inferred_ahead_blocks",
+        "inferred_ahead_used",
         "int8_blocks_by_runtime",
         "train_seconds",
         "retrains",
@@ -257,6 +260,13 @@ def print_paper_scale(ps: dict) -> None:
             + (f" (the loop waited {w:.0f} ns/block)" if w is not None else "")
             + ", inference "
             + (f"{i:.0f} ns/block" if i is not None else "-")
+            + (
+                f" (and {ps['inference_ahead_ns_per_block']:.0f} ns/block for "
+                f"{ps['inferred_ahead_blocks']:,} blocks on the feature thread, "
+                f"{ps.get('inferred_ahead_used', 0):,} of them placed)"
+                if ps.get("inferred_ahead_blocks")
+                else ""
+            )
             + (
                 f", training {ps['train_seconds']:.0f} s over {ps.get('retrains', 0)} retrainings"
                 if "train_seconds" in ps

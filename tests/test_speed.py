@@ -76,28 +76,37 @@ def test_fused_features_equal_extract_features(varmail):
         stream.next_into(buf, np.array([0, 99]))
 
 
-def _dogi(trace, **params):
+def _dogi(trace, chunk=16384, **params):
     from dogi_ml.policies import make_policy
     from dogi_ml.sim import SimConfig, Simulator
 
     small = dict(retrain_every=16384, min_samples=300, max_samples=20000, model_params={"epochs": 3, "patience": 2})
     pol = make_policy("dogi", **{**small, **params})
-    sim = Simulator(pol, SimConfig(segment_blocks=SEG, chunk_blocks=16384), CAP, trace=trace)
+    sim = Simulator(pol, SimConfig(segment_blocks=SEG, chunk_blocks=chunk), CAP, trace=trace)
     return sim.run(trace.block_writes)
 
 
 @pytest.mark.skipif(find_compiler() is None, reason="no C compiler")
 def test_dogi_c_header_and_feature_thread_change_nothing(varmail):
     """deployed=int8 run by the compiled C header (ctypes, one call per chunk) with the feature
-    thread and the base design's ghost in a child process places every write as the Numba
+    thread (features and predictions of the next chunk) and the base design's ghost in a child process places every write as the Numba
     kernel with in-line features and an in-process ghost: same WAF, same confusion, same GC
     destinations, same retraining history; the float model likewise with and without the
     thread."""
+    # chunks of 4096 writes, a retraining every 4th chunk at most: the other chunks' predictions
+    # made ahead on the feature thread are placed
     a = _dogi(
-        varmail, deployed="int8", int8_runtime="c", feature_thread=True, fallback_compare="ghost", ghost_process=True
+        varmail,
+        4096,
+        deployed="int8",
+        int8_runtime="c",
+        feature_thread=True,
+        fallback_compare="ghost",
+        ghost_process=True,
     )
     b = _dogi(
         varmail,
+        4096,
         deployed="int8",
         int8_runtime="numba",
         feature_thread=False,
@@ -107,6 +116,9 @@ def test_dogi_c_header_and_feature_thread_change_nothing(varmail):
     assert a["base_ghost_process"] and not b["base_ghost_process"]
     assert a["base_ghost_waf"] == b["base_ghost_waf"]
     assert a["int8_blocks_by_runtime"]["numba"] == 0 and a["int8_blocks_by_runtime"]["c"] > 0
+    # the feature thread predicted chunks ahead (those no retraining made stale), b none
+    assert a["inferred_ahead_used"] > 0 and b["inferred_ahead_blocks"] == 0
+    assert a["inferred_ahead_used"] + a["inferred_blocks"] == b["inferred_blocks"]
     assert b["int8_blocks_by_runtime"]["c"] == 0 and b["int8_blocks_by_runtime"]["numba"] > 0
     for k in ("waf", "user_confusion", "gc_destinations", "mode", "retrains"):
         assert a[k] == b[k], k

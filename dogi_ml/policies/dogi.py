@@ -658,8 +658,10 @@ class DOGI(PlacementPolicy):
         # kernel until then: the same integers), c (wait for the build), numba (never compile)
         "int8_runtime": "auto",
         # features of the next chunk computed on a second thread while the loop applies this one
-        # (the same values: they depend on the trace only); off by default: on the shared 2-core
-        # VM it did not pay (README "Learned schemes fast"), turn it on where a core is idle
+        # (the same values: they depend on the trace only), and with deployed=int8 its
+        # predictions by the model deployed then (used only if no retraining replaced it: the
+        # same classes); off by default: on the shared 2-core VM it did not pay (README
+        # "Learned schemes fast"), turn it on where a core is idle
         "feature_thread": False,
         # the base design's ghost in a child process (another core): auto = on runs of at least
         # 32M writes (a process costs seconds to start), true, false (default, as feature_thread)
@@ -848,6 +850,14 @@ class DOGI(PlacementPolicy):
         self._pending = None
         self._pool = None
         self.infer_blocks = 0
+        # predictions made ahead on the feature thread (feature_thread with deployed=int8):
+        # per buffer, the aligned chunk and model generation they are for
+        self._model_gen = 0
+        self._ahead_preds = None
+        self._ahead_of = [None, None]
+        self.ahead_s = 0.0
+        self.ahead_blocks = 0  # predicted on the feature thread
+        self.ahead_used = 0  # of those, placed (the rest a retraining made stale)
         self.train_s = 0.0
         self.mode_switches = 0
         self.retired_segments = 0
@@ -949,7 +959,13 @@ class DOGI(PlacementPolicy):
         if self.model is None or st.mode != MODE_ML:
             return
         r0 = lo + self.prefill - j * C
-        feats = self.state.chunk_features[st.feat_buf]
+        buf = int(st.feat_buf)
+        if self._ahead_of[buf] == (j, self._model_gen):
+            # the feature thread's classes, by the model deployed now
+            preds[r0 : r0 + hi - lo] = self._ahead_preds[buf, r0 : r0 + hi - lo]
+            self.ahead_used += hi - lo
+            return
+        feats = self.state.chunk_features[buf]
         t0 = time.perf_counter()
         self._predict_into(feats[r0 : r0 + hi - lo], preds[r0 : r0 + hi - lo])
         self.infer_s += time.perf_counter() - t0
@@ -985,12 +1001,21 @@ class DOGI(PlacementPolicy):
         if self._pending is not None:
             fut, pj, pbuf = self._pending
             self._pending = None
-            self.feature_s += fut.result()  # the thread's own time; re-raises its error
+            secs, ahead = fut.result()  # the thread's own time; re-raises its error
+            self.feature_s += secs
+            self._ahead_of[pbuf] = None
+            if ahead is not None:
+                gen, runtime, n, ahead_s = ahead
+                self._ahead_of[pbuf] = (pj, gen)
+                self.int8_blocks[runtime] += n
+                self.ahead_blocks += n
+                self.ahead_s += ahead_s
             self.feature_rows += int(np.subtract(*self._chunk_rows(pj, C)[::-1]))
             if pj != j:
                 raise RuntimeError(f"policy dogi: feature thread computed chunk {pj}, the loop is at chunk {j}")
             st.feat_buf = pbuf
         else:
+            self._ahead_of[int(st.feat_buf)] = None
             self.feature_s += self._fill_features(int(st.feat_buf), j, C)
             self.feature_rows += int(np.subtract(*self._chunk_rows(j, C)[::-1]))
         self._feat_chunk = j
@@ -1005,10 +1030,22 @@ class DOGI(PlacementPolicy):
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dogi-features")
         entered = threading.Event()
+        predict = self._ahead_predictor()
+        if predict is not None and self._ahead_preds is None:
+            self._ahead_preds = np.empty((2, self.state.chunk_features.shape[1]), np.int8)
 
         def job():
             entered.set()
-            return self._fill_features(buf, j, C)
+            secs = self._fill_features(buf, j, C)
+            if predict is None:
+                return secs, None
+            t0 = time.thread_time()
+            lo, hi = self._chunk_rows(j, C)
+            r0 = lo + self.prefill - j * C
+            gen, runtime = predict(
+                self.state.chunk_features[buf, r0 : r0 + hi - lo], self._ahead_preds[buf, r0 : r0 + hi - lo]
+            )
+            return secs, (gen, runtime, hi - lo, time.thread_time() - t0)
 
         fut = self._pool.submit(job)
         # let the thread reach the GIL-free kernel before the loop (which holds the GIL) starts
@@ -1059,6 +1096,28 @@ class DOGI(PlacementPolicy):
         u0, g0 = self._ghost_last
         self._ghost_last = (u, g)
         return (u - u0 + g - g0) / (u - u0) if u > u0 else None
+
+    def _ahead_predictor(self):
+        """For the feature thread: a function predicting rows with the integer model deployed
+        now (its own scratch: the loop's thread may predict at the same time), returning that
+        model's generation and the runtime that ran; None without a deployed integer model
+        (the float model stays on the loop's thread)."""
+        if self.qmodel is None:
+            return None
+        from dogi_ml.export.numba_kernel import batch_scratch, int8_mlp_classes_into
+
+        gen, qargs, cbuild = self._model_gen, self.qargs, self._cbuild
+        scratch = batch_scratch(qargs)
+
+        def predict(X: np.ndarray, out: np.ndarray) -> tuple[int, str]:
+            cm = cbuild.ready() if cbuild is not None else None
+            if cm is not None:
+                cm.classes_into(X, out)  # the GIL released while it runs
+                return gen, "c"
+            int8_mlp_classes_into(X, *qargs, scratch, out)  # nogil
+            return gen, "numba"
+
+        return predict
 
     def _predict(self, X: np.ndarray) -> np.ndarray:
         out = np.empty(X.shape[0], np.int8)
@@ -1288,6 +1347,7 @@ class DOGI(PlacementPolicy):
         ok = acc >= float(c["fallback_accuracy"]) and entry.get("online_accuracy", 1.0) >= float(c["fallback_accuracy"])
         self.model = model
         self.qmodel = None
+        self._model_gen += 1  # predictions made ahead with the previous model are not used
         if c["deployed"] == "int8":
             self.qmodel = self._quantise(model, X[: val.start])
             self._deploy_int8()
@@ -1463,6 +1523,10 @@ class DOGI(PlacementPolicy):
             "train_seconds": self.train_s,
             "inference_ns_per_block": 1e9 * self.infer_s / self.infer_blocks if self.infer_blocks else None,
             "inferred_blocks": self.infer_blocks,
+            # predictions the feature thread made (feature_thread with deployed=int8), its CPU time
+            "inference_ahead_ns_per_block": 1e9 * self.ahead_s / self.ahead_blocks if self.ahead_blocks else None,
+            "inferred_ahead_blocks": self.ahead_blocks,
+            "inferred_ahead_used": self.ahead_used,
             "int8_blocks_by_runtime": dict(self.int8_blocks) if self.cfg["deployed"] == "int8" else None,
             "feature_ns_per_block": 1e9 * self.feature_s / self.feature_rows if self.feature_rows else None,
             # what features cost the loop's thread (its wait for the feature thread)
