@@ -52,6 +52,7 @@ import numpy as np
 from dogi_ml.features.extract import NO_PREVIOUS
 from dogi_ml.rl import qlearning as ql
 from dogi_ml.rl.export import quantize_table
+from dogi_ml.sim.kernels import prefetch
 from dogi_ml.sim.policy_api import SimContext, new_scalars, record
 from dogi_ml.sim.state import P_SEG_BLOCKS
 from dogi_ml.traces.trace import OP_WRITE
@@ -242,7 +243,13 @@ def gru_infer(lbas, X, digits, h_all, wih_t, whh_t, bih, bhh, wo, bo, no_prev, o
     gi = np.empty(3 * H, np.float32)
     gh = np.empty(3 * H, np.float32)
     last = X.shape[1] - 1
-    for i in range(lbas.shape[0]):
+    n = lbas.shape[0]
+    for i in range(n):
+        if i + 8 < n:
+            # the state (H floats, 128 bytes at 32) of the write 8 ahead: a random row of a
+            # capacity-sized table
+            for off in range(0, H, 16):
+                prefetch(h_all, lbas[i + 8] * H + off)
         encode_digits(X[i, last], digits, x)
         h = h_all[lbas[i]]
         _gru_step(h, x, wih_t, whh_t, bih, bhh, gi, gh)
