@@ -2,7 +2,7 @@
 
 One Numba pass over a trace's requests in time order. The feature row of a block write uses
 only what happened before it (plus the request it belongs to), with bounded per-LBA memory:
-a few bytes per logical block and a few counters per 2 MiB chunk. Row ``i`` belongs to the
+one 32-byte row per logical block and a few counters per 2 MiB chunk. Row ``i`` belongs to the
 ``i``-th user-written block (``Trace.block_writes[i]``), logical time ``i``.
 
 Windows scale with capacity: the paper's 40 M-block window at 128 GiB (33,554,432 blocks) is
@@ -104,8 +104,8 @@ LBA_STATE = np.dtype(
     ],
     align=True,
 )
-#: the pass hints the per-LBA state of the request this many ahead into cache: six arrays
-#: indexed by LBA, each a cache miss per write on a large device otherwise
+#: the pass hints the per-LBA row (and chunk counter) of the request this many ahead into
+#: cache: on a large device each is a cache miss per write otherwise (8: best of 4..32 measured)
 PREFETCH_AHEAD = 8
 _NO_ROWS = np.empty(0, np.int64)
 
@@ -135,8 +135,8 @@ def _extract_range(
     columns,
 ):
     """One pass over the requests in time order, resumable: fill ``out`` with the next
-    ``out.shape[0]`` block writes' rows, keeping every piece of state (per LBA: last write time,
-    write count, window stamp and count, 8-bit window bitmap; per 2 MiB chunk: reads and
+    ``out.shape[0]`` block writes' rows, keeping every piece of state (per LBA one :data:`LBA_STATE` row: last write
+    time, write count, window stamp and count, 8-bit window bitmap; per 2 MiB chunk: reads and
     writes; the scalars in ``scal``) in the arrays passed in. ``lba``/``nblocks``/``op`` hold
     the requests from index ``base`` on (a window of the trace). At most ``limit`` block writes
     are processed; their rows go to ``out`` in order, or, with ``rows`` (sorted block-write
