@@ -1104,18 +1104,13 @@ class DOGI(PlacementPolicy):
         (the float model stays on the loop's thread)."""
         if self.qmodel is None:
             return None
-        from dogi_ml.export.numba_kernel import batch_scratch, int8_mlp_classes_into
+        from dogi_ml.export.numba_kernel import batch_scratch
 
         gen, qargs, cbuild = self._model_gen, self.qargs, self._cbuild
         scratch = batch_scratch(qargs)
 
         def predict(X: np.ndarray, out: np.ndarray) -> tuple[int, str]:
-            cm = cbuild.ready() if cbuild is not None else None
-            if cm is not None:
-                cm.classes_into(X, out)  # the GIL released while it runs
-                return gen, "c"
-            int8_mlp_classes_into(X, *qargs, scratch, out)  # nogil
-            return gen, "numba"
+            return gen, _int8_classes_into(cbuild, qargs, scratch, X, out)
 
         return predict
 
@@ -1133,15 +1128,7 @@ class DOGI(PlacementPolicy):
             out[:] = self.model.predict(X)
             return
         X = np.ascontiguousarray(X, np.int64)
-        cm = self._cbuild.ready() if self._cbuild is not None else None
-        if cm is not None:
-            cm.classes_into(X, out)
-            self.int8_blocks["c"] += X.shape[0]
-            return
-        from dogi_ml.export.numba_kernel import int8_mlp_classes_into
-
-        int8_mlp_classes_into(X, *self.qargs, self.qscratch, out)
-        self.int8_blocks["numba"] += X.shape[0]
+        self.int8_blocks[_int8_classes_into(self._cbuild, self.qargs, self.qscratch, X, out)] += X.shape[0]
 
     def between_chunks(self, sim) -> None:
         if not self.user_ml:
@@ -1533,6 +1520,20 @@ class DOGI(PlacementPolicy):
             "feature_wait_ns_per_block": 1e9 * self.feature_wait_s / self.feature_rows if self.feature_rows else None,
             "training_history": self.history,
         }
+
+
+def _int8_classes_into(cbuild, qargs, scratch, X: np.ndarray, out: np.ndarray) -> str:
+    """Classes of ``X`` (C-contiguous int64) by a deployed integer model: its compiled C header
+    once ``cbuild`` is done, the Numba kernel (``qargs``, ``scratch``) before; both release the
+    GIL. Returns the runtime that ran (``"c"`` or ``"numba"``)."""
+    cm = cbuild.ready() if cbuild is not None else None
+    if cm is not None:
+        cm.classes_into(X, out)
+        return "c"
+    from dogi_ml.export.numba_kernel import int8_mlp_classes_into
+
+    int8_mlp_classes_into(X, *qargs, scratch, out)
+    return "numba"
 
 
 GHOST_PROCESS_WRITES = 1 << 25  # ghost_process=auto: a child process from this many trace writes on
