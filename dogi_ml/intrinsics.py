@@ -3,6 +3,7 @@ kernels can use it (the simulator's loop, the feature pass)."""
 
 from __future__ import annotations
 
+import numba as nb
 from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
@@ -29,3 +30,12 @@ def prefetch(typingctx, arr, idx):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+@nb.njit(cache=True, inline="always")
+def prefetch_span(arr, start, count):
+    """:func:`prefetch` of elements ``start .. start + count - 1`` of C-contiguous ``arr`` (flat
+    indices, e.g. one row of a per-LBA table), one hint per 64-byte cache line."""
+    step = max(1, 64 // arr.itemsize)
+    for off in range(0, count, step):
+        prefetch(arr, start + off)

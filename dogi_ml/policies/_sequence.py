@@ -27,7 +27,7 @@ import numba as nb
 import numpy as np
 
 from dogi_ml.features.extract import FEATURES, FeatureConfig, FeatureStream, take_columns
-from dogi_ml.sim.kernels import prefetch
+from dogi_ml.intrinsics import prefetch_span
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, record, scalar_fields
 from dogi_ml.sim.victims import ANY_SCHEME_VICTIMS
 
@@ -83,9 +83,7 @@ def _advance_windows(lbas, rows_t, hist, out):
     for i in range(n):
         if i + WINDOW_PREFETCH < n:
             # the LBA's rows (168 bytes at 8 x 6: three cache lines) for the write 8 ahead
-            base = lbas[i + WINDOW_PREFETCH] * row_floats
-            for off in range(0, row_floats, 16):
-                prefetch(hist, base + off)
+            prefetch_span(hist, lbas[i + WINDOW_PREFETCH] * row_floats, row_floats)
         lba = lbas[i]
         h = hist[lba]
         for j in range(H - 1):

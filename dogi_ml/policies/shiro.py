@@ -50,9 +50,9 @@ import numba as nb
 import numpy as np
 
 from dogi_ml.features.extract import NO_PREVIOUS
+from dogi_ml.intrinsics import prefetch_span
 from dogi_ml.rl import qlearning as ql
 from dogi_ml.rl.export import quantize_table
-from dogi_ml.sim.kernels import prefetch
 from dogi_ml.sim.policy_api import SimContext, new_scalars, record
 from dogi_ml.sim.state import P_SEG_BLOCKS
 from dogi_ml.traces.trace import OP_WRITE
@@ -178,13 +178,11 @@ def n_inputs(digits) -> int:
 # test): plain multiplies and one division, so the gate loops vectorise, where libm's scalar
 # ``expf``/``tanhf`` calls (96 a step) took 3/4 of the step
 _T_CLAMP = np.float32(7.90531110763549805)
-_T_A = tuple(np.float32(c) for c in (4.89352455891786e-03, 6.37261928875436e-04, 1.48572235717979e-05,
-                                     5.12229709037114e-08, -8.60467152213735e-11, 2.00018790482477e-13,
-                                     -2.76076847742355e-16))  # fmt: skip
-_T_B = tuple(np.float32(c) for c in (4.89352518554385e-03, 2.26843463243900e-03, 1.18534705686654e-04,
-                                     1.19825839466702e-06))  # fmt: skip
-_A1, _A3, _A5, _A7, _A9, _A11, _A13 = _T_A
-_B0, _B2, _B4, _B6 = _T_B
+_A1, _A3, _A5, _A7, _A9, _A11, _A13 = (np.float32(c) for c in (
+    4.89352455891786e-03, 6.37261928875436e-04, 1.48572235717979e-05, 5.12229709037114e-08,
+    -8.60467152213735e-11, 2.00018790482477e-13, -2.76076847742355e-16))  # fmt: skip
+_B0, _B2, _B4, _B6 = (np.float32(c) for c in (
+    4.89352518554385e-03, 2.26843463243900e-03, 1.18534705686654e-04, 1.19825839466702e-06))  # fmt: skip
 _HALF = np.float32(0.5)
 
 
@@ -233,6 +231,10 @@ def _gru_step(h, x, wih_t, whh_t, bih, bhh, gi, gh):
         h[j] = n + z * (h[j] - n)
 
 
+#: writes ahead whose cached state :func:`gru_infer` hints into cache
+STATE_PREFETCH = 8
+
+
 @nb.njit(cache=True)
 def gru_infer(lbas, X, digits, h_all, wih_t, whh_t, bih, bhh, wo, bo, no_prev, out):
     """One GRU step per write ``i`` (features ``X[i, -1]``) from its LBA's cached state, which
@@ -245,11 +247,10 @@ def gru_infer(lbas, X, digits, h_all, wih_t, whh_t, bih, bhh, wo, bo, no_prev, o
     last = X.shape[1] - 1
     n = lbas.shape[0]
     for i in range(n):
-        if i + 8 < n:
-            # the state (H floats, 128 bytes at 32) of the write 8 ahead: a random row of a
+        if i + STATE_PREFETCH < n:
+            # the state (H floats, 128 bytes at 32) of a write ahead: a random row of a
             # capacity-sized table
-            for off in range(0, H, 16):
-                prefetch(h_all, lbas[i + 8] * H + off)
+            prefetch_span(h_all, lbas[i + STATE_PREFETCH] * H, H)
         encode_digits(X[i, last], digits, x)
         h = h_all[lbas[i]]
         _gru_step(h, x, wih_t, whh_t, bih, bhh, gi, gh)

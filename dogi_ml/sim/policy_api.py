@@ -26,7 +26,8 @@ time in µs, ``s.ctr[C_NOW_US]`` (``dogi_ml.sim.state``; 0 when the run has no t
 and when a GC pass ends with the group's chunk partial (``s.group_gc_pass[group]`` set; clearing
 it tells the engine not to pad that chunk), before the engine pads it: it may move the pending
 blocks' persistence elsewhere with :func:`dogi_ml.sim.kernels.shadow_append` (ADAPT's
-cross-group aggregation); the default does nothing. See ``notes/chunk_api.md`` in the working notes for the chunk fields of ``s``.
+cross-group aggregation); the default does nothing. See ``notes/chunk_api.md`` in the working
+notes for the chunk fields of ``s``.
 
 Python hooks run between chunks (``between_chunks``): retrain a model, search a group
 configuration, retire the groups it no longer uses (``sim.retire_group(g)``), checkpoint; and
