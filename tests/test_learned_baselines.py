@@ -80,6 +80,71 @@ def test_phftl_fixed_threshold_scores_against_it(skewed):
     assert 0.0 <= r["user_accuracy"] <= 1.0
 
 
+@pytest.fixture(scope="module")
+def phftl_cached(skewed):
+    return simulate("phftl", skewed, **FAST, model_params=MODEL["phftl"], inference="cached")
+
+
+def test_phftl_cached_states_run(phftl_cached, skewed, nosep_waf):
+    """``inference: cached`` (one GRU step per write from the LBA's state): same groups and
+    bookkeeping as the window model, below NoSep, as accurate on hot/cold; each retraining makes
+    every state stale, rebuilt at the LBA's next write."""
+    sim, r = phftl_cached
+    assert r["inference"] == "cached" and r["waf"] < nosep_waf
+    assert r["user_accuracy"] > 0.8
+    assert r["retrains"] >= 5 and r["inferred_blocks"] > 0
+    # at least one rebuild per LBA written after each deployment, at most one per inferred write
+    assert r["retrains"] * 100 < r["states_rebuilt"] < r["inferred_blocks"]
+    assert sim.policy.generation == r["retrains"]
+
+
+def _torch_states(model, windows):
+    """The torch GRU's hidden state after each step of ``windows`` (scaled as the model does)."""
+    import torch
+
+    with torch.no_grad():
+        out, _ = model.net.gru(torch.from_numpy(model.scaler.transform(windows)))
+        return out.numpy(), model.net.head(out).numpy().argmax(axis=-1)
+
+
+def test_phftl_cached_step_equals_the_torch_window_model(phftl_cached):
+    """Independent reference: torch's GRU forward with the model's scaler. (1) Writes to distinct
+    LBAs with stale states: each state is rebuilt over its window, the class is the window
+    model's and the stored state torch's last hidden state (int16 Q15, folded scaler, rational
+    tanh: within 1e-3). (2) One LBA written 40 times: its carried state after write i equals
+    torch's over the whole sequence, zero padding first."""
+    from dogi_ml.policies._gru import STATE_SCALE, gru_cached_classes
+
+    sim, _ = phftl_cached
+    pol = sim.policy
+    data = pol.ring.collect(int(sim.state.ctr[0]), long_bound=1)
+    W = pol.ring_windows[data["slot"][-400:]]  # recorded windows [n, history, F]
+    hs, ref = _torch_states(pol.model, W)
+    states = np.zeros((len(W), hs.shape[-1]), np.int16)
+    stamps = np.zeros(len(W), np.uint16)
+    out = np.empty(len(W), np.int8)
+    n = gru_cached_classes(np.arange(len(W)), W, states, stamps, 1, *pol.gru_weights, out)
+    assert n == len(W) and (stamps == 1).all()
+    np.testing.assert_array_equal(out, ref[:, -1])
+    np.testing.assert_allclose(states / STATE_SCALE, hs[:, -1], atol=1e-3)
+
+    H = W.shape[1]
+    rows = W[:40, -1]  # 40 rows, as one LBA's consecutive writes
+    seq = np.concatenate([np.zeros((H - 1, rows.shape[1]), np.float32), rows])
+    windows = np.stack([seq[i : i + H] for i in range(len(rows))])
+    states = np.zeros((1, hs.shape[-1]), np.int16)
+    stamps = np.zeros(1, np.uint16)
+    full_h, full_cls = _torch_states(pol.model, seq[None])
+    for i in range(len(rows)):  # write by write: the state carried between calls
+        one = np.empty(1, np.int8)
+        rebuilt = gru_cached_classes(
+            np.zeros(1, np.int64), windows[i : i + 1], states, stamps, 1, *pol.gru_weights, one
+        )
+        assert rebuilt == (i == 0)
+        assert one[0] == full_cls[0, H - 1 + i]
+        np.testing.assert_allclose(states[0] / STATE_SCALE, full_h[0, H - 1 + i], atol=1e-3)
+
+
 def test_fallback_before_the_first_model(skewed):
     # never enough samples: every user write goes to the non-hot group / the middle bin
     _, r = simulate("phftl", skewed, **{**FAST, "min_samples": 10**9})
@@ -99,6 +164,7 @@ def test_fallback_before_the_first_model(skewed):
         ("phftl", {"history": 0}, "history must be >= 1"),
         ("phftl", {"retrain_every": 0}, "retrain_every must be >= 1"),
         ("phftl", {"victim": "dogi"}, "victim must be one of"),
+        ("phftl", {"inference": "fast"}, "inference must be one of window, cached"),
         ("phftl", {"features": ["latest_inv", "bogus"]}, r"unknown feature\(s\) \['bogus'\]"),
         ("phftl", {"model_params": {"hiden": 3}}, r"model gru: unknown parameter\(s\) \['hiden'\]"),
         ("mldt", {"user_groups": 10}, "n_groups must be user_groups \\+ 1 = 11"),

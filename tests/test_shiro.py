@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from dogi_ml.policies import make_policy
+from dogi_ml.policies._gru import fast_tanh
 from dogi_ml.policies._sequence import cdf_knee
 from dogi_ml.policies.shiro import (
     G_GC1,
@@ -23,7 +24,6 @@ from dogi_ml.policies.shiro import (
     ThresholdSearch,
     encode_digits,
     encode_windows,
-    fast_tanh,
     gru_infer,
     gru_init_states,
     logistic_accuracy,

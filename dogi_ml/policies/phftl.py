@@ -12,9 +12,14 @@ chunk writes and reads, global read/write ratio). It is trained online: one in
 ``sample_every`` user writes is sampled, labelled when its LBA is overwritten (or once it has
 outlived the hot threshold: then it is known to be non-hot), and the model is retrained from
 scratch every ``retrain_every`` user writes on the latest ``max_train`` labelled samples.
-Inference is batched per chunk over windows of the writes about to be applied (Shiro caches a
-hidden state per page instead; same prediction, one GRU step, but a state per LBA and stale
-states after every retraining).
+Inference (``inference: window``, the default) is batched per chunk over windows of the writes
+about to be applied: ``history`` GRU steps per write. ``inference: cached`` keeps a hidden state
+per LBA instead, as Shiro does (:func:`dogi_ml.policies._gru.gru_cached_classes`): one step per
+write on its own row, so the state carries the LBA's whole history since the model was deployed
+rather than its last ``history`` writes (int16 per unit: 64 bytes per LBA, 2.1 GB at 128 GiB). A
+retraining starts from scratch, so states computed by the previous model mean nothing to the new
+one: an LBA's first write after it rebuilds the state from its window (that prediction is the
+window model's, at ``history`` steps); every later write is one step.
 
 The hot threshold (``hot_threshold: null``) is Shiro's initial labelling rule, re-derived at every
 retraining: the knee of the sampled lifetimes' CDF (the sample farthest from the chord of the
@@ -38,6 +43,7 @@ from dogi_ml.sim.kernels import prefetch
 from dogi_ml.sim.policy_api import SimContext, new_scalars, no_reclaim_hook, record
 
 from . import register
+from ._gru import gru_cached_classes, torch_gru_weights
 from ._online import RingArrays, ring_fill
 from ._sequence import SequencePolicy, cdf_knee, count_and_sample, fit_sequence_model, sequence_scalars
 
@@ -47,6 +53,7 @@ G_HOT, G_COLD, G_GC1 = 0, 1, 2
 N_GC = 5
 N_GROUPS = 2 + N_GC
 SCALARS = sequence_scalars(hot_threshold=np.int64)  # a lifetime <= hot_threshold is hot
+INFERENCE = ("window", "cached")
 
 
 class PhftlState(NamedTuple):
@@ -114,6 +121,7 @@ class PHFTL(SequencePolicy):
         # Shiro's features: previous lifetime, request size, sequential, chunk writes/reads, r/w ratio
         "features": ["latest_inv", "req_blocks", "sequential", "chunk_writes", "chunk_reads", "rw_ratio_milli"],
         "hot_threshold": None,  # None = knee of the lifetime CDF at each retraining; int = fixed
+        "inference": "window",  # window: history steps per write; cached: one step from the LBA's state
     }
 
     def __init__(self, n_groups=N_GROUPS, **params):
@@ -128,8 +136,17 @@ class PHFTL(SequencePolicy):
                 f"policy phftl: hot_threshold must be null (knee of the lifetime CDF) or a "
                 f"positive number of blocks, got {t!r}"
             )
+        if self.cfg["inference"] not in INFERENCE:
+            raise ValueError(
+                f"policy phftl: inference must be one of {', '.join(INFERENCE)}, got {self.cfg['inference']!r}"
+            )
+        self.cached = self.cfg["inference"] == "cached"
 
     def _bind_state(self, ctx: SimContext) -> tuple:
+        self.states = None  # inference: cached: int16 [LBA, hidden], allocated with the first model
+        self.stamps = None  # uint16 per LBA: the model generation its state was computed by
+        self.generation = 0
+        self.states_rebuilt = 0
         scalars = new_scalars(SCALARS)
         t = self.cfg["hot_threshold"]
         record(scalars).hot_threshold = int(t) if t is not None else 1
@@ -147,6 +164,30 @@ class PHFTL(SequencePolicy):
 
     def _deploy_predictions(self, out: np.ndarray, offset: int) -> None:
         self.state.preds[offset : offset + len(out)] = out
+
+    def _infer_chunk(self, X: np.ndarray, row: int) -> np.ndarray:
+        if not self.cached:
+            return super()._infer_chunk(X, row)
+        lbas = np.ascontiguousarray(self.stream.lbas[row : row + len(X)], dtype=np.int64)
+        out = np.empty(len(X), np.int8)
+        self.states_rebuilt += gru_cached_classes(
+            lbas, X, self.states, self.stamps, self.generation, *self.gru_weights, out
+        )
+        return out
+
+    def _deploy_model(self, model) -> None:
+        """Deploy a new model; with cached states, a new generation (every state is stale)."""
+        self.model = model
+        if not self.cached:
+            return
+        if self.states is None:
+            self.states = np.zeros((self.capacity, model.net.gru.hidden_size), np.int16)
+            self.stamps = np.zeros(self.capacity, np.uint16)  # generation 0: no state yet
+        self.generation += 1
+        if self.generation > np.iinfo(np.uint16).max:  # a wrapped stamp must not look current
+            self.stamps[:] = 0
+            self.generation = 1
+        self.gru_weights = torch_gru_weights(model.net, model.scaler.mean, model.scaler.std)
 
     # -- training --------------------------------------------------------------------------
     def _threshold(self, now: int) -> int:
@@ -194,7 +235,7 @@ class PHFTL(SequencePolicy):
                 "action": "model deployed",
             }
         )
-        self.model = model
+        self._deploy_model(model)
         st.hot_threshold = thresh
         return True
 
@@ -209,5 +250,7 @@ class PHFTL(SequencePolicy):
             "user_confusion": conf.tolist(),  # rows: predicted hot/non-hot, columns: actual
             "user_predictions_scored": total,
             "hot_threshold": int(record(state.scalars).hot_threshold),
+            "inference": self.cfg["inference"],
+            "states_rebuilt": self.states_rebuilt if self.cached else None,  # first writes after a retraining
             **self.common_summary(),
         }

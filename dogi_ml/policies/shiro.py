@@ -58,6 +58,7 @@ from dogi_ml.sim.state import P_SEG_BLOCKS
 from dogi_ml.traces.trace import OP_WRITE
 
 from . import register
+from ._gru import STATE_PREFETCH, gru_step, torch_gru_weights
 from ._online import RingArrays, ring_fill
 from ._sequence import MAX_CHUNK, SequencePolicy, cdf_knee, count_and_sample, sequence_scalars
 
@@ -172,69 +173,6 @@ def n_inputs(digits) -> int:
     return int(sum(max(1, int(d)) for d in digits))
 
 
-# -- the GRU step (Numba) ------------------------------------------------------------------
-# tanh as the rational function of Eigen's ``ptanh_float`` (odd degree-13 numerator, even
-# degree-6 denominator, input clamped to +-7.905...; max error 3.3e-7 against float64 tanh, a
-# test): plain multiplies and one division, so the gate loops vectorise, where libm's scalar
-# ``expf``/``tanhf`` calls (96 a step) took 3/4 of the step
-_T_CLAMP = np.float32(7.90531110763549805)
-_A1, _A3, _A5, _A7, _A9, _A11, _A13 = (np.float32(c) for c in (
-    4.89352455891786e-03, 6.37261928875436e-04, 1.48572235717979e-05, 5.12229709037114e-08,
-    -8.60467152213735e-11, 2.00018790482477e-13, -2.76076847742355e-16))  # fmt: skip
-_B0, _B2, _B4, _B6 = (np.float32(c) for c in (
-    4.89352518554385e-03, 2.26843463243900e-03, 1.18534705686654e-04, 1.19825839466702e-06))  # fmt: skip
-_HALF = np.float32(0.5)
-
-
-@nb.njit(cache=True, fastmath=True, inline="always", error_model="numpy")
-def fast_tanh(x):
-    """float32 tanh by a rational approximation (error < 5e-7); branch-free, vectorisable."""
-    x = x if x < _T_CLAMP else _T_CLAMP
-    x = x if x > -_T_CLAMP else -_T_CLAMP
-    x2 = x * x
-    p = x2 * _A13 + _A11
-    p = x2 * p + _A9
-    p = x2 * p + _A7
-    p = x2 * p + _A5
-    p = x2 * p + _A3
-    p = x2 * p + _A1
-    q = x2 * _B6 + _B4
-    q = x2 * q + _B2
-    q = x2 * q + _B0
-    return x * p / q
-
-
-@nb.njit(cache=True, fastmath=True, error_model="numpy")
-def _gru_step(h, x, wih_t, whh_t, bih, bhh, gi, gh):
-    """PyTorch's GRU cell in place on ``h`` (gates r, z, n), with the weights transposed
-    (``wih_t [inputs, 3H]``, ``whh_t [H, 3H]``: each input scales one contiguous row, so the
-    accumulation vectorises) and sigmoid(v) = (1 + tanh(v/2)) / 2 by :func:`fast_tanh`.
-    ``fastmath`` reorders the sums: the last bits differ from torch's, the predictions match
-    (test); the same WAF and confusion on a 1.5M-write Zipf run, 1.7 -> 0.5 us per inferred block."""
-    H = h.shape[0]
-    G = 3 * H
-    for j in range(G):
-        gi[j] = bih[j]
-        gh[j] = bhh[j]
-    for k in range(x.shape[0]):
-        xk = x[k]
-        for j in range(G):
-            gi[j] += wih_t[k, j] * xk
-    for k in range(H):
-        hk = h[k]
-        for j in range(G):
-            gh[j] += whh_t[k, j] * hk
-    for j in range(H):
-        r = _HALF + _HALF * fast_tanh(_HALF * (gi[j] + gh[j]))
-        z = _HALF + _HALF * fast_tanh(_HALF * (gi[H + j] + gh[H + j]))
-        n = fast_tanh(gi[2 * H + j] + r * gh[2 * H + j])
-        h[j] = n + z * (h[j] - n)
-
-
-#: writes ahead whose cached state :func:`gru_infer` hints into cache
-STATE_PREFETCH = 8
-
-
 @nb.njit(cache=True)
 def gru_infer(lbas, X, digits, h_all, wih_t, whh_t, bih, bhh, wo, bo, no_prev, out):
     """One GRU step per write ``i`` (features ``X[i, -1]``) from its LBA's cached state, which
@@ -253,7 +191,7 @@ def gru_infer(lbas, X, digits, h_all, wih_t, whh_t, bih, bhh, wo, bo, no_prev, o
             prefetch_span(h_all, lbas[i + STATE_PREFETCH] * H, H)
         encode_digits(X[i, last], digits, x)
         h = h_all[lbas[i]]
-        _gru_step(h, x, wih_t, whh_t, bih, bhh, gi, gh)
+        gru_step(h, x, wih_t, whh_t, bih, bhh, gi, gh)
         l0 = bo[0]
         l1 = bo[1]
         for k in range(H):
@@ -278,7 +216,7 @@ def gru_init_states(hist, digits, h_all, wih_t, whh_t, bih, bhh):
         h[:] = 0.0
         for j in range(hist.shape[1]):
             encode_digits(hist[lba, j], digits, x)
-            _gru_step(h, x, wih_t, whh_t, bih, bhh, gi, gh)
+            gru_step(h, x, wih_t, whh_t, bih, bhh, gi, gh)
 
 
 # -- the placement functions (Numba, inlined into the engine's loop) ------------------------
@@ -727,18 +665,9 @@ class Shiro(SequencePolicy):
         entry["action"] = "one epoch"
 
     def _export_weights(self) -> None:
-        """The torch weights as the float32 arrays :func:`gru_infer` takes (the GRU's two
-        matrices transposed)."""
-        net = self.model.net
+        """The torch weights as the float32 arrays :func:`gru_infer` takes."""
+        self.weights = torch_gru_weights(self.model.net)
 
-        def a(t):
-            return np.ascontiguousarray(t.detach().cpu().numpy(), np.float32)
-
-        g = net.gru
-        self.weights = (a(g.weight_ih_l0.T), a(g.weight_hh_l0.T), a(g.bias_ih_l0), a(g.bias_hh_l0),
-                        a(net.head.weight), a(net.head.bias))  # fmt: skip
-
-    # -- results ---------------------------------------------------------------------------
     def summary(self, state) -> dict:
         c = self.cfg
         conf = state.user_confusion
