@@ -228,7 +228,9 @@ def bench_paper_scale(
     for k in (
         "feature_ns_per_block",
         "feature_wait_ns_per_block",
+        "window_ns_per_block",
         "inference_ns_per_block",
+        "states_rebuilt",
         "inferred_blocks",
         "inference_ahead_ns_per_block",
         "inferred_ahead_blocks",
@@ -252,12 +254,13 @@ def print_paper_scale(ps: dict) -> None:
         f"{(ps['appends_per_cpu_second'] or 0) / 1e6:.1f} M appends/s), wall {ps['wall_s']:.0f} s, "
         f"state {ps['state_bytes'] / 2**30:.2f} GiB, peak RSS {ps['peak_rss_bytes'] / 2**30:.2f} GiB"
     )
-    if "feature_ns_per_block" in ps or "inference_ns_per_block" in ps:
+    if any(k in ps for k in ("feature_ns_per_block", "window_ns_per_block", "inference_ns_per_block")):
         f, w, i = (ps.get(k) for k in ("feature_ns_per_block", "feature_wait_ns_per_block", "inference_ns_per_block"))
         console.print(
             "  learned: features "
             + (f"{f:.0f} ns/block" if f is not None else "-")
             + (f" (the loop waited {w:.0f} ns/block)" if w is not None else "")
+            + (f", windows {ps['window_ns_per_block']:.0f} ns/block" if ps.get("window_ns_per_block") else "")
             + ", inference "
             + (f"{i:.0f} ns/block" if i is not None else "-")
             + (
@@ -265,6 +268,11 @@ def print_paper_scale(ps: dict) -> None:
                 f"{ps['inferred_ahead_blocks']:,} blocks on the feature thread, "
                 f"{ps.get('inferred_ahead_used', 0):,} of them placed)"
                 if ps.get("inferred_ahead_blocks")
+                else ""
+            )
+            + (
+                f" ({ps['states_rebuilt']:,} of {ps['inferred_blocks']:,} states rebuilt from their window)"
+                if ps.get("states_rebuilt") is not None
                 else ""
             )
             + (

@@ -123,7 +123,7 @@ def test_phftl_cached_step_equals_the_torch_window_model(phftl_cached):
     states = np.zeros((len(W), hs.shape[-1]), np.int16)
     stamps = np.zeros(len(W), np.uint16)
     out = np.empty(len(W), np.int8)
-    n = gru_cached_classes(np.arange(len(W)), W, states, stamps, 1, *pol.gru_weights, out)
+    n = gru_cached_classes(np.arange(len(W)), W, states, stamps, 1, pol.padding, *pol.gru_weights, out)
     assert n == len(W) and (stamps == 1).all()
     np.testing.assert_array_equal(out, ref[:, -1])
     np.testing.assert_allclose(states / STATE_SCALE, hs[:, -1], atol=1e-3)
@@ -138,7 +138,7 @@ def test_phftl_cached_step_equals_the_torch_window_model(phftl_cached):
     for i in range(len(rows)):  # write by write: the state carried between calls
         one = np.empty(1, np.int8)
         rebuilt = gru_cached_classes(
-            np.zeros(1, np.int64), windows[i : i + 1], states, stamps, 1, *pol.gru_weights, one
+            np.zeros(1, np.int64), windows[i : i + 1], states, stamps, 1, pol.padding, *pol.gru_weights, one
         )
         assert rebuilt == (i == 0)
         assert one[0] == full_cls[0, H - 1 + i]

@@ -16,7 +16,7 @@ import numpy as np
 
 from dogi_ml.intrinsics import prefetch, prefetch_span
 
-__all__ = ["STATE_SCALE", "fast_tanh", "gru_cached_classes", "gru_step", "torch_gru_weights"]
+__all__ = ["STATE_SCALE", "fast_tanh", "gru_cached_classes", "gru_padding_states", "gru_step", "torch_gru_weights"]
 
 # tanh as the rational function of Eigen's ``ptanh_float`` (odd degree-13 numerator, even
 # degree-6 denominator, input clamped to +-7.905...; max error 3.3e-7 against float64 tanh, a
@@ -102,14 +102,40 @@ def torch_gru_weights(net, mean=None, std=None) -> tuple:
     return tuple(np.ascontiguousarray(w, np.float32) for w in out)
 
 
+@nb.njit(cache=True, inline="always")
+def _all_zero(row):
+    for v in row:
+        if v != 0.0:
+            return False
+    return True
+
+
 @nb.njit(cache=True)
-def gru_cached_classes(lbas, X, states, stamps, gen, wih_t, whh_t, bih, bhh, wo, bo, out):
+def gru_padding_states(steps, n_inputs, wih_t, whh_t, bih, bhh):
+    """``[k]``: the state after ``k`` all-zero input rows from zero (``k = 0 .. steps``), i.e.
+    after a window's left padding: a rebuild starts there instead of stepping through it."""
+    H = whh_t.shape[0]
+    out = np.zeros((steps + 1, H), np.float32)
+    h = np.zeros(H, np.float32)
+    x = np.zeros(n_inputs, np.float32)
+    gi = np.empty(3 * H, np.float32)
+    gh = np.empty(3 * H, np.float32)
+    for k in range(1, steps + 1):
+        gru_step(h, x, wih_t, whh_t, bih, bhh, gi, gh)
+        out[k] = h
+    return out
+
+
+@nb.njit(cache=True)
+def gru_cached_classes(lbas, X, states, stamps, gen, padding, wih_t, whh_t, bih, bhh, wo, bo, out):
     """The class (argmax of the head) of each write ``i`` by one GRU step on its row ``X[i, -1]``
     from its LBA's stored state (``states[lba]``, int16 Q15), which it replaces.
 
     A state whose ``stamps[lba]`` is not the model generation ``gen`` was computed by an earlier
     model (or never): it is rebuilt from zero over the window's previous rows ``X[i, :-1]``, so
-    that prediction is exactly the window model's. Returns the number of such rebuilds."""
+    that prediction is exactly the window model's; leading all-zero rows (the padding of an LBA
+    with fewer earlier writes: a real row has a request size >= 1) are skipped by starting from
+    ``padding[k]`` (:func:`gru_padding_states`). Returns the number of such rebuilds."""
     H = states.shape[1]
     rebuilt = 0
     h = np.empty(H, np.float32)
@@ -127,8 +153,11 @@ def gru_cached_classes(lbas, X, states, stamps, gen, wih_t, whh_t, bih, bhh, wo,
         if stamps[lba] != gen:
             stamps[lba] = gen
             rebuilt += 1
-            h[:] = 0.0
-            for j in range(last):
+            pad = 0
+            while pad < last and _all_zero(X[i, pad]):
+                pad += 1
+            h[:] = padding[pad]
+            for j in range(pad, last):
                 gru_step(h, X[i, j], wih_t, whh_t, bih, bhh, gi, gh)
         else:
             for k in range(H):

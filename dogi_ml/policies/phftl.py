@@ -43,7 +43,7 @@ from dogi_ml.sim.kernels import prefetch
 from dogi_ml.sim.policy_api import SimContext, new_scalars, no_reclaim_hook, record
 
 from . import register
-from ._gru import gru_cached_classes, torch_gru_weights
+from ._gru import gru_cached_classes, gru_padding_states, torch_gru_weights
 from ._online import RingArrays, ring_fill
 from ._sequence import SequencePolicy, cdf_knee, count_and_sample, fit_sequence_model, sequence_scalars
 
@@ -171,7 +171,7 @@ class PHFTL(SequencePolicy):
         lbas = np.ascontiguousarray(self.stream.lbas[row : row + len(X)], dtype=np.int64)
         out = np.empty(len(X), np.int8)
         self.states_rebuilt += gru_cached_classes(
-            lbas, X, self.states, self.stamps, self.generation, *self.gru_weights, out
+            lbas, X, self.states, self.stamps, self.generation, self.padding, *self.gru_weights, out
         )
         return out
 
@@ -188,6 +188,8 @@ class PHFTL(SequencePolicy):
             self.stamps[:] = 0
             self.generation = 1
         self.gru_weights = torch_gru_weights(model.net, model.scaler.mean, model.scaler.std)
+        steps = int(self.cfg["history"]) - 1
+        self.padding = gru_padding_states(steps, len(self.cfg["features"]), *self.gru_weights[:4])
 
     # -- training --------------------------------------------------------------------------
     def _threshold(self, now: int) -> int:
