@@ -133,9 +133,9 @@ def gru_cached_classes(lbas, X, states, stamps, gen, padding, wih_t, whh_t, bih,
 
     A state whose ``stamps[lba]`` is not the model generation ``gen`` was computed by an earlier
     model (or never): it is rebuilt from zero over the window's previous rows ``X[i, :-1]``, so
-    that prediction is exactly the window model's; leading all-zero rows (the padding of an LBA
-    with fewer earlier writes: a real row has a request size >= 1) are skipped by starting from
-    ``padding[k]`` (:func:`gru_padding_states`). Returns the number of such rebuilds."""
+    that prediction is exactly the window model's. Its ``k`` leading all-zero rows (the padding
+    of an LBA with fewer earlier writes) are not stepped through: from zero they always lead to
+    ``padding[k]`` (:func:`gru_padding_states`, once per model). Returns the number of rebuilds."""
     H = states.shape[1]
     rebuilt = 0
     h = np.empty(H, np.float32)
