@@ -129,6 +129,47 @@ def test_gru_one_step_inference_keeps_the_lba_state(hotcold_trace):
     np.testing.assert_allclose(logits, full, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize(
+    "channels, kernel, T", [([32, 32], 3, 8), ([16, 16, 16], 3, 8), ([8], 2, 5), ([16, 16], 3, 3), ([8, 8], 4, 20)]
+)
+def test_tcn_last_position_forward_equals_every_position(channels, kernel, T):
+    """In eval mode the TCN computes only what the last position's output depends on (fewer
+    convolution outputs, as matrix products): the same output as the full causal convolutions,
+    windows shorter and longer than the receptive field included; training mode keeps the full one."""
+    import torch
+
+    model = make_model("tcn", 3, 6, seed=1, channels=channels, kernel=kernel)
+    net = model.build().eval()
+    x = torch.randn(300, T, 6, generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        full = net.forward_all(x)
+        np.testing.assert_allclose(net(x).numpy(), full.numpy(), rtol=1e-5, atol=1e-5)
+    net.train()
+    torch.manual_seed(0)
+    a = net(x)
+    torch.manual_seed(0)
+    assert torch.equal(a, net.forward_all(x))  # dropout active: the full forward
+
+
+def test_tcn_onnx_export_keeps_any_window_length(tmp_path):
+    """The ONNX graph is traced from the full forward (the pruned one bakes the positions of one
+    window length): exported at 4 writes, it gives the full forward's logits at 8."""
+    ort = pytest.importorskip("onnxruntime")
+    import torch
+
+    from dogi_ml.export import onnx_export as ox
+
+    model = make_model("tcn", 3, 6, seed=1, channels=[16, 16], kernel=3)
+    model.net = model.build().eval()
+    model.scaler.mean, model.scaler.std, model.scaler.log_columns = np.zeros(6), np.ones(6), []
+    path = ox.export_float(model, tmp_path / "tcn.onnx", seq_len=4)
+    x = np.random.default_rng(3).standard_normal((50, 8, 6)).astype(np.float32)
+    got = ort.InferenceSession(str(path)).run(["logits"], {"features": x.astype(np.float64)})[0]
+    with torch.no_grad():
+        want = model.net.forward_all(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 def test_per_class_recall_and_precision_on_a_known_confusion_matrix():
     """Rows are true classes, columns predictions: recall divides by the row, precision by the column."""
     from dogi_ml.models.evaluate import classification_metrics
