@@ -133,7 +133,7 @@ class SequenceStream:
                 raise ValueError(f"override of {name!r} has {len(values)} rows, the trace {trace.block_writes.size}")
             self.overrides[names.index(name)] = np.asarray(values, np.float32)
         self.names = list(names)
-        self.columns = [FEATURES.index(f) for f in names]
+        self.columns = np.array([FEATURES.index(f) for f in names], np.int64)
         self.features = FeatureStream(trace, FeatureConfig(capacity_blocks=int(capacity)))
         lbas = trace.block_writes
         if lbas.size and int(lbas.max()) >= int(capacity):
@@ -161,12 +161,13 @@ class SequenceStream:
         if offset + n > self.buffer.shape[0]:
             raise ValueError(f"{n} windows at offset {offset} exceed the buffer of {self.buffer.shape[0]}")
         lo = self.position
-        raw = self.features.next(n)
+        # only this stream's columns, straight from the feature kernel (no full feature matrix)
+        raw = np.empty((n, len(self.columns)), np.int64)
+        raw = raw[: self.features.next_into(raw, self.columns)]
         if self.log:
-            rows_t = log_features_by_column(raw, self.names, self.columns)
+            rows_t = log_features_by_column(raw, self.names)
         else:
-            rows_t = np.empty((len(self.columns), raw.shape[0]), np.float32)
-            take_columns(raw, np.asarray(self.columns, np.int64), rows_t.T)
+            rows_t = np.ascontiguousarray(raw.T, dtype=np.float32)
         for c, values in self.overrides.items():
             rows_t[c] = values[lo : lo + raw.shape[0]]
         out = self.buffer[offset : offset + n]
