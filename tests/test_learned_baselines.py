@@ -145,6 +145,25 @@ def test_phftl_cached_step_equals_the_torch_window_model(phftl_cached):
         np.testing.assert_allclose(states[0] / STATE_SCALE, full_h[0, H - 1 + i], atol=1e-3)
 
 
+@pytest.mark.parametrize("name, params", [("phftl", {"inference": "cached"}), ("mldt", {})])
+def test_windows_on_a_thread_change_nothing(name, params, skewed, monkeypatch):
+    """With a model deployed, a chunk's windows are built piece by piece, the next piece's on a
+    second thread while the model infers this one: pieces of 512 writes (8 per chunk) give the
+    run of windows and inference one after the other, to the last count."""
+    import dogi_ml.policies._sequence as seq
+
+    runs = []
+    for rows in (0, 512):
+        monkeypatch.setattr(seq, "PIPELINE_ROWS", rows)
+        sim, r = simulate(name, skewed, **FAST, model_params=MODEL[name], **params)
+        runs.append((sim, r))
+    (_, a), (sim, b) = runs
+    assert getattr(sim.policy, "_windows_pool", None) is not None  # the thread ran
+    for key in ("waf", "gc_writes", "user_confusion", "inferred_blocks", "user_accuracy"):
+        assert a[key] == b[key], key
+    assert [g["user_writes"] for g in a["groups"]] == [g["user_writes"] for g in b["groups"]]
+
+
 def test_fallback_before_the_first_model(skewed):
     # never enough samples: every user write goes to the non-hot group / the middle bin
     _, r = simulate("phftl", skewed, **{**FAST, "min_samples": 10**9})

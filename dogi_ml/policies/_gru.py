@@ -126,7 +126,7 @@ def gru_padding_states(steps, n_inputs, wih_t, whh_t, bih, bhh):
     return out
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def gru_cached_classes(lbas, X, states, stamps, gen, padding, wih_t, whh_t, bih, bhh, wo, bo, out):
     """The class (argmax of the head) of each write ``i`` by one GRU step on its row ``X[i, -1]``
     from its LBA's stored state (``states[lba]``, int16 Q15), which it replaces.

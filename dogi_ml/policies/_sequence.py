@@ -39,6 +39,9 @@ PAPER_CAPACITY = 33_554_432  # 128 GiB in 4 KiB blocks: the paper's parameters s
 INFER_BATCH = 1024
 #: block writes per chunk at most: the chunk's windows stay in memory (192 MiB at 8 x 6)
 MAX_CHUNK = 1 << 20
+#: with a model deployed, a chunk's windows are built in pieces of this many writes, the next
+#: piece's on a second thread while the model infers this one's (0: one after the other)
+PIPELINE_ROWS = 1 << 16
 
 
 def log_features(X: np.ndarray, names: list[str]) -> np.ndarray:
@@ -71,7 +74,7 @@ def log_features_by_column(X: np.ndarray, names: list[str], columns: list[int] |
 WINDOW_PREFETCH = 8
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _advance_windows(lbas, rows_t, hist, out):
     """Windows of consecutive block writes: ``out[i]`` is the LBA's previous rows (``hist[lba]``,
     oldest first, zeros where it had fewer writes) then row ``i`` (``rows_t[:, i]``), which then
@@ -350,16 +353,40 @@ class SequencePolicy(PlacementPolicy):
             return
         if self.stream.position != lo:
             raise RuntimeError(f"policy {self.name}: windows at write {self.stream.position}, chunk starts at {lo}")
-        t0 = time.perf_counter()
-        X = self.stream.next(hi - lo, offset=lo - a)  # every chunk: sampled writes keep their window
-        self.window_s += time.perf_counter() - t0
+        n = hi - lo
         if self.model is None or st.mode == 0:
+            self.window_s += self._timed_windows(n, lo - a)[1]  # every chunk: sampled writes keep their window
             return
+        # two stages: windows (the stream's per-LBA rows, in order) and inference (in order: a
+        # cached state follows the previous piece's); both release the GIL, so the next piece's
+        # windows overlap this piece's inference. Same windows and predictions as in one go.
+        step = PIPELINE_ROWS or n
+        pieces = [(s, min(step, n - s)) for s in range(0, n, step)]
+        ahead = None
+        for k, (s, m) in enumerate(pieces):
+            X, secs = ahead.result() if ahead is not None else self._timed_windows(m, lo - a + s)
+            self.window_s += secs
+            ahead = None
+            if PIPELINE_ROWS and k + 1 < len(pieces):
+                s1, m1 = pieces[k + 1]
+                ahead = self._window_thread().submit(self._timed_windows, m1, lo - a + s1)
+            t0 = time.perf_counter()
+            out = self._infer_chunk(X, lo + s)
+            self._deploy_predictions(out, lo - a + s)
+            self.infer_s += time.perf_counter() - t0
+        self.infer_blocks += n
+
+    def _timed_windows(self, n: int, offset: int) -> tuple:
+        """The next ``n`` windows (into the buffer at ``offset``) and the seconds they took."""
         t0 = time.perf_counter()
-        out = self._infer_chunk(X, lo)
-        self._deploy_predictions(out, lo - a)
-        self.infer_s += time.perf_counter() - t0
-        self.infer_blocks += hi - lo
+        return self.stream.next(n, offset=offset), time.perf_counter() - t0
+
+    def _window_thread(self):
+        if getattr(self, "_windows_pool", None) is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._windows_pool = ThreadPoolExecutor(1, thread_name_prefix=f"{self.name}-windows")
+        return self._windows_pool
 
     def _infer_chunk(self, X: np.ndarray, row: int) -> np.ndarray:
         """The model's output for the windows ``X`` of block writes ``row ..`` (batched)."""

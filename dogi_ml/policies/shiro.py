@@ -173,7 +173,7 @@ def n_inputs(digits) -> int:
     return int(sum(max(1, int(d)) for d in digits))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def gru_infer(lbas, X, digits, h_all, wih_t, whh_t, bih, bhh, wo, bo, no_prev, out):
     """One GRU step per write ``i`` (features ``X[i, -1]``) from its LBA's cached state, which
     it replaces; ``out[i]`` = 0 short / 1 long (argmax of the head), 2 (unseen) for a first write
