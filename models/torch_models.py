@@ -341,7 +341,6 @@ class _TCNNet(nn.Module):
             taps = [(k - 1 - j) * d for j in range(k)]  # tap j reads position t - (k - 1 - j) d
             mid_pos = sorted({p - o for p in out_pos for o in taps if p - o >= 0})
             in_pos = sorted({q - o for q in mid_pos for o in taps if q - o >= 0} | set(out_pos))
-
             skip_cols = torch.tensor([in_pos.index(p) for p in out_pos], dtype=torch.long)
             plan.append((in_pos, _tap_columns(mid_pos, in_pos, taps), _tap_columns(out_pos, mid_pos, taps), skip_cols))
             out_pos = in_pos

@@ -16,7 +16,15 @@ import numpy as np
 
 from dogi_ml.intrinsics import prefetch, prefetch_span
 
-__all__ = ["STATE_SCALE", "fast_tanh", "gru_cached_classes", "gru_padding_states", "gru_step", "torch_gru_weights"]
+__all__ = [
+    "STATE_SCALE",
+    "fast_tanh",
+    "gru_cached_classes",
+    "gru_head_class",
+    "gru_padding_states",
+    "gru_step",
+    "torch_gru_weights",
+]
 
 # tanh as the rational function of Eigen's ``ptanh_float`` (odd degree-13 numerator, even
 # degree-6 denominator, input clamped to +-7.905...; max error 3.3e-7 against float64 tanh, a
@@ -74,6 +82,17 @@ def gru_step(h, x, wih_t, whh_t, bih, bhh, gi, gh):
         z = _HALF + _HALF * fast_tanh(_HALF * (gi[H + j] + gh[H + j]))
         n = fast_tanh(gi[2 * H + j] + r * gh[2 * H + j])
         h[j] = n + z * (h[j] - n)
+
+
+@nb.njit(cache=True, inline="always")
+def gru_head_class(h, wo, bo):
+    """The two-output linear head's argmax on state ``h`` (0 on a tie, as torch's argmax)."""
+    l0 = bo[0]
+    l1 = bo[1]
+    for k in range(h.shape[0]):
+        l0 += wo[0, k] * h[k]
+        l1 += wo[1, k] * h[k]
+    return 0 if l0 >= l1 else 1
 
 
 #: int16 units per 1.0 of a stored state (Q15)
@@ -163,11 +182,7 @@ def gru_cached_classes(lbas, X, states, stamps, gen, padding, wih_t, whh_t, bih,
             for k in range(H):
                 h[k] = row[k] * _INV_SCALE
         gru_step(h, X[i, last], wih_t, whh_t, bih, bhh, gi, gh)
-        l0 = bo[0]
-        l1 = bo[1]
         for k in range(H):
             row[k] = np.int16(round(h[k] * STATE_SCALE))
-            l0 += wo[0, k] * h[k]
-            l1 += wo[1, k] * h[k]
-        out[i] = 0 if l0 >= l1 else 1
+        out[i] = gru_head_class(h, wo, bo)
     return rebuilt

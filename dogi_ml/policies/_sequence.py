@@ -295,6 +295,7 @@ class SequencePolicy(PlacementPolicy):
         # unknown model parameters fail here rather than at the first retraining
         make_model(self.MODEL, 2, len(cfg["features"]), **cfg["model_params"])
         self.cfg = cfg
+        self._windows_pool = None  # the windows thread (_window_thread), started on first use
         self.victim = cfg["victim"]  # the engine takes a policy's selector over sim.victim
         super().__init__(n_groups)
 
@@ -382,7 +383,7 @@ class SequencePolicy(PlacementPolicy):
         return self.stream.next(n, offset=offset), time.perf_counter() - t0
 
     def _window_thread(self):
-        if getattr(self, "_windows_pool", None) is None:
+        if self._windows_pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
             self._windows_pool = ThreadPoolExecutor(1, thread_name_prefix=f"{self.name}-windows")

@@ -58,7 +58,7 @@ from dogi_ml.sim.state import P_SEG_BLOCKS
 from dogi_ml.traces.trace import OP_WRITE
 
 from . import register
-from ._gru import STATE_PREFETCH, gru_step, torch_gru_weights
+from ._gru import STATE_PREFETCH, gru_head_class, gru_step, torch_gru_weights
 from ._online import RingArrays, ring_fill
 from ._sequence import MAX_CHUNK, SequencePolicy, cdf_knee, count_and_sample, sequence_scalars
 
@@ -192,15 +192,7 @@ def gru_infer(lbas, X, digits, h_all, wih_t, whh_t, bih, bhh, wo, bo, no_prev, o
         encode_digits(X[i, last], digits, x)
         h = h_all[lbas[i]]
         gru_step(h, x, wih_t, whh_t, bih, bhh, gi, gh)
-        l0 = bo[0]
-        l1 = bo[1]
-        for k in range(H):
-            l0 += wo[0, k] * h[k]
-            l1 += wo[1, k] * h[k]
-        if X[i, last, 0] >= no_prev:
-            out[i] = ql.PRED_UNSEEN
-        else:
-            out[i] = 0 if l0 >= l1 else 1
+        out[i] = ql.PRED_UNSEEN if X[i, last, 0] >= no_prev else gru_head_class(h, wo, bo)
 
 
 @nb.njit(cache=True)
