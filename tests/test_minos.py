@@ -413,6 +413,31 @@ def test_first_writes_go_to_the_last_user_stream_with_aggregation():
     assert make_policy("minos", agg_space="logical").label() == "minos[lba]"
 
 
+def test_aggregated_entry_owner():
+    # 64 first writes fill 8 entries of one segment in order: with agg_owner=last an entry holds
+    # its 8th block's write time, with median its 4th block's (offset agg/2 - 1), 4 writes earlier
+    times = {}
+    for owner in ("last", "median"):
+        sim = Simulator(make_policy("minos", agg=8, agg_owner=owner), SimConfig(segment_blocks=SEG, prefill=False), CAP)
+        sim.compile()
+        sim.feed(np.arange(64, dtype=np.int64))
+        t = entries(sim.pstate)["u_time"]
+        times[owner] = t[t != 0]
+    assert times["last"].size == 8 and np.all(np.diff(times["last"]) == 8)
+    np.testing.assert_array_equal(times["last"] - times["median"], 4)
+    assert make_policy("minos", agg_owner="median").label() == "minos[ownmedian]"
+    # with one block per entry both owners are the same rule: identical runs
+    writes = zipf_writes(CAP, 3 * CAP, seed=4)
+    runs = []
+    for owner in ("last", "median"):
+        sim = Simulator(make_policy("minos", agg=1, agg_owner=owner), SimConfig(segment_blocks=SEG), CAP)
+        sim.compile()
+        sim.prefill()
+        sim.feed(writes)
+        runs.append((sim.result()["waf"], sim.pstate.meta.tobytes()))
+    assert runs[0] == runs[1]
+
+
 @pytest.mark.parametrize("space", ["physical", "logical"])
 def test_prefetch_hook_is_a_hint_only(space):
     # the engine's prefetch_lba hook reaches MINOS (the LBA 16 writes ahead, queued for the user
@@ -507,6 +532,7 @@ def test_bench_compares_with_sepbit_under_the_same_victim_rule():
         ({"distance": "avg", "search": "full"}, "AvgDist"),
         ({"window": 3}, "unknown parameter"),
         ({"agg_space": "lbas"}, "agg_space must be physical"),
+        ({"agg_owner": "first"}, "agg_owner must be last .* or median"),
         ({"mapping_log": -1}, "mapping_log must be an integer >= 0"),
         ({"p2_every": 0}, "p2_every must be an integer >= 1"),
         ({"slot_clock": "gc"}, "slot_clock must be all .* or user"),

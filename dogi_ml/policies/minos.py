@@ -82,6 +82,9 @@ SEARCH = {"adjacent": 0, "full": 1}
 DISTANCE = {"op": 0, "avg": 1}
 SLOT_CLOCK = {"all": 0, "user": 1}
 AGG = (1, 8, 32)
+#: which block of an aggregated entry it describes: ``last`` the latest written (every landing
+#: block overwrites it), ``median`` the block at offset ``agg/2 - 1`` (only the first half writes)
+AGG_OWNER = ("last", "median")
 BLOCK_BYTES = 4096
 TIB = 1 << 40
 
@@ -96,6 +99,7 @@ SCALARS = scalar_fields(
     recluster_every=np.int64,  # W_recluster, slots between clusterings
     seg_blocks=np.int64,  # blocks per slot (one segment)
     agg_shift=np.int64,  # log2 of the blocks sharing one metadata entry
+    entry_writers=np.int64,  # blocks at entry offsets below this set the shared entry (AGG_OWNER)
     physical=np.int64,  # 1: entries cover physical blocks (the paper), 0: LBAs
     correlative=np.int64,  # 1: move one virtual stream toward the target
     p2_every=np.int64,  # P² markers updated on every p2_every-th lifetime (1 = all)
@@ -265,7 +269,7 @@ def _p2_sampled(left, every, q, n, count, dt):
 
 @nb.njit(cache=True, inline="always")
 def _landing_entry(s, st, group):
-    """Metadata entry of the physical block the engine's next append to ``group`` fills: the
+    """The physical block the engine's next append to ``group`` fills: the
     open segment's write pointer, or offset 0 of the segment the free stack gives next
     (``sim.kernels._append``); with none free, a GC block spills into the open segment with the
     most room (``_roomiest_group``, as the GC loop does); -1 if there is none either."""
@@ -274,12 +278,20 @@ def _landing_entry(s, st, group):
     if seg < 0 or s.seg_wp[seg] == sb:
         nfree = s.ctr[C_FREE]
         if nfree > 0:
-            return (s.free_stack[nfree - 1] * sb) >> st.agg_shift
+            return s.free_stack[nfree - 1] * sb
         spill = _roomiest_group(s)
         if spill < 0:
             return -1
         seg = s.open_seg[spill]
-    return (seg * sb + s.seg_wp[seg]) >> st.agg_shift
+    return seg * sb + s.seg_wp[seg]
+
+
+@nb.njit(cache=True, inline="always")
+def _writes_entry(st, block):
+    """Whether a block landing on physical ``block`` (>= 0) sets its shared entry: with
+    ``agg_owner=median`` only the first half of an entry's blocks do, so the entry describes the
+    block at offset ``agg/2 - 1``; with ``last`` (and ``agg=1``) every block does."""
+    return (block & ((1 << st.agg_shift) - 1)) < st.entry_writers
 
 
 @nb.njit(cache=True, inline="always")
@@ -355,7 +367,11 @@ def minos_user(s, p, lba, now):
             _count_invalid(p, st, o_gc, dt)
     packed = _count_write(p, st, vs, True)  # may recluster: the group is read after it
     group = p.vs_map[vs]
-    en = _landing_entry(s, st, group) if st.physical == 1 else lba >> shift
+    if st.physical == 1:
+        blk = _landing_entry(s, st, group)
+        en = blk >> shift if blk >= 0 and _writes_entry(st, blk) else -1
+    else:
+        en = lba >> shift
     if en >= 0:
         row = meta[en]
         row.time = now
@@ -383,9 +399,9 @@ def minos_gc(s, p, lba, victim, now):
     group = p.vs_map[vs]
     if st.physical == 1:
         # the block's user metadata moves with it to its new physical place
-        en = _landing_entry(s, st, group)
-        if en >= 0:
-            row = meta[en]
+        blk = _landing_entry(s, st, group)
+        if blk >= 0 and _writes_entry(st, blk):
+            row = meta[blk >> shift]
             row.time = o_time
             row.user = o_user
             row.gc = packed
@@ -482,6 +498,7 @@ class Minos(PlacementPolicy):
         "recluster_every": 8,
         "agg": 8,
         "agg_space": "physical",
+        "agg_owner": "last",
         "correlative": True,
         "search": "adjacent",
         "distance": "op",
@@ -526,6 +543,12 @@ class Minos(PlacementPolicy):
                 f"blocks share an entry) or logical (adjacent LBAs), got {cfg['agg_space']!r}"
             )
         self.agg_space = cfg["agg_space"]
+        if cfg["agg_owner"] not in AGG_OWNER:
+            raise ValueError(
+                f"policy minos: agg_owner must be last (an aggregated entry describes the latest "
+                f"block written into it) or median (the block at offset agg/2 - 1), got {cfg['agg_owner']!r}"
+            )
+        self.agg_owner = cfg["agg_owner"]
         if not isinstance(cfg["correlative"], bool):
             raise ValueError(f"policy minos: correlative must be true or false, got {cfg['correlative']!r}")
         self.correlative = cfg["correlative"]
@@ -572,6 +595,7 @@ class Minos(PlacementPolicy):
         st.n_user, st.n_gc, st.k_phys, st.ring_len = self.n_user, self.n_gc, K, L
         st.recluster_every, st.seg_blocks = self.recluster_every, ctx.segment_blocks
         st.agg_shift, st.physical = self.agg.bit_length() - 1, int(self.agg_space == "physical")
+        st.entry_writers = max(1, self.agg // 2) if self.agg_owner == "median" else self.agg
         st.correlative, st.p2_every = int(self.correlative), self.p2_every
         st.search, st.distance = SEARCH[self.search], DISTANCE[self.distance]
         st.log_on = int(self.mapping_log > 0)
@@ -616,6 +640,8 @@ class Minos(PlacementPolicy):
             switches.append(f"agg{self.agg}")
         if self.agg_space != "physical":
             switches.append("lba")
+        if self.agg_owner != "last" and self.agg > 1:
+            switches.append(f"own{self.agg_owner}")
         if not self.correlative:
             switches.append("noCP")
         if self.search == "full":
