@@ -145,13 +145,51 @@ def test_phftl_cached_step_equals_the_torch_window_model(phftl_cached):
         np.testing.assert_allclose(states[0] / STATE_SCALE, full_h[0, H - 1 + i], atol=1e-3)
 
 
+def test_phftl_cached_shares_equal_one_call(phftl_cached):
+    """Two threads take disjoint LBA shares of the same windows (split inference): their calls,
+    in either order, leave the same states, stamps and classes as one call, with repeated LBAs
+    and stale states among them."""
+    from dogi_ml.policies._gru import gru_cached_classes
+
+    sim, _ = phftl_cached
+    pol = sim.policy
+    data = pol.ring.collect(int(sim.state.ctr[0]), long_bound=1)
+    W = pol.ring_windows[data["slot"][-600:]]
+    lbas = np.random.default_rng(3).integers(0, 97, len(W))
+    results = []
+    for parts in ([(0, 64)], [(0, 40), (40, 64)], [(40, 64), (0, 40)], [(0, 1), (1, 64)]):
+        states = np.zeros((97, pol.padding.shape[1]), np.int16)
+        stamps = np.zeros(97, np.uint16)
+        stamps[::2] = 1  # half the LBAs hold a current (zero) state, half a stale one
+        out = np.full(len(W), -1, np.int8)
+        rebuilt = 0
+        for gen, half in ((1, slice(0, 300)), (2, slice(300, None))):  # a retraining in between
+            for lo, hi in parts:
+                rebuilt += gru_cached_classes(
+                    lbas[half], W[half], states, stamps, gen, pol.padding, *pol.gru_weights, out[half], lo, hi, 64
+                )
+        assert (out >= 0).all()
+        results.append((rebuilt, states.tobytes(), stamps.tobytes(), out.tobytes()))
+    assert all(r == results[0] for r in results[1:])
+    assert 0 < results[0][0] < len(W)
+
+
 @pytest.mark.parametrize("name, params", [("phftl", {"inference": "cached"}), ("mldt", {})])
 def test_windows_on_a_thread_change_nothing(name, params, skewed, monkeypatch):
     """With a model deployed, a chunk's windows are built piece by piece, the next piece's on a
-    second thread while the model infers this one: pieces of 512 writes (8 per chunk) give the
-    run of windows and inference one after the other, to the last count."""
+    second thread while the model infers this one, each piece's inference is split between the
+    threads, and the next chunk's windows are built while the loop applies this one: pieces of
+    512 writes (8 per chunk) give the run of windows and inference one after the other on one
+    thread, to the last count."""
     import dogi_ml.policies._sequence as seq
 
+    # each piece's inference is split between the two threads: PHFTL's cached states by LBA,
+    # ML-DT's windows by rows (whole batches: 64 rows here, so a 512-row piece splits)
+    monkeypatch.setattr(seq, "INFER_BATCH", 64)
+    shares = []
+    cls = type(make_policy(name))
+    own = cls._infer_share
+    monkeypatch.setattr(cls, "_infer_share", lambda self, *a: shares.append(a[-2:]) or own(self, *a))
     runs = []
     for rows in (0, 512):
         monkeypatch.setattr(seq, "PIPELINE_ROWS", rows)
@@ -159,9 +197,33 @@ def test_windows_on_a_thread_change_nothing(name, params, skewed, monkeypatch):
         runs.append((sim, r))
     (_, a), (sim, b) = runs
     assert getattr(sim.policy, "_windows_pool", None) is not None  # the thread ran
+    split = [s for s in shares if s != (0, seq.SHARES)]
+    assert split and all(0 < hi - lo < seq.SHARES for lo, hi in split)
+    # the windows of every chunk but the first were built while the loop applied the one before
+    # (the loop's sampled windows copied before it runs); none without pieces
+    assert a["windows_ahead_chunks"] == 0 and b["windows_ahead_chunks"] == sim.chunks - 1 > 0
     for key in ("waf", "gc_writes", "user_confusion", "inferred_blocks", "user_accuracy"):
         assert a[key] == b[key], key
     assert [g["user_writes"] for g in a["groups"]] == [g["user_writes"] for g in b["groups"]]
+
+
+def test_windows_ahead_across_feed_calls(skewed):
+    """The next chunk's windows are built ahead only within one feed() call: a run fed in
+    uneven parts (chunk boundaries inside and at the ends of calls) equals one fed at once."""
+    runs = []
+    for cuts in ([0, len(skewed.block_writes)], [0, 1, 4097, 9000, 9001, len(skewed.block_writes)]):
+        pol = make_policy("phftl", **FAST, model_params=MODEL["phftl"], inference="cached")
+        sim = Simulator(pol, SimConfig(**SIM, chunk_blocks=2048), CAP, trace=skewed)
+        sim.prefill()
+        own, calls = pol.before_chunk, []
+        pol.before_chunk = lambda s, start, n: calls.append(start) or own(s, start, n)
+        for a, b in zip(cuts, cuts[1:]):
+            sim.feed(skewed.block_writes[a:b])
+        r = sim.result()
+        # every chunk's windows were built ahead but the first of each feed() call
+        assert r["windows_ahead_chunks"] == len(calls) - (len(cuts) - 1)
+        runs.append((r["waf"], r["gc_writes"], r["user_confusion"], r["states_rebuilt"]))
+    assert runs[0] == runs[1]
 
 
 def test_fallback_before_the_first_model(skewed):

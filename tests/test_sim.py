@@ -83,6 +83,26 @@ def test_chunked_runs_are_bit_identical(policy, victim, zipf_small):
     assert (r1["gc_writes"], r1["waf_series"]) == (r2["gc_writes"], r2["waf_series"])
 
 
+def test_next_chunk_announces_the_chunk_feed_applies_next(zipf_small):
+    # a policy preparing the next chunk ahead (sequence schemes' windows) is told exactly the
+    # chunk feed() applies next, and None at the end of each feed() call
+    calls = []
+    sim = Simulator(make_policy("nosep"), SimConfig(segment_blocks=SEG, chunk_blocks=3000), CAP)
+    sim.policy.before_chunk = lambda s, start, n: calls.append((start, n, s.next_chunk(start, n)))
+    sim.prefill()
+    assert calls == [(0, CAP, None)] and sim.next_chunk(0, 10) is None  # no feed() under way
+    calls.clear()
+    cuts = [0, 1, 777, 5000, 5001, 20000]
+    for a, b in zip(cuts, cuts[1:]):
+        sim.feed(zipf_small[a:b])
+        last = calls[-1]
+        assert last[2] is None and last[0] + last[1] == CAP + b  # the call's last chunk
+    for (start, n, nxt), (s2, n2, _) in zip(calls, calls[1:]):
+        assert nxt is None or nxt == (s2, n2)
+    assert sum(nxt is not None for *_, nxt in calls) == len(calls) - (len(cuts) - 1)
+    assert all(n <= 3000 and (start + n) % 3000 == 0 for start, n, nxt in calls if nxt is not None)
+
+
 # Golden results: exact GC-write counts on a fixed small trace (Zipf 1.0, 8192 blocks, 8x
 # written, segments of 64, OP 10%). A change here is a behaviour change: explain it.
 GOLDEN = {

@@ -146,7 +146,9 @@ def gru_padding_states(steps, n_inputs, wih_t, whh_t, bih, bhh):
 
 
 @nb.njit(cache=True, nogil=True)
-def gru_cached_classes(lbas, X, states, stamps, gen, padding, wih_t, whh_t, bih, bhh, wo, bo, out):
+def gru_cached_classes(
+    lbas, X, states, stamps, gen, padding, wih_t, whh_t, bih, bhh, wo, bo, out, share_lo=0, share_hi=1, shares=1
+):
     """The class (argmax of the head) of each write ``i`` by one GRU step on its row ``X[i, -1]``
     from its LBA's stored state (``states[lba]``, int16 Q15), which it replaces.
 
@@ -154,7 +156,12 @@ def gru_cached_classes(lbas, X, states, stamps, gen, padding, wih_t, whh_t, bih,
     model (or never): it is rebuilt from zero over the window's previous rows ``X[i, :-1]``, so
     that prediction is exactly the window model's. Its ``k`` leading all-zero rows (the padding
     of an LBA with fewer earlier writes) are not stepped through: from zero they always lead to
-    ``padding[k]`` (:func:`gru_padding_states`, once per model). Returns the number of rebuilds."""
+    ``padding[k]`` (:func:`gru_padding_states`, once per model). Returns the number of rebuilds.
+
+    Only the writes whose LBA's share ``lba % shares`` (``shares`` a power of two) is in
+    ``share_lo .. share_hi - 1`` are stepped (default: all), so two threads can take disjoint
+    shares of the same windows: each LBA's writes stay in order on one thread, and the states
+    and classes are the same as in one call."""
     H = states.shape[1]
     rebuilt = 0
     h = np.empty(H, np.float32)
@@ -162,12 +169,16 @@ def gru_cached_classes(lbas, X, states, stamps, gen, padding, wih_t, whh_t, bih,
     gh = np.empty(3 * H, np.float32)
     last = X.shape[1] - 1
     n = lbas.shape[0]
+    mask = shares - 1
     for i in range(n):
         if i + STATE_PREFETCH < n:
             ahead = lbas[i + STATE_PREFETCH]
-            prefetch_span(states, ahead * H, H)
-            prefetch(stamps, ahead)
+            if share_lo <= (ahead & mask) < share_hi:
+                prefetch_span(states, ahead * H, H)
+                prefetch(stamps, ahead)
         lba = lbas[i]
+        if not share_lo <= (lba & mask) < share_hi:
+            continue
         row = states[lba]
         if stamps[lba] != gen:
             stamps[lba] = gen

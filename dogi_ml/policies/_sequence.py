@@ -14,9 +14,16 @@ input scaler would do per window), so the model's scaler only standardises: the 
 several times cheaper at inference.
 
 :class:`SequencePolicy` is the common skeleton: windows and batched inference before a chunk,
-the sampling ring (the Numba loop copies a sampled write's window into it, so training never
-looks back into the trace), retraining between chunks, timing. Subclasses supply labels, the
-model's output mapping and their Numba placement functions.
+the sampling ring (a sampled write's window is copied into it, so training never looks back into
+the trace), retraining between chunks, timing. Subclasses supply labels, the model's output
+mapping and their Numba placement functions.
+
+Two threads (PHFTL and ML-DT; Shiro keeps one, its states follow every write): the windows come
+from the trace alone, so the next chunk's are built on a second thread while the loop applies
+this one (the sampled windows are copied to the ring before the loop instead of by it), and a
+chunk's inference runs in pieces, each split between the threads (by rows of whole batches, or
+by LBA for per-LBA states). Every split keeps each batch's rows and each LBA's order: the
+predictions, and so the runs, are those of one thread.
 """
 
 from __future__ import annotations
@@ -42,6 +49,9 @@ MAX_CHUNK = 1 << 20
 #: with a model deployed, a chunk's windows are built in pieces of this many writes, the next
 #: piece's on a second thread while the model infers this one's (0: one after the other)
 PIPELINE_ROWS = 1 << 16
+#: LBA shares (``lba % SHARES``) that split a piece's per-LBA inference between the two threads
+#: (:meth:`SequencePolicy._infer_share`); the main thread starts with two thirds of them
+SHARES = 64
 
 
 def log_features(X: np.ndarray, names: list[str]) -> np.ndarray:
@@ -187,6 +197,7 @@ def sequence_scalars(**extra) -> np.dtype:
         sample_every=np.int64,  # one in this many user writes becomes a training sample
         counted_writes=np.int64,  # user writes counted for sampling so far
         mode=np.int64,  # 1 once a model is deployed, 0 before
+        copy_windows=np.int64,  # 1: a sampled write's window is copied by the loop, 0: before it
         **extra,
     )
 
@@ -194,15 +205,17 @@ def sequence_scalars(**extra) -> np.dtype:
 @nb.njit(cache=True)
 def count_and_sample(st, ring, ring_windows, windows, lba, now, pred):
     """Count a user write; every ``st.sample_every``-th becomes a training sample: the ring
-    records it and keeps its window (``windows[now - st.chunk_start]``, this chunk's). ``st``
-    is the scheme's scalars record (:func:`sequence_scalars`)."""
+    records it and keeps its window (``windows[now - st.chunk_start]``, this chunk's, unless
+    the policy copied it already: ``copy_windows``). ``st`` is the scheme's scalars record
+    (:func:`sequence_scalars`)."""
     st.counted_writes += 1
     if st.counted_writes % st.sample_every == 0:
         slot = ring_record(ring, lba, now - st.prefill, now, pred)
-        k = now - st.chunk_start
-        for j in range(windows.shape[1]):  # element by element: the loop runs without NRT
-            for f in range(windows.shape[2]):
-                ring_windows[slot, j, f] = windows[k, j, f]
+        if st.copy_windows:  # else the policy copied it before the loop (windows ahead)
+            k = now - st.chunk_start
+            for j in range(windows.shape[1]):  # element by element: the loop runs without NRT
+                for f in range(windows.shape[2]):
+                    ring_windows[slot, j, f] = windows[k, j, f]
 
 
 def fit_sequence_model(
@@ -239,6 +252,13 @@ def scaled(value: float, capacity: int, floor: int = 1) -> int:
     return max(floor, int(round(value * capacity / PAPER_CAPACITY)))
 
 
+def _share_row(n: int, share: int) -> int:
+    """The first row of LBA-less share ``share`` in a piece of ``n`` rows (whole batches)."""
+    if share >= SHARES:
+        return n
+    return min(n, round(n * share / SHARES / INFER_BATCH) * INFER_BATCH)
+
+
 class SequencePolicy(PlacementPolicy):
     """Skeleton of an online-trained sequence-model placement scheme.
 
@@ -266,6 +286,11 @@ class SequencePolicy(PlacementPolicy):
     MODEL_DEFAULTS: dict = {}
     #: the stream log-transforms count-like features (False: raw values, e.g. Shiro's digits)
     LOG_INPUTS = True
+    #: each piece's inference is split between the two threads (:meth:`_infer_share`): by rows
+    #: for a model without per-LBA state, by LBA for one with (PHFTL cached); not for Shiro,
+    #: whose per-LBA states follow every write in order and whose kernel shares scratch
+    SPLIT_INFERENCE = False
+    OUTPUT_DTYPE = np.float32  # the model's output per write (the split's output buffer)
 
     def __init__(self, n_groups: int, **params):
         accepted = {**self.COMMON, **self.DEFAULTS}
@@ -296,6 +321,10 @@ class SequencePolicy(PlacementPolicy):
         make_model(self.MODEL, 2, len(cfg["features"]), **cfg["model_params"])
         self.cfg = cfg
         self._windows_pool = None  # the windows thread (_window_thread), started on first use
+        self.main_shares = SHARES * 2 // 3  # the main thread's inference shares (split inference)
+        self.states_rebuilt = 0  # per-LBA states rebuilt from windows (PHFTL cached)
+        self._ahead = None  # the next chunk's windows, building on the second thread: (lo, n, futures)
+        self.ahead_chunks = 0  # chunks whose windows were built during the previous chunk's loop
         self.victim = cfg["victim"]  # the engine takes a policy's selector over sim.victim
         super().__init__(n_groups)
 
@@ -334,6 +363,10 @@ class SequencePolicy(PlacementPolicy):
         st.prefill = self.prefill
         st.sample_every = int(c["sample_every"])
         st.mode = 0
+        # windows ahead: the next chunk's are built on the second thread during the loop, so
+        # the loop does not copy sampled windows (_copy_samples does, before it runs)
+        self._ahead = None
+        st.copy_windows = int(not (self.SPLIT_INFERENCE and PIPELINE_ROWS))
         return self.state
 
     def _bind_state(self, ctx: SimContext) -> tuple:  # pragma: no cover - abstract
@@ -350,32 +383,129 @@ class SequencePolicy(PlacementPolicy):
         a = start - self.prefill  # feature row of the chunk's first write
         lo, hi = max(a, 0), min(a + n_writes, self.stream.n_rows)
         self._clear_predictions(n_writes)  # writes beyond the trace's features: no prediction
-        if hi <= lo:
-            return
-        if self.stream.position != lo:
-            raise RuntimeError(f"policy {self.name}: windows at write {self.stream.position}, chunk starts at {lo}")
-        n = hi - lo
-        if self.model is None or st.mode == 0:
-            self.window_s += self._timed_windows(n, lo - a)[1]  # every chunk: sampled writes keep their window
-            return
-        # two stages: windows (the stream's per-LBA rows, in order) and inference (in order: a
-        # cached state follows the previous piece's); both release the GIL, so the next piece's
-        # windows overlap this piece's inference. Same windows and predictions as in one go.
+        ahead, self._ahead = self._ahead, None
+        if hi > lo:
+            n = hi - lo
+            if ahead is not None and ahead[:2] != (lo, n):
+                raise RuntimeError(
+                    f"policy {self.name}: windows prepared for writes {ahead[:2]}, the chunk has {(lo, n)}"
+                )
+            if ahead is None and self.stream.position != lo:
+                raise RuntimeError(f"policy {self.name}: windows at write {self.stream.position}, chunk starts at {lo}")
+            futures = ahead[2] if ahead is not None else None
+            self.ahead_chunks += futures is not None
+            if self.model is None or st.mode == 0:  # windows only: sampled writes keep their window
+                if futures is None:
+                    self.window_s += self._timed_windows(n, lo - a)[1]
+                for f in futures or ():
+                    self.window_s += f.result()[1]
+            else:
+                self._windows_and_inference(lo, a, n, futures)
+                self.infer_blocks += n
+        if not st.copy_windows:
+            self._copy_samples(st, start, n_writes)
+            self._prepare_next(sim.next_chunk(start, n_writes))
+
+    def _windows_and_inference(self, lo: int, a: int, n: int, futures: list | None) -> None:
+        """Windows (the stream's per-LBA rows, in order) and inference (in order: a cached state
+        follows the previous piece's), in pieces of ``PIPELINE_ROWS`` writes. Both release the
+        GIL: the second thread builds the next piece's windows while this one infers (or took
+        them all ahead, ``futures``, while the loop applied the previous chunk), and each piece's
+        inference is split between the threads once the second is free (:meth:`_infer_share`).
+        Same windows and predictions as one after the other."""
         step = PIPELINE_ROWS or n
         pieces = [(s, min(step, n - s)) for s in range(0, n, step)]
-        ahead = None
+        split = bool(PIPELINE_ROWS) and self._splits_inference()
+        pending = None  # the next piece's windows, building on the second thread
         for k, (s, m) in enumerate(pieces):
-            X, secs = ahead.result() if ahead is not None else self._timed_windows(m, lo - a + s)
+            if futures is not None:
+                X, secs = futures[k].result()
+            else:
+                X, secs = pending.result() if pending is not None else self._timed_windows(m, lo - a + s)
             self.window_s += secs
-            ahead = None
-            if PIPELINE_ROWS and k + 1 < len(pieces):
+            pending = None
+            # while the second thread still builds this chunk's windows, a share given to it
+            # would wait behind them: this thread infers the piece alone
+            share = split and (futures is None or futures[-1].done())
+            if share:
+                out = self._new_output(m)
+                cut = self.main_shares
+                other = self._window_thread().submit(self._timed_share, X, lo + s, out, cut, SHARES)
+            if futures is None and PIPELINE_ROWS and k + 1 < len(pieces):
                 s1, m1 = pieces[k + 1]
-                ahead = self._window_thread().submit(self._timed_windows, m1, lo - a + s1)
+                pending = self._window_thread().submit(self._timed_windows, m1, lo - a + s1)
             t0 = time.perf_counter()
-            out = self._infer_chunk(X, lo + s)
+            if share:
+                self.states_rebuilt += self._infer_share(X, lo + s, out, 0, cut)
+                mine = time.perf_counter() - t0
+                rebuilt, theirs = other.result()
+                self.states_rebuilt += rebuilt
+                self.infer_s += mine + theirs  # inference seconds on both threads
+                self._balance_shares(mine, theirs, secs if pending is not None else 0.0)
+            else:
+                out = self._infer_chunk(X, lo + s)
+                self.infer_s += time.perf_counter() - t0
             self._deploy_predictions(out, lo - a + s)
-            self.infer_s += time.perf_counter() - t0
-        self.infer_blocks += n
+
+    def _copy_samples(self, st, start: int, n_writes: int) -> None:
+        """Windows ahead (``copy_windows`` off): the loop will sample every ``sample_every``-th
+        counted user write of the chunk (:func:`count_and_sample`); their windows go now to the
+        ring slots it will give them, so the loop never reads the windows buffer and the second
+        thread may fill it with the next chunk's meanwhile."""
+        every = int(st.sample_every)
+        k0 = max(0, self.prefill - start)  # the prefill's writes are not counted
+        ks = np.arange(k0 + (-(int(st.counted_writes) + 1)) % every, n_writes, every)  # sampled writes
+        size = self.ring_windows.shape[0]
+        slots = (int(self.state.ring.count[0]) + np.arange(len(ks))) % size
+        # more samples than slots: the later ones take the slots, as in the loop
+        self.ring_windows[slots[-size:]] = self.stream.buffer[ks[-size:]]
+
+    def _prepare_next(self, nxt: tuple[int, int] | None) -> None:
+        """Start the next chunk's windows on the second thread, in pieces, while the loop
+        applies this one (windows come from the trace alone: no result of the loop is needed)."""
+        if nxt is None:
+            return
+        a = nxt[0] - self.prefill
+        lo, hi = max(a, 0), min(a + nxt[1], self.stream.n_rows)
+        if hi <= lo:
+            return
+        n = hi - lo
+        step = PIPELINE_ROWS or n
+        pool = self._window_thread()
+        futures = [pool.submit(self._timed_windows, min(step, n - s), lo - a + s) for s in range(0, n, step)]
+        self._ahead = (lo, n, futures)
+
+    def _balance_shares(self, mine: float, theirs: float, windows: float) -> None:
+        """Move the split so both threads finish a piece together: the second thread also
+        builds the next piece's windows (about ``windows`` seconds), so the main thread takes
+        ``SHARES / 2 + windows / (2 g)`` shares, ``g`` the inference seconds per share. Only the
+        timing depends on it: each LBA stays on one thread per piece, in order."""
+        g = (mine + theirs) / SHARES
+        if g <= 0:
+            return
+        target = min(SHARES - 1, max(SHARES // 2, SHARES / 2 + windows / (2 * g)))
+        self.main_shares = int(round((self.main_shares + target) / 2))
+
+    def _splits_inference(self) -> bool:
+        """Whether each piece's inference is split between the threads (:meth:`_infer_share`)."""
+        return self.SPLIT_INFERENCE
+
+    def _new_output(self, n: int) -> np.ndarray:
+        return np.empty(n, self.OUTPUT_DTYPE)
+
+    def _infer_share(self, X: np.ndarray, row: int, out: np.ndarray, lo: int, hi: int) -> int:
+        """Model outputs into ``out`` for share ``lo .. hi-1`` of the piece ``X`` (writes ``row ..``);
+        returns the states rebuilt. Here (a model without per-LBA state) share ``s`` starts at
+        row ``s / SHARES`` of the piece, rounded to whole inference batches, so every batch holds
+        the rows it holds without the split and gives the same outputs."""
+        a, b = _share_row(len(X), lo), _share_row(len(X), hi)
+        if b > a:
+            out[a:b] = self._infer_chunk(X[a:b], row + a)
+        return 0
+
+    def _timed_share(self, X: np.ndarray, row: int, out: np.ndarray, lo: int, hi: int) -> tuple:
+        t0 = time.perf_counter()
+        return self._infer_share(X, row, out, lo, hi), time.perf_counter() - t0
 
     def _timed_windows(self, n: int, offset: int) -> tuple:
         """The next ``n`` windows (into the buffer at ``offset``) and the seconds they took."""
@@ -435,7 +565,11 @@ class SequencePolicy(PlacementPolicy):
         return {
             "retrains": sum(1 for h in self.history if "train_seconds" in h),
             "train_seconds": self.train_s,
+            # CPU seconds of inference per block, both threads' shares summed when split
             "inference_ns_per_block": 1e9 * self.infer_s / self.infer_blocks if self.infer_blocks else None,
+            # the main thread's part of each piece's inference at the end (split inference)
+            "inference_main_share": self.main_shares / SHARES if self.SPLIT_INFERENCE and PIPELINE_ROWS else None,
+            "windows_ahead_chunks": self.ahead_chunks,
             "window_ns_per_block": 1e9 * self.window_s / self.stream.position if self.stream.position else None,
             "inferred_blocks": self.infer_blocks,
             "mode": "model" if record(self.state.scalars).mode else "fallback (no model yet)",

@@ -133,6 +133,7 @@ class MLDT(SequencePolicy):
     on_reclaim = no_reclaim_hook
 
     MODEL = "tcn"
+    SPLIT_INFERENCE = True  # by rows: whole batches of windows on each thread
     MODEL_DEFAULTS = {
         "channels": [32, 32],
         "kernel": 3,

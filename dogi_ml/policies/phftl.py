@@ -45,7 +45,7 @@ from dogi_ml.sim.policy_api import SimContext, new_scalars, no_reclaim_hook, rec
 from . import register
 from ._gru import gru_cached_classes, gru_padding_states, torch_gru_weights
 from ._online import RingArrays, ring_fill
-from ._sequence import SequencePolicy, cdf_knee, count_and_sample, fit_sequence_model, sequence_scalars
+from ._sequence import SHARES, SequencePolicy, cdf_knee, count_and_sample, fit_sequence_model, sequence_scalars
 
 __all__ = ["PHFTL", "cdf_knee"]
 
@@ -116,6 +116,8 @@ class PHFTL(SequencePolicy):
     on_reclaim = no_reclaim_hook
 
     MODEL = "gru"
+    SPLIT_INFERENCE = True  # by rows (window) or by LBA (cached)
+    OUTPUT_DTYPE = np.int8
     MODEL_DEFAULTS = {"hidden": 32, "epochs": 4, "patience": 2, "batch_size": 256, "lr": 1e-3}
     DEFAULTS = {
         # Shiro's features: previous lifetime, request size, sequential, chunk writes/reads, r/w ratio
@@ -168,12 +170,17 @@ class PHFTL(SequencePolicy):
     def _infer_chunk(self, X: np.ndarray, row: int) -> np.ndarray:
         if not self.cached:
             return super()._infer_chunk(X, row)
-        lbas = np.ascontiguousarray(self.stream.lbas[row : row + len(X)], dtype=np.int64)
-        out = np.empty(len(X), np.int8)
-        self.states_rebuilt += gru_cached_classes(
-            lbas, X, self.states, self.stamps, self.generation, self.padding, *self.gru_weights, out
-        )
+        out = self._new_output(len(X))
+        self.states_rebuilt += self._infer_share(X, row, out, 0, SHARES)
         return out
+
+    def _infer_share(self, X: np.ndarray, row: int, out: np.ndarray, lo: int, hi: int) -> int:
+        if not self.cached:
+            return super()._infer_share(X, row, out, lo, hi)
+        lbas = np.ascontiguousarray(self.stream.lbas[row : row + len(X)], dtype=np.int64)
+        return gru_cached_classes(
+            lbas, X, self.states, self.stamps, self.generation, self.padding, *self.gru_weights, out, lo, hi, SHARES
+        )
 
     def _deploy_model(self, model) -> None:
         """Deploy a new model; with cached states, a new generation (every state is stale)."""

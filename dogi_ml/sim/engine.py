@@ -220,6 +220,7 @@ class Simulator:
         self.loop_cpu_s = 0.0
         self.compile_s = 0.0
         self.chunks = 0
+        self._feed_plan = None  # (end time, chunk size) of the feed() call under way, for next_chunk
         self._compiled = False
 
     def _ratio_segments(self, key: str, ratio) -> int:
@@ -398,6 +399,27 @@ class Simulator:
         chunk = max(1, int(self.cfg.chunk_blocks))
         if self.policy.max_chunk_blocks:
             chunk = max(1, min(chunk, int(self.policy.max_chunk_blocks)))
+        self._feed_plan = (int(self.state.ctr[C_NOW]) + writes.shape[0], chunk)
+        try:
+            self._feed_chunks(writes, times, chunk, progress)
+        finally:
+            self._feed_plan = None
+        if self.cfg.debug_invariants:
+            check_invariants(self.state)
+
+    def next_chunk(self, start: int, n_writes: int) -> tuple[int, int] | None:
+        """``(start, writes)`` of the chunk :meth:`feed` applies after the one of ``n_writes``
+        writes from ``start``, or None if that one ends the feed() call under way (or none is):
+        a policy may prepare that chunk while the loop applies this one."""
+        if self._feed_plan is None:
+            return None
+        end, chunk = self._feed_plan
+        nxt = start + n_writes
+        if nxt >= end:
+            return None
+        return nxt, min(end - nxt, chunk - nxt % chunk)
+
+    def _feed_chunks(self, writes, times, chunk: int, progress) -> None:
         i = 0
         n = writes.shape[0]
         while i < n:
@@ -418,8 +440,6 @@ class Simulator:
                 if self.cfg.debug_invariants:
                     check_invariants(self.state)
                 self.policy.between_chunks(self)
-        if self.cfg.debug_invariants:
-            check_invariants(self.state)
 
     def _check_times(self, writes: np.ndarray, times) -> np.ndarray | None:
         if not self.timed:
