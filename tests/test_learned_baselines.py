@@ -216,7 +216,7 @@ def test_windows_ahead_across_feed_calls(skewed):
         sim = Simulator(pol, SimConfig(**SIM, chunk_blocks=2048), CAP, trace=skewed)
         sim.prefill()
         own, calls = pol.before_chunk, []
-        pol.before_chunk = lambda s, start, n: calls.append(start) or own(s, start, n)
+        pol.before_chunk = lambda s, start, n, own=own, calls=calls: calls.append(start) or own(s, start, n)
         for a, b in zip(cuts, cuts[1:]):
             sim.feed(skewed.block_writes[a:b])
         r = sim.result()

@@ -97,7 +97,7 @@ def test_next_chunk_announces_the_chunk_feed_applies_next(zipf_small):
         sim.feed(zipf_small[a:b])
         last = calls[-1]
         assert last[2] is None and last[0] + last[1] == CAP + b  # the call's last chunk
-    for (start, n, nxt), (s2, n2, _) in zip(calls, calls[1:]):
+    for (_, _, nxt), (s2, n2, _) in zip(calls, calls[1:]):
         assert nxt is None or nxt == (s2, n2)
     assert sum(nxt is not None for *_, nxt in calls) == len(calls) - (len(cuts) - 1)
     assert all(n <= 3000 and (start + n) % 3000 == 0 for start, n, nxt in calls if nxt is not None)
