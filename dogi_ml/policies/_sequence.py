@@ -253,7 +253,8 @@ def scaled(value: float, capacity: int, floor: int = 1) -> int:
 
 
 def _share_row(n: int, share: int) -> int:
-    """The first row of LBA-less share ``share`` in a piece of ``n`` rows (whole batches)."""
+    """The first row of share ``share`` when a piece of ``n`` rows is split by rows (a model
+    without per-LBA state), rounded to whole inference batches."""
     if share >= SHARES:
         return n
     return min(n, round(n * share / SHARES / INFER_BATCH) * INFER_BATCH)
