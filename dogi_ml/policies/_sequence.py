@@ -252,6 +252,13 @@ def scaled(value: float, capacity: int, floor: int = 1) -> int:
     return max(floor, int(round(value * capacity / PAPER_CAPACITY)))
 
 
+def _pieces(n: int) -> list[tuple[int, int]]:
+    """``(first row, rows)`` of the pieces of ``PIPELINE_ROWS`` writes a chunk of ``n`` is built
+    and inferred in (one piece without the pipeline); windows built ahead follow the same cut."""
+    step = PIPELINE_ROWS or n
+    return [(s, min(step, n - s)) for s in range(0, n, step)]
+
+
 def _share_row(n: int, share: int) -> int:
     """The first row of share ``share`` when a piece of ``n`` rows is split by rows (a model
     without per-LBA state), rounded to whole inference batches."""
@@ -414,9 +421,8 @@ class SequencePolicy(PlacementPolicy):
         them all ahead, ``futures``, while the loop applied the previous chunk), and each piece's
         inference is split between the threads once the second is free (:meth:`_infer_share`).
         Same windows and predictions as one after the other."""
-        step = PIPELINE_ROWS or n
-        pieces = [(s, min(step, n - s)) for s in range(0, n, step)]
-        split = bool(PIPELINE_ROWS) and self._splits_inference()
+        pieces = _pieces(n)
+        split = bool(PIPELINE_ROWS) and self.SPLIT_INFERENCE
         pending = None  # the next piece's windows, building on the second thread
         for k, (s, m) in enumerate(pieces):
             if futures is not None:
@@ -471,9 +477,8 @@ class SequencePolicy(PlacementPolicy):
         if hi <= lo:
             return
         n = hi - lo
-        step = PIPELINE_ROWS or n
         pool = self._window_thread()
-        futures = [pool.submit(self._timed_windows, min(step, n - s), lo - a + s) for s in range(0, n, step)]
+        futures = [pool.submit(self._timed_windows, m, lo - a + s) for s, m in _pieces(n)]
         self._ahead = (lo, n, futures)
 
     def _balance_shares(self, mine: float, theirs: float, windows: float) -> None:
@@ -486,10 +491,6 @@ class SequencePolicy(PlacementPolicy):
             return
         target = min(SHARES - 1, max(SHARES // 2, SHARES / 2 + windows / (2 * g)))
         self.main_shares = int(round((self.main_shares + target) / 2))
-
-    def _splits_inference(self) -> bool:
-        """Whether each piece's inference is split between the threads (:meth:`_infer_share`)."""
-        return self.SPLIT_INFERENCE
 
     def _new_output(self, n: int) -> np.ndarray:
         return np.empty(n, self.OUTPUT_DTYPE)
