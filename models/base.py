@@ -68,7 +68,10 @@ class InputScaler:
         return self
 
     def transform(self, X: np.ndarray) -> np.ndarray:
-        return ((self._log(X) - self.mean) / self.std).astype(np.float32)
+        Z = self._log(X)  # a float64 copy: standardised in place (half the time, same bits)
+        Z -= self.mean
+        Z /= self.std
+        return Z.astype(np.float32)
 
     def to_dict(self) -> dict:
         return {

@@ -188,6 +188,7 @@ def test_windows_on_a_thread_change_nothing(name, params, skewed, monkeypatch):
     monkeypatch.setattr(seq, "INFER_BATCH", 64)
     shares = []
     cls = type(make_policy(name))
+    monkeypatch.setattr(cls, "INFER_BATCH", None)
     own = cls._infer_share
     monkeypatch.setattr(cls, "_infer_share", lambda self, *a: shares.append(a[-2:]) or own(self, *a))
     runs = []

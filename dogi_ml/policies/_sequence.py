@@ -41,8 +41,8 @@ from dogi_ml.sim.victims import ANY_SCHEME_VICTIMS
 from ._online import SampleRing, log_columns, ring_record
 
 PAPER_CAPACITY = 33_554_432  # 128 GiB in 4 KiB blocks: the paper's parameters scale from it
-#: rows per forward pass at inference: small batches keep the activations in cache (measured
-#: ~1.5x faster than 8192 for the GRU and the TCN on one core)
+#: rows per forward pass at inference (a policy's ``INFER_BATCH`` may differ): small batches
+#: keep the activations in cache (measured ~1.5x faster than 8192 for the GRU on one core)
 INFER_BATCH = 1024
 #: block writes per chunk at most: the chunk's windows stay in memory (192 MiB at 8 x 6)
 MAX_CHUNK = 1 << 20
@@ -259,12 +259,12 @@ def _pieces(n: int) -> list[tuple[int, int]]:
     return [(s, min(step, n - s)) for s in range(0, n, step)]
 
 
-def _share_row(n: int, share: int) -> int:
+def _share_row(n: int, share: int, batch: int) -> int:
     """The first row of share ``share`` when a piece of ``n`` rows is split by rows (a model
-    without per-LBA state), rounded to whole inference batches."""
+    without per-LBA state), rounded to whole inference batches of ``batch`` rows."""
     if share >= SHARES:
         return n
-    return min(n, round(n * share / SHARES / INFER_BATCH) * INFER_BATCH)
+    return min(n, round(n * share / SHARES / batch) * batch)
 
 
 class SequencePolicy(PlacementPolicy):
@@ -299,6 +299,7 @@ class SequencePolicy(PlacementPolicy):
     #: whose per-LBA states follow every write in order and whose kernel shares scratch
     SPLIT_INFERENCE = False
     OUTPUT_DTYPE = np.float32  # the model's output per write (the split's output buffer)
+    INFER_BATCH: int | None = None  # rows per forward pass (None: the module's INFER_BATCH)
 
     def __init__(self, n_groups: int, **params):
         accepted = {**self.COMMON, **self.DEFAULTS}
@@ -500,7 +501,8 @@ class SequencePolicy(PlacementPolicy):
         returns the states rebuilt. Here (a model without per-LBA state) share ``s`` starts at
         row ``s / SHARES`` of the piece, rounded to whole inference batches, so every batch holds
         the rows it holds without the split and gives the same outputs."""
-        a, b = _share_row(len(X), lo), _share_row(len(X), hi)
+        batch = self._infer_batch()
+        a, b = _share_row(len(X), lo, batch), _share_row(len(X), hi, batch)
         if b > a:
             out[a:b] = self._infer_chunk(X[a:b], row + a)
         return 0
@@ -521,9 +523,13 @@ class SequencePolicy(PlacementPolicy):
             self._windows_pool = ThreadPoolExecutor(1, thread_name_prefix=f"{self.name}-windows")
         return self._windows_pool
 
+    def _infer_batch(self) -> int:
+        return self.INFER_BATCH or INFER_BATCH
+
     def _infer_chunk(self, X: np.ndarray, row: int) -> np.ndarray:
         """The model's output for the windows ``X`` of block writes ``row ..`` (batched)."""
-        return np.concatenate([self._model_output(X[i : i + INFER_BATCH]) for i in range(0, len(X), INFER_BATCH)])
+        batch = self._infer_batch()
+        return np.concatenate([self._model_output(X[i : i + batch]) for i in range(0, len(X), batch)])
 
     def _model_output(self, X: np.ndarray) -> np.ndarray:
         return self.model.predict(X)
