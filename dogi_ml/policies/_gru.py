@@ -57,26 +57,50 @@ def fast_tanh(x):
     return x * p / q
 
 
+@nb.njit(cache=True, fastmath=True, inline="always", error_model="numpy")
+def _accumulate(g, w, v):
+    """``g += v @ w`` eight rows of ``w`` per pass over ``g``: the gate sums (96 for hidden 32)
+    are loaded and stored once per eight inputs instead of once per input, the round trips the
+    step waited on (305 -> 246 ns a step in cache). The eight products are summed pairwise."""
+    K = v.shape[0]
+    G = g.shape[0]
+    k = 0
+    while k + 8 <= K:
+        v0, v1, v2, v3, v4, v5, v6, v7 = v[k], v[k + 1], v[k + 2], v[k + 3], v[k + 4], v[k + 5], v[k + 6], v[k + 7]
+        w0, w1, w2, w3, w4, w5, w6, w7 = w[k], w[k + 1], w[k + 2], w[k + 3], w[k + 4], w[k + 5], w[k + 6], w[k + 7]
+        for j in range(G):
+            g[j] += ((w0[j] * v0 + w1[j] * v1) + (w2[j] * v2 + w3[j] * v3)) + (
+                (w4[j] * v4 + w5[j] * v5) + (w6[j] * v6 + w7[j] * v7)
+            )
+        k += 8
+    while k + 2 <= K:
+        v0, v1 = v[k], v[k + 1]
+        w0, w1 = w[k], w[k + 1]
+        for j in range(G):
+            g[j] += w0[j] * v0 + w1[j] * v1
+        k += 2
+    while k < K:
+        vk = v[k]
+        wk = w[k]
+        for j in range(G):
+            g[j] += wk[j] * vk
+        k += 1
+
+
 @nb.njit(cache=True, fastmath=True, error_model="numpy")
 def gru_step(h, x, wih_t, whh_t, bih, bhh, gi, gh):
     """PyTorch's GRU cell in place on ``h`` (gates r, z, n), with the weights transposed
     (``wih_t [inputs, 3H]``, ``whh_t [H, 3H]``: each input scales one contiguous row, so the
     accumulation vectorises) and sigmoid(v) = (1 + tanh(v/2)) / 2 by :func:`fast_tanh`.
-    ``fastmath`` reorders the sums: the last bits differ from torch's, the predictions match
-    (test); the same WAF and confusion on a 1.5M-write Zipf run, 1.7 -> 0.5 us per inferred block."""
+    The sums run in another order than torch's: the last bits differ, the predictions match
+    (tests against torch's GRU)."""
     H = h.shape[0]
     G = 3 * H
     for j in range(G):
         gi[j] = bih[j]
         gh[j] = bhh[j]
-    for k in range(x.shape[0]):
-        xk = x[k]
-        for j in range(G):
-            gi[j] += wih_t[k, j] * xk
-    for k in range(H):
-        hk = h[k]
-        for j in range(G):
-            gh[j] += whh_t[k, j] * hk
+    _accumulate(gi, wih_t, x)
+    _accumulate(gh, whh_t, h)
     for j in range(H):
         r = _HALF + _HALF * fast_tanh(_HALF * (gi[j] + gh[j]))
         z = _HALF + _HALF * fast_tanh(_HALF * (gi[H + j] + gh[H + j]))
