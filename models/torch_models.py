@@ -444,7 +444,7 @@ class _TCNNet(nn.Module):
                 out.add_(res)
             out.relu_()
             h = nxt
-        return self.head(h[-1]).clone()  # the scratch is reused by the next call
+        return self.head(h[-1])  # a new tensor: the scratch is reused by the next call
 
 
 @register_model

@@ -145,6 +145,29 @@ def test_phftl_cached_step_equals_the_torch_window_model(phftl_cached):
         np.testing.assert_allclose(states[0] / STATE_SCALE, full_h[0, H - 1 + i], atol=1e-3)
 
 
+@pytest.mark.parametrize("inputs, hidden", [(1, 4), (2, 32), (6, 32), (8, 8), (9, 32), (17, 5), (30, 32)])
+def test_gru_step_equals_torch_gru_cell(inputs, hidden):
+    """The Numba step (its gate sums eight inputs per pass, then pairs, then singles) against
+    torch's GRUCell at input and hidden widths on each side of those cuts, over 30 steps."""
+    import torch
+
+    from dogi_ml.policies._gru import gru_step
+
+    torch.manual_seed(inputs * 100 + hidden)
+    cell = torch.nn.GRUCell(inputs, hidden)
+    w = [t.detach().numpy().astype(np.float32) for t in (cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh)]
+    wih_t, whh_t = np.ascontiguousarray(w[0].T), np.ascontiguousarray(w[1].T)
+    x = torch.randn(30, inputs, generator=torch.Generator().manual_seed(1))
+    h = np.zeros(hidden, np.float32)
+    ht = torch.zeros(1, hidden)
+    gi, gh = np.empty(3 * hidden, np.float32), np.empty(3 * hidden, np.float32)
+    for t in range(30):
+        gru_step(h, x[t].numpy(), wih_t, whh_t, w[2], w[3], gi, gh)
+        with torch.no_grad():
+            ht = cell(x[t : t + 1], ht)
+        np.testing.assert_allclose(h, ht[0].numpy(), rtol=0, atol=2e-5)
+
+
 def test_phftl_cached_shares_equal_one_call(phftl_cached):
     """Two threads take disjoint LBA shares of the same windows (split inference): their calls,
     in either order, leave the same states, stamps and classes as one call, with repeated LBAs

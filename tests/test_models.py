@@ -151,6 +151,39 @@ def test_tcn_last_position_forward_equals_every_position(channels, kernel, T):
     assert torch.equal(a, net.forward_all(x))  # dropout active: the full forward
 
 
+def test_tcn_inference_on_two_threads_at_once():
+    """The last-position forward keeps its activations in per-thread scratch: two threads
+    inferring with one network at once, at different batch sizes, get what each gets alone,
+    and an output is not overwritten by the next call."""
+    import threading
+
+    import torch
+
+    model = make_model("tcn", 1, 6, seed=1, channels=[16, 16], kernel=3)
+    net = model.build().eval()
+    gen = torch.Generator().manual_seed(4)
+    inputs = [torch.randn(n, 8, 6, generator=gen) for n in (700, 300)]
+    with torch.no_grad():
+        alone = [net(x).clone() for x in inputs]
+        first = net(inputs[0])
+        net(inputs[1])
+        assert torch.equal(first, alone[0])
+    got = [[], []]
+
+    def infer(k):
+        with torch.no_grad():
+            for _ in range(40):
+                got[k].append(net(inputs[k]))
+
+    threads = [threading.Thread(target=infer, args=(k,)) for k in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k in (0, 1):
+        assert len(got[k]) == 40 and all(torch.equal(y, alone[k]) for y in got[k])
+
+
 def test_tcn_onnx_export_keeps_any_window_length(tmp_path):
     """The ONNX graph is traced from the full forward (the pruned one bakes the positions of one
     window length): exported at 4 writes, it gives the full forward's logits at 8."""
