@@ -336,10 +336,10 @@ class _TCNNet(nn.Module):
         self._plans: dict = {}  # window length -> _plan
 
     def forward(self, x):
-        """The head on the last position's features. In eval mode only the positions that output
-        depends on are computed (:meth:`forward_last`); training and ONNX export run every
-        position (:meth:`forward_all`)."""
-        if self.training or torch.onnx.is_in_onnx_export():  # an ONNX graph keeps any window length
+        """The head on the last position's features. In eval mode without autograd only the
+        positions that output depends on are computed (:meth:`forward_last`); training, gradients
+        and ONNX export run every position (:meth:`forward_all`)."""
+        if self.training or torch.is_grad_enabled() or torch.onnx.is_in_onnx_export():  # ONNX: any window length
             return self.forward_all(x)
         return self.forward_last(x)
 
@@ -417,7 +417,8 @@ class _TCNNet(nn.Module):
         3, dilations 1 and 2 over 8 writes: 30k of the 80k multiply-adds per window).
         Activations are position-major (``[position, n, channels]``), so a convolution is one
         matrix product per tap on a block of rows, mostly a slice: no gather of patches (which
-        took half the time), no concatenation; within float rounding (1e-6) of :meth:`forward_all`."""
+        took half the time), no concatenation; within float rounding (1e-6) of :meth:`forward_all`.
+        Inference only: it writes into scratch in place, which autograd cannot follow."""
         n, T, F = x.shape
         plan = self._plan(T)
         positions = plan[0][0]

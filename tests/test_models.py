@@ -144,6 +144,8 @@ def test_tcn_last_position_forward_equals_every_position(channels, kernel, T):
     with torch.no_grad():
         full = net.forward_all(x)
         np.testing.assert_allclose(net(x).numpy(), full.numpy(), rtol=1e-5, atol=1e-5)
+    y = net(x)  # eval mode with autograd on: the full forward, differentiable
+    assert y.requires_grad and torch.equal(y, net.forward_all(x))
     net.train()
     torch.manual_seed(0)
     a = net(x)
