@@ -313,6 +313,63 @@ def bench_export(ecfg) -> dict:
     return res
 
 
+def bench_tcn_inference(tcfg, cpus=None) -> dict:
+    """ML-DT's TCN (its default shape, 8-write windows of 6 features) at inference, per batch
+    size: ns per window on one thread, and ns of wall per window with two threads inferring
+    at once (what the split pipeline gets; the Python glue between torch's small products holds
+    the GIL, so small batches serialise). ``cpus``: the cores the two threads may use."""
+    import threading
+
+    import torch
+
+    from dogi_ml.models import make_model
+    from dogi_ml.policies.mldt import MLDT
+
+    n = int(tcfg.windows)
+    params = {**MLDT.COMMON, **MLDT.DEFAULTS}
+    history, features = int(params["history"]), len(params["features"])
+    net = make_model("tcn", 1, features, seed=0, **MLDT.MODEL_DEFAULTS).build().eval()
+    X = torch.randn(n, history, features, generator=torch.Generator().manual_seed(0))
+    threads_before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    pinned = os.sched_getaffinity(0) if cpus is not None else None
+
+    def infer(batch):
+        with torch.no_grad():
+            for i in range(0, n, batch):
+                net(X[i : i + batch])
+
+    res = {"windows": n, "one_thread_ns": {}, "two_threads_wall_ns": {}}
+    try:
+        for batch in (int(b) for b in tcfg.batches):
+            infer(batch)  # warm: plans and scratch buffers
+            t0 = time.perf_counter()
+            infer(batch)
+            res["one_thread_ns"][batch] = (time.perf_counter() - t0) / n * 1e9
+            if cpus is not None:
+                os.sched_setaffinity(0, cpus)
+            pair = [threading.Thread(target=infer, args=(batch,)) for _ in range(2)]
+            t0 = time.perf_counter()
+            for t in pair:
+                t.start()
+            for t in pair:
+                t.join()
+            res["two_threads_wall_ns"][batch] = (time.perf_counter() - t0) / (2 * n) * 1e9
+            if pinned is not None:
+                os.sched_setaffinity(0, pinned)
+    finally:
+        torch.set_num_threads(threads_before)
+        if pinned is not None:
+            os.sched_setaffinity(0, pinned)
+    table = Table(title=f"ML-DT's TCN at inference, ns per window ({n:,} windows of {history} x {features})")
+    for col in ("batch", "one thread", "two threads at once (wall)"):
+        table.add_column(col, justify="right")
+    for batch, one in res["one_thread_ns"].items():
+        table.add_row(f"{batch:,}", f"{one:,.0f}", f"{res['two_threads_wall_ns'][batch]:,.0f}")
+    console.print(table)
+    return res
+
+
 def minos_vs_sepbit(writes: np.ndarray, capacity: int, segment_blocks: int, op_ratio: float, repeats: int = 3) -> dict:
     """MINOS's and SepBIT's appends (user + GC writes) per CPU second on ``writes``, back to back
     in this process, best of ``repeats`` each, both with MINOS's victim rule (cost-benefit
@@ -452,6 +509,9 @@ def run_bench(cfg, out_dir: Path) -> dict:
     export_res = None
     if cfg.get("export") is not None and cfg.export.enabled:
         export_res = bench_export(cfg.export)
+    tcn_res = None
+    if cfg.get("tcn_inference") is not None and cfg.tcn_inference.enabled:
+        tcn_res = bench_tcn_inference(cfg.tcn_inference, cpus)
     result = {
         "config": {k: cfg[k] for k in ("capacity_blocks", "n_writes", "theta", "segment_blocks", "op_ratio", "seed")},
         "cpu": pin,
@@ -468,6 +528,8 @@ def run_bench(cfg, out_dir: Path) -> dict:
     }
     if minos_res is not None:
         result["minos"] = minos_res
+    if tcn_res is not None:
+        result["tcn_inference"] = tcn_res
     if export_res is not None:
         result["export"] = export_res
         result["targets"]["export_c_ns_per_block"] = float(cfg.export.target_ns_per_block)

@@ -182,3 +182,19 @@ def test_paper_scale_bench_runs_a_learned_policy(tmp_path):
             policy_cfg=cfg.policy,
             cache_dir=tmp_path,
         )
+
+
+def test_tcn_inference_bench_reports_each_batch_and_restores_torch_threads():
+    """``bench``'s ML-DT TCN section: ns per window for every configured batch, on one thread and
+    two at once; torch's thread count is put back afterwards."""
+    import torch
+    from omegaconf import OmegaConf
+
+    from dogi_ml.bench import bench_tcn_inference
+
+    before = torch.get_num_threads()
+    res = bench_tcn_inference(OmegaConf.create({"batches": [256, 1024], "windows": 2048}))
+    assert res["windows"] == 2048
+    assert sorted(res["one_thread_ns"]) == sorted(res["two_threads_wall_ns"]) == [256, 1024]
+    assert all(v > 0 for v in [*res["one_thread_ns"].values(), *res["two_threads_wall_ns"].values()])
+    assert torch.get_num_threads() == before
