@@ -294,6 +294,11 @@ class _Taps(NamedTuple):
     rows: list
 
 
+def _consecutive(rows: list) -> bool:
+    """Whether ``rows`` are ``r, r + 1, ...``: a slice reads them without a copy."""
+    return rows == list(range(rows[0], rows[0] + len(rows)))
+
+
 def _taps(want: list, have: list, offsets: list) -> _Taps:
     """For output positions ``want`` and tap offsets ``offsets``, which rows of the padded
     input (``have``'s positions shifted by one; 0 before the window) each tap reads."""
@@ -302,8 +307,7 @@ def _taps(want: list, have: list, offsets: list) -> _Taps:
     for o in offsets:
         r = [row.get(p - o, 0) for p in want]
         first.append(r[0])
-        consecutive = r == list(range(r[0], r[0] + len(r)))
-        rows.append(None if consecutive else torch.tensor(r, dtype=torch.long))
+        rows.append(None if _consecutive(r) else torch.tensor(r, dtype=torch.long))
     return _Taps(len(want), first, rows)
 
 
@@ -424,7 +428,7 @@ class _TCNNet(nn.Module):
         positions = plan[0][0]
         h = self._padded(x, 0, len(positions), F)
         window = x.transpose(0, 1)
-        if positions == list(range(positions[0], positions[-1] + 1)):
+        if _consecutive(positions):
             h[1:].copy_(window[positions[0] : positions[-1] + 1])
         else:
             h[1:].copy_(window[positions])

@@ -136,7 +136,7 @@ class MLDT(SequencePolicy):
     SPLIT_INFERENCE = True  # by rows: whole batches of windows on each thread
     #: the TCN's forward is a chain of small products whose Python overhead between them holds
     #: the GIL: with both threads inferring, batches of 4096 take 624 ns per window of wall,
-    #: batches of 1024 982 ns (benchmark in the README)
+    #: batches of 1024 982 ns (``python -m dogi_ml bench``, its tcn_inference section)
     INFER_BATCH = 4096
     MODEL_DEFAULTS = {
         "channels": [32, 32],
