@@ -326,6 +326,12 @@ def bench_tcn_inference(tcfg, cpus=None) -> dict:
     from dogi_ml.policies.mldt import MLDT
 
     n = int(tcfg.windows)
+    batches = [int(b) for b in tcfg.batches]
+    if n < 1 or not batches or min(batches) < 1:
+        raise ValueError(
+            f"bench tcn_inference: windows and every batch must be positive integers, got windows={n}, "
+            f"batches={batches}; e.g. tcn_inference.batches=[1024,4096] tcn_inference.windows=65536"
+        )
     params = {**MLDT.COMMON, **MLDT.DEFAULTS}
     history, features = int(params["history"]), len(params["features"])
     net = make_model("tcn", 1, features, seed=0, **MLDT.MODEL_DEFAULTS).build().eval()
@@ -341,7 +347,7 @@ def bench_tcn_inference(tcfg, cpus=None) -> dict:
 
     res = {"windows": n, "one_thread_ns": {}, "two_threads_wall_ns": {}}
     try:
-        for batch in (int(b) for b in tcfg.batches):
+        for batch in batches:
             infer(batch)  # warm: plans and scratch buffers
             t0 = time.perf_counter()
             infer(batch)

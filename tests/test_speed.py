@@ -186,7 +186,7 @@ def test_paper_scale_bench_runs_a_learned_policy(tmp_path):
 
 def test_tcn_inference_bench_reports_each_batch_and_restores_torch_threads():
     """``bench``'s ML-DT TCN section: ns per window for every configured batch, on one thread and
-    two at once; torch's thread count is put back afterwards."""
+    two at once; torch's thread count is put back afterwards; bad sizes get a clear error."""
     import torch
     from omegaconf import OmegaConf
 
@@ -198,3 +198,6 @@ def test_tcn_inference_bench_reports_each_batch_and_restores_torch_threads():
     assert sorted(res["one_thread_ns"]) == sorted(res["two_threads_wall_ns"]) == [256, 1024]
     assert all(v > 0 for v in [*res["one_thread_ns"].values(), *res["two_threads_wall_ns"].values()])
     assert torch.get_num_threads() == before
+    for bad in ({"batches": [0], "windows": 16}, {"batches": [], "windows": 16}, {"batches": [8], "windows": 0}):
+        with pytest.raises(ValueError, match="tcn_inference: windows and every batch must be positive"):
+            bench_tcn_inference(OmegaConf.create(bad))
