@@ -160,9 +160,12 @@ class SequenceStream:
         self.lbas = lbas
         self.n_rows = int(trace.block_writes.size)
         self.history = int(history)
-        F = len(names)
-        self.hist = np.zeros((int(capacity), self.history - 1, F), np.float32)
-        self.buffer = np.zeros((int(max_rows), self.history, F), np.float32)
+        self._allocate(int(capacity), int(max_rows), len(names))
+
+    def _allocate(self, capacity: int, max_rows: int, F: int) -> None:
+        """The per-LBA rows and the windows buffer (a subclass may keep them otherwise)."""
+        self.hist = np.zeros((capacity, self.history - 1, F), np.float32)
+        self.buffer = np.zeros((max_rows, self.history, F), np.float32)
 
     @property
     def position(self) -> int:
@@ -184,8 +187,13 @@ class SequenceStream:
         for c, values in self.overrides.items():
             rows_t[c] = values[lo : lo + raw.shape[0]]
         out = self.buffer[offset : offset + n]
-        _advance_windows(np.ascontiguousarray(self.lbas[lo : lo + n], dtype=np.int64), rows_t, self.hist, out)
+        self._advance(np.ascontiguousarray(self.lbas[lo : lo + n], dtype=np.int64), rows_t, out, offset)
         return out
+
+    def _advance(self, lbas: np.ndarray, rows_t: np.ndarray, out: np.ndarray, offset: int) -> None:
+        """Write the windows of ``lbas`` (their rows ``rows_t``, feature-major) to ``out`` and
+        append the rows to their LBAs' (``offset``: where ``out`` starts in the buffer)."""
+        _advance_windows(lbas, rows_t, self.hist, out)
 
 
 def sequence_scalars(**extra) -> np.dtype:
@@ -298,6 +306,10 @@ class SequencePolicy(PlacementPolicy):
     #: for a model without per-LBA state, by LBA for one with (PHFTL cached); not for Shiro,
     #: whose per-LBA states follow every write in order and whose kernel shares scratch
     SPLIT_INFERENCE = False
+    #: with split inference, the next chunk's windows are built during this chunk's loop; off
+    #: for a scheme whose per-LBA rows must stand at the chunk's end when it retrains (Shiro
+    #: builds its first states from them)
+    WINDOWS_AHEAD = True
     OUTPUT_DTYPE = np.float32  # the model's output per write (the split's output buffer)
     INFER_BATCH: int | None = None  # rows per forward pass (None: the module's INFER_BATCH)
 
@@ -349,15 +361,7 @@ class SequencePolicy(PlacementPolicy):
         self.prefill = ctx.prefill_blocks
         self.retrain_every = int(c["retrain_every"] or scaled(26_000_000, cap, 1000))
         self.max_chunk_blocks = min(self.retrain_every, MAX_CHUNK)  # retraining happens between chunks
-        self.stream = SequenceStream(
-            ctx.trace,
-            cap,
-            list(c["features"]),
-            int(c["history"]),
-            self.max_chunk_blocks,
-            log=self.LOG_INPUTS,
-            overrides=self._feature_overrides(ctx),
-        )
+        self.stream = self._make_stream(ctx)
         self.ring = SampleRing(cap, int(c["max_samples"]))
         self.ring_windows = np.zeros((int(c["max_samples"]), int(c["history"]), len(c["features"])), np.float32)
         self.window_s = 0.0
@@ -377,6 +381,19 @@ class SequencePolicy(PlacementPolicy):
         self._ahead = None
         st.copy_windows = int(not (self.SPLIT_INFERENCE and PIPELINE_ROWS))
         return self.state
+
+    def _make_stream(self, ctx: SimContext) -> SequenceStream:
+        """The windows of the trace's block writes (bound ``capacity`` and chunk size)."""
+        c = self.cfg
+        return SequenceStream(
+            ctx.trace,
+            self.capacity,
+            list(c["features"]),
+            int(c["history"]),
+            self.max_chunk_blocks,
+            log=self.LOG_INPUTS,
+            overrides=self._feature_overrides(ctx),
+        )
 
     def _bind_state(self, ctx: SimContext) -> tuple:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -413,7 +430,8 @@ class SequencePolicy(PlacementPolicy):
                 self.infer_blocks += n
         if not st.copy_windows:
             self._copy_samples(st, start, n_writes)
-            self._prepare_next(sim.next_chunk(start, n_writes))
+            if self.WINDOWS_AHEAD:
+                self._prepare_next(sim.next_chunk(start, n_writes))
 
     def _windows_and_inference(self, lo: int, a: int, n: int, futures: list | None) -> None:
         """Windows (the stream's per-LBA rows, in order) and inference (in order: a cached state
@@ -460,13 +478,22 @@ class SequencePolicy(PlacementPolicy):
         counted user write of the chunk (:func:`count_and_sample`); their windows go now to the
         ring slots it will give them, so the loop never reads the windows buffer and the second
         thread may fill it with the next chunk's meanwhile."""
-        every = int(st.sample_every)
-        k0 = max(0, self.prefill - start)  # the prefill's writes are not counted
-        ks = np.arange(k0 + (-(int(st.counted_writes) + 1)) % every, n_writes, every)  # sampled writes
+        ks = self._sampled_writes(st, start, n_writes)
         size = self.ring_windows.shape[0]
         slots = (int(self.state.ring.count[0]) + np.arange(len(ks))) % size
         # more samples than slots: the later ones take the slots, as in the loop
-        self.ring_windows[slots[-size:]] = self.stream.buffer[ks[-size:]]
+        self.ring_windows[slots[-size:]] = self._sampled_windows(ks)[-size:]
+
+    def _sampled_writes(self, st, start: int, n_writes: int) -> np.ndarray:
+        """The writes of the chunk (indices from its first) the loop will sample: every
+        ``sample_every``-th user write counted by :func:`count_and_sample`."""
+        every = int(st.sample_every)
+        k0 = max(0, self.prefill - start)  # the prefill's writes are not counted
+        return np.arange(k0 + (-(int(st.counted_writes) + 1)) % every, n_writes, every)
+
+    def _sampled_windows(self, ks: np.ndarray) -> np.ndarray:
+        """The windows of the chunk's sampled writes ``ks`` (:meth:`_sampled_writes`)."""
+        return self.stream.buffer[ks]
 
     def _prepare_next(self, nxt: tuple[int, int] | None) -> None:
         """Start the next chunk's windows on the second thread, in pieces, while the loop

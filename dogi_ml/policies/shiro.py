@@ -58,9 +58,10 @@ from dogi_ml.sim.state import P_SEG_BLOCKS
 from dogi_ml.traces.trace import OP_WRITE
 
 from . import register
-from ._gru import STATE_PREFETCH, gru_head_class, gru_step, torch_gru_weights
+from ._gru import STATE_PREFETCH, gru_head_class, gru_padding_states, gru_step, torch_gru_weights
 from ._online import RingArrays, ring_fill
-from ._sequence import MAX_CHUNK, SequencePolicy, cdf_knee, count_and_sample, sequence_scalars
+from ._shiro_rows import DigitRowStream, encode_digits
+from ._sequence import MAX_CHUNK, SHARES, SequencePolicy, cdf_knee, count_and_sample, sequence_scalars
 
 G_SHORT, G_LONG, G_UNSEEN, G_GC1 = 0, 1, 2, 3
 N_GC = 5
@@ -133,26 +134,6 @@ def paper_is_seq(trace) -> np.ndarray:
     return per_req[trace.block_write_request]
 
 
-@nb.njit(cache=True)
-def encode_digits(row, digits, out):
-    """``row`` (raw feature values) as input neurons: feature ``f`` as ``digits[f]`` hexadecimal
-    digits, most significant first, each / 15 (values clipped to ``[0, 16^k - 1]``); a feature
-    with 0 digits is one neuron holding its value (a flag)."""
-    k = 0
-    for f in range(digits.shape[0]):
-        nd = digits[f]
-        if nd == 0:
-            out[k] = row[f]
-            k += 1
-            continue
-        v = row[f]
-        top = (1 << (4 * nd)) - 1
-        iv = np.int64(0) if v <= 0 else (np.int64(top) if v >= top else np.int64(v))
-        for j in range(nd):
-            out[k + j] = ((iv >> (4 * (nd - 1 - j))) & 15) / 15.0
-        k += nd
-
-
 def encode_windows(X: np.ndarray, digits: np.ndarray) -> np.ndarray:
     """:func:`encode_digits` over windows ``[n, history, F]`` -> float32 ``[n, history, D]``."""
     X = np.asarray(X, np.float64)
@@ -174,23 +155,31 @@ def n_inputs(digits) -> int:
 
 
 @nb.njit(cache=True, nogil=True)
-def gru_infer(lbas, X, digits, h_all, wih_t, whh_t, bih, bhh, wo, bo, no_prev, out):
+def gru_infer(lbas, X, digits, h_all, wih_t, whh_t, bih, bhh, wo, bo, no_prev, out, share_lo=0, share_hi=1, shares=1):
     """One GRU step per write ``i`` (features ``X[i, -1]``) from its LBA's cached state, which
     it replaces; ``out[i]`` = 0 short / 1 long (argmax of the head), 2 (unseen) for a first write
-    (``latest_inv`` in column 0 at ``no_prev``)."""
+    (``latest_inv`` in column 0 at ``no_prev``). Only the writes whose LBA's share ``lba %
+    shares`` (a power of two) is in ``share_lo .. share_hi - 1`` are stepped (default: all), so
+    two threads can take disjoint shares: each LBA's writes stay in order on one thread."""
     H = h_all.shape[1]
     x = np.empty(wih_t.shape[0], np.float32)
     gi = np.empty(3 * H, np.float32)
     gh = np.empty(3 * H, np.float32)
     last = X.shape[1] - 1
     n = lbas.shape[0]
+    mask = shares - 1
     for i in range(n):
         if i + STATE_PREFETCH < n:
-            # the state (H floats, 128 bytes at 32) of a write ahead: a random row of a
-            # capacity-sized table
-            prefetch_span(h_all, lbas[i + STATE_PREFETCH] * H, H)
+            ahead = lbas[i + STATE_PREFETCH]
+            if share_lo <= (ahead & mask) < share_hi:
+                # the state (H floats, 128 bytes at 32) of a write ahead: a random row of a
+                # capacity-sized table
+                prefetch_span(h_all, ahead * H, H)
+        lba = lbas[i]
+        if not share_lo <= (lba & mask) < share_hi:
+            continue
         encode_digits(X[i, last], digits, x)
-        h = h_all[lbas[i]]
+        h = h_all[lba]
         gru_step(h, x, wih_t, whh_t, bih, bhh, gi, gh)
         out[i] = ql.PRED_UNSEEN if X[i, last, 0] >= no_prev else gru_head_class(h, wo, bo)
 
@@ -371,6 +360,9 @@ class Shiro(SequencePolicy):
     MODEL = "gru"
     MODEL_DEFAULTS = {"hidden": 32, "epochs": 30, "patience": 3, "batch_size": 256, "lr": 1e-3}
     LOG_INPUTS = False  # the digits take raw values
+    SPLIT_INFERENCE = True  # by LBA: each LBA's steps stay in order on one thread
+    WINDOWS_AHEAD = False  # the first model's states are built from the rows at the chunk's end
+    OUTPUT_DTYPE = np.int8
     DEFAULTS = {
         "features": SHIRO_FEATURES,
         "digits": [6, 3, 0, 4, 4, 4],  # hexadecimal digits per feature (0: a flag, one neuron)
@@ -534,6 +526,24 @@ class Shiro(SequencePolicy):
             **self._sampling_arrays(),
         )
 
+    def _make_stream(self, ctx: SimContext) -> DigitRowStream:
+        c = self.cfg
+        return DigitRowStream(
+            ctx.trace, self.capacity, list(c["features"]), int(c["history"]), self.max_chunk_blocks, self.digits,
+            int(c["sample_every"]), overrides=self._feature_overrides(ctx),
+        )  # fmt: skip
+
+    def before_chunk(self, sim, start: int, n_writes: int) -> None:
+        st = record(self.state.scalars)
+        ks = self._sampled_writes(st, start, n_writes)
+        self.stream.sample(ks[0] if len(ks) else 0, len(ks))  # their windows, as the rows stream
+        super().before_chunk(sim, start, n_writes)
+
+    def _sampled_windows(self, ks: np.ndarray) -> np.ndarray:
+        windows = self.stream.sampled_windows()
+        assert len(windows) == len(ks)
+        return windows
+
     # -- inference -------------------------------------------------------------------------
     def _clear_predictions(self, n: int) -> None:
         self.state.preds[:n] = ql.PRED_UNSEEN
@@ -542,11 +552,14 @@ class Shiro(SequencePolicy):
         self.state.preds[offset : offset + len(out)] = out
 
     def _infer_chunk(self, X: np.ndarray, row: int) -> np.ndarray:
-        lbas = np.ascontiguousarray(self.stream.lbas[row : row + len(X)], dtype=np.int64)
-        out = np.empty(len(X), np.int8)
-        w = self.weights
-        gru_infer(lbas, X, self.digits, self.h_all, *w, float(NO_PREVIOUS), out)
+        out = self._new_output(len(X))
+        self._infer_share(X, row, out, 0, SHARES)
         return out
+
+    def _infer_share(self, X: np.ndarray, row: int, out: np.ndarray, lo: int, hi: int) -> int:
+        lbas = np.ascontiguousarray(self.stream.lbas[row : row + len(X)], dtype=np.int64)
+        gru_infer(lbas, X, self.digits, self.h_all, *self.weights, float(NO_PREVIOUS), out, lo, hi, SHARES)
+        return 0
 
     # -- training --------------------------------------------------------------------------
     def _last_rows(self, data: dict) -> np.ndarray:
@@ -609,13 +622,23 @@ class Shiro(SequencePolicy):
             self._fit_epoch(X, y, entry)
         self._export_weights()
         if first:
-            self.h_all = np.zeros((self.capacity, int(c["model_params"]["hidden"])), np.float32)
-            gru_init_states(self.stream.hist, self.digits, self.h_all, *self.weights[:4])
+            self._init_states()
         secs = time.perf_counter() - t0
         self.train_s += secs
         self.window_train_s.append(secs)
         entry.update({"train_seconds": secs, "train_rows": int(len(y)), "short_fraction": float(np.mean(y == 0))})
         return True
+
+    def _init_states(self) -> None:
+        """Every LBA's state from its last ``history - 1`` rows (the first model's deployment),
+        the LBAs split in two halves between the threads."""
+        self.h_all = np.empty((self.capacity, int(self.cfg["model_params"]["hidden"])), np.float32)
+        w = self.weights[:4]
+        padding = gru_padding_states(int(self.cfg["history"]) - 1, w[0].shape[0], *w)
+        half = self.capacity // 2
+        other = self._window_thread().submit(self.stream.init_states, half, self.capacity, padding, self.h_all, *w)
+        self.stream.init_states(0, half, padding, self.h_all, *w)
+        other.result()
 
     def _fit_first(self, X, y, entry) -> None:
         """Train to convergence (early stopping on the latest 20%, at most ``epochs``)."""
