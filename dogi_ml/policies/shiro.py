@@ -28,7 +28,11 @@ Shiro's 10% sample; fewer on a small device, so that a window gives at least
 ``min_window_samples``), each with its LBA's window of the last ``history`` (20) writes, labelled short
 if rewritten within the threshold, long if rewritten later or still live past it. The first model
 trains to convergence (early stopping, at most ``model_params.epochs``); then one epoch per window
-on the samples whose label became known in it.
+on the samples whose label became known in it. With ``background_training`` (default) that epoch
+runs on a second thread while the next window is simulated, as a device would train beside its
+I/O path, and its model serves from the window after that: one window (5% of the capacity) later
+than when the simulation waits for it (``background_training: false``, one thread). Algorithm 1's
+threshold is applied at once either way.
 
 **GC relocation**: each valid block of a victim gets a GC level from ``agent``:
 ``qlearning`` (:mod:`dogi_ml.rl.qlearning`: Table I's state, epsilon-greedy with ``epsilon`` 1%,
@@ -50,7 +54,7 @@ import numba as nb
 import numpy as np
 
 from dogi_ml.features.extract import NO_PREVIOUS
-from dogi_ml.intrinsics import prefetch_span
+from dogi_ml.intrinsics import prefetch, prefetch_span
 from dogi_ml.rl import qlearning as ql
 from dogi_ml.rl.export import quantize_table
 from dogi_ml.sim.policy_api import SimContext, new_scalars, record
@@ -79,6 +83,7 @@ SCALARS = sequence_scalars(
     agent=np.int64,  # A_* mode
     int8=np.int64,  # 1: greedy on the integer table qint
     victim_valid=np.int64,  # valid blocks of the victim being collected (the agent's state)
+    victim_bin=np.int64,  # ... and their bin of the agent's state (ql.valid_bin)
     window_start=np.int64,  # logical time the current labelling window began
     n_life=np.int64,  # lifetimes sampled in the current window
 )
@@ -232,8 +237,8 @@ def shiro_gc(s, p, lba, victim, now):
     seg_type = s.seg_group[victim]  # groups are Table I's segment types
     mode = st.agent
     if mode == A_QLEARNING:
-        state = ql.encode_state(
-            now - s.lba_time[lba], st.victim_valid, s.prm[P_SEG_BLOCKS], seg_type, p.lba_pred[lba], p.prev[lba]
+        state = ql.encode_binned_state(
+            ql.lifetime_bin(now - s.lba_time[lba]), st.victim_bin, seg_type, p.lba_pred[lba], p.prev[lba]
         )
         if st.int8 != 0:
             a = ql.greedy_action(p.qint, state)
@@ -264,8 +269,18 @@ def shiro_reclaim(s, p, victim, now):
     st = p.scalars[0]
     valid = s.seg_valid[victim]
     st.victim_valid = valid
+    st.victim_bin = ql.valid_bin(valid, s.prm[P_SEG_BLOCKS])
     if st.agent == A_QLEARNING and st.int8 == 0:
         ql.on_gc(p.agent, s.prm[P_SEG_BLOCKS] - valid)
+
+
+@nb.njit(cache=True, inline="always")
+def shiro_prefetch(p, lba):
+    """The engine's cache hint for the per-LBA entries the placement functions touch (no effect
+    on results)."""
+    prefetch(p.lba_pred, lba)
+    prefetch(p.prev, lba)
+    prefetch(p.ring.pending, lba)
 
 
 # -- Algorithm 1 ---------------------------------------------------------------------------
@@ -356,6 +371,7 @@ class Shiro(SequencePolicy):
     place_user = shiro_user
     place_gc = shiro_gc
     on_reclaim = shiro_reclaim
+    prefetch_lba = shiro_prefetch
 
     MODEL = "gru"
     MODEL_DEFAULTS = {"hidden": 32, "epochs": 30, "patience": 3, "batch_size": 256, "lr": 1e-3}
@@ -384,6 +400,9 @@ class Shiro(SequencePolicy):
         "retrain_every": None,  # None = window x capacity
         "sample_every": None,  # None: 10 (Shiro's 10% sample), fewer if a window would give < min_window_samples
         "min_window_samples": 1000,
+        # a window's epoch trains on the second thread while the next window runs; its model
+        # serves from the window after (false: trained before the next window, one thread)
+        "background_training": True,
     }
 
     def __init__(self, n_groups=N_GROUPS, **params):
@@ -396,6 +415,10 @@ class Shiro(SequencePolicy):
             params = {**params, "sample_every": 10}  # checked here, sized to the window at bind
         super().__init__(n_groups, **params)
         c = self.cfg
+        if not isinstance(c["background_training"], (bool, np.bool_)):
+            raise ValueError(
+                f"policy shiro: background_training must be true or false, got {c['background_training']!r}"
+            )
         if int(c["min_window_samples"]) < 1:
             raise ValueError(f"policy shiro: min_window_samples must be >= 1, got {c['min_window_samples']}")
         if c["agent"] not in AGENTS:
@@ -479,6 +502,9 @@ class Shiro(SequencePolicy):
         self.h_all = None
         self.optimizer = None
         self.window_train_s: list[float] = []
+        self._training = None  # the background epoch running: (future, its history entry)
+        self._training_pool = None
+        self.background_train_s = 0.0
         self.window_cut = -1
         state = super().bind(ctx)
         assert self.max_chunk_blocks <= MAX_CHUNK
@@ -581,6 +607,7 @@ class Shiro(SequencePolicy):
     def _train(self, now: int, entry: dict) -> bool:
         c = self.cfg
         st = record(self.state.scalars)
+        self._join_training()  # the previous window's epoch: its model serves from the next chunk
         t0 = time.perf_counter()
         n_life = int(st.n_life)
         life = self.state.life[:n_life].copy()
@@ -614,20 +641,53 @@ class Shiro(SequencePolicy):
             self.window_train_s.append(time.perf_counter() - t0)
             return True
         idx = idx[-int(c["max_train"]) :]
-        X = encode_windows(self.ring_windows[data["slot"][idx]], self.digits)
+        windows = self.ring_windows[data["slot"][idx]]  # a copy: the ring's slots are reused meanwhile
         y = (data["inv"][idx] > thresh).astype(np.int64)
-        if first:
-            self._fit_first(X, y, entry)
+        entry.update({"train_rows": int(len(y)), "short_fraction": float(np.mean(y == 0))})
+        seed = int(c["seed"]) + len(self.history)
+        if first or not c["background_training"]:
+            X = encode_windows(windows, self.digits)
+            if first:
+                self._fit_first(X, y, entry)
+            else:
+                self._fit_epoch(X, y, entry, seed)
+            self._export_weights()
+            if first:
+                self._init_states()
         else:
-            self._fit_epoch(X, y, entry)
-        self._export_weights()
-        if first:
-            self._init_states()
+            job = self._training_thread().submit(self._epoch_job, windows, y, entry, seed)
+            self._training = (job, entry)
         secs = time.perf_counter() - t0
         self.train_s += secs
         self.window_train_s.append(secs)
-        entry.update({"train_seconds": secs, "train_rows": int(len(y)), "short_fraction": float(np.mean(y == 0))})
+        entry["train_seconds"] = secs
         return True
+
+    def _epoch_job(self, windows: np.ndarray, y: np.ndarray, entry: dict, seed: int) -> tuple:
+        """Background training (second thread): one epoch on a window's samples; returns the new
+        weights (deployed by :meth:`_join_training`) and the seconds it took."""
+        t0 = time.perf_counter()
+        self._fit_epoch(encode_windows(windows, self.digits), y, entry, seed)
+        entry["action"] = "one epoch (background: deployed at the next window's end)"
+        return torch_gru_weights(self.model.net), time.perf_counter() - t0
+
+    def _join_training(self) -> None:
+        """Wait for the background epoch, if any, and deploy its weights."""
+        if self._training is None:
+            return
+        job, entry = self._training
+        self._training = None
+        self.weights, secs = job.result()
+        self.train_s += secs
+        self.background_train_s += secs
+        entry["train_seconds"] = entry.get("train_seconds", 0.0) + secs
+
+    def _training_thread(self):
+        if self._training_pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._training_pool = ThreadPoolExecutor(1, thread_name_prefix="shiro-training")
+        return self._training_pool
 
     def _init_states(self) -> None:
         """Every LBA's state from its last ``history - 1`` rows (the first model's deployment),
@@ -656,7 +716,7 @@ class Shiro(SequencePolicy):
             entry["validation_accuracy"] = float(np.mean(model._proba(X[cut:]).argmax(axis=1) == y[cut:]))
         entry["action"] = "model trained to convergence"
 
-    def _fit_epoch(self, X, y, entry) -> None:
+    def _fit_epoch(self, X, y, entry, seed: int) -> None:
         """One epoch of Adam over this window's samples, from the current weights."""
         import torch
 
@@ -664,7 +724,7 @@ class Shiro(SequencePolicy):
         net = self.model.net
         if self.optimizer is None:
             self.optimizer = torch.optim.Adam(net.parameters(), lr=float(c["model_params"]["lr"]))
-        gen = torch.Generator().manual_seed(int(c["seed"]) + len(self.history))
+        gen = torch.Generator().manual_seed(seed)
         Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
         loss_fn = torch.nn.CrossEntropyLoss()
         bs = int(c["model_params"]["batch_size"])
@@ -685,6 +745,7 @@ class Shiro(SequencePolicy):
 
     def summary(self, state) -> dict:
         c = self.cfg
+        self._join_training()  # the last window's epoch (its model serves no write)
         conf = state.user_confusion
         out = {**classifier_metrics(conf), "hot_threshold": int(record(state.scalars).hot_threshold)}
         out["accuracy_over_time"] = [
@@ -709,6 +770,7 @@ class Shiro(SequencePolicy):
                 out["qtable_path"] = str(path)
         tw = [s for s in self.window_train_s]
         out["train_seconds_per_window"] = float(np.mean(tw)) if tw else None
+        out["background_train_seconds"] = self.background_train_s  # on the second thread, within train_seconds
         out["gru_step_ns_per_block"] = 1e9 * self.infer_s / self.infer_blocks if self.infer_blocks else None
         common = self.common_summary()
         common.pop("training_history", None)
