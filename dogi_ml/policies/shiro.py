@@ -588,9 +588,9 @@ class Shiro(SequencePolicy):
         return 0
 
     # -- training --------------------------------------------------------------------------
-    def _last_rows(self, data: dict) -> np.ndarray:
-        """Each sample's own write (its window's last step), log2(1 + x): the light model's input."""
-        rows = self.ring_windows[data["slot"], -1, :].astype(np.float64)
+    def _last_rows(self, data: dict, idx: np.ndarray) -> np.ndarray:
+        """Samples ``idx``'s own writes (their windows' last step), log2(1 + x): the light model's input."""
+        rows = self.ring_windows[data["slot"][idx], -1, :].astype(np.float64)
         rows[:, 0] = np.minimum(rows[:, 0], 16.0 * self.capacity)  # a first write's "no previous"
         return np.log2(1.0 + np.maximum(rows, 0.0))
 
@@ -599,7 +599,7 @@ class Shiro(SequencePolicy):
         keep = np.flatnonzero(data["time"] <= now - t)[-4 * int(self.cfg["lr_max_per_class"]) :]  # labels known
         if keep.size < 20:
             return 0.0
-        X = self._last_rows(data)[keep]
+        X = self._last_rows(data, keep)
         y = (data["inv"][keep] > t).astype(np.int64)
         return logistic_accuracy(X, y, seed=int(self.cfg["seed"]) + len(self.history), max_per_class=int(
             self.cfg["lr_max_per_class"]))  # fmt: skip
