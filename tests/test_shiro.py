@@ -328,6 +328,7 @@ def test_cached_state_step_equals_torch_window_forward(learned):
         ({"qtable": "/nonexistent/q.npy"}, "does not exist"),
         ({"digits": [1, 2]}, "digits needs one entry"),
         ({"window": 0}, "window is a share"),
+        ({"background_training": "yes"}, "background_training must be true or false"),
         ({"features": ["req_blocks", "latest_inv"], "digits": [2, 2]}, "must start with latest_inv"),
         ({"hot_threshold": -3}, "hot_threshold must be null"),
         ({"epsilon": 2.0}, "epsilon"),
@@ -371,3 +372,127 @@ def test_sequence_stream_uses_the_engines_compacted_lbas():
     assert np.array_equal(stream.lbas, writes) and stream.lbas.max() == 3 == cap - 1
     w = stream.next(6)
     assert w[2, -2, 0] == 2**40 and w[2, -1, 0] == 2  # LBA 900's window: its first write, then 2 later
+
+
+# -- the compact per-LBA rows (DigitRowStream) -------------------------------------------------
+
+
+def _random_gru(n_in, hidden=8, seed=0):
+    rng = np.random.default_rng(seed)
+    f = np.float32
+    return (rng.normal(0, 0.5, (n_in, 3 * hidden)).astype(f), rng.normal(0, 0.5, (hidden, 3 * hidden)).astype(f),
+            rng.normal(0, 0.1, 3 * hidden).astype(f), rng.normal(0, 0.1, 3 * hidden).astype(f))  # fmt: skip
+
+
+@pytest.mark.parametrize("history", [1, 4, 20])
+def test_digit_row_stream_equals_the_window_stream(trace, history):
+    """Shiro's compact rows against :class:`SequenceStream`'s float32 windows, on the same writes
+    in chunks of several sizes: each write's own row is the raw row; a sampled write's window is
+    the raw window with its earlier rows clipped as the digits clip them (the same inputs), also
+    where the LBA's ring has wrapped; the first states built from the rings equal
+    :func:`gru_init_states` over the float rows bit for bit. A feature of 7 digits holds values
+    above 2^24 (stored in 32 bits from their float32 value) and a 0-digit one a fractional value."""
+    from dogi_ml.policies._gru import gru_padding_states
+    from dogi_ml.policies._sequence import SequenceStream
+    from dogi_ml.policies._shiro_rows import KIND_FLOAT, KIND_I8, KIND_U16, KIND_U32, DigitRowStream
+
+    names = ["latest_inv", "req_blocks", "sequential", "chunk_writes", "rw_ratio_milli", "chunk_reads"]
+    digits = [6, 3, 0, 1, 7, 0]
+    n = trace.block_writes.size
+    rng = np.random.default_rng(1)
+    over = {
+        "sequential": rng.random(n).astype(np.float32),  # 0 digits, fractional: kept as float32
+        "rw_ratio_milli": rng.integers(0, 2**27, n).astype(np.float32),  # 7 digits, above 2^24
+        "chunk_reads": rng.integers(-3, 100, n).astype(np.int8),  # 0 digits, int8: kept in 8 bits
+    }
+    ref = SequenceStream(trace, CAP, names, history, 5000, log=False, overrides=over)
+    rows = DigitRowStream(trace, CAP, names, history, 5000, digits, 3, overrides=over)
+    assert rows.rings.kind.tolist() == [KIND_U32, KIND_U16, KIND_FLOAT, KIND_U16, KIND_U32, KIND_I8]
+    ring_bytes = sum(a.nbytes for a in rows.rings[3:7])
+    assert ring_bytes == CAP * (history - 1) * (4 + 2 + 4 + 2 + 4 + 1) and ring_bytes <= ref.hist.nbytes
+    d = np.asarray(digits)
+    top = np.array([float(16**k - 1) if k else np.inf for k in digits], np.float32)
+    done, checked, wrapped = 0, 0, 0
+    for m in (1, 7, 4096, 5000, 333, 5000):
+        m = min(m, n - done)
+        first = (done * 7 + 1) % 3  # a phase per chunk
+        ks = np.arange(first, m, 3)
+        rows.sample(first, len(ks))
+        own = rows.next(m)
+        win = ref.next(m)
+        assert own.shape == (m, 1, len(names)) and np.array_equal(own[:, 0], win[:, -1])
+        got = rows.sampled_windows()
+        assert len(got) == len(ks)
+        if len(ks):
+            want = win[ks]
+            assert np.array_equal(got[:, -1], want[:, -1])  # the write's own row: raw
+            clipped = np.where(d > 0, np.clip(np.floor(want[:, :-1]), 0, top), want[:, :-1])
+            assert np.array_equal(got[:, :-1], clipped)
+            assert np.array_equal(encode_windows(got, d), encode_windows(want, d))
+            checked += len(ks)
+            wrapped += int(np.sum(rows.count[ref.lbas[done : done + m][ks]] > history))
+        done += m
+    assert checked > 1000 and (history == 1 or wrapped > 50)
+    w = _random_gru(sum(max(1, k) for k in digits))
+    h_ref = np.empty((CAP, 8), np.float32)
+    gru_init_states(ref.hist, d, h_ref, *w)
+    h = np.full((CAP, 8), np.nan, np.float32)
+    padding = gru_padding_states(history - 1, w[0].shape[0], *w)
+    rows.init_states(0, CAP // 3, padding, h, *w)
+    rows.init_states(CAP // 3, CAP, padding, h, *w)
+    assert np.array_equal(h, h_ref)
+
+
+def test_gru_infer_split_by_lba_equals_one_call():
+    """Two disjoint LBA shares of one chunk (as the two threads take them) give the same classes
+    and states as one call over all its writes, repeated LBAs included."""
+    rng = np.random.default_rng(2)
+    digits = np.array([6, 3, 0, 4, 4, 4])
+    n, cap = 3000, 256
+    lbas = rng.integers(0, cap, n).astype(np.int64)
+    X = rng.integers(0, 70_000, (n, 1, 6)).astype(np.float32)
+    X[::7, 0, 0] = 2**40  # first writes: unseen
+    w = _random_gru(22)
+    rest = (rng.normal(0, 1, (2, 8)).astype(np.float32), rng.normal(0, 0.1, 2).astype(np.float32))
+    h1 = rng.normal(0, 0.3, (cap, 8)).astype(np.float32)
+    h2 = h1.copy()
+    out1 = np.full(n, -1, np.int8)
+    out2 = np.full(n, -1, np.int8)
+    gru_infer(lbas, X, digits, h1, *w, *rest, float(2**40), out1)
+    gru_infer(lbas, X, digits, h2, *w, *rest, float(2**40), out2, 0, 23, 64)
+    assert np.all(out2[(lbas & 63) >= 23] == -1)  # the other share's writes untouched
+    gru_infer(lbas, X, digits, h2, *w, *rest, float(2**40), out2, 23, 64, 64)
+    assert np.array_equal(out1, out2) and np.array_equal(h1, h2)
+    assert set(np.unique(out1)) == {0, 1, 2}
+
+
+def test_background_training_deploys_each_epoch_one_window_later(trace):
+    """With the threshold fixed and the agent's rule frozen, the training data of every window
+    comes from the trace alone; so the background run trains the same sequence of models as the
+    one-thread run and serves each one window later (the first, trained to convergence, at once)."""
+    deployed = {}
+
+    def run(background):
+        pol = make_policy("shiro", **{**FAST, "hot_threshold": 500, "agent": "hierarchical",
+                                      "background_training": background})  # fmt: skip
+        seen = deployed.setdefault(background, [])
+        before = pol.before_chunk
+
+        def spy(sim, start, n_writes):
+            before(sim, start, n_writes)
+            if pol.model is not None:
+                seen.append(tuple(np.asarray(x).tobytes() for x in pol.weights))
+
+        pol.before_chunk = spy
+        sim = Simulator(pol, SimConfig(**SIM), CAP, trace=trace)
+        return sim.run(trace.block_writes)
+
+    r_sync, r_bg = run(False), run(True)
+    sync, bg = deployed[False], deployed[True]
+    assert len(sync) == len(bg) > 8
+    models = list(dict.fromkeys(sync))  # distinct models in order of deployment
+    assert len(models) > 8
+    assert bg[0] == sync[0] and bg[1] == sync[0]  # the first model: at once; then one window late
+    assert bg[2:] == sync[1:-1]
+    assert r_bg["background_train_seconds"] > 0 and r_sync["background_train_seconds"] == 0
+    assert any("background" in h.get("action", "") for h in r_bg["training_history"])

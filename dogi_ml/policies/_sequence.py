@@ -18,12 +18,12 @@ the sampling ring (a sampled write's window is copied into it, so training never
 the trace), retraining between chunks, timing. Subclasses supply labels, the model's output
 mapping and their Numba placement functions.
 
-Two threads (PHFTL and ML-DT; Shiro keeps one, its states follow every write): the windows come
-from the trace alone, so the next chunk's are built on a second thread while the loop applies
-this one (the sampled windows are copied to the ring before the loop instead of by it), and a
-chunk's inference runs in pieces, each split between the threads (by rows of whole batches, or
-by LBA for per-LBA states). Every split keeps each batch's rows and each LBA's order: the
-predictions, and so the runs, are those of one thread.
+Two threads: the windows come from the trace alone, so the next chunk's are built on a second
+thread while the loop applies this one (PHFTL, ML-DT; the sampled windows are copied to the ring
+before the loop instead of by it), and a chunk's inference runs in pieces, each split between the
+threads (by rows of whole batches, or by LBA for per-LBA states: PHFTL cached, Shiro). Every split
+keeps each batch's rows and each LBA's order: the predictions, and so the runs, are those of one
+thread.
 """
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ class SequenceStream:
                 raise ValueError(f"override of feature {name!r}, which is not among {names}")
             if len(values) != trace.block_writes.size:
                 raise ValueError(f"override of {name!r} has {len(values)} rows, the trace {trace.block_writes.size}")
-            self.overrides[names.index(name)] = np.asarray(values, np.float32)
+            self.overrides[names.index(name)] = np.asarray(values)  # as given (int8 flags: 1 GB at 1e9 writes)
         self.names = list(names)
         self.columns = np.array([FEATURES.index(f) for f in names], np.int64)
         self.features = FeatureStream(trace, FeatureConfig(capacity_blocks=int(capacity)))
@@ -303,8 +303,7 @@ class SequencePolicy(PlacementPolicy):
     #: the stream log-transforms count-like features (False: raw values, e.g. Shiro's digits)
     LOG_INPUTS = True
     #: each piece's inference is split between the two threads (:meth:`_infer_share`): by rows
-    #: for a model without per-LBA state, by LBA for one with (PHFTL cached); not for Shiro,
-    #: whose per-LBA states follow every write in order and whose kernel shares scratch
+    #: for a model without per-LBA state, by LBA for one with (PHFTL cached, Shiro)
     SPLIT_INFERENCE = False
     #: with split inference, the next chunk's windows are built during this chunk's loop; off
     #: for a scheme whose per-LBA rows must stand at the chunk's end when it retrains (Shiro

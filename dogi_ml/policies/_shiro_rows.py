@@ -7,8 +7,9 @@ keeps ``history - 1`` float32 rows per LBA and writes a window for every write: 
 and ~330 ns a write at 128 GiB with Shiro's 20 x 6. Here each LBA's rows are a ring (only the new
 row is written), and a row's features are stored as the integers the digit inputs can tell apart:
 a feature of ``d`` hexadecimal digits is clipped to ``[0, 16^d - 1]`` by the encoding anyway, so
-it is kept clipped, in 16 bits up to 4 digits and 32 bits up to 8 (a flag, or more digits, stays
-float32). Shiro's 6 features take 16 bytes a row instead of 24 (10.2 GB at 128 GiB).
+it is kept clipped, in 16 bits up to 4 digits and 32 bits up to 8; a flag given per write as int8
+(Shiro's ``is_seq``) in 8 bits; any other feature stays float32. Shiro's 6 features take 13 bytes
+a row instead of 24 (8.3 GB at 128 GiB instead of 15.3).
 
 The windows read back are float32 again and encode to the same digits as the raw rows (clipping
 twice is clipping once; a stored integer above 2^24 is the float32 value it came from). Only the
@@ -18,6 +19,8 @@ Algorithm 1 read its unclipped values.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
 
@@ -26,17 +29,36 @@ from dogi_ml.intrinsics import prefetch, prefetch_span
 from ._gru import gru_step
 from ._sequence import SequenceStream
 
-KIND_FLOAT, KIND_U16, KIND_U32 = 0, 1, 2
+KIND_FLOAT, KIND_U16, KIND_U32, KIND_I8 = 0, 1, 2, 3
+KINDS = (KIND_FLOAT, KIND_U16, KIND_U32, KIND_I8)
 #: writes ahead whose per-LBA ring position and row are hinted into cache
 ROW_PREFETCH = 8
 
 
-def storage_kinds(digits) -> np.ndarray:
-    """Per feature: how its rows are stored (``KIND_*``) for ``digits[f]`` hexadecimal digits."""
+class RowRings(NamedTuple):
+    """Every LBA's last ``R`` rows (a ring: row ``k`` of an LBA in slot ``k % R``), each feature
+    in the array of its storage kind."""
+
+    kind: np.ndarray  # int64 per feature: KIND_*
+    index: np.ndarray  # int64 per feature: its column in its kind's array
+    top: np.ndarray  # float64 per feature: the digits' largest value (16^d - 1)
+    f32: np.ndarray  # float32 [capacity, R, features kept as they are]
+    u16: np.ndarray  # uint16 [capacity, R, features of 1..4 digits]
+    u32: np.ndarray  # uint32 [capacity, R, features of 5..8 digits]
+    i8: np.ndarray  # int8 [capacity, R, 0-digit features given as int8 (flags)]
+    count: np.ndarray  # int32 per LBA: rows it has had
+
+
+def storage_kinds(digits, int8_columns=()) -> np.ndarray:
+    """Per feature: how its rows are stored (``KIND_*``) for ``digits[f]`` hexadecimal digits;
+    ``int8_columns``: features whose values all fit int8 (a scheme's own flag column)."""
     kinds = []
-    for d in digits:
+    for f, d in enumerate(digits):
         d = int(d)
-        kinds.append(KIND_U16 if 1 <= d <= 4 else KIND_U32 if 5 <= d <= 8 else KIND_FLOAT)
+        if d == 0 and f in int8_columns:
+            kinds.append(KIND_I8)
+        else:
+            kinds.append(KIND_U16 if 1 <= d <= 4 else KIND_U32 if 5 <= d <= 8 else KIND_FLOAT)
     return np.asarray(kinds, np.int64)
 
 
@@ -61,35 +83,43 @@ def encode_digits(row, digits, out):
 
 
 @nb.njit(cache=True, inline="always")
-def _stored(h32, h16, hf, kind, index, lba, slot, f):
+def _stored(rings, lba, slot, f):
     """Feature ``f`` of the LBA's ring row ``slot``, as float32."""
-    k = kind[f]
+    k = rings.kind[f]
+    c = rings.index[f]
     if k == KIND_U16:
-        return np.float32(h16[lba, slot, index[f]])
+        return np.float32(rings.u16[lba, slot, c])
     if k == KIND_U32:
-        return np.float32(h32[lba, slot, index[f]])
-    return hf[lba, slot, index[f]]
+        return np.float32(rings.u32[lba, slot, c])
+    if k == KIND_I8:
+        return np.float32(rings.i8[lba, slot, c])
+    return rings.f32[lba, slot, c]
 
 
 @nb.njit(cache=True, inline="always")
-def _ring_row(h32, h16, hf, kind, index, lba, count, j, out):
-    """Row ``j`` (0 = oldest) of the LBA's last ``R`` rows into ``out`` (zeros before its first)."""
-    R = h32.shape[1]
-    src = count - R + j
-    if src < 0:
-        for f in range(out.shape[0]):
-            out[f] = 0.0
+def _store(rings, lba, slot, f, v):
+    """Keep row value ``v`` of feature ``f`` in the LBA's ring slot."""
+    k = rings.kind[f]
+    c = rings.index[f]
+    if k == KIND_FLOAT:
+        rings.f32[lba, slot, c] = v
+    elif k == KIND_I8:
+        rings.i8[lba, slot, c] = np.int8(v)
     else:
-        slot = src % R
-        for f in range(out.shape[0]):
-            out[f] = _stored(h32, h16, hf, kind, index, lba, slot, f)
+        # the digit encoding's clip (encode_digits): <= 0 -> 0, >= top -> top, else int(v)
+        top = rings.top[f]
+        iv = np.int64(0) if v <= 0 else (np.int64(top) if v >= top else np.int64(v))
+        if k == KIND_U16:
+            rings.u16[lba, slot, c] = np.uint16(iv)
+        else:
+            rings.u32[lba, slot, c] = np.uint32(iv)
 
 
 @nb.njit(cache=True, inline="always")
-def _gather_window(h32, h16, hf, kind, index, lba, count, out, w):
+def _gather_window(rings, lba, count, out, w):
     """The LBA's last ``R`` rows, oldest first, into ``out[w, :R]`` (zeros before its first)."""
-    R = h32.shape[1]
-    F = kind.shape[0]
+    R = rings.u16.shape[1]
+    F = rings.kind.shape[0]
     pad = R - count if count < R else 0
     for j in range(pad):
         for f in range(F):
@@ -97,24 +127,19 @@ def _gather_window(h32, h16, hf, kind, index, lba, count, out, w):
     for j in range(pad, R):
         slot = (count - R + j) % R
         for f in range(F):
-            k = kind[f]
-            if k == KIND_U16:
-                out[w, j, f] = np.float32(h16[lba, slot, index[f]])
-            elif k == KIND_U32:
-                out[w, j, f] = np.float32(h32[lba, slot, index[f]])
-            else:
-                out[w, j, f] = hf[lba, slot, index[f]]
+            out[w, j, f] = _stored(rings, lba, slot, f)
 
 
 @nb.njit(cache=True, nogil=True)
-def _advance_rows(lbas, rows_t, kind, index, top, h32, h16, hf, count, out, k0, first, every, samples):
+def _advance_rows(lbas, rows_t, rings, out, k0, first, every, samples):
     """Each write's own row to ``out[i, 0]``; then its row joins its LBA's ring. Writes ``k = k0 +
     i`` with ``k >= first`` and ``(k - first) % every == 0`` are sampled: their window (the LBA's
     last ``R`` rows, then this one) goes to ``samples[(k - first) // every]``. Returns the number
     of windows written."""
-    R = h32.shape[1]
+    R = rings.u16.shape[1]
     F = rows_t.shape[0]
     n = lbas.shape[0]
+    count = rings.count
     written = 0
     for i in range(n):
         if R > 0 and i + 2 * ROW_PREFETCH < n:
@@ -122,57 +147,52 @@ def _advance_rows(lbas, rows_t, kind, index, top, h32, h16, hf, count, out, k0, 
         if R > 0 and i + ROW_PREFETCH < n:
             ahead = lbas[i + ROW_PREFETCH]
             slot = count[ahead] % R
-            prefetch_span(h16, (ahead * R + slot) * h16.shape[2], h16.shape[2])
-            prefetch_span(h32, (ahead * R + slot) * h32.shape[2], h32.shape[2])
-            prefetch_span(hf, (ahead * R + slot) * hf.shape[2], hf.shape[2])
+            row = ahead * R + slot
+            prefetch_span(rings.u16, row * rings.u16.shape[2], rings.u16.shape[2])
+            prefetch_span(rings.u32, row * rings.u32.shape[2], rings.u32.shape[2])
+            prefetch_span(rings.f32, row * rings.f32.shape[2], rings.f32.shape[2])
+            prefetch_span(rings.i8, row * rings.i8.shape[2], rings.i8.shape[2])
         lba = lbas[i]
         for f in range(F):
             out[i, 0, f] = rows_t[f, i]
         c = count[lba]
         k = k0 + i
         if k >= first and (k - first) % every == 0:
-            _gather_window(h32, h16, hf, kind, index, lba, c, samples, (k - first) // every)
+            w = (k - first) // every
+            _gather_window(rings, lba, c, samples, w)
             for f in range(F):
-                samples[(k - first) // every, R, f] = rows_t[f, i]
+                samples[w, R, f] = rows_t[f, i]
             written += 1
         if R > 0:
             slot = c % R
             for f in range(F):
-                v = rows_t[f, i]
-                kf = kind[f]
-                if kf == KIND_FLOAT:
-                    hf[lba, slot, index[f]] = v
-                    continue
-                # the digit encoding's clip (encode_digits): <= 0 -> 0, >= top -> top, else int(v)
-                iv = np.int64(0) if v <= 0 else (np.int64(top[f]) if v >= top[f] else np.int64(v))
-                if kf == KIND_U16:
-                    h16[lba, slot, index[f]] = np.uint16(iv)
-                else:
-                    h32[lba, slot, index[f]] = np.uint32(iv)
+                _store(rings, lba, slot, f, rows_t[f, i])
         count[lba] = c + 1
     return written
 
 
 @nb.njit(cache=True, nogil=True)
-def gru_init_from_rows(lo, hi, h32, h16, hf, kind, index, count, digits, padding, h_all, wih_t, whh_t, bih, bhh):
+def gru_init_from_rows(lo, hi, rings, digits, padding, h_all, wih_t, whh_t, bih, bhh):
     """LBAs ``lo .. hi-1``: the state after the LBA's last ``R`` rows from zero (zero rows where
     it had fewer writes, as the training windows' padding: the state after ``k`` of them is
     ``padding[k]``, so they are not stepped through)."""
-    R = h32.shape[1]
+    R = rings.u16.shape[1]
     H = h_all.shape[1]
-    F = kind.shape[0]
+    F = rings.kind.shape[0]
     row = np.empty(F, np.float32)
     x = np.empty(wih_t.shape[0], np.float32)
     gi = np.empty(3 * H, np.float32)
     gh = np.empty(3 * H, np.float32)
     for lba in range(lo, hi):
-        c = count[lba]
+        c = rings.count[lba]
         pad = R - c if c < R else 0
         h = h_all[lba]
         for u in range(H):
             h[u] = padding[pad, u]
         for j in range(pad, R):
-            _ring_row(h32, h16, hf, kind, index, lba, c, j, row)
+            slot = (c - R + j) % R
+            for f in range(F):
+                row[f] = _stored(rings, lba, slot, f)
             encode_digits(row, digits, x)
             gru_step(h, x, wih_t, whh_t, bih, bhh, gi, gh)
 
@@ -186,29 +206,39 @@ class DigitRowStream(SequenceStream):
         self.digits = np.asarray([int(d) for d in digits], np.int64)
         if len(self.digits) != len(names):
             raise ValueError(f"digits has {len(self.digits)} entries for {len(names)} features")
-        self.kind = storage_kinds(self.digits)
-        self.top = np.asarray([float((1 << (4 * int(d))) - 1) for d in self.digits], np.float64)
-        self.index = np.zeros(len(names), np.int64)
-        for k in (KIND_FLOAT, KIND_U16, KIND_U32):
-            cols = np.flatnonzero(self.kind == k)
-            self.index[cols] = np.arange(len(cols))
         self.sample_every = int(sample_every)
         super().__init__(trace, capacity, names, history, max_rows, log=False, overrides=overrides)
         self.sample(0, 0)
 
     def _allocate(self, capacity: int, max_rows: int, F: int) -> None:
+        # a flag given per write as int8 (Shiro's is_seq) keeps 1 byte a row, not 4
+        small = [c for c, v in self.overrides.items() if v.dtype in (np.int8, np.bool_)]
+        kind = storage_kinds(self.digits, small)
+        index = np.zeros(F, np.int64)
+        for k in KINDS:
+            cols = np.flatnonzero(kind == k)
+            index[cols] = np.arange(len(cols))
+        top = np.asarray([float((1 << (4 * int(d))) - 1) for d in self.digits], np.float64)
         R = self.history - 1
-        width = {k: int(np.sum(self.kind == k)) for k in (KIND_FLOAT, KIND_U16, KIND_U32)}
-        self.hf = np.zeros((capacity, R, width[KIND_FLOAT]), np.float32)
-        self.h16 = np.zeros((capacity, R, width[KIND_U16]), np.uint16)
-        self.h32 = np.zeros((capacity, R, width[KIND_U32]), np.uint32)
-        self.count = np.zeros(capacity, np.int32)  # rows each LBA has had (its ring's next slot mod R)
+
+        def table(k, dtype):
+            return np.zeros((capacity, R, int(np.sum(kind == k))), dtype)
+
+        self.rings = RowRings(
+            kind, index, top, table(KIND_FLOAT, np.float32), table(KIND_U16, np.uint16),
+            table(KIND_U32, np.uint32), table(KIND_I8, np.int8), np.zeros(capacity, np.int32),
+        )  # fmt: skip
         self.buffer = np.zeros((max_rows, 1, F), np.float32)
         self.samples = np.zeros((max_rows // self.sample_every + 1, self.history, F), np.float32)
 
     @property
+    def count(self) -> np.ndarray:
+        """Rows each LBA has had (its ring's next slot is ``count % R``)."""
+        return self.rings.count
+
+    @property
     def nbytes(self) -> int:
-        return int(self.hf.nbytes + self.h16.nbytes + self.h32.nbytes + self.count.nbytes + self.samples.nbytes)
+        return int(sum(a.nbytes for a in self.rings[3:]) + self.samples.nbytes)
 
     def sample(self, first: int, n: int) -> None:
         """The chunk about to be streamed samples ``n`` writes, every ``sample_every``-th from its
@@ -220,9 +250,8 @@ class DigitRowStream(SequenceStream):
     def _advance(self, lbas: np.ndarray, rows_t: np.ndarray, out: np.ndarray, offset: int) -> None:
         first = self.sample_first if self.sample_count else np.iinfo(np.int64).max
         self.samples_written += _advance_rows(
-            lbas, rows_t, self.kind, self.index, self.top, self.h32, self.h16, self.hf, self.count, out,
-            offset, first, self.sample_every, self.samples,
-        )  # fmt: skip
+            lbas, rows_t, self.rings, out, offset, first, self.sample_every, self.samples
+        )
 
     def sampled_windows(self) -> np.ndarray:
         """The chunk's sampled windows (:meth:`sample`), zeros for writes past the trace's end."""
@@ -231,6 +260,4 @@ class DigitRowStream(SequenceStream):
 
     def init_states(self, lo, hi, padding, h_all, wih_t, whh_t, bih, bhh) -> None:
         """:func:`gru_init_from_rows` for LBAs ``lo .. hi-1``."""
-        gru_init_from_rows(
-            lo, hi, self.h32, self.h16, self.hf, self.kind, self.index, self.count, self.digits, padding, h_all, wih_t, whh_t, bih, bhh,
-        )  # fmt: skip
+        gru_init_from_rows(lo, hi, self.rings, self.digits, padding, h_all, wih_t, whh_t, bih, bhh)

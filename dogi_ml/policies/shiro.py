@@ -13,10 +13,13 @@ requests cover >= 128 KiB of consecutive data in order), ``chunk_write``, ``chun
 ``rw_rat``; each numeric input is split into hexadecimal digits, one input neuron per digit (value
 / 15; ``digits`` per feature, 0 = a flag fed as is). Each LBA keeps its hidden state: a prediction
 is one GRU step from the cached state (``O(1)`` per write), run in Numba per chunk
-(:func:`gru_infer`) with the weights trained in torch. When the first model is deployed every
-LBA's state is built from its last ``history - 1`` writes (exactly the training windows'
-prefix); later retrainings keep the cached states (as Shiro's device does: a state computed with
-older weights is carried on).
+(:func:`gru_infer`, the LBAs split between two threads) with the weights trained in torch. When
+the first model is deployed every LBA's state is built from its last ``history - 1`` writes
+(exactly the training windows' prefix); later retrainings keep the cached states (as Shiro's
+device does: a state computed with older weights is carried on). Those writes' rows are kept per
+LBA in a compact ring (:class:`._shiro_rows.DigitRowStream`: the integers the digits can tell
+apart, 13 bytes a row instead of 24), and whole windows are gathered only for the
+sampled writes.
 
 **Training** (Algorithm 1, :class:`ThresholdSearch`): one window = ``window`` (5%) of the capacity
 in user writes. At each window's end the lifetimes observed inside the window (rewrites of LBAs
@@ -64,8 +67,8 @@ from dogi_ml.traces.trace import OP_WRITE
 from . import register
 from ._gru import STATE_PREFETCH, gru_head_class, gru_padding_states, gru_step, torch_gru_weights
 from ._online import RingArrays, ring_fill
-from ._shiro_rows import DigitRowStream, encode_digits
 from ._sequence import MAX_CHUNK, SHARES, SequencePolicy, cdf_knee, count_and_sample, sequence_scalars
+from ._shiro_rows import DigitRowStream, encode_digits
 
 G_SHORT, G_LONG, G_UNSEEN, G_GC1 = 0, 1, 2, 3
 N_GC = 5
@@ -107,15 +110,18 @@ class ShiroState(NamedTuple):
 # -- features ------------------------------------------------------------------------------
 @nb.njit(cache=True)
 def _paper_is_seq(lba, nblocks, op, out):
-    """Per request: 1 if it is a write and, with it, the last ``SEQ_REQUESTS`` write requests
-    hold a run of >= ``SEQ_BLOCKS`` consecutive blocks written in order ending with it."""
+    """Per block write (``out``, in order): 1 if its request is a write that, with it, the last
+    ``SEQ_REQUESTS`` write requests hold a run of >= ``SEQ_BLOCKS`` consecutive blocks written in
+    order ending with it."""
     ends = np.full(SEQ_REQUESTS, -1, np.int64)
     runs = np.zeros(SEQ_REQUESTS, np.int64)
     k = 0
+    w = 0
     for i in range(lba.shape[0]):
         if op[i] != OP_WRITE:
             continue
-        start = lba[i]
+        start = np.int64(lba[i])
+        size = np.int64(nblocks[i])
         run = 0
         # the most recent of the last requests that ended where this one starts
         for j in range(1, SEQ_REQUESTS):
@@ -123,20 +129,24 @@ def _paper_is_seq(lba, nblocks, op, out):
             if ends[slot] == start:
                 run = runs[slot]
                 break
-        run += nblocks[i]
-        out[i] = 1 if run >= SEQ_BLOCKS else 0
+        run += size
+        flag = 1 if run >= SEQ_BLOCKS else 0
+        for b in range(size):
+            out[w + b] = flag
+        w += size
         slot = k % SEQ_REQUESTS
-        ends[slot] = start + nblocks[i]
+        ends[slot] = start + size
         runs[slot] = run
         k += 1
 
 
 def paper_is_seq(trace) -> np.ndarray:
     """Shiro's ``is_seq`` of every block write (int8): its request, together with the recent 32
-    write requests, covers >= 128 KiB of consecutive data in sequential order."""
-    per_req = np.zeros(trace.n_requests, np.int8)
-    _paper_is_seq(trace.lba, trace.nblocks.astype(np.int64), trace.op, per_req)
-    return per_req[trace.block_write_request]
+    write requests, covers >= 128 KiB of consecutive data in sequential order. Written per block
+    write in one pass (a paper-scale trace's request index per block write would take 8 GB)."""
+    out = np.zeros(trace.block_writes.size, np.int8)
+    _paper_is_seq(trace.lba, trace.nblocks, trace.op, out)
+    return out
 
 
 def encode_windows(X: np.ndarray, digits: np.ndarray) -> np.ndarray:
