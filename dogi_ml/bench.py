@@ -237,6 +237,8 @@ def bench_paper_scale(
         "inferred_ahead_used",
         "int8_blocks_by_runtime",
         "train_seconds",
+        "background_train_seconds",
+        "training_wait_seconds",
         "retrains",
         "base_ghost_waf",
         "base_ghost_seconds",
@@ -278,6 +280,12 @@ def print_paper_scale(ps: dict) -> None:
             + (
                 f", training {ps['train_seconds']:.0f} s over {ps.get('retrains', 0)} retrainings"
                 if "train_seconds" in ps
+                else ""
+            )
+            + (
+                f" ({ps['background_train_seconds']:.0f} s on the second thread, "
+                f"{ps.get('training_wait_seconds', 0):.0f} s waited for)"
+                if ps.get("background_train_seconds")
                 else ""
             )
         )

@@ -408,7 +408,7 @@ def test_digit_row_stream_equals_the_window_stream(trace, history):
     ref = SequenceStream(trace, CAP, names, history, 5000, log=False, overrides=over)
     rows = DigitRowStream(trace, CAP, names, history, 5000, digits, 3, overrides=over)
     assert rows.rings.kind.tolist() == [KIND_U32, KIND_U16, KIND_FLOAT, KIND_U16, KIND_U32, KIND_I8]
-    ring_bytes = sum(a.nbytes for a in rows.rings[3:7])
+    ring_bytes = sum(getattr(rows.rings, k).nbytes for k in ("f32", "u16", "u32", "i8"))
     assert ring_bytes == CAP * (history - 1) * (4 + 2 + 4 + 2 + 4 + 1) and ring_bytes <= ref.hist.nbytes
     d = np.asarray(digits)
     top = np.array([float(16**k - 1) if k else np.inf for k in digits], np.float32)
@@ -495,4 +495,5 @@ def test_background_training_deploys_each_epoch_one_window_later(trace):
     assert bg[0] == sync[0] and bg[1] == sync[0]  # the first model: at once; then one window late
     assert bg[2:] == sync[1:-1]
     assert r_bg["background_train_seconds"] > 0 and r_sync["background_train_seconds"] == 0
+    assert 0 <= r_bg["training_wait_seconds"] <= r_bg["background_train_seconds"]
     assert any("background" in h.get("action", "") for h in r_bg["training_history"])

@@ -37,11 +37,15 @@ ROW_PREFETCH = 8
 
 class RowRings(NamedTuple):
     """Every LBA's last ``R`` rows (a ring: row ``k`` of an LBA in slot ``k % R``), each feature
-    in the array of its storage kind."""
+    in the array of its storage kind; ``*_features[c]`` is the feature in column ``c`` of that
+    array (one loop per kind, no per-value dispatch)."""
 
     kind: np.ndarray  # int64 per feature: KIND_*
-    index: np.ndarray  # int64 per feature: its column in its kind's array
     top: np.ndarray  # float64 per feature: the digits' largest value (16^d - 1)
+    f32_features: np.ndarray
+    u16_features: np.ndarray
+    u32_features: np.ndarray
+    i8_features: np.ndarray
     f32: np.ndarray  # float32 [capacity, R, features kept as they are]
     u16: np.ndarray  # uint16 [capacity, R, features of 1..4 digits]
     u32: np.ndarray  # uint32 [capacity, R, features of 5..8 digits]
@@ -83,51 +87,63 @@ def encode_digits(row, digits, out):
 
 
 @nb.njit(cache=True, inline="always")
-def _stored(rings, lba, slot, f):
-    """Feature ``f`` of the LBA's ring row ``slot``, as float32."""
-    k = rings.kind[f]
-    c = rings.index[f]
-    if k == KIND_U16:
-        return np.float32(rings.u16[lba, slot, c])
-    if k == KIND_U32:
-        return np.float32(rings.u32[lba, slot, c])
-    if k == KIND_I8:
-        return np.float32(rings.i8[lba, slot, c])
-    return rings.f32[lba, slot, c]
+def _clip(v, top):
+    """The digit encoding's clip (:func:`encode_digits`): <= 0 -> 0, >= top -> top, else int(v)."""
+    return np.int64(0) if v <= 0 else (np.int64(top) if v >= top else np.int64(v))
 
 
 @nb.njit(cache=True, inline="always")
-def _store(rings, lba, slot, f, v):
-    """Keep row value ``v`` of feature ``f`` in the LBA's ring slot."""
-    k = rings.kind[f]
-    c = rings.index[f]
-    if k == KIND_FLOAT:
-        rings.f32[lba, slot, c] = v
-    elif k == KIND_I8:
-        rings.i8[lba, slot, c] = np.int8(v)
-    else:
-        # the digit encoding's clip (encode_digits): <= 0 -> 0, >= top -> top, else int(v)
-        top = rings.top[f]
-        iv = np.int64(0) if v <= 0 else (np.int64(top) if v >= top else np.int64(v))
-        if k == KIND_U16:
-            rings.u16[lba, slot, c] = np.uint16(iv)
-        else:
-            rings.u32[lba, slot, c] = np.uint32(iv)
+def _load_row(rings, lba, slot, out):
+    """The LBA's ring row ``slot`` into ``out`` (float32, one entry per feature)."""
+    for c in range(rings.u16_features.shape[0]):
+        out[rings.u16_features[c]] = np.float32(rings.u16[lba, slot, c])
+    for c in range(rings.u32_features.shape[0]):
+        out[rings.u32_features[c]] = np.float32(rings.u32[lba, slot, c])
+    for c in range(rings.i8_features.shape[0]):
+        out[rings.i8_features[c]] = np.float32(rings.i8[lba, slot, c])
+    for c in range(rings.f32_features.shape[0]):
+        out[rings.f32_features[c]] = rings.f32[lba, slot, c]
+
+
+@nb.njit(cache=True, inline="always")
+def _load_window_row(rings, lba, slot, out, w, j):
+    """:func:`_load_row` into ``out[w, j]`` (indexed in place: a view per row costs more than
+    the copy)."""
+    for c in range(rings.u16_features.shape[0]):
+        out[w, j, rings.u16_features[c]] = np.float32(rings.u16[lba, slot, c])
+    for c in range(rings.u32_features.shape[0]):
+        out[w, j, rings.u32_features[c]] = np.float32(rings.u32[lba, slot, c])
+    for c in range(rings.i8_features.shape[0]):
+        out[w, j, rings.i8_features[c]] = np.float32(rings.i8[lba, slot, c])
+    for c in range(rings.f32_features.shape[0]):
+        out[w, j, rings.f32_features[c]] = rings.f32[lba, slot, c]
+
+
+@nb.njit(cache=True, inline="always")
+def _store_row(rings, lba, slot, rows_t, i):
+    """Write ``i``'s row (``rows_t[:, i]``) into the LBA's ring slot, each feature in its kind."""
+    for c in range(rings.u16_features.shape[0]):
+        f = rings.u16_features[c]
+        rings.u16[lba, slot, c] = np.uint16(_clip(rows_t[f, i], rings.top[f]))
+    for c in range(rings.u32_features.shape[0]):
+        f = rings.u32_features[c]
+        rings.u32[lba, slot, c] = np.uint32(_clip(rows_t[f, i], rings.top[f]))
+    for c in range(rings.i8_features.shape[0]):
+        rings.i8[lba, slot, c] = np.int8(rows_t[rings.i8_features[c], i])
+    for c in range(rings.f32_features.shape[0]):
+        rings.f32[lba, slot, c] = rows_t[rings.f32_features[c], i]
 
 
 @nb.njit(cache=True, inline="always")
 def _gather_window(rings, lba, count, out, w):
     """The LBA's last ``R`` rows, oldest first, into ``out[w, :R]`` (zeros before its first)."""
     R = rings.u16.shape[1]
-    F = rings.kind.shape[0]
     pad = R - count if count < R else 0
     for j in range(pad):
-        for f in range(F):
+        for f in range(out.shape[2]):
             out[w, j, f] = 0.0
     for j in range(pad, R):
-        slot = (count - R + j) % R
-        for f in range(F):
-            out[w, j, f] = _stored(rings, lba, slot, f)
+        _load_window_row(rings, lba, (count - R + j) % R, out, w, j)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -164,9 +180,7 @@ def _advance_rows(lbas, rows_t, rings, out, k0, first, every, samples):
                 samples[w, R, f] = rows_t[f, i]
             written += 1
         if R > 0:
-            slot = c % R
-            for f in range(F):
-                _store(rings, lba, slot, f, rows_t[f, i])
+            _store_row(rings, lba, c % R, rows_t, i)
         count[lba] = c + 1
     return written
 
@@ -178,8 +192,7 @@ def gru_init_from_rows(lo, hi, rings, digits, padding, h_all, wih_t, whh_t, bih,
     ``padding[k]``, so they are not stepped through)."""
     R = rings.u16.shape[1]
     H = h_all.shape[1]
-    F = rings.kind.shape[0]
-    row = np.empty(F, np.float32)
+    row = np.empty(rings.kind.shape[0], np.float32)
     x = np.empty(wih_t.shape[0], np.float32)
     gi = np.empty(3 * H, np.float32)
     gh = np.empty(3 * H, np.float32)
@@ -190,9 +203,7 @@ def gru_init_from_rows(lo, hi, rings, digits, padding, h_all, wih_t, whh_t, bih,
         for u in range(H):
             h[u] = padding[pad, u]
         for j in range(pad, R):
-            slot = (c - R + j) % R
-            for f in range(F):
-                row[f] = _stored(rings, lba, slot, f)
+            _load_row(rings, lba, (c - R + j) % R, row)
             encode_digits(row, digits, x)
             gru_step(h, x, wih_t, whh_t, bih, bhh, gi, gh)
 
@@ -214,10 +225,6 @@ class DigitRowStream(SequenceStream):
         # a flag given per write as int8 (Shiro's is_seq) keeps 1 byte a row, not 4
         small = [c for c, v in self.overrides.items() if v.dtype in (np.int8, np.bool_)]
         kind = storage_kinds(self.digits, small)
-        index = np.zeros(F, np.int64)
-        for k in KINDS:
-            cols = np.flatnonzero(kind == k)
-            index[cols] = np.arange(len(cols))
         top = np.asarray([float((1 << (4 * int(d))) - 1) for d in self.digits], np.float64)
         R = self.history - 1
 
@@ -225,8 +232,9 @@ class DigitRowStream(SequenceStream):
             return np.zeros((capacity, R, int(np.sum(kind == k))), dtype)
 
         self.rings = RowRings(
-            kind, index, top, table(KIND_FLOAT, np.float32), table(KIND_U16, np.uint16),
-            table(KIND_U32, np.uint32), table(KIND_I8, np.int8), np.zeros(capacity, np.int32),
+            kind, top, *(np.flatnonzero(kind == k).astype(np.int64) for k in KINDS),
+            table(KIND_FLOAT, np.float32), table(KIND_U16, np.uint16), table(KIND_U32, np.uint32),
+            table(KIND_I8, np.int8), np.zeros(capacity, np.int32),
         )  # fmt: skip
         self.buffer = np.zeros((max_rows, 1, F), np.float32)
         self.samples = np.zeros((max_rows // self.sample_every + 1, self.history, F), np.float32)
@@ -238,7 +246,8 @@ class DigitRowStream(SequenceStream):
 
     @property
     def nbytes(self) -> int:
-        return int(sum(a.nbytes for a in self.rings[3:]) + self.samples.nbytes)
+        r = self.rings
+        return int(r.f32.nbytes + r.u16.nbytes + r.u32.nbytes + r.i8.nbytes + r.count.nbytes + self.samples.nbytes)
 
     def sample(self, first: int, n: int) -> None:
         """The chunk about to be streamed samples ``n`` writes, every ``sample_every``-th from its

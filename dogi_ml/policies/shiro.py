@@ -515,6 +515,7 @@ class Shiro(SequencePolicy):
         self._training = None  # the background epoch running: (future, its history entry)
         self._training_pool = None
         self.background_train_s = 0.0
+        self.training_wait_s = 0.0  # the simulation waiting for a background epoch to finish
         self.window_cut = -1
         state = super().bind(ctx)
         assert self.max_chunk_blocks <= MAX_CHUNK
@@ -687,7 +688,9 @@ class Shiro(SequencePolicy):
             return
         job, entry = self._training
         self._training = None
+        t0 = time.perf_counter()
         self.weights, secs = job.result()
+        self.training_wait_s += time.perf_counter() - t0
         self.train_s += secs
         self.background_train_s += secs
         entry["train_seconds"] = entry.get("train_seconds", 0.0) + secs
@@ -781,6 +784,7 @@ class Shiro(SequencePolicy):
         tw = [s for s in self.window_train_s]
         out["train_seconds_per_window"] = float(np.mean(tw)) if tw else None
         out["background_train_seconds"] = self.background_train_s  # on the second thread, within train_seconds
+        out["training_wait_seconds"] = self.training_wait_s  # ... of which the simulation waited for
         out["gru_step_ns_per_block"] = 1e9 * self.infer_s / self.infer_blocks if self.infer_blocks else None
         common = self.common_summary()
         common.pop("training_history", None)
