@@ -181,6 +181,21 @@ def brute_force_q(epochs, states, actions, invalid, horizon, alpha, seg):
 
 
 # -- state encoding --------------------------------------------------------------------------
+def test_lifetime_bin_equals_halving_one_bit_at_a_time():
+    """The binary-search lifetime bin against the plain definition (halve while >= 2, at most 24
+    times) on every value up to 5,000 and around every power of two up to 2^62."""
+
+    def naive(v):
+        b = 0
+        while v >= 2 and b < 24:
+            v >>= 1
+            b += 1
+        return b
+
+    values = [*range(-5, 5000), *(2**k + d for k in range(1, 63) for d in (-1, 0, 1)), 2**63 - 1]
+    assert [ql.lifetime_bin(v) for v in values] == [naive(v) for v in values]
+
+
 def test_state_encoding_bins():
     assert N_STATES == 25 * 25 * 8 * 3 * 6 == 90000
     lb = [ql.lifetime_bin(v) for v in (-5, 0, 1, 2, 3, 4, 7, 8, 1023, 1024, (1 << 24) - 1, 1 << 24, 1 << 40)]

@@ -467,6 +467,7 @@ class Shiro(SequencePolicy):
                 "params.save_qtable=PATH.npy by a learning run)"
             )
         self.digits = np.asarray([int(d) for d in c["digits"]], np.int64)
+        self._training_pool = None  # the background epochs' thread, started on first use
         self.window_from_share = c["retrain_every"] is None
 
     @staticmethod
@@ -513,7 +514,6 @@ class Shiro(SequencePolicy):
         self.optimizer = None
         self.window_train_s: list[float] = []
         self._training = None  # the background epoch running: (future, its history entry)
-        self._training_pool = None
         self.background_train_s = 0.0
         self.training_wait_s = 0.0  # the simulation waiting for a background epoch to finish
         self.window_cut = -1
