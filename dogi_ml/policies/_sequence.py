@@ -481,7 +481,7 @@ class SequencePolicy(PlacementPolicy):
         size = self.ring_windows.shape[0]
         slots = (int(self.state.ring.count[0]) + np.arange(len(ks))) % size
         # more samples than slots: the later ones take the slots, as in the loop
-        self.ring_windows[slots[-size:]] = self._sampled_windows(ks)[-size:]
+        self.ring_windows[slots[-size:]] = self._sampled_windows(ks, min(size, len(ks)))
 
     def _sampled_writes(self, st, start: int, n_writes: int) -> np.ndarray:
         """The writes of the chunk (indices from its first) the loop will sample: every
@@ -490,9 +490,10 @@ class SequencePolicy(PlacementPolicy):
         k0 = max(0, self.prefill - start)  # the prefill's writes are not counted
         return np.arange(k0 + (-(int(st.counted_writes) + 1)) % every, n_writes, every)
 
-    def _sampled_windows(self, ks: np.ndarray) -> np.ndarray:
-        """The windows of the chunk's sampled writes ``ks`` (:meth:`_sampled_writes`)."""
-        return self.stream.buffer[ks]
+    def _sampled_windows(self, ks: np.ndarray, keep: int) -> np.ndarray:
+        """The windows of the last ``keep`` of the chunk's sampled writes ``ks``
+        (:meth:`_sampled_writes`)."""
+        return self.stream.buffer[ks[len(ks) - keep :]]
 
     def _prepare_next(self, nxt: tuple[int, int] | None) -> None:
         """Start the next chunk's windows on the second thread, in pieces, while the loop

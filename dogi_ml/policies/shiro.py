@@ -576,10 +576,10 @@ class Shiro(SequencePolicy):
         self.stream.sample(ks[0] if len(ks) else 0, len(ks))  # their windows, as the rows stream
         super().before_chunk(sim, start, n_writes)
 
-    def _sampled_windows(self, ks: np.ndarray) -> np.ndarray:
-        windows = self.stream.sampled_windows()
+    def _sampled_windows(self, ks: np.ndarray, keep: int) -> np.ndarray:
+        windows = self.stream.sampled_windows()  # streamed with the rows (before_chunk set them)
         assert len(windows) == len(ks)
-        return windows
+        return windows[len(ks) - keep :]
 
     # -- inference -------------------------------------------------------------------------
     def _clear_predictions(self, n: int) -> None:
