@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from dogi_ml.policies import make_policy
-from dogi_ml.policies._gru import fast_tanh
+from dogi_ml.policies._gru import fast_tanh, gru_step
 from dogi_ml.policies._sequence import cdf_knee
 from dogi_ml.policies.shiro import (
     G_GC1,
@@ -25,8 +25,8 @@ from dogi_ml.policies.shiro import (
     encode_digits,
     encode_windows,
     gru_infer,
-    gru_init_states,
     logistic_accuracy,
+    n_inputs,
     paper_is_seq,
 )
 from dogi_ml.rl import qlearning as ql
@@ -47,6 +47,23 @@ FAST = dict(
     max_train=3000,
     model_params={"epochs": 8, "batch_size": 64, "patience": 3},
 )
+
+
+@nb.njit
+def gru_init_states(hist, digits, h_all, wih_t, whh_t, bih, bhh):
+    """The reference for the first states: every LBA's state after its previous ``history - 1``
+    writes as float32 rows (``hist``, zero rows where it had fewer: as the training windows'
+    padding), stepped from zero through every row (what Shiro did before its compact rows)."""
+    H = h_all.shape[1]
+    x = np.empty(wih_t.shape[0], np.float32)
+    gi = np.empty(3 * H, np.float32)
+    gh = np.empty(3 * H, np.float32)
+    for lba in range(hist.shape[0]):
+        h = h_all[lba]
+        h[:] = 0.0
+        for j in range(hist.shape[1]):
+            encode_digits(hist[lba, j], digits, x)
+            gru_step(h, x, wih_t, whh_t, bih, bhh, gi, gh)
 
 
 # -- Algorithm 1 -------------------------------------------------------------------------------
@@ -433,7 +450,7 @@ def test_digit_row_stream_equals_the_window_stream(trace, history):
             wrapped += int(np.sum(rows.count[ref.lbas[done : done + m][ks]] > history))
         done += m
     assert checked > 1000 and (history == 1 or wrapped > 50)
-    w = _random_gru(sum(max(1, k) for k in digits))
+    w = _random_gru(n_inputs(digits))
     h_ref = np.empty((CAP, 8), np.float32)
     gru_init_states(ref.hist, d, h_ref, *w)
     h = np.full((CAP, 8), np.nan, np.float32)
@@ -452,7 +469,7 @@ def test_gru_infer_split_by_lba_equals_one_call():
     lbas = rng.integers(0, cap, n).astype(np.int64)
     X = rng.integers(0, 70_000, (n, 1, 6)).astype(np.float32)
     X[::7, 0, 0] = 2**40  # first writes: unseen
-    w = _random_gru(22)
+    w = _random_gru(n_inputs(digits))
     rest = (rng.normal(0, 1, (2, 8)).astype(np.float32), rng.normal(0, 0.1, 2).astype(np.float32))
     h1 = rng.normal(0, 0.3, (cap, 8)).astype(np.float32)
     h2 = h1.copy()

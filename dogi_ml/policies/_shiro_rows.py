@@ -66,6 +66,12 @@ def storage_kinds(digits, int8_columns=()) -> np.ndarray:
     return np.asarray(kinds, np.int64)
 
 
+@nb.njit(cache=True, inline="always")
+def _clip(v, top):
+    """A feature's clip to its digits (:func:`encode_digits`; the rings store values clipped): <= 0 -> 0, >= top -> top, else int(v)."""
+    return np.int64(0) if v <= 0 else (np.int64(top) if v >= top else np.int64(v))
+
+
 @nb.njit(cache=True)
 def encode_digits(row, digits, out):
     """``row`` (raw feature values) as input neurons: feature ``f`` as ``digits[f]`` hexadecimal
@@ -78,37 +84,16 @@ def encode_digits(row, digits, out):
             out[k] = row[f]
             k += 1
             continue
-        v = row[f]
-        top = (1 << (4 * nd)) - 1
-        iv = np.int64(0) if v <= 0 else (np.int64(top) if v >= top else np.int64(v))
+        iv = _clip(row[f], (1 << (4 * nd)) - 1)
         for j in range(nd):
             out[k + j] = ((iv >> (4 * (nd - 1 - j))) & 15) / 15.0
         k += nd
 
 
 @nb.njit(cache=True, inline="always")
-def _clip(v, top):
-    """The digit encoding's clip (:func:`encode_digits`): <= 0 -> 0, >= top -> top, else int(v)."""
-    return np.int64(0) if v <= 0 else (np.int64(top) if v >= top else np.int64(v))
-
-
-@nb.njit(cache=True, inline="always")
-def _load_row(rings, lba, slot, out):
-    """The LBA's ring row ``slot`` into ``out`` (float32, one entry per feature)."""
-    for c in range(rings.u16_features.shape[0]):
-        out[rings.u16_features[c]] = np.float32(rings.u16[lba, slot, c])
-    for c in range(rings.u32_features.shape[0]):
-        out[rings.u32_features[c]] = np.float32(rings.u32[lba, slot, c])
-    for c in range(rings.i8_features.shape[0]):
-        out[rings.i8_features[c]] = np.float32(rings.i8[lba, slot, c])
-    for c in range(rings.f32_features.shape[0]):
-        out[rings.f32_features[c]] = rings.f32[lba, slot, c]
-
-
-@nb.njit(cache=True, inline="always")
-def _load_window_row(rings, lba, slot, out, w, j):
-    """:func:`_load_row` into ``out[w, j]`` (indexed in place: a view per row costs more than
-    the copy)."""
+def _load_row(rings, lba, slot, out, w, j):
+    """The LBA's ring row ``slot`` into ``out[w, j]`` (float32, one entry per feature; indexed in
+    place: a view per row costs more than the copy)."""
     for c in range(rings.u16_features.shape[0]):
         out[w, j, rings.u16_features[c]] = np.float32(rings.u16[lba, slot, c])
     for c in range(rings.u32_features.shape[0]):
@@ -143,7 +128,7 @@ def _gather_window(rings, lba, count, out, w):
         for f in range(out.shape[2]):
             out[w, j, f] = 0.0
     for j in range(pad, R):
-        _load_window_row(rings, lba, (count - R + j) % R, out, w, j)
+        _load_row(rings, lba, (count - R + j) % R, out, w, j)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -192,7 +177,8 @@ def gru_init_from_rows(lo, hi, rings, digits, padding, h_all, wih_t, whh_t, bih,
     ``padding[k]``, so they are not stepped through)."""
     R = rings.u16.shape[1]
     H = h_all.shape[1]
-    row = np.empty(rings.kind.shape[0], np.float32)
+    rows = np.empty((1, 1, rings.kind.shape[0]), np.float32)
+    row = rows[0, 0]
     x = np.empty(wih_t.shape[0], np.float32)
     gi = np.empty(3 * H, np.float32)
     gh = np.empty(3 * H, np.float32)
@@ -203,7 +189,7 @@ def gru_init_from_rows(lo, hi, rings, digits, padding, h_all, wih_t, whh_t, bih,
         for u in range(H):
             h[u] = padding[pad, u]
         for j in range(pad, R):
-            _load_row(rings, lba, (c - R + j) % R, row)
+            _load_row(rings, lba, (c - R + j) % R, rows, 0, 0)
             encode_digits(row, digits, x)
             gru_step(h, x, wih_t, whh_t, bih, bhh, gi, gh)
 

@@ -199,22 +199,6 @@ def gru_infer(lbas, X, digits, h_all, wih_t, whh_t, bih, bhh, wo, bo, no_prev, o
         out[i] = ql.PRED_UNSEEN if X[i, last, 0] >= no_prev else gru_head_class(h, wo, bo)
 
 
-@nb.njit(cache=True)
-def gru_init_states(hist, digits, h_all, wih_t, whh_t, bih, bhh):
-    """Every LBA's state after its previous ``history - 1`` writes (``hist``, zero rows where
-    it had fewer: as the training windows' padding), from zero."""
-    H = h_all.shape[1]
-    x = np.empty(wih_t.shape[0], np.float32)
-    gi = np.empty(3 * H, np.float32)
-    gh = np.empty(3 * H, np.float32)
-    for lba in range(hist.shape[0]):
-        h = h_all[lba]
-        h[:] = 0.0
-        for j in range(hist.shape[1]):
-            encode_digits(hist[lba, j], digits, x)
-            gru_step(h, x, wih_t, whh_t, bih, bhh, gi, gh)
-
-
 # -- the placement functions (Numba, inlined into the engine's loop) ------------------------
 @nb.njit(cache=True)
 def shiro_user(s, p, lba, now):
