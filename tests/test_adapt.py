@@ -132,6 +132,8 @@ def test_bad_parameters_are_explained():
         make_policy("adapt", None, base="papr")
     with pytest.raises(ValueError, match="gc_into_cold .* only with gc_aggregate: true"):
         make_policy("adapt", None, gc_into_cold=True)
+    with pytest.raises(ValueError, match="ghost_gc_groups .* ghost: false turns off"):
+        make_policy("adapt", None, ghost=False, ghost_gc_groups=True)
 
 
 def test_report_tables_and_reductions(tmp_path):
@@ -167,6 +169,18 @@ def test_report_tables_and_reductions(tmp_path):
     again = write_adapt([res("adapt", 1.5, 10)], tmp_path / "again", "fig11", reuse=summary)["ycsb_a light a=0.9"]
     assert set(again["greedy"]) == {"sepbit", "adapt", "sepgc"} and again["greedy"]["adapt"]["waf"] == 1.5
     assert again["greedy"]["sepbit"] == summary["ycsb_a light a=0.9"]["greedy"]["sepbit"]
+    # the extended ADAPT is ranked among the five baselines in a column of its own, without plain ADAPT
+    from dogi_ml.report_adapt import ADAPT_EXT
+
+    ext = write_adapt(results + [res(ADAPT_EXT, 2.5, 15)], tmp_path / "ext", "fig11")
+    md = (tmp_path / "ext.md").read_text()
+    assert f"| lowest | lowest of the six | lowest of the six (ADAPT = {ADAPT_EXT}) |" in md
+    assert md.count("| **2.000** | 2.500 | adapt | adapt | adapt[+gcagg+gccold+ghostgc] |") == 1
+    red_ext = reductions(ext, ADAPT_EXT)["ycsb_a light a=0.9"]["greedy"]
+    assert red_ext["vs"]["sepbit"]["waf"] == pytest.approx(-50 / 3) and red_ext["vs"]["adapt"]["waf"] == 25
+    assert json.loads((tmp_path / "ext.json").read_text())["reductions_ext"] == json.loads(
+        json.dumps(reductions(ext, ADAPT_EXT))
+    )
     # --reuse reads the earlier PREFIX.json's summary; another file is refused with what to pass
     from dogi_ml.report_adapt import _earlier_summary
 

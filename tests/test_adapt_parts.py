@@ -152,15 +152,22 @@ def test_cascade_bytes_and_bad_parameters():
 class RefUserLog:
     """A real two-group user log (plain Python): hot = group 0, cold = group 1. GC moves the
     valid blocks of a victim out of the user groups (to GC groups, not modelled: a later user
-    write of such an LBA invalidates nothing here) and counts them."""
+    write of such an LBA invalidates nothing here) and counts them. With ``gc_groups`` the GC
+    groups are modelled: GC copies a victim's valid blocks into groups 2..5 (from hot -> 2, else
+    by age against 4 l and 16 l, l the mean lifespan of the last 16 reclaimed hot segments)."""
 
-    def __init__(self, threshold, n_seg, seg, gp_ppm, chunk=0, timeout=0):
+    def __init__(self, threshold, n_seg, seg, gp_ppm, chunk=0, timeout=0, gc_groups=False):
         self.threshold, self.seg, self.gp_ppm = threshold, seg, gp_ppm
         self.chunk, self.timeout = chunk, timeout
+        self.gc_groups = gc_groups
+        self.group, self.born = {}, {}  # segment -> its group, the time it was opened
+        self.lifespans = []  # of the reclaimed hot segments, in this window of 16
+        self.l16 = None  # the last full window's sum (16 l)
+        self.no_space = 0
         self.free = list(range(n_seg - 1, -1, -1))  # pop() takes the last: segment 0 first
         self.blocks = {}  # segment -> list of LBAs (None = invalid or padding)
         self.sealed = set()
-        self.open = [None, None]
+        self.open = [None] * 6
         self.where = {}  # LBA -> (segment, offset) of its copy in the user groups
         self.last = {}  # LBA -> time of its last user write
         self.fill = [0, 0]
@@ -171,27 +178,55 @@ class RefUserLog:
     def _garbage(self):
         return sum(b is None for s in self.blocks.values() for b in s)
 
-    def _room(self, grp):
+    def _room(self, grp, may_collect=True):
         seg = self.open[grp]
         if seg is None or len(self.blocks[seg]) == self.seg:
             if seg is not None:
                 self.sealed.add(seg)
-            if not self.free:
+                self.open[grp] = None
+            if not self.free and may_collect:
                 self._collect()
+            if not self.free:
+                return None
             seg = self.free.pop()
             self.open[grp] = seg
             self.blocks[seg] = []
+            self.group[seg], self.born[seg] = grp, self.t
         return seg
+
+    def _gc_group(self, victim_group, lba):
+        if victim_group == 0:
+            return 2
+        if self.l16 is None:
+            return 3
+        age = self.t - self.last[lba]
+        return 3 if age < 4 * self.l16 / 16 else 4 if age < self.l16 else 5
 
     def _collect(self):
         victim = min(self.sealed, key=lambda s: (sum(b is not None for b in self.blocks[s]), s), default=None)
         if victim is None:
             return False
-        for lba in self.blocks.pop(victim):
-            if lba is not None:
-                self.moved += 1
-                del self.where[lba]
+        blocks = self.blocks[victim]
+        if self.gc_groups and all(b is not None for b in blocks):
+            return False  # copying a segment without garbage frees nothing
         self.sealed.remove(victim)
+        del self.blocks[victim]
+        if self.gc_groups and self.group[victim] == 0:
+            self.lifespans.append(self.t - self.born[victim])
+            if len(self.lifespans) == 16:
+                self.l16, self.lifespans = sum(self.lifespans), []
+        for lba in blocks:
+            if lba is None:
+                continue
+            self.moved += 1
+            del self.where[lba]
+            if self.gc_groups:
+                seg = self._room(self._gc_group(self.group[victim], lba), may_collect=False)
+                if seg is None:
+                    self.no_space += 1
+                    continue
+                self.where[lba] = (seg, len(self.blocks[seg]))
+                self.blocks[seg].append(lba)
         self.free.append(victim)
         return True
 
@@ -237,6 +272,40 @@ def _frozen_ghosts(thresholds, **kw):
     g = new_ghost_sets(CAP, SEG, rate=1.0, n_sets=len(thresholds), adjust_fraction=1e9, steady_window=1 << 60, **kw)
     g.thr[:] = thresholds
     return g
+
+
+@pytest.mark.parametrize("timed", [False, True], ids=["no_padding", "padding"])
+def test_ghost_with_gc_groups_at_rate_one_equals_a_real_six_group_log(timed):
+    """``gc_groups``: each ghost is the whole system (GC copies into four GC groups by age against
+    the ghost's own hot-segment lifespan), block for block against the plain-Python log."""
+    writes = _zipf(4 * CAP)
+    times = np.cumsum(np.random.default_rng(3).exponential(30.0, writes.size)).astype(np.int64) if timed else None
+    thresholds = [1, 4, 16, 64]
+    chunk, timeout = (16, 100) if timed else (0, 0)
+    g = _frozen_ghosts(thresholds, chunk_blocks=chunk, chunk_timeout_us=timeout, gc_groups=True)
+    st = record(g.scalars)
+    refs = [RefUserLog(t * SEG, st.n_seg, SEG, st.gp_ppm, chunk, timeout, gc_groups=True) for t in thresholds]
+    for now, lba in enumerate(writes):
+        t_us = int(times[now]) if timed else -1
+        assert ghost_on_user_write(g, int(lba), now, t_us) == -1
+        for ref in refs:
+            ref.write(int(lba), t_us)
+    assert st.no_space == 0 and all(ref.no_space == 0 for ref in refs)
+    for i, ref in enumerate(refs):
+        assert (int(g.written[i]), int(g.discarded[i]), int(g.padding[i])) == (ref.user, ref.moved, ref.padding)
+        assert ghost_wa(g, i) == pytest.approx(ref.wa(), abs=0)
+        assert g.life_window[i] == ref.l16 > 0  # the hot segments' lifespans were measured
+        # every LBA is in exactly one place, and the GC groups hold blocks
+        live = np.flatnonzero(g.loc[i] >= 0)
+        assert live.size == len(ref.where) == len(set(writes.tolist()))
+        groups = g.seg_group[i, g.loc[i, live] // st.ghost_seg]
+        assert sorted(set(groups.tolist())) == sorted({ref.group[seg] for seg, _ in ref.where.values()})
+        assert (groups >= 2).any()
+    # copying GC-group victims again costs more than discarding a user victim's blocks once
+    plain = _frozen_ghosts(thresholds, chunk_blocks=chunk, chunk_timeout_us=timeout)
+    for now, lba in enumerate(writes):
+        ghost_on_user_write(plain, int(lba), now, int(times[now]) if timed else -1)
+    assert all(ghost_wa(g, i) > ghost_wa(plain, i) for i in range(len(thresholds)))
 
 
 @pytest.mark.parametrize("timed", [False, True], ids=["no_padding", "padding"])

@@ -57,6 +57,16 @@ def test_every_policy_config_instantiates(policy):
         assert p.n_groups == cfg.policy.n_groups
 
 
+@pytest.mark.parametrize("scheme", available("adapt_scheme"))
+def test_every_adapt_scheme_instantiates(scheme):
+    """The ADAPT presets' schemes (conf/adapt_scheme), merged over the preset's policy."""
+    cfg = compose_cfg("simulate", ["+workload=zipf", "+experiment=adapt_fig11", f"+adapt_scheme={scheme}"])
+    p = make_policy(cfg.policy.name, cfg.policy.n_groups, **OmegaConf.to_container(cfg.policy.params))
+    assert p.name == cfg.policy.name and p.n_groups == cfg.policy.n_groups
+    if scheme == "adapt_ext":
+        assert p.label() == "adapt[+gcagg+gccold+ghostgc]" and p.min_ghost_segment == 8
+
+
 def test_every_registered_policy_has_a_config():
     assert set(policy_names()) <= set(available("policy"))
 

@@ -28,6 +28,15 @@ ghost_seg``, collect the sealed segment with the fewest valid blocks (lowest ind
 the user groups for the GC groups). Freed segments go on top of a free stack (popped first;
 initially segment 0 is on top).
 
+GC groups (``gc_groups``, beyond §3.2): a ghost that discards the valid blocks of its user
+victims charges a threshold only for the first move of each block, so it prefers thresholds that
+leave cold victims nearly full of valid blocks (cheap to discard once, dear to copy again later).
+With ``gc_groups`` each ghost is the whole six-group system instead: GC copies a victim's valid
+blocks into four ghost GC groups by ADAPT's (SepBIT's) classes -- from the hot group -> 2, else by
+age against ``4 l`` -> 3, ``16 l`` -> 4, older -> 5, ``l`` the mean lifespan of the ghost's last
+16 reclaimed hot segments (before any: 3) -- victims are chosen among all its sealed segments, and
+every copy counts in its WA. GC-group chunks are not padded in the ghosts.
+
 Chunk padding (the engine's chunk layer, scaled): with ``chunk_blocks > 0``, a timeout and times
 (``time_us >= 0``), each ghost group fills chunks of ``chunk_blocks``; a partial chunk whose oldest
 block arrived more than ``chunk_timeout_us / a`` µs before a later sampled write (the sampled
@@ -67,6 +76,8 @@ from dogi_ml.sim.policy_api import new_scalars, record, scalar_fields
 R_BITS = 24
 R_MOD = 1 << R_BITS  # sampling resolution: r = rate_num / 2^24
 HOT, COLD = 0, 1
+N_GROUPS = 6  # hot, cold, and (with gc_groups) GC groups 2..5 as ADAPT's: from hot, < 4l, < 16l, older
+LIFESPAN_WINDOW = 16  # reclaimed hot segments per lifespan average (SepBIT's NC_WINDOW)
 MIN_MEASURED = 256  # sampled writes before the measured sampling rate replaces r
 
 SCALARS = scalar_fields(
@@ -103,6 +114,7 @@ SCALARS = scalar_fields(
     prev_reclaimed=np.int64,  # its reclaimed segments at that checkpoint
     steady_adjusts=np.int64,  # adjustments triggered by steadiness (the rest by volume)
     max_thr=np.int64,  # the window's ceiling (ghost segments)
+    gc_groups=np.int64,  # 1: ghost GC copies valid blocks into four ghost GC groups (SepBIT's classes)
 )
 
 
@@ -118,7 +130,13 @@ class GhostSets(NamedTuple):
     seg_sealed: np.ndarray  # int8[M, n_seg]: 1 sealed (a GC candidate)
     free_stack: np.ndarray  # int32[M, n_seg]
     n_free: np.ndarray  # int64[M]
-    open_seg: np.ndarray  # int32[M, 2]: open segment of hot / cold, -1 none
+    open_seg: np.ndarray  # int32[M, 2 or N_GROUPS]: open segment of each group, -1 none
+    # with gc_groups only (else empty):
+    seg_group: np.ndarray  # int8[M, n_seg]: group of the segment's blocks
+    seg_born: np.ndarray  # int64[M, n_seg]: sampled time the segment was opened
+    life_sum: np.ndarray  # int64[M]: lifespans (sampled writes) of the hot segments reclaimed in this window
+    life_n: np.ndarray  # int64[M]: ... how many
+    life_window: np.ndarray  # int64[M]: the last full window's sum (16 l), -1 none yet
     invalid: np.ndarray  # int64[M]: invalid blocks in used segments (padding included)
     written: np.ndarray  # int64[M]: user blocks written since the last adjustment
     discarded: np.ndarray  # int64[M]: valid blocks discarded by ghost GC since then
@@ -154,6 +172,7 @@ def new_ghost_sets(
     aggregate: bool = False,
     actual_rate: bool = True,
     authentic: bool = False,
+    gc_groups: bool = False,
 ) -> GhostSets:
     """Ghost sets for a log of ``capacity`` logical blocks in segments of ``segment_blocks``.
 
@@ -171,7 +190,9 @@ def new_ghost_sets(
     sampled intervals and the chunk timeout by the measured sampling rate (sampled writes / user
     writes, §3.2's "actual sampling rate") instead of ``r``: sampling picks LBAs, so under skew the
     sampled share of *writes* differs from ``r`` (zipf 0.9: 0.099 at r = 0.0625); ``authentic``: an
-    adjustment by volume waits until the best ghost has reclaimed a segment since the last one."""
+    adjustment by volume waits until the best ghost has reclaimed a segment since the last one;
+    ``gc_groups``: each ghost copies its GC victims' valid blocks into four GC groups (the whole
+    system, see the module docstring) instead of discarding them."""
     if not 0.0 < float(rate) <= 1.0:
         raise ValueError(f"ghost sets: rate must be in (0, 1], got {rate}")
     rate_num = max(1, round(float(rate) * R_MOD))
@@ -199,9 +220,13 @@ def new_ghost_sets(
     max_tracked = min(int(capacity), int(expected + 6 * math.sqrt(expected) + 16))
     t_size = 1 << max(4, math.ceil(math.log2(2 * max_tracked)))
     # a ghost log holds at most its live blocks over (1 - gp), two open segments and a chunk's
-    # padding per group; 4 spare segments for a GC that cannot keep up within one write
+    # padding per group; 4 spare segments for a GC that cannot keep up within one write (with GC
+    # groups 4 more open ones and 4 more spares: a GC pass may open every GC group before it
+    # frees its victim)
     gp = int(gp_ppm) / 1e6
     n_seg = math.ceil((max_tracked / (1 - gp) + 2 * int(chunk_blocks)) / ghost_seg) + 2 + 4
+    if gc_groups:
+        n_seg += 8
     m = int(n_sets)
     scalars = new_scalars(SCALARS)
     st = record(scalars)
@@ -218,6 +243,7 @@ def new_ghost_sets(
     st.aggregate = int(bool(aggregate)) if timed else 0
     st.actual_rate = int(bool(actual_rate))
     st.authentic = int(bool(authentic))
+    st.gc_groups = int(bool(gc_groups))
     st.act_num = rate_num
     st.timeout_real = int(chunk_timeout_us) if timed else 0
     st.capacity = int(capacity)
@@ -247,7 +273,13 @@ def new_ghost_sets(
         seg_sealed=np.zeros((m, n_seg), np.int8),
         free_stack=free,
         n_free=np.full(m, n_seg, np.int64),
-        open_seg=np.full((m, 2), -1, np.int32),
+        # the GC groups' state only with gc_groups (the paper's ghosts' memory is Fig. 12b's)
+        open_seg=np.full((m, N_GROUPS if gc_groups else 2), -1, np.int32),
+        seg_group=np.zeros((m, n_seg if gc_groups else 0), np.int8),
+        seg_born=np.zeros((m, n_seg if gc_groups else 0), np.int64),
+        life_sum=np.zeros(m if gc_groups else 0, np.int64),
+        life_n=np.zeros(m if gc_groups else 0, np.int64),
+        life_window=np.full(m if gc_groups else 0, -1, np.int64),
         invalid=np.zeros(m, np.int64),
         written=np.zeros(m, np.int64),
         discarded=np.zeros(m, np.int64),
@@ -266,24 +298,45 @@ def new_ghost_sets(
 # -- one ghost's log -----------------------------------------------------------------------
 @nb.njit(cache=True)
 def _collect(g, i):
-    """Reclaim ghost ``i``'s sealed segment with the fewest valid blocks, discarding them;
-    False if it has no sealed segment."""
+    """Reclaim ghost ``i``'s sealed segment with the fewest valid blocks (lowest index on a tie),
+    discarding its valid blocks, or with ``gc_groups`` copying them into the GC groups; False if it
+    has no sealed segment (with ``gc_groups``: none with an invalid block, a copy would free
+    nothing)."""
+    st = g.scalars[0]
     n_seg = g.seg_valid.shape[1]
+    gs = st.ghost_seg
     best = -1
     best_valid = 1 << 62
     for seg in range(n_seg):
         if g.seg_sealed[i, seg] and g.seg_valid[i, seg] < best_valid:
             best_valid = g.seg_valid[i, seg]
             best = seg
-    if best < 0:
+    if best < 0 or (st.gc_groups and best_valid == gs):
         return False
-    gs = g.scalars[0].ghost_seg
     base = best * gs
-    for off in range(g.seg_wp[i, best]):
-        slot = g.p2l[i, base + off]
-        if slot >= 0:
-            g.loc[i, slot] = -1
-            g.p2l[i, base + off] = -1
+    if st.gc_groups:
+        g.seg_sealed[i, best] = 0  # no GC write may land in the victim's slots
+        victim_group = g.seg_group[i, best]
+        if victim_group == HOT:
+            _hot_reclaimed(g, i, best)
+        for off in range(g.seg_wp[i, best]):
+            slot = g.p2l[i, base + off]
+            if slot >= 0:
+                g.p2l[i, base + off] = -1
+                phys = _next_slot(g, i, _gc_class(g, i, victim_group, slot))
+                if phys < 0:
+                    st.no_space += 1
+                    g.loc[i, slot] = -1
+                    continue
+                g.p2l[i, phys] = slot
+                g.loc[i, slot] = phys
+                g.seg_valid[i, phys // gs] += 1
+    else:
+        for off in range(g.seg_wp[i, best]):
+            slot = g.p2l[i, base + off]
+            if slot >= 0:
+                g.loc[i, slot] = -1
+                g.p2l[i, base + off] = -1
     g.discarded[i] += best_valid
     g.invalid[i] -= g.seg_wp[i, best] - best_valid
     g.reclaimed[i] += 1
@@ -297,6 +350,35 @@ def _collect(g, i):
 
 
 @nb.njit(cache=True)
+def _hot_reclaimed(g, i, seg):
+    """A hot segment of ghost ``i`` is reclaimed: its lifespan joins the window of 16 whose mean
+    is the ghost's ``l`` (SepBIT's, as ADAPT's real lifespan layer measures it)."""
+    g.life_sum[i] += g.scalars[0].sampled - g.seg_born[i, seg]
+    g.life_n[i] += 1
+    if g.life_n[i] == LIFESPAN_WINDOW:
+        g.life_window[i] = g.life_sum[i]
+        g.life_sum[i] = 0
+        g.life_n[i] = 0
+
+
+@nb.njit(cache=True)
+def _gc_class(g, i, victim_group, slot):
+    """The GC group of a valid block GC copies out of a ``victim_group`` segment (as
+    ``sepbit.sepbit_gc``): 2 from the hot group, else by its age against 4 l and 16 l."""
+    if victim_group == HOT:
+        return 2
+    window = g.life_window[i]  # 16 l
+    if window < 0:
+        return 3
+    age = g.scalars[0].sampled - g.last[slot]
+    if LIFESPAN_WINDOW * age < 4 * window:
+        return 3
+    if age < window:
+        return 4
+    return 5
+
+
+@nb.njit(cache=True)
 def _gc(g, i):
     """Ghost ``i``'s GC: collect while the garbage proportion exceeds the limit."""
     st = g.scalars[0]
@@ -306,25 +388,42 @@ def _gc(g, i):
 
 
 @nb.njit(cache=True)
-def _slot_for(g, i, grp):
-    """A free slot (global index) in ghost ``i``'s group ``grp``: its open segment's next one,
-    opening a fresh segment (sealing the full one) when needed; -1 if no segment is free even
-    after collecting."""
-    gs = g.scalars[0].ghost_seg
+def _next_slot(g, i, grp):
+    """The next slot (global index) of ghost ``i``'s group ``grp`` in its open segment, opening a
+    free one (sealing the full one) when needed; -1 if that needs a segment and none is free."""
+    st = g.scalars[0]
+    gs = st.ghost_seg
     seg = g.open_seg[i, grp]
     if seg < 0 or g.seg_wp[i, seg] == gs:
         if seg >= 0:
             g.seg_sealed[i, seg] = 1
             g.open_seg[i, grp] = -1
-        if g.n_free[i] == 0 and not (_collect(g, i) and g.n_free[i] > 0):
-            return -1
         nf = g.n_free[i] - 1
+        if nf < 0:
+            return -1
         seg = g.free_stack[i, nf]
         g.n_free[i] = nf
         g.open_seg[i, grp] = seg
+        if st.gc_groups:
+            g.seg_group[i, seg] = grp
+            g.seg_born[i, seg] = st.sampled
     off = g.seg_wp[i, seg]
     g.seg_wp[i, seg] = off + 1
     return seg * gs + off
+
+
+@nb.njit(cache=True)
+def _slot_for(g, i, grp):
+    """A free slot in ghost ``i``'s user group ``grp``, collecting first if its open segment is
+    full and no segment is free; -1 if none even then."""
+    seg = g.open_seg[i, grp]
+    if (seg < 0 or g.seg_wp[i, seg] == g.scalars[0].ghost_seg) and g.n_free[i] == 0:
+        if seg >= 0:
+            g.seg_sealed[i, seg] = 1
+            g.open_seg[i, grp] = -1
+        if not _collect(g, i):
+            return -1
+    return _next_slot(g, i, grp)
 
 
 @nb.njit(cache=True)

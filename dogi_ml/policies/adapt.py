@@ -315,6 +315,13 @@ class ADAPT(PlacementPolicy):
         # §3.2's cold start: the ghosts' first window is centred on SepBIT's l (the hot segments'
         # lifespan) once it is known, and they apply a threshold only after a ghost GC
         self.ghost_cold_start = bool(params.get("ghost_cold_start", True))
+        # the ghosts simulate the GC groups too and count every copy (else, as §3.2, they
+        # discard a user victim's valid blocks and count only that first move)
+        self.ghost_gc_groups = bool(params.get("ghost_gc_groups", False))
+        if self.ghost_gc_groups and not self.ghost:
+            raise ValueError(
+                "policy adapt: ghost_gc_groups changes the ghost sets, which ghost: false turns off; set both"
+            )
         # the SepBIT ADAPT's lifespan layer is built on: code (the authors' simulator, as the
         # sepbit baseline) or paper (Algorithm 1 as printed)
         base = str(params.get("base", "code"))
@@ -355,6 +362,7 @@ class ADAPT(PlacementPolicy):
             "ghost",
             "ghost_aggregate",
             "ghost_cold_start",
+            "ghost_gc_groups",
             "gc_aggregate",
             "gc_into_cold",
             "base",
@@ -373,7 +381,11 @@ class ADAPT(PlacementPolicy):
     def label(self) -> str:
         off = [n for n, on in (("ghost", self.ghost), ("agg", self.aggregate), ("demote", self.demote)) if not on]
         name = self.name if not off else f"{self.name}[-{'-'.join(off)}]"
-        on = [n for n, v in (("gcagg", self.gc_aggregate), ("gccold", self.gc_into_cold)) if v]
+        on = [
+            n
+            for n, v in (("gcagg", self.gc_aggregate), ("gccold", self.gc_into_cold), ("ghostgc", self.ghost_gc_groups))
+            if v
+        ]
         name = name if not on else f"{name}[+{'+'.join(on)}]"
         return name if self.base.variant == "code" else f"{name}[{self.base.variant}]"
 
@@ -411,6 +423,7 @@ class ADAPT(PlacementPolicy):
             chunk_timeout_us=ctx.chunk_timeout_us if ctx.timed else 0,
             aggregate=self.aggregate and self.ghost_aggregate,
             authentic=self.ghost_cold_start,
+            gc_groups=self.ghost_gc_groups,
         )
         # each GC group's cascade: `filters` filters of filter_items x capacity LBAs each, at
         # filter_bits bits per LBA (rounded up to a power of two)
