@@ -675,7 +675,9 @@ def test_memory_breakdown_matches_a_hand_count():
     n_seg = st.n_seg
     assert n_seg == 370 + 2 + 4  # 1258 live / (1 - 0.15) / 4 blocks, 2 open, 4 spare
     sampling = t * (8 + 8) + g.scalars.nbytes
-    per_ghost = t * 4 + n_seg * 4 * 4 + n_seg * (4 + 4 + 1 + 4) + 2 * 4 + 7 * 8 + 2 * 2 * 8 + 2 * 8 + 2 * 8 + 2 * 2 * 8
+    sealed_rows = 5 * (-(-n_seg // 64) * 8 + 8)  # sealed segments by valid count 0..4: bitmap rows, counts
+    per_ghost = t * 4 + n_seg * 4 * 4 + n_seg * (4 + 4 + 1 + 4) + sealed_rows
+    per_ghost += 2 * 4 + 7 * 8 + 2 * 2 * 8 + 2 * 8 + 2 * 8 + 2 * 2 * 8
     # per ghost: its slot of each table entry; p2l; seg_valid, seg_wp, seg_sealed, free_stack;
     # open_seg; n_free, invalid, written, discarded, padding, shadow, reclaimed; chunk_fill,
     # chunk_due; chunk_ts (one slot per group untimed); chunk_sh; pad_sum, pad_n

@@ -128,6 +128,9 @@ class GhostSets(NamedTuple):
     seg_valid: np.ndarray  # int32[M, n_seg]
     seg_wp: np.ndarray  # int32[M, n_seg]
     seg_sealed: np.ndarray  # int8[M, n_seg]: 1 sealed (a GC candidate)
+    # the sealed segments by valid count, so GC finds its victim without scanning every segment:
+    sealed_bits: np.ndarray  # uint64[M, ghost_seg + 1, ceil(n_seg / 64)]: bit seg of row v: sealed, v valid
+    sealed_n: np.ndarray  # int64[M, ghost_seg + 1]: sealed segments with v valid blocks
     free_stack: np.ndarray  # int32[M, n_seg]
     n_free: np.ndarray  # int64[M]
     open_seg: np.ndarray  # int32[M, 2 or N_GROUPS]: open segment of each group, -1 none
@@ -271,6 +274,8 @@ def new_ghost_sets(
         seg_valid=np.zeros((m, n_seg), np.int32),
         seg_wp=np.zeros((m, n_seg), np.int32),
         seg_sealed=np.zeros((m, n_seg), np.int8),
+        sealed_bits=np.zeros((m, ghost_seg + 1, -(-n_seg // 64)), np.uint64),
+        sealed_n=np.zeros((m, ghost_seg + 1), np.int64),
         free_stack=free,
         n_free=np.full(m, n_seg, np.int64),
         # the GC groups' state only with gc_groups (the paper's ghosts' memory is Fig. 12b's)
@@ -296,6 +301,48 @@ def new_ghost_sets(
 
 
 # -- one ghost's log -----------------------------------------------------------------------
+@nb.njit(cache=True, inline="always")
+def _seal(g, i, seg):
+    """Segment ``seg`` of ghost ``i`` is full: a GC candidate, in the row of its valid count."""
+    v = g.seg_valid[i, seg]
+    g.seg_sealed[i, seg] = 1
+    g.sealed_bits[i, v, seg >> 6] |= np.uint64(1) << np.uint64(seg & 63)
+    g.sealed_n[i, v] += 1
+
+
+@nb.njit(cache=True, inline="always")
+def _unseal(g, i, seg):
+    v = g.seg_valid[i, seg]
+    g.seg_sealed[i, seg] = 0
+    g.sealed_bits[i, v, seg >> 6] &= ~(np.uint64(1) << np.uint64(seg & 63))
+    g.sealed_n[i, v] -= 1
+
+
+@nb.njit(cache=True, inline="always")
+def _invalidate(g, i, seg):
+    """A block of ghost ``i``'s segment ``seg`` became invalid (a sealed one moves down a row)."""
+    if g.seg_sealed[i, seg]:
+        _unseal(g, i, seg)
+        g.seg_valid[i, seg] -= 1
+        _seal(g, i, seg)
+    else:
+        g.seg_valid[i, seg] -= 1
+
+
+@nb.njit(cache=True)
+def _lowest_sealed(g, i, v):
+    """The lowest-numbered sealed segment of ghost ``i`` with ``v`` valid blocks (one exists)."""
+    row = g.sealed_bits[i, v]
+    w = 0
+    while row[w] == 0:
+        w += 1
+    word = row[w]
+    b = 0
+    while (word >> np.uint64(b)) & np.uint64(1) == 0:
+        b += 1
+    return w * 64 + b
+
+
 @nb.njit(cache=True)
 def _collect(g, i):
     """Reclaim ghost ``i``'s sealed segment with the fewest valid blocks (lowest index on a tie),
@@ -303,19 +350,16 @@ def _collect(g, i):
     has no sealed segment (with ``gc_groups``: none with an invalid block, a copy would free
     nothing)."""
     st = g.scalars[0]
-    n_seg = g.seg_valid.shape[1]
     gs = st.ghost_seg
-    best = -1
-    best_valid = 1 << 62
-    for seg in range(n_seg):
-        if g.seg_sealed[i, seg] and g.seg_valid[i, seg] < best_valid:
-            best_valid = g.seg_valid[i, seg]
-            best = seg
-    if best < 0 or (st.gc_groups and best_valid == gs):
+    best_valid = 0
+    while best_valid <= gs and g.sealed_n[i, best_valid] == 0:
+        best_valid += 1
+    if best_valid > gs or (st.gc_groups and best_valid == gs):
         return False
+    best = _lowest_sealed(g, i, best_valid)
+    _unseal(g, i, best)
     base = best * gs
     if st.gc_groups:
-        g.seg_sealed[i, best] = 0  # no GC write may land in the victim's slots
         victim_group = g.seg_group[i, best]
         if victim_group == HOT:
             _hot_reclaimed(g, i, best)
@@ -340,7 +384,6 @@ def _collect(g, i):
     g.discarded[i] += best_valid
     g.invalid[i] -= g.seg_wp[i, best] - best_valid
     g.reclaimed[i] += 1
-    g.seg_sealed[i, best] = 0
     g.seg_valid[i, best] = 0
     g.seg_wp[i, best] = 0
     nf = g.n_free[i]
@@ -396,7 +439,7 @@ def _next_slot(g, i, grp):
     seg = g.open_seg[i, grp]
     if seg < 0 or g.seg_wp[i, seg] == gs:
         if seg >= 0:
-            g.seg_sealed[i, seg] = 1
+            _seal(g, i, seg)
             g.open_seg[i, grp] = -1
         nf = g.n_free[i] - 1
         if nf < 0:
@@ -419,7 +462,7 @@ def _slot_for(g, i, grp):
     seg = g.open_seg[i, grp]
     if (seg < 0 or g.seg_wp[i, seg] == g.scalars[0].ghost_seg) and g.n_free[i] == 0:
         if seg >= 0:
-            g.seg_sealed[i, seg] = 1
+            _seal(g, i, seg)
             g.open_seg[i, grp] = -1
         if not _collect(g, i):
             return -1
@@ -517,7 +560,7 @@ def _ghost_write(g, i, slot, hot, time_us):
     old = g.loc[i, slot]
     if old >= 0:
         g.p2l[i, old] = -1
-        g.seg_valid[i, old // st.ghost_seg] -= 1
+        _invalidate(g, i, old // st.ghost_seg)
         g.invalid[i] += 1
         g.loc[i, slot] = -1
     grp = HOT if hot else COLD
