@@ -87,13 +87,16 @@ def test_gc_aggregation_moves_no_block_twice_and_pads_fewer_gc_chunks(into_cold)
     )
 
 
-def test_ghost_threshold_and_demotion_in_a_run():
+@pytest.mark.parametrize("ghost_gc_groups", [False, True], ids=["paper_ghosts", "ghosts_with_gc_groups"])
+def test_ghost_threshold_and_demotion_in_a_run(ghost_gc_groups):
     writes, times = _timed_zipf(3 * CAP, 40.0)
-    sim = _adapt_sim(demote_score=1)
+    sim = _adapt_sim(demote_score=1, ghost_gc_groups=ghost_gc_groups)
     r = sim.run(writes, times=times)
     check_invariants(sim.state)
-    # the ghost sets applied thresholds (every 10% of the capacity at least), within their cap
+    # the ghost sets applied thresholds (every 10% of the capacity at least), within their cap,
+    # and never dropped a sampled write or a ghost append
     assert r["adapt_ghost_adjustments"] >= 10 and 0 < r["adapt_threshold"] <= 16 * CAP
+    assert r["adapt_ghost_dropped"] == 0
     # demoted user writes went to GC groups only, and are counted there as user writes
     dem = r["adapt_demoted_per_group"]
     assert r["adapt_demotions"] == sum(dem) > 0 and dem[0] == dem[1] == 0

@@ -469,6 +469,8 @@ class ADAPT(PlacementPolicy):
             "adapt_sampled_writes": int(record(state.ghost.scalars).sampled),
             "adapt_measured_rate": int(record(state.ghost.scalars).act_num) / R_MOD,
             "adapt_ghost_thresholds": [int(x) for x in state.ghost.thr],
+            # sampled writes or ghost appends dropped (table full, no free ghost segment): should be 0
+            "adapt_ghost_dropped": int(record(state.ghost.scalars).overflow + record(state.ghost.scalars).no_space),
             "adapt_memory": memory_breakdown(state.ghost, state.bloom if self.demote else None),
             "adapt_extra_bytes": (ghost_bytes(state.ghost) if self.ghost else 0)
             + (cascade_bytes(state.bloom) if self.demote else 0),
