@@ -120,6 +120,23 @@ def test_adapt_without_its_mechanisms_is_the_sepbit_it_is_built_on(variant):
     assert a["adapt_sepbit_threshold"] == b["sepbit_threshold"] is not None
 
 
+def test_fixed_threshold_places_exactly_the_short_lifespans_hot():
+    """``threshold`` (ghosts off): a user write is hot iff its lifespan (user writes since the
+    block's previous write, the prefill included) is below it; counted here from the trace alone."""
+    writes, times = _timed_zipf(2 * CAP, "heavy")
+    for thr in (64, 4096):
+        sim = _adapt_sim(ghost=False, demote=False, aggregate=False, threshold=thr)
+        sim.prefill(int(times[0]))
+        sim.feed(writes, times=times)
+        last = np.arange(CAP, dtype=np.int64)  # the prefill wrote block b at time b
+        hot = 0
+        for n, lba in enumerate(writes):
+            hot += CAP + n - last[lba] < thr
+            last[lba] = CAP + n
+        assert int(sim.state.group_user[0]) == hot > 0
+        assert sim.result()["adapt_threshold"] == thr
+
+
 def test_adapt_without_chunk_layer_runs_untimed():
     writes, _ = _timed_zipf(2 * CAP, "heavy")
     r = Simulator(make_policy("adapt"), SimConfig(segment_blocks=64, op_ratio=0.15, victim="greedy"), CAP).run(writes)
@@ -135,6 +152,10 @@ def test_bad_parameters_are_explained():
         make_policy("adapt", None, base="papr")
     with pytest.raises(ValueError, match="gc_into_cold .* only with gc_aggregate: true"):
         make_policy("adapt", None, gc_into_cold=True)
+    with pytest.raises(ValueError, match="fixed threshold would be moved by the ghost sets"):
+        make_policy("adapt", None, threshold=512)
+    with pytest.raises(ValueError, match="threshold must be a number of user writes >= 1 or null, got 0"):
+        make_policy("adapt", None, ghost=False, threshold=0)
     with pytest.raises(ValueError, match="ghost_gc_groups .* ghost: false turns off"):
         make_policy("adapt", None, ghost=False, ghost_gc_groups=True)
 

@@ -318,6 +318,16 @@ class ADAPT(PlacementPolicy):
         # the ghosts simulate the GC groups too and count every copy (else, as §3.2, they
         # discard a user victim's valid blocks and count only that first move)
         self.ghost_gc_groups = bool(params.get("ghost_gc_groups", False))
+        # a fixed hot/cold threshold (user writes) in place of SepBIT's l, for studies of the
+        # threshold itself (the ghost sets would move it)
+        fixed = params.get("threshold")
+        if fixed is not None and (isinstance(fixed, bool) or not isinstance(fixed, int) or fixed < 1):
+            raise ValueError(f"policy adapt: threshold must be a number of user writes >= 1 or null, got {fixed!r}")
+        if fixed is not None and self.ghost:
+            raise ValueError(
+                "policy adapt: a fixed threshold would be moved by the ghost sets; set ghost: false with it"
+            )
+        self.fixed_threshold = fixed
         if self.ghost_gc_groups and not self.ghost:
             raise ValueError(
                 "policy adapt: ghost_gc_groups changes the ghost sets, which ghost: false turns off; set both"
@@ -363,6 +373,7 @@ class ADAPT(PlacementPolicy):
             "ghost_aggregate",
             "ghost_cold_start",
             "ghost_gc_groups",
+            "threshold",
             "gc_aggregate",
             "gc_into_cold",
             "base",
@@ -399,7 +410,7 @@ class ADAPT(PlacementPolicy):
     def bind(self, ctx: SimContext) -> tuple:
         scalars = new_scalars(SCALARS)
         st = record(scalars)
-        st.threshold = -1
+        st.threshold = -1 if self.fixed_threshold is None else self.fixed_threshold
         st.aggregate = int(self.aggregate)
         st.gc_aggregate = int(self.gc_aggregate)
         st.gc_into_cold = int(self.gc_into_cold)
