@@ -28,6 +28,7 @@ ADAPT = "adapt"
 ADAPT_EXT = "adapt[+gcagg+gccold+ghostgc]"
 CONTENDERS = (ADAPT, ADAPT_EXT)
 ORDER = ("sepgc", "dac", "warcip", "mida", "sepbit", "adapt")
+BASELINES = ORDER[:-1]  # the five schemes ADAPT is compared with
 COLORS = {
     "sepgc": "tab:gray",
     "dac": "tab:purple",
@@ -143,7 +144,7 @@ def _pct(x) -> str:
 def lowest_of_six(schemes: dict, adapt: str = ADAPT) -> str:
     """The scheme of lowest WA among the paper's five baselines and ``adapt`` (ablations aside);
     "-" if none of them ran."""
-    six = [s for s in schemes if s in ORDER[:-1] or s == adapt]
+    six = [s for s in schemes if s in BASELINES or s == adapt]
     return min(six, key=lambda s: schemes[s]["waf"]) if six else "-"
 
 

@@ -359,8 +359,8 @@ class TwoGroupThreshold(PlacementPolicy):
     place_user = two_group_user
     place_gc = two_group_gc
 
-    def __init__(self, threshold):
-        super().__init__(3)
+    def __init__(self, threshold, n_groups=3):
+        super().__init__(n_groups)
         self.threshold = int(threshold)
 
     def bind(self, ctx):
@@ -437,8 +437,7 @@ class SixGroupThreshold(TwoGroupThreshold):
     on_reclaim = six_group_reclaim
 
     def __init__(self, threshold):
-        PlacementPolicy.__init__(self, 6)
-        self.threshold = int(threshold)
+        super().__init__(threshold, n_groups=6)
 
     def bind(self, ctx):
         return SixGroupState(np.array([self.threshold], np.int64), np.array([0, 0, -1], np.int64))

@@ -464,6 +464,7 @@ class ADAPT(PlacementPolicy):
 
     def summary(self, state) -> dict:
         st = record(state.scalars)
+        gst = record(state.ghost.scalars)
         return {
             "adapt_threshold": None if int(st.threshold) < 0 else int(st.threshold),
             "adapt_sepbit_threshold": self.base.summary(state.sep)["sepbit_threshold"],
@@ -477,11 +478,11 @@ class ADAPT(PlacementPolicy):
             "adapt_demotions": int(st.demotions),
             "adapt_demoted_per_group": [int(x) for x in state.demoted],
             "adapt_ghost_adjustments": int(st.adjustments),
-            "adapt_sampled_writes": int(record(state.ghost.scalars).sampled),
-            "adapt_measured_rate": int(record(state.ghost.scalars).act_num) / R_MOD,
+            "adapt_sampled_writes": int(gst.sampled),
+            "adapt_measured_rate": int(gst.act_num) / R_MOD,
             "adapt_ghost_thresholds": [int(x) for x in state.ghost.thr],
             # sampled writes or ghost appends dropped (table full, no free ghost segment): should be 0
-            "adapt_ghost_dropped": int(record(state.ghost.scalars).overflow + record(state.ghost.scalars).no_space),
+            "adapt_ghost_dropped": int(gst.overflow + gst.no_space),
             "adapt_memory": memory_breakdown(state.ghost, state.bloom if self.demote else None),
             "adapt_extra_bytes": (ghost_bytes(state.ghost) if self.ghost else 0)
             + (cascade_bytes(state.bloom) if self.demote else 0),
