@@ -25,7 +25,7 @@ from dogi_ml.report import Callback, collect_results
 ADAPT = "adapt"
 #: ADAPT with the switches beyond the paper's text (conf/adapt_scheme/adapt_ext.yaml): compared
 #: with the five other schemes as ADAPT is, in a column of its own
-ADAPT_EXT = "adapt[+gcagg+gccold+ghostgc]"
+ADAPT_EXT = "adapt[+gcagg+gccold+ghostgc+dcold]"
 CONTENDERS = (ADAPT, ADAPT_EXT)
 ORDER = ("sepgc", "dac", "warcip", "mida", "sepbit", "adapt")
 BASELINES = ORDER[:-1]  # the five schemes ADAPT is compared with

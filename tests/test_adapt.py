@@ -105,6 +105,18 @@ def test_ghost_threshold_and_demotion_in_a_run(ghost_gc_groups):
     assert mem["total"] == mem["sampling"] + mem["ghost_sets"] + mem["filters"] > 0
 
 
+def test_demote_coldest_demotes_into_the_coldest_gc_group_only():
+    """``demote_coldest``: only GC group 5's cascade is consulted; §3.4's rule (the default) takes
+    the best score over groups 3-5. Same writes, same filters' inputs until the first demotion."""
+    writes, times = _timed_zipf(3 * CAP, 40.0)
+    best = _adapt_sim(demote_score=1).run(writes, times=times)
+    coldest = _adapt_sim(demote_score=1, demote_coldest=True).run(writes, times=times)
+    assert coldest["scheme"] == "adapt[+dcold]" and best["scheme"] == "adapt"
+    dem_best, dem_cold = best["adapt_demoted_per_group"], coldest["adapt_demoted_per_group"]
+    assert sum(dem_best[3:5]) > 0, "the default rule demotes into the warmer GC groups too"
+    assert dem_cold[:5] == [0] * 5 and dem_cold[5] == coldest["adapt_demotions"] > 0
+
+
 @pytest.mark.parametrize("variant", ["code", "paper"])
 def test_adapt_without_its_mechanisms_is_the_sepbit_it_is_built_on(variant):
     """Ghosts, aggregation and demotion off: ADAPT places every block as SepBIT does (its FIFO
@@ -158,6 +170,8 @@ def test_bad_parameters_are_explained():
         make_policy("adapt", None, ghost=False, threshold=0)
     with pytest.raises(ValueError, match="ghost_gc_groups .* ghost: false turns off"):
         make_policy("adapt", None, ghost=False, ghost_gc_groups=True)
+    with pytest.raises(ValueError, match="demote_coldest / demote_hot .* demote: false turns off"):
+        make_policy("adapt", None, demote=False, demote_coldest=True)
 
 
 def test_report_tables_and_reductions(tmp_path):
@@ -199,7 +213,7 @@ def test_report_tables_and_reductions(tmp_path):
     ext = write_adapt(results + [res(ADAPT_EXT, 2.5, 15)], tmp_path / "ext", "fig11")
     md = (tmp_path / "ext.md").read_text()
     assert f"| lowest | lowest of the six | lowest of the six (ADAPT = {ADAPT_EXT}) |" in md
-    assert md.count("| **2.000** | 2.500 | adapt | adapt | adapt[+gcagg+gccold+ghostgc] |") == 1
+    assert md.count("| **2.000** | 2.500 | adapt | adapt | adapt[+gcagg+gccold+ghostgc+dcold] |") == 1
     red_ext = reductions(ext, ADAPT_EXT)["ycsb_a light a=0.9"]["greedy"]
     assert red_ext["vs"]["sepbit"]["waf"] == pytest.approx(-50 / 3) and red_ext["vs"]["adapt"]["waf"] == 25
     assert json.loads((tmp_path / "ext.json").read_text())["reductions_ext"] == json.loads(

@@ -64,7 +64,7 @@ def test_every_adapt_scheme_instantiates(scheme):
     p = make_policy(cfg.policy.name, cfg.policy.n_groups, **OmegaConf.to_container(cfg.policy.params))
     assert p.name == cfg.policy.name and p.n_groups == cfg.policy.n_groups
     if scheme == "adapt_ext":
-        assert p.label() == "adapt[+gcagg+gccold+ghostgc]" and p.min_ghost_segment == 8
+        assert p.label() == "adapt[+gcagg+gccold+ghostgc+dcold]" and p.min_ghost_segment == 8
 
 
 def test_every_registered_policy_has_a_config():

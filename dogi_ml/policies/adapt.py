@@ -347,8 +347,15 @@ class ADAPT(PlacementPolicy):
         if self.gc_into_cold and not self.gc_aggregate:
             raise ValueError("policy adapt: gc_into_cold acts at GC-pass ends only with gc_aggregate: true; set both")
         self.demote_score = int(params.get("demote_score", 4))
+        # only the coldest GC group's cascade demotes (§3.4 aims at "long-lived cold blocks"; its
+        # rule takes the best score over all GC groups, the default)
         self.demote_coldest = bool(params.get("demote_coldest", False))
         self.demote_hot = bool(params.get("demote_hot", False))
+        if (self.demote_coldest or self.demote_hot) and not self.demote:
+            raise ValueError(
+                "policy adapt: demote_coldest / demote_hot shape the demotion, which demote: false turns off; "
+                "set demote: true with them"
+            )
         self.rate = float(params.get("rate", 0.001))
         self.min_sampled = int(params.get("min_sampled", 4096))
         self.min_ghost_segment = int(params.get("min_ghost_segment", 2))
@@ -394,7 +401,12 @@ class ADAPT(PlacementPolicy):
         name = self.name if not off else f"{self.name}[-{'-'.join(off)}]"
         on = [
             n
-            for n, v in (("gcagg", self.gc_aggregate), ("gccold", self.gc_into_cold), ("ghostgc", self.ghost_gc_groups))
+            for n, v in (
+                ("gcagg", self.gc_aggregate),
+                ("gccold", self.gc_into_cold),
+                ("ghostgc", self.ghost_gc_groups),
+                ("dcold", self.demote and self.demote_coldest),
+            )
             if v
         ]
         name = name if not on else f"{name}[+{'+'.join(on)}]"
