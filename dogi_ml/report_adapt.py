@@ -236,16 +236,27 @@ def plot_adapt(summary: dict, path: Path, figure: str, title: str = "") -> Path:
     return save_figure(fig, path)
 
 
+def _setting_key(setting: str) -> tuple:
+    """``_sort_key``'s order for a summary's setting label (``zipf medium a=0.3``)."""
+    words = setting.split()
+    arrival = next((w for w in words[1:] if not w.startswith("a=")), "")
+    theta = next((float(w[2:]) for w in words[1:] if w.startswith("a=")), 0.0)
+    return words[0], DENSITY_ORDER.get(arrival, 3), arrival, theta
+
+
 def merge_summary(summary: dict, previous: dict) -> dict:
-    """``summary`` plus the schemes it lacks taken from ``previous`` (an earlier result JSON's
-    ``summary``), setting by setting: after a change to ADAPT only, rerun its variants and keep the
-    unchanged baselines' rows. Settings absent from ``summary`` are not added."""
+    """``summary`` plus what it lacks from ``previous`` (an earlier result JSON's ``summary``):
+    the schemes it lacks, setting by setting (after a change to ADAPT only, rerun its variants and
+    keep the unchanged baselines' rows), and the settings it lacks (a new setting run alone joins
+    the earlier ones), in ``_sort_key``'s order."""
     out = {st: {v: dict(sc) for v, sc in bv.items()} for st, bv in summary.items()}
-    for st, bv in out.items():
+    for st, bv in previous.items():
+        mine = out.setdefault(st, {})
         for v, sc in bv.items():
-            for scheme, entry in previous.get(st, {}).get(v, {}).items():
-                sc.setdefault(scheme, entry)
-    return out
+            row = mine.setdefault(v, {})
+            for scheme, entry in sc.items():
+                row.setdefault(scheme, entry)
+    return {st: out[st] for st in sorted(out, key=_setting_key)}
 
 
 def write_adapt(results: list[dict], prefix: Path, figure: str, title: str = "", reuse: dict | None = None) -> dict:
@@ -304,7 +315,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--figure", default="fig8", choices=sorted(PAPER))
     ap.add_argument("--title", default="")
     ap.add_argument(
-        "--reuse", type=Path, help="an earlier PREFIX.json: schemes missing from the sweeps are taken from it"
+        "--reuse",
+        type=Path,
+        help="an earlier PREFIX.json: schemes and settings missing from the sweeps are taken from it",
     )
     a = ap.parse_args(argv)
     results = [r for d in a.sweeps for r in collect_results(d)]

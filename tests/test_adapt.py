@@ -207,6 +207,11 @@ def test_report_tables_and_reductions(tmp_path):
     again = write_adapt([res("adapt", 1.5, 10)], tmp_path / "again", "fig11", reuse=summary)["ycsb_a light a=0.9"]
     assert set(again["greedy"]) == {"sepbit", "adapt", "sepgc"} and again["greedy"]["adapt"]["waf"] == 1.5
     assert again["greedy"]["sepbit"] == summary["ycsb_a light a=0.9"]["greedy"]["sepbit"]
+    # a setting run alone joins the earlier ones, in light -> heavy order, and keeps them whole
+    joined = write_adapt([res("adapt", 1.2, 5, arrival="heavy")], tmp_path / "joined", "fig11", reuse=summary)
+    assert list(joined) == ["ycsb_a light a=0.9", "ycsb_a heavy a=0.9"]
+    assert joined["ycsb_a light a=0.9"] == summary["ycsb_a light a=0.9"]
+    assert set(joined["ycsb_a heavy a=0.9"]["greedy"]) == {"adapt"}
     # the extended ADAPT is ranked among the five baselines in a column of its own, without plain ADAPT
     from dogi_ml.report_adapt import ADAPT_EXT
 

@@ -70,7 +70,7 @@ def test_tiny_runs_are_exact():
 
 # -- Zipf ----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("method", ["alias", "rejection"])
-@pytest.mark.parametrize("theta", [0.8, 0.99, 1.0, 1.2])
+@pytest.mark.parametrize("theta", [0.0, 0.8, 0.99, 1.0, 1.2])
 def test_zipf_rank_frequencies_follow_theory(theta, method):
     n, k = 1000, 400_000
     s = ZipfSampler(n, theta, seed=1, scramble=False, method=method)
@@ -80,7 +80,8 @@ def test_zipf_rank_frequencies_follow_theory(theta, method):
     for rank in (0, 1, 9, 99):
         expected = p[rank] * k
         assert abs(counts[rank] - expected) < 5 * np.sqrt(expected) + 5, (rank, counts[rank], expected)
-    assert counts[0] / k == pytest.approx(p[0], rel=0.03)
+    if p[0] * k > 5000:  # a 3% check needs a large count (uniform: 400 per rank, covered above)
+        assert counts[0] / k == pytest.approx(p[0], rel=0.03)
     assert counts[:10].sum() / k == pytest.approx(p[:10].sum(), abs=0.01)
     # chi-square over log-spaced rank buckets
     edges = np.unique(np.geomspace(1, n, 20).astype(int)) - 1
@@ -364,8 +365,8 @@ def test_phase_shift_without_reshuffle_keeps_the_hot_set():
     "kind, params, match",
     [
         ("zipf", {"thta": 1.0}, r"generator 'zipf': unknown parameter\(s\) \['thta'\]; accepted: theta, wss_fraction"),
-        ("zipf", {"theta": 0}, "theta must be > 0"),
-        ("zipf", {"theta": -1.0}, "theta must be > 0"),
+        ("zipf", {"theta": -1.0}, r"theta must be >= 0 \(and finite; 0 = uniform\), got -1.0"),
+        ("zipf", {"theta": float("inf")}, "theta must be >= 0"),
         ("zipf", {"wss_fraction": 1.5}, r"wss_fraction must be in \(0, 1\]"),
         ("zipf", {"request_blocks": 0}, "request_blocks must be >= 1"),
         ("uniform", {"wss_fraction": 0}, r"wss_fraction must be in \(0, 1\]"),
@@ -381,7 +382,7 @@ def test_phase_shift_without_reshuffle_keeps_the_hot_set():
         ("varmail", {"n_files": 10**6}, "too small for 1000000 files"),
         ("varmail", {"journal_fraction": 0.7}, r"journal_fraction must be in \(0, 0.5\)"),
         ("phase_shift", {"phase_writes": 0}, "phase_writes must be >= 1"),
-        ("phase_shift", {"theta_b": 0}, "theta must be > 0"),
+        ("phase_shift", {"theta_b": -0.5}, "theta must be >= 0"),
     ],
 )
 def test_bad_parameters_are_explained(kind, params, match):

@@ -181,7 +181,7 @@ def _zipf_rejection_fill(rng, n, s, scramble, sp, out):
 
 
 class ZipfSampler:
-    """Zipf(theta) over ``n`` items: P(rank i) ∝ 1 / i**theta (i = 1..n), any theta > 0.
+    """Zipf(theta) over ``n`` items: P(rank i) ∝ 1 / i**theta (i = 1..n), any theta >= 0 (0: uniform).
 
     Like fio's ``random_distribution=zipf:theta``, ranks are scrambled over ``[0, n)`` so hot
     items are spread over the address space. Two exact methods, each with its own stream:
@@ -204,8 +204,9 @@ class ZipfSampler:
         if n < 1:
             raise ValueError(f"Zipf needs at least one item, got n={n}")
         theta = float(theta)
-        if not (theta > 0 and math.isfinite(theta)):
-            raise ValueError(f"Zipf theta must be > 0 (and finite), got {theta}")
+        if not (theta >= 0 and math.isfinite(theta)):
+            # theta 0 is the uniform distribution (ADAPT's Fig. 11 sweeps alpha from 0)
+            raise ValueError(f"Zipf theta must be >= 0 (and finite; 0 = uniform), got {theta}")
         if method not in ("alias", "rejection"):
             raise ValueError(f"Zipf method must be 'alias' or 'rejection', got {method!r}")
         self.n = n
