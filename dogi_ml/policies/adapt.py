@@ -138,7 +138,7 @@ def adapt_user(s, p, lba, now):
     # SepBIT's own decision and bookkeeping (its FIFO queue, hot segments' creation times), so
     # ADAPT's lifespan layer is the SepBIT it is compared with ("like SepBIT", §3.1)
     sep = p.sep.scalars[0]
-    opening, nxt = sep.opening_created, sep.next_created
+    opening, nxt, seen, last_hot = sep.opening_created, sep.next_created, sep.fill_seen, sep.last_hot
     base = sepbit_user(s, p.sep, lba, now)
     g = base
     if st.threshold >= 0:
@@ -159,7 +159,8 @@ def adapt_user(s, p, lba, now):
             p.demoted[RA_FIRST + k] += 1
             g = RA_FIRST + k
     if g != HOT and base == HOT:
-        sep.opening_created, sep.next_created = opening, nxt  # not a hot block after all
+        # not a hot block after all
+        sep.opening_created, sep.next_created, sep.fill_seen, sep.last_hot = opening, nxt, seen, last_hot
     elif g == HOT and base != HOT:
         if sep.fifo:
             sepbit_hot_created(s, sep, now)

@@ -72,6 +72,8 @@ SCALARS = scalar_fields(
     next_created=np.int64,  # creation time of Class 1's next segment (when its current one fills)
     opening_created=np.int64,  # creation time of the Class-1 segment being opened now
     tracked=np.int64,  # the Class-1 open segment whose creation time is recorded (-1 none)
+    fill_seen=np.int64,  # 1: a write of ours filled Class 1's open segment (next_created is its time)
+    last_hot=np.int64,  # time of the last user write placed in Class 1 (-1 none)
 )
 
 
@@ -136,12 +138,19 @@ def sepbit_hot_created(s, st, now):
     seg_blocks = s.prm[P_SEG_BLOCKS]
     seg = s.open_seg[0]
     if seg < 0 or s.seg_wp[seg] == seg_blocks:
+        if seg >= 0 and not st.fill_seen and st.last_hot >= 0:
+            # blocks that are not our writes filled it (the chunk layer's padding, lazy appends),
+            # right after our last write to it: that is when their next segment is created
+            st.next_created = st.last_hot + 1
         st.opening_created = st.next_created  # this write opens a new Class-1 segment
+        st.fill_seen = 0
         wp_after = 1
     else:
         wp_after = s.seg_wp[seg] + 1
     if wp_after == seg_blocks:
         st.next_created = now + 1  # their next segment is created as this one fills
+        st.fill_seen = 1
+    st.last_hot = now
 
 
 @nb.njit(cache=True)
@@ -205,6 +214,7 @@ class SepBIT(PlacementPolicy):
         st.window_sum = -1
         st.fifo = int(self.variant == "code")
         st.tracked = -1
+        st.last_hot = -1
         return SepbitState(scalars=scalars, created=np.zeros(ctx.n_segments, np.int64))
 
     def summary(self, state) -> dict:
