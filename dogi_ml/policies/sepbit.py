@@ -26,7 +26,9 @@ The default, ``variant: code``, follows their code where it differs from Algorit
 - Creation time (``collectSegment``: ``log.accessId - segment.meta.createdAccessId``): their
   segment is created when the previous one of its class fills (``Log.sealSegment`` ->
   ``Separator.sealSegment`` -> ``Log.openSegment``; the first ones at log creation, time 0), not
-  at its first append. We record it per Class-1 segment (``created``).
+  at its first append. We record it per Class-1 segment (``created``). Under the engine's chunk
+  layer (not in their simulator) padding or ADAPT's lazy appends may fill a Class-1 segment after
+  SepBIT's last write to it; its successor is then created at that write + 1.
 - Clock: their ``accessId`` is 1-based (incremented before the block is placed) and GC runs at
   the id of the last user write, so a block's GC age is one less than ours would be
   (``now - last write - 1``); user lifespans ``v`` and segment lifespans agree.
