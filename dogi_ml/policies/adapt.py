@@ -73,7 +73,7 @@ from ._adapt_ghost import (
     memory_breakdown,
     new_ghost_sets,
 )
-from .sepbit import NC_WINDOW, SepBIT, sepbit_gc, sepbit_hot_created, sepbit_reclaim, sepbit_user
+from .sepbit import NC_WINDOW, SepBIT, sepbit_classify, sepbit_gc, sepbit_hot_created, sepbit_reclaim
 from .sepbit import VARIANTS as SEPBIT_VARIANTS
 
 HOT, COLD = 0, 1
@@ -138,9 +138,7 @@ def adapt_user(s, p, lba, now):
     # SepBIT's own decision and bookkeeping (its FIFO queue, hot segments' creation times), so
     # ADAPT's lifespan layer is the SepBIT it is compared with ("like SepBIT", §3.1)
     sep = p.sep.scalars[0]
-    opening, nxt, seen, last_hot = sep.opening_created, sep.next_created, sep.fill_seen, sep.last_hot
-    base = sepbit_user(s, p.sep, lba, now)
-    g = base
+    g = sepbit_classify(s, p.sep, lba, now)
     if st.threshold >= 0:
         # the ghost sets' threshold replaces SepBIT's l once applied (§3.2)
         last = s.lba_time[lba]
@@ -158,12 +156,8 @@ def adapt_user(s, p, lba, now):
             st.demotions += 1
             p.demoted[RA_FIRST + k] += 1
             g = RA_FIRST + k
-    if g != HOT and base == HOT:
-        # not a hot block after all
-        sep.opening_created, sep.next_created, sep.fill_seen, sep.last_hot = opening, nxt, seen, last_hot
-    elif g == HOT and base != HOT:
-        if sep.fifo:
-            sepbit_hot_created(s, sep, now)
+    if g == HOT and sep.fifo:
+        sepbit_hot_created(s, sep, now)  # booked where the block lands, as SepBIT books its Class 1
     return g
 
 

@@ -100,6 +100,18 @@ def _fifo_cap(s, st, rewrite):
 
 @nb.njit(cache=True)
 def sepbit_user(s, p, lba, now):
+    cls = sepbit_classify(s, p, lba, now)
+    st = p.scalars[0]
+    if cls == 0 and st.fifo:
+        sepbit_hot_created(s, st, now)
+    return cls
+
+
+@nb.njit(cache=True)
+def sepbit_classify(s, p, lba, now):
+    """A user write's class (0: Class 1, 1: Class 2) with the FIFO queue's bookkeeping, but not
+    the creation-time bookkeeping of a Class-1 placement (:func:`sepbit_hot_created`): for a
+    caller that may place the block elsewhere (ADAPT) and books it only where it lands."""
     st = p.scalars[0]
     if st.fifo:
         # A Class-1 segment opened since the last write gets the creation time kept for it.
@@ -125,11 +137,7 @@ def sepbit_user(s, p, lba, now):
         st.fifo_len = size
         if not rewrite:
             st.distinct += 1
-    if not short:
-        return 1
-    if st.fifo:
-        sepbit_hot_created(s, st, now)
-    return 0
+    return 0 if short else 1
 
 
 @nb.njit(cache=True)
