@@ -76,17 +76,18 @@ def setting_of(r: dict) -> str:
 DENSITY_ORDER = {"light": 0, "medium": 1, "heavy": 2}
 
 
+def _setting_key(setting: str) -> tuple:
+    """Settings in a readable order: workload, then density light -> heavy, then skew; from the
+    label :func:`setting_of` gives a run (``zipf medium a=0.3``), so a merged summary's settings
+    sort as the runs' do."""
+    words = setting.split()
+    arrival = next((w for w in words[1:] if not w.startswith("a=")), "")
+    theta = next((float(w[2:]) for w in words[1:] if w.startswith("a=")), 0.0)
+    return words[0], DENSITY_ORDER.get(arrival, 3), arrival, theta
+
+
 def _sort_key(r: dict) -> tuple:
-    """Runs in a readable order: workload, then density light -> heavy, then skew."""
-    cfg = r.get("config") or {}
-    params = (r.get("workload_config") or {}).get("params") or {}
-    arrival = cfg.get("arrival")
-    return (
-        str(r.get("workload")),
-        DENSITY_ORDER.get(arrival, 3) if isinstance(arrival, str) else 3,
-        str(arrival),
-        float(params.get("zipf_theta", params.get("theta", 0)) or 0),
-    )
+    return _setting_key(setting_of(r))
 
 
 def adapt_summary(results: list[dict]) -> dict:
@@ -236,19 +237,11 @@ def plot_adapt(summary: dict, path: Path, figure: str, title: str = "") -> Path:
     return save_figure(fig, path)
 
 
-def _setting_key(setting: str) -> tuple:
-    """``_sort_key``'s order for a summary's setting label (``zipf medium a=0.3``)."""
-    words = setting.split()
-    arrival = next((w for w in words[1:] if not w.startswith("a=")), "")
-    theta = next((float(w[2:]) for w in words[1:] if w.startswith("a=")), 0.0)
-    return words[0], DENSITY_ORDER.get(arrival, 3), arrival, theta
-
-
 def merge_summary(summary: dict, previous: dict) -> dict:
     """``summary`` plus what it lacks from ``previous`` (an earlier result JSON's ``summary``):
     the schemes it lacks, setting by setting (after a change to ADAPT only, rerun its variants and
     keep the unchanged baselines' rows), and the settings it lacks (a new setting run alone joins
-    the earlier ones), in ``_sort_key``'s order."""
+    the earlier ones), in :func:`_setting_key`'s order."""
     out = {st: {v: dict(sc) for v, sc in bv.items()} for st, bv in summary.items()}
     for st, bv in previous.items():
         mine = out.setdefault(st, {})

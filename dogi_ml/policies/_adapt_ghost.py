@@ -71,13 +71,13 @@ import numba as nb
 import numpy as np
 
 from dogi_ml.policies._adapt_bloom import splitmix64
+from dogi_ml.policies.sepbit import NC_WINDOW as LIFESPAN_WINDOW  # reclaimed hot segments per lifespan average
 from dogi_ml.sim.policy_api import new_scalars, record, scalar_fields
 
 R_BITS = 24
 R_MOD = 1 << R_BITS  # sampling resolution: r = rate_num / 2^24
 HOT, COLD = 0, 1
 N_GROUPS = 6  # hot, cold, and (with gc_groups) GC groups 2..5 as ADAPT's: from hot, < 4l, < 16l, older
-LIFESPAN_WINDOW = 16  # reclaimed hot segments per lifespan average (SepBIT's NC_WINDOW)
 MIN_MEASURED = 256  # sampled writes before the measured sampling rate replaces r
 
 SCALARS = scalar_fields(
