@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dogi_ml.plotting import save_figure
-from dogi_ml.report import Callback, collect_results
+from dogi_ml.report import Callback, collect_results, scheme_of
 
 MINOS = "minos"
 # oracle policies never count as "the best baseline"
@@ -296,6 +296,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("prefix", type=Path, help="output path prefix (writes PREFIX.json and PREFIX.png)")
     ap.add_argument("sweeps", type=Path, nargs="*", help="simulate -m sweep directories (*/result.json)")
     ap.add_argument("--title", default="")
+    ap.add_argument(
+        "--drop",
+        action="append",
+        default=[],
+        metavar="SCHEME",
+        help="leave out the runs of this scheme label (repeatable); e.g. --drop minos to set "
+        "minos[agg1] against the baselines of a full sweep",
+    )
     ap.add_argument("--clustering", type=Path, help="a MINOS result.json run with mapping_log (Fig. 19)")
     a = ap.parse_args(argv)
     if a.clustering:
@@ -317,6 +325,11 @@ def main(argv: list[str] | None = None) -> None:
     results = [r for d in a.sweeps for r in collect_results(d)]
     if not results:
         raise SystemExit(f"no */result.json under {', '.join(map(str, a.sweeps))}: run the sweep first")
+    labels = sorted({scheme_of(r) for r in results})
+    unknown = [d for d in a.drop if d not in labels]
+    if unknown:
+        raise SystemExit(f"--drop {', '.join(unknown)}: no run has that scheme; the runs have {', '.join(labels)}")
+    results = [r for r in results if scheme_of(r) not in a.drop]
     write_minos(results, a.prefix.with_suffix(""), title=a.title)
 
 

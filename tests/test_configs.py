@@ -113,3 +113,18 @@ def test_every_experiment_composes(experiment):
             assert model in available("model")
         for wl in sweep["+workload"].split(","):
             assert wl in available("workload")
+
+
+@pytest.mark.parametrize("experiment", [e for e in available("experiment") if e.startswith("minos_fig")])
+def test_minos_presets_run_the_papers_default_configuration(experiment):
+    """MINOS §5.1: "a 512 MiB segment size and a 15% OP space" by default; only Fig. 15's preset
+    (minos_fig17) varies the OP, and it includes 15%."""
+    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
+        cfg = compose(
+            config_name="simulate", overrides=["+workload=zipf", f"+experiment={experiment}"], return_hydra_config=True
+        )
+    swept = cfg.hydra.sweeper.params.get("sim.op_ratio")
+    if swept is None:
+        assert cfg.sim.op_ratio == pytest.approx(0.15)
+    else:
+        assert 0.15 in [float(x) for x in str(swept).split(",")]

@@ -95,3 +95,20 @@ def test_files_and_clustering_plot_from_a_real_run(tmp_path):
 def test_cli_needs_results(tmp_path):
     with pytest.raises(SystemExit, match="run the sweep first"):
         main([str(tmp_path / "p"), str(tmp_path)])
+
+
+def test_cli_drops_a_scheme_to_compare_a_variant(tmp_path):
+    """``--drop minos``: the Agg1 variant's runs against the baselines of a full sweep."""
+    full, agg1 = tmp_path / "full", tmp_path / "agg1"
+    runs = [(full, _r("sepbit", 3.0)), (full, _r("minos", 3.1)), (agg1, _r("minos", 2.8, scheme="minos[agg1]"))]
+    for k, (d, r) in enumerate(runs):
+        (d / str(k)).mkdir(parents=True)
+        (d / str(k) / "result.json").write_text(json.dumps(r))
+    main([str(tmp_path / "p"), str(full), str(agg1), "--drop", "minos"])
+    z = json.loads((tmp_path / "p.json").read_text())["settings"]["zipf_h"]
+    assert set(z["schemes"]) == {"sepbit", "minos[agg1]"}
+    assert z["minos_waf"] == 2.8 and z["reduction_pct"] == pytest.approx(10.0)
+    with pytest.raises(
+        SystemExit, match=r"--drop agg8: no run has that scheme; the runs have minos, minos\[agg1\], sepbit"
+    ):
+        main([str(tmp_path / "q"), str(full), str(agg1), "--drop", "agg8"])
