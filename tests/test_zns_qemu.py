@@ -110,6 +110,7 @@ def test_sepbit_on_a_qemu_zns_namespace_matches_the_simulator_and_survives_a_kil
     dv = d["verify"]
     assert dv["ok"] and dv["checked"] == CAP and dv["lost"] == dv["corrupt"] == 0
 
+    assert res["crash"] is not None, run["log"][-3000:]
     acked = res["crash"]["acked"]
     assert CAP < acked < CAP + 3 * CAP, res["crash"]  # killed inside the trace, after the prefill
     rec = res["recover"]
