@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 
 from dogi_ml.plotting import save_figure
-from dogi_ml.report import Callback, collect_results
+from dogi_ml.report import Callback, collect_results, scheme_of
 
 ADAPT = "adapt"
 #: ADAPT with the switches beyond the paper's text (conf/adapt_scheme/adapt_ext.yaml): compared
@@ -50,11 +50,6 @@ PAPER = {
     "fig11": "light: GC writes -21.2 .. -53.5% vs the others; heavy: -5.2 .. -22.4%; "
     "skew: lowest WA at alpha 0.9; ADAPT lowest in every setting",
 }
-
-
-def scheme_name(r: dict) -> str:
-    s = r.get("scheme") or r["policy"]
-    return s
 
 
 def setting_of(r: dict) -> str:
@@ -103,7 +98,7 @@ def adapt_summary(results: list[dict]) -> dict:
             "user": r["user_writes"],
             "n_groups": r.get("n_groups"),
         }
-        out.setdefault(setting_of(r), {}).setdefault(r.get("victim", "?"), {})[scheme_name(r)] = entry
+        out.setdefault(setting_of(r), {}).setdefault(r.get("victim", "?"), {})[scheme_of(r)] = entry
     return out
 
 

@@ -89,7 +89,7 @@ def minos_summary(results: list[dict]) -> dict:
         keys = tuple(k for k in varied if not (k == "n_groups" and r["policy"] in ("midas", "sepgc")))
         key = _setting(r, keys)
         order[key] = (str(r.get("workload")), *(float(r.get(k) or 0) for k in keys))
-        scheme = r.get("scheme") or r["policy"]
+        scheme = scheme_of(r)
         settings.setdefault(key, {"schemes": {}})["schemes"][scheme] = {
             "policy": r["policy"],
             "waf": r["waf"],
@@ -166,15 +166,15 @@ def plot_minos(summary: dict, results: list[dict], path: Path, title: str = "") 
     )
     if series:
         ax_t = axes[0][0]
-        for r in sorted(results, key=lambda r: (r["policy"] == MINOS, r.get("scheme") or r["policy"])):
+        for r in sorted(results, key=lambda r: (r["policy"] == MINOS, scheme_of(r))):
             s = r["waf_series"]
             cap = r.get("capacity_blocks") or 1
             ax_t.plot(
                 [x / cap for x in s["t"]],
                 s["waf"],
-                label=r.get("scheme") or r["policy"],
+                label=scheme_of(r),
                 lw=2.0 if r["policy"] == MINOS else 1.0,
-                color=_color(r.get("scheme") or r["policy"]),
+                color=_color(scheme_of(r)),
             )
         for x in phase_boundaries(results[0]):
             ax_t.axvline(x, color="grey", lw=0.6, ls=":")
@@ -206,8 +206,8 @@ def write_minos(results: list[dict], prefix: Path, title: str = "") -> dict:
     print_minos_table(summary, title=title or "MINOS: GC writes per user write (WAF - 1)")
     out = dict(summary)
     if len(summary["settings"]) == 1:
-        out["waf_series"] = {r.get("scheme") or r["policy"]: r["waf_series"] for r in results if r.get("waf_series")}
-    mappings = {r.get("scheme") or r["policy"]: r["minos_mapping_log"] for r in results if r.get("minos_mapping_log")}
+        out["waf_series"] = {scheme_of(r): r["waf_series"] for r in results if r.get("waf_series")}
+    mappings = {scheme_of(r): r["minos_mapping_log"] for r in results if r.get("minos_mapping_log")}
     if mappings:
         out["minos_mapping_log"] = mappings
     prefix = Path(prefix)
