@@ -17,6 +17,7 @@ import pytest
 
 from dogi_ml.policies import make_policy
 from dogi_ml.policies._gru import fast_tanh, gru_step
+from dogi_ml.policies._online import PENDING
 from dogi_ml.policies._sequence import cdf_knee
 from dogi_ml.policies.shiro import (
     G_GC1,
@@ -253,6 +254,26 @@ def test_learning_run_reports_and_uses_every_group(learned, trace):
     assert r["gru_step_ns_per_block"] > 0 and r["train_seconds_per_window"] > 0
     assert np.asarray(r["gc_destinations"]).sum() == r["gc_writes"]
     assert path.exists() and r["states_departing_from_rule"] > 0
+
+
+def test_per_lba_rows_give_the_separate_arrays_results(trace):
+    """Issue 18: Shiro's per-LBA prediction, previous GC action and the sample ring's pending slot
+    in one 8-byte row place every block as the three separate arrays did. Golden numbers from
+    0972bcc (separate arrays), with no model ever trained (exact on any machine: no torch), so
+    the learning agent's seeded exploration and its previous-action state decide the GC writes."""
+    sim, r = simulate(trace, min_samples=10**9, epsilon=0.05, seed=3)
+    c = r["agent_counters"]
+    assert r["mode"] == "fallback (no model yet)"
+    assert (r["waf"], r["gc_writes"], c["explorations"], c["credited"]) == (3.2868408203125, 93669, 4581, 89196)
+    assert np.asarray(r["gc_destinations"])[2, 3:].tolist() == [24158, 1989, 2283, 2878, 2579]
+    p, ring = sim.pstate, sim.policy.ring
+    assert p.rows.dtype.itemsize == 8 and np.shares_memory(ring.pending, p.rows)
+    # the ring's per-LBA slots live in the rows: each sampled LBA's slot holds its pending sample
+    lbas = np.flatnonzero(p.rows["ring_slot"] >= 0)
+    slots = p.rows["ring_slot"][lbas]
+    assert lbas.size > 0 and (ring.lba[slots] == lbas).all() and (ring.inv[slots] == PENDING).all()
+    # the previous GC action is reset by each user write: relocated-since LBAs hold an action
+    assert set(np.unique(p.rows["prev"])) <= {ql.PREV_NEVER, *range(ql.N_ACTIONS)}
 
 
 def test_hierarchical_agent_equals_untrained_agent_and_age_classes(trace):

@@ -361,7 +361,7 @@ class SequencePolicy(PlacementPolicy):
         self.retrain_every = int(c["retrain_every"] or scaled(26_000_000, cap, 1000))
         self.max_chunk_blocks = min(self.retrain_every, MAX_CHUNK)  # retraining happens between chunks
         self.stream = self._make_stream(ctx)
-        self.ring = SampleRing(cap, int(c["max_samples"]))
+        self.ring = SampleRing(cap, int(c["max_samples"]), pending=self._ring_pending(cap))
         self.ring_windows = np.zeros((int(c["max_samples"]), int(c["history"]), len(c["features"])), np.float32)
         self.window_s = 0.0
         self.model = None
@@ -590,6 +590,11 @@ class SequencePolicy(PlacementPolicy):
     def _windows(self, data: dict, idx: np.ndarray) -> np.ndarray:
         """The windows the ring kept for the samples ``idx`` of a :meth:`SampleRing.collect`."""
         return self.ring_windows[data["slot"][idx]]
+
+    def _ring_pending(self, capacity: int) -> np.ndarray | None:
+        """The sample ring's per-LBA ``pending`` slots: None for an array of its own, or an int32
+        view (a field of the scheme's per-LBA rows, so a write touches one line for both)."""
+        return None
 
     def _sampling_arrays(self) -> dict:
         """The state's fields for :func:`count_and_sample`: ``ring`` (the sample ring),

@@ -92,11 +92,33 @@ SCALARS = sequence_scalars(
 )
 
 
+#: Shiro's per-LBA state, one 8-byte row per LBA (issue 18): a user write touches one cache line
+#: of it instead of three (the prediction, the previous GC action and the sample ring's
+#: ``pending`` were three capacity-sized arrays), a GC relocation one instead of two
+LBA_ROW = np.dtype(
+    [
+        ("ring_slot", np.int32),  # the sample ring's slot of its pending sample, -1 if none
+        ("pred", np.int8),  # the prediction of its live version (Table I)
+        ("prev", np.int8),  # its previous GC action, PREV_NEVER since its user write
+    ],
+    align=True,
+)
+assert LBA_ROW.itemsize == 8
+
+
+def new_lba_rows(capacity: int) -> np.ndarray:
+    """Per-LBA rows before any write: unseen, never relocated, not sampled."""
+    rows = np.zeros(capacity, LBA_ROW)
+    rows["ring_slot"] = -1
+    rows["pred"] = ql.PRED_UNSEEN
+    rows["prev"] = ql.PREV_NEVER
+    return rows
+
+
 class ShiroState(NamedTuple):
     scalars: np.ndarray  # one SCALARS record
     preds: np.ndarray  # int8 per write of the chunk: PRED_SHORT / PRED_LONG / PRED_UNSEEN
-    lba_pred: np.ndarray  # int8 per LBA: the prediction of its live version (Table I)
-    prev: np.ndarray  # int8 per LBA: its previous GC action, PREV_NEVER since its user write
+    rows: np.ndarray  # LBA_ROW per LBA: prediction, previous GC action, ring slot
     user_confusion: np.ndarray  # int64 [predicted short/long, actual short/long]
     gc_dest: np.ndarray  # int64 [source segment type, destination group]
     life: np.ndarray  # int64: lifetimes observed inside the current window (Algorithm 1)
@@ -203,24 +225,25 @@ def gru_infer(lbas, X, digits, h_all, wih_t, whh_t, bih, bhh, wo, bo, no_prev, o
 @nb.njit(cache=True)
 def shiro_user(s, p, lba, now):
     st = p.scalars[0]
+    row = p.rows[lba]  # a reference: its fields are read and written in place
     last = s.lba_time[lba]
     if last >= 0:
         v = now - last
-        pc = p.lba_pred[lba]
+        pc = row.pred
         if pc == ql.PRED_SHORT or pc == ql.PRED_LONG:
             p.user_confusion[pc, 0 if v <= st.hot_threshold else 1] += 1
         ring_fill(p.ring, lba, v)
         if last >= st.window_start and st.n_life < p.life.shape[0]:
             p.life[st.n_life] = v  # a rewrite inside the window: one lifetime sample
             st.n_life += 1
-    p.prev[lba] = ql.PREV_NEVER
+    row.prev = ql.PREV_NEVER
     if now < st.prefill:
-        p.lba_pred[lba] = ql.PRED_UNSEEN
+        row.pred = ql.PRED_UNSEEN
         return G_UNSEEN
     pred = ql.PRED_UNSEEN
     if st.mode == 1:
         pred = p.preds[now - st.chunk_start]
-    p.lba_pred[lba] = pred
+    row.pred = pred
     count_and_sample(st, p.ring, p.ring_windows, p.windows, lba, now, pred if pred != ql.PRED_UNSEEN else -1)
     return pred  # PRED_SHORT / PRED_LONG / PRED_UNSEEN are groups 0 / 1 / 2
 
@@ -229,10 +252,11 @@ def shiro_user(s, p, lba, now):
 def shiro_gc(s, p, lba, victim, now):
     st = p.scalars[0]
     seg_type = s.seg_group[victim]  # groups are Table I's segment types
+    row = p.rows[lba]
     mode = st.agent
     if mode == A_QLEARNING:
         state = ql.encode_binned_state(
-            ql.lifetime_bin(now - s.lba_time[lba]), st.victim_bin, seg_type, p.lba_pred[lba], p.prev[lba]
+            ql.lifetime_bin(now - s.lba_time[lba]), st.victim_bin, seg_type, row.pred, row.prev
         )
         if st.int8 != 0:
             a = ql.greedy_action(p.qint, state)
@@ -252,7 +276,7 @@ def shiro_gc(s, p, lba, victim, now):
             a = 1 if age < 4 * t else (2 if age < 16 * t else 3)
     else:
         a = 0
-    p.prev[lba] = a
+    row.prev = a
     g = G_GC1 + a
     p.gc_dest[seg_type, g] += 1
     return g
@@ -272,9 +296,7 @@ def shiro_reclaim(s, p, victim, now):
 def shiro_prefetch(p, lba):
     """The engine's cache hint for the per-LBA entries the placement functions touch (no effect
     on results)."""
-    prefetch(p.lba_pred, lba)
-    prefetch(p.prev, lba)
-    prefetch(p.ring.pending, lba)
+    prefetch(p.rows, lba)  # the ring's pending slot is a field of the same row
 
 
 # -- Algorithm 1 ---------------------------------------------------------------------------
@@ -505,6 +527,10 @@ class Shiro(SequencePolicy):
         assert self.max_chunk_blocks <= MAX_CHUNK
         return state
 
+    def _ring_pending(self, capacity: int) -> np.ndarray:
+        self.lba_rows = new_lba_rows(capacity)
+        return self.lba_rows["ring_slot"]
+
     def _feature_overrides(self, ctx: SimContext) -> dict | None:
         if "sequential" in self.cfg["features"]:
             return {"sequential": paper_is_seq(ctx.trace)}
@@ -537,8 +563,7 @@ class Shiro(SequencePolicy):
         return ShiroState(
             scalars=scalars,
             preds=np.full(self.max_chunk_blocks, ql.PRED_UNSEEN, np.int8),
-            lba_pred=np.full(ctx.capacity, ql.PRED_UNSEEN, np.int8),
-            prev=np.full(ctx.capacity, ql.PREV_NEVER, np.int8),
+            rows=self.lba_rows,
             user_confusion=np.zeros((2, 2), np.int64),
             gc_dest=np.zeros((N_GROUPS, N_GROUPS), np.int64),
             life=np.zeros(self.window_blocks, np.int64),
