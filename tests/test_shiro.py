@@ -446,8 +446,12 @@ def test_digit_row_stream_equals_the_window_stream(trace, history):
     ref = SequenceStream(trace, CAP, names, history, 5000, log=False, overrides=over)
     rows = DigitRowStream(trace, CAP, names, history, 5000, digits, 3, overrides=over)
     assert rows.rings.kind.tolist() == [KIND_U32, KIND_U16, KIND_FLOAT, KIND_U16, KIND_U32, KIND_I8]
-    ring_bytes = sum(getattr(rows.rings, k).nbytes for k in ("f32", "u16", "u32", "i8"))
-    assert ring_bytes == CAP * (history - 1) * (4 + 2 + 4 + 2 + 4 + 1) and ring_bytes <= ref.hist.nbytes
+    # one block per LBA: its row count, then its rows packed (4 + 2 + 2 + 4 + 1 bytes; the float
+    # feature apart), padded to whole int32
+    R = history - 1
+    assert rows.rings.f32.nbytes == CAP * R * 4 and rows.rings.data.nbytes == CAP * (-(-(4 + R * 13) // 4) * 4)
+    assert rows.rings.f32.nbytes + rows.rings.data.nbytes <= ref.hist.nbytes + 4 * CAP  # + the counts
+    assert np.shares_memory(rows.count, rows.rings.data)
     d = np.asarray(digits)
     top = np.array([float(16**k - 1) if k else np.inf for k in digits], np.float32)
     done, checked, wrapped = 0, 0, 0
