@@ -117,23 +117,35 @@ def _row_start(rings, slot):
 
 
 @nb.njit(cache=True, inline="always")
+def _get_le(d, lba, b, nbytes):
+    """The unsigned little-endian integer in bytes ``b .. b + nbytes - 1`` of the LBA's block
+    (LLVM folds the byte loads of a constant ``nbytes`` into one load)."""
+    v = np.uint32(0)
+    for k in range(nbytes):
+        v |= np.uint32(d[lba, b + k]) << (8 * k)
+    return v
+
+
+@nb.njit(cache=True, inline="always")
+def _put_le(d, lba, b, nbytes, v):
+    """``v`` (non-negative, < 2^(8 nbytes)) little-endian into bytes ``b ..`` of the LBA's block."""
+    for k in range(nbytes):
+        d[lba, b + k] = np.uint8((v >> (8 * k)) & 255)
+
+
+@nb.njit(cache=True, inline="always")
 def _load_row(rings, lba, slot, out, w, j):
     """The LBA's ring row ``slot`` into ``out[w, j]`` (float32, one entry per feature; indexed in
-    place: a view per row costs more than the copy). Bytes are assembled little-endian (LLVM
-    folds each group into one load)."""
+    place: a view per row costs more than the copy)."""
     d = rings.data
     o = _row_start(rings, slot)
     n32 = rings.u32_features.shape[0]
     n16 = rings.u16_features.shape[0]
     for c in range(n32):
-        b = o + 4 * c
-        v = np.uint32(d[lba, b]) | (np.uint32(d[lba, b + 1]) << 8)
-        v |= (np.uint32(d[lba, b + 2]) << 16) | (np.uint32(d[lba, b + 3]) << 24)
-        out[w, j, rings.u32_features[c]] = np.float32(v)
+        out[w, j, rings.u32_features[c]] = np.float32(_get_le(d, lba, o + 4 * c, 4))
     o16 = o + 4 * n32
     for c in range(n16):
-        b = o16 + 2 * c
-        out[w, j, rings.u16_features[c]] = np.float32(np.uint32(d[lba, b]) | (np.uint32(d[lba, b + 1]) << 8))
+        out[w, j, rings.u16_features[c]] = np.float32(_get_le(d, lba, o16 + 2 * c, 2))
     o8 = o16 + 2 * n16
     for c in range(rings.i8_features.shape[0]):
         out[w, j, rings.i8_features[c]] = np.float32(np.int8(d[lba, o8 + c]))
@@ -150,19 +162,11 @@ def _store_row(rings, lba, slot, rows_t, i):
     n16 = rings.u16_features.shape[0]
     for c in range(n32):
         f = rings.u32_features[c]
-        v = _clip(rows_t[f, i], rings.top[f])
-        b = o + 4 * c
-        d[lba, b] = np.uint8(v & 255)
-        d[lba, b + 1] = np.uint8((v >> 8) & 255)
-        d[lba, b + 2] = np.uint8((v >> 16) & 255)
-        d[lba, b + 3] = np.uint8((v >> 24) & 255)
+        _put_le(d, lba, o + 4 * c, 4, _clip(rows_t[f, i], rings.top[f]))
     o16 = o + 4 * n32
     for c in range(n16):
         f = rings.u16_features[c]
-        v = _clip(rows_t[f, i], rings.top[f])
-        b = o16 + 2 * c
-        d[lba, b] = np.uint8(v & 255)
-        d[lba, b + 1] = np.uint8((v >> 8) & 255)
+        _put_le(d, lba, o16 + 2 * c, 2, _clip(rows_t[f, i], rings.top[f]))
     o8 = o16 + 2 * n16
     for c in range(rings.i8_features.shape[0]):
         d[lba, o8 + c] = np.uint8(np.int8(rows_t[rings.i8_features[c], i]) & 255)
