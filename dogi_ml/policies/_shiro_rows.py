@@ -119,7 +119,7 @@ def _row_start(rings, slot):
 @nb.njit(cache=True, inline="always")
 def _get_le(d, lba, b, nbytes):
     """The unsigned little-endian integer in bytes ``b .. b + nbytes - 1`` of the LBA's block
-    (LLVM folds the byte loads of a constant ``nbytes`` into one load)."""
+    (``nbytes`` is a constant at each call: the loop unrolls)."""
     v = np.uint32(0)
     for k in range(nbytes):
         v |= np.uint32(d[lba, b + k]) << (8 * k)

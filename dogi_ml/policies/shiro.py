@@ -528,6 +528,8 @@ class Shiro(SequencePolicy):
         return state
 
     def _ring_pending(self, capacity: int) -> np.ndarray:
+        # the per-LBA rows are made here: the sample ring, built before the state, keeps its
+        # pending slots in their ring_slot field
         self.lba_rows = new_lba_rows(capacity)
         return self.lba_rows["ring_slot"]
 
