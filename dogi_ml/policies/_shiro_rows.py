@@ -110,10 +110,15 @@ def encode_digits(row, digits, out):
 
 
 @nb.njit(cache=True, inline="always")
+def _row_size(rings):
+    """Bytes of one packed row (:func:`row_bytes` of the rings' kinds)."""
+    return 4 * rings.u32_features.shape[0] + 2 * rings.u16_features.shape[0] + rings.i8_features.shape[0]
+
+
+@nb.njit(cache=True, inline="always")
 def _row_start(rings, slot):
     """Byte offset of ring slot ``slot`` in an LBA's block."""
-    n32 = rings.u32_features.shape[0]
-    return 4 + slot * (4 * n32 + 2 * rings.u16_features.shape[0] + rings.i8_features.shape[0])
+    return 4 + slot * _row_size(rings)
 
 
 @nb.njit(cache=True, inline="always")
@@ -197,18 +202,19 @@ def _advance_rows(lbas, rows_t, rings, out, k0, first, every, samples):
     n = lbas.shape[0]
     count = rings.count
     block = rings.data.shape[1]
-    rb = _row_start(rings, 1) - _row_start(rings, 0)
+    rb = _row_size(rings)
     written = 0
     for i in range(n):
         if R > 0 and i + 2 * ROW_PREFETCH < n:
             prefetch(rings.data, lbas[i + 2 * ROW_PREFETCH] * block)  # the count: the block's first line
         if R > 0 and i + ROW_PREFETCH < n:
             ahead = lbas[i + ROW_PREFETCH]
-            start = ahead * block + _row_start(rings, count[ahead] % R)
+            slot = count[ahead] % R
+            start = ahead * block + _row_start(rings, slot)
             prefetch(rings.data, start)  # the slot's first and last byte: the row may straddle lines
             prefetch(rings.data, start + rb - 1)
             nf = rings.f32.shape[2]
-            prefetch_span(rings.f32, (ahead * R + count[ahead] % R) * nf, nf)
+            prefetch_span(rings.f32, (ahead * R + slot) * nf, nf)
         lba = lbas[i]
         for f in range(F):
             out[i, 0, f] = rows_t[f, i]
