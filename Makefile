@@ -27,7 +27,8 @@ compare: install
 
 # Tests on TEST_WORKERS processes (pytest-xdist), each test file whole on one worker (its
 # module fixtures and compiled loops stay together): on 2 cores with cold kernel caches the
-# suite takes ~10 min instead of ~19 serially, most of it Numba compiling
+# suite took ~10-12 min on AVX-512 VMs and takes ~20 on an AVX2 (Zen 3) one, most of it Numba
+# compiling
 TEST_WORKERS ?= 2
 PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
