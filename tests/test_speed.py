@@ -37,6 +37,88 @@ def test_batch_kernel_is_bit_exact_on_odd_shapes_and_partial_tiles(odd_q):
         np.testing.assert_array_equal(cls8, ref[:n].argmax(axis=1))
 
 
+def _extreme_requantisation(args, seed=3):
+    """``args`` with requantisation constants at their limits: hidden multipliers 4096..8191 and
+    shifts 0..31 (``hidden_multiplier``), last-layer multipliers up to 2**31, shifts 0..62 and
+    biases that push logits past int32 (both saturations, and ties at INT32_MAX / INT32_MIN)."""
+    pre, table, dims, w, b, mul, shift = args
+    rng = np.random.default_rng(seed)
+    b, mul, shift = b.copy(), mul.copy(), shift.copy()
+    n_hidden = int(np.sum(dims[1:-1]))
+    mul[:n_hidden] = rng.integers(4096, 8192, n_hidden)
+    shift[:n_hidden] = rng.choice([0, 1, 7, 16, 30, 31], n_hidden)
+    n_cls = int(dims[-1])
+    mul[n_hidden:] = rng.choice([1, 3, (1 << 30) + 12345, 1 << 31], n_cls)
+    shift[n_hidden:] = rng.choice([0, 1, 20, 31, 45, 62], n_cls)
+    b[n_hidden:] = rng.choice([-(1 << 30), -5, 0, 7, 1 << 30], n_cls)
+    return pre, table, dims, w, b, mul, shift
+
+
+def test_classes_kernel_matches_the_logits_and_row_kernels_at_extreme_constants(odd_q):
+    """The pair kernel (``int8_mlp_classes``) against two other implementations, the int32
+    logits kernel's argmax and the one-row kernel, where the requantisation saturates."""
+    from dogi_ml.export.numba_kernel import int8_mlp_predict_one, mlp_scratch
+
+    q, X = odd_q
+    ties = 0
+    for seed in (3, 4, 5):
+        args = _extreme_requantisation(q.kernel_args(), seed)
+        logits = np.empty((len(X), q.n_classes), np.int32)
+        int8_mlp_logits(X, *args, logits)
+        limits = [np.iinfo(np.int32).min, np.iinfo(np.int32).max]
+        saturated = np.isin(logits, limits)
+        assert 0 < saturated.sum() < saturated.size  # the constants reach both regimes
+        ties += int(((logits == limits[1]).sum(axis=1) > 1).sum())  # first max wins at INT32_MAX
+        cls = np.empty(len(X), np.int64)
+        int8_mlp_classes(X, *args, cls)
+        np.testing.assert_array_equal(cls, logits.argmax(axis=1))
+        one = mlp_scratch(args)
+        rows = [int8_mlp_predict_one(X[i], *args, one) for i in range(0, len(X), 7)]
+        np.testing.assert_array_equal(cls[::7], rows)
+    assert ties > 0
+
+
+_PORTABLE_RUN = """
+import sys
+import numpy as np
+import dogi_ml.export.numba_kernel as K
+assert not K.PMADDWD, "DOGI_ML_INT8_PORTABLE=1 should select the portable IR"
+data = np.load(sys.argv[1])
+X, out = data["X"], {}
+for a in range(2):
+    args = tuple(data[f"a{a}_{i}"] for i in range(7))
+    for n in (1, K.TILE + 1, len(X)):
+        cls = np.empty(n, np.int64)
+        K.int8_mlp_classes_into(X[:n], *args, K.batch_scratch(args), cls)
+        out[f"{a}_{n}"] = cls
+np.savez(sys.argv[2], **out)
+"""
+
+
+def test_classes_kernel_portable_ir_is_bit_exact(odd_q, tmp_path):
+    """The pair kernel's IR without ``pmaddwd`` (what a CPU without AVX2 compiles;
+    ``DOGI_ML_INT8_PORTABLE=1`` forces it) gives the logits kernel's classes, on odd shapes,
+    partial tiles and saturating constants. A fresh kernel cache: this CPU's cached machine code
+    would otherwise be loaded."""
+    import os
+    import subprocess
+    import sys
+
+    q, X = odd_q
+    sets = [q.kernel_args(), _extreme_requantisation(q.kernel_args())]
+    np.savez(tmp_path / "in.npz", X=X, **{f"a{a}_{i}": v for a, args in enumerate(sets) for i, v in enumerate(args)})
+    env = dict(os.environ, DOGI_ML_INT8_PORTABLE="1", DOGI_ML_KERNEL_CACHE=str(tmp_path / "kernels"))
+    cmd = [sys.executable, "-c", _PORTABLE_RUN, str(tmp_path / "in.npz"), str(tmp_path / "out.npz")]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = np.load(tmp_path / "out.npz")
+    for a, args in enumerate(sets):
+        logits = np.empty((len(X), q.n_classes), np.int32)
+        int8_mlp_logits(X, *args, logits)
+        for n in (1, TILE + 1, len(X)):
+            np.testing.assert_array_equal(got[f"{a}_{n}"], logits[:n].argmax(axis=1))
+
+
 # -- DOGI's features and deployed model ---------------------------------------------------------
 CAP, SEG = 16384, 64
 
