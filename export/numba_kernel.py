@@ -310,6 +310,7 @@ def _mlp_tile(X, r0, n, pre, table, dims, w, b, mul, shift, scratch, out_logits,
 # multiplies instead of ``pmaddwd``: the same integers, slower.
 
 PAIR_ROWS = 16  # rows per intrinsic call: two vectors of eight int32 lanes
+PAIR_GAP = 64  # int32s between the two activation regions' rows (see _new_pair_scratch)
 
 
 def _target_has_pmaddwd() -> bool:
@@ -577,7 +578,10 @@ def _new_pair_scratch(dims):
     pairs = (width + 1) // 2
     # two layers' activation pairs ``[pair, row]``; the tile's running max and class; the
     # packed weights; bias, multiplier and shift per (padded) output
-    P = np.zeros(2 * pairs * TILE, np.int32)
+    # the second layer's region starts 256 bytes past a multiple of 512 from the first: a
+    # call's stores then never share their address's low 12 bits with the next call's loads
+    # (x86's 4K aliasing would stall the loads); codes at 0, layers alternate
+    P = np.zeros(2 * (pairs * TILE + PAIR_GAP), np.int32)
     return P, np.zeros(2 * TILE, np.int32), np.zeros(n_w2, np.int32), np.zeros(3 * nq, np.int64)
 
 
@@ -615,7 +619,7 @@ def _pairs_batch(X, pre, table, dims, w, b, mul, shift, scratch, out_cls):
     P, TB, W2, Q = scratch
     _pack_pairs(dims, w, b, mul, shift, W2, Q)
     nq = Q.shape[0] // 3
-    pairs = P.shape[0] // (2 * TILE)
+    region = P.shape[0] // 2  # int32s from the first layer region to the second
     L = dims.shape[0] - 1
     for r0 in range(0, X.shape[0], TILE):
         n = min(TILE, X.shape[0] - r0)
@@ -629,16 +633,16 @@ def _pairs_batch(X, pre, table, dims, w, b, mul, shift, scratch, out_cls):
             n_in = dims[layer]
             n_out = dims[layer + 1]
             k2 = (n_in + 1) // 2
-            dst = pairs - src
+            dst = region - src
             for o0 in range(0, n_out, 2):
                 w_off = w2o + o0 * k2
                 if layer < L - 1:
-                    out = (dst + (o0 >> 1)) * TILE
+                    out = dst + (o0 >> 1) * TILE
                     for r in range(0, rows, PAIR_ROWS):
-                        _pairs_hidden(P, src * TILE + r, W2, w_off, k2, Q, qo + o0, nq, out + r)
+                        _pairs_hidden(P, src + r, W2, w_off, k2, Q, qo + o0, nq, out + r)
                 else:
                     for r in range(0, rows, PAIR_ROWS):
-                        _pairs_last(P, src * TILE + r, W2, w_off, k2, Q, qo + o0, nq, TB, r, o0, n_out)
+                        _pairs_last(P, src + r, W2, w_off, k2, Q, qo + o0, nq, TB, r, o0, n_out)
             w2o += (n_out + 1) // 2 * 2 * k2
             qo += (n_out + 1) // 2 * 2
             src = dst
