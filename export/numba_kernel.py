@@ -566,23 +566,38 @@ def _pack_pairs(dims, w, b, mul, shift, W2, Q):
 
 
 @nb.njit(cache=True)
-def _new_pair_scratch(dims):
+def _pair_sizes(dims):
+    """Lengths of the pair kernel's scratch arrays for layer widths ``dims``: activation pairs,
+    running max and class, packed weights, requantisation constants, the packed model's copy."""
     width = np.int64(0)
     n_w2 = np.int64(0)
     nq = np.int64(0)
+    n_model = np.int64(0)
     for layer in range(dims.shape[0] - 1):
         out2 = (dims[layer + 1] + 1) // 2 * 2
         width = max(width, max(dims[layer], out2))
         n_w2 += out2 * ((dims[layer] + 1) // 2)
         nq += out2
+        n_model += dims[layer] * dims[layer + 1] + 3 * dims[layer + 1]
     pairs = (width + 1) // 2
-    # two layers' activation pairs ``[pair, row]``; the tile's running max and class; the
-    # packed weights; bias, multiplier and shift per (padded) output
-    # the second layer's region starts 256 bytes past a multiple of 512 from the first: a
-    # call's stores then never share their address's low 12 bits with the next call's loads
-    # (x86's 4K aliasing would stall the loads); codes at 0, layers alternate
-    P = np.zeros(2 * (pairs * TILE + PAIR_GAP), np.int32)
-    return P, np.zeros(2 * TILE, np.int32), np.zeros(n_w2, np.int32), np.zeros(3 * nq, np.int64)
+    # two regions of activation pairs ``[pair, row]`` (codes in the first, layers alternate);
+    # the second starts 256 bytes past a multiple of 512 from the first, so a call's stores
+    # never share their address's low 12 bits with the next call's loads (x86's 4K aliasing
+    # would stall them)
+    return 2 * (pairs * TILE + PAIR_GAP), 2 * TILE, n_w2, 3 * nq, n_model + 1
+
+
+@nb.njit(cache=True)
+def _new_pair_scratch(dims):
+    n_p, n_tb, n_w2, n_q, n_seen = _pair_sizes(dims)
+    # (the copy of the packed model: a call with the same values skips the packing, ~4 us)
+    return (
+        np.zeros(n_p, np.int32),
+        np.zeros(n_tb, np.int32),
+        np.zeros(n_w2, np.int32),
+        np.zeros(n_q, np.int64),
+        np.zeros(n_seen, np.int64),
+    )
 
 
 @nb.njit(cache=True, inline="always")
@@ -613,11 +628,47 @@ def _codes_pairs(X, r0, n, pre, table, P):
             P16[base + 2 * r] = 0
 
 
+@nb.njit(cache=True, inline="always")
+def _packed_from(seen, w, b, mul, shift):
+    """Whether ``seen`` holds exactly ``w, b, mul, shift`` (then the packed arrays are theirs);
+    if not, stores them there (the caller packs). A comparison of every value, not of the
+    arrays' addresses: a model changed in place is packed again."""
+    nw, nb_ = w.shape[0], b.shape[0]
+    diff = np.int64(0) if seen[nw + 3 * nb_] == 1 else np.int64(1)
+    for i in range(nw):  # no early exit: the loop vectorises
+        diff |= seen[i] ^ np.int64(w[i])
+    for i in range(nb_):
+        diff |= (seen[nw + i] ^ np.int64(b[i])) | (seen[nw + nb_ + i] ^ mul[i]) | (seen[nw + 2 * nb_ + i] ^ shift[i])
+    if diff == 0:
+        return True
+    for i in range(nw):
+        seen[i] = w[i]
+    for i in range(nb_):
+        seen[nw + i] = b[i]
+        seen[nw + nb_ + i] = mul[i]
+        seen[nw + 2 * nb_ + i] = shift[i]
+    seen[nw + 3 * nb_] = 1
+    return False
+
+
 @nb.njit(cache=True)
 def _pairs_batch(X, pre, table, dims, w, b, mul, shift, scratch, out_cls):
     """Classes of every row of ``X`` by the pair kernel (see ``PAIR_ROWS``), 128 rows a tile."""
-    P, TB, W2, Q = scratch
-    _pack_pairs(dims, w, b, mul, shift, W2, Q)
+    P, TB, W2, Q, packed_from = scratch
+    # the intrinsics do not check bounds: the scratch must be this model's shape
+    n_p, n_tb, n_w2, n_q, n_seen = _pair_sizes(dims)
+    if (
+        P.shape[0] != n_p
+        or TB.shape[0] != n_tb
+        or W2.shape[0] != n_w2
+        or Q.shape[0] != n_q
+        or packed_from.shape[0] != n_seen
+    ):
+        raise ValueError("int8 MLP scratch made for other layer widths: call batch_scratch(args) for this model")
+    if X.shape[1] != dims[0] or w.shape[0] + 3 * b.shape[0] + 1 != n_seen:
+        raise ValueError("int8 MLP: the features' columns or the weights do not match the layer widths")
+    if not _packed_from(packed_from, w, b, mul, shift):
+        _pack_pairs(dims, w, b, mul, shift, W2, Q)
     nq = Q.shape[0] // 3
     region = P.shape[0] // 2  # int32s from the first layer region to the second
     L = dims.shape[0] - 1

@@ -78,6 +78,36 @@ def test_classes_kernel_matches_the_logits_and_row_kernels_at_extreme_constants(
     assert ties > 0
 
 
+def test_classes_kernel_scratch_follows_the_model_and_rejects_other_shapes(odd_q):
+    """The scratch keeps the packed weights between calls: a model changed in place, or another
+    model of the same shape, is packed again; a scratch of other layer widths is an error."""
+    q, X = odd_q
+    args = q.kernel_args()
+    scratch = batch_scratch(args)
+    cls = np.empty(len(X), np.int64)
+    int8_mlp_classes_into(X, *args, scratch, cls)
+    np.testing.assert_array_equal(cls, q.logits_int(X).argmax(axis=1))
+    for changed in (_extreme_requantisation(args), tuple(a.copy() for a in args)):
+        logits = np.empty((len(X), q.n_classes), np.int32)
+        int8_mlp_logits(X, *changed, logits)
+        int8_mlp_classes_into(X, *changed, scratch, cls)
+        np.testing.assert_array_equal(cls, logits.argmax(axis=1))
+    w = args[3].copy()
+    args[3][:] = -args[3]  # in place: same arrays, other values
+    try:
+        logits = np.empty((len(X), q.n_classes), np.int32)
+        int8_mlp_logits(X, *args, logits)
+        int8_mlp_classes_into(X, *args, scratch, cls)
+        np.testing.assert_array_equal(cls, logits.argmax(axis=1))
+    finally:
+        args[3][:] = w
+    other = (args[0], args[1], np.array([5, 8, 9, 5]), *args[3:])
+    with pytest.raises(ValueError, match="scratch made for other layer widths"):
+        int8_mlp_classes_into(X, *args, batch_scratch(other), cls)
+    with pytest.raises(ValueError, match="features' columns"):
+        int8_mlp_classes_into(np.ascontiguousarray(X[:, :4]), *args, scratch, cls)
+
+
 _PORTABLE_RUN = """
 import sys
 import numpy as np
