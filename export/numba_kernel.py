@@ -601,31 +601,40 @@ def _new_pair_scratch(dims):
 
 
 @nb.njit(cache=True, inline="always")
+def _code(v, lo, hi, mul, sh, qmax, log, table):
+    """One raw feature value's int16 code (:func:`input_code` with a rule row's constants)."""
+    v = np.int64(v)
+    if log:
+        if v < 0:
+            g = -_log2_q8_fast((U(0) - U(v)) + U(1), table)
+        else:
+            g = _log2_q8_fast(U(v) + U(1), table)
+    else:
+        g = v
+    g = lo if g < lo else g
+    g = hi if g > hi else g
+    return np.int32(np.int64(((U(g) - U(lo)) * mul) >> sh) - qmax)
+
+
+@nb.njit(cache=True, inline="always")
 def _codes_pairs(X, r0, n, pre, table, P):
-    """:func:`_codes` into the pair layout: feature ``f`` of row ``r`` is int16 half ``f & 1``
-    of ``P[(f >> 1) * TILE + r]`` (a zero high half past an odd feature count)."""
-    P16 = P.view(np.int16)
+    """:func:`_codes` into the pair layout: features ``2j`` and ``2j + 1`` of row ``r`` are the
+    low and high int16 halves of ``P[j * TILE + r]`` (a zero high half past an odd feature
+    count), two features per pass and one 32-bit store per row and pair."""
     F = X.shape[1]
-    for f in range(F):
-        lo, hi, mul, sh, qmax = pre[f, 1], pre[f, 2], U(pre[f, 3]), U(pre[f, 4]), pre[f, 5]
-        log = pre[f, 0] == LOG_KIND
-        base = (f >> 1) * 2 * TILE + (f & 1)
+    for j in range((F + 1) >> 1):
+        f0 = 2 * j
+        f1 = min(f0 + 1, F - 1)
+        lo0, hi0, mul0, sh0, q0 = pre[f0, 1], pre[f0, 2], U(pre[f0, 3]), U(pre[f0, 4]), pre[f0, 5]
+        lo1, hi1, mul1, sh1, q1 = pre[f1, 1], pre[f1, 2], U(pre[f1, 3]), U(pre[f1, 4]), pre[f1, 5]
+        log0 = pre[f0, 0] == LOG_KIND
+        log1 = pre[f1, 0] == LOG_KIND
+        keep_hi = np.int32(-1) if f0 + 1 < F else np.int32(0)
+        base = j * TILE
         for r in range(n):
-            v = np.int64(X[r0 + r, f])
-            if log:
-                if v < 0:
-                    g = -_log2_q8_fast((U(0) - U(v)) + U(1), table)
-                else:
-                    g = _log2_q8_fast(U(v) + U(1), table)
-            else:
-                g = v
-            g = lo if g < lo else g
-            g = hi if g > hi else g
-            P16[base + 2 * r] = np.int16(np.int64(((U(g) - U(lo)) * mul) >> sh) - qmax)
-    if F & 1:
-        base = (F >> 1) * 2 * TILE + 1
-        for r in range(n):
-            P16[base + 2 * r] = 0
+            c0 = _code(X[r0 + r, f0], lo0, hi0, mul0, sh0, q0, log0, table)
+            c1 = _code(X[r0 + r, f1], lo1, hi1, mul1, sh1, q1, log1, table)
+            P[base + r] = ((c1 & keep_hi) << 16) | (c0 & 0xFFFF)
 
 
 @nb.njit(cache=True, inline="always")
