@@ -153,8 +153,9 @@ def _log2_q8_fast(u, table):
 def batch_scratch(args) -> tuple:
     """Scratch for :func:`int8_mlp_classes_into` given ``kernel_args()`` (a tile's activation
     pairs, running argmax, packed weights and requantisation constants), so a caller that runs
-    it per chunk allocates nothing per call. Only its shapes depend on the model: the weights
-    are packed into it at every call."""
+    it per chunk allocates nothing per call. Only its shapes depend on the model: a call packs
+    the weights into it when they differ from the ones it holds (compared value by value).
+    One scratch per thread."""
     return _new_pair_scratch(args[2])
 
 
@@ -674,8 +675,12 @@ def _pairs_batch(X, pre, table, dims, w, b, mul, shift, scratch, out_cls):
         or packed_from.shape[0] != n_seen
     ):
         raise ValueError("int8 MLP scratch made for other layer widths: call batch_scratch(args) for this model")
-    if X.shape[1] != dims[0] or w.shape[0] + 3 * b.shape[0] + 1 != n_seen:
-        raise ValueError("int8 MLP: the features' columns or the weights do not match the layer widths")
+    if X.shape[1] != dims[0] or pre.shape[0] != dims[0]:
+        raise ValueError("int8 MLP: the features' columns do not match the model's input width")
+    if w.shape[0] + 3 * b.shape[0] + 1 != n_seen or mul.shape[0] != b.shape[0] or shift.shape[0] != b.shape[0]:
+        raise ValueError("int8 MLP: the weights or requantisation constants do not match the layer widths")
+    if out_cls.shape[0] < X.shape[0]:
+        raise ValueError("int8 MLP: the output array is shorter than the feature rows")
     if not _packed_from(packed_from, w, b, mul, shift):
         _pack_pairs(dims, w, b, mul, shift, W2, Q)
     nq = Q.shape[0] // 3

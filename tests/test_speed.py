@@ -106,6 +106,10 @@ def test_classes_kernel_scratch_follows_the_model_and_rejects_other_shapes(odd_q
         int8_mlp_classes_into(X, *args, batch_scratch(other), cls)
     with pytest.raises(ValueError, match="features' columns"):
         int8_mlp_classes_into(np.ascontiguousarray(X[:, :4]), *args, scratch, cls)
+    with pytest.raises(ValueError, match="output array is shorter"):
+        int8_mlp_classes_into(X, *args, scratch, cls[:-1])
+    with pytest.raises(ValueError, match="requantisation constants"):
+        int8_mlp_classes_into(X, *args[:5], args[5][:-1], args[6], scratch, cls)
 
 
 _PORTABLE_RUN = """
