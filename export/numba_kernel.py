@@ -171,6 +171,22 @@ def _new_scratch(dims):
 
 
 @nb.njit(cache=True, inline="always")
+def _code(v, lo, hi, mul, sh, qmax, log, table):
+    """One raw feature value's int16 code (:func:`input_code` with a rule row's constants)."""
+    v = np.int64(v)
+    if log:
+        if v < 0:
+            g = -_log2_q8_fast((U(0) - U(v)) + U(1), table)
+        else:
+            g = _log2_q8_fast(U(v) + U(1), table)
+    else:
+        g = v
+    g = lo if g < lo else g
+    g = hi if g > hi else g
+    return np.int32(np.int64(((U(g) - U(lo)) * mul) >> sh) - qmax)
+
+
+@nb.njit(cache=True, inline="always")
 def _codes(X, r0, n, pre, table, A):
     """Input codes of rows ``r0 .. r0+n`` into ``A [feature, row]``: feature by feature, so
     each rule's constants stay in registers and its branch is taken the same way for every row."""
@@ -179,17 +195,7 @@ def _codes(X, r0, n, pre, table, A):
         lo, hi, mul, sh, qmax = pre[f, 1], pre[f, 2], U(pre[f, 3]), U(pre[f, 4]), pre[f, 5]
         log = pre[f, 0] == LOG_KIND
         for r in range(n):
-            v = np.int64(X[r0 + r, f])
-            if log:
-                if v < 0:
-                    g = -_log2_q8_fast((U(0) - U(v)) + U(1), table)
-                else:
-                    g = _log2_q8_fast(U(v) + U(1), table)
-            else:
-                g = v
-            g = lo if g < lo else g
-            g = hi if g > hi else g
-            row[r] = np.int16(np.int64(((U(g) - U(lo)) * mul) >> sh) - qmax)
+            row[r] = np.int16(_code(X[r0 + r, f], lo, hi, mul, sh, qmax, log, table))
     if X.shape[1] & 1:
         row = A[X.shape[1]]
         for r in range(n):  # an odd feature count: the unit past it is 0 (inputs go in pairs)
@@ -599,22 +605,6 @@ def _new_pair_scratch(dims):
         np.zeros(n_q, np.int64),
         np.zeros(n_seen, np.int64),
     )
-
-
-@nb.njit(cache=True, inline="always")
-def _code(v, lo, hi, mul, sh, qmax, log, table):
-    """One raw feature value's int16 code (:func:`input_code` with a rule row's constants)."""
-    v = np.int64(v)
-    if log:
-        if v < 0:
-            g = -_log2_q8_fast((U(0) - U(v)) + U(1), table)
-        else:
-            g = _log2_q8_fast(U(v) + U(1), table)
-    else:
-        g = v
-    g = lo if g < lo else g
-    g = hi if g > hi else g
-    return np.int32(np.int64(((U(g) - U(lo)) * mul) >> sh) - qmax)
 
 
 @nb.njit(cache=True, inline="always")
