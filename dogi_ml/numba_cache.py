@@ -262,6 +262,11 @@ def import_closure(
     return _closure(project_imports(source, module, is_package, project), module, project)
 
 
+#: environment variables read when kernels are compiled (``export.numba_kernel``: the int8
+#: kernel's IR without ``pmaddwd``); part of every key when set
+BUILD_SWITCHES = ("DOGI_ML_INT8_PORTABLE",)
+
+
 @functools.cache
 def versions() -> str:
     """The versions a compiled kernel depends on besides the project's sources."""
@@ -269,10 +274,15 @@ def versions() -> str:
     import numpy
 
     project = sys.modules.get(PROJECT)
-    return (
+    found = (
         f"{PROJECT} {getattr(project, '__version__', '?')}; numba {numba.__version__}; "
         f"numpy {numpy.__version__}; python {sys.version.split()[0]}"
     )
+    # switches that change the code generated (only when set, so the usual keys stay as they are)
+    for switch in BUILD_SWITCHES:
+        if os.environ.get(switch, "") not in ("", "0"):
+            found += f"; {switch}={os.environ[switch]}"
+    return found
 
 
 def _key(own: bytes, closure: dict[str, str], project: str) -> str:

@@ -153,6 +153,24 @@ def test_classes_kernel_portable_ir_is_bit_exact(odd_q, tmp_path):
             np.testing.assert_array_equal(got[f"{a}_{n}"], logits[:n].argmax(axis=1))
 
 
+def test_the_portable_switch_is_part_of_the_kernel_cache_key(monkeypatch):
+    """Setting ``DOGI_ML_INT8_PORTABLE`` gives every kernel a new cache key, so machine code
+    compiled without it is not loaded (and keys without it stay as they were)."""
+    from dogi_ml import numba_cache
+
+    numba_cache.versions.cache_clear()
+    monkeypatch.delenv("DOGI_ML_INT8_PORTABLE", raising=False)
+    plain = numba_cache.versions()
+    numba_cache.versions.cache_clear()
+    monkeypatch.setenv("DOGI_ML_INT8_PORTABLE", "1")
+    try:
+        assert numba_cache.versions() == plain + "; DOGI_ML_INT8_PORTABLE=1"
+    finally:
+        numba_cache.versions.cache_clear()
+        monkeypatch.delenv("DOGI_ML_INT8_PORTABLE")
+        assert numba_cache.versions() == plain
+
+
 # -- DOGI's features and deployed model ---------------------------------------------------------
 CAP, SEG = 16384, 64
 
