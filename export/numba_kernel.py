@@ -166,8 +166,8 @@ def _new_scratch(dims):
         width = max(width, d)
     units = (width + 1) // 2 * 2
     # two layers' int16 activations ``[unit, row]`` (an even count: units go in pairs), and the
-    # int32 accumulators (two outputs), running max and argmax of the tile's rows
-    return np.zeros((2 * units, TILE), np.int16), np.zeros((4, TILE), np.int32)
+    # int32 accumulators of two outputs for the tile's rows
+    return np.zeros((2 * units, TILE), np.int16), np.zeros((2, TILE), np.int32)
 
 
 @nb.njit(cache=True, inline="always")
@@ -214,9 +214,8 @@ def _hidden(acc, m, s):
 
 
 @nb.njit(cache=True)
-def _mlp_tile(X, r0, n, pre, table, dims, w, b, mul, shift, scratch, out_logits, out_cls, want_logits):
-    """Rows ``r0 .. r0+n`` (``n <= TILE``) of ``X``: classes to ``out_cls[r0:]`` and, with
-    ``want_logits``, int32 logits to ``out_logits[r0:]``.
+def _mlp_tile(X, r0, n, pre, table, dims, w, b, mul, shift, scratch, out_logits):
+    """Rows ``r0 .. r0+n`` (``n <= TILE``) of ``X``: int32 logits to ``out_logits[r0:]``.
 
     Batch-major: activations are int16 ``S[unit, row]`` and every inner loop runs over the
     tile's rows, two inputs x two outputs per pass (each loaded value feeds two multiply-adds),
@@ -226,14 +225,12 @@ def _mlp_tile(X, r0, n, pre, table, dims, w, b, mul, shift, scratch, out_logits,
     int32 is exact: input codes and activations fit int16, weights int8, and the exporter
     bounds every accumulator to int32 (as the C header computes); hidden requantisation
     multiplies a 16-bit value by a 13-bit multiplier; only the last layer's ``acc * m`` needs
-    int64. Now the logits kernel: classes come from :func:`_pairs_batch` (the tests compare the
-    two)."""
+    int64. The logits kernel: classes come from :func:`_pairs_batch` (the tests compare its
+    classes with this kernel's argmax)."""
     S, extra = scratch
     units = S.shape[0] // 2
     acc0 = extra[0]
     acc1 = extra[1]
-    top = extra[2]
-    best = extra[3]
     _codes(X, r0, n, pre, table, S)
     L = dims.shape[0] - 1
     wo = 0
@@ -286,21 +283,10 @@ def _mlp_tile(X, r0, n, pre, table, dims, w, b, mul, shift, scratch, out_logits,
                     a = np.int64(acc[r])
                     v = ((-a if a < 0 else a) * m64 + half) >> s
                     v = -v if a < 0 else v
-                    v = min(max(v, INT32_MIN), INT32_MAX)
-                    if want_logits:
-                        out_logits[r0 + r, o] = v
-                    v32 = np.int32(v)
-                    if o == 0:
-                        top[r] = v32
-                        best[r] = 0
-                    elif v32 > top[r]:  # first max wins
-                        top[r] = v32
-                        best[r] = o
+                    out_logits[r0 + r, o] = min(max(v, INT32_MIN), INT32_MAX)
         wo += n_in * n_out
         bo += n_out
         src = dst
-    for r in range(n):
-        out_cls[r0 + r] = best[r]
 
 
 # -- the classes kernel: input pairs, one multiply-add instruction per two inputs -----------------
@@ -706,17 +692,16 @@ def _pairs_batch(X, pre, table, dims, w, b, mul, shift, scratch, out_cls):
 
 
 @nb.njit(cache=True)
-def _mlp_batch(X, pre, table, dims, w, b, mul, shift, scratch, out_logits, out_cls, want_logits):
+def _mlp_batch(X, pre, table, dims, w, b, mul, shift, scratch, out_logits):
     for r0 in range(0, X.shape[0], TILE):
         n = min(TILE, X.shape[0] - r0)
-        _mlp_tile(X, r0, n, pre, table, dims, w, b, mul, shift, scratch, out_logits, out_cls, want_logits)
+        _mlp_tile(X, r0, n, pre, table, dims, w, b, mul, shift, scratch, out_logits)
 
 
 @nb.njit(cache=True)
 def int8_mlp_logits(X, pre, log_table, dims, w, b, mul, shift, out):
     """Raw int64 features ``X [n, F]`` -> int32 logits ``out [n, classes]``."""
-    cls = np.empty(X.shape[0], np.int32)
-    _mlp_batch(X, pre, log_table, dims, w, b, mul, shift, _new_scratch(dims), out, cls, True)
+    _mlp_batch(X, pre, log_table, dims, w, b, mul, shift, _new_scratch(dims), out)
 
 
 @nb.njit(cache=True)

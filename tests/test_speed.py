@@ -1,5 +1,6 @@
-"""Issue 18 (learned schemes fast): the int32 batch kernel of the deployed MLP stays bit-exact on
-odd layer shapes and partial tiles; DOGI's compiled-header path, fused features and overlapped
+"""Issue 18 (learned schemes fast): the deployed MLP's batch kernels (the int32 logits kernel and
+the int16-pair classes kernel) stay bit-exact on odd layer shapes, partial tiles and extreme
+constants; DOGI's compiled-header path, fused features and overlapped
 feature thread give the same predictions, features and WAF as the plain path; the paper-scale
 bench runs a learned policy."""
 
