@@ -438,6 +438,62 @@ def test_aggregated_entry_owner():
     assert runs[0] == runs[1]
 
 
+def _live_per_stream(ids_user, ids_gc, n=16):
+    """Valid blocks per virtual stream from decoded stream ids (-1 = none)."""
+    return np.bincount(ids_user, minlength=n), np.bincount(ids_gc[ids_gc >= 0], minlength=n)
+
+
+def test_block_ids_count_each_invalidation_for_its_own_stream():
+    # agg=8 with the stream ids kept per physical block (agg_ids=block): an overwrite counts for
+    # the streams that wrote that very block, so writes = invalidations + live blocks (+ GC copies
+    # GC moved again) holds per virtual stream, as at agg=1; with the paper's one pair per entry
+    # it does not, since an entry's 8 blocks come from several streams
+    writes = zipf_writes(CAP, 6 * CAP, seed=3)
+    balanced = {}
+    for ids in ("block", "entry"):
+        pol = make_policy("minos", agg=8, agg_ids=ids)
+        sim = Simulator(
+            pol,
+            SimConfig(segment_blocks=SEG, victim="cost_benefit_sepbit", debug_invariants=True, chunk_blocks=8192),
+            CAP,
+        )
+        sim.compile()
+        sim.prefill()
+        sim.feed(writes)
+        p = sim.pstate
+        here = sim.state.l2p
+        if ids == "block":
+            assert p.blk_ids.shape == (sim.n_segments * SEG,)
+            u = (p.blk_ids[here].astype(np.int64) & 255) - 1
+            g = (p.blk_ids[here].astype(np.int64) >> 8) - 1
+        else:
+            assert p.blk_ids.shape == (1,)
+            e = entries(p)
+            u, g = e["u_vs"][here >> 3], e["g_vs"][here >> 3]
+        assert (u >= 0).all() and (u < 12).all() and ((g == -1) | (g >= 12)).all()
+        live_user, live_gc = _live_per_stream(u, g)
+        balanced[ids] = np.array_equal(p.tot_w[:12], p.tot_i[:12] + live_user[:12]) and np.array_equal(
+            p.tot_w[12:], p.tot_i[12:] + live_gc[12:] + p.gc_superseded[12:]
+        )
+        assert p.tot_w.sum() == sim.result()["user_writes"] + sim.result()["gc_writes"] + CAP
+    assert balanced == {"block": True, "entry": False}
+
+
+def test_block_ids_change_nothing_without_aggregation():
+    # agg=1: the entry is the block, so keeping the ids beside it gives the same run
+    writes = zipf_writes(CAP, 3 * CAP, seed=4)
+    runs = []
+    for ids in ("entry", "block"):
+        sim = Simulator(make_policy("minos", agg=1, agg_ids=ids), SimConfig(segment_blocks=SEG), CAP)
+        sim.compile()
+        sim.prefill()
+        sim.feed(writes)
+        r = sim.result()
+        runs.append((r["waf"], r["minos_mapping"], sim.pstate.meta.tobytes(), sim.pstate.id_i.tobytes()))
+    assert runs[0] == runs[1]
+    assert make_policy("minos", agg_ids="block").label() == "minos[idsblock]"
+
+
 @pytest.mark.parametrize("space", ["physical", "logical"])
 def test_prefetch_hook_is_a_hint_only(space):
     # the engine's prefetch_lba hook reaches MINOS (the LBA 16 writes ahead, queued for the user
@@ -495,6 +551,10 @@ def test_deterministic_and_consistent(params):
 def test_memory_table5():
     assert [metadata_mib_per_tib(a)["metadata_mib"] for a in (1, 8, 32)] == [2304, 288, 72]
     assert metadata_mib_per_tib(8)["id_vectors_mib"] == pytest.approx(16 * 2048 * 8 / 2**20)
+    # agg_ids=block: the two 32-bit slots shared, two 4-bit ids per block (1 byte)
+    assert [metadata_mib_per_tib(a, ids="block")["metadata_mib"] for a in (1, 8, 32)] == [2304, 512, 320]
+    with pytest.raises(ValueError, match="ids must be one of entry, block"):
+        metadata_mib_per_tib(8, ids="lba")
 
 
 def test_bench_clustering_reports_microseconds():
@@ -533,6 +593,8 @@ def test_bench_compares_with_sepbit_under_the_same_victim_rule():
         ({"window": 3}, "unknown parameter"),
         ({"agg_space": "lbas"}, "agg_space must be physical"),
         ({"agg_owner": "first"}, "agg_owner must be last .* or median"),
+        ({"agg_ids": "lba"}, "agg_ids must be entry .* or block"),
+        ({"agg_ids": "block", "agg_space": "logical"}, "agg_ids=block .* needs agg_space=physical"),
         ({"mapping_log": -1}, "mapping_log must be an integer >= 0"),
         ({"p2_every": 0}, "p2_every must be an integer >= 1"),
         ({"slot_clock": "gc"}, "slot_clock must be all .* or user"),

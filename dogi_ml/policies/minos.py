@@ -34,9 +34,13 @@ time, both write slots and stream ids) shared by ``agg`` adjacent *physical* blo
 "physically contiguous data", written together to one stream); a write sets the entry of the
 block it lands on (the engine's next append position, predicted from its open segment and free
 stack), GC carries the user fields along. ``agg_space=logical`` shares entries among adjacent
-LBAs instead (much lossier for small random writes). Table 5's memory is
-:func:`metadata_mib_per_tib`. With ``agg=1`` the last user write time is the engine's own
-``lba_time`` (the same value, stored once), and both spaces give identical runs.
+LBAs instead (much lossier for small random writes). ``agg_ids=block`` shares only the slots
+and the time: each physical block keeps its own user and GC stream ids (4 + 4 bits), so the
+invalidations of an entry's blocks count for the streams that wrote them (beyond the paper,
+whose entry holds one pair; with 4 KiB random writes an entry's blocks come from different
+virtual streams). Table 5's memory is :func:`metadata_mib_per_tib`. With ``agg=1`` the last
+user write time is the engine's own ``lba_time`` (the same value, stored once), and both spaces
+give identical runs.
 
 Ablations: ``correlative=false`` (jump straight to the target), ``search=full`` (merge any two
 clusters, "w/o AC"), ``distance=avg`` (AvgDist: difference of mean invalidation times, decayed
@@ -85,6 +89,9 @@ AGG = (1, 8, 32)
 #: which block of an aggregated entry it describes: ``last`` the latest written (every landing
 #: block overwrites it), ``median`` the block at offset ``agg/2 - 1`` (only the first half writes)
 AGG_OWNER = ("last", "median")
+#: where an aggregated entry's virtual stream ids live: ``entry`` one pair per entry (the paper's
+#: shared entry), ``block`` one pair per physical block (4 + 4 bits) beside the shared slots
+AGG_IDS = ("entry", "block")
 BLOCK_BYTES = 4096
 TIB = 1 << 40
 
@@ -100,6 +107,7 @@ SCALARS = scalar_fields(
     seg_blocks=np.int64,  # blocks per slot (one segment)
     agg_shift=np.int64,  # log2 of the blocks sharing one metadata entry
     entry_writers=np.int64,  # blocks at entry offsets below this set the shared entry (AGG_OWNER)
+    block_ids=np.int64,  # 1: each physical block keeps its own stream ids (AGG_IDS "block")
     physical=np.int64,  # 1: entries cover physical blocks (the paper), 0: LBAs
     correlative=np.int64,  # 1: move one virtual stream toward the target
     p2_every=np.int64,  # P² markers updated on every p2_every-th lifetime (1 = all)
@@ -134,6 +142,9 @@ class MinosState(NamedTuple):
 
     scalars: np.ndarray  # SCALARS[1]
     meta: np.ndarray  # META_ROW[entries]
+    # agg_ids=block: per physical block, its user (low byte) and GC (high byte) stream id + 1
+    # (0 = none); a one-element dummy otherwise
+    blk_ids: np.ndarray  # uint16[physical blocks]
     # ID-Vectors: rows 0..N-1 live counters over ring positions, rows N..2N-1 clustering scratch
     id_w: np.ndarray  # float32[2N, L + pad] (columns L.. unused, see _minos_cluster.id_vectors)
     id_i: np.ndarray  # float32[2N, L + pad]
@@ -304,6 +315,20 @@ def _old_entry(s, st, lba):
 
 
 @nb.njit(cache=True, inline="always")
+def _own_ids(p, block, o_user, o_gc):
+    """``agg_ids=block``: the entry's packed fields with the stream ids of physical ``block``
+    itself. The slots stay the entry's; a block GC moved while the entry's latest writer was a
+    user write takes that write's slot (the entry's blocks land within a few appends)."""
+    ids = np.int64(p.blk_ids[block])
+    if o_user != 0 and (ids & 255) != 0:
+        o_user = ((o_user >> 8) << 8) | (ids & 255)
+    g = ids >> 8
+    if g == 0:
+        return o_user, np.int64(0)
+    return o_user, (((o_gc if o_gc != 0 else o_user) >> 8) << 8) | g
+
+
+@nb.njit(cache=True, inline="always")
 def minos_prefetch(p, lba):
     """The engine's ``prefetch_lba`` hook, 16 user writes (8 GC relocations) ahead. MINOS's
     entries are per *physical* block (``l2p[lba] >> agg_shift``), which this hook (no ``s``)
@@ -331,6 +356,8 @@ def _prefetch_overwritten(s, p, st):
         old = s.l2p[la]
         if old >= 0:
             prefetch(p.meta, old >> st.agg_shift)
+            if st.block_ids == 1:
+                prefetch(p.blk_ids, old)
 
 
 @nb.njit(cache=True, inline="always")
@@ -347,6 +374,8 @@ def minos_user(s, p, lba, now):
     if eo >= 0:
         old = meta[eo]
         o_time, o_user, o_gc = old.time, old.user, old.gc
+        if st.block_ids == 1:
+            o_user, o_gc = _own_ids(p, s.l2p[lba], o_user, o_gc)
     if o_user == 0:
         vs = st.n_user - 1  # a first write
     else:
@@ -370,6 +399,8 @@ def minos_user(s, p, lba, now):
     if st.physical == 1:
         blk = _landing_entry(s, st, group)
         en = blk >> shift if blk >= 0 and _writes_entry(st, blk) else -1
+        if st.block_ids == 1 and blk >= 0:
+            p.blk_ids[blk] = vs + 1
     else:
         en = lba >> shift
     if en >= 0:
@@ -389,6 +420,8 @@ def minos_gc(s, p, lba, victim, now):
     old = meta[eo]
     # all three fields up front: the stores to the landing entry below then never hold them up
     o_time, o_user, o_gc = old.time, old.user, old.gc
+    if st.block_ids == 1:
+        o_user, o_gc = _own_ids(p, s.l2p[lba], o_user, o_gc)
     last = s.lba_time[lba] if shift == 0 else o_time
     dt = float(now - last)
     st.p2_skip_gc = _p2_sampled(st.p2_skip_gc, st.p2_every, p.gq, p.gn, p.gcount, dt)
@@ -400,6 +433,8 @@ def minos_gc(s, p, lba, victim, now):
     if st.physical == 1:
         # the block's user metadata moves with it to its new physical place
         blk = _landing_entry(s, st, group)
+        if st.block_ids == 1 and blk >= 0:
+            p.blk_ids[blk] = (o_user & 255) | ((vs + 1) << 8)
         if blk >= 0 and _writes_entry(st, blk):
             row = meta[blk >> shift]
             row.time = o_time
@@ -424,13 +459,18 @@ def entries(state: MinosState) -> dict:
 # -- reports and benchmark ---------------------------------------------------------------------
 
 
-def metadata_mib_per_tib(agg: int, *, segment_bytes: int = 512 << 20, n_virtual: int = 16) -> dict:
+def metadata_mib_per_tib(agg: int, *, ids: str = "entry", segment_bytes: int = 512 << 20, n_virtual: int = 16) -> dict:
     """Table 5's memory: per-block metadata (user and GC: 32-bit write slot + 4-bit stream id,
     9 bytes) shared by ``agg`` blocks, per TiB of 4 KiB blocks; plus the ID-Vectors (two 32-bit
-    counters per virtual stream and slot, L = segments per TiB)."""
+    counters per virtual stream and slot, L = segments per TiB). ``ids="block"`` (``agg_ids``):
+    only the two slots are shared, each block keeps its two 4-bit stream ids."""
+    if ids not in AGG_IDS:
+        raise ValueError(f"ids must be one of {', '.join(AGG_IDS)}, got {ids!r}")
     blocks = TIB // BLOCK_BYTES
-    per_block = 2 * (32 + 4) / 8
-    meta = blocks * per_block / agg / (1 << 20)
+    if ids == "entry":
+        meta = blocks * 2 * (32 + 4) / 8 / agg / (1 << 20)
+    else:
+        meta = blocks * (2 * 32 / 8 / agg + 2 * 4 / 8) / (1 << 20)
     L = TIB // segment_bytes
     ring = n_virtual * L * 2 * 4 / (1 << 20)
     return {"agg": agg, "metadata_mib": meta, "id_vectors_mib": ring, "total_mib": meta + ring}
@@ -499,6 +539,7 @@ class Minos(PlacementPolicy):
         "agg": 8,
         "agg_space": "physical",
         "agg_owner": "last",
+        "agg_ids": "entry",
         "correlative": True,
         "search": "adjacent",
         "distance": "op",
@@ -549,6 +590,16 @@ class Minos(PlacementPolicy):
                 f"block written into it) or median (the block at offset agg/2 - 1), got {cfg['agg_owner']!r}"
             )
         self.agg_owner = cfg["agg_owner"]
+        if cfg["agg_ids"] not in AGG_IDS:
+            raise ValueError(
+                f"policy minos: agg_ids must be entry (one pair of stream ids per shared entry, the "
+                f"paper) or block (each physical block keeps its own), got {cfg['agg_ids']!r}"
+            )
+        if cfg["agg_ids"] == "block" and self.agg_space != "physical":
+            raise ValueError(
+                "policy minos: agg_ids=block keeps stream ids per physical block; it needs agg_space=physical"
+            )
+        self.agg_ids = cfg["agg_ids"]
         if not isinstance(cfg["correlative"], bool):
             raise ValueError(f"policy minos: correlative must be true or false, got {cfg['correlative']!r}")
         self.correlative = cfg["correlative"]
@@ -596,6 +647,7 @@ class Minos(PlacementPolicy):
         st.recluster_every, st.seg_blocks = self.recluster_every, ctx.segment_blocks
         st.agg_shift, st.physical = self.agg.bit_length() - 1, int(self.agg_space == "physical")
         st.entry_writers = max(1, self.agg // 2) if self.agg_owner == "median" else self.agg
+        st.block_ids = int(self.agg_ids == "block")
         st.correlative, st.p2_every = int(self.correlative), self.p2_every
         st.search, st.distance = SEARCH[self.search], DISTANCE[self.distance]
         st.log_on = int(self.mapping_log > 0)
@@ -605,6 +657,7 @@ class Minos(PlacementPolicy):
         return MinosState(
             scalars=scalars,
             meta=np.zeros(entries, META_ROW),
+            blk_ids=np.zeros(blocks if self.agg_ids == "block" else 1, np.uint16),
             id_w=id_w,
             id_i=id_i,
             inv_decay=decay_table(L),
@@ -642,6 +695,8 @@ class Minos(PlacementPolicy):
             switches.append("lba")
         if self.agg_owner != "last" and self.agg > 1:
             switches.append(f"own{self.agg_owner}")
+        if self.agg_ids != "entry":
+            switches.append(f"ids{self.agg_ids}")
         if not self.correlative:
             switches.append("noCP")
         if self.search == "full":
@@ -675,9 +730,9 @@ class Minos(PlacementPolicy):
             "minos_user_quantiles": [None if np.isnan(x) else float(x) for x in p2_quantiles(state.uq, state.ucount)],
             "minos_gc_quantiles": [None if np.isnan(x) else float(x) for x in p2_quantiles(state.gq, state.gcount)],
             "minos_vs_writes": state.tot_w.tolist(),
-            "minos_metadata_mib_per_tib": metadata_mib_per_tib(self.agg, n_virtual=self.n_user + self.n_gc)[
-                "metadata_mib"
-            ],
+            "minos_metadata_mib_per_tib": metadata_mib_per_tib(
+                self.agg, ids=self.agg_ids, n_virtual=self.n_user + self.n_gc
+            )["metadata_mib"],
         }
 
 
