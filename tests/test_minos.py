@@ -257,15 +257,19 @@ def test_p2_learns_from_every_kth_lifetime():
     assert counts[5] == m + 1 + (writes.size - m - 1) // 5
 
 
-def test_id_vector_conservation_and_period():
-    writes = zipf_writes(CAP, 6 * CAP, seed=3)
-    pol = make_policy("minos", agg=1, ring_len=100_000)
-    sim = Simulator(
-        pol, SimConfig(segment_blocks=SEG, victim="cost_benefit_sepbit", debug_invariants=True, chunk_blocks=8192), CAP
-    )
+def _checked_run(pol, writes, chunk_blocks):
+    """``writes`` through ``pol`` after prefill, CB victims, the engine's invariants checked."""
+    cfg = SimConfig(segment_blocks=SEG, victim="cost_benefit_sepbit", debug_invariants=True, chunk_blocks=chunk_blocks)
+    sim = Simulator(pol, cfg, CAP)
     sim.compile()
     sim.prefill()
     sim.feed(writes)
+    return sim
+
+
+def test_id_vector_conservation_and_period():
+    writes = zipf_writes(CAP, 6 * CAP, seed=3)
+    sim = _checked_run(make_policy("minos", agg=1, ring_len=100_000), writes, 8192)
     p = sim.pstate
     n = 16
     r = sim.result()
@@ -427,15 +431,22 @@ def test_aggregated_entry_owner():
     np.testing.assert_array_equal(times["last"] - times["median"], 4)
     assert make_policy("minos", agg_owner="median").label() == "minos[ownmedian]"
     # with one block per entry both owners are the same rule: identical runs
+    runs = _runs_without_aggregation("agg_owner", ("last", "median"))
+    assert runs[0] == runs[1]
+
+
+def _runs_without_aggregation(param, values):
+    """One zipf run at ``agg=1`` per value of ``param``: WAF, mapping, entries, ID-Vectors."""
     writes = zipf_writes(CAP, 3 * CAP, seed=4)
     runs = []
-    for owner in ("last", "median"):
-        sim = Simulator(make_policy("minos", agg=1, agg_owner=owner), SimConfig(segment_blocks=SEG), CAP)
+    for value in values:
+        sim = Simulator(make_policy("minos", agg=1, **{param: value}), SimConfig(segment_blocks=SEG), CAP)
         sim.compile()
         sim.prefill()
         sim.feed(writes)
-        runs.append((sim.result()["waf"], sim.pstate.meta.tobytes()))
-    assert runs[0] == runs[1]
+        r = sim.result()
+        runs.append((r["waf"], r["minos_mapping"], sim.pstate.meta.tobytes(), sim.pstate.id_i.tobytes()))
+    return runs
 
 
 def _live_per_stream(ids_user, ids_gc, n=16):
@@ -451,15 +462,7 @@ def test_block_ids_count_each_invalidation_for_its_own_stream():
     writes = zipf_writes(CAP, 6 * CAP, seed=3)
     balanced = {}
     for ids in ("block", "entry"):
-        pol = make_policy("minos", agg=8, agg_ids=ids)
-        sim = Simulator(
-            pol,
-            SimConfig(segment_blocks=SEG, victim="cost_benefit_sepbit", debug_invariants=True, chunk_blocks=8192),
-            CAP,
-        )
-        sim.compile()
-        sim.prefill()
-        sim.feed(writes)
+        sim = _checked_run(make_policy("minos", agg=8, agg_ids=ids), writes, 8192)
         p = sim.pstate
         here = sim.state.l2p
         if ids == "block":
@@ -481,15 +484,7 @@ def test_block_ids_count_each_invalidation_for_its_own_stream():
 
 def test_block_ids_change_nothing_without_aggregation():
     # agg=1: the entry is the block, so keeping the ids beside it gives the same run
-    writes = zipf_writes(CAP, 3 * CAP, seed=4)
-    runs = []
-    for ids in ("entry", "block"):
-        sim = Simulator(make_policy("minos", agg=1, agg_ids=ids), SimConfig(segment_blocks=SEG), CAP)
-        sim.compile()
-        sim.prefill()
-        sim.feed(writes)
-        r = sim.result()
-        runs.append((r["waf"], r["minos_mapping"], sim.pstate.meta.tobytes(), sim.pstate.id_i.tobytes()))
+    runs = _runs_without_aggregation("agg_ids", ("entry", "block"))
     assert runs[0] == runs[1]
     assert make_policy("minos", agg_ids="block").label() == "minos[idsblock]"
 
@@ -533,15 +528,7 @@ def test_deterministic_and_consistent(params):
     writes = zipf_writes(CAP, 4 * CAP, seed=9)
     results = []
     for _ in range(2):
-        pol = make_policy("minos", **params)
-        sim = Simulator(
-            pol,
-            SimConfig(segment_blocks=SEG, victim="cost_benefit_sepbit", debug_invariants=True, chunk_blocks=5000),
-            CAP,
-        )
-        sim.compile()
-        sim.prefill()
-        sim.feed(writes)
+        sim = _checked_run(make_policy("minos", **params), writes, 5000)
         r = sim.result()
         results.append((r["waf"], r["minos_mapping"], sim.pstate.tot_w.tolist(), sim.pstate.id_i.tobytes()))
     assert results[0] == results[1]
