@@ -522,7 +522,14 @@ def test_prefetch_hook_is_a_hint_only(space):
 
 
 @pytest.mark.parametrize(
-    "params", [{}, {"agg": 32, "search": "full"}, {"distance": "avg", "correlative": False}, {"p2_every": 1}]
+    "params",
+    [
+        {},
+        {"agg": 32, "search": "full"},
+        {"distance": "avg", "correlative": False},
+        {"p2_every": 1},
+        {"agg_ids": "block"},
+    ],
 )
 def test_deterministic_and_consistent(params):
     writes = zipf_writes(CAP, 4 * CAP, seed=9)
