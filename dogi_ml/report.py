@@ -290,7 +290,7 @@ def print_paper_tables(summary: dict) -> None:
     for wl in sorted(summary):
         row = [_fmt(summary[wl].get(s, {}).get("waf")) for s in schemes]
         r = red.get(wl)
-        row.append(f"{r['reduction_pct']:+.1f}% vs {r['best_baseline']}" if r else "-")
+        row.append(f"{r['reduction_pct']:+.1f}% vs {escape(r['best_baseline'])}" if r else "-")
         t.add_row(wl, *row)
     out.print(t)
     learned = [s for s in schemes if any("user_accuracy" in summary[w].get(s, {}) for w in summary)]

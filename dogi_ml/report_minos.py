@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from dogi_ml.plotting import save_figure
@@ -133,13 +134,15 @@ def print_minos_table(summary: dict, title: str = "MINOS: GC writes per user wri
     t = Table(title=title)
     t.add_column("setting")
     for s in schemes:
-        t.add_column(s, justify="right")
+        t.add_column(escape(s), justify="right")  # "minos[agg1]" is a label, not rich markup
     t.add_column("best baseline")
     t.add_column("MINOS cut %", justify="right")
     for key, e in summary["settings"].items():
         cells = [f"{e['schemes'][s]['gc_writes_per_user']:.3f}" if s in e["schemes"] else "-" for s in schemes]
         red = e.get("reduction_pct")
-        t.add_row(key, *cells, str(e.get("best_baseline", "-")), f"{red:+.1f}" if red is not None else "-")
+        t.add_row(
+            escape(key), *cells, escape(str(e.get("best_baseline", "-"))), f"{red:+.1f}" if red is not None else "-"
+        )
     console.print(t)
 
 

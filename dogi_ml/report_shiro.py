@@ -250,7 +250,7 @@ def write_report(results: list[dict], prefix: Path, title: str, note: str = "", 
         md += f"\nAgent decision (encode + epsilon-greedy + record, Numba): {extra['agent_decision_ns']:.0f} ns.\n"
     prefix.with_suffix(".md").write_text(md)
     plot(summary, prefix.with_suffix(".png"), title)
-    console.print(md)
+    console.print(md, markup=False)  # scheme labels such as "shiro[cb]" are text, not rich markup
     return payload
 
 

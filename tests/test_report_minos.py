@@ -97,7 +97,7 @@ def test_cli_needs_results(tmp_path):
         main([str(tmp_path / "p"), str(tmp_path)])
 
 
-def test_cli_drops_a_scheme_to_compare_a_variant(tmp_path):
+def test_cli_drops_a_scheme_to_compare_a_variant(tmp_path, capsys):
     """``--drop minos``: the Agg1 variant's runs against the baselines of a full sweep."""
     full, agg1 = tmp_path / "full", tmp_path / "agg1"
     runs = [(full, _r("sepbit", 3.0)), (full, _r("minos", 3.1)), (agg1, _r("minos", 2.8, scheme="minos[agg1]"))]
@@ -105,6 +105,8 @@ def test_cli_drops_a_scheme_to_compare_a_variant(tmp_path):
         (d / str(k)).mkdir(parents=True)
         (d / str(k) / "result.json").write_text(json.dumps(r))
     main([str(tmp_path / "p"), str(full), str(agg1), "--drop", "minos"])
+    # the variant's label reaches the printed table whole (rich would read "[agg1]" as markup)
+    assert "minos[agg1]" in capsys.readouterr().out
     z = json.loads((tmp_path / "p.json").read_text())["settings"]["zipf_h"]
     assert set(z["schemes"]) == {"sepbit", "minos[agg1]"}
     assert z["minos_waf"] == 2.8 and z["reduction_pct"] == pytest.approx(10.0)
