@@ -133,6 +133,7 @@ def comparison_rows(results: list[dict]) -> list[dict]:
             {
                 "workload": r.get("workload"),
                 "policy": r["policy"],
+                "scheme": scheme_of(r),  # the policy with its switches, e.g. "minos[agg1]"
                 "victim": r["victim"],
                 "waf": r["waf"],
                 "gc_writes": r["gc_writes"],
@@ -145,13 +146,13 @@ def comparison_rows(results: list[dict]) -> list[dict]:
 
 def print_comparison(results: list[dict], title: str = "comparison") -> None:
     t = Table(title=title)
-    for col in ("workload", "policy", "victim", "WAF", "GC writes", "M appends/s"):
-        t.add_column(col, justify="right" if col not in ("workload", "policy", "victim") else "left")
+    for col in ("workload", "scheme", "victim", "WAF", "GC writes", "M appends/s"):
+        t.add_column(col, justify="right" if col not in ("workload", "scheme", "victim") else "left")
     for row in comparison_rows(results):
         aps = row["appends_per_second"]
         t.add_row(
-            str(row["workload"]),
-            row["policy"],
+            escape(str(row["workload"])),
+            escape(row["scheme"]),  # a label, not rich markup
             row["victim"],
             _fmt(row["waf"]),
             _fmt(row["gc_writes"]),
@@ -171,7 +172,7 @@ def plot_results(results: list[dict], path: Path, title: str = "") -> Path:
     fig, (ax_t, ax_b) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [2, 1]})
     labels = []
     for r in results:
-        label = f"{r['policy']}/{r['victim']}" + (
+        label = f"{scheme_of(r)}/{r['victim']}" + (
             f" {r['workload']}" if len({x.get("workload") for x in results}) > 1 else ""
         )
         labels.append(label)
