@@ -31,7 +31,7 @@ def _fmt(v: Any) -> str:
 
 def print_sim_summary(r: dict) -> None:
     """One run: headline numbers, then per-group traffic."""
-    head = Table(title=f"{r.get('workload', '?')} / {r['policy']} / victim {r['victim']}", show_header=False)
+    head = Table(title=escape(f"{r.get('workload', '?')} / {scheme_of(r)} / victim {r['victim']}"), show_header=False)
     head.add_column(style="bold")
     head.add_column(justify="right")
     aps = r.get("appends_per_second")

@@ -1,6 +1,6 @@
 """The sweep comparison (``dogi_ml.report``): one row per run, named by its scheme label."""
 
-from dogi_ml.report import comparison_rows, plot_results, print_comparison
+from dogi_ml.report import comparison_rows, plot_results, print_comparison, print_sim_summary
 
 
 def _r(policy, scheme, waf):
@@ -29,3 +29,16 @@ def test_variants_of_one_policy_stay_apart(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "minos[agg1]" in out and "sepbit" in out
     assert plot_results(results, tmp_path / "c.png").stat().st_size > 0
+
+
+def test_one_run_is_titled_by_its_scheme_label(capsys):
+    r = _r("minos", "minos[idsblock]", 2.3) | {
+        "reclaimed_segments": 5,
+        "victim_valid_ratio": 0.5,
+        "physical_segments": 10,
+        "state_bytes": 1 << 20,
+        "elapsed_s": 0.1,
+        "groups": [],
+    }
+    print_sim_summary(r)
+    assert "minos[idsblock]" in capsys.readouterr().out
