@@ -7,7 +7,7 @@ from helpers import CAP, SEG, zipf_writes
 
 from dogi_ml.policies import _minos_cluster as mc
 from dogi_ml.policies import make_policy, policy_names
-from dogi_ml.policies.minos import bench_clustering, entries, metadata_mib_per_tib
+from dogi_ml.policies.minos import bench_clustering, block_ids, entries, metadata_mib_per_tib
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.sim.policy_api import record
 
@@ -267,6 +267,11 @@ def _checked_run(pol, writes, chunk_blocks):
     return sim
 
 
+def _live_per_stream(ids_user, ids_gc, n=16):
+    """Valid blocks per virtual stream from decoded stream ids (-1 = none)."""
+    return np.bincount(ids_user, minlength=n), np.bincount(ids_gc[ids_gc >= 0], minlength=n)
+
+
 def test_id_vector_conservation_and_period():
     writes = zipf_writes(CAP, 6 * CAP, seed=3)
     sim = _checked_run(make_policy("minos", agg=1, ring_len=100_000), writes, 8192)
@@ -279,9 +284,8 @@ def test_id_vector_conservation_and_period():
     # writes = invalidations + live blocks (+ GC copies GC moved again) per virtual stream
     here = sim.state.l2p  # agg=1, physical entries: one per physical block
     e = entries(p)
-    live_user = np.bincount(e["u_vs"][here], minlength=n)
     gvs = e["g_vs"][here]
-    live_gc = np.bincount(gvs[gvs >= 0], minlength=n)
+    live_user, live_gc = _live_per_stream(e["u_vs"][here], gvs, n)
     np.testing.assert_array_equal(p.tot_w[:12], p.tot_i[:12] + live_user[:12])
     np.testing.assert_array_equal(p.tot_w[12:], p.tot_i[12:] + live_gc[12:] + p.gc_superseded[12:])
     assert live_user.sum() == CAP and (p.gc_superseded[12:] > 0).any()
@@ -449,11 +453,6 @@ def _runs_without_aggregation(param, values):
     return runs
 
 
-def _live_per_stream(ids_user, ids_gc, n=16):
-    """Valid blocks per virtual stream from decoded stream ids (-1 = none)."""
-    return np.bincount(ids_user, minlength=n), np.bincount(ids_gc[ids_gc >= 0], minlength=n)
-
-
 def test_block_ids_count_each_invalidation_for_its_own_stream():
     # agg=8 with the stream ids kept per physical block (agg_ids=block): an overwrite counts for
     # the streams that wrote that very block, so writes = invalidations + live blocks (+ GC copies
@@ -467,10 +466,12 @@ def test_block_ids_count_each_invalidation_for_its_own_stream():
         here = sim.state.l2p
         if ids == "block":
             assert p.blk_ids.shape == (sim.n_segments * SEG,)
-            u = (p.blk_ids[here].astype(np.int64) & 255) - 1
-            g = (p.blk_ids[here].astype(np.int64) >> 8) - 1
+            b = block_ids(p)
+            u, g = b["u_vs"][here], b["g_vs"][here]
         else:
             assert p.blk_ids.shape == (1,)
+            with pytest.raises(ValueError, match="keeps its stream ids per entry"):
+                block_ids(p)
             e = entries(p)
             u, g = e["u_vs"][here >> 3], e["g_vs"][here >> 3]
         assert (u >= 0).all() and (u < 12).all() and ((g == -1) | (g >= 12)).all()
@@ -478,7 +479,8 @@ def test_block_ids_count_each_invalidation_for_its_own_stream():
         balanced[ids] = np.array_equal(p.tot_w[:12], p.tot_i[:12] + live_user[:12]) and np.array_equal(
             p.tot_w[12:], p.tot_i[12:] + live_gc[12:] + p.gc_superseded[12:]
         )
-        assert p.tot_w.sum() == sim.result()["user_writes"] + sim.result()["gc_writes"] + CAP
+        r = sim.result()
+        assert p.tot_w.sum() == r["user_writes"] + r["gc_writes"] + CAP
     assert balanced == {"block": True, "entry": False}
 
 

@@ -456,6 +456,14 @@ def entries(state: MinosState) -> dict:
     return out
 
 
+def block_ids(state: MinosState) -> dict:
+    """``agg_ids=block``: each physical block's own stream ids decoded, u_vs and g_vs (-1 = none)."""
+    if record(state.scalars).block_ids != 1:
+        raise ValueError("block_ids: this MINOS state keeps its stream ids per entry (agg_ids=entry); see entries()")
+    ids = state.blk_ids.astype(np.int64)
+    return {"u_vs": (ids & 255) - 1, "g_vs": (ids >> 8) - 1}
+
+
 # -- reports and benchmark ---------------------------------------------------------------------
 
 
