@@ -43,7 +43,7 @@ are averaged over that wait and the held space grows by ``w_g W`` (a few fixed-p
 since the wait moves ``m_g``). Against the chain oracle this makes the hot group's copies match
 (reclaim at expiry counts about twice the survivors the oracle copies: zipf at 1 GiB 0.039
 modelled vs 0.012 simulated per user write, 0.014 with the wait); the last group's FIFO term
-is then the main error (README, "The Markov model against the chain oracle").
+is then the main error (docs/dogi.md, "The Markov model against the chain oracle").
 
 WAF = 1 + (hot and cascade copies) + ``w_N u / (1 - u)``. With one group and no hot group this
 is exactly the FIFO closed form; with ``h = 0`` and ``segment_blocks = 0`` it is the chain model

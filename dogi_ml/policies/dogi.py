@@ -27,7 +27,7 @@ the loop applies next). Training samples: one in ``sample_every`` non-hot writes
 online when the LBA is overwritten; the model is retrained every ``retrain_every`` user writes
 (100 GiB at 128 GiB, scaled); every labelled sample of the ring trains (``train_span``,
 ``label_lag``, ``censored_labels``: the paper's ~0.3-capacity span and the authors' labelling,
-measured in the README). PLog: the new model's predictions on the latest held-out samples with
+measured in docs/dogi.md). PLog: the new model's predictions on the latest held-out samples with
 their actual invalidation times (``plog=mature``: on every sample older than c10's lower bound,
 a pending one at its age).
 
@@ -660,14 +660,14 @@ class DOGI(PlacementPolicy):
         # features of the next chunk computed on a second thread while the loop applies this one
         # (the same values: they depend on the trace only), and with deployed=int8 its
         # predictions by the model deployed then (used only if no retraining replaced it: the
-        # same classes); off by default: on the shared 2-core VM it did not pay (README
-        # "Learned schemes fast"), turn it on where a core is idle
+        # same classes); off by default: on the shared 2-core VM it did not pay (docs/performance.md,
+        # "Overlap"), turn it on where a core is idle
         "feature_thread": False,
         # the base design's ghost in a child process (another core): auto = on runs of at least
         # 32M writes (a process costs seconds to start), true, false (default, as feature_thread)
         "ghost_process": False,
         "seed": 0,
-        # issue 12 switches (defaults measured in /work/notes/dogi_fidelity.md and the README)
+        # issue 12 switches (what each default is worth: docs/dogi.md)
         "retire_unused": True,  # seal the open segment of every group a configuration stops using
         "reloc_estimate": "km",  # km (Kaplan–Meier, censored samples) | trimmed_geomean (authors) | mean (paper text)
         "reloc_remainder": "bound",  # bound (estimate - source BIR bound, §4.4's 70 - 50) | age (estimate at the block's age)
