@@ -292,7 +292,7 @@ def print_paper_tables(summary: dict) -> None:
         row = [_fmt(summary[wl].get(s, {}).get("waf")) for s in schemes]
         r = red.get(wl)
         row.append(f"{r['reduction_pct']:+.1f}% vs {escape(r['best_baseline'])}" if r else "-")
-        t.add_row(wl, *row)
+        t.add_row(escape(wl), *row)  # a trace file's name, not rich markup
     out.print(t)
     learned = [s for s in schemes if any("user_accuracy" in summary[w].get(s, {}) for w in summary)]
     if learned:
@@ -306,14 +306,14 @@ def print_paper_tables(summary: dict) -> None:
                 e = summary[wl].get(s, {})
                 u, g = e.get("user_accuracy"), e.get("gc_accuracy")
                 cells.append("-" if u is None else f"{u:.3f}" + (f" / {g:.3f}" if g is not None else ""))
-            a.add_row(wl, *cells)
+            a.add_row(escape(wl), *cells)
         out.print(a)
         n = Table(title="batched inference, ns per predicted block (features + model, per chunk)")
         n.add_column("workload")
         for s in learned:
             n.add_column(escape(s), justify="right")
         for wl in sorted(summary):
-            n.add_row(wl, *[_fmt(summary[wl].get(s, {}).get("inference_ns_per_block")) for s in learned])
+            n.add_row(escape(wl), *[_fmt(summary[wl].get(s, {}).get("inference_ns_per_block")) for s in learned])
         out.print(n)
 
 

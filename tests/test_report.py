@@ -1,6 +1,13 @@
 """The sweep comparison (``dogi_ml.report``): one row per run, named by its scheme label."""
 
-from dogi_ml.report import comparison_rows, plot_results, print_comparison, print_sim_summary
+from dogi_ml.report import (
+    comparison_rows,
+    paper_summary,
+    plot_results,
+    print_comparison,
+    print_paper_tables,
+    print_sim_summary,
+)
 
 
 def _r(policy, scheme, waf):
@@ -42,3 +49,15 @@ def test_one_run_is_titled_by_its_scheme_label(capsys):
     }
     print_sim_summary(r)
     assert "minos[idsblock]" in capsys.readouterr().out
+
+
+def test_paper_tables_print_labels_and_workload_names_whole(capsys):
+    # a trace file named "ssd[east].csv" is the workload "ssd[east]"; rich would print it as "ssd"
+    runs = [
+        _r("sepbit", "sepbit[paper]", 2.4) | {"workload": "ssd[east]"},
+        _r("dogi", "dogi", 2.1) | {"workload": "ssd[east]", "user_accuracy": 0.8, "inference_ns_per_block": 90.0},
+    ]
+    print_paper_tables(paper_summary(runs))
+    out = capsys.readouterr().out
+    assert out.count("ssd[east]") == 3  # the WAF, accuracy and inference tables
+    assert "vs sepbit[paper]" in out  # the best baseline named whole
