@@ -422,21 +422,33 @@ def bench_minos(mcfg, rows: list[dict], writes=None, cfg=None) -> dict:
     against SepBIT's: with ``writes`` (the bench trace; its first ``mcfg.compare_writes``) a
     back-to-back run of both with the same victim rule (:func:`minos_vs_sepbit`), else the
     ratio from the simulator rows."""
-    from dogi_ml.policies.minos import bench_clustering
+    from dogi_ml.policies.minos import bench_clustering, bench_distance_floor
 
-    res = bench_clustering(segments=tuple(int(x) for x in mcfg.segments), n=int(mcfg.n_virtual))
+    segments = tuple(int(x) for x in mcfg.segments)
+    res = bench_clustering(segments=segments, n=int(mcfg.n_virtual))
+    # the arithmetic floor: the kernel's rate with its rows in L1, times the terms Algorithm 3
+    # computes, says how far a faster kernel (rather than fewer terms) could go
+    floor = bench_distance_floor(segments=segments, n=res["n"], k=res["k"])
+    res["floor"] = floor
     table = Table(title=f"MINOS clustering, {res['n']} virtual -> {res['k']} physical streams (us per call)")
-    for col in ("segments", "us"):
+    for col in ("segments", "us", "L1 floor us", "ps per term"):
         table.add_column(col, justify="right")
     for segs, us in res["us"].items():
-        table.add_row(f"{segs:,}", f"{us:.1f}")
+        per_term = us * 1e6 / (floor["passes"] * segs)
+        table.add_row(f"{segs:,}", f"{us:.1f}", f"{floor['floor_us'][segs]:.1f}", f"{per_term:.0f}")
     console.print(table)
+    console.print(
+        f"  OP-distance term with its rows in L1: {floor['ps_per_term']:.0f} ps; a clustering computes at "
+        f"most {floor['passes']} distances over the ring (L1 floor = {floor['passes']} x segments x that)"
+    )
     us_max = res["us"].get(8192)
     if us_max is not None:
         target = float(mcfg.target_us_at_8192)
+        need_ps = target * 1e6 / (floor["passes"] * 8192)
         console.print(
             f"MINOS clustering at 8192 segments: {us_max:.1f} us ({us_max / target:.2f}x the "
-            f"{target:.0f} us target; the paper: 117.9 us with SIMD)"
+            f"{target:.0f} us target; the paper: 117.9 us with SIMD). The target needs <= {need_ps:.0f} ps "
+            f"per term, {floor['ps_per_term'] / need_ps:.1f}x below this CPU's L1 rate"
         )
     limit = float(mcfg.target_slowdown_vs_sepbit)
     if writes is not None and cfg is not None:

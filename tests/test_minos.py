@@ -7,7 +7,14 @@ from helpers import CAP, SEG, zipf_writes
 
 from dogi_ml.policies import _minos_cluster as mc
 from dogi_ml.policies import make_policy, policy_names
-from dogi_ml.policies.minos import bench_clustering, block_ids, entries, metadata_mib_per_tib
+from dogi_ml.policies.minos import (
+    bench_clustering,
+    bench_distance_floor,
+    block_ids,
+    distance_passes,
+    entries,
+    metadata_mib_per_tib,
+)
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.sim.policy_api import record
 
@@ -556,6 +563,36 @@ def test_memory_table5():
 def test_bench_clustering_reports_microseconds():
     r = bench_clustering(segments=(64, 128), repeats=3)
     assert r["n"] == 16 and set(r["us"]) == {64, 128} and all(v > 0 for v in r["us"].values())
+
+
+def test_distance_passes_count_algorithm_3s_full_length_distances():
+    # N - 1 adjacent pairs, then two per merge pass; the last of the N - K merges only relinks
+    assert distance_passes(16, 6) == 15 + 2 * 9
+    assert distance_passes(16, 15) == 15  # one merge: the last, no pass
+    assert distance_passes(16, 16) == 15  # no merge: the adjacent pairs are still measured
+
+
+def test_distance_floor_scales_its_rate_by_the_terms_of_each_ring():
+    r = bench_distance_floor(segments=(512, 8192), repeats=20)
+    assert r["passes"] == 33 and r["ps_per_term"] > 0
+    for L, us in r["floor_us"].items():
+        assert us == pytest.approx(r["ps_per_term"] * 33 * L / 1e6)
+
+
+def test_bench_prints_the_clustering_against_its_floor_and_the_target(capsys):
+    from omegaconf import OmegaConf
+
+    from dogi_ml.bench import bench_minos
+
+    mcfg = OmegaConf.create(
+        {"segments": [512, 8192], "n_virtual": 16, "target_us_at_8192": 20, "target_slowdown_vs_sepbit": 1.3}
+    )
+    res = bench_minos(mcfg, rows=[])
+    out = capsys.readouterr().out
+    assert set(res["floor"]["floor_us"]) == {512, 8192}
+    need = 20 * 1e6 / (33 * 8192)  # 74 ps per term
+    assert f"The target needs <= {need:.0f} ps per term" in out
+    assert "OP-distance term with its rows in L1" in out and "L1 floor us" in out
 
 
 def test_bench_compares_with_sepbit_under_the_same_victim_rule():

@@ -69,6 +69,7 @@ from dogi_ml.sim.state import C_FREE
 
 from . import register
 from ._minos_cluster import (
+    adjacent_distances,
     cluster_adjacent,
     cluster_avg,
     cluster_full,
@@ -522,6 +523,46 @@ def bench_clustering(segments=(512, 1024, 2048, 4096, 8192), n: int = 16, k: int
             times.append(time.perf_counter_ns() - t0)
         out[int(L)] = float(np.median(times)) / 1e3
     return {"n": n, "k": k, "us": out}
+
+
+def distance_passes(n: int, k: int) -> int:
+    """Full-length OP distances Algorithm 3 computes at most per clustering of ``n`` streams into
+    ``k``: the ``n - 1`` adjacent pairs, then two per merge pass (``n - k - 1`` passes: the last
+    merge only relinks). Each one sums one term per slot."""
+    return (n - 1) + 2 * max(n - k - 1, 0)
+
+
+@nb.njit(cache=True)
+def _repeat_three(W, I, wt, dist, reps):
+    for _ in range(reps):
+        adjacent_distances(W, I, 4, wt, dist)
+
+
+def bench_distance_floor(
+    segments=(512, 1024, 2048, 4096, 8192), n: int = 16, k: int = 6, slots: int = 512, repeats: int = 500
+) -> dict:
+    """The arithmetic floor of the clustering on this CPU: picoseconds per OP-distance term
+    (Eq. (2) times its weight, summed) of the shipped kernel on four rows of ``slots`` slots that
+    stay in L1, best of 50. A clustering at ``L`` slots computes at most ``distance_passes(n, k) * L``
+    terms, so ``floor_us[L]`` = that many terms at this rate for each ``L`` in ``segments``: a lower
+    bound (it leaves out the merges' sums, cache misses and the search), not an estimate."""
+    rng = np.random.default_rng(0)
+    W, I = id_vectors(4, slots)  # the policy's padded layout (no 4K aliasing between rows)
+    W[:, :slots] = rng.poisson(64, (4, slots))
+    I[:, :slots] = np.floor(W[:, :slots] * rng.uniform(0.0, 1.0, (4, slots)))
+    wt = rng.uniform(0.37, 1.0, slots).astype(np.float32)
+    dist = np.zeros(4, np.float32)
+    _repeat_three(W, I, wt, dist, 10)
+    best = min(_timed(_repeat_three, W, I, wt, dist, repeats) for _ in range(50))
+    ps = best * 1e3 / (repeats * 3 * slots)
+    passes = distance_passes(n, k)
+    return {"ps_per_term": ps, "passes": passes, "floor_us": {int(L): ps * passes * L / 1e6 for L in segments}}
+
+
+def _timed(fn, *args) -> int:
+    t0 = time.perf_counter_ns()
+    fn(*args)
+    return time.perf_counter_ns() - t0
 
 
 # -- the policy --------------------------------------------------------------------------------
