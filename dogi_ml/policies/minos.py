@@ -544,8 +544,9 @@ def bench_distance_floor(
     """The arithmetic floor of the clustering on this CPU: picoseconds per OP-distance term
     (Eq. (2) times its weight, summed) of the shipped kernel on four rows of ``slots`` slots that
     stay in L1, best of 50. A clustering at ``L`` slots computes at most ``distance_passes(n, k) * L``
-    terms, so ``floor_us[L]`` = that many terms at this rate for each ``L`` in ``segments``: a lower
-    bound (it leaves out the merges' sums, cache misses and the search), not an estimate."""
+    terms, so ``floor_us[L]`` = that many terms at this rate for each ``L`` in ``segments``: the
+    time left without the merges' sums, cache misses and the search (a floor up to timing noise:
+    on a shared VM two timings in one process can still differ by 10-20%)."""
     rng = np.random.default_rng(0)
     W, I = id_vectors(4, slots)  # the policy's padded layout (no 4K aliasing between rows)
     W[:, :slots] = rng.poisson(64, (4, slots))
