@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 from dogi_ml.errors import DogiMLError, UsageError
 from dogi_ml.pipeline.common import CONF_DIR, available, output_dir
@@ -77,6 +78,24 @@ def _guarded(body, *args):
         if user_error_line(exc) is None:
             raise
         _fail(exc)
+
+
+def show_project_warnings() -> None:
+    """Warnings raised from dogi_ml's own code print as one ``warning: ...`` line, as user errors
+    do, instead of Python's file, line number and source line; other warnings keep that format."""
+    default = warnings.showwarning
+    if getattr(default, "dogi_ml", False):
+        return  # installed by an earlier call in this process
+    root = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if os.path.abspath(filename).startswith(root):
+            print("warning: " + " ".join(str(message).split("\n")), file=file or sys.stderr)
+        else:
+            default(message, category, filename, lineno, file, line)
+
+    show.dogi_ml = True
+    warnings.showwarning = show
 
 
 # -- Hydra commands: each body lives in dogi_ml.pipeline -------------------------------------------
@@ -235,6 +254,7 @@ def usage() -> str:
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     argv, quiet = _strip_quiet(argv)
+    show_project_warnings()
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage())
         return

@@ -257,3 +257,25 @@ def test_user_error_line():
         int("x")
     assert user_error_line(info.value) is None
     assert user_error_line(RuntimeError("bug")) is None and user_error_line(KeyError("k")) is None
+
+
+def test_project_warnings_print_as_one_line(monkeypatch):
+    import io
+    import warnings
+    from pathlib import Path
+
+    import dogi_ml
+    from dogi_ml.cli import show_project_warnings
+
+    shown = []  # what Python's own printer would have been given
+    monkeypatch.setattr(warnings, "showwarning", lambda *args: shown.append(args))
+    show_project_warnings()
+    installed = warnings.showwarning
+    show_project_warnings()  # main() run twice in one process: not wrapped twice
+    assert warnings.showwarning is installed
+    ours = str(Path(dogi_ml.__file__).parent / "sim" / "engine.py")
+    buf = io.StringIO()
+    warnings.showwarning("policy x: slots\nare sparse", UserWarning, ours, 1, buf)
+    warnings.showwarning("from a library", UserWarning, "/elsewhere/lib.py", 7, buf)
+    assert buf.getvalue() == "warning: policy x: slots are sparse\n"
+    assert shown == [("from a library", UserWarning, "/elsewhere/lib.py", 7, buf, None)]  # Python's format

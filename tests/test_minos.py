@@ -1,6 +1,8 @@
 """MINOS: P² quantiles, ID-Vector bookkeeping, clustering (adjacent vs full search), the policy's
 per-write rules, determinism and bad parameters."""
 
+import warnings
+
 import numpy as np
 import pytest
 from helpers import CAP, SEG, zipf_writes
@@ -645,3 +647,17 @@ def test_bad_group_counts():
         make_policy("minos", 1)
     with pytest.raises(ValueError, match="exceeds 255"):
         make_policy("minos", n_user=200, n_gc=60)
+
+
+def test_sparse_time_slots_warn_with_the_density_and_the_fix():
+    # 32-block segments over 16 virtual streams: 2 writes per stream per slot, where MINOS trailed
+    # SepBIT (docs/minos.md, "Slot density"); 64 blocks (4 per stream) is quiet
+    with pytest.warns(
+        UserWarning, match=r"32 blocks\) holds 2\.0 writes per virtual stream \(16 streams\).*>= 64 blocks"
+    ):
+        Simulator(make_policy("minos"), SimConfig(segment_blocks=32), CAP)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Simulator(make_policy("minos"), SimConfig(segment_blocks=64), CAP)
+        # fewer virtual streams make the same segments dense enough: 32 / 8 = 4 per stream
+        Simulator(make_policy("minos", 4, n_user=6, n_gc=2), SimConfig(segment_blocks=32), CAP)

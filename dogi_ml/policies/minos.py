@@ -58,6 +58,7 @@ three SepBIT appends, and the sample moved GC writes by -1.0..+0.05% on the Fig.
 from __future__ import annotations
 
 import time
+import warnings
 from typing import NamedTuple
 
 import numba as nb
@@ -93,6 +94,10 @@ AGG_OWNER = ("last", "median")
 #: where an aggregated entry's virtual stream ids live: ``entry`` one pair per entry (the paper's
 #: shared entry), ``block`` one pair per physical block (4 + 4 bits) beside the shared slots
 AGG_IDS = ("entry", "block")
+#: writes per virtual stream per time slot below which the OP distance has too few counts: at 2
+#: (32-block segments, 16 streams) MINOS trailed SepBIT on Zipf-H, from 4 (64 blocks) it led
+#: (docs/minos.md, "Slot density")
+SPARSE_SLOT_WRITES = 4
 BLOCK_BYTES = 4096
 TIB = 1 << 40
 
@@ -682,6 +687,16 @@ class Minos(PlacementPolicy):
         L = self.ring_len if self.ring_len is not None else int(ctx.n_segments)
         if L < 2:
             raise ValueError(f"policy minos: the ID-Vector ring needs >= 2 slots, got L={L}")
+        per_stream = int(ctx.segment_blocks) / n
+        if per_stream < SPARSE_SLOT_WRITES:
+            warnings.warn(
+                f"policy minos: a time slot (one segment, {ctx.segment_blocks} blocks) holds "
+                f"{per_stream:.1f} writes per virtual stream ({n} streams); the OP distance compares "
+                f"streams slot by slot, and at 2 per stream MINOS trailed SepBIT on Zipf-H "
+                f"(docs/minos.md, 'Slot density'). Segments of >= {SPARSE_SLOT_WRITES * n} blocks or "
+                "fewer virtual streams (n_user, n_gc) give denser slots",
+                stacklevel=2,
+            )
         blocks = int(ctx.n_segments) * int(ctx.segment_blocks) if self.agg_space == "physical" else int(ctx.capacity)
         entries = -(-blocks // self.agg)
         uq, un, ucount = p2_new(self.n_user - 1)
