@@ -51,6 +51,11 @@ def _raised_by_project(exc: BaseException) -> bool:
     return module == "dogi_ml" or module.startswith("dogi_ml.")
 
 
+def one_line(kind: str, text: str) -> str:
+    """``<kind>: <text>`` on one line (a message's own line breaks become spaces)."""
+    return f"{kind}: " + " ".join(text.split("\n"))
+
+
 def user_error_line(exc: BaseException) -> str | None:
     """``error: <problem> -- <fix>`` for an error the user can fix; None for a bug."""
     if isinstance(exc, DogiMLError):
@@ -63,7 +68,7 @@ def user_error_line(exc: BaseException) -> str | None:
         text = str(exc)
     else:
         return None
-    return "error: " + " ".join(text.split("\n"))
+    return one_line("error", text)
 
 
 def _fail(exc: BaseException) -> None:
@@ -90,7 +95,7 @@ def show_project_warnings() -> None:
 
     def show(message, category, filename, lineno, file=None, line=None):
         if os.path.abspath(filename).startswith(root):
-            print("warning: " + " ".join(str(message).split("\n")), file=file or sys.stderr)
+            print(one_line("warning", str(message)), file=file or sys.stderr)
         else:
             default(message, category, filename, lineno, file, line)
 

@@ -505,7 +505,18 @@ def _bench_counters(n: int, L: int, seed: int = 0) -> tuple[np.ndarray, np.ndarr
     return W, I
 
 
-def bench_clustering(segments=(512, 1024, 2048, 4096, 8192), n: int = 16, k: int = 6, repeats: int = 200) -> dict:
+#: the segment counts of the paper's Table 4
+TABLE4_SEGMENTS = (512, 1024, 2048, 4096, 8192)
+
+
+def _timed(fn, *args) -> int:
+    """Nanoseconds of one call ``fn(*args)``."""
+    t0 = time.perf_counter_ns()
+    fn(*args)
+    return time.perf_counter_ns() - t0
+
+
+def bench_clustering(segments=TABLE4_SEGMENTS, n: int = 16, k: int = 6, repeats: int = 200) -> dict:
     """Microseconds per clustering (Algorithm 3, adjacent, OP distance) at ``L`` = each segment
     count, ``n`` virtual streams into ``k``: median of ``repeats`` timed calls after a warm-up
     (Table 4). Returns ``{"n": n, "k": k, "us": {L: us}}``."""
@@ -521,11 +532,7 @@ def bench_clustering(segments=(512, 1024, 2048, 4096, 8192), n: int = 16, k: int
         a, b, c = (np.empty(n, np.int64) for _ in range(3))
         d = np.empty(n, np.float32)
         cluster_adjacent(W, I, n, k, wt, res, a, b, c, d)
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter_ns()
-            cluster_adjacent(W, I, n, k, wt, res, a, b, c, d)
-            times.append(time.perf_counter_ns() - t0)
+        times = [_timed(cluster_adjacent, W, I, n, k, wt, res, a, b, c, d) for _ in range(repeats)]
         out[int(L)] = float(np.median(times)) / 1e3
     return {"n": n, "k": k, "us": out}
 
@@ -544,7 +551,7 @@ def _repeat_three(W, I, wt, dist, reps):
 
 
 def bench_distance_floor(
-    segments=(512, 1024, 2048, 4096, 8192), n: int = 16, k: int = 6, slots: int = 512, repeats: int = 500
+    segments=TABLE4_SEGMENTS, n: int = 16, k: int = 6, slots: int = 512, repeats: int = 500
 ) -> dict:
     """The arithmetic floor of the clustering on this CPU: picoseconds per OP-distance term
     (Eq. (2) times its weight, summed) of the shipped kernel on four rows of ``slots`` slots that
@@ -563,12 +570,6 @@ def bench_distance_floor(
     ps = best * 1e3 / (repeats * 3 * slots)
     passes = distance_passes(n, k)
     return {"ps_per_term": ps, "passes": passes, "floor_us": {int(L): ps * passes * L / 1e6 for L in segments}}
-
-
-def _timed(fn, *args) -> int:
-    t0 = time.perf_counter_ns()
-    fn(*args)
-    return time.perf_counter_ns() - t0
 
 
 # -- the policy --------------------------------------------------------------------------------
