@@ -204,6 +204,7 @@ class Simulator:
             chunk_blocks=chunk,
             chunk_timeout_us=timeout,
             timed=self.timed,
+            gc_free_segments=gc_free,
         )
         if policy.needs_future and stream is None:
             raise SimulationError(

@@ -65,6 +65,7 @@ class SimContext:
     chunk_blocks: int = 0  # the RAID chunk layer's blocks per chunk (0 = off)
     chunk_timeout_us: int = 0  # its padding deadline (µs)
     timed: bool = False  # user writes carry wall-clock times (s.ctr[C_NOW_US])
+    gc_free_segments: int = 2  # the GC's free reserve (low watermark, in segments) of this run
 
 
 def scalar_fields(**fields) -> np.dtype:
