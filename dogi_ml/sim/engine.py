@@ -205,6 +205,7 @@ class Simulator:
             chunk_timeout_us=timeout,
             timed=self.timed,
             gc_free_segments=gc_free,
+            victim_rule=self.victim_name,
         )
         if policy.needs_future and stream is None:
             raise SimulationError(

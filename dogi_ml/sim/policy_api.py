@@ -66,6 +66,7 @@ class SimContext:
     chunk_timeout_us: int = 0  # its padding deadline (µs)
     timed: bool = False  # user writes carry wall-clock times (s.ctr[C_NOW_US])
     gc_free_segments: int = 2  # the GC's free reserve (low watermark, in segments) of this run
+    victim_rule: str = "greedy"  # the run's effective victim rule (a policy with its own selector may build on it)
 
 
 def scalar_fields(**fields) -> np.dtype:
