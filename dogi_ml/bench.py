@@ -12,7 +12,7 @@ import psutil
 from rich.table import Table
 
 from dogi_ml.oracles.annotate import annotate
-from dogi_ml.policies import make_policy
+from dogi_ml.policies import KEEP_VICTIM, make_policy
 from dogi_ml.report import console
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.traces.generators import ZipfSampler
@@ -34,7 +34,8 @@ def bench_policies(
     rows = []
     for name in policies:
         for victim in victims:
-            policy = make_policy(name)
+            # policy.victim=null: the row runs the named rule, also for a scheme with a rule of its own
+            policy = make_policy(name, victim=None)
             cfg = SimConfig(
                 segment_blocks=segment_blocks, op_ratio=op_ratio, victim=victim, chunk_blocks=max(1 << 20, writes.size)
             )
@@ -148,13 +149,14 @@ def bench_paper_scale(
 
     cap = int(pcfg.capacity_blocks)
     if pcfg.get("policy"):
-        name, n_groups, params = str(pcfg.policy), None, {}
+        name, n_groups, params, victim = str(pcfg.policy), None, {}, KEEP_VICTIM
     elif policy_cfg is not None:
         pc = OmegaConf.to_container(policy_cfg, resolve=True) if OmegaConf.is_config(policy_cfg) else dict(policy_cfg)
         name, n_groups, params = pc["name"], pc.get("n_groups"), dict(pc.get("params") or {})
+        victim = pc.get("victim", KEEP_VICTIM)
     else:
-        name, n_groups, params = "sepbit", None, {}
-    policy = make_policy(name, n_groups, **params)
+        name, n_groups, params, victim = "sepbit", None, {}, KEEP_VICTIM
+    policy = make_policy(name, n_groups, victim=victim, **params)
     mode = str(pcfg.get("trace", "auto"))
     if mode not in ("auto", "stream", "cached"):
         raise ValueError(f"bench: paper_scale.trace must be auto, stream or cached, got {mode!r}")

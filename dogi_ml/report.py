@@ -126,6 +126,104 @@ def print_stats(stats: dict, title: str = "trace") -> None:
     console.print(t)
 
 
+# -- effective settings ---------------------------------------------------------------------------
+#: the effective settings (``result["settings"]``, :meth:`dogi_ml.sim.Simulator.result`) a comparison
+#: shows as columns when runs of one workload differ in them
+COMPARED_SETTINGS = (
+    "victim",
+    "victim_d",
+    "gc_trigger",
+    "gc_garbage_ratio",
+    "gc_free_segments",
+    "gc_high_free_segments",
+    "gc_background",
+    "op_ratio",
+    "segment_blocks",
+    "capacity_blocks",
+    "prefill",
+    "raid_chunk_blocks",
+    "raid_chunk_timeout_us",
+    "arrival",
+)
+
+
+def settings_of(r: dict) -> dict:
+    """A result's effective settings; for a result written before they were recorded, what its
+    top-level fields tell (victim, OP, segment size, capacity, prefill)."""
+    if r.get("settings"):
+        return dict(r["settings"])
+    cfg = r.get("config") or {}
+    return {
+        "victim": r.get("victim"),
+        "gc_trigger": cfg.get("gc_trigger"),
+        "op_ratio": r.get("op_ratio"),
+        "segment_blocks": r.get("segment_blocks"),
+        "capacity_blocks": r.get("capacity_blocks"),
+        "prefill": bool(r.get("prefill_blocks")) if "prefill_blocks" in r else None,
+    }
+
+
+def differing_settings(results: list[dict], exclude=()) -> list[str]:
+    """The compared settings (:data:`COMPARED_SETTINGS`, in that order) whose values differ between
+    runs of the same workload, less ``exclude`` (settings a report's layout already shows)."""
+    seen: dict = {}
+    for r in results:
+        st = settings_of(r)
+        for k in COMPARED_SETTINGS:
+            seen.setdefault((k, str(r.get("workload"))), set()).add(json.dumps(st.get(k), sort_keys=True))
+    return [
+        k for k in COMPARED_SETTINGS if k not in exclude and any(len(v) > 1 for (key, _), v in seen.items() if key == k)
+    ]
+
+
+def settings_cell(v: Any) -> str:
+    """A setting in a table cell (a dict such as ``gc_background`` as ``k=v`` pairs)."""
+    if isinstance(v, dict):
+        return " ".join(f"{k}={_fmt(x)}" for k, x in v.items())
+    if isinstance(v, float):
+        return f"{v:g}"
+    return _fmt(v)
+
+
+def settings_table_rows(results: list[dict], keys: list[str]) -> list[tuple[str, str, tuple[str, ...]]]:
+    """The distinct ``(workload, scheme, cells)`` of the runs, one cell per key, sorted."""
+    rows = {
+        (str(r.get("workload")), scheme_of(r), tuple(settings_cell(settings_of(r).get(k)) for k in keys))
+        for r in results
+    }
+    return sorted(rows)
+
+
+def print_differing_settings(results: list[dict], out: Console | None = None, exclude=()) -> list[str]:
+    """The table of settings that differ between runs of one workload (nothing if none do), less
+    ``exclude``; the keys shown. For comparisons whose layout has no column per setting."""
+    keys = differing_settings(results, exclude)
+    if keys:
+        t = Table(title="settings that differ between runs of a workload (effective values)")
+        for col in ("workload", "scheme", *keys):
+            t.add_column(col)
+        for w, sc, cells in settings_table_rows(results, keys):
+            t.add_row(escape(w), escape(sc), *[escape(c) for c in cells])
+        (out or console).print(t)
+    return keys
+
+
+def settings_markdown(results: list[dict], exclude=()) -> str:
+    """:func:`print_differing_settings` as a Markdown section ("" if no setting differs)."""
+    keys = differing_settings(results, exclude)
+    if not keys:
+        return ""
+    lines = [
+        "",
+        "Settings that differ between runs of a workload (effective values, as each result records them):",
+        "",
+        "| workload | scheme | " + " | ".join(keys) + " |",
+        "|---|---|" + "---|" * len(keys),
+    ]
+    lines += [f"| {w} | {sc} | " + " | ".join(cells) + " |" for w, sc, cells in settings_table_rows(results, keys)]
+    return "\n".join(lines) + "\n"
+
+
 def comparison_rows(results: list[dict]) -> list[dict]:
     rows = []
     for r in results:
@@ -139,21 +237,26 @@ def comparison_rows(results: list[dict]) -> list[dict]:
                 "gc_writes": r["gc_writes"],
                 "user_writes": r["user_writes"],
                 "appends_per_second": r.get("appends_per_second"),
+                "settings": settings_of(r),
             }
         )
     return sorted(rows, key=lambda x: (str(x["workload"]), x["waf"] if x["waf"] is not None else 1e9))
 
 
 def print_comparison(results: list[dict], title: str = "comparison") -> None:
+    """One row per run; beside the victim rule, a column for every effective setting the runs of
+    a workload differ in (OP, segment size, GC trigger, prefill, ...)."""
+    extra = [k for k in differing_settings(results) if k != "victim"]
     t = Table(title=title)
-    for col in ("workload", "scheme", "victim", "WAF", "GC writes", "M appends/s"):
-        t.add_column(col, justify="right" if col not in ("workload", "scheme", "victim") else "left")
+    for col in ("workload", "scheme", "victim", *extra, "WAF", "GC writes", "M appends/s"):
+        t.add_column(col, justify="left" if col in ("workload", "scheme", "victim", *extra) else "right")
     for row in comparison_rows(results):
         aps = row["appends_per_second"]
         t.add_row(
             escape(str(row["workload"])),
             escape(row["scheme"]),  # a label, not rich markup
-            row["victim"],
+            escape(str(row["victim"])),
+            *[escape(settings_cell(row["settings"].get(k))) for k in extra],
             _fmt(row["waf"]),
             _fmt(row["gc_writes"]),
             f"{aps / 1e6:.1f}" if aps else "-",
@@ -248,6 +351,7 @@ def paper_summary(results: list[dict]) -> dict:
         ):
             if r.get(k) is not None:
                 entry[k] = r[k]
+        entry["settings"] = settings_of(r)
         if r.get("configuration"):
             entry["configuration"] = r["configuration"]
         if r.get("nodap_bounds"):
@@ -443,6 +547,7 @@ class PaperComparison(Callback):
             return
         summary = paper_summary(results)
         print_paper_tables(summary)
+        print_differing_settings(results, console if console.is_terminal else Console(highlight=False, width=200))
         out = Path(config.get("output") or sweep_dir / "paper.json")
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(summary, indent=2, default=float))

@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 
 from dogi_ml.plotting import save_figure
-from dogi_ml.report import Callback, collect_results, scheme_of
+from dogi_ml.report import Callback, collect_results, scheme_of, settings_markdown, settings_of
 
 ADAPT = "adapt"
 #: ADAPT with the switches beyond the paper's text (conf/adapt_scheme/adapt_ext.yaml): compared
@@ -97,6 +97,7 @@ def adapt_summary(results: list[dict]) -> dict:
             "shadow": r.get("shadow_blocks", 0),
             "user": r["user_writes"],
             "n_groups": r.get("n_groups"),
+            "settings": settings_of(r),
         }
         out.setdefault(setting_of(r), {}).setdefault(r.get("victim", "?"), {})[scheme_of(r)] = entry
     return out
@@ -263,7 +264,10 @@ def write_adapt(results: list[dict], prefix: Path, figure: str, title: str = "",
             indent=2,
         )
     )
-    prefix.with_suffix(".md").write_text(markdown(summary, figure, title))
+    # the tables show the victim rule and the swept setting (density or skew) already
+    prefix.with_suffix(".md").write_text(
+        markdown(summary, figure, title) + settings_markdown(results, ("victim", "arrival"))
+    )
     plot_adapt(summary, prefix.with_suffix(".png"), figure, title)
     print(f"results: {prefix.with_suffix('.md')}\nplot:    {prefix.with_suffix('.png')}")
     return summary

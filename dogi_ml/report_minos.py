@@ -23,7 +23,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from dogi_ml.plotting import save_figure
-from dogi_ml.report import Callback, collect_results, scheme_of
+from dogi_ml.report import Callback, collect_results, print_differing_settings, scheme_of, settings_of
 
 MINOS = "minos"
 # oracle policies never count as "the best baseline"
@@ -100,6 +100,7 @@ def minos_summary(results: list[dict]) -> dict:
             "op_ratio": r.get("op_ratio"),
             "segment_blocks": r.get("segment_blocks"),
             "workload": r.get("workload"),
+            "settings": settings_of(r),
         }
     for entry in settings.values():
         schemes = entry["schemes"]
@@ -207,6 +208,7 @@ def write_minos(results: list[dict], prefix: Path, title: str = "") -> dict:
     single-workload sweeps) and ``prefix.png``."""
     summary = minos_summary(results)
     print_minos_table(summary, title=title or "MINOS: GC writes per user write (WAF - 1)")
+    print_differing_settings(results, Console(highlight=False, width=220), exclude=SETTING_KEYS)
     out = dict(summary)
     if len(summary["settings"]) == 1:
         out["waf_series"] = {scheme_of(r): r["waf_series"] for r in results if r.get("waf_series")}

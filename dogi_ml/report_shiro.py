@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from dogi_ml.plotting import save_figure
-from dogi_ml.report import Callback, collect_results, console
+from dogi_ml.report import Callback, collect_results, console, settings_markdown, settings_of
 
 SHIRO = "shiro"
 ORDER = ("nosep", "sepgc", "sepbit", "sepbit-NG", "midas", "phftl", "phftl-NG", "shiro-NG")
@@ -44,7 +44,12 @@ def shiro_summary(results: list[dict]) -> dict:
     """``{workload: {scheme: {waf, paper_waf, ...classifier and overhead figures}}}``."""
     out: dict = {}
     for r in results:
-        e = {"waf": r["waf"], "paper_waf": (r["waf"] - 1.0) if r.get("waf") else None, "victim": r["victim"]}
+        e = {
+            "waf": r["waf"],
+            "paper_waf": (r["waf"] - 1.0) if r.get("waf") else None,
+            "victim": r["victim"],
+            "settings": settings_of(r),
+        }
         for k in (
             "user_accuracy",
             "user_precision",
@@ -245,7 +250,7 @@ def write_report(results: list[dict], prefix: Path, title: str, note: str = "", 
         extra["agent_decision_ns"] = agent_decision_ns()
     payload = {"summary": summary, "shiro_paper_waf_cut_pct": reductions(summary), **extra}
     prefix.with_suffix(".json").write_text(json.dumps(payload, indent=2, default=float))
-    md = markdown(summary, title, note)
+    md = markdown(summary, title, note) + settings_markdown(results)
     if extra:
         md += f"\nAgent decision (encode + epsilon-greedy + record, Numba): {extra['agent_decision_ns']:.0f} ns.\n"
     prefix.with_suffix(".md").write_text(md)

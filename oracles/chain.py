@@ -141,6 +141,9 @@ class ChainOracle(PlacementPolicy):
 
     name = "chain_oracle"
     victim = "chain_oracle"
+    selector = "chain_oracle"
+    victim_rules = ()
+    victim_note = "an expired segment first, then its final rule (final=fifo|greedy|cost_benefit) in GN"
     needs_future = True
     place_user = _chain_user
     place_gc = _chain_gc

@@ -128,7 +128,8 @@ register_victim("nodap", nodap_victim)
 
 
 class NoDaP(PlacementPolicy):
-    """NoDaP placement with its own victim selector (``sim.victim`` is ignored).
+    """NoDaP placement with its own victim selector (DOGI §3: the oldest expired segment of
+    ``G1..G(N-1)``, else the fewest valid blocks in ``GN``); ``sim.victim`` cannot change it.
 
     ``bounds``: BIR upper bounds of ``G1..G(N-1)`` in blocks; ``sizes``: their sizes in segments
     (``None`` = one shared free pool); ``inv``: ``annotate(stream)[0]`` if already computed (the
@@ -136,6 +137,9 @@ class NoDaP(PlacementPolicy):
 
     name = "nodap"
     victim = "nodap"
+    selector = "nodap"
+    victim_rules = ()
+    victim_note = "the oldest expired segment of G1..G(N-1), else the fewest valid blocks in GN (DOGI §3)"
     needs_future = True
     place_user = nodap_user
     place_gc = nodap_gc

@@ -46,7 +46,7 @@ def hotcold_writes(capacity: int, n: int, hot: float = 0.1, hot_share: float = 0
     return np.where(is_hot, rng.integers(0, nhot, n), rng.integers(nhot, capacity, n)).astype(np.int64)
 
 
-def run(policy: str, writes, victim="greedy", cap=CAP, **cfg):
+def run(policy: str, writes, victim=None, cap=CAP, **cfg):
     """Simulate ``policy`` (default groups) over ``writes`` with prefill, 64-block segments and
     ``SimConfig`` overrides ``cfg``; returns ``(simulator, result)``."""
     pol = make_policy(policy)

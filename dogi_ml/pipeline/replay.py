@@ -26,6 +26,7 @@ import numpy as np
 from dogi_ml.errors import ConfigError
 from dogi_ml.pipeline.common import require_workload, sweep_dir
 from dogi_ml.pipeline.simulate import simulate, write_json
+from dogi_ml.policies import configured_victim
 from dogi_ml.traces.binfmt import write_trace
 from dogi_ml.traces.trace import Trace
 from dogi_ml.traces.workload import workload_capacity
@@ -53,8 +54,9 @@ def trace_file(trace: Trace, cache_dir: str | Path | None) -> Path:
     return out
 
 
-def check_sim_config(sim_cfg: Mapping) -> None:
-    """The harness runs the free-segment trigger without the chunk layer or background GC."""
+def check_sim_config(sim_cfg: Mapping, policy_cfg: Mapping) -> None:
+    """The harness runs the free-segment trigger without the chunk layer or background GC, and the
+    victim rules of :data:`dogi_ml.zns.harness.VICTIMS` (DOGI frozen: its own)."""
     if sim_cfg.get("gc_trigger", "free_segments") != "free_segments":
         raise ConfigError(
             f"the ZNS harness runs sim.gc_trigger=free_segments, not {sim_cfg.get('gc_trigger')!r}",
@@ -63,10 +65,10 @@ def check_sim_config(sim_cfg: Mapping) -> None:
     for key, off in _UNSUPPORTED.items():
         if sim_cfg.get(key, off) not in (off, 0, None):
             raise ConfigError(f"the ZNS harness does not model sim.{key}={sim_cfg.get(key)!r}", f"set sim.{key}={off}")
-    if sim_cfg.get("victim", "greedy") not in zh.VICTIMS:
+    rule, selector = configured_victim(policy_cfg, sim_cfg)
+    if selector == rule and rule not in zh.VICTIMS:
         raise ConfigError(
-            f"the ZNS harness runs victims {', '.join(zh.VICTIMS)}, not sim.victim={sim_cfg.get('victim')!r}",
-            "pick one of them",
+            f"the ZNS harness runs victims {', '.join(zh.VICTIMS)}, not {rule!r}", "set sim.victim to one of them"
         )
 
 
@@ -102,7 +104,7 @@ def _run_options(policy_cfg: Mapping, sim_cfg: Mapping, zns: Mapping) -> dict:
     params = policy_cfg.get("params") or {}
     return {
         "policy": policy_cfg["name"],
-        "victim": sim_cfg.get("victim", "greedy"),
+        "victim": configured_victim(policy_cfg, sim_cfg)[0],
         "op_ratio": float(sim_cfg.get("op_ratio", 0.10)),
         "gc_free_segments": int(sim_cfg.get("gc_free_segments", 2)),
         "gc_high_free_segments": sim_cfg.get("gc_high_free_segments"),
@@ -136,7 +138,7 @@ def replay(
 ):
     """Replay ``trace`` onto ``device``; the harness's result (plus the simulator's counts and
     a parity verdict with ``zns.compare_sim``)."""
-    check_sim_config(sim_cfg)
+    check_sim_config(sim_cfg, policy_cfg)
     capacity = int(sim_cfg.get("capacity_blocks") or workload_capacity(trace))
     path = trace_file(trace, cache_dir)
     mode = zns.get("mode", "replay")
@@ -211,7 +213,7 @@ def replay_in_guest(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, zns: Ma
     with ``mode=bench`` fio then writes the same volume there."""
     from dogi_ml.zns import qemu
 
-    check_sim_config(sim_cfg)
+    check_sim_config(sim_cfg, policy_cfg)
     capacity = int(sim_cfg.get("capacity_blocks") or workload_capacity(trace))
     seg = int(sim_cfg.get("segment_blocks", 512))
     op = float(sim_cfg.get("op_ratio", 0.10))

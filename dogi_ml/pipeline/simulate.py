@@ -11,7 +11,7 @@ import numpy as np
 
 from dogi_ml.errors import ConfigError
 from dogi_ml.pipeline.common import multirun, require_workload, sweep_dir
-from dogi_ml.policies import make_policy
+from dogi_ml.policies import KEEP_VICTIM, configured_victim, make_policy
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.traces.trace import Trace
 from dogi_ml.traces.workload import workload_capacity
@@ -86,7 +86,7 @@ def build_simulator(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping) -> tupl
         n_groups = search_info["n_groups"]
     params.pop("max_groups", None)
     params.pop("min_gain", None)
-    policy = make_policy(policy_cfg["name"], n_groups, **params)
+    policy = make_policy(policy_cfg["name"], n_groups, victim=policy_cfg.get("victim", KEEP_VICTIM), **params)
     policy.search_info = search_info
     stream = writes if policy.needs_future else None
     sim = Simulator(policy, config, cap, stream=stream, trace=trace)
@@ -141,8 +141,9 @@ def run_simulate(cfg, out_dir: Path) -> float:
     from dogi_ml.traces.workload import load_workload
 
     require_workload(cfg)
-    trace = load_workload(cfg.workload, cache_dir=cfg.cache_dir)
     policy_cfg = OmegaConf.to_container(cfg.policy, resolve=True)
+    configured_victim(policy_cfg, cfg.sim)  # a victim-rule conflict fails before the trace is read
+    trace = load_workload(cfg.workload, cache_dir=cfg.cache_dir)
     deployed = (cfg.get("model") or {}).get("deployed")
     if deployed:
         # model.deployed=int8: the learned scheme places with the exported integer model
@@ -194,6 +195,8 @@ def _log_simulation(cfg, result: dict, files) -> None:
             for k, v in flatten(OmegaConf.to_container(cfg, resolve=True)).items()
             if k.split(".")[0] in ("policy", "sim", "workload")
         }
+        # what the run did, after defaults and the scheme's own rules (e.g. its victim rule)
+        params.update({f"effective.{k}": v for k, v in flatten(result.get("settings") or {}).items()})
         mlflow.log_params({k: (str(v)[:500] if v is not None else "null") for k, v in params.items()})
         metrics = {
             k: float(result[k])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from dogi_ml.errors import ConfigError
 from dogi_ml.sim.policy_api import PlacementPolicy
 
 POLICIES: dict[str, type[PlacementPolicy]] = {}
@@ -33,15 +34,77 @@ def policy_names() -> list[str]:
     return sorted(POLICIES)
 
 
-def make_policy(name: str, n_groups: int | None = None, **params) -> PlacementPolicy:
-    """Instantiate a registered policy; an unknown name fails listing the known ones."""
+#: ``make_policy``'s marker for "the config does not set ``policy.victim``: keep the class's"
+KEEP_VICTIM = object()
+
+
+def policy_class(name: str) -> type[PlacementPolicy]:
+    """The registered class of ``name``; an unknown name fails listing the known ones."""
     _discover()
     try:
-        cls = POLICIES[name]
+        return POLICIES[name]
     except KeyError:
         raise ValueError(
             f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))} (choose with policy=NAME)"
         ) from None
+
+
+def make_policy(name: str, n_groups: int | None = None, victim=KEEP_VICTIM, **params) -> PlacementPolicy:
+    """Instantiate a registered policy; an unknown name fails listing the known ones.
+
+    ``victim`` is ``policy.victim``: the scheme's own victim rule (None = follow ``sim.victim``);
+    left out, the class's default stands. It is checked here against what the scheme can run with
+    and resolved against ``sim.victim`` by the engine (:func:`dogi_ml.sim.victims.resolve_victim`)."""
+    cls = policy_class(name)
+    if "victim" in params:
+        raise ConfigError(
+            f"policy.params.victim={params['victim']} is no longer a parameter of policy={name}",
+            "set policy.victim=NAME instead (null follows sim.victim)",
+        )
     if n_groups is None:
         n_groups = getattr(cls, "default_groups", 1)
-    return cls(n_groups, **params)
+    policy = cls(n_groups, **params)
+    if victim is not KEEP_VICTIM:
+        policy.victim = checked_policy_victim(cls, victim)
+    return policy
+
+
+def checked_policy_victim(cls: type[PlacementPolicy], victim: str | None) -> str | None:
+    """``policy.victim`` for a scheme of class ``cls``, or a one-line error naming the fix when the
+    scheme cannot run with that rule."""
+    from dogi_ml.sim.victims import ANY_SCHEME_VICTIMS
+
+    name = cls.name
+    if cls.victim_rules == ():  # the scheme's own selector and nothing else
+        if victim != cls.selector:
+            raise ConfigError(
+                f"policy={name} chooses its victims itself ({cls.victim_note}); policy.victim={victim} cannot change that",
+                f"leave policy.victim={cls.selector}",
+            )
+    elif victim is not None:
+        allowed = ANY_SCHEME_VICTIMS if cls.victim_rules is None else cls.victim_rules
+        if victim not in allowed:
+            raise ConfigError(
+                f"policy={name} cannot run with policy.victim={victim!r}",
+                f"use one of {', '.join(allowed)}, or null to follow sim.victim",
+            )
+    return None if victim is None else str(victim)
+
+
+def configured_victim(policy_cfg, sim_cfg) -> tuple[str, str]:
+    """The ``(rule, selector)`` a run of these configs will use (``policy`` and ``sim`` groups as
+    mappings), checked before any work starts: a conflict fails at once, before a trace is read."""
+    from types import SimpleNamespace
+
+    from dogi_ml.sim.victims import resolve_victim
+
+    cls = policy_class(policy_cfg["name"])
+    victim = policy_cfg.get("victim", KEEP_VICTIM)
+    spec = SimpleNamespace(
+        name=cls.name,
+        victim=cls.victim if victim is KEEP_VICTIM else checked_policy_victim(cls, victim),
+        selector=cls.selector,
+        victim_rules=cls.victim_rules,
+        victim_note=cls.victim_note,
+    )
+    return resolve_victim(sim_cfg.get("victim"), sim_cfg.get("victim_for", "all"), spec)

@@ -36,7 +36,6 @@ import numpy as np
 from dogi_ml.features.extract import FEATURES, FeatureConfig, FeatureStream, take_columns
 from dogi_ml.intrinsics import prefetch_span
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, record, scalar_fields
-from dogi_ml.sim.victims import ANY_SCHEME_VICTIMS
 
 from ._online import SampleRing, log_columns, ring_record
 
@@ -294,7 +293,6 @@ class SequencePolicy(PlacementPolicy):
         "max_train": 16_000,  # latest labelled samples used per retraining
         "min_samples": 2_000,  # labelled samples needed before the first model
         "retrain_every": None,  # user writes between retrainings; None = 100 GiB (26M blocks) scaled
-        "victim": "cost_benefit",  # DOGI §5.1: PHFTL, SepBIT and ML-DT use cost-benefit
         "seed": 0,
     }
     DEFAULTS: dict = {}
@@ -311,6 +309,7 @@ class SequencePolicy(PlacementPolicy):
     WINDOWS_AHEAD = True
     OUTPUT_DTYPE = np.float32  # the model's output per write (the split's output buffer)
     INFER_BATCH: int | None = None  # rows per forward pass (None: the module's INFER_BATCH)
+    victim = "cost_benefit"  # policy.victim: DOGI §5.1, PHFTL, SepBIT and ML-DT use cost-benefit
 
     def __init__(self, n_groups: int, **params):
         accepted = {**self.COMMON, **self.DEFAULTS}
@@ -326,10 +325,6 @@ class SequencePolicy(PlacementPolicy):
                 raise ValueError(f"policy {self.name}: {key} must be >= 1, got {cfg[key]}")
         if cfg["retrain_every"] is not None and int(cfg["retrain_every"]) < 1:
             raise ValueError(f"policy {self.name}: retrain_every must be >= 1 user writes, got {cfg['retrain_every']}")
-        if cfg["victim"] not in ANY_SCHEME_VICTIMS:
-            raise ValueError(
-                f"policy {self.name}: victim must be one of {', '.join(ANY_SCHEME_VICTIMS)}, got {cfg['victim']!r}"
-            )
         if not cfg["features"]:
             raise ValueError(f"policy {self.name}: params.features is empty")
         bad = [f for f in cfg["features"] if f not in FEATURES]
@@ -345,7 +340,6 @@ class SequencePolicy(PlacementPolicy):
         self.states_rebuilt = 0  # per-LBA states rebuilt from windows (PHFTL cached)
         self._ahead = None  # the next chunk's windows, building on the second thread: (lo, n, futures)
         self.ahead_chunks = 0  # chunks whose windows were built during the previous chunk's loop
-        self.victim = cfg["victim"]  # the engine takes a policy's selector over sim.victim
         super().__init__(n_groups)
 
     # -- setup -----------------------------------------------------------------------------

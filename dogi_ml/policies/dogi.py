@@ -619,6 +619,12 @@ class DOGI(PlacementPolicy):
     name = "dogi"
     default_groups = N_GROUPS
     victim = "dogi"
+    selector = "dogi"
+    victim_rules = ()
+    victim_note = (
+        "a dead segment at once, else the oldest expired segment of a bounded group, else "
+        "policy.params.final_victim in the open-ended groups"
+    )
     place_user = dogi_user
     place_gc = dogi_gc
     prefetch_lba = dogi_prefetch

@@ -116,6 +116,9 @@ class DOGIFrozen(PlacementPolicy):
     name = "dogi_frozen"
     default_groups = None  # the bundle decides
     victim = "dogi_frozen"
+    selector = "dogi_frozen"
+    victim_rules = ()
+    victim_note = "DOGI's: a dead or expired segment first, then the bundle's final rule in the open-ended groups"
     place_user = frozen_user
     place_gc = frozen_gc
     on_reclaim = no_reclaim_hook

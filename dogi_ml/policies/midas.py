@@ -1,44 +1,58 @@
-"""MiDAS (Oh et al., FAST'24) in the simulator, after the authors' public trace simulator.
+"""MiDAS (Oh et al., FAST'24) in the simulator, after the authors' public trace simulator
+(``sungkyun123/MiDAS-Simulation``: ``ssdsimul.cpp``, ``algorithm.cpp``, ``hf.cpp``, ``model.cpp``).
 
 Groups (simulator ids): ``0`` is G0 (hot), ``1`` is G1, and so on.
 
-- **Hot filter**: a 2-bit counter per block. Overwriting a block whose old copy is in G0, or in
-  G1 and younger than G0's mean victim age, counts it up; an old G1 copy older than that counts
-  it down; GC relocating it out of G0 or G1 counts it down (twice out of G0). A user write goes
-  to G0 when the counter is 3, else to G1. G0's mean victim age is re-estimated each period of
-  that many overwrites (warm-up: one capacity of overwrites).
+- **Hot filter** (``hf.cpp``): a 2-bit counter per block. Overwriting a block whose old copy is in
+  G0, or in G1 and younger than G0's mean victim age, counts it up; an old G1 copy older than that
+  counts it down; GC relocating it out of G0 or G1 counts it down (twice out of G0). A user write
+  goes to G0 when the counter is 3, else to G1. G0's mean victim age is re-estimated each period
+  of that many overwrites (warm-up: one logical capacity of updates); each period's G0 traffic
+  share, victims' valid ratio and size are queued (10 at most) for the model.
 - **Relocation**: GC moves a victim's valid blocks from group ``g`` to ``g + 1``; the last group
   keeps its own.
-- **Victims**: groups before the last are FIFO at a designated size: the first group holding
-  more sealed segments than its size gives its oldest. Otherwise cost-benefit
-  (``invalid * sqrt(age) / valid``) over the last group.
+- **Victims** (``gc_victim_group``, ``victim_selection``): groups before the last are FIFO at a
+  designated size: the first group holding more sealed segments than its size gives its oldest.
+  Otherwise the last group's segments are chosen by the run's victim rule (``SimContext.
+  victim_rule``, their ``{fifo|greedy|cost-benefit}`` argument; their cost-benefit is
+  ``cost_benefit_sqrt``, ``invalid * sqrt(age) / valid``; also ``cost_benefit`` and
+  ``cost_benefit_sepbit``), ties to the segment sealed first.
 - **Naive MiDA**: at the start, and after a fallback from group ``ns`` on, groups ``ns..ns+3``
-  are plain migration groups sharing the cost-benefit pool (with ``ns = 1``, G0 is in it too).
-- **Reconfiguration**: each epoch (4x capacity of user writes) the update intervals of all user
-  writes are counted (:mod:`dogi_ml.markov.midas` builds the UID); between chunks the group number and
-  sizes of lowest modelled WAF are searched and applied if the model's WAF is below the WAF
-  measured over the last capacity of writes and G0 has at least two groups after it.
-- **Fallback**: once every group has been collected under a new configuration, the valid ratio
-  of each group's victims is compared with the model's every 0.3 epoch; a group whose victims
-  are 0.1 more valid than predicted is irregular: it and all later groups are merged and naive
-  MiDA restarts from it. 25 collections within one user write (GC that cannot keep up) merge
-  the same way from the group receiving the copies. The epoch doubles after a skipped model
-  (G0's victims too valid, last group empty) or after two configurations in a row with early
-  irregular groups.
+  are plain migration groups sharing the last group's pool (with ``ns = 1``, G0 is in it too).
+- **Reconfiguration** (``model.cpp``, ``checking_ginfo``): after the prefill and one more logical
+  capacity of writes, each epoch of 4 device (physical) capacities of writes counts the update
+  intervals of one LBA in 100 (:mod:`dogi_ml.markov.midas` turns them into the UID). When the
+  epoch ends the configuration search runs at once (:func:`dogi_ml.markov.midas.gcs_search`) and
+  a configuration of more than two groups applies if its modelled WAF is at most the WAF measured
+  over the last device capacity of writes (their ``TMP_WAF``, sampled every device capacity of
+  writes from the first prefill write). A search that finds no configuration of more than two
+  groups ends the modelling for the run, as theirs does.
+- **Fallback**: once every group has been collected under a new configuration, every 0.3 epoch
+  the valid ratio of each group's victims is compared with the model's; a group whose victims are
+  0.1 more valid than predicted is irregular: it and all later groups are merged and naive MiDA
+  restarts from it. 25 collections within one user write (GC that cannot keep up) merge from
+  before the group receiving the copies, or, before every group has been collected, from before
+  the last group collected (theirs: ``commit_g``). The epoch doubles when the model is skipped
+  (G0's victims too valid, the last group empty) and after two configurations in a row with an
+  irregular group in the first half.
 
-Departures from the authors' code, and why: update intervals are counted for every block (our
-simulator already keeps each block's last write time; MiDAS samples 1 in 100 to save memory);
-merged or moved segments are relabelled in a policy table, since the policy may not write the
-engine's state; the open segment of a group whose role changes (merged into another, naive MiDA
-turned off, the last group moved by a split) is sealed half-written by the engine's
-``retire_group`` and joins the group its data now belongs to, where GC collects it like any
-sealed segment (MiDAS copies a merged group's valid blocks into the merged group's open segment
-without counting the copies, and seals naive MiDA's open segments into the naive start;
-``retire`` selects this, only groups that receive no more writes, or none as before); the
-search runs between chunks, at most a quarter capacity of writes after the epoch ends (MiDAS runs
-it in a thread while writes continue); GC that cannot keep up merges from before the group
-receiving the copies (MiDAS's choice depends on which groups have been collected since the last
-configuration); the epoch doubles at most 3 times.
+Departures from the authors' code, and why:
+
+- The search runs in the kernel at the write that ends the epoch, and its configuration applies
+  there: theirs runs it in a thread while writes go on, so where it applies depends on the
+  machine (the reference runs, ``docs/peers.md``, make their search synchronous too).
+- Merged or moved segments are relabelled in a policy table, since the policy may not write the
+  engine's state; the open segment of a group whose role changes (merged into another, naive MiDA
+  turned off, the last group moved by a split) is sealed half-written by the engine's
+  ``retire_group`` and joins the group its data now belongs to, where GC collects it like any
+  sealed segment (theirs copies a merged group's valid blocks into the merged group's open segment
+  without counting the copies, and seals naive MiDA's open segments into the naive start marking
+  half of each invalid; ``retire`` selects this, only groups that receive no more writes, or none).
+- GC that cannot keep up merges after the 25th collection of a user write and GC goes on (theirs
+  stops collecting for that write: the engine owns the GC loop).
+- A hot-filter counter is not decremented below 0 (theirs aborts on it at the block's next write).
+- Segment ages are counted from the write that sealed the segment; theirs stamps segments sealed
+  by a user write one write later (a difference of one write).
 """
 
 from __future__ import annotations
@@ -48,10 +62,21 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from dogi_ml.markov.midas import Device, HotStats, build_uid, search
+from dogi_ml.markov.midas import (
+    FNUMBER,
+    FOUND,
+    NULL_ABORT,
+    SAMPLING,
+    UINT_MAX,
+    begin_search,
+    gcs_search,
+    new_gcs_state,
+    reset_class_counts,
+    resize_counts,
+)
 from dogi_ml.sim.kernels import retire_group
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, record, scalar_fields
-from dogi_ml.sim.state import C_GC, C_NOW, C_USER, P_NSEG, P_SEG_BLOCKS, SEG_OPEN, SEG_SEALED
+from dogi_ml.sim.state import C_GC, C_NOW, P_NSEG, P_SEG_BLOCKS, SEG_FREE, SEG_OPEN, SEG_SEALED
 from dogi_ml.sim.victims import register_victim
 
 from . import register
@@ -65,54 +90,84 @@ ERR_SHARE = 0.3  # irregular-group check every 0.3 epoch
 ERR_TOL = 0.1  # victims this much more valid than modelled make a group irregular
 G0_VALID_MAX = 0.18  # model skipped when G0's victims are this valid (0.3 for a 1-segment G0)
 G0_VALID_MAX_ONE = 0.3
-MAX_DOUBLINGS = 3  # the epoch doubles at most this many times
+COMMIT_ALL = 19  # theirs ``commit_g == 19``: every group collected since the configuration
+STATIC_SHARE = 0.05  # segments' share assumed updated when counting static data
+HISTORY = 512  # searches kept for the summary
 BIG = 1 << 62
 #: ``retire``: which open segments are sealed when the groups change (kernel codes)
 RETIRE_MODES = {"none": 0, "unused": 1, "changed": 2}
 RETIRE_NONE, RETIRE_UNUSED, RETIRE_CHANGED = 0, 1, 2
+#: the generic victim rules MiDAS's last group can use (their fifo / greedy / cost-benefit, and the
+#: other deterministic cost-benefit scores); kernel codes
+RULES = {"fifo": 0, "greedy": 1, "cost_benefit_sqrt": 2, "cost_benefit": 3, "cost_benefit_sepbit": 4}
+R_FIFO, R_GREEDY, R_CB_SQRT, R_CB, R_CB_SEPBIT = 0, 1, 2, 3, 4
+#: search outcomes in the history (kernel codes)
+H_SKIP_VALID, H_SKIP_EMPTY, H_GAVE_UP, H_FEW_GROUPS, H_FOUND = 0, 1, 2, 3, 4
+H_TEXT = {
+    H_SKIP_VALID: "skipped: G0's victims too valid",
+    H_SKIP_EMPTY: "skipped: last group empty",
+    H_GAVE_UP: "no configuration (the model restarts)",
+    H_FEW_GROUPS: "at most two groups (modelling stops)",
+    H_FOUND: "configuration",
+}
 
 #: MiDAS's scalar parameters and counters (``MidasState.scalars``, one record)
 SCALARS = scalar_fields(
     naive_start=np.int64,  # ns: the last configured group, where naive MiDA starts when on
     naive_on=np.int64,  # 1: groups ns..ns+3 are naive-MiDA migration groups
     last_group=np.int64,  # the last group in use (ns, or ns + 3 with naive MiDA)
-    bucket_blocks=np.int64,  # UID bucket width in user writes (a quarter segment)
-    epoch_blocks=np.int64,  # UID epoch length in user writes
-    max_epoch_blocks=np.int64,  # the epoch's ceiling after doublings
-    epoch_start=np.int64,  # logical time the current epoch started
-    epoch_id=np.int64,  # the current epoch's number (overwrite_epoch marks)
-    uid_ready=np.int64,  # 1: a finished epoch's UID waits for the Python hook
-    uid_done_buckets=np.int64,  # buckets of that UID
-    uid_done_once=np.int64,  # blocks written once in that epoch
-    uid_done_at=np.int64,  # logical time that epoch ended
+    rule=np.int64,  # RULES code of the last group's victim rule
+    max_groups=np.int64,  # groups after G0 the search may use
+    free_segments=np.int64,  # the GC reserve (theirs FREENUM)
     capacity=np.int64,  # logical blocks
-    prefill=np.int64,  # prefill writes (not counted as traffic)
+    device_blocks=np.int64,  # physical blocks (theirs PGNUM): the progress interval
+    prefill=np.int64,  # prefill writes (the hot filter starts after them)
+    utilization=np.int64,  # logical blocks written at least once
+    # the model's clock and UID (theirs mini_model)
+    unit=np.int64,  # UID bucket width in writes (a quarter segment)
+    tw=np.int64,  # epoch length in buckets (theirs time_window)
+    load_left=np.int64,  # writes before the model's clock starts (the prefill and one capacity)
+    current_time=np.int64,  # buckets of the epoch so far
+    request_time=np.int64,  # writes in the current bucket
+    model_on=np.int64,  # 1: the epoch is being counted
+    first_count=np.int64,  # re-writes within a probe bucket (all LBAs)
+    first_len=np.int64,  # LBAs listed in the current probe bucket
+    uid_overflow=np.int64,  # intervals past the counts array (a bug if ever > 0)
+    # the WAF of the last device capacity of writes (theirs TMP_WAF)
+    snap_now=np.int64,
+    snap_gc=np.int64,
+    tmp_waf=np.float64,
+    # the configuration found and the one in force (theirs ginfo)
+    ginfo_valid=np.int64,
+    ginfo_gnum=np.int64,
+    ginfo_waf=np.float64,
+    ginfo_traffic=np.float64,
+    model_groups=np.int64,  # groups of the configuration in force (theirs M_gnum)
+    config_version=np.int64,  # 1: a configuration is in force
+    commit_g=np.int64,  # group up to which the configuration is in force; COMMIT_ALL: all
+    commit_bit=np.int64,  # bit g: group g collected since the configuration
+    commit_pending=np.int64,  # 1: collections since commit_g was last updated
+    err_flag=np.int64,  # 1: victims' valid ratios are being checked
+    err_write=np.int64,  # user writes since the last irregular-group check
+    err_cnt=np.int64,  # configurations in a row with early irregular groups
+    tmp_err_cnt=np.int64,  # early irregular groups since the last configuration
+    # GC bookkeeping
     gc_target=np.int64,  # group receiving the current victim's valid blocks
     victim_group=np.int64,  # the current victim's group
     run_time=np.int64,  # user-write time of the current run of collections
     run_collections=np.int64,  # collections within that user write
-    applied=np.int64,  # 1: a model configuration is in force
-    collected_mask=np.int64,  # bit g: group g collected since the configuration was applied
-    checking=np.int64,  # 1: every group collected, victims' valid ratios are being checked
-    check_writes=np.int64,  # user writes since the last irregular-group check
-    early_irregular=np.int64,  # irregular groups in the first half since the last model
-    model_groups=np.int64,  # groups of the configuration in force
+    fallbacks=np.int64,  # irregular-group fallbacks
+    overrun_merges=np.int64,  # merges because GC could not keep up
+    retire_mode=np.int64,  # RETIRE_*: open segments sealed when the groups change
+    retired_segments=np.int64,  # open segments sealed half-written that way
+    searches=np.int64,  # searches run (history rows written: min(searches, HISTORY))
+    reconfigurations=np.int64,  # configurations applied
+    # the hot filter
     warmup_left=np.int64,  # hot-filter updates left in the warm-up
     period_left=np.int64,  # overwrites left in the hot-filter period
     g0_age_window=np.int64,  # G0's mean victim age: a younger G1 copy counts as hot
     periods_queued=np.int64,  # hot-filter periods kept for the model (<= QUEUE_MAX)
     period_slot=np.int64,  # the next period's row in hot_periods
-    snapshot_at=np.int64,  # logical time of the next WAF snapshot
-    snap_user0=np.int64,  # user / GC writes at the snapshot before last ...
-    snap_gc0=np.int64,
-    snap_user1=np.int64,  # ... and at the last: their difference is the measured WAF
-    snap_gc1=np.int64,
-    fallbacks=np.int64,  # irregular-group fallbacks
-    overrun_merges=np.int64,  # merges because GC could not keep up
-    irregular_streak=np.int64,  # configurations in a row with early irregular groups
-    retire_mode=np.int64,  # RETIRE_*: open segments sealed when the groups change
-    retired_segments=np.int64,  # open segments sealed half-written that way
-    # the hot-filter period's accumulators
     g0_victim_age_sum=np.float64,  # ages of G0's victims since sealing
     g0_victims=np.float64,  # G0 victims counted in the age sum
     g0_valid_sum=np.float64,  # valid ratios of G0's victims
@@ -126,22 +181,32 @@ class MidasState(NamedTuple):
     """MiDAS's state in the Numba loop."""
 
     scalars: np.ndarray  # one SCALARS record
+    gcs: np.ndarray  # the search's persistent state (dogi_ml.markov.midas.GCS_STATE)
     fifo_sizes: np.ndarray  # int64 per group: designated sealed segments of FIFO groups
     seg_owner: np.ndarray  # int32 per segment: relabelled group, -1 = the engine's
     hot_counter: np.ndarray  # int8 per LBA: the hot filter's 2-bit counter
-    overwrite_epoch: np.ndarray  # int32 per LBA: epoch in which the block was written twice
-    uid: np.ndarray  # int64 per bucket: update intervals counted this epoch
-    uid_done: np.ndarray  # int64 per bucket: the UID of the last finished epoch
+    stamps: np.ndarray  # int64 per sampled LBA: 2 x last write time in the epoch, +1 if written once
+    counts: np.ndarray  # int64 per bucket: update intervals counted this epoch (grown between chunks)
+    probes: np.ndarray  # int64 [FNUMBER]: buckets whose re-writes are counted over all LBAs
+    probe_lbas: np.ndarray  # int64: LBAs written in the current probe bucket
     hot_periods: np.ndarray  # float64 [QUEUE_MAX, 3]: G0 traffic share, victim validity, size
-    predicted_valid: np.ndarray  # float64 per group: modelled valid ratio of its victims
-    victim_valid_sum: np.ndarray  # float64 per group: victims' valid ratios since the last check
-    victim_count: np.ndarray  # int64 per group: victims counted in that sum
+    ginfo_sizes: np.ndarray  # int64 per group: the configuration found (segments, G0 first)
+    ginfo_vr: np.ndarray  # float64 per group: its modelled valid ratios
+    commit_vr: np.ndarray  # float64 per group: those of the configuration in force
+    err_vpg: np.ndarray  # float64 per group: victims' valid ratios since the last check
+    err_epg: np.ndarray  # float64 per group: victims counted in that sum
+    out_sizes: np.ndarray  # search output scratch
+    out_vr: np.ndarray
+    hist_i: np.ndarray  # int64 [HISTORY, 6]: time, outcome, groups, applied, hot from the UID, static blocks
+    hist_f: np.ndarray  # float64 [HISTORY, 6]: modelled WAF, measured WAF, hot traffic, G0 traffic/valid/size
+    hist_sizes: np.ndarray  # int64 [HISTORY, groups]
+    hist_vr: np.ndarray  # float64 [HISTORY, groups]
     scratch_sealed: np.ndarray  # int64 per group: victim selector scratch, sealed segments,
     scratch_oldest: np.ndarray  # int64 per group: oldest sealed segment,
     scratch_oldest_time: np.ndarray  # int64 per group: its seal time
 
 
-# -- group bookkeeping (kernel and Python hooks) ---------------------------------------------
+# -- group bookkeeping -------------------------------------------------------------------------
 @nb.njit(cache=True)
 def _logical(s, p, seg):
     """A segment's MiDAS group: the policy's relabelling if any, else the engine's group; groups
@@ -203,8 +268,8 @@ def _retire_unused(s, p):
 
 @nb.njit(cache=True)
 def _merge_to(s, p, g):
-    """Groups ``g`` .. last become one group ``g`` (MiDAS's merge_group, repeated). With
-    ``retire=changed`` the merged groups' open segments join ``g`` too (MiDAS copies their
+    """Groups ``g`` .. last become one group ``g`` (their merge_group, repeated). With
+    ``retire=changed`` the merged groups' open segments join ``g`` too (theirs copies their
     blocks into ``g``'s open segment); the groups after ``g`` restart empty as naive MiDA's."""
     cfg = p.scalars[0]
     _retire_changed(s, p, g + 1, cfg.last_group, g)
@@ -213,15 +278,15 @@ def _merge_to(s, p, g):
     _set_naive(p, cfg.naive_on == 1)
     _retire_unused(s, p)
     if g == 1:
-        # everything merged: no configuration left to check
-        cfg.applied = 0
-        cfg.checking = 0
-        cfg.check_writes = 0
+        # everything merged (their hot_merge): no configuration left
+        cfg.err_flag = 0
+        cfg.err_write = 0
+        cfg.config_version = 0
 
 
 @nb.njit(cache=True)
 def _naive_off(s, p):
-    """Naive MiDA off: its groups fold into the naive start, which becomes the last group (MiDAS
+    """Naive MiDA off: its groups fold into the naive start, which becomes the last group (theirs
     seals their open segments into it)."""
     cfg = p.scalars[0]
     ns = cfg.naive_start
@@ -235,7 +300,7 @@ def _naive_off(s, p):
 def _split_to(s, p, new_last):
     """More groups: the last group's segments move to ``new_last``; the new middle groups start
     empty (with ``retire=changed`` the old last group's open segment moves too, sealed, as
-    MiDAS hands it to the new last group)."""
+    theirs hands it to the new last group)."""
     cfg = p.scalars[0]
     ns = cfg.naive_start
     _retire_changed(s, p, ns, new_last - 1, new_last)
@@ -246,7 +311,7 @@ def _split_to(s, p, new_last):
 
 @nb.njit(cache=True)
 def _move_oldest(s, p, g, k, to):
-    """The ``k`` oldest sealed segments of group ``g`` move to group ``to`` (MiDAS's move_margin_seg)."""
+    """The ``k`` oldest sealed segments of group ``g`` move to group ``to`` (their move_margin_seg)."""
     owner = p.seg_owner
     for _ in range(k):
         best = -1
@@ -262,6 +327,7 @@ def _move_oldest(s, p, g, k, to):
 
 @nb.njit(cache=True)
 def _sealed_count(s, p, g):
+    """Sealed segments of group ``g`` (theirs TOTAL_GNUM[g])."""
     n = 0
     for seg in range(s.prm[P_NSEG]):
         if s.seg_state[seg] == SEG_SEALED and _logical(s, p, seg) == g:
@@ -269,13 +335,13 @@ def _sealed_count(s, p, g):
     return n
 
 
-# -- hot filter --------------------------------------------------------------------------------
+# -- hot filter (hf.cpp) -----------------------------------------------------------------------
 @nb.njit(cache=True)
 def _hf_rollover(s, p):
-    """End of a hot-filter period: record G0's traffic, victim validity and size for the model,
-    and re-estimate the age window from G0's victims."""
+    """End of a hot-filter period (their hf_convert_generate_to_run): queue G0's traffic, victim
+    validity and size for the model, and re-estimate the age window from G0's victims."""
     cfg, q = p.scalars[0], p.hot_periods
-    if cfg.g0_traffic > 0 and cfg.user_traffic > 0:
+    if cfg.g0_traffic != 0 and cfg.model_on == 1:
         i = cfg.period_slot
         q[i, 0] = cfg.g0_traffic / cfg.user_traffic
         q[i, 1] = cfg.g0_valid_sum / cfg.g0_valid_victims
@@ -285,10 +351,10 @@ def _hf_rollover(s, p):
             cfg.periods_queued += 1
     prev = float(cfg.g0_age_window)
     age = cfg.g0_victim_age_sum / cfg.g0_victims
-    if prev > 0:
+    if prev != 0.0:
         # damp the estimate; a jump to twice the old window is capped at 1.5x
-        age = 1.5 * prev if age >= 2 * prev else (age + prev) / 2
-    cfg.g0_age_window = int(age)
+        age = prev * 1.5 if age >= prev * 2 else (age + prev) / 2.0
+    cfg.g0_age_window = np.int64(age)
     cfg.period_left = cfg.g0_age_window - 1
     cfg.g0_victim_age_sum = 0.0
     cfg.g0_victims = 0.0
@@ -299,9 +365,12 @@ def _hf_rollover(s, p):
 
 
 @nb.njit(cache=True)
-def _hf_active(s, p):
-    """Common start of a hot-filter update: the warm-up, then the period's end."""
+def _hf_active(s, p, now):
+    """Common start of a hot-filter update (their hf_generate): after the prefill, the warm-up,
+    then the period's end."""
     cfg = p.scalars[0]
+    if now < cfg.prefill:
+        return False
     if cfg.warmup_left > 0:
         cfg.warmup_left -= 1
         return False
@@ -313,7 +382,7 @@ def _hf_active(s, p):
 @nb.njit(cache=True)
 def _hf_overwrite(s, p, lba, old, now):
     """A user overwrite: was the old copy short-lived (in G0, or young in G1)?"""
-    if not _hf_active(s, p):
+    if not _hf_active(s, p, now):
         return
     cfg, hf = p.scalars[0], p.hot_counter
     cfg.period_left -= 1
@@ -332,9 +401,9 @@ def _hf_overwrite(s, p, lba, old, now):
 
 
 @nb.njit(cache=True)
-def _hf_relocated(s, p, lba, g):
+def _hf_relocated(s, p, lba, g, now):
     """GC found the block still valid in G0 or G1: less hot (a G0 block doubly so)."""
-    if not _hf_active(s, p):
+    if not _hf_active(s, p, now):
         return
     hf = p.hot_counter
     if hf[lba] > 0:
@@ -343,34 +412,276 @@ def _hf_relocated(s, p, lba, g):
             hf[lba] -= 1
 
 
-# -- UID epoch and fallback --------------------------------------------------------------------
+# -- the model's clock and UID (model.cpp) -----------------------------------------------------
 @nb.njit(cache=True)
-def _finish_epoch(s, p, now):
-    """Hand the epoch's interval counts to the Python hook and start the next epoch."""
-    cfg, uid, done, mark = p.scalars[0], p.uid, p.uid_done, p.overwrite_epoch
-    start, eid = cfg.epoch_start, cfg.epoch_id
-    once = 0
-    for lba in range(s.lba_time.shape[0]):
-        if s.lba_time[lba] >= start and mark[lba] != eid:
-            once += 1  # written once in the epoch: its interval is longer than what is left
-    e = cfg.epoch_blocks // cfg.bucket_blocks
-    for j in range(uid.shape[0]):
-        done[j] = uid[j] if j < e else 0
-        uid[j] = 0
-    cfg.uid_ready = 1
-    cfg.uid_done_buckets = e
-    cfg.uid_done_once = once
-    cfg.uid_done_at = now
-    cfg.epoch_start = now
-    cfg.epoch_id = eid + 1
+def _model_initialize(p, on):
+    """Their model_initialize: a new epoch from the next write."""
+    cfg = p.scalars[0]
+    p.stamps[:] = UINT_MAX
+    p.counts[: min(cfg.tw, p.counts.shape[0])] = 0
+    cfg.first_count = 0
+    cfg.current_time = 0
+    cfg.request_time = 0
+    reset_class_counts(p.gcs)
+    cfg.tmp_err_cnt = 0
+    cfg.model_on = 1 if on else 0
 
 
+@nb.njit(cache=True)
+def _double_epoch(p):
+    """Their model_resizing_timewindow(time_window * 2); the counts array grows between chunks."""
+    cfg = p.scalars[0]
+    cfg.tw *= 2
+    p.counts[: min(cfg.tw, p.counts.shape[0])] = 0
+
+
+@nb.njit(cache=True)
+def _check_time_window(cfg):
+    """Their check_time_window: advance the model's clock; True when the write is counted."""
+    if cfg.current_time == cfg.tw:
+        return False
+    if cfg.load_left > 0:
+        cfg.load_left -= 1
+    elif cfg.current_time < cfg.tw:
+        cfg.request_time += 1
+        if cfg.request_time == cfg.unit:
+            cfg.current_time += 1
+            cfg.request_time = 0
+    return not (cfg.current_time == 0 and cfg.request_time == 0)
+
+
+@nb.njit(cache=True)
+def _probe(p, lba):
+    """Their check_first_interval: re-writes of any LBA within a probe bucket."""
+    cfg, lbas = p.scalars[0], p.probe_lbas
+    if cfg.request_time == 0:
+        cfg.first_len = 0
+    found = False
+    for j in range(cfg.first_len):
+        if lbas[j] == lba:
+            found = True
+            break
+    if found:
+        cfg.first_count += 1
+    else:
+        lbas[cfg.first_len] = lba
+        cfg.first_len += 1
+    if cfg.request_time == cfg.unit - 1:
+        cfg.first_len = 0
+
+
+@nb.njit(cache=True)
+def _update_count(p, idx):
+    """Their update_count: the sampled LBA's update interval, in buckets."""
+    cfg, stamps = p.scalars[0], p.stamps
+    t = cfg.current_time * cfg.unit + cfg.request_time
+    st = stamps[idx]
+    if st == UINT_MAX:
+        stamps[idx] = (t << 1) + 1
+    elif st == UINT_MAX - 1:
+        stamps[idx] = t << 1
+    else:
+        iv = (t - (st >> 1)) // cfg.unit
+        if iv >= cfg.tw:
+            iv = cfg.tw - 1
+        stamps[idx] = t << 1
+        if iv >= p.counts.shape[0]:
+            cfg.uid_overflow += 1
+            iv = p.counts.shape[0] - 1
+        p.counts[iv] += 1
+
+
+@nb.njit(cache=True)
+def _check_interval(s, p, lba, now):
+    """Their check_interval: the probes, the epoch's end (the search), the sampled LBAs."""
+    cfg = p.scalars[0]
+    for i in range(FNUMBER):
+        if cfg.current_time < p.probes[i]:
+            break
+        if cfg.current_time == p.probes[i]:
+            _probe(p, lba)
+    if cfg.current_time >= cfg.tw:
+        cfg.model_on = 0
+        _search(s, p, now)
+        return
+    if lba % SAMPLING == 0:
+        _update_count(p, lba // SAMPLING)
+
+
+@nb.njit(cache=True)
+def _history(p, now, outcome, g0_traffic, g0_valid, g0_size):
+    cfg = p.scalars[0]
+    k = cfg.searches
+    cfg.searches += 1
+    if k >= HISTORY:
+        return
+    p.hist_i[k, 0] = now
+    p.hist_i[k, 1] = outcome
+    p.hist_f[k, 3] = g0_traffic
+    p.hist_f[k, 4] = g0_valid
+    p.hist_f[k, 5] = g0_size
+
+
+@nb.njit(cache=True)
+def _search(s, p, now):
+    """Their making_group_configuration3 around the search: the static blocks, the hot filter's
+    averages, the checks that skip the model (and double the epoch), the UID, the search."""
+    cfg, gcs = p.scalars[0], p.gcs
+    seg_blocks = s.prm[P_SEG_BLOCKS]
+    nseg = s.prm[P_NSEG]
+    ns = cfg.naive_start
+    # static data: segments of the last group(s) (or free) without an invalid block, less 5% of
+    # the last groups' sealed segments
+    static = 0
+    for seg in range(nseg):
+        if s.seg_state[seg] == SEG_FREE:
+            static += seg_blocks
+        elif _logical(s, p, seg) >= ns and s.seg_wp[seg] == s.seg_valid[seg]:
+            static += seg_blocks
+    static = np.int64(static - seg_blocks * _sealed_count(s, p, cfg.last_group) * STATIC_SHARE)
+    if cfg.naive_on == 1:
+        for i in range(NAIVE_N):
+            static = np.int64(static - seg_blocks * _sealed_count(s, p, ns + i) * STATIC_SHARE)
+    # the hot filter's periods, oldest first
+    n = cfg.periods_queued
+    traffic, valid, size = 0.01, 0.05, 1.0
+    if n > 0:
+        t_sum, v_sum, z_sum = 0.0, 0.0, 0.0
+        first = (cfg.period_slot - n) % QUEUE_MAX
+        for k in range(n):
+            row = (first + k) % QUEUE_MAX
+            t_sum += p.hot_periods[row, 0]
+            v_sum += p.hot_periods[row, 1]
+            z_sum += p.hot_periods[row, 2]
+        traffic = t_sum / n
+        valid = v_sum / n
+        size = np.floor(z_sum / n + 1.0 + 0.5)
+    cfg.periods_queued = 0
+    cfg.period_slot = 0
+    begin_search(gcs, traffic, valid, size, cfg.utilization, static)
+    outcome = -1
+    if size > 1.0:
+        if valid > G0_VALID_MAX:
+            outcome = H_SKIP_VALID
+    elif valid > G0_VALID_MAX_ONE:
+        outcome = H_SKIP_VALID
+    if outcome < 0 and _sealed_count(s, p, cfg.last_group) < 1:
+        outcome = H_SKIP_EMPTY
+    if outcome >= 0:
+        _history(p, now, outcome, traffic, valid, size)
+        _double_epoch(p)
+        _model_initialize(p, True)
+        return
+    total = resize_counts(p.counts, cfg.tw, cfg.first_count, p.stamps[: cfg.capacity // SAMPLING])
+    status, gnum, waf, hot = gcs_search(
+        gcs,
+        p.counts,
+        cfg.tw,
+        cfg.unit,
+        seg_blocks,
+        cfg.device_blocks,
+        nseg,
+        cfg.free_segments,
+        total,
+        cfg.max_groups,
+        p.out_sizes,
+        p.out_vr,
+    )
+    k = cfg.searches
+    if status == NULL_ABORT:
+        _history(p, now, H_GAVE_UP, traffic, valid, size)
+        _model_initialize(p, True)
+        return
+    _history(p, now, H_FOUND if gnum > 2 else H_FEW_GROUPS, traffic, valid, size)
+    if k < HISTORY:
+        p.hist_i[k, 2] = gnum
+        p.hist_i[k, 4] = 1 - gcs[0].real_flag
+        p.hist_i[k, 5] = gcs[0].no_access
+        p.hist_f[k, 0] = waf
+        p.hist_f[k, 2] = hot
+        for i in range(p.hist_sizes.shape[1]):
+            p.hist_sizes[k, i] = p.out_sizes[i]
+            p.hist_vr[k, i] = p.out_vr[i]
+    if status == FOUND and gnum > 2:
+        cfg.ginfo_valid = 1
+        cfg.ginfo_gnum = gnum
+        cfg.ginfo_waf = waf
+        cfg.ginfo_traffic = hot
+        for i in range(p.ginfo_sizes.shape[0]):
+            p.ginfo_sizes[i] = p.out_sizes[i]
+            p.ginfo_vr[i] = p.out_vr[i]
+
+
+# -- applying a configuration and checking it (algorithm.cpp) ----------------------------------
 @nb.njit(cache=True)
 def _clear_err(p):
-    vr, n = p.victim_valid_sum, p.victim_count
-    for g in range(vr.shape[0]):
-        vr[g] = 0.0
-        n[g] = 0
+    p.err_vpg[:] = 0.0
+    p.err_epg[:] = 0.0
+
+
+@nb.njit(cache=True)
+def _change_config(s, p):
+    """Their change_config_2: merge or split to the new group number, then the FIFO groups'
+    designated sizes (G1's one less for its open segment), the oldest segments over a size moved
+    to the last group."""
+    cfg = p.scalars[0]
+    old_n = cfg.naive_start + 1
+    new_n = cfg.ginfo_gnum
+    cfg.model_groups = new_n
+    if new_n < old_n:
+        _merge_to(s, p, new_n - 1)
+    elif new_n > old_n:
+        _split_to(s, p, new_n - 1)
+    ns = cfg.naive_start
+    for i in range(new_n):
+        size = p.ginfo_sizes[i] - 1
+        if i == 1:
+            size -= 1
+        p.fifo_sizes[i] = size
+        if i != ns:
+            total = _sealed_count(s, p, i)
+            if size < total:
+                _move_oldest(s, p, i, total - size, ns)
+
+
+@nb.njit(cache=True)
+def _checking_ginfo(s, p, now):
+    """Their checking_ginfo: a configuration found applies if its modelled WAF is at most the
+    measured one; the epoch doubles after two configurations in a row with early irregular groups."""
+    cfg = p.scalars[0]
+    if cfg.ginfo_valid == 0:
+        return
+    cfg.err_write = 0
+    cfg.err_flag = 0
+    _clear_err(p)
+    apply = not (cfg.tmp_waf < cfg.ginfo_waf)
+    if apply:
+        if cfg.tmp_err_cnt != 0:
+            cfg.err_cnt += 1
+        else:
+            cfg.err_cnt = 0
+        if cfg.err_cnt >= 2:
+            _double_epoch(p)
+    elif cfg.tmp_err_cnt != 0:
+        cfg.err_cnt += 1
+    cfg.tmp_err_cnt = 0
+    if apply:
+        if cfg.naive_on == 1:
+            _naive_off(s, p)
+        cfg.commit_g = 0
+        _change_config(s, p)
+        p.commit_vr[:] = p.ginfo_vr
+        cfg.config_version = 1
+        cfg.commit_bit = 0
+        cfg.err_flag = 0
+        cfg.err_write = 0
+        cfg.reconfigurations += 1
+    k = cfg.searches - 1
+    if 0 <= k < HISTORY:
+        p.hist_i[k, 3] = 1 if apply else 0
+        p.hist_f[k, 1] = cfg.tmp_waf
+    _model_initialize(p, True)
+    cfg.ginfo_valid = 0
 
 
 @nb.njit(cache=True)
@@ -383,72 +694,110 @@ def _fallback(s, p, g):
 
 
 @nb.njit(cache=True)
-def _err_check(s, p):
-    """Compare the victims' valid ratios with the model's; the first irregular group falls back."""
-    cfg, pred, vr, n = p.scalars[0], p.predicted_valid, p.victim_valid_sum, p.victim_count
+def _err_handling(s, p):
+    """Their err_handling: the first group whose victims are 0.1 more valid than modelled falls
+    back with every later group."""
+    cfg = p.scalars[0]
+    cfg.err_flag = 1
     ns = cfg.naive_start
-    upto = ns if cfg.naive_on == 1 else ns + 1
+    upto = ns if cfg.naive_on == 1 else cfg.last_group + 1
     for g in range(1, upto):
-        if n[g] > 0 and pred[g] - vr[g] / n[g] <= -ERR_TOL:
-            if g <= cfg.model_groups // 2:
-                cfg.early_irregular += 1
+        real = p.err_vpg[g] / p.err_epg[g] if p.err_epg[g] > 0 else np.nan
+        if p.commit_vr[g] - real <= -ERR_TOL:
             _fallback(s, p, g)
+            if g <= cfg.model_groups // 2:
+                cfg.tmp_err_cnt += 1
             break
     _clear_err(p)
-    cfg.check_writes = 0
+
+
+@nb.njit(cache=True)
+def _checking_err_time(s, p):
+    cfg = p.scalars[0]
+    if cfg.err_flag == 1:
+        cfg.err_write += 1
+    if cfg.err_write > cfg.tw * cfg.unit * ERR_SHARE:
+        _err_handling(s, p)
+        cfg.err_write = 0
+
+
+@nb.njit(cache=True)
+def _commit_check(p):
+    """Their checking_config_apply after a GC pass: ``commit_g`` follows the collected groups
+    (as theirs computes it: the last FIFO group once any group was collected), and once every
+    group has been collected the victims' valid ratios start being checked."""
+    cfg = p.scalars[0]
+    if cfg.commit_g == COMMIT_ALL:
+        return
+    for i in range(cfg.naive_start):
+        if cfg.commit_bit != 0:
+            cfg.commit_g = i
+        else:
+            break
+    if cfg.commit_bit == (1 << (cfg.naive_start + 1)) - 1:
+        cfg.err_flag = 1
+        cfg.commit_g = COMMIT_ALL
 
 
 @nb.njit(cache=True)
 def _gc_overrun(s, p, target):
-    """GC could not keep up: merge from before the group receiving the copies."""
+    """Their infinite_gc_handling: GC could not keep up; merge from before the group receiving
+    the copies (before every group was collected: from before ``commit_g``), naive MiDA on."""
     cfg = p.scalars[0]
-    if cfg.applied == 1 and target <= cfg.model_groups // 2:
-        cfg.early_irregular += 1
+    if cfg.config_version == 1 and target <= cfg.model_groups // 2:
+        cfg.tmp_err_cnt += 1
+    g = target
+    if cfg.commit_g != COMMIT_ALL:
+        g = cfg.commit_g
     ns = cfg.naive_start
-    if ns != 1:
-        g = max(1, min(target, ns) - 1)
-        _fallback(s, p, g)
-        cfg.overrun_merges += 1
+    if ns == 1:
+        cfg.config_version = 0
+        return
+    if g >= ns:
+        g = ns
+    g = max(g - 1, 1)
+    if g < ns:
+        _merge_to(s, p, g)
+    if cfg.commit_g != COMMIT_ALL and cfg.commit_g >= cfg.naive_start:
+        cfg.err_flag = 1
+        cfg.commit_g = COMMIT_ALL
+    if cfg.naive_on == 0:
+        _set_naive(p, True)
+    cfg.overrun_merges += 1
 
 
 # -- the three placement functions and the victim selector ------------------------------------
 @nb.njit(cache=True)
 def midas_user(s, p, lba, now):
     cfg = p.scalars[0]
-    if now >= cfg.snapshot_at:
-        # WAF of the last capacity of user writes (MiDAS's "TMP WAF") is what a model must beat
-        cfg.snapshot_at += cfg.capacity
-        cfg.snap_user0 = cfg.snap_user1
-        cfg.snap_gc0 = cfg.snap_gc1
-        cfg.snap_user1 = s.ctr[C_USER]
-        cfg.snap_gc1 = s.ctr[C_GC]
-    start = cfg.epoch_start
-    if now >= start:
-        if now - start >= cfg.epoch_blocks:
-            _finish_epoch(s, p, now)
-            start = now
-        prev = s.lba_time[lba]
-        if prev >= start:
-            unit = cfg.bucket_blocks
-            b = (now - prev) // unit
-            e = cfg.epoch_blocks // unit
-            p.uid[b if b < e else e - 1] += 1
-            p.overwrite_epoch[lba] = cfg.epoch_id
+    if now % cfg.device_blocks == 2 % cfg.device_blocks:
+        # their progress print: the WAF of the writes since the last one ("TMP_WAF")
+        du = now - cfg.snap_now + 1
+        gc = s.ctr[C_GC]
+        dg = gc - cfg.snap_gc if gc >= cfg.snap_gc else gc
+        cfg.tmp_waf = (du + dg) / du
+        cfg.snap_now = now
+        cfg.snap_gc = gc
+    if cfg.commit_pending == 1:
+        cfg.commit_pending = 0
+        _commit_check(p)
     old = s.l2p[lba]
     if old >= 0:
         _hf_overwrite(s, p, lba, old, now)
-    if cfg.checking == 1:
-        cfg.check_writes += 1
-        if cfg.check_writes > ERR_SHARE * cfg.epoch_blocks:
-            _err_check(s, p)
-    counted = now >= cfg.prefill
-    if counted:
+    else:
+        cfg.utilization += 1
+    group = 1
+    if now >= cfg.prefill:
         cfg.user_traffic += 1.0
-    if p.hot_counter[lba] >= HF_HOT:
-        if counted:
+        if p.hot_counter[lba] >= HF_HOT:
             cfg.g0_traffic += 1.0
-        return 0
-    return 1
+            group = 0
+    # their modeling_check (after the write; the write's group is already chosen)
+    if cfg.model_on == 1 and _check_time_window(cfg):
+        _check_interval(s, p, lba, now)
+    _checking_ginfo(s, p, now)
+    _checking_err_time(s, p)
+    return group
 
 
 @nb.njit(cache=True)
@@ -456,7 +805,7 @@ def midas_gc(s, p, lba, victim, now):
     cfg = p.scalars[0]
     g = cfg.victim_group
     if g <= 1:
-        _hf_relocated(s, p, lba, g)
+        _hf_relocated(s, p, lba, g, now)
     return cfg.gc_target
 
 
@@ -464,27 +813,23 @@ def midas_gc(s, p, lba, victim, now):
 def midas_reclaim(s, p, victim, now):
     cfg = p.scalars[0]
     g = _logical(s, p, victim)
+    ns = cfg.naive_start
     last = cfg.last_group
     target = g + 1 if g < last else last
     cfg.victim_group = g
     cfg.gc_target = target
     v = s.seg_valid[victim] / s.prm[P_SEG_BLOCKS]
-    if g == 0:
+    if g == 0 and now >= cfg.prefill:
         cfg.g0_victim_age_sum += now - s.seg_seal_time[victim]
         cfg.g0_victims += 1.0
         cfg.g0_valid_sum += v
         cfg.g0_valid_victims += 1.0
-    if cfg.checking == 1:
-        p.victim_valid_sum[g] += v
-        p.victim_count[g] += 1
-    elif cfg.applied == 1:
-        # the configuration counts as in force once every group has been collected
-        ns = cfg.naive_start
-        cfg.collected_mask |= 1 << min(g, ns)
-        if cfg.collected_mask == (1 << (ns + 1)) - 1:
-            cfg.checking = 1
-            cfg.check_writes = 0
-            _clear_err(p)
+    if cfg.commit_g == COMMIT_ALL and cfg.err_flag == 1:
+        p.err_vpg[g] += v
+        p.err_epg[g] += 1.0
+    # the group the victim came from, as their gc_victim_group names it (the pool: the naive start)
+    cfg.commit_bit |= 1 << (g if ns > 1 and g < ns else ns)
+    cfg.commit_pending = 1
     p.seg_owner[victim] = -1  # the segment is freed: its next group comes from the engine
     if now == cfg.run_time:
         cfg.run_collections += 1
@@ -496,42 +841,69 @@ def midas_reclaim(s, p, victim, now):
 
 
 @nb.njit(cache=True)
+def _pool_better(rule, score, seal, v, best, best_score, best_seal, best_v):
+    """Whether a pool segment beats the best so far under ``rule`` (ties: sealed first)."""
+    if best < 0:
+        return True
+    if rule == R_FIFO:
+        return seal < best_seal
+    if rule == R_GREEDY:
+        return v < best_v or (v == best_v and seal < best_seal)
+    return score > best_score or (score == best_score and seal < best_seal)
+
+
+@nb.njit(cache=True)
 def midas_victim(s, p, now):
-    """The oldest segment of the first FIFO group over its size, else cost-benefit in the last."""
+    """The oldest segment of the first FIFO group over its size, else the last group's (the pool's)
+    best segment under the run's rule."""
     cfg, sizes, cnt, old, old_t = p.scalars[0], p.fifo_sizes, p.scratch_sealed, p.scratch_oldest, p.scratch_oldest_time
     ns = cfg.naive_start
+    rule = cfg.rule
     seg_blocks = s.prm[P_SEG_BLOCKS]
     for g in range(cnt.shape[0]):
         cnt[g] = 0
         old[g] = -1
         old_t[g] = BIG
-    best = -1
-    best_score = -1.0
+    best, best_score, best_seal, best_v = -1, -1.0, BIG, BIG
+    empty, empty_seal = -1, BIG  # a pool segment with no valid block: taken at once (cost-benefit)
     fewest = -1
     fewest_valid = BIG
     for seg in range(s.prm[P_NSEG]):
         if s.seg_state[seg] != SEG_SEALED:
             continue
         v = s.seg_valid[seg]
+        seal = s.seg_seal_time[seg]
         if v < fewest_valid:
             fewest_valid = v
             fewest = seg
         g = _logical(s, p, seg)
         if ns > 1 and g < ns:
             cnt[g] += 1
-            if s.seg_seal_time[seg] < old_t[g]:
-                old_t[g] = s.seg_seal_time[seg]
+            if seal < old_t[g]:
+                old_t[g] = seal
                 old[g] = seg
-        else:
-            # MiDAS's cost-benefit: invalid * sqrt(age) / valid; an all-invalid segment first
-            score = np.inf if v == 0 else (seg_blocks - v) * np.sqrt(now - s.seg_seal_time[seg] + 1.0) / v
-            if score > best_score:
-                best_score = score
-                best = seg
+            continue
+        if v == 0 and rule != R_FIFO and rule != R_GREEDY and rule != R_CB:
+            if seal < empty_seal:
+                empty_seal = seal
+                empty = seg
+            continue
+        age = float(now - seal)
+        score = 0.0
+        if rule == R_CB_SQRT:
+            score = (seg_blocks - v) * np.sqrt(age) / v
+        elif rule == R_CB:
+            score = (seg_blocks - v) * age / (seg_blocks + v)
+        elif rule == R_CB_SEPBIT:
+            score = (seg_blocks - v) * age / v
+        if _pool_better(rule, score, seal, v, best, best_score, best_seal, best_v):
+            best, best_score, best_seal, best_v = seg, score, seal, v
     if ns > 1:
         for g in range(ns):
-            if cnt[g] > sizes[g]:
+            if cnt[g] > sizes[g] and old[g] >= 0:
                 return old[g]
+    if empty >= 0:
+        return empty
     if best >= 0:
         return best
     return fewest  # the last group holds nothing sealed yet: fewest valid blocks anywhere
@@ -542,10 +914,15 @@ register_victim("midas", midas_victim)
 
 @register
 class MiDAS(PlacementPolicy):
-    """MiDAS placement with its own victim selector (``sim.victim`` is ignored)."""
+    """MiDAS placement with its own victim selector: FIFO in the groups before the last, the run's
+    victim rule (``policy.victim`` / ``sim.victim``) in the last."""
 
     name = "midas"
-    victim = "midas"
+    #: the authors' default rule for the last group: their cost-benefit, invalid * sqrt(age) / valid
+    victim = "cost_benefit_sqrt"
+    selector = "midas"
+    victim_rules = tuple(RULES)
+    victim_note = "FIFO in the groups before the last, the victim rule in the last"
     default_groups = 1 + 9 + NAIVE_N - 1
     place_user = midas_user
     place_gc = midas_gc
@@ -578,7 +955,7 @@ class MiDAS(PlacementPolicy):
         self.max_groups = max_groups
         self.epoch_capacities = float(epoch_capacities)
         self.retire = retire
-        self.history: list[dict] = []
+        self.rule = None
 
     def accepted_params(self) -> tuple[str, ...]:
         return ("max_groups", "epoch_capacities", "retire")
@@ -587,184 +964,137 @@ class MiDAS(PlacementPolicy):
         return self.name if self.retire == "changed" else f"{self.name}[retire={self.retire}]"
 
     def bind(self, ctx: SimContext) -> tuple:
-        cap, seg = ctx.capacity, ctx.segment_blocks
-        unit = max(1, seg // 4)  # a quarter segment, as MiDAS's simulator
-        window = int(round(self.epoch_capacities * cap / unit)) * unit
-        if window < 4 * unit:
+        rule = ctx.victim_rule
+        if rule not in RULES:
             raise ValueError(
-                f"policy midas: an epoch of {self.epoch_capacities} x {cap} blocks is shorter "
-                f"than 4 interval buckets of {unit} blocks; raise epoch_capacities"
+                f"policy midas: its last group cannot use victim rule {rule!r}; set policy.victim or "
+                f"sim.victim to one of {', '.join(RULES)}"
             )
-        max_window = window << MAX_DOUBLINGS
+        self.rule = rule
+        cap, seg = ctx.capacity, ctx.segment_blocks
+        unit = max(1, seg // 4)  # a quarter segment, as theirs
+        device = ctx.n_segments * seg
+        tw = int(self.epoch_capacities * device) // unit
+        if tw <= FNUMBER + 1:
+            raise ValueError(
+                f"policy midas: an epoch of {self.epoch_capacities} x {device} blocks holds {tw} interval "
+                f"buckets of {unit} blocks, too few for its {FNUMBER} probes; raise epoch_capacities"
+            )
         g = self.n_groups
+        n = self.max_groups + 1
         scalars = new_scalars(SCALARS)
         cfg = record(scalars)
         cfg.naive_start = 1
         cfg.naive_on = 1
         cfg.last_group = 1 + NAIVE_N - 1
-        cfg.bucket_blocks = unit
-        cfg.epoch_blocks = window
-        cfg.max_epoch_blocks = max_window
-        # the first epoch starts once the space has been written over once after the prefill
-        cfg.epoch_start = ctx.prefill_blocks + cap
+        cfg.rule = RULES[rule]
+        cfg.max_groups = self.max_groups
+        cfg.free_segments = ctx.gc_free_segments
         cfg.capacity = cap
+        cfg.device_blocks = device
         cfg.prefill = ctx.prefill_blocks
+        cfg.unit = unit
+        cfg.tw = tw
+        cfg.load_left = ctx.prefill_blocks + cap  # their clock starts after the prefill and one capacity
+        cfg.model_on = 1
+        cfg.commit_g = COMMIT_ALL
         cfg.run_time = -1
-        cfg.warmup_left = cap  # hot filter warm-up: one capacity of overwrites
+        cfg.warmup_left = cap  # hot filter warm-up: one capacity of updates
         cfg.g0_age_window = cap
         cfg.period_left = cap
-        cfg.snapshot_at = ctx.prefill_blocks + cap
         cfg.retire_mode = RETIRE_MODES[self.retire]
-        self._segments = ctx.n_segments
-        self.history = []
-        # the configuration search runs between chunks: keep them short against the epoch
+        # the probe buckets, at 1/11 .. 10/11 of the first epoch (not moved when it doubles)
+        probes = np.array([tw // (FNUMBER + 1) * (i + 1) for i in range(FNUMBER)], np.int64)
+        # the search runs in the kernel; between chunks the counts array grows if the epoch doubled
         self.max_chunk_blocks = max(unit, cap // 4)
         return MidasState(
             scalars=scalars,
+            gcs=new_gcs_state(),
             fifo_sizes=np.zeros(g, np.int64),
             seg_owner=np.full(ctx.n_segments, -1, np.int32),
             hot_counter=np.zeros(cap, np.int8),
-            overwrite_epoch=np.full(cap, -1, np.int32),
-            uid=np.zeros(max_window // unit, np.int64),
-            uid_done=np.zeros(max_window // unit, np.int64),
+            stamps=np.full(cap // SAMPLING + 1, UINT_MAX, np.int64),
+            counts=np.zeros(tw * 2, np.int64),
+            probes=probes,
+            probe_lbas=np.zeros(unit + 1, np.int64),
             hot_periods=np.zeros((QUEUE_MAX, 3), np.float64),
-            predicted_valid=np.zeros(g, np.float64),
-            victim_valid_sum=np.zeros(g, np.float64),
-            victim_count=np.zeros(g, np.int64),
+            ginfo_sizes=np.zeros(n, np.int64),
+            ginfo_vr=np.zeros(n, np.float64),
+            commit_vr=np.zeros(max(n, g), np.float64),
+            err_vpg=np.zeros(g, np.float64),
+            err_epg=np.zeros(g, np.float64),
+            out_sizes=np.zeros(n, np.int64),
+            out_vr=np.zeros(n, np.float64),
+            hist_i=np.zeros((HISTORY, 6), np.int64),
+            hist_f=np.zeros((HISTORY, 6), np.float64),
+            hist_sizes=np.zeros((HISTORY, n), np.int64),
+            hist_vr=np.zeros((HISTORY, n), np.float64),
             scratch_sealed=np.zeros(g, np.int64),
             scratch_oldest=np.zeros(g, np.int64),
             scratch_oldest_time=np.zeros(g, np.int64),
         )
 
-    # -- reconfiguration ---------------------------------------------------------------------
     def between_chunks(self, sim) -> None:
-        cfg = record(sim.pstate.scalars)
-        if cfg.uid_ready:
-            cfg.uid_ready = 0
-            self._reconfigure(sim)
-
-    def _hot_stats(self, p) -> HotStats:
-        cfg, q = record(p.scalars), p.hot_periods
-        n = int(cfg.periods_queued)
-        cfg.periods_queued = 0
-        cfg.period_slot = 0
-        if n == 0:
-            return HotStats(traffic=0.01, valid=0.05, size=1)  # MiDAS's defaults without data
-        rows = q[:n]
-        return HotStats(
-            traffic=float(rows[:, 0].mean()),
-            valid=float(rows[:, 1].mean()),
-            size=int(np.floor(rows[:, 2].mean() + 1 + 0.5)),
-        )  # + the open segment
-
-    def _groups(self, sim) -> np.ndarray:
-        """MiDAS group of every sealed segment (-1 for the others)."""
-        s, p = sim.state, sim.pstate
-        last = int(record(p.scalars).last_group)
-        g = np.where(p.seg_owner >= 0, p.seg_owner, s.seg_group).astype(np.int64)
-        g = np.minimum(g, last)
-        return np.where(s.seg_state == SEG_SEALED, g, -1)
-
-    def _double_epoch(self, cfg) -> None:
-        cfg.epoch_blocks = min(int(cfg.epoch_blocks) * 2, int(cfg.max_epoch_blocks))
-
-    def _reconfigure(self, sim) -> None:
-        s, p = sim.state, sim.pstate
+        p = sim.pstate
         cfg = record(p.scalars)
-        seg = int(s.prm[P_SEG_BLOCKS])
-        entry = {"t": int(cfg.uid_done_at), "applied": False}
-        self.history.append(entry)
-        hot = self._hot_stats(p)
-        entry["hot_filter"] = {"traffic": hot.traffic, "valid": hot.valid, "size": hot.size}
-        groups = self._groups(sim)
-        ns, last = int(cfg.naive_start), int(cfg.last_group)
-        if hot.valid > (G0_VALID_MAX if hot.size > 1 else G0_VALID_MAX_ONE) or not np.any(groups == last):
-            entry["skipped"] = "G0 victims too valid" if np.any(groups == last) else "last group empty"
-            self._double_epoch(cfg)
-            return
-        uid = build_uid(p.uid_done[: int(cfg.uid_done_buckets)], int(cfg.bucket_blocks), float(cfg.uid_done_once))
-        tail = groups >= ns
-        full = int(np.count_nonzero(tail & (s.seg_valid == seg)))
-        static = int(seg * (full - 0.05 * np.count_nonzero(tail)))
-        if static < 0.2 * self._segments * seg:
-            static = 0  # MiDAS ignores static data below 20% of the device
-        dev = Device(
-            segment_blocks=seg,
-            segments=self._segments - int(sim.cfg.gc_free_segments),
-            live_blocks=int(np.count_nonzero(s.l2p >= 0)),
-            static_blocks=static,
-        )
-        conf = search(uid, dev, hot, max_groups=self.max_groups)
-        du = int(cfg.snap_user1 - cfg.snap_user0)
-        measured = ((du + int(cfg.snap_gc1 - cfg.snap_gc0)) / du) if du > 0 else sim.waf
-        apply = conf.n_groups > 2 and conf.waf < measured
-        entry.update(
-            n_groups=conf.n_groups,
-            sizes=conf.sizes,
-            predicted_waf=conf.waf,
-            valid_ratios=[round(float(v), 4) for v in conf.valid_ratios],
-            measured_waf=float(measured),
-            hot_traffic=conf.hot_traffic,
-            hot_from_uid=conf.hot_from_uid,
-            static_blocks=static,
-        )
-        # two configurations in a row with early irregular groups: observe a longer epoch
-        if apply:
-            cfg.irregular_streak = cfg.irregular_streak + 1 if cfg.early_irregular else 0
-            if cfg.irregular_streak >= 2:
-                self._double_epoch(cfg)
-        elif cfg.early_irregular:
-            cfg.irregular_streak += 1
-        cfg.early_irregular = 0
-        if apply:
-            self._apply(sim, conf)
-            entry["applied"] = True
+        if cfg.uid_overflow:
+            raise RuntimeError(f"policy midas: {int(cfg.uid_overflow)} update intervals fell past the counts array")
+        # a doubled epoch needs more buckets than the array holds: intervals reach them no sooner
+        # than the old epoch's length into the new one, and chunks are a quarter capacity at most
+        tw = int(cfg.tw)
+        if tw > p.counts.shape[0]:
+            grown = np.zeros(2 * tw, np.int64)
+            grown[: p.counts.shape[0]] = p.counts
+            sim.pstate = p._replace(counts=grown)
 
-    def _apply(self, sim, conf) -> None:
-        s, p = sim.state, sim.pstate
-        cfg = record(p.scalars)
-        if cfg.naive_on:
-            _naive_off(s, p)
-        new_last = conf.n_groups - 1
-        if new_last < cfg.naive_start:
-            _merge_to(s, p, new_last)
-        elif new_last > cfg.naive_start:
-            _split_to(s, p, new_last)
-        sizes = p.fifo_sizes
-        sizes[:] = 0
-        sizes[:new_last] = np.maximum(np.asarray(conf.sizes[:new_last]) - 1, 0)  # minus the open segment
-        groups = self._groups(sim)
-        for g in range(new_last):
-            extra = int(np.count_nonzero(groups == g)) - int(sizes[g])
-            if extra > 0:
-                _move_oldest(s, p, g, extra, new_last)
-        pred = p.predicted_valid
-        pred[:] = 0.0
-        pred[: conf.n_groups] = conf.valid_ratios
-        cfg.applied = 1
-        cfg.collected_mask = 0
-        cfg.checking = 0
-        cfg.check_writes = 0
-        cfg.model_groups = conf.n_groups
-        _clear_err(p)
+    def history(self, state) -> list[dict]:
+        """The searches run, oldest first (at most HISTORY)."""
+        cfg = record(state.scalars)
+        out = []
+        for k in range(min(int(cfg.searches), HISTORY)):
+            hi, hf = state.hist_i[k], state.hist_f[k]
+            outcome = int(hi[1])
+            entry = {
+                "t": int(hi[0]),
+                "outcome": H_TEXT[outcome],
+                "applied": bool(hi[3]),
+                "hot_filter": {"traffic": float(hf[3]), "valid": float(hf[4]), "size": int(hf[5])},
+            }
+            if outcome in (H_FOUND, H_FEW_GROUPS):
+                gn = int(hi[2])
+                entry.update(
+                    n_groups=gn,
+                    sizes=[int(x) for x in state.hist_sizes[k, :gn]],
+                    valid_ratios=[round(float(x), 4) for x in state.hist_vr[k, :gn]],
+                    predicted_waf=float(hf[0]),
+                    hot_traffic=float(hf[2]),
+                    hot_from_uid=bool(hi[4]),
+                    static_blocks=int(hi[5]),
+                )
+            if outcome == H_FOUND:
+                entry["measured_waf"] = float(hf[1])
+            out.append(entry)
+        return out
 
     def summary(self, state) -> dict:
         cfg = record(state.scalars)
         ns = int(cfg.naive_start)
         return {
             "midas": {
-                "reconfigurations": sum(1 for h in self.history if h["applied"]),
-                "models": len(self.history),
+                "victim_rule": self.rule,
+                "reconfigurations": int(cfg.reconfigurations),
+                "models": int(cfg.searches),
+                "modelling": bool(cfg.model_on) or bool(cfg.ginfo_valid),
                 "naive_mida": bool(cfg.naive_on),
                 "naive_start": ns,
                 "last_group": int(cfg.last_group),
-                # segments (open one included) of the FIFO groups before the naive start / last group
-                "sizes": [int(x) + 1 for x in state.fifo_sizes[:ns]] if ns > 1 else [],
+                # designated sealed segments of the FIFO groups before the naive start
+                "fifo_sizes": [int(x) for x in state.fifo_sizes[:ns]] if ns > 1 else [],
                 "fallbacks": int(cfg.fallbacks),
                 "gc_overrun_merges": int(cfg.overrun_merges),
                 "retire": self.retire,
                 "retired_segments": int(cfg.retired_segments),
-                "epoch_blocks": int(cfg.epoch_blocks),
-                "history": self.history,
+                "epoch_blocks": int(cfg.tw) * int(cfg.unit),
+                "history": self.history(state),
             }
         }

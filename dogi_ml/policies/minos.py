@@ -45,7 +45,7 @@ give identical runs.
 Ablations: ``correlative=false`` (jump straight to the target), ``search=full`` (merge any two
 clusters, "w/o AC"), ``distance=avg`` (AvgDist: difference of mean invalidation times, decayed
 per slot by ``alpha``). Victims: cost-benefit ``gp/(1-gp) * age`` (§2.3, the paper's default;
-``victim`` param to change).
+``policy.victim`` to change, ``policy.victim=null`` to follow ``sim.victim``).
 
 Departures: lifetimes are in user-written blocks from the engine's clock (the paper stores
 32-bit slots); invalidations older than the ring are dropped, as the ring has no slot for them.
@@ -599,7 +599,6 @@ class Minos(PlacementPolicy):
         "correlative": True,
         "search": "adjacent",
         "distance": "op",
-        "victim": "cost_benefit_sepbit",
         "mapping_log": 0,
         "p2_every": 8,
         "slot_clock": "user",
@@ -680,7 +679,6 @@ class Minos(PlacementPolicy):
                 f"or user (one segment of user writes, the paper's logical time), got {cfg['slot_clock']!r}"
             )
         self.slot_clock = cfg["slot_clock"]
-        self.victim = cfg["victim"]
 
     def bind(self, ctx: SimContext) -> MinosState:
         n = self.n_user + self.n_gc

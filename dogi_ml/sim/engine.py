@@ -66,7 +66,7 @@ from .state import (
     new_state,
     state_nbytes,
 )
-from .victims import get_victim
+from .victims import get_victim, resolve_victim, victim_label
 
 _NO_TIMES = np.empty(0, np.int64)  # the times argument of an untimed run
 
@@ -82,7 +82,8 @@ class SimConfig:
     capacity_blocks: int | None = None  # logical capacity; default: the trace's capacity/WSS
     op_ratio: float = 0.10  # physical = logical x (1 + op), whole segments
     segment_blocks: int = 512
-    victim: str = "greedy"
+    victim: str | None = None  # None: the policy's own rule (policy.victim), else greedy
+    victim_for: str = "all"  # all: a set victim binds every scheme (or errors); followers: only policy.victim=None ones
     victim_d: int = 8  # d of d-choices
     gc_trigger: str = "free_segments"  # or "garbage_proportion" (SepBIT)
     gc_free_segments: int = 2  # GC runs while fewer segments than this are free
@@ -189,9 +190,28 @@ class Simulator:
             bg_free_segments=bg_free,
             idle_gap_us=idle_gap,
         )
-        self.victim_name = policy.victim or cfg.victim
-        self.select_victim = get_victim(self.victim_name)
+        self.victim_rule, self.victim_selector = resolve_victim(cfg.victim, cfg.victim_for, policy)
+        self.victim_name = victim_label(self.victim_rule, self.victim_selector)
+        policy.victim_rule = self.victim_rule
+        self.select_victim = get_victim(self.victim_selector)
         self.prefill_blocks = self.capacity if cfg.prefill else 0
+        self.settings = {  # what this run actually does, after defaults and the policy's own rules
+            "victim": self.victim_name,
+            "victim_d": int(cfg.victim_d) if self.victim_rule == "d_choices" else None,
+            "gc_trigger": cfg.gc_trigger,
+            "gc_garbage_ratio": float(cfg.gc_garbage_ratio) if cfg.gc_trigger == "garbage_proportion" else None,
+            "gc_free_segments": gc_free,
+            "gc_high_free_segments": gc_high if gc_high > gc_free else None,
+            "gc_background": {"free_segments": bg_free, "idle_gap_us": idle_gap} if bg_free else None,
+            "op_ratio": float(cfg.op_ratio),
+            "segment_blocks": int(cfg.segment_blocks),
+            "capacity_blocks": self.capacity,
+            "physical_segments": self.n_segments,
+            "prefill": bool(cfg.prefill),
+            "raid_chunk_blocks": chunk or None,
+            "raid_chunk_timeout_us": timeout if chunk else None,
+            "arrival": cfg.arrival if self.timed else None,  # write times: only a timed run uses them
+        }
         if stream is not None and cfg.prefill:
             stream = np.concatenate([np.arange(self.capacity, dtype=np.int64), stream])
         self.ctx = SimContext(
@@ -205,7 +225,7 @@ class Simulator:
             chunk_timeout_us=timeout,
             timed=self.timed,
             gc_free_segments=gc_free,
-            victim_rule=self.victim_name,
+            victim_rule=self.victim_rule,
         )
         if policy.needs_future and stream is None:
             raise SimulationError(
@@ -540,6 +560,7 @@ class Simulator:
             "appends_per_second": appends / self.elapsed_s if self.elapsed_s > 0 else None,
             "loop_cpu_s": self.loop_cpu_s,
             "appends_per_cpu_second": appends / self.loop_cpu_s if self.loop_cpu_s > 0 else None,
+            "settings": dict(self.settings),
             "config": asdict(self.cfg),
             **self.policy.summary(self.pstate),
         }

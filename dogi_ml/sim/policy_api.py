@@ -107,8 +107,20 @@ class PlacementPolicy:
     """Base class of placement schemes. Subclasses set the three Numba functions and ``bind``."""
 
     name: str = "base"
-    #: a victim selector this scheme needs regardless of ``sim.victim`` (e.g. NoDaP's)
+    #: the scheme's own victim rule (``policy.victim`` in its config, set by ``make_policy``);
+    #: None = follow ``sim.victim``. The engine resolves the two without letting either silently
+    #: win (:func:`dogi_ml.sim.victims.resolve_victim`).
     victim: str | None = None
+    #: a selector of the scheme's own that the engine runs whatever the rule (e.g. NoDaP's
+    #: expired-segment selector); it may build on the run's generic rule (``SimContext.victim_rule``)
+    selector: str | None = None
+    #: the generic rules the scheme can run with: None = any of ``ANY_SCHEME_VICTIMS``; ``()`` = none
+    #: but its own ``selector`` (then ``victim`` names that selector)
+    victim_rules: tuple[str, ...] | None = None
+    #: for a scheme with its own selector: what it does, for error messages
+    victim_note: str | None = None
+    #: the resolved rule of the run this policy is bound to (set by the engine before ``bind``)
+    victim_rule: str | None = None
     #: needs the whole write stream in advance (oracles)
     needs_future: bool = False
 

@@ -235,6 +235,73 @@ def register_victim(name: str, fn) -> None:
     VICTIMS[name] = fn
 
 
+#: ``sim.victim_for``: whom an explicit ``sim.victim`` is for
+VICTIM_FOR = ("all", "followers")
+
+
+def resolve_victim(sim_victim: str | None, victim_for: str, policy) -> tuple[str, str]:
+    """The run's victim rule and the selector the engine runs: ``(rule, selector)``.
+
+    Two settings name a rule: ``sim.victim`` (the run's) and ``policy.victim`` (the scheme's own,
+    ``policy.victim`` in its config; ``None`` = follow ``sim.victim``). Neither silently wins:
+
+    - only one set: that one; neither: ``greedy``;
+    - both set and equal: that one;
+    - both set and different: with ``sim.victim_for=followers`` (a comparison preset saying "the
+      baselines use this rule, schemes with a rule of their own keep it") the scheme's own; with
+      ``sim.victim_for=all`` (the default: the user asked for one rule everywhere) a
+      :class:`~dogi_ml.errors.ConfigError` naming both keys and the fix.
+
+    A scheme whose victim selection is its own (``policy.selector``, e.g. NoDaP's expired-segment
+    rule) runs that selector; ``rule`` is the generic rule it builds on, checked against the rules
+    it can honour (``policy.victim_rules``; ``()`` = none besides its own)."""
+    from dogi_ml.errors import ConfigError
+
+    if victim_for not in VICTIM_FOR:
+        raise ConfigError(
+            f"unknown sim.victim_for={victim_for!r}",
+            "use all (sim.victim for every scheme, or an error) or followers (only for schemes with policy.victim=null)",
+        )
+    own = policy.victim
+    name = policy.name
+    if sim_victim is not None and own is not None and sim_victim != own:
+        if victim_for == "all":
+            note = f" ({policy.victim_note})" if policy.victim_note else ""
+            first = (
+                f"set policy.victim=null to run {name} with sim.victim={sim_victim}, "
+                if policy.victim_rules != ()
+                else f"{name} cannot follow it: set "
+            )
+            raise ConfigError(
+                f"sim.victim={sim_victim} differs from policy={name}'s own rule policy.victim={own}{note}",
+                f"{first}sim.victim_for=followers to keep each scheme's own rule, or drop sim.victim",
+            )
+        rule = own
+    else:
+        rule = sim_victim or own or "greedy"
+    if rule not in VICTIMS:
+        source = "sim.victim" if rule == sim_victim else "policy.victim"
+        raise ConfigError(f"unknown victim selection {rule!r} ({source})", f"known: {', '.join(ANY_SCHEME_VICTIMS)}")
+    allowed = policy.victim_rules
+    if allowed is None:
+        allowed = ANY_SCHEME_VICTIMS
+    if policy.selector is not None and allowed == ():
+        allowed = (policy.selector,)
+    if rule not in allowed:
+        raise ConfigError(
+            f"policy={name} cannot run with victim rule {rule!r}"
+            + (f" (it chooses victims itself: {policy.victim_note})" if policy.victim_note else ""),
+            f"use one of {', '.join(allowed)} (policy.victim / sim.victim)",
+        )
+    return rule, policy.selector or rule
+
+
+def victim_label(rule: str, selector: str) -> str:
+    """How results name the victim rule: ``cost_benefit``, or ``midas(cost_benefit)`` for a scheme's
+    own selector built on a generic rule."""
+    return rule if rule == selector else f"{selector}({rule})"
+
+
 def get_victim(name: str):
     try:
         return VICTIMS[name]

@@ -121,7 +121,11 @@ def harness_args(
     if policy not in POLICIES:
         raise HarnessError(f"the ZNS harness runs policies {', '.join(POLICIES)}, not {policy!r}", "pick one of them")
     if policy == "dogi_frozen":
-        victim = "dogi"  # DOGI's expiry-first victims, whatever sim.victim says (as in the simulator)
+        if victim != "dogi_frozen":
+            raise HarnessError(
+                f"policy dogi_frozen runs DOGI's own victims (dogi_frozen), not {victim!r}", "drop sim.victim"
+            )
+        victim = "dogi"  # the C harness's name for DOGI's expiry-first selector
     elif victim not in VICTIMS:
         raise HarnessError(f"the ZNS harness runs victims {', '.join(VICTIMS)}, not {victim!r}", "set sim.victim")
     name = "sepbit_paper" if policy == "sepbit" and variant == "paper" else policy
