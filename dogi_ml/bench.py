@@ -12,7 +12,7 @@ import psutil
 from rich.table import Table
 
 from dogi_ml.oracles.annotate import annotate
-from dogi_ml.policies import KEEP_VICTIM, make_policy
+from dogi_ml.policies import KEEP_VICTIM, make_policy, policy_params
 from dogi_ml.report import console
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.traces.generators import ZipfSampler
@@ -152,7 +152,7 @@ def bench_paper_scale(
         name, n_groups, params, victim = str(pcfg.policy), None, {}, KEEP_VICTIM
     elif policy_cfg is not None:
         pc = OmegaConf.to_container(policy_cfg, resolve=True) if OmegaConf.is_config(policy_cfg) else dict(policy_cfg)
-        name, n_groups, params = pc["name"], pc.get("n_groups"), dict(pc.get("params") or {})
+        name, n_groups, params = pc["name"], pc.get("n_groups"), policy_params(pc)
         victim = pc.get("victim", KEEP_VICTIM)
     else:
         name, n_groups, params, victim = "sepbit", None, {}, KEEP_VICTIM

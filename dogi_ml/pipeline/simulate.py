@@ -11,7 +11,7 @@ import numpy as np
 
 from dogi_ml.errors import ConfigError
 from dogi_ml.pipeline.common import multirun, require_workload, sweep_dir
-from dogi_ml.policies import KEEP_VICTIM, configured_victim, make_policy
+from dogi_ml.policies import KEEP_VICTIM, configured_victim, make_policy, policy_params
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.traces.trace import Trace
 from dogi_ml.traces.workload import workload_capacity
@@ -67,7 +67,7 @@ def build_simulator(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping) -> tupl
     wall-clock times when the run is timed: chunk layer or background GC)."""
     config = SimConfig.from_mapping(sim_cfg)
     writes, cap = simulation_writes(trace, config.capacity_blocks)
-    params = dict(policy_cfg.get("params") or {})
+    params = policy_params(policy_cfg)
     n_groups = policy_cfg.get("n_groups")
     search_info = None
     if policy_cfg["name"] == "nodap" and params.get("bounds") == "search":

@@ -56,17 +56,23 @@ def make_policy(name: str, n_groups: int | None = None, victim=KEEP_VICTIM, **pa
     left out, the class's default stands. It is checked here against what the scheme can run with
     and resolved against ``sim.victim`` by the engine (:func:`dogi_ml.sim.victims.resolve_victim`)."""
     cls = policy_class(name)
-    if "victim" in params:
-        raise ConfigError(
-            f"policy.params.victim={params['victim']} is no longer a parameter of policy={name}",
-            "set policy.victim=NAME instead (null follows sim.victim)",
-        )
     if n_groups is None:
         n_groups = getattr(cls, "default_groups", 1)
     policy = cls(n_groups, **params)
     if victim is not KEEP_VICTIM:
         policy.victim = checked_policy_victim(cls, victim)
     return policy
+
+
+def policy_params(policy_cfg) -> dict:
+    """A policy config's ``params`` as a dict, refusing the place the victim rule used to live."""
+    params = dict(policy_cfg.get("params") or {})
+    if "victim" in params:
+        raise ConfigError(
+            f"policy.params.victim={params['victim']} is no longer a parameter of policy={policy_cfg['name']}",
+            "set policy.victim=NAME instead (null follows sim.victim)",
+        )
+    return params
 
 
 def checked_policy_victim(cls: type[PlacementPolicy], victim: str | None) -> str | None:
@@ -99,6 +105,7 @@ def configured_victim(policy_cfg, sim_cfg) -> tuple[str, str]:
     from dogi_ml.sim.victims import resolve_victim
 
     cls = policy_class(policy_cfg["name"])
+    policy_params(policy_cfg)
     victim = policy_cfg.get("victim", KEEP_VICTIM)
     spec = SimpleNamespace(
         name=cls.name,

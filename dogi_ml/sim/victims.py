@@ -178,6 +178,57 @@ def _short_living_segments(p):
     return impl
 
 
+def eq1_segment(s, p, seg, now, short):
+    """Adjusted Greedy's terms for segment ``seg``: ``(discounted, C)``, whether Eq. 1's discount
+    applies to it and ``C``, the time since its seal. By default the segments of the short-living
+    group ``short`` are discounted and ``C`` counts user writes. A policy state with the arrays
+    ``seg_short`` and ``seal_clock`` and the scalars ``eq1_segments``, ``eq1_flash`` and
+    ``flash_clock`` chooses its reading of Eq. 1 (Shiro's ``eq1_segments`` / ``eq1_clock``,
+    :mod:`dogi_ml.policies.shiro`): ``eq1_segments`` 0 = the short group's segments, 1 = every
+    segment holding a valid block predicted short-living (``seg_short[seg] > 0``), 2 = every
+    segment; ``eq1_flash`` 1 = ``C`` counts every block written (user and GC:
+    ``flash_clock - seal_clock[seg]``)."""
+    return s.seg_group[seg] == short, now - s.seg_seal_time[seg]
+
+
+def _has_fields(p, arrays, scalars) -> bool:
+    """Whether the policy state type ``p`` has the array fields ``arrays`` and a ``scalars``
+    record with the fields ``scalars`` (decided when Numba compiles the loop)."""
+    if not isinstance(p, types.BaseNamedTuple) or "scalars" not in p.fields:
+        return False
+    if any(a not in p.fields for a in arrays):
+        return False
+    sc = p.types[p.fields.index("scalars")]
+    return isinstance(sc, types.Array) and isinstance(sc.dtype, types.Record) and all(
+        f in sc.dtype.fields for f in scalars
+    )
+
+
+@overload(eq1_segment)
+def _eq1_segment(s, p, seg, now, short):
+    if _has_fields(p, ("seg_short", "seal_clock"), ("eq1_segments", "eq1_flash", "flash_clock")):
+
+        def impl(s, p, seg, now, short):
+            st = p.scalars[0]
+            mode = st.eq1_segments
+            if mode == 0:
+                discounted = s.seg_group[seg] == short
+            elif mode == 1:
+                discounted = p.seg_short[seg] > 0
+            else:
+                discounted = True
+            if st.eq1_flash != 0:
+                return discounted, st.flash_clock - p.seal_clock[seg]
+            return discounted, now - s.seg_seal_time[seg]
+
+    else:
+
+        def impl(s, p, seg, now, short):
+            return s.seg_group[seg] == short, now - s.seg_seal_time[seg]
+
+    return impl
+
+
 @nb.njit(cache=True)
 def adjusted_greedy(s, p, now):
     """Shiro's Adjusted Greedy (shared/papers/shiro.txt §III-C, Eq. 1): maximise
@@ -189,7 +240,8 @@ def adjusted_greedy(s, p, now):
     since the segment was sealed (at least 1). The discount favours short-living segments that
     stayed valid long (likely mispredicted). The short group and ``T`` come from the policy's
     ``scalars`` record (``short_group``, ``hot_threshold``); without them this is greedy on the
-    invalid proportion. Ties go to the lowest segment index."""
+    invalid proportion. Which segments are discounted and which writes ``C`` counts can be the
+    policy's (:func:`eq1_segment`). Ties go to the lowest segment index."""
     short, thresh = short_living_segments(p)
     seg_blocks = s.prm[P_SEG_BLOCKS]
     inv_s = 1.0 / seg_blocks
@@ -199,11 +251,12 @@ def adjusted_greedy(s, p, now):
         if s.seg_state[seg] == SEG_SEALED:
             v = s.seg_valid[seg]
             score = (seg_blocks - v) * inv_s
-            if short >= 0 and s.seg_group[seg] == short:
-                c = now - s.seg_seal_time[seg]
-                if c < 1:
-                    c = 1
-                score = score / (1.0 + v * inv_s * thresh / c)
+            if short >= 0:
+                discounted, c = eq1_segment(s, p, seg, now, short)
+                if discounted:
+                    if c < 1:
+                        c = 1
+                    score = score / (1.0 + v * inv_s * thresh / c)
             if score > best_score:
                 best_score = score
                 best = seg
@@ -279,15 +332,17 @@ def resolve_victim(sim_victim: str | None, victim_for: str, policy) -> tuple[str
         rule = own
     else:
         rule = sim_victim or own or "greedy"
-    if rule not in VICTIMS:
-        source = "sim.victim" if rule == sim_victim else "policy.victim"
-        raise ConfigError(f"unknown victim selection {rule!r} ({source})", f"known: {', '.join(ANY_SCHEME_VICTIMS)}")
     allowed = policy.victim_rules
     if allowed is None:
         allowed = ANY_SCHEME_VICTIMS
     if policy.selector is not None and allowed == ():
         allowed = (policy.selector,)
     if rule not in allowed:
+        if rule not in VICTIMS:
+            source = "sim.victim" if rule == sim_victim else "policy.victim"
+            raise ConfigError(
+                f"unknown victim selection {rule!r} ({source})", f"known: {', '.join(ANY_SCHEME_VICTIMS)}"
+            )
         raise ConfigError(
             f"policy={name} cannot run with victim rule {rule!r}"
             + (f" (it chooses victims itself: {policy.victim_note})" if policy.victim_note else ""),
