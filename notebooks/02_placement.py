@@ -31,7 +31,7 @@ import pandas as pd
 import dogi_ml
 
 workload = {"name": "ycsb_a", "capacity_blocks": int(16384 * scale), "write_volume": 8}
-sim = {"segment_blocks": 64 if scale < 4 else 512, "victim": "cost_benefit"}
+sim = {"segment_blocks": 64 if scale < 4 else 512, "victim": "cost_benefit", "victim_for": "followers"}  # MiDAS, DOGI: their own
 schemes = ["nosep", "sepgc", "dac", "warcip", "mida", "midas", "sepbit", "fk"]
 trace = dogi_ml.generate(workload)           # once: every scheme sees the same writes
 pd.Series(trace.stats())[["requests", "write_blocks", "wss_blocks", "traffic_over_wss"]]

@@ -102,7 +102,7 @@ waf_table(load("fig14")).round(3)
 
 # %%
 workload = {"name": "zipf", "capacity_blocks": int(16384 * scale), "write_volume": 8}
-sim = {"segment_blocks": 64 if scale < 4 else 512, "victim": "cost_benefit"}
+sim = {"segment_blocks": 64 if scale < 4 else 512, "victim": "cost_benefit", "victim_for": "followers"}  # MiDAS, DOGI: their own
 trace = dogi_ml.generate(workload)
 runs = {p: dogi_ml.simulate(trace, policy=p, **sim) for p in ("nosep", "sepbit", "midas", "dogi")}
 fresh = pd.DataFrame([{"scheme": r.scheme, "waf": r.waf, "user_accuracy": r.raw.get("user_accuracy"),

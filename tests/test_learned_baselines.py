@@ -268,7 +268,7 @@ def test_fallback_before_the_first_model(skewed):
         ("phftl", {"hot_threshold": "knee"}, "hot_threshold must be null"),
         ("phftl", {"history": 0}, "history must be >= 1"),
         ("phftl", {"retrain_every": 0}, "retrain_every must be >= 1"),
-        ("phftl", {"victim": "dogi"}, "victim must be one of"),
+        ("phftl", {"victim": "dogi"}, r"policy=phftl cannot run with policy.victim='dogi' -- use one of greedy"),
         ("phftl", {"inference": "fast"}, "inference must be one of window, cached"),
         ("phftl", {"features": ["latest_inv", "bogus"]}, r"unknown feature\(s\) \['bogus'\]"),
         ("phftl", {"model_params": {"hiden": 3}}, r"model gru: unknown parameter\(s\) \['hiden'\]"),

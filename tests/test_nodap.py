@@ -162,6 +162,8 @@ register_victim("most_valid_for_test", most_valid)
 
 def test_engine_stops_a_gc_that_makes_no_progress():
     writes = zipf_writes(CAP, 4 * CAP, seed=2)
-    sim = Simulator(make_policy("nosep"), SimConfig(segment_blocks=SEG, victim="most_valid_for_test"), CAP)
+    pol = make_policy("nosep")
+    pol.victim_rules = ("most_valid_for_test",)  # a test-only selector: no scheme accepts it by default
+    sim = Simulator(pol, SimConfig(segment_blocks=SEG, victim="most_valid_for_test"), CAP)
     with pytest.raises(SimulationError, match="garbage collection made no progress"):
         sim.run(writes)
