@@ -1,23 +1,25 @@
 """MINOS §3.3 oracles in the ``oracle`` command: one oracle on a workload (``oracle.kind=opmin|
-segment|percentile|kmeans``), Table 1 (WAF per oracle and OP ratio, ``+experiment=minos_table1``)
-and the model-vs-simulator checks of Figs. 3 and 5.
+segment|percentile|kmeans|opbudget``), Table 1 (WAF per oracle and OP ratio,
+``+experiment=minos_table1``) and the model-vs-simulator checks of Figs. 3 and 5.
 
-Simulation setup for the table and the checks (``oracle.table``): the logical capacity is the
-trace's write working set and there is no prefill (``prefill: false``), so the live data the
-simulator holds is the data whose invalidation times make ``F``; with a prefill, the first pass
-over the space adds a capacity's worth of writes outside ``F`` (cold prefill blocks pile up in
-the last stream) and the model's OP falls short (measured in ``notes/minos_oracles.md``).
+Table 1 runs every workload at each of its segment sizes (``oracle.table.workloads.NAME.
+segment_blocks``) in each device mode (``oracle.table.modes``): ``empty`` (no prefill, so the live
+data the simulator holds is the data whose invalidation times make ``F``) and ``prefilled`` (the
+logical space written once first, as the other experiments run; the prefill blocks are placed by
+the same thresholds on their own invalidation times, ``F`` stays the measured writes'). The
+logical capacity is the trace's write working set. The Figs. 3/5 checks run on the first
+workload's first segment size, from an empty device.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import time
 from pathlib import Path
 
 import numpy as np
 
+from dogi_ml.errors import ConfigError
 from dogi_ml.markov import opmodel as om
 from dogi_ml.oracles import minos_oracles as mo
 from dogi_ml.oracles.annotate import annotate
@@ -29,6 +31,21 @@ LABELS = {
     "percentile": "Percentile Oracle",
     "kmeans": "K-Means Oracle",
     "opmin": "OP-Minimized Oracle",
+    "opbudget": "OP-budget plan (not the paper's)",
+}
+#: Table 1's claim, best first: OP-Min < K-Means < Percentile < Segment
+ORDER = ("opmin", "kmeans", "percentile", "segment")
+#: device modes of the table: whether the logical space is written once before the trace
+MODES = {"empty": False, "prefilled": True}
+#: the keys an ``oracle.table`` and each of its workloads may hold
+TABLE_KEYS = {"ops", "kinds", "modes", "model_checks", "workloads"}
+WORKLOAD_KEYS = {"workload", "segment_blocks", "sim", "paper"}
+#: sim keys the table sets itself, per workload and mode: the experiment leaves them null, so a
+#: value here came from the user, and is refused rather than overridden
+TABLE_SIM_KEYS = {
+    "segment_blocks": "oracle.table.workloads.NAME.segment_blocks (a list)",
+    "prefill": "oracle.table.modes (empty, prefilled)",
+    "capacity_blocks": "nothing: the table runs at each trace's write working set",
 }
 
 
@@ -58,23 +75,24 @@ class OracleBench:
         thresholds_blocks=None,
         method: str = "algorithm1",
         victim: str | None = mo.DEFAULT_VICTIM,
+        percentile_of: str = "writes",
     ) -> dict:
         params = {
             "kind": kind,
             "n_user_streams": k,
             "method": method,
-            "victim": victim,
-            "gc_free_segments": self.gc_free,
+            "percentile_of": percentile_of,
             "inv": self.inv,
             "thresholds": "search" if thresholds_blocks is None else [int(x) for x in thresholds_blocks],
         }
-        pol = make_policy("kstream_oracle", None, **params)
+        pol = make_policy("kstream_oracle", None, victim=victim, **params)
         cfg = SimConfig.from_mapping({**self.sim, "op_ratio": float(op_ratio)})
         r = Simulator(pol, cfg, self.capacity, stream=self.writes).run(self.writes)
         return {
             "waf": float(r["waf"]),
             "gc_writes": int(r["gc_writes"]),
             "user_writes": int(r["user_writes"]),
+            "victim": r["victim"],
             "thresholds_blocks": r["oracle_thresholds_blocks"],
             **{
                 k2: r[k2]
@@ -95,15 +113,13 @@ def _f(x) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
-def table1(bench: OracleBench, ops, kinds, k=5, method="algorithm1", log=print) -> dict:
+def table1(bench: OracleBench, ops, kinds, k=5, method="algorithm1", percentile_of="writes", log=print) -> dict:
     """WAF per oracle (rows) and OP ratio (columns), simulated and modelled."""
     out = {}
     for kind in kinds:
         out[kind] = {}
         for op in ops:
-            t0 = time.perf_counter()
-            r = bench.run(op, kind, k, method=method)
-            r["seconds"] = round(time.perf_counter() - t0, 2)
+            r = bench.run(op, kind, k, method=method, percentile_of=percentile_of)
             out[kind][f"{op:g}"] = r
             log(
                 f"  {kind:10s} OP {op:.0%}: WAF {r['waf']:.4f} (model {_f(r.get('model_waf'))}) "
@@ -176,7 +192,7 @@ def _workload_writes(wcfg, cache_dir, log):
 
 
 def run_minos_oracle(cfg, out_dir: Path) -> dict:
-    """``python -m dogi_ml oracle +workload=NAME oracle.kind=opmin|segment|percentile|kmeans``:
+    """``python -m dogi_ml oracle +workload=NAME oracle.kind=opmin|segment|percentile|kmeans|opbudget``:
     the oracle's thresholds at ``sim.op_ratio``, the model's plan and the simulated WAF."""
     from omegaconf import OmegaConf
 
@@ -190,89 +206,162 @@ def run_minos_oracle(cfg, out_dir: Path) -> dict:
     sim = OmegaConf.to_container(cfg.sim, resolve=True)
     trace = load_workload(cfg.workload, cache_dir=cfg.cache_dir)
     writes, cap = simulation_writes(trace, sim.get("capacity_blocks"))
-    bench = OracleBench(writes, sim, capacity=cap, prefill=bool(sim.get("prefill", True)))
-    r = bench.run(float(sim["op_ratio"]), str(o.kind), int(o.n_user_streams), method=str(o.method))
+    prefill = bool(sim.get("prefill", True))
+    bench = OracleBench(writes, sim, capacity=cap, prefill=prefill)
+    kind, op = str(o.kind), float(sim["op_ratio"])
+    r = bench.run(op, kind, int(o.n_user_streams), method=str(o.method), percentile_of=str(o.percentile_of))
     console.print(
-        f"{LABELS[str(o.kind)]} on {cfg.workload.name} at OP {float(sim['op_ratio']):.0%}: "
-        f"thresholds {r['thresholds_blocks']} blocks, simulated WAF {r['waf']:.4f}, "
+        f"{LABELS[kind]} on {cfg.workload.name} at OP {op:.0%} ({'prefilled' if prefill else 'empty'} device, "
+        f"{bench.seg}-block segments): thresholds {r['thresholds_blocks']} blocks, simulated WAF {r['waf']:.4f}, "
         f"model WAF {_f(r.get('model_waf'))} within {r.get('op_budget_segments')} segments of OP "
         f"(WAF 1 needs {r.get('model_waf1_op_segments', float('nan')):.1f})"
     )
     out = write_json(
-        {"workload": cfg.workload.name, "kind": str(o.kind), "op_ratio": float(sim["op_ratio"]), **r},
-        out_dir / f"{o.kind}.json",
+        {
+            "workload": cfg.workload.name,
+            "kind": kind,
+            "method": str(o.method),
+            "percentile_of": str(o.percentile_of),
+            "op_ratio": op,
+            "segment_blocks": bench.seg,
+            "prefill": prefill,
+            "capacity_blocks": bench.capacity,
+            **r,
+        },
+        out_dir / f"{kind}.json",
     )
     print(f"result: {out}")
     print(
         f"simulate with: python -m dogi_ml simulate +workload={cfg.workload.name} policy=kstream_oracle "
-        f"policy.params.kind={o.kind} 'policy.params.thresholds={r['thresholds_blocks']}' "
-        f"sim.op_ratio={float(sim['op_ratio']):g}"
+        f"policy.params.kind={kind} 'policy.params.thresholds={r['thresholds_blocks']}' "
+        f"sim.op_ratio={op:g} sim.segment_blocks={bench.seg} sim.prefill={str(prefill).lower()}"
     )
     return r
 
 
+def _check_table_config(t: dict, sim: dict) -> None:
+    """Every key of ``oracle.table`` known, no sim key the table sets itself given by the user."""
+    unknown = set(t) - TABLE_KEYS
+    if unknown:
+        raise ConfigError(f"unknown oracle.table key(s) {sorted(unknown)}", f"known: {', '.join(sorted(TABLE_KEYS))}")
+    for mode in t["modes"]:
+        if mode not in MODES:
+            raise ConfigError(f"unknown oracle.table.modes entry {mode!r}", f"use {', '.join(MODES)}")
+    for kind in t["kinds"]:
+        mo._check_kind(kind)
+    for key, where in TABLE_SIM_KEYS.items():
+        if sim.get(key) is not None:
+            raise ConfigError(f"sim.{key}={sim[key]} is set, but Table 1 sets it per run", f"set {where}")
+    for name, w in t["workloads"].items():
+        unknown = set(w) - WORKLOAD_KEYS
+        if unknown:
+            raise ConfigError(
+                f"unknown key(s) {sorted(unknown)} in oracle.table.workloads.{name}",
+                f"known: {', '.join(sorted(WORKLOAD_KEYS))}",
+            )
+        clash = set(w.get("sim") or {}) & set(TABLE_SIM_KEYS)
+        if clash:
+            raise ConfigError(
+                f"oracle.table.workloads.{name}.sim sets {sorted(clash)}, which the table sets per run",
+                f"set {'; '.join(TABLE_SIM_KEYS[k] for k in sorted(clash))}",
+            )
+        seg = w.get("segment_blocks")
+        if not seg or not all(isinstance(s, int) and s > 0 for s in seg):
+            raise ConfigError(
+                f"oracle.table.workloads.{name}.segment_blocks must be a list of positive block counts, got {seg!r}",
+                "e.g. segment_blocks: [512, 128]",
+            )
+
+
 def run_minos_table(cfg, out_dir: Path) -> dict:
     """``python -m dogi_ml oracle +experiment=minos_table1``: Table 1 on every listed workload
-    (files that are absent are skipped), the Figs. 3/5 checks on the first; JSON and a plot."""
+    (files that are absent are skipped) at each of its segment sizes in each device mode, the
+    Figs. 3/5 checks on the first; JSON, Markdown and a plot."""
     from omegaconf import OmegaConf
 
     from dogi_ml.report import console
 
     t = OmegaConf.to_container(cfg.oracle.table, resolve=True)
     sim = OmegaConf.to_container(cfg.sim, resolve=True)
-    ops, kinds = [float(x) for x in t["ops"]], [str(x) for x in t["kinds"]]
-    for kind in kinds:
-        mo._check_kind(kind)
-    k = int(cfg.oracle.n_user_streams)
+    _check_table_config(t, sim)
+    ops, kinds, modes = [float(x) for x in t["ops"]], [str(x) for x in t["kinds"]], [str(x) for x in t["modes"]]
+    k, method, percentile_of = int(cfg.oracle.n_user_streams), str(cfg.oracle.method), str(cfg.oracle.percentile_of)
+    mo._check_percentile_of(percentile_of)
     result = {
         "ops": ops,
         "kinds": kinds,
+        "modes": modes,
         "n_user_streams": k,
-        "method": str(cfg.oracle.method),
+        "method": method,
+        "percentile_of": percentile_of,
         "victim": mo.DEFAULT_VICTIM,
-        "workloads": {},
+        "gc_free_segments": int(sim["gc_free_segments"]),
+        "rows": [],
+        "skipped": {},
     }
     for name, w in t["workloads"].items():
         wcfg = dict(w["workload"])
         if wcfg.get("source") == "file" and not Path(wcfg["path"]).exists():
             console.print(f"[yellow]skip {name}: {wcfg['path']} is absent[/yellow]")
-            result["workloads"][name] = {"skipped": f"{wcfg['path']} absent"}
+            result["skipped"][name] = f"{wcfg['path']} absent"
             continue
-        console.print(f"[bold]{name}[/bold]")
         writes = _workload_writes(wcfg, cfg.cache_dir, console.print)
-        bench = OracleBench(writes, {**sim, **(w.get("sim") or {})}, capacity="wss", prefill=bool(t["prefill"]))
-        entry = {
-            "capacity_blocks": bench.capacity,
-            "segment_blocks": bench.seg,
-            "user_writes": int(writes.size),
-            "never_fraction": bench.cdf.never_fraction,
-            "paper": w.get("paper"),
-            "waf1_op_ratio": {
-                kd: float(mo.oracle_thresholds(kd, bench.cdf, k, None, str(cfg.oracle.method)).plan.op_total)
-                * bench.seg
-                / bench.capacity
-                for kd in kinds
-            },
-            "table": table1(bench, ops, kinds, k, str(cfg.oracle.method), log=console.print),
-        }
-        if t.get("model_checks") and "checks" not in result:
-            entry["model_checks"] = model_checks(bench, log=console.print)
-            result["checks"] = name
-        result["workloads"][name] = entry
+        for seg, mode in itertools.product(w["segment_blocks"], modes):
+            console.print(f"[bold]{name}[/bold], {mode} device, {seg}-block segments")
+            run_sim = {**sim, **(w.get("sim") or {}), "segment_blocks": int(seg)}
+            bench = OracleBench(writes, run_sim, capacity="wss", prefill=MODES[mode])
+            row = {
+                "workload": name,
+                "mode": mode,
+                "segment_blocks": int(seg),
+                "capacity_blocks": bench.capacity,
+                "segments_per_capacity": bench.capacity / int(seg),
+                "user_writes": int(writes.size),
+                "never_fraction": bench.cdf.never_fraction,
+                "paper": w.get("paper"),
+                "waf1_op_ratio": {
+                    kd: float(mo.oracle_thresholds(kd, bench.cdf, k, None, method, percentile_of).plan.op_total)
+                    * bench.seg
+                    / bench.capacity
+                    for kd in kinds
+                },
+                "table": table1(bench, ops, kinds, k, method, percentile_of, log=console.print),
+            }
+            row["ordering"] = {f"{op:g}": ordering_relations(row["table"], f"{op:g}") for op in ops}
+            if t.get("model_checks") and "checks" not in result and mode == "empty":
+                row["model_checks"] = model_checks(bench, log=console.print)
+                result["checks"] = {"workload": name, "mode": mode, "segment_blocks": int(seg)}
+            result["rows"].append(row)
     print_table(result)
     out = Path(cfg.get("output") or out_dir / "minos_table1.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2, default=float))
+    out.write_text(json.dumps(result, indent=2, default=float) + "\n")
+    md = out.with_suffix(".md")
+    md.write_text(markdown(result))
     png = plot_table(result, out.with_suffix(".png"))
-    print(f"result: {out}\nplot:   {png}")
+    print(f"result: {out}\ntable:  {md}\nplot:   {png}")
     return result
 
 
-def ordering_holds(table: dict, op: str) -> bool:
-    """OP-Min < K-Means < Percentile < Segment (WAF) at OP ``op``, where all four ran."""
-    order = [k for k in ("opmin", "kmeans", "percentile", "segment") if k in table]
+def ordering_relations(table: dict, op: str) -> str:
+    """How Table 1's claimed order OP-Min < K-Means < Percentile < Segment came out at OP ``op``,
+    over the oracles that ran: one of ``<``, ``=`` (exactly equal WAF) or ``>`` between each
+    neighbouring pair, e.g. ``"<<<"`` (holds), ``"=<<"`` (OP-Min ties K-Means)."""
+    order = [k for k in ORDER if k in table]
     wafs = [table[k][op]["waf"] for k in order]
-    return all(a < b for a, b in itertools.pairwise(wafs))
+    return "".join("<" if a < b else "=" if a == b else ">" for a, b in itertools.pairwise(wafs))
+
+
+def ordering_holds(table: dict, op: str) -> bool:
+    """OP-Min < K-Means < Percentile < Segment (WAF), strictly, at OP ``op``, where all four ran."""
+    return set(ordering_relations(table, op)) <= {"<"}
+
+
+def _row_title(row: dict) -> str:
+    return (
+        f"{row['workload']}, {row['mode']} device, {row['segment_blocks']}-block segments "
+        f"({row['segments_per_capacity']:.0f} per capacity)"
+    )
 
 
 def print_table(result: dict) -> None:
@@ -280,27 +369,72 @@ def print_table(result: dict) -> None:
 
     from dogi_ml.report import console
 
-    for name, e in result["workloads"].items():
-        if "table" not in e:
-            continue
-        tab = Table(title=f"MINOS Table 1 - {name} (WAF; model in brackets, - = over budget; paper / gap)")
+    for row in result["rows"]:
+        tab = Table(title=f"MINOS Table 1 - {_row_title(row)} (WAF; model in brackets, - = over budget; paper / gap)")
         tab.add_column("Policy")
         for op in result["ops"]:
             tab.add_column(f"OP {op:.0%}", justify="right")
-        paper = e.get("paper") or {}
+        paper = row.get("paper") or {}
         for kind in result["kinds"]:
             cells = []
             for op in result["ops"]:
-                r = e["table"][kind][f"{op:g}"]
+                r = row["table"][kind][f"{op:g}"]
                 cell = f"{r['waf']:.3f} [{_f(r.get('model_waf'))}]"
                 if kind in paper:
                     p = float(paper[kind][result["ops"].index(op)])
                     cell += f"\n{p:.3f} / {r['waf'] - p:+.3f}"
                 cells.append(cell)
             tab.add_row(LABELS[kind], *cells)
-        ok = [ordering_holds(e["table"], f"{op:g}") for op in result["ops"]]
-        tab.caption = "ordering OP-Min < K-Means < Percentile < Segment: " + " ".join("yes" if x else "NO" for x in ok)
+        tab.caption = "OP-Min ? K-Means ? Percentile ? Segment: " + " ".join(
+            row["ordering"][f"{op:g}"] for op in result["ops"]
+        )
         console.print(tab)
+
+
+def markdown(result: dict) -> str:
+    """Table 1 as Markdown: one line per (workload, mode, segment size, oracle), the paper's
+    figures beside the Zipf rows, and the ordering per OP."""
+    ops = result["ops"]
+    heads = " | ".join(f"OP {100 * op:g}%" for op in ops)
+    lines = [
+        "# MINOS Table 1 - WAF of the four oracles (simulated)",
+        "",
+        f"{result['n_user_streams']} user streams + 1 GC stream, `{result['victim']}` victims, GC reserve "
+        f"{result['gc_free_segments']} segments, OP-Min by `{result['method']}`, Percentile at i/K of the "
+        f"{'measured writes' if result['percentile_of'] == 'writes' else 'ever-invalidated writes'}; capacity = "
+        "each trace's write working set. Generated by `python -m dogi_ml oracle +experiment=minos_table1 "
+        "output=docs/results/minos_table1.json`.",
+        "",
+        f"| workload | mode | segment (blocks) | segments per capacity | oracle | {heads} |",
+        "|---|---|---|---|---|" + "---|" * len(ops),
+    ]
+    for row in result["rows"]:
+        where = f"| {row['workload']} | {row['mode']} | {row['segment_blocks']} | {row['segments_per_capacity']:.0f} |"
+        for kind in result["kinds"]:
+            cells = " | ".join(f"{row['table'][kind][f'{op:g}']['waf']:.3f}" for op in ops)
+            lines.append(f"{where} {LABELS[kind]} | {cells} |")
+        for kind in result["kinds"]:
+            if kind in (row.get("paper") or {}):
+                cells = " | ".join(f"{float(x):.3f}" for x in row["paper"][kind])
+                lines.append(f"{where} paper: {LABELS[kind]} | {cells} |")
+    lines += [
+        "",
+        "## Ordering OP-Min < K-Means < Percentile < Segment",
+        "",
+        "Per OP, the relation between each neighbouring pair in that order (`<` as claimed, `=` equal WAF, "
+        "`>` reversed).",
+        "",
+        f"| workload | mode | segment (blocks) | {heads} |",
+        "|---|---|---|" + "---|" * len(ops),
+    ]
+    for row in result["rows"]:
+        cells = " | ".join(
+            "holds" if ordering_holds(row["table"], f"{op:g}") else f"`{row['ordering'][f'{op:g}']}`" for op in ops
+        )
+        lines.append(f"| {row['workload']} | {row['mode']} | {row['segment_blocks']} | {cells} |")
+    if result["skipped"]:
+        lines += ["", "Skipped: " + "; ".join(f"{n} ({why})" for n, why in result["skipped"].items())]
+    return "\n".join(lines) + "\n"
 
 
 def plot_table(result: dict, path: Path) -> Path:
@@ -309,21 +443,25 @@ def plot_table(result: dict, path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [n for n, e in result["workloads"].items() if "table" in e]
-    fig, axes = plt.subplots(1, max(1, len(names)), figsize=(4.2 * max(1, len(names)), 3.6), squeeze=False)
+    rows = result["rows"]
+    n = max(1, len(rows))
+    cols = min(4, n)
+    nrows = -(-n // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.6 * nrows), squeeze=False)
     ops = [100 * x for x in result["ops"]]
-    for ax, name in zip(axes[0], names):
-        e = result["workloads"][name]
+    for ax, row in zip(axes.flat, rows):
         for kind in result["kinds"]:
             (line,) = ax.plot(
-                ops, [e["table"][kind][f"{op:g}"]["waf"] for op in result["ops"]], "o-", label=LABELS[kind]
+                ops, [row["table"][kind][f"{op:g}"]["waf"] for op in result["ops"]], "o-", label=LABELS[kind]
             )
-            if e.get("paper") and kind in e["paper"]:
-                ax.plot(ops, e["paper"][kind], "x--", color=line.get_color(), alpha=0.6)
-        ax.set_title(name)
+            if row.get("paper") and kind in row["paper"]:
+                ax.plot(ops, row["paper"][kind], "x--", color=line.get_color(), alpha=0.6)
+        ax.set_title(f"{row['workload']}\\n{row['mode']}, {row['segment_blocks']}-block segments", fontsize=9)
         ax.set_xlabel("OP ratio (%)")
         ax.set_ylabel("WAF (x--: paper)")
         ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(rows) :]:
+        ax.set_visible(False)
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

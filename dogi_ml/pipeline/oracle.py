@@ -1,7 +1,8 @@
 """The ``oracle`` command: NoDaP's offline group search on a workload, the configuration to
 simulate with (``oracle.kind=nodap``, the default); the MINOS §3.3 oracles
-(``oracle.kind=opmin|segment|percentile|kmeans``) and their Table 1 (``+experiment=minos_table1``)
-are in :mod:`dogi_ml.pipeline.minos_table`."""
+(``oracle.kind=opmin|segment|percentile|kmeans``, and ``opbudget``, the OP-budget plan that is not
+the paper's) and their Table 1 (``+experiment=minos_table1``) are in
+:mod:`dogi_ml.pipeline.minos_table`."""
 
 from __future__ import annotations
 
