@@ -8,19 +8,27 @@ same report can be built from finished sweep directories::
     python -m dogi_ml.report_shiro OUT_PREFIX SWEEP_DIR [SWEEP_DIR ...] [--title T] [--note TEXT]
 
 writing ``OUT_PREFIX.json``, ``OUT_PREFIX.md`` and ``OUT_PREFIX.png``.
+
+:class:`ShiroReadings` is the callback of ``+experiment=shiro_readings|shiro_watermarks|
+shiro_readings_default`` (:func:`readings_report`): one row per scheme and setup, the paper's WAF
+per workload, each Shiro row's cut against SepBIT and PHFTL both with the baselines' paper rule
+(cost-benefit) and with the same rule family as the row (greedy for Adjusted Greedy), and whether
+the paper's ordering (Shiro below PHFTL and SepBIT) holds; the JSON records the command, the scale
+and the commit.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
 
 from dogi_ml.plotting import save_figure
-from dogi_ml.report import Callback, collect_results, console, settings_markdown, settings_of
+from dogi_ml.report import Callback, collect_results, console, settings_cell, settings_markdown, settings_of
 
 SHIRO = "shiro"
 ORDER = ("nosep", "sepgc", "sepbit", "sepbit-NG", "midas", "phftl", "phftl-NG", "shiro-NG")
@@ -270,6 +278,198 @@ class ShiroComparison(Callback):
             return
         prefix = Path(config.get("output") or sweep_dir / "shiro")
         write_report(results, prefix, str(config.get("title") or "Shiro"))
+
+
+# -- readings of the paper's text (docs/shiro.md "Where the gap to the paper comes from") ----------
+#: Adjusted Greedy is greedy for a scheme without a short-living group: the baselines' "same rule"
+SAME_RULE = {"adjusted_greedy": "greedy"}
+BASELINES = ("sepbit", "phftl")
+PAPER_BASELINE_RULE = "cost_benefit"  # shiro.txt §V-A: for baselines that did not specify one
+
+
+def setup_of(r: dict) -> str:
+    """The GC setup of a run in a few words: its free reserve and whether the device was prefilled."""
+    st = settings_of(r)
+    parts = [f"reserve {st.get('gc_free_segments')}"]
+    if st.get("gc_background"):
+        parts.append("bg " + settings_cell(st["gc_background"]))
+    parts.append("prefilled" if st.get("prefill", True) else "fresh")
+    return ", ".join(parts)
+
+
+def row_of(r: dict) -> str:
+    """A run's row: its scheme label (Shiro's names its readings and any victim rule but Adjusted
+    Greedy), a baseline's with its victim rule."""
+    label = r.get("scheme") or r["policy"]
+    if not label.startswith(SHIRO):
+        label = f"{label} ({r['victim']})"
+    return label
+
+
+def _rule(r: dict) -> str:
+    return str(settings_of(r).get("victim") or r.get("victim"))
+
+
+def readings_summary(results: list[dict]) -> dict:
+    """``{setup: {row: {workload: {waf, paper_waf, victim, hot_threshold, user_accuracy, ...}}}}``."""
+    out: dict = {}
+    for r in results:
+        e = {"waf": r["waf"], "paper_waf": r["waf"] - 1.0, "victim": _rule(r), "settings": settings_of(r)}
+        for k in ("hot_threshold", "user_accuracy", "user_f1", "gc_spills", "elapsed_s"):
+            if r.get(k) is not None:
+                e[k] = r[k]
+        out.setdefault(setup_of(r), {}).setdefault(row_of(r), {})[str(r.get("workload"))] = e
+    return out
+
+
+def readings_cuts(summary: dict) -> dict:
+    """Per setup, Shiro row and workload: the row's cut of the paper's WAF (%, positive: Shiro
+    writes less) against each baseline with the paper's rule (``vs_sepbit``, ``vs_phftl``:
+    cost-benefit) and with the row's own rule family (``vs_sepbit_same``, ``vs_phftl_same``:
+    greedy for Adjusted Greedy, cost-benefit for cost-benefit), and ``ordering`` /
+    ``ordering_same``: whether the row is below both (None where a baseline run is missing)."""
+    out: dict = {}
+    for setup, rows in summary.items():
+        for row, per_wl in rows.items():
+            if not row.startswith(SHIRO):
+                continue
+            for wl, e in per_wl.items():
+                same = SAME_RULE.get(e["victim"], e["victim"])
+                c: dict = {}
+                for tag, rule in (("", PAPER_BASELINE_RULE), ("_same", same)):
+                    below = []
+                    for b in BASELINES:
+                        ref = rows.get(f"{b} ({rule})", {}).get(wl)
+                        if ref is None or not ref["paper_waf"]:
+                            c[f"vs_{b}{tag}"] = None
+                            below.append(None)
+                            continue
+                        c[f"vs_{b}{tag}"] = 100.0 * (1.0 - e["paper_waf"] / ref["paper_waf"])
+                        below.append(e["paper_waf"] < ref["paper_waf"])
+                    c[f"ordering{tag}"] = None if None in below else all(below)
+                out.setdefault(setup, {}).setdefault(row, {})[wl] = c
+    return out
+
+
+def _row_order(row: str) -> tuple:
+    base = row.split(" ")[0]
+    return (row.startswith(SHIRO), BASELINES.index(base) if base in BASELINES else len(BASELINES), row != SHIRO, row)
+
+
+def readings_markdown(summary: dict, cuts: dict, title: str, meta: dict, note: str = "") -> str:
+    """The readings report: per setup, the paper's WAF per row and workload, then each Shiro row's
+    cut against the baselines (paper's rule / same rule) and whether the ordering holds."""
+    lines = [f"# {title}", ""]
+    if note:
+        lines += [note.strip(), ""]
+    lines += [f"Command: `{meta['command']}`", "", f"Code: {meta['commit']}", ""]
+    for setup in sorted(summary):
+        rows = sorted(summary[setup], key=_row_order)
+        wls = sorted({w for r in summary[setup].values() for w in r})
+        lines += [f"## WAF, paper definition (F - U) / U ({setup})", "", "| scheme | " + " | ".join(wls) + " |"]
+        lines.append("|---" * (len(wls) + 1) + "|")
+        for row in rows:
+            cells = []
+            for w in wls:
+                e = summary[setup][row].get(w)
+                cells.append("-" if e is None else f"{e['paper_waf']:.3f}")
+            lines.append(f"| {row} | " + " | ".join(cells) + " |")
+        lines.append("")
+        if setup in cuts:
+            lines += [
+                f"Shiro's cut (%, positive: Shiro writes less) vs SepBIT / PHFTL with cost-benefit (the paper's "
+                f"rule for them) and with the row's own rule; ordering: below both ({setup})",
+                "",
+                "| scheme | " + " | ".join(wls) + " | ordering held (paper's rule) | (same rule) |",
+                "|---" * (len(wls) + 3) + "|",
+            ]
+            for row in sorted(cuts[setup], key=_row_order):
+                cells, held, held_same = [], 0, 0
+                for w in wls:
+                    c = cuts[setup][row].get(w)
+                    if c is None:
+                        cells.append("-")
+                        continue
+                    pair = [_f(c.get(k), "{:+.1f}") for k in ("vs_sepbit", "vs_phftl")]
+                    same = [_f(c.get(k), "{:+.1f}") for k in ("vs_sepbit_same", "vs_phftl_same")]
+                    cells.append(f"{' / '.join(pair)} ({' / '.join(same)})")
+                    held += bool(c["ordering"])
+                    held_same += bool(c["ordering_same"])
+                n = len([w for w in wls if cuts[setup][row].get(w)])
+                lines.append(f"| {row} | " + " | ".join(cells) + f" | {held}/{n} | {held_same}/{n} |")
+            lines.append("")
+        th = [row for row in rows if row.startswith(SHIRO)]
+        if th:
+            lines += [
+                f"Algorithm 1's final threshold T (blocks) and the classifier's accuracy ({setup})",
+                "",
+                "| scheme | " + " | ".join(wls) + " |",
+                "|---" * (len(wls) + 1) + "|",
+            ]
+            for row in th:
+                cells = []
+                for w in wls:
+                    e = summary[setup][row].get(w) or {}
+                    cells.append(f"{e.get('hot_threshold', '-')} / {_f(e.get('user_accuracy'))}")
+                lines.append(f"| {row} | " + " | ".join(cells) + " |")
+            lines.append("")
+    return "\n".join(lines)
+
+
+def code_commit() -> str:
+    """The repository's commit, ``+ uncommitted changes`` when tracked files differ from it."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return head.stdout.strip() + (" + uncommitted changes" if dirty else "")
+
+
+def scale_of(results: list[dict]) -> dict:
+    """Per workload: capacity, user writes per capacity, OP, segment size (the runs' own)."""
+    out = {}
+    for r in results:
+        st = settings_of(r)
+        cap = st.get("capacity_blocks") or r.get("capacity_blocks")
+        out[str(r.get("workload"))] = {
+            "capacity_blocks": cap,
+            "writes_per_capacity": round(r["user_writes"] / cap, 3) if cap else None,
+            "op_ratio": st.get("op_ratio"),
+            "segment_blocks": st.get("segment_blocks"),
+        }
+    return out
+
+
+def readings_report(results: list[dict], prefix: Path, title: str, command: str, note: str = "") -> dict:
+    """Write ``PREFIX.json`` and ``PREFIX.md`` of a readings sweep; return the JSON payload."""
+    summary = readings_summary(results)
+    cuts = readings_cuts(summary)
+    meta = {"command": command, "commit": code_commit(), "scale": scale_of(results)}
+    payload = {**meta, "summary": summary, "cuts": cuts}
+    prefix = Path(prefix)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    prefix.with_suffix(".json").write_text(json.dumps(payload, indent=2, default=float))
+    md = readings_markdown(summary, cuts, title, meta, note)
+    prefix.with_suffix(".md").write_text(md)
+    console.print(md, markup=False)
+    return payload
+
+
+class ShiroReadings(Callback):
+    """Hydra callback of the readings presets: :func:`readings_report` of the sweep at
+    ``output=PREFIX`` (default: the sweep directory's ``readings``)."""
+
+    def on_multirun_end(self, config, **kwargs) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        results = collect_results(sweep_dir)
+        if not results:
+            return
+        prefix = Path(config.get("output") or sweep_dir / "readings")
+        command = "python -m dogi_ml simulate -m " + " ".join(config.hydra.overrides.task)
+        readings_report(results, prefix, str(config.get("title") or "Shiro readings"), command)
 
 
 def main(argv=None) -> None:

@@ -46,3 +46,62 @@ def test_files_and_labels_as_text(tmp_path, capsys):
 def test_cli_needs_results(tmp_path):
     with pytest.raises(SystemExit, match="no \\*/result.json under"):
         main([str(tmp_path / "p"), str(tmp_path)])
+
+
+def _run(scheme, waf, victim, workload="zipf", prefill=True, reserve=8, policy=None):
+    return {
+        "policy": policy or scheme.split("[")[0],
+        "scheme": scheme,
+        "waf": waf,
+        "victim": victim,
+        "workload": workload,
+        "user_writes": 8 * 1024,
+        "settings": {
+            "victim": victim,
+            "gc_free_segments": reserve,
+            "prefill": prefill,
+            "capacity_blocks": 1024,
+            "op_ratio": 0.07,
+            "segment_blocks": 64,
+        },
+    }
+
+
+def test_readings_cut_against_both_rules_and_the_ordering(tmp_path):
+    """A Shiro row is cut against SepBIT / PHFTL with cost-benefit (the paper's rule for them) and
+    with its own rule family (greedy for Adjusted Greedy); the ordering holds when it is below both;
+    setups (reserve, prefill) are kept apart; the JSON records the command, commit and scale."""
+    from dogi_ml.report_shiro import readings_cuts, readings_report, readings_summary
+
+    results = [
+        _run("sepbit", 3.0, "cost_benefit"),
+        _run("sepbit", 4.0, "greedy"),
+        _run("phftl", 3.2, "cost_benefit"),
+        _run("phftl", 3.6, "greedy"),
+        _run("shiro", 2.8, "adjusted_greedy"),  # below both greedy runs, above no cost-benefit one
+        _run("shiro[cost_benefit]", 1.9, "cost_benefit"),
+        _run("shiro", 2.0, "adjusted_greedy", prefill=False),  # another setup, without baselines
+    ]
+    s = readings_summary(results)
+    assert set(s) == {"reserve 8, prefilled", "reserve 8, fresh"}
+    rows = s["reserve 8, prefilled"]
+    assert set(rows) == {"sepbit (cost_benefit)", "sepbit (greedy)", "phftl (cost_benefit)", "phftl (greedy)",
+                         "shiro", "shiro[cost_benefit]"}  # fmt: skip
+    cuts = readings_cuts(s)
+    c = cuts["reserve 8, prefilled"]["shiro"]["zipf"]
+    # paper WAF: shiro 1.8 vs sepbit 2.0 / 3.0, phftl 2.2 / 2.6
+    assert c["vs_sepbit"] == pytest.approx(10.0) and c["vs_phftl"] == pytest.approx(100 * (1 - 1.8 / 2.2))
+    assert c["vs_sepbit_same"] == pytest.approx(40.0) and c["vs_phftl_same"] == pytest.approx(100 * (1 - 1.8 / 2.6))
+    assert c["ordering"] is True and c["ordering_same"] is True
+    cb = cuts["reserve 8, prefilled"]["shiro[cost_benefit]"]["zipf"]
+    assert cb["vs_sepbit"] == cb["vs_sepbit_same"] == pytest.approx(100 * (1 - 0.9 / 2.0))
+    fresh = cuts["reserve 8, fresh"]["shiro"]["zipf"]
+    assert fresh["vs_sepbit"] is None and fresh["ordering"] is None
+    payload = readings_report(results, tmp_path / "r", "readings test", "python -m dogi_ml simulate -m +experiment=x")
+    saved = json.loads((tmp_path / "r.json").read_text())
+    assert saved["command"] == "python -m dogi_ml simulate -m +experiment=x" and saved["commit"]
+    assert saved["scale"]["zipf"] == {"capacity_blocks": 1024, "writes_per_capacity": 8.0, "op_ratio": 0.07,
+                                      "segment_blocks": 64}  # fmt: skip
+    assert saved["cuts"] == json.loads(json.dumps(payload["cuts"]))
+    md = (tmp_path / "r.md").read_text()
+    assert "| shiro | +10.0 / +18.2 (+40.0 / +30.8) | 1/1 | 1/1 |" in md

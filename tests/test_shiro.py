@@ -9,12 +9,14 @@ learning, C header) are in ``test_rl.py``.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import NamedTuple
 
 import numba as nb
 import numpy as np
 import pytest
 
+from dogi_ml.cli import CONF_DIR
 from dogi_ml.policies import make_policy
 from dogi_ml.policies._gru import fast_tanh, gru_step
 from dogi_ml.policies._online import PENDING
@@ -29,6 +31,7 @@ from dogi_ml.policies.shiro import (
     logistic_accuracy,
     n_inputs,
     paper_is_seq,
+    recent_counts,
 )
 from dogi_ml.rl import qlearning as ql
 from dogi_ml.sim import SimConfig, Simulator
@@ -210,6 +213,92 @@ def test_adjusted_greedy_is_eq1_and_greedy_without_a_short_group():
     assert "adjusted_greedy" in ANY_SCHEME_VICTIMS and "adjusted_greedy" not in GENERAL_VICTIMS
 
 
+class _Eq1Probe(NamedTuple):
+    scalars: np.ndarray
+    seg_short: np.ndarray
+    seal_clock: np.ndarray
+
+
+def test_eq1_readings_choose_the_discounted_segments_and_the_clock():
+    """Adjusted Greedy's readings (``eq1_segments``, ``eq1_clock``): which segments Eq. 1 discounts
+    and what C counts, each choosing a different victim on one state (scores worked by hand)."""
+    s = new_state(capacity=64, n_segments=4, segment_blocks=10, n_groups=4, gc_free_segments=1)
+    s.seg_state[:] = SEG_SEALED
+    s.seg_valid[:] = [5, 6, 7, 9]
+    s.seg_group[:] = [0, 3, 1, 2]  # seg 0: the short group; seg 1: a GC segment holding short pages
+    s.seg_seal_time[:] = [990, 990, 0, 0]
+    sc = new_scalars(
+        scalar_fields(
+            short_group=np.int64, hot_threshold=np.int64, eq1_segments=np.int64, eq1_flash=np.int64,
+            flash_clock=np.int64,
+        )
+    )  # fmt: skip
+    st = sc[0]
+    st["short_group"], st["hot_threshold"] = 0, 100
+    p = _Eq1Probe(sc, np.asarray([5, 2, 0, 0], np.int32), np.asarray([3000, 3000, 0, 0], np.int64))
+    now = 1000  # C = 10 user writes since seg 0 and 1 were sealed
+    # short_group: seg 0 = 0.5 / (1 + 0.5 * 100 / 10) = 0.083; seg 1 = 0.4 (greedy); seg 2 = 0.3
+    assert _adjusted_greedy(s, p, now) == 1
+    st["eq1_segments"] = 1  # short_pages: seg 1 holds short pages too: 0.4 / (1 + 0.6 * 10) = 0.057
+    assert _adjusted_greedy(s, p, now) == 2
+    st["eq1_segments"] = 2  # all: seg 2 (C = 1000) 0.3 / (1 + 0.7 * 0.1) = 0.280; seg 3 0.1 / 1.09
+    assert _adjusted_greedy(s, p, now) == 2
+    st["eq1_segments"], st["eq1_flash"] = 1, 1
+    st["flash_clock"] = 5000  # C = 2000 blocks written (user and GC) since seg 0 and 1 were sealed:
+    assert _adjusted_greedy(s, p, now) == 0  # seg 0 = 0.5 / (1 + 0.5 * 0.05) = 0.488, seg 1 = 0.388
+    st["eq1_segments"], st["eq1_flash"] = 0, 0  # the text's reading again: seg 1, as a policy without the fields
+    assert _adjusted_greedy(s, p, now) == 1
+
+
+def test_recent_counts_on_a_scripted_trace():
+    """``feature_counts=recent``: requests (not blocks) to the block's 2 MiB chunk and the read /
+    write block ratio over the current and previous window; values worked by hand, windows of 4
+    block writes."""
+    req = [(0, 1, OP_WRITE), (1, 2, OP_WRITE), (600, 1, OP_READ), (510, 4, OP_WRITE), (0, 1, OP_WRITE),
+           (2, 1, OP_READ), (3, 1, OP_WRITE), (4, 1, OP_WRITE)]  # fmt: skip
+    n = len(req)
+    t = Trace(
+        ts_us=np.arange(n), lba=[r[0] for r in req], nblocks=[r[1] for r in req], op=[r[2] for r in req],
+        volume=np.zeros(n),
+    )  # fmt: skip
+    c = recent_counts(t, span=4)
+    # block writes: 0 | 1 2 | 510 511 512 513 | 0 (window 2 begins: the first one's counts carry on) |
+    # 3 (window 3: window 1's carry on, window 1's read of chunk 0 counts) | 4
+    assert c["chunk_writes"].tolist() == [0, 1, 1, 2, 2, 0, 0, 3, 1, 2]
+    assert c["chunk_reads"].tolist() == [0, 0, 0, 0, 0, 1, 1, 0, 1, 1]
+    assert c["rw_ratio_milli"].tolist() == [0, 0, 0, 333, 333, 333, 333, 142, 1000, 500]
+
+
+def test_lifetime_window_any_samples_every_rewrite(trace):
+    """``lifetime_window``: the window's lifetime samples are the rewrites of pages written in it
+    (within) or every rewrite (any), counted as a brute force does; only ``any`` lets Algorithm 1's
+    threshold exceed a window. No model is trained (placement does not depend on torch)."""
+    window = CAP // 4
+    out = {}
+    for lw in ("within", "any"):
+        sim, r = simulate(trace, min_samples=10**9, agent="hierarchical", lifetime_window=lw)
+        h = [e for e in r["training_history"] if "window_lifetimes" in e]
+        out[lw] = [e["window_lifetimes"] for e in h], [e["hot_threshold"] for e in h]
+    brute = {}
+    for lw in ("within", "any"):
+        lbas = np.concatenate([np.arange(CAP), trace.block_writes])
+        last = np.full(CAP, -1, np.int64)
+        counts = []
+        for k in range(len(out[lw][0])):
+            lo, hi = (0 if k == 0 else CAP + k * window), CAP + (k + 1) * window
+            n = 0
+            for now in range(lo, hi):
+                lba = lbas[now]
+                if now >= CAP and last[lba] >= 0 and (lw == "any" or last[lba] >= lo):
+                    n += 1
+                last[lba] = now
+            counts.append(n)
+        brute[lw] = counts
+    assert out["within"][0] == brute["within"] and out["any"][0] == brute["any"]
+    assert sum(brute["any"]) > 1.5 * sum(brute["within"])
+    assert max(out["within"][1][1:]) < window < max(out["any"][1][1:])
+
+
 # -- runs ----------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def trace():
@@ -292,6 +381,32 @@ def test_hierarchical_agent_equals_untrained_agent_and_age_classes(trace):
     assert dest[3, 4] > 0 and dest[4, 5] > 0
 
 
+def test_eq1_bookkeeping_is_exact_in_a_run(trace):
+    """``eq1_segments=short_pages`` keeps each segment's valid blocks predicted short-living and
+    ``eq1_clock=flash`` every block written, as a recount from the final mapping and the run's
+    counters give them; each reading moves the run (Adjusted Greedy's choices change)."""
+    base = simulate(trace, agent="hierarchical")[1]
+    sim, r = simulate(trace, agent="hierarchical", eq1_segments="short_pages", eq1_clock="flash")
+    s, p = sim.state, sim.pstate
+    live = np.flatnonzero(s.p2l >= 0)
+    short = p.rows["pred"][s.p2l[live]] == ql.PRED_SHORT
+    recount = np.bincount(live[short] // SIM["segment_blocks"], minlength=p.seg_short.size)
+    assert p.seg_short.sum() > 100 and np.array_equal(p.seg_short, recount)
+    st = p.scalars[0]
+    assert st["flash_clock"] == CAP + r["user_writes"] + r["gc_writes"]
+    # the flash clock orders the seals as the user clock does (GC seals several segments at one
+    # user time), and seal_clock - seg_seal_time is the GC writes before the seal (a GC pass
+    # seals at user time now + 1)
+    sealed = np.flatnonzero(s.seg_state == SEG_SEALED)
+    order = sealed[np.lexsort((p.seal_clock[sealed], s.seg_seal_time[sealed]))]
+    assert (np.diff(p.seal_clock[order]) >= 0).all()
+    gc_before = p.seal_clock[sealed] - s.seg_seal_time[sealed]
+    assert gc_before.min() >= -1 and 0 < gc_before.max() <= r["gc_writes"]
+    for params in ({"eq1_segments": "short_pages"}, {"eq1_clock": "flash"}, {"eq1_segments": "all"}):
+        assert simulate(trace, agent="hierarchical", **params)[1]["gc_writes"] != base["gc_writes"], params
+    assert r["scheme"] == "shiro[hierarchical,eq1=short_pages,clock=flash]"
+
+
 def test_determinism_same_seed_same_run(learned, trace):
     _, (sim1, r1) = learned
     sim2, r2 = simulate(trace, epsilon=0.05, seed=3)
@@ -372,10 +487,14 @@ def test_cached_state_step_equals_torch_window_forward(learned):
         ({"epsilon": 2.0}, "epsilon"),
         ({"horizon": 0}, "horizon"),
         ({"step": -1}, "step"),
-        ({"victim": "nope"}, "victim must be one of"),
+        ({"victim": "nope"}, r"policy=shiro cannot run with policy.victim='nope'"),
         ({"bogus": 1}, r"unknown parameter\(s\) \['bogus'\]"),
         ({"min_window_samples": 0}, "min_window_samples must be >= 1"),
         ({"sample_every": 0}, "sample_every must be >= 1"),
+        ({"lifetime_window": "all"}, "lifetime_window must be one of within, any"),
+        ({"feature_counts": "windowed"}, "feature_counts must be one of cumulative, recent"),
+        ({"eq1_segments": "short"}, "eq1_segments must be one of short_group, short_pages, all"),
+        ({"eq1_clock": "wall"}, "eq1_clock must be one of user, flash"),
     ],
 )
 def test_bad_parameters_fail_clearly(params, match):
@@ -539,3 +658,38 @@ def test_background_training_deploys_each_epoch_one_window_later(trace):
     assert r_bg["background_train_seconds"] > 0 and r_sync["background_train_seconds"] == 0
     assert 0 <= r_bg["training_wait_seconds"] <= r_bg["background_train_seconds"]
     assert any("background" in h.get("action", "") for h in r_bg["training_history"])
+
+
+READING_ROWS = sorted(p.stem for p in (Path(CONF_DIR) / "shiro_reading").glob("*.yaml"))
+COST_BENEFIT_ROWS = ("sepbit", "phftl", "cb", "cb_age")
+
+
+def reading_policy(row: str):
+    """The policy of a readings preset's row (conf/shiro_reading), merged over the preset's."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from dogi_ml.policies import policy_params
+
+    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
+        cfg = compose("simulate", ["+workload=zipf", "+experiment=shiro_readings", f"+shiro_reading={row}"])
+    pc = OmegaConf.to_container(cfg.policy)
+    return make_policy(pc["name"], pc["n_groups"], victim=pc["victim"], **policy_params(cfg.policy))
+
+
+@pytest.mark.parametrize("row", READING_ROWS)
+def test_every_reading_row_instantiates_with_its_rule(row):
+    p = reading_policy(row)
+    rule = "greedy" if row.endswith("_greedy") else "cost_benefit" if row in COST_BENEFIT_ROWS else "adjusted_greedy"
+    assert p.victim == rule
+    assert p.name == ("shiro" if row not in ("sepbit", "sepbit_greedy", "phftl", "phftl_greedy") else row.split("_")[0])
+
+
+def test_reading_rows_are_told_apart_by_their_labels():
+    """Each Shiro row of the readings presets has its own label (the report's row), naming its
+    readings off the text's defaults: the text's own row is plain ``shiro``."""
+    labels = {row: reading_policy(row).label() for row in READING_ROWS if reading_policy(row).name == "shiro"}
+    assert labels["shiro"] == "shiro" and labels["life_any"] == "shiro[life=any]"
+    assert labels["readings_all"] == "shiro[life=any,counts=recent,eq1=short_pages,clock=flash]"
+    assert labels["cb_age"] == "shiro[sepbit_age,cost_benefit]"
+    assert len(set(labels.values())) == len(labels) >= 9

@@ -45,6 +45,37 @@ reward = mean invalid proportion of the next ``horizon`` (200) victims, credited
 group -> level 1, else age < 4T -> 2, < 16T -> 3, else 4), ``single`` (all to level 1: the -NG
 ablation, GC separation removed). ``deployed``: ``float`` runs a given Q-table (``qtable``)
 frozen and greedy, ``int8`` its integer form (:func:`dogi_ml.rl.export.quantize_table`).
+
+**Readings of the text** (switches; the defaults are the paper's text where it gives a value;
+docs/shiro.md "Where the gap to the paper comes from" measures each):
+
+- ``lifetime_window`` (§III-B: "Any write request targeting a page that has been written before
+  in the same window contributes a lifetime sample"): ``within`` (default) counts a rewrite only if
+  the page's previous write was in the same window, so every sample is shorter than the window
+  (the first window begins at time 0 and so also holds the prefill's writes); ``any`` counts every
+  rewrite during the window with its whole lifetime (the device keeps every page's last write time,
+  §V-E), so Algorithm 1 sees the lifetimes beyond a window too. Lifetime and window are both in
+  logical (user) page writes, as the text defines them.
+- ``feature_counts`` (§III-B: "the number of recent read/write requests targeting the larger
+  chunk" and "the global read/write ratio"): ``cumulative`` (default, the project's feature
+  definitions, :mod:`dogi_ml.features.extract`) counts the blocks written / read in the 2 MiB chunk
+  and the read / write blocks since the trace's start; ``recent`` (:func:`recent_counts`) counts
+  requests to the chunk, and the block ratio, over the current and the previous window. The text
+  names neither the chunk's size nor what "recent" spans; ``cumulative`` stays the default, the
+  definition PHFTL shares.
+- ``eq1_segments`` (Eq. 1: "superblocks with short-living pages"): ``short_group`` (default) the
+  short-living user superblocks (Table I's type); ``short_pages`` every superblock holding a valid
+  page the classifier predicted short-living (the prediction travels with a page through GC, as
+  Table I's state does; per-segment counts kept exactly in :func:`_eq1_place`); ``all`` every
+  superblock, which is not a reading of the text (it says "I" for the others) but bounds what an
+  age term everywhere gives.
+- ``eq1_clock`` (Eq. 1: "C is the elapsed time (number of pages written) since the superblock was
+  closed"): ``user`` (default) counts logical (user) page writes, the unit of ``T``; ``flash``
+  counts every page written (user and GC), the FTL's own write counter.
+
+GC watermarks (§III-C: foreground below 5% free superblocks, background below 25% in idle time)
+are the simulator's ``sim.gc_free_ratio`` / ``sim.gc_background_free_ratio`` /
+``sim.gc_idle_gap_us``, not switches of this policy.
 """
 
 from __future__ import annotations
@@ -56,13 +87,14 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from dogi_ml.features.extract import NO_PREVIOUS
+from dogi_ml.features.extract import CHUNK_BLOCKS, NO_PREVIOUS
 from dogi_ml.intrinsics import prefetch, prefetch_span
 from dogi_ml.rl import qlearning as ql
 from dogi_ml.rl.export import quantize_table
+from dogi_ml.sim.kernels import _roomiest_group, segment_of
 from dogi_ml.sim.policy_api import SimContext, new_scalars, record
-from dogi_ml.sim.state import P_SEG_BLOCKS
-from dogi_ml.traces.trace import OP_WRITE
+from dogi_ml.sim.state import C_FREE, P_SEG_BLOCKS
+from dogi_ml.traces.trace import OP_READ, OP_WRITE
 
 from . import register
 from ._gru import STATE_PREFETCH, gru_head_class, gru_padding_states, gru_step, torch_gru_weights
@@ -76,6 +108,18 @@ N_GROUPS = 3 + N_GC
 AGENTS = ("qlearning", "hierarchical", "sepbit_age", "single")
 A_QLEARNING, A_HIERARCHICAL, A_SEPBIT_AGE, A_SINGLE = range(4)
 DEPLOYED = (None, "float", "int8")
+#: Algorithm 1's lifetime samples (``lifetime_window``): a rewrite of a page written earlier in the
+#: same window (``within``, the paper's sentence read literally) or every rewrite in the window (``any``)
+LIFETIME_WINDOWS = ("within", "any")
+#: chunk_write / chunk_read / rw_rat (``feature_counts``): blocks since the trace's start (``cumulative``,
+#: the project's feature definitions) or requests in the current and previous window (``recent``)
+FEATURE_COUNTS = ("cumulative", "recent")
+RECENT_FEATURES = ("chunk_writes", "chunk_reads", "rw_ratio_milli")
+#: Adjusted Greedy's discounted superblocks (``eq1_segments``, :func:`dogi_ml.sim.victims.eq1_segment`):
+#: the short-living user group's, every one holding a valid page predicted short-living, or all
+EQ1_SEGMENTS = ("short_group", "short_pages", "all")
+#: Eq. 1's C (``eq1_clock``): user (logical) pages written since the seal, or every page (user and GC)
+EQ1_CLOCKS = ("user", "flash")
 SHIRO_FEATURES = ["latest_inv", "req_blocks", "sequential", "chunk_writes", "chunk_reads", "rw_ratio_milli"]
 SEQ_REQUESTS = 32  # is_seq: the last 32 write requests ...
 SEQ_BLOCKS = 32  # ... cover 128 KiB (32 blocks of 4 KiB) of consecutive data
@@ -89,6 +133,10 @@ SCALARS = sequence_scalars(
     victim_bin=np.int64,  # ... and their bin of the agent's state (ql.valid_bin)
     window_start=np.int64,  # logical time the current labelling window began
     n_life=np.int64,  # lifetimes sampled in the current window
+    life_any=np.int64,  # 1: every rewrite in the window is a lifetime sample (lifetime_window=any)
+    eq1_segments=np.int64,  # Adjusted Greedy's discounted segments: EQ1_SEGMENTS index
+    eq1_flash=np.int64,  # 1: Eq. 1's C counts every block written (eq1_clock=flash)
+    flash_clock=np.int64,  # blocks written so far, user and GC (kept with eq1_clock=flash)
 )
 
 
@@ -124,6 +172,8 @@ class ShiroState(NamedTuple):
     life: np.ndarray  # int64: lifetimes observed inside the current window (Algorithm 1)
     agent: ql.QTable
     qint: np.ndarray  # int8 Q-table of deployed=int8 (a 1 x 5 placeholder otherwise)
+    seg_short: np.ndarray  # int32 per segment: valid blocks predicted short (eq1_segments=short_pages)
+    seal_clock: np.ndarray  # int64 per segment: flash_clock at its seal (eq1_clock=flash)
     ring: RingArrays
     ring_windows: np.ndarray
     windows: np.ndarray
@@ -168,6 +218,76 @@ def paper_is_seq(trace) -> np.ndarray:
     write in one pass (a paper-scale trace's request index per block write would take 8 GB)."""
     out = np.zeros(trace.block_writes.size, np.int8)
     _paper_is_seq(trace.lba, trace.nblocks, trace.op, out)
+    return out
+
+
+@nb.njit(cache=True, inline="always")
+def _roll(epoch, writes, reads, k, e):
+    """Entry ``k``'s counts ``[current, previous]`` moved on to epoch ``e``: the current span
+    becomes the previous one after one epoch; both are dropped after more than one."""
+    if epoch[k] != e:
+        keep = epoch[k] == e - 1
+        writes[k, 1] = writes[k, 0] if keep else 0
+        reads[k, 1] = reads[k, 0] if keep else 0
+        writes[k, 0] = 0
+        reads[k, 0] = 0
+        epoch[k] = e
+
+
+@nb.njit(cache=True)
+def _recent_counts(lba, nblocks, op, chunk_blocks, span, n_chunks, writes_out, reads_out, ratio_out):
+    """Per block write (in order): the write and read requests that touched its ``chunk_blocks``
+    chunk, and the global read / write block ratio (x 1000), counted over the current and the
+    previous epoch of ``span`` block writes, before its request (every block of a request sees the
+    same values). ``nblocks`` and ``op`` may be broadcast views (a generated trace's constants)."""
+    epoch = np.full(n_chunks + 1, -1, np.int64)  # entry n_chunks: the global block counts
+    writes = np.zeros((n_chunks + 1, 2), np.int64)
+    reads = np.zeros((n_chunks + 1, 2), np.int64)
+    g = n_chunks
+    t = 0
+    for i in range(lba.shape[0]):
+        kind = op[i]
+        if kind != OP_WRITE and kind != OP_READ:
+            continue
+        e = t // span
+        start = np.int64(lba[i])
+        size = np.int64(nblocks[i])
+        lo = start // chunk_blocks
+        hi = (start + size - 1) // chunk_blocks
+        _roll(epoch, writes, reads, g, e)
+        if kind == OP_READ:
+            for c in range(lo, hi + 1):
+                _roll(epoch, writes, reads, c, e)
+                reads[c, 0] += 1
+            reads[g, 0] += size
+            continue
+        w = writes[g, 0] + writes[g, 1]
+        ratio = (reads[g, 0] + reads[g, 1]) * 1000 // w if w > 0 else 0
+        for b in range(size):
+            c = (start + b) // chunk_blocks
+            _roll(epoch, writes, reads, c, e)
+            writes_out[t + b] = writes[c, 0] + writes[c, 1]
+            reads_out[t + b] = reads[c, 0] + reads[c, 1]
+            ratio_out[t + b] = ratio
+        for c in range(lo, hi + 1):
+            writes[c, 0] += 1
+        writes[g, 0] += size
+        t += size
+
+
+def recent_counts(trace, span: int, chunk_blocks: int = CHUNK_BLOCKS) -> dict:
+    """``feature_counts=recent``: ``chunk_writes`` / ``chunk_reads`` as the write / read requests
+    that touched the block's 2 MiB chunk, and ``rw_ratio_milli`` as the read / write block ratio
+    (x 1000), over the current and the previous window of ``span`` user writes (Shiro: "the number
+    of recent read/write requests targeting the larger chunk", "the global read/write ratio").
+    Per block write of ``trace``, int32 (the digit inputs clip them to 16^4 - 1 anyway)."""
+    n = trace.block_writes.size
+    out = {name: np.zeros(n, np.int32) for name in RECENT_FEATURES}
+    n_chunks = max(int(trace.max_lba) + 1, 1) // int(chunk_blocks) + 1
+    _recent_counts(
+        trace.lba, trace.nblocks, trace.op, int(chunk_blocks), max(1, int(span)), n_chunks,
+        out["chunk_writes"], out["chunk_reads"], out["rw_ratio_milli"],
+    )  # fmt: skip
     return out
 
 
@@ -222,10 +342,33 @@ def gru_infer(lbas, X, digits, h_all, wih_t, whh_t, bih, bhh, wo, bo, no_prev, o
 
 
 # -- the placement functions (Numba, inlined into the engine's loop) ------------------------
+@nb.njit(cache=True, inline="always")
+def _eq1_place(s, p, st, g, short):
+    """Eq. 1's bookkeeping for a block about to be appended to group ``g`` (``short``: predicted
+    short-living), where the engine will put it (:func:`dogi_ml.sim.kernels._append`): with
+    ``eq1_clock=flash`` a full open segment of ``g`` is sealed by this append (its ``seal_clock``)
+    and the clock advances; with ``eq1_segments=short_pages`` the destination segment (the open
+    one, else the next free one, else the spill's: the open segment with the most room) counts
+    the block."""
+    seg = s.open_seg[g]
+    full = seg < 0 or s.seg_wp[seg] == s.prm[P_SEG_BLOCKS]
+    if st.eq1_flash != 0:
+        if seg >= 0 and full:
+            p.seal_clock[seg] = st.flash_clock
+        st.flash_clock += 1
+    if short and st.eq1_segments == 1:
+        if full:
+            nfree = s.ctr[C_FREE]
+            seg = s.free_stack[nfree - 1] if nfree > 0 else s.open_seg[_roomiest_group(s)]
+        p.seg_short[seg] += 1
+
+
 @nb.njit(cache=True)
 def shiro_user(s, p, lba, now):
     st = p.scalars[0]
     row = p.rows[lba]  # a reference: its fields are read and written in place
+    if st.eq1_segments == 1 and row.pred == ql.PRED_SHORT and s.l2p[lba] >= 0:
+        p.seg_short[segment_of(s, s.l2p[lba])] -= 1  # its old copy (invalidated just before)
     last = s.lba_time[lba]
     if last >= 0:
         v = now - last
@@ -233,18 +376,20 @@ def shiro_user(s, p, lba, now):
         if pc == ql.PRED_SHORT or pc == ql.PRED_LONG:
             p.user_confusion[pc, 0 if v <= st.hot_threshold else 1] += 1
         ring_fill(p.ring, lba, v)
-        if last >= st.window_start and st.n_life < p.life.shape[0]:
-            p.life[st.n_life] = v  # a rewrite inside the window: one lifetime sample
+        if (last >= st.window_start or st.life_any != 0) and st.n_life < p.life.shape[0]:
+            p.life[st.n_life] = v  # one lifetime sample (lifetime_window: a rewrite inside the window / any rewrite)
             st.n_life += 1
     row.prev = ql.PREV_NEVER
     if now < st.prefill:
         row.pred = ql.PRED_UNSEEN
+        _eq1_place(s, p, st, G_UNSEEN, False)
         return G_UNSEEN
     pred = ql.PRED_UNSEEN
     if st.mode == 1:
         pred = p.preds[now - st.chunk_start]
     row.pred = pred
     count_and_sample(st, p.ring, p.ring_windows, p.windows, lba, now, pred if pred != ql.PRED_UNSEEN else -1)
+    _eq1_place(s, p, st, pred, pred == ql.PRED_SHORT)
     return pred  # PRED_SHORT / PRED_LONG / PRED_UNSEEN are groups 0 / 1 / 2
 
 
@@ -279,6 +424,7 @@ def shiro_gc(s, p, lba, victim, now):
     row.prev = a
     g = G_GC1 + a
     p.gc_dest[seg_type, g] += 1
+    _eq1_place(s, p, st, g, row.pred == ql.PRED_SHORT)
     return g
 
 
@@ -288,6 +434,7 @@ def shiro_reclaim(s, p, victim, now):
     valid = s.seg_valid[victim]
     st.victim_valid = valid
     st.victim_bin = ql.valid_bin(valid, s.prm[P_SEG_BLOCKS])
+    p.seg_short[victim] = 0  # its valid blocks are counted again where they are relocated to
     if st.agent == A_QLEARNING and st.int8 == 0:
         ql.on_gc(p.agent, s.prm[P_SEG_BLOCKS] - valid)
 
@@ -383,6 +530,7 @@ def logistic_accuracy(X: np.ndarray, y: np.ndarray, seed: int, max_per_class: in
 @register
 class Shiro(SequencePolicy):
     name = "shiro"
+    victim = "adjusted_greedy"  # policy.victim: Eq. 1
     default_groups = N_GROUPS
     place_user = shiro_user
     place_gc = shiro_gc
@@ -400,6 +548,10 @@ class Shiro(SequencePolicy):
         "digits": [6, 3, 0, 4, 4, 4],  # hexadecimal digits per feature (0: a flag, one neuron)
         "history": 20,  # training sequences capped at 20 steps
         "window": 0.05,  # labelling/training window, share of the capacity in user writes
+        "lifetime_window": "within",  # Algorithm 1's samples: rewrites of pages written in the window, or any
+        "feature_counts": "cumulative",  # chunk_write/chunk_read/rw_rat: since the start, or recent requests
+        "eq1_segments": "short_group",  # Adjusted Greedy discounts: the short group's segments | short_pages | all
+        "eq1_clock": "user",  # Eq. 1's C: user writes since the seal | flash (user and GC writes)
         "hot_threshold": None,  # None = Algorithm 1; an integer fixes T
         "step": 5,  # Algorithm 1's initial step (percentiles)
         "max_step": 10,
@@ -412,7 +564,6 @@ class Shiro(SequencePolicy):
         "alpha": ql.DEFAULT_ALPHA,
         "gamma": ql.DEFAULT_GAMMA,
         "horizon": ql.DEFAULT_HORIZON,
-        "victim": "adjusted_greedy",
         "retrain_every": None,  # None = window x capacity
         "sample_every": None,  # None: 10 (Shiro's 10% sample), fewer if a window would give < min_window_samples
         "min_window_samples": 1000,
@@ -455,6 +606,17 @@ class Shiro(SequencePolicy):
             raise ValueError(
                 f"policy shiro: digits needs one entry in 0..15 per feature ({len(c['features'])}), got {c['digits']}"
             )
+        if c["lifetime_window"] not in LIFETIME_WINDOWS:
+            raise ValueError(
+                f"policy shiro: lifetime_window must be one of {', '.join(LIFETIME_WINDOWS)}, got {c['lifetime_window']!r}"
+            )
+        if c["feature_counts"] not in FEATURE_COUNTS:
+            raise ValueError(
+                f"policy shiro: feature_counts must be one of {', '.join(FEATURE_COUNTS)}, got {c['feature_counts']!r}"
+            )
+        for key, known in (("eq1_segments", EQ1_SEGMENTS), ("eq1_clock", EQ1_CLOCKS)):
+            if c[key] not in known:
+                raise ValueError(f"policy shiro: {key} must be one of {', '.join(known)}, got {c[key]!r}")
         if not 0.0 < float(c["window"]) <= 1.0:
             raise ValueError(f"policy shiro: window is a share of the capacity in (0, 1], got {c['window']}")
         t = c["hot_threshold"]
@@ -490,15 +652,35 @@ class Shiro(SequencePolicy):
             raise ValueError(f"policy shiro: qtable must have shape ({ql.N_STATES}, {ql.N_ACTIONS}), got {q.shape}")
         return q
 
+    #: the readings of the paper's text a label names when off their default (Algorithm 1's
+    #: samples, the classifier's count features, Eq. 1's discounted segments and clock)
+    READINGS = (
+        ("lifetime_window", "life"),
+        ("feature_counts", "counts"),
+        ("eq1_segments", "eq1"),
+        ("eq1_clock", "clock"),
+    )
+
+    def readings(self) -> list[str]:
+        """``short=value`` tags of the reading switches off the paper-text default, and a fixed ``T``."""
+        c = self.cfg
+        tags = [f"{short}={c[key]}" for key, short in self.READINGS if c[key] != self.DEFAULTS[key]]
+        if c["hot_threshold"] is not None:
+            tags.append(f"T={c['hot_threshold']}")
+        return tags
+
     def label(self) -> str:
         c = self.cfg
-        if c["agent"] == "single" and c["victim"] == "adjusted_greedy" and not c["deployed"]:
+        victim = self.victim_rule or self.victim  # the run's rule once bound (policy.victim may follow sim.victim)
+        readings = self.readings()
+        if c["agent"] == "single" and victim == "adjusted_greedy" and not c["deployed"] and not readings:
             return "shiro-NG"
         tag = [c["agent"]] if c["agent"] != "qlearning" else []
         if c["deployed"]:
             tag.append(c["deployed"])
-        if c["victim"] != "adjusted_greedy":
-            tag.append(c["victim"])
+        tag += readings
+        if victim != "adjusted_greedy":
+            tag.append(str(victim))
         return "shiro" + (f"[{','.join(tag)}]" if tag else "")  # shiro_cb too: its victim is in the tag
 
     # -- setup -----------------------------------------------------------------------------
@@ -534,9 +716,14 @@ class Shiro(SequencePolicy):
         return self.lba_rows["ring_slot"]
 
     def _feature_overrides(self, ctx: SimContext) -> dict | None:
-        if "sequential" in self.cfg["features"]:
-            return {"sequential": paper_is_seq(ctx.trace)}
-        return None
+        names = self.cfg["features"]
+        out = {}
+        if "sequential" in names:
+            out["sequential"] = paper_is_seq(ctx.trace)
+        if self.cfg["feature_counts"] == "recent" and any(f in names for f in RECENT_FEATURES):
+            counts = recent_counts(ctx.trace, self.window_blocks)
+            out.update({f: v for f, v in counts.items() if f in names})
+        return out or None
 
     def _bind_state(self, ctx: SimContext) -> tuple:
         c = self.cfg
@@ -544,6 +731,9 @@ class Shiro(SequencePolicy):
         st = record(scalars)
         st.hot_threshold = int(c["hot_threshold"]) if c["hot_threshold"] is not None else 1
         st.short_group = G_SHORT
+        st.life_any = int(c["lifetime_window"] == "any")
+        st.eq1_segments = EQ1_SEGMENTS.index(c["eq1_segments"])
+        st.eq1_flash = int(c["eq1_clock"] == "flash")
         st.agent = AGENTS.index(c["agent"])
         st.int8 = int(c["deployed"] == "int8")
         frozen = c["deployed"] is not None or c["agent"] != "qlearning"
@@ -571,6 +761,8 @@ class Shiro(SequencePolicy):
             life=np.zeros(self.window_blocks, np.int64),
             agent=agent,
             qint=qint,
+            seg_short=np.zeros(ctx.n_segments, np.int32),
+            seal_clock=np.zeros(ctx.n_segments, np.int64),
             **self._sampling_arrays(),
         )
 
@@ -836,4 +1028,4 @@ class ShiroCB(Shiro):
     """Shiro with cost-benefit victims instead of Adjusted Greedy (a comparison point)."""
 
     name = "shiro_cb"
-    DEFAULTS = {**Shiro.DEFAULTS, "victim": "cost_benefit"}
+    victim = "cost_benefit"

@@ -199,8 +199,10 @@ def _has_fields(p, arrays, scalars) -> bool:
     if any(a not in p.fields for a in arrays):
         return False
     sc = p.types[p.fields.index("scalars")]
-    return isinstance(sc, types.Array) and isinstance(sc.dtype, types.Record) and all(
-        f in sc.dtype.fields for f in scalars
+    return (
+        isinstance(sc, types.Array)
+        and isinstance(sc.dtype, types.Record)
+        and all(f in sc.dtype.fields for f in scalars)
     )
 
 
