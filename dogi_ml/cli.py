@@ -2,8 +2,8 @@
 
 Every Hydra command composes ``conf/<command>.yaml``, runs its body from the pipeline, prints a
 short human summary and writes machine-readable JSON (its path is printed). Configs are found
-relative to the package, outputs go under the working directory. ``stage`` and ``cache`` take
-plain arguments instead of Hydra overrides.
+relative to the package, outputs go under the working directory. ``stage``, ``cache`` and
+``report`` take plain arguments instead of Hydra overrides.
 
 User errors (:class:`dogi_ml.errors.DogiMLError`, a missing input file) print one line,
 ``error: <problem> -- <fix>``, and exit with status 2; any other exception is a bug and keeps
@@ -36,6 +36,7 @@ COMMANDS = {
     "replay": "replay a workload onto a zoned device (ZNS or file-emulated): +workload=NAME device=file:PATH|/dev/...",
     "stage": "one DVC pipeline stage: stage NAME [params=params.yaml] [out=data/dvc] (see dvc.yaml)",
     "cache": "show or empty the on-disk caches (compiled kernels, traces, annotations): cache info|clear [--help]",
+    "report": "build docs/reproduction.md from docs/claims.yaml and docs/results: report reproduction [check=true]",
 }
 
 
@@ -216,6 +217,13 @@ def _cache(args: list[str]) -> int:
     return cache_main(list(args))
 
 
+def _report(args: list[str]) -> int:
+    """``report reproduction``: the scoreboard; dogi_ml.report_reproduction parses its arguments."""
+    from dogi_ml.report_reproduction import main as report_main
+
+    return report_main(list(args))
+
+
 QUIET_FLAGS = ("--quiet", "-q")
 
 
@@ -267,8 +275,8 @@ def main(argv: list[str] | None = None) -> None:
     if command == "stage":
         _guarded(_stage, rest)
         return
-    if command == "cache":
-        status = _guarded(_cache, rest)
+    if command in ("cache", "report"):
+        status = _guarded(_cache if command == "cache" else _report, rest)
         if status:
             raise SystemExit(status)
         return
