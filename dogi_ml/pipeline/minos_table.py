@@ -392,8 +392,8 @@ def print_table(result: dict) -> None:
 
 
 def markdown(result: dict) -> str:
-    """Table 1 as Markdown: one line per (workload, mode, segment size, oracle), the paper's
-    figures beside the Zipf rows, and the ordering per OP."""
+    """Table 1 as Markdown: one line per (workload, mode, segment size, oracle), the paper's row
+    (bold) after each workload's, and the ordering per OP."""
     ops = result["ops"]
     heads = " | ".join(f"OP {100 * op:g}%" for op in ops)
     lines = [
@@ -408,15 +408,17 @@ def markdown(result: dict) -> str:
         f"| workload | mode | segment (blocks) | segments per capacity | oracle | {heads} |",
         "|---|---|---|---|---|" + "---|" * len(ops),
     ]
-    for row in result["rows"]:
+    rows = result["rows"]
+    for i, row in enumerate(rows):
         where = f"| {row['workload']} | {row['mode']} | {row['segment_blocks']} | {row['segments_per_capacity']:.0f} |"
         for kind in result["kinds"]:
             cells = " | ".join(f"{row['table'][kind][f'{op:g}']['waf']:.3f}" for op in ops)
             lines.append(f"{where} {LABELS[kind]} | {cells} |")
-        for kind in result["kinds"]:
+        last_of_workload = i + 1 == len(rows) or rows[i + 1]["workload"] != row["workload"]
+        for kind in result["kinds"] if last_of_workload else ():
             if kind in (row.get("paper") or {}):
-                cells = " | ".join(f"{float(x):.3f}" for x in row["paper"][kind])
-                lines.append(f"{where} paper: {LABELS[kind]} | {cells} |")
+                cells = " | ".join(f"**{float(x):.3f}**" for x in row["paper"][kind])
+                lines.append(f"| {row['workload']} | paper (Table 1) | | | {LABELS[kind]} | {cells} |")
     lines += [
         "",
         "## Ordering OP-Min < K-Means < Percentile < Segment",
