@@ -122,6 +122,7 @@ MEASURES: dict[str, tuple[Callable[..., float | bool], dict[str, str]]] = {
     "above_best_pct": (lambda x, candidates: 100.0 * (x / _min(candidates) - 1.0), {"x": "ref", "candidates": "refs"}),
     "ratio_to_best": (lambda x, candidates: x / _min(candidates), {"x": "ref", "candidates": "refs"}),
     "lowest": (lambda target, others: target < _min(others), {"target": "ref", "others": "refs"}),
+    "not_above": (lambda target, others: target <= _min(others), {"target": "ref", "others": "refs"}),
     "ordered": (lambda chain: all(a < b for a, b in itertools.pairwise(chain)), {"chain": "refs"}),
     "holds": (lambda x: x, {"x": "bool"}),
 }
@@ -129,7 +130,7 @@ MEASURES: dict[str, tuple[Callable[..., float | bool], dict[str, str]]] = {
 #: volumes are total writes over total user writes; other measures do not pool)
 POOLABLE = {"value", "reduction_pct"}
 #: measures that give a truth value (aggregated with share)
-TRUTH_MEASURES = {"lowest", "ordered", "holds"}
+TRUTH_MEASURES = {"lowest", "not_above", "ordered", "holds"}
 AGGREGATES = ("each", "mean", "share", "range", "min", "max", "pooled")
 
 
@@ -498,7 +499,9 @@ def _aggregate(how: str, parts: list, claim: str) -> Any:
             return 100.0 * sum(parts) / len(parts)
         if not any(truth):  # shares of an inner variable (a full grid): their mean is the share
             return sum(parts) / len(parts)
-        raise ClaimError(f"claim {claim}: share needs truth values (lowest, ordered, holds)", "fix the measure")
+        raise ClaimError(
+            f"claim {claim}: share needs truth values (lowest, not_above, ordered, holds)", "fix the measure"
+        )
     if any(truth):
         raise ClaimError(f"claim {claim}: {how} of truth values", "use share")
     if how == "each":
@@ -754,7 +757,8 @@ def _row(r: Row) -> str:
     src = ", ".join(f"[{f}](results/{f})" for f, _, _ in r.sources)
     if r.verdict.label == "pending":
         src = f"`{c.ours['file']}` (not yet in results/)"
-    reason = c.reason if r.verdict.label != "reproduced" and c.reason else ""
+    # the reason explains a shortfall: shown for partly / not / unmeasured, not while pending
+    reason = c.reason if r.verdict.label in ("partly", "not", "unmeasured") and c.reason else ""
     if c.note:
         reason = f"{reason} *Note:* {c.note}".strip()
     cells = [c.text, paper, ours, verdict_text(c, r.verdict), src or "-", reason or "-"]
