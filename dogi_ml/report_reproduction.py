@@ -631,12 +631,19 @@ def source_of(name: str, registry: dict, results: Results, claim: str) -> tuple[
     return out[0], out[1]
 
 
-def _scale_text(x: Any) -> str:
-    """A recorded scale (text, or a mapping such as ``{workload: {capacity_blocks: ...}}``) as text."""
+def _scale_text(x: Any, depth: int = 0) -> str:
+    """A recorded scale (text, or a mapping such as ``{workload: {capacity_blocks: ...}}``) as text:
+    the outer mapping as ``key: ...; key: ...`` (keys with equal values share one entry), inner
+    ones as ``k=v, k=v``."""
     if isinstance(x, dict):
-        return "; ".join(f"{k}: {_scale_text(v)}" for k, v in x.items())
+        if depth > 0:
+            return ", ".join(f"{k}={_scale_text(v, depth + 1)}" for k, v in x.items())
+        groups: dict[str, list[str]] = {}
+        for k, v in x.items():
+            groups.setdefault(_scale_text(v, depth + 1), []).append(str(k))
+        return "; ".join(f"{', '.join(keys)}: {text}" for text, keys in groups.items())
     if isinstance(x, list):
-        return ", ".join(_scale_text(v) for v in x)
+        return ", ".join(_scale_text(v, depth + 1) for v in x)
     return " ".join(str(x).split())
 
 

@@ -247,6 +247,9 @@ def test_a_results_file_needs_a_command(tmp_path):
     assert row.sources == [("r.json", "python -m dogi_ml simulate X", "zipf: 1")]
     with pytest.raises(ClaimError, match=r"r\.json records its command and sources\.r\.json\.command"):
         _rows(tmp_path, [claim], results, sources={"r.json": {"command": "other"}})
+    # a per-workload scale reads as one line, workloads with the same settings sharing an entry
+    scale = {"zipf": {"capacity_blocks": 65536, "op": 0.07}, "ycsb_a": {"capacity_blocks": 65536, "op": 0.07}, "x": 1}
+    assert rr._scale_text(scale) == "zipf, ycsb_a: capacity_blocks=65536, op=0.07; x: 1"
 
 
 # -- helpers ---------------------------------------------------------------------------------------------
