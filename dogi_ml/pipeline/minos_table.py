@@ -458,7 +458,7 @@ def plot_table(result: dict, path: Path) -> Path:
             )
             if row.get("paper") and kind in row["paper"]:
                 ax.plot(ops, row["paper"][kind], "x--", color=line.get_color(), alpha=0.6)
-        ax.set_title(f"{row['workload']}\\n{row['mode']}, {row['segment_blocks']}-block segments", fontsize=9)
+        ax.set_title(f"{row['workload']}\n{row['mode']}, {row['segment_blocks']}-block segments", fontsize=9)
         ax.set_xlabel("OP ratio (%)")
         ax.set_ylabel("WAF (x--: paper)")
         ax.grid(alpha=0.3)
