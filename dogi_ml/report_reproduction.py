@@ -107,6 +107,7 @@ MEASURES: dict[str, tuple[Callable[..., float | bool], dict[str, str]]] = {
     "difference": (lambda a, b: a - b, {"a": "ref", "b": "ref"}),
     "percent_points": (lambda a, b: 100.0 * (a - b), {"a": "ref", "b": "ref"}),
     "reduction_pct": (lambda new, base: 100.0 * (1.0 - new / base), {"new": "ref", "base": "ref"}),
+    "abs_change_pct": (lambda a, b: 100.0 * abs(a / b - 1.0), {"a": "ref", "b": "ref"}),
     "gc_reduction_pct": (
         lambda new, base: 100.0 * (1.0 - (new - 1.0) / (base - 1.0)),
         {"new": "ref", "base": "ref"},
