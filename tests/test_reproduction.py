@@ -185,6 +185,16 @@ def test_extraction_language(tmp_path):
         ),
         ({"measure": "gc_reduction_pct", "args": {"new": ["w1", "s"], "base": ["w1", "b"]}}, 100 * (1 - 1 / 3)),
         ({"measure": "ratio", "args": {"a": ["w1", "b"], "b": 8}}, 0.5),
+        # the parity rows: the largest |a / b - 1| over the settings (w1: 50%, w2: 0%)
+        (
+            {
+                "measure": "abs_change_pct",
+                "args": {"a": ["{w}", "s"], "b": ["{w}", "b"]},
+                "over": {"w": ["w1", "w2"]},
+                "aggregate": {"w": "max"},
+            },
+            50.0,
+        ),
     ]
     for ours, expected in cases:
         claim = {"paper_value": expected, "digits": 6, "ours": {"file": "d.json", **ours}}
