@@ -1,439 +1,609 @@
-"""MiDAS's group-configuration model (Oh et al., FAST'24), after the authors' public simulator.
+"""MiDAS's group-configuration model and search (Oh et al., FAST'24), as the authors' simulator
+computes them (``sungkyun123/MiDAS-Simulation``, ``model.cpp``).
 
 MiDAS splits storage into a hot group ``G0`` (fed by a hot filter), and ``G1..Gn``: user writes
 that are not hot go to ``G1``; GC moves the valid blocks of a victim from ``Gi`` to ``Gi+1``
-(the last group keeps its own). ``G0..G(n-1)`` are cleaned FIFO at a fixed size, the last
-group by cost-benefit. This module picks ``n`` and the sizes.
+(the last group keeps its own). ``G0..G(n-1)`` are cleaned FIFO at a designated size, the last
+group by the run's victim rule. This module picks ``n`` and the sizes; it follows the authors'
+code statement by statement (Numba), so that a configuration search on the same inputs gives the
+same configuration, bit for bit (checked against dumps of their search, ``docs/peers.md``).
 
-**UID** (update-interval distribution): during an epoch (4x the logical capacity of user writes)
-the interval between two writes of the same block is counted in buckets of ``unit`` blocks
-(a quarter segment). A block written once in the epoch is counted in the last bucket; then each
-bucket ``i`` is scaled by ``1 + (E mod i + i/2) / E`` (``E`` buckets) for the intervals the epoch's
-edges cut off (:func:`build_uid`).
+**UID** (update-interval distribution, ``resizing_model``): during an epoch the interval between
+two writes of a sampled block (one LBA in :data:`SAMPLING`) is counted in buckets of ``unit``
+blocks (a quarter segment); a sampled block written once in the epoch counts in the last bucket.
+Bucket 0 is replaced by the re-writes within one bucket counted over every block in
+:data:`FNUMBER` probe buckets, scaled to the epoch and the sample. Bucket ``i >= 1`` grows by
+``int(count * (E mod i + i/2) / E)`` (``E`` buckets) for the intervals the epoch's edges cut off
+(:func:`resize_counts`).
 
-**Valid ratios** (:func:`predict`): the groups are stages in a block's life. A group holding
-``k`` segments and receiving ``a`` blocks per user write keeps a block for ``(k - 1/2) S / a``
-user writes (``S`` blocks per segment, half a segment for the open one), so group ``i`` covers
-ages ``[P_i, P_i + T_i)``. Of the blocks entering it, those whose update interval falls in that
-range die there: its valid ratio at FIFO cleaning is ``1 - dead / entering``, and the next group
-receives ``a * vr``. The hot group is the first stage: with an accurate hot filter it is sized
-from the UID (the shortest intervals, victims assumed all invalid); otherwise from the hot
-filter's measured traffic, valid ratio and size. The last group holds the remaining live data
-in the remaining space and is modelled as a FIFO log with two temperatures
-(:func:`two_class_fifo_waf`, Desnoyers' hot/cold model, MiDAS's ``None_FIFO_predict``), the hot
-class being the intervals below 0.7x the group's mean.
+**Valid ratios** (``two_valid_ratio_predictor``, :func:`predict_valid`): the groups are stages in a
+block's life. A group of ``k`` segments fed ``a`` of the user writes keeps a block for ``k/a - 1/(2a)``
+segments of user writes, so group ``i`` covers the buckets from ``P_i`` to ``P_i + T_i``; of the
+blocks entering it, those whose interval falls there die in it: its valid ratio is ``1 - dead /
+entering``. The hot group is the first stage: with an accurate hot filter (G0's victims at most
+10% valid and at least 15% of the writes hot) it is sized from the UID (its traffic is the share
+of intervals it catches); otherwise from the hot filter's measured traffic, valid ratio and size.
+The last group holds the remaining live data (``utilization`` minus the earlier groups' live
+blocks) in the remaining space, modelled by Desnoyers' hot/cold FIFO equation
+(:func:`none_fifo_predict`, ``None_FIFO_predict``), its hot class being the intervals up to 0.7x
+their mean; the shares ``r`` (requests) and ``f`` (blocks) accumulate over every configuration a
+search evaluates, as theirs do.
 
-**WAF** (:func:`chain_waf`): a Markov chain over {user write, G0, G1..Gn}: a written block
-returns to "user write" when invalidated (probability ``1 - vr``) or moves to the next group
-(``vr``); WAF is total writes over user writes at the stationary distribution.
+**WAF** (``two_WAF_predictor``, :func:`chain_waf`): a Markov chain over {user write, G0,
+G1..Gn} iterated 2000 times from (0.1, 0.9) x the physical blocks.
 
-**Search** (:func:`search`, MiDAS's GCS): the hot size first, then groups added one at a time,
-each new group's size scanned segment by segment out of the last group; then four rounds that
+**Search** (``making_group_configuration3``, :func:`gcs_search`): the hot size first (1..29
+segments, while each step gains 0.05), then groups added one at a time, each new group's size
+scanned segment by segment out of the last group (50 segments kept out); then four rounds that
 re-tune the hot size and each group's size in turn. The lowest modelled WAF wins.
 
-Departures from the authors' code (each where theirs is inconsistent): the chain's stationary
-distribution is solved, not iterated 2000 times; with a single group after G0 their sum also
-counts G1's user writes as copies; the last group's class shares are computed for each
-configuration (theirs accumulate over every configuration a search evaluates); the hot group's
-live blocks are counted in every evaluation (their first hot-size scan leaves them out); static
-data leaves both the last group's space and its live data (their greedy variant removes it from
-the live data only); the epoch-length check is in blocks, not whole segments.
+Their arithmetic is kept where it changes results: group sizes are unsigned 32-bit, the user
+writes of the chain are truncated to an integer, the last group's request-weighted age to an
+unsigned integer after every addition. Two things are not theirs, both without effect on the
+result: the chain stops once an iteration leaves it unchanged to the last bit (theirs runs on
+with the same values), and its sparse matrix is multiplied skipping the zeros (same sums).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from typing import NamedTuple
 
+import numba as nb
 import numpy as np
 
-#: MiDAS's constants (paper scale: 512 segments): segments kept out of group-size scans and of
-#: the epoch-length check, largest hot group tried, the hot-size gain needed in the first scan
-PAPER_SEGMENTS = 512
-PAPER_MARGIN = 50
-PAPER_MAX_HOT = 29
-HOT_GAIN = 0.05
-#: the last group's hot class: intervals below this share of the group's mean interval
-HOT_CLASS_SHARE = 0.7
-#: the hot filter is trusted (hot group sized from the UID) when its victims hold at most this
-#: valid share and it takes at least this share of the user writes
-HOT_VALID_MAX = 0.1
-HOT_TRAFFIC_MIN = 0.15
+#: the authors' constants (``model.cpp``, ``model_create`` and ``making_group_configuration3``)
+SAMPLING = 100  # one LBA in 100 has its update intervals counted
+FNUMBER = 10  # probe buckets for bucket 0's re-writes
+MARGIN = 50  # segments kept out of the group-size scans and off the epoch's end
+HOT_SCAN = 30  # hot sizes 1..29 segments
+HOT_GAIN = 0.05  # a larger hot group must lower the modelled WAF this much (first scan)
+VALID_THRESH = 0.1  # G0's victims at most this valid ...
+TRAFFIC_THRESH = 0.15  # ... and at least this share of the writes hot: hot group sized from the UID
+HOT_CLASS = 0.7  # the last group's hot class: intervals up to this share of their mean
+CHAIN_ITERS = 2000
+UINT_MAX = 4294967295
+U32 = 0xFFFFFFFF
+#: search outcomes: a configuration (possibly of <= 2 groups); the model restarts; a group size
+#: reached 0 (their code aborts the program there)
+FOUND, NULL_ABORT, ABORTED = 0, 1, 2
+
+#: the search's persistent state (theirs: ``model_q``, ``real_flag`` and the counts in ``mmodel``)
+GCS_STATE = np.dtype(
+    [
+        ("real_flag", np.int64),  # 1: hot group from the hot filter's measurements
+        ("g0_traffic", np.float64),  # the hot filter's G0 share of writes, victims' valid ratio, size
+        ("g0_valid", np.float64),
+        ("g0_size", np.float64),
+        ("calc_traffic", np.float64),  # hot traffic of the hot size under evaluation (from the UID)
+        ("calc_size", np.int64),
+        ("calc_unit", np.int64),
+        ("extra_size", np.int64),
+        ("best_extra_size", np.int64),
+        ("best_extra_traffic", np.float64),
+        ("best_extra_unit", np.float64),
+        ("hot_req", np.int64),  # the last group's hot/total requests and blocks, accumulated
+        ("tot_req", np.int64),
+        ("hot_lba", np.float64),
+        ("tot_lba", np.float64),
+        ("no_access", np.int64),  # static blocks (theirs ``no_access_lba``)
+        ("utilization", np.int64),  # live logical blocks
+        ("evaluated", np.int64),  # predictor calls (ours, for reports)
+    ]
+)
 
 
-@dataclass(frozen=True)
-class UID:
-    """Update-interval distribution: ``counts[j]`` intervals in ``[j*unit, (j+1)*unit)`` blocks."""
-
-    counts: np.ndarray
-    unit: int
-
-    @property
-    def window(self) -> int:
-        return self.counts.size * self.unit
+def new_gcs_state() -> np.ndarray:
+    return np.zeros(1, GCS_STATE)
 
 
-def build_uid(raw_counts, unit: int, once_written: float = 0.0) -> UID:
-    """The UID of one epoch: raw per-bucket counts, plus the blocks written only once in the epoch
-    (in the last bucket), scaled for the intervals cut by the epoch's edges (as MiDAS does)."""
-    c = np.asarray(raw_counts, np.float64).copy()
-    if c.ndim != 1 or c.size < 2:
-        raise ValueError(f"a UID needs at least 2 buckets, got shape {c.shape}")
-    if int(unit) < 1:
-        raise ValueError(f"UID bucket width must be >= 1 block, got {unit}")
-    if np.any(c < 0) or once_written < 0:
-        raise ValueError("UID counts must be non-negative")
-    e = c.size
-    c[-1] += once_written
-    i = np.arange(1, e)
-    # a block with interval i*unit fits e/i times in the epoch; on average (e mod i)/i + 1/2
-    # of one more interval is cut by the edges
-    c[1:] *= 1.0 + ((e % i) + i / 2.0) / e
-    return UID(counts=c, unit=int(unit))
+class GcsWork(NamedTuple):
+    """The search's scratch arrays, allocated once (the simulator's loop allocates nothing)."""
+
+    opt_cfg: np.ndarray  # int64 [n, n]: best sizes per group count
+    opt_vr: np.ndarray  # float64 [n, n]: their valid ratios
+    opt_waf: np.ndarray  # float64 [n]
+    cfg: np.ndarray  # int64 [n]: sizes under evaluation (theirs uint32)
+    vr: np.ndarray  # float64 [n]
+    final_cfg: np.ndarray  # int64 [n]
+    final_vr: np.ndarray  # float64 [n]
+    ninv: np.ndarray  # int64 [n]: invalidations per group
+    v2: np.ndarray  # float64 [n + 2]: the chain's valid ratios
+    base: np.ndarray  # float64 [n + 2]: the chain's state before / after an iteration
+    res: np.ndarray
 
 
-@dataclass(frozen=True)
-class Device:
-    """What the model needs of the storage: segment size, segments the groups share (physical
-    minus the GC reserve), live logical blocks, and static blocks (data never updated, left out
-    of the last group's live data and space, as MiDAS's ``no_access_lba``)."""
-
-    segment_blocks: int
-    segments: int
-    live_blocks: int
-    static_blocks: int = 0
-    margin: int | None = None  # default: MiDAS's 50 of 512 segments, scaled
-    max_hot: int | None = None  # default: MiDAS's 29 of 512 segments, scaled
-
-    def __post_init__(self):
-        if self.segment_blocks < 1 or self.segments < 2:
-            raise ValueError(
-                f"device needs segment_blocks >= 1 and segments >= 2, got {self.segment_blocks}, {self.segments}"
-            )
-        if self.live_blocks <= 0:
-            raise ValueError(f"device has no live data (live_blocks={self.live_blocks})")
-        if self.margin is None:
-            object.__setattr__(self, "margin", max(1, round(PAPER_MARGIN * self.segments / PAPER_SEGMENTS)))
-        if self.max_hot is None:
-            object.__setattr__(self, "max_hot", max(1, round(PAPER_MAX_HOT * self.segments / PAPER_SEGMENTS)))
-
-
-@dataclass(frozen=True)
-class HotStats:
-    """The hot filter's recent behaviour: share of user writes sent to G0, valid ratio of G0's
-    victims, G0's size in segments (open one included)."""
-
-    traffic: float
-    valid: float
-    size: int
-
-    @property
-    def trusted(self) -> bool:
-        return self.valid <= HOT_VALID_MAX and self.traffic >= HOT_TRAFFIC_MIN
-
-
-@dataclass
-class Configuration:
-    """A group configuration: ``sizes[0]`` is G0 (hot), ``sizes[1:]`` G1..Gn, in segments."""
-
-    sizes: list[int]
-    valid_ratios: list[float]
-    waf: float
-    hot_traffic: float
-    hot_from_uid: bool
-    evaluated: int = 0
-    history: list = field(default_factory=list)
-
-    @property
-    def n_groups(self) -> int:
-        return len(self.sizes)
-
-
-# -- closed forms ------------------------------------------------------------------------------
-def two_class_fifo_waf(op, r, f, iters: int = 64) -> np.ndarray:
-    """WAF of a FIFO-cleaned log with ``op`` = physical/live space, where a share ``r`` of the
-    writes goes uniformly to a share ``f`` of the data and the rest uniformly to the rest:
-    the root ``w >= 1`` of ``w = 1 + r / (e^(r op / (f w)) - 1) + (1-r) / (e^((1-r) op / ((1-f) w)) - 1)``
-    (a block of a class survives one pass of the log with probability ``e^(-rate * op / w)``).
-    With ``r == f`` (or a class empty) it is the Lambert-W closed form :func:`dogi_ml.markov.waf.fifo_waf`."""
-    op, r, f = np.broadcast_arrays(np.asarray(op, np.float64), np.asarray(r, np.float64), np.asarray(f, np.float64))
-    if np.any(op <= 1):
-        raise ValueError(f"physical/live ratio must exceed 1, got min {op.min()}")
-    # degenerate class splits are one uniform class
-    uniform = (r <= 0) | (r >= 1) | (f <= 0) | (f >= 1)
-    r = np.where(uniform, 0.5, r)
-    f = np.where(uniform, 0.5, f)
-
-    def excess(w):
-        with np.errstate(over="ignore"):
-            return (1.0 + r / np.expm1(r * op / (f * w)) + (1 - r) / np.expm1((1 - r) * op / ((1 - f) * w))) - w
-
-    lo = np.ones_like(op)
-    hi = np.full_like(op, 2.0)
-    # the excess is positive at w = 1 and falls without bound: double until it is negative
-    for _ in range(64):
-        pos = excess(hi) > 0
-        if not pos.any():
-            break
-        lo = np.where(pos, hi, lo)
-        hi = np.where(pos, hi * 2, hi)
-    for _ in range(iters):
-        mid = (lo + hi) / 2
-        pos = excess(mid) > 0
-        lo = np.where(pos, mid, lo)
-        hi = np.where(pos, hi, mid)
-    return (lo + hi) / 2
-
-
-def chain_matrix(hot_traffic, hot_valid, vr) -> np.ndarray:
-    """Transition matrices ``[B, n+2, n+2]`` over states (user write, G0, G1..Gn)."""
-    vr = np.atleast_2d(np.asarray(vr, np.float64))
-    b, n = vr.shape
-    t = np.broadcast_to(np.asarray(hot_traffic, np.float64), (b,))
-    vh = np.broadcast_to(np.asarray(hot_valid, np.float64), (b,))
-    m = np.zeros((b, n + 2, n + 2))
-    m[:, 0, 1] = t  # a user write goes to G0 ...
-    m[:, 0, 2] = 1 - t  # ... or to G1
-    m[:, 1, 0] = 1 - vh  # G0's victims: invalid blocks are gone, valid ones go to G1
-    m[:, 1, 2] = vh
-    for k in range(n):
-        s = k + 2
-        m[:, s, 0] = 1 - vr[:, k]
-        m[:, s, min(s + 1, n + 1)] += vr[:, k]  # the last group keeps its valid blocks
-    return m
-
-
-def chain_waf(hot_traffic, hot_valid, vr) -> np.ndarray:
-    """WAF of the chain at its stationary distribution ``pi``: every state but "user write" is a
-    block write, so WAF = (1 - pi_0) / pi_0 (MiDAS iterates the chain 2000 times; we solve)."""
-    m = chain_matrix(hot_traffic, hot_valid, vr)
-    b, k, _ = m.shape
-    a = np.swapaxes(m, 1, 2) - np.eye(k)  # pi (M - I) = 0, transposed
-    a[:, -1, :] = 1.0  # ... with sum(pi) = 1 in place of one equation
-    rhs = np.zeros((b, k, 1))
-    rhs[:, -1, 0] = 1.0
-    with np.errstate(all="ignore"):
-        pi = np.linalg.solve(a, rhs)[:, :, 0]
-    return (1.0 - pi[:, 0]) / pi[:, 0]
-
-
-# -- the model ---------------------------------------------------------------------------------
-class _Tables:
-    """Prefix sums over the UID so that a stage's dead, live and class counts are O(1)."""
-
-    def __init__(self, uid: UID, dev: Device):
-        c = uid.counts
-        self.e = c.size
-        self.unit = uid.unit
-        self.total = float(c.sum())
-        if self.total <= 0:
-            raise ValueError("the UID is empty (no update interval was observed in the epoch)")
-        self.cum = np.concatenate([[0.0], np.cumsum(c)])  # cum[m] = sum_{j<m} c_j
-        self.ccum = np.concatenate([[0.0], np.cumsum(self.cum[1:])])  # sum_{j<m} cum[j+1]
-        self.cj = np.concatenate([[0.0], np.cumsum(c * np.arange(self.e))])  # sum_{j<m} j c_j
-        m = np.arange(1, self.e + 1)
-        # hot group sized from the UID: catching intervals below m buckets takes a share
-        # cum[m]/total of the writes for m buckets of time, i.e. this many segments
-        self.hot_segments = np.floor(m * self.unit * self.cum[1:] / self.total / dev.segment_blocks + 0.5)
-
-    def bucket(self, t) -> np.ndarray:
-        """Index of the first bucket starting at or after ``t`` blocks, clipped to [0, E]."""
-        return np.clip(np.ceil(np.asarray(t) / self.unit - 1e-9), 0, self.e).astype(np.int64)
-
-
-@dataclass
-class Prediction:
-    waf: np.ndarray  # [B] (inf where infeasible)
-    valid_ratios: np.ndarray  # [B, n+1]: G0, G1..Gn
-    hot_traffic: np.ndarray  # [B]
-    hot_size: np.ndarray  # [B] segments given to G0 (taken from the last group when sized from the UID)
-
-
-def predict(
-    uid: UID, dev: Device, sizes, hot: HotStats | None = None, hot_size=None, _tables: _Tables | None = None
-) -> Prediction:
-    """Modelled WAF of configurations ``sizes [B, n]`` (segments of G1..Gn, open one included).
-
-    The hot group comes either from the UID (``hot_size [B]`` segments, an accurate hot filter)
-    or, with ``hot`` given, from the filter's measurements."""
-    tb = _tables or _Tables(uid, dev)
-    sizes = np.atleast_2d(np.asarray(sizes, np.float64))
-    b, n = sizes.shape
-    seg = float(dev.segment_blocks)
-    u = tb.unit
-    cum, ccum = tb.cum, tb.ccum
-    bad = np.any(sizes < 1, axis=1)
-
-    if hot is None:
-        if hot_size is None:
-            raise ValueError("predict needs hot_size (hot group from the UID) or hot (measured filter)")
-        h = np.broadcast_to(np.asarray(hot_size, np.int64), (b,))
-        m = np.searchsorted(tb.hot_segments, h, side="left") + 1  # buckets the hot group catches
-        bad |= (h < 1) | (m > tb.e)
-        m = np.minimum(m, tb.e)
-        g0_size = tb.hot_segments[m - 1]
-        gap = g0_size - h  # the UID asks more than h: taken from the last group
-        t = cum[m] / tb.total
-        vh = np.zeros(b)
-        past = m * float(u)
-        live = u * (m - ccum[m] / tb.total)  # live blocks younger than the hot stage
-        inflow = 1.0 - t
-    else:
-        if not 0 < hot.traffic <= 1 or not 0 <= hot.valid < 1 or hot.size < 1:
-            raise ValueError(f"hot filter stats out of range: {hot}")
-        t = np.full(b, float(hot.traffic))
-        vh = np.full(b, float(hot.valid))
-        past = np.full(b, (hot.size - 0.5) * seg / hot.traffic)
-        m = tb.bucket(past)
-        gap = np.zeros(b)
-        g0_size = np.full(b, float(hot.size))
-        live = hot.traffic * u * (m - ccum[m] / tb.total)
-        inflow = 1.0 - t + t * vh
-    remaining = tb.total - cum[m]
-    dead_before = np.zeros(b)
-    vr = np.zeros((b, n + 1))
-    vr[:, 0] = vh
-    horizon = tb.e * u - dev.margin * seg  # stages must end inside the epoch
-
-    for i in range(n - 1):
-        bad |= ~(inflow > 0)
-        stay = (sizes[:, i] - 0.5) * seg / np.where(inflow > 0, inflow, 1.0)
-        bad |= past + stay >= horizon
-        lo, hi = tb.bucket(past), tb.bucket(past + stay)
-        dead = cum[hi] - cum[lo]
-        entering = remaining - dead_before
-        with np.errstate(divide="ignore", invalid="ignore"):
-            v = 1.0 - dead / entering
-            # live blocks: per bucket of age, the share of the entering blocks still valid
-            live += inflow * u * ((hi - lo) - (ccum[hi] - ccum[lo] - (hi - lo) * cum[lo]) / entering)
-        bad |= ~(entering > 0) | ~(v > 0)
-        vr[:, i + 1] = v
-        dead_before += dead
-        past += stay
-        inflow = inflow * np.where(v > 0, v, 1.0)
-
-    # last group: two temperature classes split at 0.7x its mean interval
-    lo = tb.bucket(past)
-    n_cnt = cum[-1] - cum[lo]
-    n_time = tb.cj[-1] - tb.cj[lo]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mean_j = n_time / n_cnt
-        thr = np.clip(np.floor(HOT_CLASS_SHARE * np.nan_to_num(mean_j)) + 1, lo, tb.e).astype(np.int64)
-        r = np.where(n_cnt > 0, (cum[thr] - cum[lo]) / n_cnt, 1.0)
-        f = np.where(n_time > 0, (tb.cj[thr] - tb.cj[lo]) / n_time, 1.0)
-    live_last = dev.live_blocks - dev.static_blocks - live
-    space_last = (sizes[:, -1] - gap) * seg - dev.static_blocks
-    with np.errstate(divide="ignore", invalid="ignore"):
-        op = space_last / live_last
-    bad |= ~(live_last > 0) | ~(op > 1)
-    w_last = two_class_fifo_waf(np.where(bad, 2.0, op), r, f)
-    vr[:, n] = 1.0 - 1.0 / w_last
-    waf = chain_waf(t, vh, np.where(bad[:, None], 0.5, vr[:, 1:]))
-    waf = np.where(bad | ~np.isfinite(waf), np.inf, waf)
-    return Prediction(waf=waf, valid_ratios=vr, hot_traffic=t, hot_size=g0_size)
-
-
-# -- the search (MiDAS's GCS) ------------------------------------------------------------------
-def search(uid: UID, dev: Device, hot: HotStats, max_groups: int = 9) -> Configuration:
-    """The configuration of lowest modelled WAF, searched greedily as MiDAS does (module doc).
-
-    ``max_groups``: most groups besides G0 (MiDAS: 9). Returns the best found, possibly with a
-    single group besides G0 (MiDAS then keeps its current configuration)."""
-    if max_groups < 1:
-        raise ValueError(f"max_groups must be >= 1, got {max_groups}")
-    tb = _Tables(uid, dev)
-    total, margin = int(dev.segments), int(dev.margin)
-    from_uid = hot.trusted
-    evaluated = 0
-    history = []
-
-    def run(cands: np.ndarray, hot_sizes) -> Prediction:
-        nonlocal evaluated
-        evaluated += len(cands)
-        if from_uid:
-            return predict(uid, dev, cands, hot_size=hot_sizes, _tables=tb)
-        return predict(uid, dev, cands, hot=hot, _tables=tb)
-
-    # phase 0: the hot group alone in front of one group
-    if from_uid:
-        hs = np.arange(1, dev.max_hot + 1)
-        pred = run((total - hs)[:, None], hs)
-        best_waf, hot_h, taken = np.inf, 1, 0.0
-        for k, h in enumerate(hs):
-            if h <= taken:  # same stage as a smaller size already tried
-                continue
-            w = pred.waf[k]
-            if not np.isfinite(w) or not w < best_waf - HOT_GAIN:
-                break
-            best_waf, hot_h, taken = w, int(h), pred.hot_size[k]
-    else:
-        hot_h = int(hot.size)
-        best_waf = float(run(np.array([[total - hot_h]]), None).waf[0])
-    best = {1: ([total - hot_h], best_waf)}
-
-    # phase 1: add groups one at a time, the new one's size scanned out of the last group
-    cap = total - hot_h - margin
-    for n in range(2, max_groups + 1):
-        base = best[n - 1][0]
-        js = np.arange(1, cap)
-        if js.size == 0 or not np.isfinite(best[n - 1][1]):
-            break
-        cands = np.tile(np.asarray(base + [0], np.float64), (js.size, 1))
-        cands[:, n - 2] = js
-        cands[:, n - 1] = base[-1] - js
-        pred = run(cands, hot_h)
-        k = int(np.argmin(pred.waf))
-        if not np.isfinite(pred.waf[k]):
-            break
-        best[n] = (cands[k].astype(int).tolist(), float(pred.waf[k]))
-        cap -= int(js[k])
-    n_best = min(best, key=lambda k: best[k][1])
-    final, final_waf = list(best[n_best][0]), best[n_best][1]
-    history.append({"phase": 1, "n_groups": n_best + 1, "waf": final_waf})
-
-    # phase 2: four rounds of re-tuning the hot size, then each group's size in turn
-    for _ in range(4):
-        if not np.isfinite(final_waf):
-            break
-        if from_uid:
-            hs = np.arange(1, dev.max_hot + 1)
-            cands = np.tile(np.asarray(final, np.float64), (hs.size, 1))
-            cands[:, -1] += hot_h - hs
-            pred = run(cands, hs)
-            k = int(np.argmin(pred.waf))
-            if pred.waf[k] < final_waf:
-                final, final_waf, hot_h = cands[k].astype(int).tolist(), float(pred.waf[k]), int(hs[k])
-        cfg = list(final)
-        for i in range(max_groups - 1):
-            improved = False
-            if i < len(cfg) - 1:
-                trial = list(cfg)
-                trial[-1] += trial[i]  # fold group i into the last, then rescan it
-            else:
-                trial = cfg[:-1] + [0, cfg[-1]]  # a new group before the last
-            js = np.arange(1, trial[-1] - margin)
-            if js.size:
-                cands = np.tile(np.asarray(trial, np.float64), (js.size, 1))
-                cands[:, i] = js
-                cands[:, -1] = trial[-1] - js
-                pred = run(cands, hot_h)
-                k = int(np.argmin(pred.waf))
-                if pred.waf[k] < final_waf:
-                    final, final_waf, improved = cands[k].astype(int).tolist(), float(pred.waf[k]), True
-            cfg = list(final)
-            if not improved and i >= len(final) - 1:
-                break
-        history.append({"phase": 2, "n_groups": len(final) + 1, "waf": final_waf})
-
-    pred = run(np.asarray([final], np.float64), hot_h)
-    g0 = int(pred.hot_size[0])
-    sizes = [g0] + list(final)
-    sizes[-1] -= g0 - hot_h if from_uid else 0
-    return Configuration(
-        sizes=[int(x) for x in sizes],
-        valid_ratios=pred.valid_ratios[0].tolist(),
-        waf=float(pred.waf[0]),
-        hot_traffic=float(pred.hot_traffic[0]),
-        hot_from_uid=from_uid,
-        evaluated=evaluated,
-        history=history,
+def new_gcs_work(max_groups: int) -> GcsWork:
+    """Scratch for :func:`gcs_search` with up to ``max_groups`` groups after G0."""
+    n = int(max_groups) + 1
+    return GcsWork(
+        opt_cfg=np.zeros((n, n), np.int64),
+        opt_vr=np.zeros((n, n)),
+        opt_waf=np.zeros(n),
+        cfg=np.zeros(n, np.int64),
+        vr=np.zeros(n),
+        final_cfg=np.zeros(n, np.int64),
+        final_vr=np.zeros(n),
+        ninv=np.zeros(n, np.int64),
+        v2=np.zeros(n + 2),
+        base=np.zeros(n + 2),
+        res=np.zeros(n + 2),
     )
+
+
+@nb.njit(cache=True, inline="always")
+def _u32(x):
+    return x & U32
+
+
+@nb.njit(cache=True, inline="always")
+def _d2u32(x):
+    """C's conversion of a double to ``uint32_t`` (x86-64: truncate to 64 bits, keep the low 32)."""
+    return np.int64(x) & U32
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _fifo_excess(w, op, r, f):
+    return (
+        1.0
+        + r / (math.exp(r * op / (f * w)) - 1.0)
+        + (1.0 - r) / (math.exp((1.0 - r) * op / ((1.0 - f) * w)) - 1.0)
+        - w
+    )
+
+
+@nb.njit(cache=True, error_model="numpy")
+def none_fifo_predict(op, r, f):
+    """Their ``None_FIFO_predict``: WAF of a FIFO-cleaned log of ``op`` = space / live data where a
+    share ``r`` of the writes goes to a share ``f`` of the data, as the first ``w`` in steps of
+    1, 0.1, 0.01 and 0.001 past the root of ``1 + r/(e^(r op/(f w)) - 1) + (1-r)/(e^((1-r) op/((1-f) w)) - 1) = w``."""
+    if op <= 1:
+        return 0.0
+    w = 1.0
+    test = 1.0
+    while test > 0:
+        test = _fifo_excess(w, op, r, f)
+        w += 1.0
+    w -= 2.0
+    test = 1.0
+    while test > 0:
+        test = _fifo_excess(w, op, r, f)
+        w += 0.1
+    w -= 0.2
+    test = 1.0
+    while test > 0:
+        test = _fifo_excess(w, op, r, f)
+        w += 0.01
+    w -= 0.02
+    test = 1.0
+    while test > 0:
+        test = _fifo_excess(w, op, r, f)
+        w += 0.001
+    w -= 0.001
+    return w
+
+
+@nb.njit(cache=True, error_model="numpy")
+def chain_waf(vr, gn, real_flag, g0_valid, g0_traffic, calc_traffic, pgnum, v2, base, res):
+    """Their ``two_WAF_predictor``: the chain over (user write, G0, G1..Gn) iterated 2000 times
+    from 0.1 / 0.9 of the ``pgnum`` physical blocks in the first two states; WAF = (copies of the
+    last iteration + its user writes) / its user writes, the user writes truncated to an integer."""
+    k = gn + 2
+    for j in range(k):
+        v2[j] = 0.0
+        res[j] = 0.0
+    v2[0] = 1.0
+    v2[1] = g0_valid if real_flag else 0.0
+    for i in range(gn):
+        v2[i + 2] = vr[i]
+    t = g0_traffic if real_flag else calc_traffic
+    res[0] = pgnum * 0.1
+    res[1] = pgnum * 0.9
+    past = 0
+    tmp_tot = 0.0
+    for _ in range(CHAIN_ITERS):
+        tmp_tot = 0.0
+        same = True
+        for j in range(k):
+            base[j] = res[j]
+        # result[j] = sum_k base[k] * m[k][j], k ascending, zeros skipped (adding +0.0 changes nothing)
+        acc = 0.0
+        for q in range(k):
+            acc += base[q] * (1.0 - v2[q])
+        if acc != res[0]:
+            same = False
+        res[0] = acc
+        acc = base[0] * t
+        if acc != res[1]:
+            same = False
+        res[1] = acc
+        for j in range(2, k):
+            acc = 0.0
+            if j == 2:
+                acc += base[0] * (1.0 - t)
+            acc += base[j - 1] * v2[j - 1]
+            if j == k - 1:
+                acc += base[j] * v2[j]
+            if acc != res[j]:
+                same = False
+            res[j] = acc
+        if gn == 1:
+            tmp_tot += res[2] - res[0] * v2[1]
+        else:
+            for j in range(gn - 1):
+                tmp_tot += res[j + 3]
+            tmp_tot += res[1] * v2[1]
+        past = _d2u32(res[0])
+        if same:
+            break  # a fixed point: the remaining iterations repeat this one
+    return (tmp_tot + past) / past
+
+
+@nb.njit(cache=True, error_model="numpy")
+def predict_valid(st, counts, tw, unit, pps, segnum, cfg, gn, tot_cnt, extra_cnt, vr, ninv):
+    """Their ``two_valid_ratio_predictor``: valid ratios ``vr[:gn]`` of the groups ``cfg[:gn]`` (G1..Gn,
+    segments) behind a hot group of ``extra_cnt`` segments; False where theirs returns NULL. It
+    updates the search state as theirs does (hot traffic and size of the scanned hot group, the
+    last group's accumulated class counts) and may shrink ``cfg[gn-1]`` (the hot group's gap)."""
+    s = st[0]
+    s.evaluated += 1
+    for i in range(vr.shape[0]):
+        vr[i] = 0.0
+    for i in range(gn):
+        ninv[i] = 0
+    mig_rate = 1.0
+    ref_rate = 1.0
+    invalid_cnt = 0
+    global_valid = 0.0
+    past = 0.0
+    lg_req = 0
+    lifespan_num = 0
+    group_time = 0.0
+    s.extra_size = 0
+    step = unit / pps  # segments per bucket
+    if cfg[0] < step:
+        for i in range(gn):
+            vr[i] = 1.0
+        return True
+    if s.real_flag == 0:
+        if s.calc_unit == 0:
+            for i in range(tw):
+                invalid_cnt += counts[i]
+                tmp_tr = invalid_cnt / tot_cnt
+                cur = (i + 1) * unit / pps
+                extr = np.floor(cur * tmp_tr + 0.5)
+                if extr >= extra_cnt:
+                    past += cur
+                    s.calc_traffic = tmp_tr
+                    tot_cnt -= invalid_cnt
+                    if extr > extra_cnt:
+                        cfg[gn - 1] = _d2u32(cfg[gn - 1] - (extr - extra_cnt))
+                    s.calc_size = np.int64(extr)
+                    s.calc_unit = i + 1
+                    break
+        else:
+            for i in range(s.calc_unit):
+                invalid_cnt += counts[i]
+                tmp_vr = 1.0 - invalid_cnt / tot_cnt
+                global_valid += tmp_vr * unit * ref_rate
+            tmp_tr = invalid_cnt / tot_cnt
+            cur = s.calc_unit * unit / pps
+            extr = np.floor(cur * tmp_tr + 0.5)
+            past += cur
+            s.calc_traffic = tmp_tr
+            tot_cnt -= invalid_cnt
+            s.calc_size = np.int64(extr)
+    else:
+        mig_rate = 1.0 / s.g0_traffic
+        ref_rate = s.g0_traffic
+        group_time = extra_cnt * mig_rate - mig_rate / 2.0
+        for i in range(tw):
+            cur = i * unit / pps
+            if cur < group_time:
+                invalid_cnt += counts[i]
+                tmp_vr = 1.0 - invalid_cnt / tot_cnt
+                global_valid += tmp_vr * ref_rate * unit
+            else:
+                s.calc_unit = i
+                break
+        past += group_time
+        s.calc_traffic = invalid_cnt / tot_cnt
+        tot_cnt -= invalid_cnt
+
+    g1_traffic = 1.0 - s.calc_traffic
+    if s.real_flag:
+        g1_traffic = 1.0 - s.g0_traffic + s.g0_traffic * s.g0_valid
+    horizon = np.float64(tw * unit // pps - MARGIN)
+    for i in range(gn):
+        invalid_cnt = 0
+        mig_rate = 1.0 / g1_traffic
+        ref_rate = g1_traffic
+        for j in range(i):
+            mig_rate *= 1.0 / vr[j]
+            ref_rate *= vr[j]
+        group_time = cfg[i] * mig_rate - mig_rate / 2
+        if i != gn - 1 and np.float64(_d2u32(group_time)) + past >= horizon:
+            return False
+        dead_before = 0
+        for q in range(i):
+            dead_before += ninv[q]
+        # buckets j with past <= j*step < past + group_time (their scan of every bucket)
+        j = 0
+        while j < tw and j * unit / pps < past:
+            j += 1
+        while j < tw:
+            cur = j * unit / pps
+            if cur >= group_time + past:
+                break
+            invalid_cnt += counts[j]
+            if i < gn - 1:
+                tmp_vr = 1.0 - invalid_cnt / (tot_cnt - dead_before)
+                global_valid += tmp_vr * ref_rate * unit
+            j += 1
+        if i == gn - 1:
+            j = 0
+            while j < tw and j * unit / pps < past:
+                j += 1
+            first = j
+            for q in range(first, tw):
+                cur = q * unit / pps
+                lg_req = np.int64(np.uint64(lg_req + counts[q] * cur))
+                lifespan_num += counts[q]
+            evg = lg_req / lifespan_num
+            span = np.float64(tw * unit - 50)
+            for q in range(first, tw):
+                cur = q * unit / pps
+                s.tot_req += counts[q]
+                lba_num = counts[q] / (span / cur)
+                s.tot_lba += lba_num
+                if cur <= evg * HOT_CLASS:
+                    s.hot_lba += lba_num
+                    s.hot_req += counts[q]
+        ninv[i] = invalid_cnt
+        valid_ratio = 1.0 - invalid_cnt / (tot_cnt - dead_before)
+        if i < gn - 1:
+            vr[i] = valid_ratio
+            past += group_time
+
+    if s.no_access < 0 or s.no_access < segnum * pps * 0.2:
+        s.no_access = 0
+    new_util = np.float64(s.utilization) - np.float64(s.no_access)
+    new_group_size = np.float64(cfg[gn - 1]) * pps - np.float64(s.no_access)
+    if new_util < global_valid:
+        return False
+    last_vp = new_util - global_valid
+    if last_vp < 0:
+        return False
+    r = s.hot_req / s.tot_req
+    f = s.hot_lba / s.tot_lba
+    last_waf = none_fifo_predict(new_group_size / last_vp, r, f)
+    if 1.0 - 1.0 / last_waf > 1.0:
+        return False
+    # their greedy variant (DES 2): the space not reduced by the static blocks
+    c = 1.0 + 1.0 / np.float64(2 * pps)
+    last_waf = none_fifo_predict(c * np.float64(cfg[gn - 1]) * pps / last_vp, r, f) / c
+    vr[gn - 1] = 1.0 - 1.0 / last_waf
+    for k in range(gn):
+        if vr[k] <= 0.0:
+            return False
+    return True
+
+
+@nb.njit(cache=True)
+def begin_search(st, g0_traffic, g0_valid, g0_size, utilization, no_access):
+    """The start of their ``making_group_configuration3``: the hot filter's averages, the live and
+    static blocks; the scan state reset (the hot group's bucket count from the last search stays)."""
+    s = st[0]
+    s.g0_traffic = g0_traffic
+    s.g0_valid = g0_valid
+    s.g0_size = g0_size
+    s.utilization = utilization
+    s.no_access = no_access
+    s.extra_size = 0
+    s.best_extra_size = 0
+    s.best_extra_traffic = 0.0
+    s.calc_traffic = 0.0
+    s.calc_size = 0
+
+
+@nb.njit(cache=True)
+def reset_class_counts(st):
+    """Their ``model_initialize``: the last group's accumulated class counts restart."""
+    s = st[0]
+    s.hot_req = 0
+    s.tot_req = 0
+    s.hot_lba = 0.0
+    s.tot_lba = 0.0
+
+
+@nb.njit(cache=True)
+def resize_counts(counts, tw, first_count, stamps, n_stamps):
+    """Their ``resizing_model``: the finished epoch's raw counts to the UID (in place); returns the
+    total. Sampled blocks (the first ``n_stamps`` of ``stamps``) written once in the epoch go to the last bucket; bucket 0 becomes the
+    probed re-writes scaled to the epoch and the sample; the other buckets grow for the intervals
+    cut by the epoch's edges."""
+    for i in range(n_stamps):
+        st = stamps[i]
+        if st != UINT_MAX and (st & 1) == 1 and st != UINT_MAX - 1:
+            counts[tw - 1] += 1
+    counts[0] = first_count * tw // FNUMBER // SAMPLING
+    tot = counts[0]
+    for i in range(1, tw):
+        left = ((tw % i * 2 + i) / 2.0) / i
+        counts[i] = counts[i] + np.int64((left * counts[i]) / (tw / i))
+        tot += counts[i]
+    return tot
+
+
+@nb.njit(cache=True, error_model="numpy")
+def gcs_search(st, work, counts, tw, unit, pps, pgnum, segnum, freenum, total, max_groups, out_sizes, out_vr):
+    """Their ``making_group_configuration3`` from the resized UID on: the configuration of lowest
+    modelled WAF. Writes the groups' sizes (``out_sizes[0]`` the hot group, then G1..Gn) and valid
+    ratios; returns ``(status, groups, waf, hot traffic)``: NULL_ABORT where theirs gives up and
+    restarts the model, else FOUND (``groups <= 2``: no configuration, theirs keeps the current one)."""
+    s = st[0]
+    n = max_groups + 1
+    opt_cfg, opt_vr, opt_waf, cfg, vr = work.opt_cfg, work.opt_vr, work.opt_waf, work.cfg, work.vr
+    final_cfg, final_vr, ninv, v2, base, res = work.final_cfg, work.final_vr, work.ninv, work.v2, work.base, work.res
+    for i in range(n):
+        opt_waf[i] = 10000.0
+        cfg[i] = 0
+        vr[i] = 0.0
+        final_cfg[i] = 0
+        final_vr[i] = 0.0
+        for q in range(n):
+            opt_cfg[i, q] = 0
+            opt_vr[i, q] = 0.0
+    opt_cfg[0, 0] = segnum - freenum
+    opt_vr[0, 0] = 1.0
+    opt_traffic = 0.0
+    final_waf = 100.0
+    final_gnum = 0
+    for q in range(n):
+        cfg[q] = opt_cfg[0, q]
+    g0_desig = 1
+    if s.g0_valid > VALID_THRESH or s.g0_traffic < TRAFFIC_THRESH:
+        s.real_flag = 1
+        g0_desig = np.int64(s.g0_size)
+        cfg[0] = _u32(cfg[0] - g0_desig)
+        s.calc_unit = 0
+        if not predict_valid(st, counts, tw, unit, pps, segnum, cfg, 1, total, g0_desig, vr, ninv):
+            return NULL_ABORT, 0, 0.0, 0.0
+        w = chain_waf(vr, 1, s.real_flag, s.g0_valid, s.g0_traffic, s.calc_traffic, pgnum, v2, base, res)
+        if w > 100:
+            return NULL_ABORT, 0, 0.0, 0.0
+        opt_waf[0] = w
+        opt_cfg[0, 0] = cfg[0]
+        opt_vr[0, 0] = vr[0]
+        s.best_extra_size = g0_desig
+        s.best_extra_traffic = s.calc_traffic
+        opt_traffic = s.g0_traffic
+    else:
+        s.real_flag = 0
+        for i in range(1, HOT_SCAN):
+            if i <= s.calc_size:
+                continue
+            cfg[0] = _u32(segnum - freenum - i)
+            s.calc_unit = 0
+            if not predict_valid(st, counts, tw, unit, pps, segnum, cfg, 1, total, i, vr, ninv):
+                break
+            w = chain_waf(vr, 1, s.real_flag, s.g0_valid, s.g0_traffic, s.calc_traffic, pgnum, v2, base, res)
+            if w < opt_waf[0] - HOT_GAIN:
+                s.best_extra_size = s.calc_size
+                s.best_extra_traffic = s.calc_traffic
+                s.best_extra_unit = s.calc_unit
+                opt_waf[0] = w
+                opt_cfg[0, 0] = cfg[0]
+                opt_vr[0, 0] = vr[0]
+            else:
+                break
+        s.calc_traffic = s.best_extra_traffic
+        g0_desig = s.best_extra_size
+        s.calc_unit = np.int64(s.best_extra_unit)
+        opt_traffic = s.calc_traffic
+
+    # phase 1: add groups one at a time
+    max_size = _u32(opt_cfg[0, 0] - MARGIN)
+    tmp_max = max_size
+    for i in range(max_groups - 1):
+        gnum = i + 2
+        for q in range(n):
+            cfg[q] = opt_cfg[i, q]
+        cfg[i + 1] = cfg[i]
+        cfg[i] = 1
+        max_size = tmp_max
+        for j in range(1, max_size):
+            cfg[i] = j
+            cfg[i + 1] = _u32(cfg[i + 1] - 1)
+            if cfg[i + 1] == 0:
+                return ABORTED, 0, 0.0, 0.0
+            if predict_valid(st, counts, tw, unit, pps, segnum, cfg, gnum, total, g0_desig, vr, ninv):
+                w = chain_waf(vr, gnum, s.real_flag, s.g0_valid, s.g0_traffic, s.calc_traffic, pgnum, v2, base, res)
+                if opt_waf[i + 1] > w:
+                    opt_waf[i + 1] = w
+                    for q in range(n):
+                        opt_cfg[i + 1, q] = cfg[q]
+                        opt_vr[i + 1, q] = vr[q]
+                    tmp_max = _u32(max_size - opt_cfg[i + 1, i])
+    best = -1
+    for i in range(n):
+        if final_waf > opt_waf[i]:
+            final_gnum = i + 1
+            best = i
+            final_waf = opt_waf[i]
+    if best >= 0:
+        for q in range(n):
+            final_cfg[q] = opt_cfg[best, q]
+            final_vr[q] = opt_vr[best, q]
+
+    # phase 2: four rounds re-tuning the hot size, then each group's size
+    s.calc_size = 0
+    for _ in range(4):
+        if final_waf == 100:
+            break
+        if s.real_flag == 0:
+            for q in range(n):
+                cfg[q] = final_cfg[q]
+            gnum = final_gnum
+            cfg[gnum - 1] = _u32(cfg[gnum - 1] + g0_desig)
+            initial_last = cfg[gnum - 1]
+            s.calc_size = 0
+            for i in range(1, HOT_SCAN):
+                if i <= s.calc_size:
+                    continue
+                cfg[gnum - 1] = _u32(initial_last - i)
+                s.calc_unit = 0
+                if not predict_valid(st, counts, tw, unit, pps, segnum, cfg, gnum, total, i, vr, ninv):
+                    break
+                w = chain_waf(vr, gnum, s.real_flag, s.g0_valid, s.g0_traffic, s.calc_traffic, pgnum, v2, base, res)
+                if w < final_waf:
+                    s.best_extra_size = s.calc_size
+                    s.best_extra_traffic = s.calc_traffic
+                    s.best_extra_unit = s.calc_unit
+                    final_waf = w
+                    for q in range(n):
+                        final_cfg[q] = cfg[q]
+                        final_vr[q] = vr[q]
+                    g0_desig = i
+                    opt_traffic = s.calc_traffic
+        gnum = final_gnum
+        for q in range(n):
+            cfg[q] = final_cfg[q]
+        s.calc_unit = np.int64(s.best_extra_unit)
+        for i in range(max_groups - 1):
+            if i < gnum - 1:
+                cfg[gnum - 1] = _u32(cfg[gnum - 1] + cfg[i])
+            else:
+                cfg[i + 1] = cfg[i]
+                gnum += 1
+            max_size = _u32(cfg[gnum - 1] - MARGIN)
+            added = False
+            cfg[i] = 0
+            for j in range(1, max_size):
+                cfg[i] = j
+                cfg[gnum - 1] = _u32(cfg[gnum - 1] - 1)
+                if not predict_valid(st, counts, tw, unit, pps, segnum, cfg, gnum, total, g0_desig, vr, ninv):
+                    break
+                w = chain_waf(vr, gnum, s.real_flag, s.g0_valid, s.g0_traffic, s.calc_traffic, pgnum, v2, base, res)
+                if final_waf > w:
+                    final_gnum = gnum
+                    final_waf = w
+                    for q in range(n):
+                        final_cfg[q] = cfg[q]
+                        final_vr[q] = vr[q]
+                    added = True
+            for q in range(n):
+                cfg[q] = final_cfg[q]
+            if not added and i >= final_gnum - 1:
+                break
+
+    # the hot group in front
+    final_gnum += 1
+    for i in range(out_sizes.shape[0]):
+        out_sizes[i] = 0
+        out_vr[i] = 0.0
+    for i in range(final_gnum - 1):
+        out_sizes[i + 1] = final_cfg[i]
+        out_vr[i + 1] = final_vr[i]
+    out_sizes[0] = s.best_extra_size
+    return FOUND, final_gnum, final_waf, opt_traffic

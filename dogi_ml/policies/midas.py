@@ -51,8 +51,6 @@ Departures from the authors' code, and why:
 - GC that cannot keep up merges after the 25th collection of a user write and GC goes on (theirs
   stops collecting for that write: the engine owns the GC loop).
 - A hot-filter counter is not decremented below 0 (theirs aborts on it at the block's next write).
-- Segment ages are counted from the write that sealed the segment; theirs stamps segments sealed
-  by a user write one write later (a difference of one write).
 """
 
 from __future__ import annotations
@@ -63,6 +61,7 @@ import numba as nb
 import numpy as np
 
 from dogi_ml.markov.midas import (
+    ABORTED,
     FNUMBER,
     FOUND,
     NULL_ABORT,
@@ -71,6 +70,7 @@ from dogi_ml.markov.midas import (
     begin_search,
     gcs_search,
     new_gcs_state,
+    new_gcs_work,
     reset_class_counts,
     resize_counts,
 )
@@ -133,6 +133,7 @@ SCALARS = scalar_fields(
     first_count=np.int64,  # re-writes within a probe bucket (all LBAs)
     first_len=np.int64,  # LBAs listed in the current probe bucket
     uid_overflow=np.int64,  # intervals past the counts array (a bug if ever > 0)
+    search_aborted=np.int64,  # 1: a search reached a group of size 0 (theirs aborts the program)
     # the WAF of the last device capacity of writes (theirs TMP_WAF)
     snap_now=np.int64,
     snap_gc=np.int64,
@@ -182,8 +183,10 @@ class MidasState(NamedTuple):
 
     scalars: np.ndarray  # one SCALARS record
     gcs: np.ndarray  # the search's persistent state (dogi_ml.markov.midas.GCS_STATE)
+    work: tuple  # the search's scratch (dogi_ml.markov.midas.GcsWork)
     fifo_sizes: np.ndarray  # int64 per group: designated sealed segments of FIFO groups
     seg_owner: np.ndarray  # int32 per segment: relabelled group, -1 = the engine's
+    stamp: np.ndarray  # int64 per segment: theirs seg_stamp, the write count (from 1) when it was sealed
     hot_counter: np.ndarray  # int8 per LBA: the hot filter's 2-bit counter
     stamps: np.ndarray  # int64 per sampled LBA: 2 x last write time in the epoch, +1 if written once
     counts: np.ndarray  # int64 per bucket: update intervals counted this epoch (grown between chunks)
@@ -247,6 +250,7 @@ def _retire(s, p, lo, hi, to):
         seg = retire_group(s, g, now)
         if seg >= 0:
             p.seg_owner[seg] = to
+            p.stamp[seg] = now + 1
             cfg.retired_segments += 1
 
 
@@ -335,6 +339,16 @@ def _sealed_count(s, p, g):
     return n
 
 
+@nb.njit(cache=True)
+def _stamp_if_sealing(s, p, g, t):
+    """The engine seals group ``g``'s open segment at this append if it is full: stamp it with
+    ``t``, their write count at the time (a user write's own number, counted from 1; during GC
+    the number of the user write whose GC it is)."""
+    seg = s.open_seg[g]
+    if seg >= 0 and s.seg_wp[seg] == s.prm[P_SEG_BLOCKS]:
+        p.stamp[seg] = t
+
+
 # -- hot filter (hf.cpp) -----------------------------------------------------------------------
 @nb.njit(cache=True)
 def _hf_rollover(s, p):
@@ -392,7 +406,7 @@ def _hf_overwrite(s, p, lba, old, now):
         if hf[lba] < HF_MAX:
             hf[lba] += 1
     elif g == 1:
-        age = 0 if s.seg_state[seg] == SEG_OPEN else now - s.seg_seal_time[seg]
+        age = 0 if s.seg_state[seg] == SEG_OPEN else now + 1 - p.stamp[seg]
         if age <= cfg.g0_age_window:
             if hf[lba] < HF_MAX:
                 hf[lba] += 1
@@ -417,8 +431,10 @@ def _hf_relocated(s, p, lba, g, now):
 def _model_initialize(p, on):
     """Their model_initialize: a new epoch from the next write."""
     cfg = p.scalars[0]
-    p.stamps[:] = UINT_MAX
-    p.counts[: min(cfg.tw, p.counts.shape[0])] = 0
+    for i in range(p.stamps.shape[0]):
+        p.stamps[i] = UINT_MAX
+    for i in range(min(cfg.tw, p.counts.shape[0])):
+        p.counts[i] = 0
     cfg.first_count = 0
     cfg.current_time = 0
     cfg.request_time = 0
@@ -432,7 +448,8 @@ def _double_epoch(p):
     """Their model_resizing_timewindow(time_window * 2); the counts array grows between chunks."""
     cfg = p.scalars[0]
     cfg.tw *= 2
-    p.counts[: min(cfg.tw, p.counts.shape[0])] = 0
+    for i in range(min(cfg.tw, p.counts.shape[0])):
+        p.counts[i] = 0
 
 
 @nb.njit(cache=True)
@@ -572,9 +589,10 @@ def _search(s, p, now):
         _double_epoch(p)
         _model_initialize(p, True)
         return
-    total = resize_counts(p.counts, cfg.tw, cfg.first_count, p.stamps[: cfg.capacity // SAMPLING])
+    total = resize_counts(p.counts, cfg.tw, cfg.first_count, p.stamps, cfg.capacity // SAMPLING)
     status, gnum, waf, hot = gcs_search(
         gcs,
+        p.work,
         p.counts,
         cfg.tw,
         cfg.unit,
@@ -588,6 +606,9 @@ def _search(s, p, now):
         p.out_vr,
     )
     k = cfg.searches
+    if status == ABORTED:
+        cfg.search_aborted = 1
+        status = NULL_ABORT
     if status == NULL_ABORT:
         _history(p, now, H_GAVE_UP, traffic, valid, size)
         _model_initialize(p, True)
@@ -615,8 +636,9 @@ def _search(s, p, now):
 # -- applying a configuration and checking it (algorithm.cpp) ----------------------------------
 @nb.njit(cache=True)
 def _clear_err(p):
-    p.err_vpg[:] = 0.0
-    p.err_epg[:] = 0.0
+    for g in range(p.err_vpg.shape[0]):
+        p.err_vpg[g] = 0.0
+        p.err_epg[g] = 0.0
 
 
 @nb.njit(cache=True)
@@ -670,7 +692,8 @@ def _checking_ginfo(s, p, now):
             _naive_off(s, p)
         cfg.commit_g = 0
         _change_config(s, p)
-        p.commit_vr[:] = p.ginfo_vr
+        for i in range(p.ginfo_vr.shape[0]):
+            p.commit_vr[i] = p.ginfo_vr[i]
         cfg.config_version = 1
         cfg.commit_bit = 0
         cfg.err_flag = 0
@@ -792,6 +815,7 @@ def midas_user(s, p, lba, now):
         if p.hot_counter[lba] >= HF_HOT:
             cfg.g0_traffic += 1.0
             group = 0
+    _stamp_if_sealing(s, p, group, now + 1)
     # their modeling_check (after the write; the write's group is already chosen)
     if cfg.model_on == 1 and _check_time_window(cfg):
         _check_interval(s, p, lba, now)
@@ -806,6 +830,7 @@ def midas_gc(s, p, lba, victim, now):
     g = cfg.victim_group
     if g <= 1:
         _hf_relocated(s, p, lba, g, now)
+    _stamp_if_sealing(s, p, cfg.gc_target, now)
     return cfg.gc_target
 
 
@@ -820,7 +845,7 @@ def midas_reclaim(s, p, victim, now):
     cfg.gc_target = target
     v = s.seg_valid[victim] / s.prm[P_SEG_BLOCKS]
     if g == 0 and now >= cfg.prefill:
-        cfg.g0_victim_age_sum += now - s.seg_seal_time[victim]
+        cfg.g0_victim_age_sum += now - p.stamp[victim]
         cfg.g0_victims += 1.0
         cfg.g0_valid_sum += v
         cfg.g0_valid_victims += 1.0
@@ -888,7 +913,7 @@ def midas_victim(s, p, now):
                 empty_seal = seal
                 empty = seg
             continue
-        age = float(now - seal)
+        age = float(now - p.stamp[seg])
         score = 0.0
         if rule == R_CB_SQRT:
             score = (seg_blocks - v) * np.sqrt(age) / v
@@ -1010,8 +1035,10 @@ class MiDAS(PlacementPolicy):
         return MidasState(
             scalars=scalars,
             gcs=new_gcs_state(),
+            work=new_gcs_work(self.max_groups),
             fifo_sizes=np.zeros(g, np.int64),
             seg_owner=np.full(ctx.n_segments, -1, np.int32),
+            stamp=np.zeros(ctx.n_segments, np.int64),
             hot_counter=np.zeros(cap, np.int8),
             stamps=np.full(cap // SAMPLING + 1, UINT_MAX, np.int64),
             counts=np.zeros(tw * 2, np.int64),
@@ -1039,6 +1066,8 @@ class MiDAS(PlacementPolicy):
         cfg = record(p.scalars)
         if cfg.uid_overflow:
             raise RuntimeError(f"policy midas: {int(cfg.uid_overflow)} update intervals fell past the counts array")
+        if cfg.search_aborted:
+            raise RuntimeError("policy midas: the configuration search reached a group of 0 segments (theirs aborts)")
         # a doubled epoch needs more buckets than the array holds: intervals reach them no sooner
         # than the old epoch's length into the new one, and chunks are a quarter capacity at most
         tw = int(cfg.tw)
