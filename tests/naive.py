@@ -18,8 +18,8 @@ The model (what the engine does, stated once):
   still visible), appends, records ``t`` as the LBA's write time, and the clock moves to ``t + 1``.
   Then, at time ``t + 1``, if fewer than ``gc_free_segments`` segments are free, GC collects
   victims until ``gc_high_free_segments`` (default: the same number) are free; with the
-  garbage-proportion trigger it also collects while invalid blocks exceed that share of the
-  blocks of all non-free segments (open ones counted as full).
+  garbage-proportion trigger it also collects while the invalid blocks of sealed segments exceed
+  that share of the blocks written into open and sealed segments (SepBIT's simulator's Log.Stat).
 - GC of one victim: the policy's reclaim hook runs first; then every valid block, in slot order,
   is relocated to the group the policy's GC rule picks (its write time is unchanged). If that
   group needs a fresh segment and none is free, the block goes to the open segment with the most
@@ -171,8 +171,9 @@ class NaiveStore:
     def _too_much_garbage(self):
         if not self.garbage_ppm:
             return False
-        written = (self.n_segments - len(self.free)) * self.seg_blocks
-        return self.invalid_blocks() * 1_000_000 > self.garbage_ppm * written
+        written = sum(len(self.slots[seg]) for seg in range(self.n_segments) if self.status[seg] != "free")
+        garbage = sum(len(self.slots[seg]) - self.n_valid[seg] for seg in self.sealed())
+        return garbage * 1_000_000 > self.garbage_ppm * written
 
     def _collect_while_needed(self):
         """Below the low watermark, collect up to the high one (the same unless set); with the

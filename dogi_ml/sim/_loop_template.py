@@ -49,12 +49,14 @@ from dogi_ml.sim.state import (
     C_NOW_US,
     C_PAD,
     C_RECLAIMED,
+    C_SEALED_INVALID,
     C_SERIES_EXTRA,
     C_SERIES_GC,
     C_SERIES_USER,
     C_SHADOW,
     C_SPILLS,
     C_USER,
+    C_WRITTEN,
     ERR_BAD_GROUP,
     ERR_BAD_VICTIM,
     ERR_GC_STUCK,
@@ -133,6 +135,8 @@ def collect_one(s, p, now):
             s.group_gc_pass[g] = 1
     s.ctr[C_GC] += s.seg_valid[victim]
     s.ctr[C_INVALID] -= s.seg_wp[victim] - s.seg_valid[victim]
+    s.ctr[C_SEALED_INVALID] -= s.seg_wp[victim] - s.seg_valid[victim]
+    s.ctr[C_WRITTEN] -= s.seg_wp[victim]
     s.ctr[C_RECLAIMED] += 1
     s.seg_state[victim] = SEG_FREE
     s.seg_valid[victim] = 0

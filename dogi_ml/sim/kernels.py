@@ -28,7 +28,9 @@ from .state import (
     C_NOW_US,
     C_PAD,
     C_PAD_CHUNKS,
+    C_SEALED_INVALID,
     C_SHADOW,
+    C_WRITTEN,
     NO_DUE,
     P_CHUNK,
     P_CHUNK_TIMEOUT_US,
@@ -55,8 +57,11 @@ def segment_of(s, phys):
 @nb.njit(cache=True, inline="always")
 def _invalidate(s, phys):
     s.p2l[phys] = -1
-    s.seg_valid[segment_of(s, phys)] -= 1
+    seg = segment_of(s, phys)
+    s.seg_valid[seg] -= 1
     s.ctr[C_INVALID] += 1
+    if s.seg_state[seg] == SEG_SEALED:
+        s.ctr[C_SEALED_INVALID] += 1
 
 
 @nb.njit(cache=True)
@@ -66,6 +71,7 @@ def _open_new_segment(s, group, now):
     if old >= 0:
         s.seg_state[old] = SEG_SEALED
         s.seg_seal_time[old] = now
+        s.ctr[C_SEALED_INVALID] += s.seg_wp[old] - s.seg_valid[old]
     nfree = s.ctr[C_FREE]
     if nfree == 0:
         s.open_seg[group] = -1
@@ -92,6 +98,7 @@ def _append(s, group, lba, now):
         seg = s.open_seg[group]
     phys = seg * seg_blocks + s.seg_wp[seg]
     s.seg_wp[seg] += 1
+    s.ctr[C_WRITTEN] += 1
     s.seg_valid[seg] += 1
     s.p2l[phys] = lba
     s.l2p[lba] = phys
@@ -136,9 +143,11 @@ def _gc_needed(s):
         return True
     ppm = s.prm[P_GC_GP_PPM]
     if ppm > 0:
-        written = (s.prm[P_NSEG] - s.ctr[C_FREE]) * s.prm[P_SEG_BLOCKS]
-        # garbage proportion over written blocks; (written, not capacity, as in SepBIT)
-        return s.ctr[C_INVALID] * 1_000_000 > ppm * written
+        # the garbage proportion as the SepBIT authors' simulator keeps it (fallfish/sepbit,
+        # trace_replay Log.Stat): invalid blocks of sealed segments (an open segment's count in
+        # when it seals) over the blocks written into the segments in use (written, not
+        # capacity; an open segment's unwritten tail not counted)
+        return s.ctr[C_SEALED_INVALID] * 1_000_000 > ppm * s.ctr[C_WRITTEN]
     return False
 
 
@@ -174,6 +183,7 @@ def retire_group(s, group, now):
         return -1
     s.seg_state[seg] = SEG_SEALED
     s.seg_seal_time[seg] = now
+    s.ctr[C_SEALED_INVALID] += s.seg_wp[seg] - s.seg_valid[seg]
     return seg
 
 
@@ -231,6 +241,7 @@ def _write_fillers(s, g, n):
     room (a partial chunk never crosses a segment end: chunks divide segments)."""
     seg = s.open_seg[g]
     s.seg_wp[seg] += n
+    s.ctr[C_WRITTEN] += n
     s.ctr[C_INVALID] += n
 
 

@@ -58,7 +58,9 @@ C_NEXT_DUE_US = 19  # earliest chunk deadline (µs), 1 << 62 if none
 C_BG_PASSES = 20  # background GC passes (idle gaps in which GC ran)
 C_BG_GC = 21  # GC blocks written by background passes (included in C_GC)
 C_SERIES_EXTRA = 22  # padding + shadow blocks at the last series sample
-N_CTR = 23
+C_SEALED_INVALID = 23  # invalid blocks held in sealed segments (the garbage-proportion trigger's garbage)
+C_WRITTEN = 24  # blocks written into open + sealed segments (its denominator; padding included)
+N_CTR = 25
 
 NO_DUE = 1 << 62
 
@@ -233,7 +235,8 @@ def check_invariants(s: SimArrays) -> None:
 
     - every mapped LBA points at a physical block that maps back to it;
     - per-segment valid counts equal the number of live blocks in the mapping;
-    - block conservation: live blocks = mapped LBAs; invalid counter = written - valid;
+    - block conservation: live blocks = mapped LBAs; invalid counter = written - valid, its
+      sealed part = sealed segments' written - valid, the written counter = written;
     - free + open + sealed = all segments; the free stack holds exactly the free segments.
     """
     seg_blocks = int(s.prm[P_SEG_BLOCKS])
@@ -254,6 +257,16 @@ def check_invariants(s: SimArrays) -> None:
     if written - int(s.seg_valid.sum()) != int(s.ctr[C_INVALID]):
         raise InvariantError(
             f"invalid-block counter {s.ctr[C_INVALID]} != written {written} - valid {s.seg_valid.sum()}"
+        )
+    if written != int(s.ctr[C_WRITTEN]):
+        raise InvariantError(
+            f"written-block counter {s.ctr[C_WRITTEN]} != {written} blocks in open and sealed segments"
+        )
+    sealed = s.seg_state == SEG_SEALED
+    sealed_invalid = int(s.seg_wp[sealed].sum()) - int(s.seg_valid[sealed].sum())
+    if sealed_invalid != int(s.ctr[C_SEALED_INVALID]):
+        raise InvariantError(
+            f"sealed-invalid counter {s.ctr[C_SEALED_INVALID]} != {sealed_invalid} invalid blocks in sealed segments"
         )
     n_free = int((s.seg_state == SEG_FREE).sum())
     n_open = int((s.seg_state == SEG_OPEN).sum())
