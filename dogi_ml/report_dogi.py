@@ -4,7 +4,7 @@ The paper (shared/papers/dogi-fast26.txt §5.2) reports that on its S-type workl
 YCSB-F) DOGI's WAF is 19.7% below MiDAS's: the mean of the per-workload reductions its Fig. 10
 prints above each DOGI bar. :class:`DogiGap` is the callback of ``+experiment=dogi_gap``, which runs
 DOGI and MiDAS on ``zipf``, ``ycsb_a`` and ``ycsb_f`` once as configured and once per cause
-(``conf/dogi_gap``: a switch of DOGI's, the GC trigger, the run length, the scale). Each cause's row
+(``conf/dogi_gap``: a switch of DOGI's, its training span, the run length, the scale). Each cause's row
 is the mean reduction with that one change, and its contribution the difference to the row as
 configured; the JSON records the command, the commit, MiDAS's commit and the scale.
 """
@@ -31,7 +31,6 @@ CAUSES = (
     ("... fallback victims in GN / G_frzn only", "dogi_fallback_final", "midas", "fallback_victims=final"),
     ("DOGI's training samples over the paper's span", "dogi_span", "midas",
      "train_span=0.3 label_lag=0.3 censored_labels=age (the authors' code)"),
-    ("GC trigger at the paper's 0.1% of capacity", "dogi_gc1", "midas_gc1", "sim.gc_free_segments=1 (both schemes)"),
     ("run length as the paper's (4 TiB over 132 GiB)", "dogi_vol31", "midas_vol31", "workload.write_volume=31 (both)"),
     ("scale 4 GiB", "dogi_4g", "midas_4g", "capacity 1,048,576 blocks, 2,048-block segments (both)"),
 )  # fmt: skip

@@ -20,16 +20,16 @@ def test_causes_are_changes_of_the_mean_reduction(tmp_path):
     runs = []
     for wl, (d, m) in zip(S_TYPE, [(3.0, 4.0), (2.0, 2.5), (2.4, 3.0)]):  # 25%, 20%, 20%
         runs += [_run("dogi", wl, d), _run("midas", wl, m)]
-        runs += [_run("dogi_gc1", wl, d * 0.9), _run("midas_gc1", wl, m)]  # 10% less DOGI WAF, same MiDAS
+        runs += [_run("dogi_vol31", wl, d * 0.9), _run("midas_vol31", wl, m)]  # 10% less DOGI WAF, same MiDAS
         runs += [_run("dogi_text", wl, d * 1.1)]  # moves away from the paper
     t = gap_table(runs)
     rows = {c["cause"]: c for c in t["causes"]}
     base = rows["as configured"]
     assert base["reduction"] == pytest.approx({"zipf": 25.0, "ycsb_a": 20.0, "ycsb_f": 20.0})
     assert base["mean"] == pytest.approx(65 / 3) and base["contribution"] == 0
-    gc1 = rows["GC trigger at the paper's 0.1% of capacity"]
+    vol = rows["run length as the paper's (4 TiB over 132 GiB)"]
     # 1 - 0.9 d / m = 1 - 0.9 (1 - r): 32.5, 28, 28
-    assert gc1["mean"] == pytest.approx((32.5 + 28 + 28) / 3) and gc1["contribution"] == pytest.approx(
+    assert vol["mean"] == pytest.approx((32.5 + 28 + 28) / 3) and vol["contribution"] == pytest.approx(
         88.5 / 3 - 65 / 3
     )
     text = rows["DOGI's switches at the paper's text"]
