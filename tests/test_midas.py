@@ -1,31 +1,28 @@
-"""MiDAS: its model against closed forms and the simulator, the policy's invariants, behaviour and errors."""
+"""MiDAS: its configuration search against the authors' own (their search's inputs and result), its
+closed forms against independent references, its update-interval counts against an offline count,
+and the policy's invariants, behaviour, victim rules and errors."""
 
-import time
+import json
+import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 from helpers import hotcold_writes, zipf_writes
 
-from dogi_ml.markov.midas import (
-    Device,
-    HotStats,
-    build_uid,
-    chain_matrix,
-    chain_waf,
-    predict,
-    search,
-    two_class_fifo_waf,
-)
+from dogi_ml.errors import ConfigError
+from dogi_ml.markov import midas as mm
 from dogi_ml.markov.waf import fifo_waf
 from dogi_ml.policies import make_policy
 from dogi_ml.policies import midas as M
 from dogi_ml.sim import SimConfig, Simulator, check_invariants
-from dogi_ml.sim.policy_api import record
+from dogi_ml.sim.policy_api import SimContext, record
 from dogi_ml.sim.state import SEG_SEALED
 
-# 563 physical segments, as the default scale (and MiDAS's 512 at paper scale)
+# 563 physical segments, as the default scale (1/8 of its blocks per segment)
 CAP, SEG = 32768, 64
 BIG = 1 << 30
+REFERENCE = Path(__file__).with_name("data") / "midas_gcs_reference.json"
 
 
 def run(policy, writes, **cfg):
@@ -33,134 +30,141 @@ def run(policy, writes, **cfg):
     return sim, sim.run(writes)
 
 
-def offline_uid_counts(writes, unit, window):
-    """Update intervals within one epoch of writes, counted the slow way."""
-    pos = np.argsort(writes, kind="stable")
-    lba = writes[pos]
-    same = lba[1:] == lba[:-1]
-    iv = np.diff(pos)[same]
-    e = window // unit
-    counts = np.bincount(np.minimum(iv // unit, e - 1), minlength=e)
-    once = int(np.count_nonzero(np.unique(writes, return_counts=True)[1] == 1))
-    return counts, once
+# -- the configuration search against theirs ----------------------------------------------------
+@pytest.mark.parametrize("case", json.loads(REFERENCE.read_text())["cases"], ids=lambda c: c["name"])
+def test_search_gives_the_authors_configuration_bit_for_bit(case):
+    """Their search's inputs, printed by their simulator at its first configuration on a zipf and a
+    hotcold trace (the second with an untrusted hot filter: G0 from its measurements), give the
+    same sizes, valid ratios, WAF and hot traffic to the last bit, and the same last-group class
+    counts accumulated over the whole search."""
+    i, t = case["inputs"], case["theirs"]
+    st = mm.new_gcs_state()
+    st[0]["calc_unit"], st[0]["best_extra_unit"] = i["calc_unit"], i["best_extra_unit"]
+    mm.begin_search(st, i["g0_traffic"], i["g0_valid"], i["g0_size"], i["utilization"], i["no_access"])
+    sizes, vr = np.zeros(10, np.int64), np.zeros(10)
+    status, n, waf, hot = mm.gcs_search(
+        st,
+        mm.new_gcs_work(9),
+        np.asarray(i["counts"], np.int64),
+        i["tw"],
+        i["unit"],
+        i["pps"],
+        i["pgnum"],
+        i["segnum"],
+        i["freenum"],
+        i["total_count"],
+        9,
+        sizes,
+        vr,
+    )
+    assert status == mm.FOUND and n == t["groups"]
+    assert sizes[:n].tolist() == t["sizes"]
+    assert vr[:n].tolist() == t["valid_ratios"]
+    assert (waf, hot) == (t["waf"], t["hot_traffic"])
+    assert bool(st[0]["real_flag"] == 0) == t["hot_from_uid"]
+    assert (st[0]["hot_req"], st[0]["tot_req"], st[0]["hot_lba"]) == (t["hot_requests"], t["requests"], t["hot_blocks"])
 
 
-# -- the model ----------------------------------------------------------------------------------
-def test_two_class_fifo_is_lambert_w_when_the_classes_are_alike():
-    for rho in (1.05, 1.1, 1.28, 2.0):
-        for r in (0.2, 0.5, 0.0, 1.0):
-            assert float(two_class_fifo_waf(rho, r, r)) == pytest.approx(float(fifo_waf(rho)), rel=1e-9)
-    # skew lowers nothing: a hot class written more often than its share of space costs more under FIFO
-    assert float(two_class_fifo_waf(1.28, 0.8, 0.2)) > float(fifo_waf(1.28))
-    with pytest.raises(ValueError, match="must exceed 1"):
-        two_class_fifo_waf(1.0, 0.5, 0.5)
+# -- closed forms ----------------------------------------------------------------------------------
+def hot_cold_root(op, r, f):
+    """The root w >= 1 of Desnoyers' two-class FIFO equation, by bisection (the test's own)."""
+
+    def excess(w):
+        return 1 + r / math.expm1(r * op / (f * w)) + (1 - r) / math.expm1((1 - r) * op / ((1 - f) * w)) - w
+
+    lo, hi = 1.0, 2.0
+    while excess(hi) > 0:
+        lo, hi = hi, 2 * hi
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if excess(mid) > 0 else (lo, mid)
+    return lo
 
 
-@pytest.mark.parametrize("hot,share", [(0.2, 0.8), (0.1, 0.9)])
-def test_two_class_fifo_matches_the_simulator_on_hot_cold(hot, share):
-    """The last group's model (Desnoyers' hot/cold FIFO) against a FIFO-cleaned log: within 2%."""
-    cap = 65536
-    writes = hotcold_writes(cap, 20 * cap, hot=hot, hot_share=share, seed=1)
-    sim = Simulator(make_policy("nosep"), SimConfig(segment_blocks=64, op_ratio=0.25, victim="fifo"), cap)
-    r = sim.run(writes)
-    rho = sim.n_segments * 64 / cap
-    assert r["waf"] == pytest.approx(float(two_class_fifo_waf(rho, share, hot)), rel=0.02)
+@pytest.mark.parametrize(
+    "op,r,f", [(1.05, 0.5, 0.5), (1.28, 0.3, 0.3), (2.0, 0.8, 0.8), (1.1, 0.8, 0.2), (1.3, 0.6, 0.1)]
+)
+def test_none_fifo_predict_steps_to_the_root_of_the_hot_cold_equation(op, r, f):
+    """Their stepped search lands on the first 0.001 step at or past the root; with one class
+    (r = f) the root is the Lambert-W closed form of a FIFO log."""
+    root = hot_cold_root(op, r, f)
+    if r == f:
+        assert root == pytest.approx(float(fifo_waf(op)), rel=1e-9)
+    w = mm.none_fifo_predict(op, r, f)
+    assert root - 1e-9 <= w < root + 0.001 + 1e-9
+    assert mm.none_fifo_predict(1.0, r, f) == 0.0  # no room: theirs returns 0
 
 
-def test_chain_is_the_stationary_flow():
-    rng = np.random.default_rng(0)
-    vr = rng.uniform(0.1, 0.9, (5, 4))
-    t, vh = rng.uniform(0, 0.8, 5), rng.uniform(0, 0.3, 5)
-    got = chain_waf(t, vh, vr)
-    # closed form: G1 takes the non-hot user writes and G0's valid blocks; group k passes vr_k on
-    a = 1 - t + t * vh
-    copies = t * vh
-    for k in range(3):
-        copies = copies + vr[:, k] * a
-        a = a * vr[:, k]
-    a_last = a / (1 - vr[:, 3])
-    copies = copies + vr[:, 3] * a_last
-    assert got == pytest.approx(1 + copies, rel=1e-9)
-    # and what MiDAS computes: the chain iterated from (0.1, 0.9, 0, ...)
-    m = chain_matrix(t, vh, vr)
-    x = np.zeros((5, 6))
-    x[:, 0], x[:, 1] = 0.1, 0.9
-    for _ in range(2000):
-        x = np.einsum("bi,bij->bj", x, m)
-    assert got == pytest.approx((1 - x[:, 0]) / x[:, 0], rel=1e-6)
-    # one group, no hot traffic: WAF = 1 / (1 - vr)
-    assert float(chain_waf(0.0, 0.0, [[0.75]])[0]) == pytest.approx(4.0)
+def chain_reference(vr, real_flag, g0_valid, t, pgnum):
+    """Their chain's last iteration, from its stationary distribution (solved here)."""
+    gn = len(vr)
+    k = gn + 2
+    v2 = [1.0, g0_valid if real_flag else 0.0, *vr]
+    m = np.zeros((k, k))
+    m[0, 1], m[0, 2] = t, 1 - t
+    for i in range(1, k):
+        m[i, 0] = 1 - v2[i]
+        m[i, min(i + 1, k - 1)] += v2[i]
+    a = m.T - np.eye(k)
+    a[-1, :] = 1.0
+    pi = np.linalg.solve(a, np.eye(k)[-1]) * pgnum
+    past = math.floor(pi[0])  # theirs keeps the user writes as an unsigned integer
+    copies = pi[2] - pi[0] * v2[1] if gn == 1 else pi[3:].sum() + pi[1] * v2[1]
+    return (copies + past) / past
 
 
-def test_one_group_model_is_the_lambert_w_closed_form():
-    """Hot group from the UID catching the short intervals, one group holding the rest at one
-    long interval (a single temperature): the model is the Lambert-W FIFO closed form of the last
-    group's space over its live data, weighted by the traffic reaching it."""
-    unit, seg = 16, 64
-    counts = np.zeros(512)
-    counts[0], counts[300] = 1000.0, 1000.0  # half the writes die at once, half much later
-    uid = build_uid(counts, unit)
-    dev = Device(segment_blocks=seg, segments=600, live_blocks=30000)
-    pred = predict(uid, dev, [[599]], hot_size=1)
-    t = uid.counts[0] / uid.counts.sum()
-    # one hot segment holds the writes of the first m buckets that die there: m * unit * t blocks
-    m = int(np.ceil(0.5 * seg / (unit * t)))
-    live_hot = m * unit * (1 - t)  # blocks younger than the hot stage, still valid
-    w_last = float(fifo_waf(599 * seg / (30000 - live_hot)))
-    assert pred.hot_traffic[0] == pytest.approx(t)
-    assert pred.valid_ratios[0, 1] == pytest.approx(1 - 1 / w_last)
-    assert pred.waf[0] == pytest.approx(1 + (1 - t) * (w_last - 1))
+@pytest.mark.parametrize("gn", [1, 2, 5, 9])
+@pytest.mark.parametrize("real_flag", [0, 1])
+def test_chain_waf_is_its_stationary_flow(gn, real_flag):
+    rng = np.random.default_rng(gn)
+    vr = rng.uniform(0.3, 0.95, gn)
+    v2, base, res = np.zeros(12), np.zeros(12), np.zeros(12)
+    got = mm.chain_waf(vr, gn, real_flag, 0.07, 0.35, 0.55, 524288, v2, base, res)
+    t = 0.35 if real_flag else 0.55
+    assert got == pytest.approx(chain_reference(list(vr), real_flag, 0.07, t, 524288), rel=1e-9)
 
 
-def test_uid_edge_correction_and_censored_blocks():
-    uid = build_uid(np.ones(8), unit=4, once_written=5)
-    i = np.arange(1, 8)
-    expected = np.concatenate([[1.0], 1 + ((8 % i) + i / 2) / 8])
-    expected[-1] = 6 * (1 + ((8 % 7) + 3.5) / 8)
-    assert uid.counts == pytest.approx(expected)
-    assert uid.window == 32
-    with pytest.raises(ValueError, match="non-negative"):
-        build_uid(-np.ones(4), 4)
+def test_uid_resizing_follows_their_integer_arithmetic():
+    tw, first_count = 12, 57
+    counts = np.array([9, 7, 5, 11, 3, 2, 8, 1, 0, 4, 6, 2], np.int64)
+    stamps = np.array([mm.UINT_MAX, (5 << 1) + 1, 7 << 1, (3 << 1) + 1, mm.UINT_MAX - 1, (1 << 1) + 1], np.int64)
+    expected = [int(c) for c in counts]
+    expected[-1] += 2  # written once in the epoch: the two flagged stamps among the first five
+    expected[0] = first_count * tw // mm.FNUMBER // mm.SAMPLING
+    for i in range(1, tw):
+        expected[i] += int((((tw % i) * 2 + i) / 2.0 / i) * expected[i] / (tw / i))
+    total = mm.resize_counts(counts, tw, first_count, stamps, 5)
+    assert counts.tolist() == expected and total == sum(expected)
 
 
-def test_search_finds_a_local_optimum_fast():
+# -- the update intervals as the policy counts them ------------------------------------------------
+def test_policy_counts_update_intervals_like_an_offline_count():
+    """The first epoch (after the prefill and one capacity, 4 device capacities long): intervals
+    between writes of the sampled LBAs (one in 100), in buckets of a quarter segment, and the
+    re-writes of any LBA within the ten probe buckets, counted offline from the writes."""
     writes = zipf_writes(CAP, 6 * CAP, theta=1.0, seed=11)
-    unit, window = SEG // 4, 4 * CAP
-    counts, once = offline_uid_counts(writes[CAP : CAP + window], unit, window)
-    uid = build_uid(counts, unit, once)
-    dev = Device(segment_blocks=SEG, segments=561, live_blocks=CAP)
-    t0 = time.perf_counter()
-    conf = search(uid, dev, HotStats(traffic=0.4, valid=0.05, size=2))
-    assert time.perf_counter() - t0 < 1.0
-    assert conf.hot_from_uid and conf.n_groups >= 3
-    assert sum(conf.sizes) == dev.segments and min(conf.sizes) >= 1
-    groups, g0 = np.asarray(conf.sizes[1:], float), conf.sizes[0]
-    assert predict(uid, dev, [groups], hot_size=g0).waf[0] == pytest.approx(conf.waf)
-    # no single segment moved between a group and the last one lowers the modelled WAF
-    for i in range(len(groups) - 1):
-        for d in (-1, 1):
-            g = groups.copy()
-            g[i] += d
-            g[-1] -= d
-            assert predict(uid, dev, [g], hot_size=g0).waf[0] >= conf.waf - 1e-9
-    # an untrusted hot filter: G0 keeps its measured size
-    conf2 = search(uid, dev, HotStats(traffic=0.1, valid=0.3, size=5))
-    assert not conf2.hot_from_uid and conf2.sizes[0] == 5 and sum(conf2.sizes) == dev.segments
-
-
-def test_model_rejects_bad_inputs():
-    uid = build_uid(np.ones(64), 16)
-    with pytest.raises(ValueError, match="no live data"):
-        Device(segment_blocks=64, segments=100, live_blocks=0)
-    dev = Device(segment_blocks=64, segments=100, live_blocks=5000)
-    with pytest.raises(ValueError, match="needs hot_size"):
-        predict(uid, dev, [[99]])
-    with pytest.raises(ValueError, match="out of range"):
-        predict(uid, dev, [[99]], hot=HotStats(traffic=0.0, valid=0.1, size=2))
-    with pytest.raises(ValueError, match="empty"):
-        search(build_uid(np.zeros(64), 16), dev, HotStats(0.3, 0.05, 2))
-    # a configuration whose groups outlive the epoch, or leave the last group no room, is infeasible
-    assert not np.isfinite(predict(uid, dev, [[98, 1]], hot_size=1).waf[0])
+    sim = Simulator(make_policy("midas"), SimConfig(segment_blocks=SEG), CAP)
+    cfg, unit = record(sim.pstate.scalars), SEG // 4
+    tw = int(cfg.tw)
+    assert tw * unit == 4 * sim.n_segments * SEG
+    sim.prefill()
+    epoch = writes[CAP : CAP + tw * unit - 1]  # their clock's times 1 .. tw * unit - 1
+    sim.feed(writes[: CAP + tw * unit - 1])  # the next write ends the epoch
+    counts = np.zeros(tw, np.int64)
+    last = {}
+    for t, lba in enumerate(epoch.tolist(), start=1):
+        if lba % mm.SAMPLING == 0:
+            if lba in last:
+                counts[min((t - last[lba]) // unit, tw - 1)] += 1
+            last[lba] = t
+    assert np.array_equal(sim.pstate.counts[:tw], counts)
+    probes = [tw // (mm.FNUMBER + 1) * (k + 1) for k in range(mm.FNUMBER)]
+    rewrites = 0
+    for c in probes:
+        bucket = epoch[c * unit - 1 : c * unit - 1 + unit]  # times c * unit .. c * unit + unit - 1
+        rewrites += bucket.size - np.unique(bucket).size
+    assert cfg.first_count == rewrites
+    assert cfg.model_on == 1 and (cfg.current_time, cfg.request_time) == (tw - 1, unit - 1)
 
 
 # -- the policy ---------------------------------------------------------------------------------
@@ -173,35 +177,22 @@ def zipf_run():
 
 def test_policy_keeps_invariants_and_reconfigures(zipf_run):
     writes, sim, r = zipf_run
-    assert sim.victim_name == "midas"
+    assert sim.victim_name == "midas(cost_benefit_sqrt)"
     assert r["user_writes"] == writes.size
     assert sum(g["user_writes"] for g in r["groups"]) == r["user_writes"]
     assert sum(g["gc_writes"] for g in r["groups"]) == r["gc_writes"]
     assert int((sim.state.l2p >= 0).sum()) == CAP and int(sim.state.seg_valid.sum()) == CAP
     m = r["midas"]
     applied = [h for h in m["history"] if h["applied"]]
-    assert m["reconfigurations"] == len(applied) >= 1
+    assert m["reconfigurations"] == len(applied) >= 1 and m["models"] == len(m["history"])
     for h in applied:
-        assert h["n_groups"] >= 3 and h["predicted_waf"] < h["measured_waf"]
-        assert sum(h["sizes"]) == sim.n_segments - 2
+        # applied when the model's WAF is at most the WAF of the last device capacity of writes
+        assert h["n_groups"] >= 3 and h["predicted_waf"] <= h["measured_waf"]
+        assert len(h["sizes"]) == h["n_groups"] and h["valid_ratios"][0] == 0.0
     # user writes only to G0 (hot) and G1; G0's victims are nearly all invalid
     assert all(g["user_writes"] == 0 for g in r["groups"][2:])
     assert r["groups"][0]["user_writes"] > 0.2 * r["user_writes"]
     assert r["groups"][0]["victim_valid_ratio"] < 0.15
-
-
-def test_policy_counts_update_intervals_like_the_offline_uid():
-    writes = zipf_writes(CAP, 6 * CAP, theta=1.0, seed=11)
-    sim = Simulator(make_policy("midas"), SimConfig(segment_blocks=SEG), CAP)
-    sim.prefill()
-    window = 4 * CAP
-    # the first epoch covers the second capacity of writes after the prefill; it closes on the next write
-    sim.feed(writes[: CAP + window + 1])
-    cfg, unit = record(sim.pstate.scalars), SEG // 4
-    counts, once = offline_uid_counts(writes[CAP : CAP + window], unit, window)
-    assert cfg.uid_done_buckets == window // unit
-    assert np.array_equal(sim.pstate.uid_done[: window // unit], counts)
-    assert cfg.uid_done_once == once
 
 
 def test_beats_nosep_on_hot_cold_and_zipf(zipf_run):
@@ -211,57 +202,102 @@ def test_beats_nosep_on_hot_cold_and_zipf(zipf_run):
     assert r["waf"] < run("nosep", writes)[1]["waf"] - 1.0
 
 
-def test_reconfiguration_follows_a_phase_shift():
-    """Zipf 1.0 then a more skewed Zipf 1.3 on another layout: the applied configuration changes."""
-    writes = np.concatenate(
-        [zipf_writes(CAP, 12 * CAP, theta=1.0, seed=5), zipf_writes(CAP, 12 * CAP, theta=1.3, seed=6)]
-    )
-    sim, r = run("midas", writes, debug_invariants=True)
-    shift = CAP + 12 * CAP
-    applied = [h for h in r["midas"]["history"] if h["applied"]]
-    before = [h for h in applied if h["t"] <= shift]
-    after = [h for h in applied if h["t"] > shift + 4 * CAP]  # an epoch fully in the new phase
-    assert before and after
-    a, b = before[-1], after[-1]
-    assert a["n_groups"] != b["n_groups"] or a["sizes"] != b["sizes"]
-    assert b["hot_traffic"] > a["hot_traffic"] + 0.1  # more of the writes are hot
-    # the policy's groups follow the applied configuration
-    final = r["midas"]
-    if not final["naive_mida"]:
-        assert final["sizes"] == b["sizes"][:-1]
+def test_applied_configuration_sets_the_fifo_groups(zipf_run):
+    """Their change_config_2: each FIFO group's designated size is its segments less the open
+    one, G1's one less again; groups hold no more sealed segments than that once collected."""
+    writes, _, _ = zipf_run
+    sim = Simulator(make_policy("midas"), SimConfig(segment_blocks=SEG, debug_invariants=True), CAP)
+    sim.prefill()
+    first = None
+    for start in range(0, writes.size, CAP // 4):
+        sim.feed(writes[start : start + CAP // 4])
+        cfg = record(sim.pstate.scalars)
+        if cfg.reconfigurations == 1 and cfg.naive_on == 0:
+            first = sim.policy.history(sim.pstate)[-1]
+            break
+    assert first is not None and first["applied"]
+    sizes = first["sizes"]
+    n = len(sizes)
+    assert cfg.naive_start == n - 1 and cfg.model_groups == n
+    expected = [s - 1 for s in sizes[: n - 1]]
+    expected[1] -= 1
+    assert sim.pstate.fifo_sizes[: n - 1].tolist() == expected
+    assert np.allclose(sim.pstate.commit_vr[:n], first["valid_ratios"], atol=1e-4)
+
+
+def test_each_rule_of_the_authors_simulator_runs_in_the_last_group():
+    """The last group's victims follow the run's rule (their fifo / greedy / cost-benefit
+    argument; cost_benefit_sqrt is theirs); the groups before it stay FIFO whatever the rule."""
+    writes = zipf_writes(CAP, 8 * CAP, theta=1.0, seed=3)
+    wafs = {}
+    for rule in M.RULES:
+        sim = Simulator(make_policy("midas", victim=None), SimConfig(segment_blocks=SEG, victim=rule), CAP)
+        r = sim.run(writes)
+        assert sim.victim_name == f"midas({rule})" and r["midas"]["victim_rule"] == rule
+        wafs[rule] = r["waf"]
+    assert len(set(wafs.values())) == len(wafs)  # each rule picks differently
+    assert wafs["fifo"] > wafs["greedy"]  # a FIFO last group copies its cold data again and again
+
+
+def test_rules_midas_cannot_honour_are_rejected():
+    pol = make_policy("midas", victim=None)
+    ctx = SimContext(capacity=CAP, segment_blocks=SEG, n_segments=563, prefill_blocks=CAP, victim_rule="d_choices")
+    with pytest.raises(ValueError) as e:
+        pol.bind(ctx)
+    msg = str(e.value)
+    assert "\n" not in msg and "policy.victim" in msg and "sim.victim" in msg and "cost_benefit_sqrt" in msg
+    # the engine's resolution says the same before binding
+    with pytest.raises(ConfigError, match="cost_benefit_sqrt"):
+        Simulator(make_policy("midas", victim=None), SimConfig(segment_blocks=SEG, victim="d_choices"), CAP)
+    # the configured default is the authors' cost-benefit
+    assert make_policy("midas").victim == "cost_benefit_sqrt"
 
 
 def test_irregular_group_falls_back_to_naive_mida(zipf_run):
     writes, _, _ = zipf_run
     sim = Simulator(make_policy("midas"), SimConfig(segment_blocks=SEG, debug_invariants=True), CAP)
+    sim.prefill()
+    for start in range(0, writes.size, CAP // 4):
+        sim.feed(writes[start : start + CAP // 4])
+        cfg = record(sim.pstate.scalars)
+        if cfg.reconfigurations == 1 and cfg.naive_on == 0 and cfg.naive_start >= 3:
+            break
+    p, s = sim.pstate, sim.state
+    assert cfg.config_version == 1 and cfg.naive_start >= 3
+    retired, fallbacks = int(cfg.retired_segments), int(cfg.fallbacks)
+    merged_open = [int(s.open_seg[g]) for g in range(3, int(cfg.last_group) + 1) if s.open_seg[g] >= 0]
+    # group 2's victims turn out far more valid than modelled: their err_handling falls back there
+    p.commit_vr[2] = 0.3
+    p.err_vpg[:] = 0.0
+    p.err_epg[:] = 0.0
+    p.err_vpg[2], p.err_epg[2] = 4.5, 10.0
+    p.err_epg[1], p.err_vpg[1] = 10.0, 10.0 * p.commit_vr[1]  # group 1 as modelled
+    M._err_handling(s, p)
+    assert (cfg.naive_start, cfg.naive_on, cfg.last_group) == (2, 1, 2 + M.NAIVE_N - 1)
+    assert cfg.fallbacks == fallbacks + 1 and cfg.err_flag == 1
+    assert not p.err_epg.any()  # the check restarts
+    # the merged groups' half-written open segments are sealed into group 2
+    assert cfg.retired_segments == retired + len(merged_open)
+    assert all(s.seg_state[seg] == SEG_SEALED and p.seg_owner[seg] == 2 for seg in merged_open)
+    check_invariants(s)
+    sim.feed(writes[8 * CAP : 10 * CAP])
+    check_invariants(s)
+
+
+@pytest.mark.parametrize("commit_g,target,expected", [(M.COMMIT_ALL, 3, 2), (M.COMMIT_ALL, 9, 3), (2, 4, 1), (0, 4, 1)])
+def test_gc_that_cannot_keep_up_merges_as_their_infinite_gc_handling(zipf_run, commit_g, target, expected):
+    """From before the group receiving the copies once every group was collected, else from
+    before ``commit_g`` (everything merged from 0 or 1); naive MiDA comes back on."""
+    writes, _, _ = zipf_run
+    sim = Simulator(make_policy("midas"), SimConfig(segment_blocks=SEG), CAP)
     sim.run(writes[: 8 * CAP])
     p, cfg = sim.pstate, record(sim.pstate.scalars)
-    assert cfg.applied == 1 and cfg.naive_on == 0 and cfg.naive_start >= 3
-    groups = sim.policy._groups(sim)
-    tail = int(np.count_nonzero(groups >= 2))
-    old_last, retired = int(cfg.last_group), int(cfg.retired_segments)
-    merged_open = [int(sim.state.open_seg[g]) for g in range(3, old_last + 1) if sim.state.open_seg[g] >= 0]
-    assert merged_open  # groups 3.. were written since the configuration
-    # group 2's victims turn out far more valid than modelled
-    p.predicted_valid[2] = 0.3
-    p.victim_valid_sum[2], p.victim_count[2] = 9.0, 10
-    M._err_check(sim.state, p)
-    assert (cfg.naive_start, cfg.naive_on, cfg.last_group) == (2, 1, 2 + M.NAIVE_N - 1)
-    assert cfg.fallbacks == 1
-    # merged, nothing moved; the merged groups' half-written open segments are sealed into group 2
-    assert cfg.retired_segments == retired + len(merged_open)
-    assert all(sim.state.seg_state[seg] == SEG_SEALED and p.seg_owner[seg] == 2 for seg in merged_open)
-    assert np.all(sim.state.open_seg[3:] < 0)
-    assert int(np.count_nonzero(sim.policy._groups(sim) == 2)) == tail + len(merged_open)
-    check_invariants(sim.state)
-    sim.feed(writes[8 * CAP : 10 * CAP])
-    check_invariants(sim.state)
-    # GC that cannot keep up merges from before the group receiving the copies
-    cfg.naive_start, cfg.naive_on = 4, 0
+    cfg.naive_start, cfg.naive_on, cfg.commit_g = 4, 0, commit_g
     M._set_naive(p, False)
-    overruns = int(cfg.overrun_merges)
-    M._gc_overrun(sim.state, p, 3)
-    assert (cfg.naive_start, cfg.naive_on) == (2, 1) and cfg.overrun_merges == overruns + 1
+    merges = int(cfg.overrun_merges)
+    M._gc_overrun(sim.state, p, target)
+    assert (cfg.naive_start, cfg.naive_on) == (expected, 1) and cfg.overrun_merges == merges + 1
+    assert cfg.commit_g == (M.COMMIT_ALL if commit_g != M.COMMIT_ALL and commit_g >= expected else commit_g)
 
 
 def _open_groups(sim):
@@ -269,8 +305,8 @@ def _open_groups(sim):
 
 
 def test_no_group_out_of_use_keeps_an_open_segment(zipf_run):
-    """The reconfigurations of the zipf run (naive MiDA off, splits) leave open segments only in
-    groups still in use; turning naive MiDA off seals its groups' open segments."""
+    """The reconfigurations of the zipf run (naive MiDA off, splits, merges) leave open segments
+    only in groups still in use; turning naive MiDA off seals its groups' open segments."""
     _, sim, r = zipf_run
     cfg = record(sim.pstate.scalars)
     assert r["midas"]["retire"] == "changed" and r["midas"]["retired_segments"] >= M.NAIVE_N - 1
@@ -285,12 +321,17 @@ def test_merge_retires_the_groups_it_drops(zipf_run, mode, naive):
     the last) or a fallback (naive MiDA on: groups 3..5 go on as its groups) does it.
     ``changed`` seals every merged group's open segment into group 2 (naive MiDA's groups restart
     empty), ``unused`` only those of groups past the new last one (into it), ``none`` leaves them
-    open (the old behaviour: out of use after a smaller configuration, their space stranded).
+    open (out of use after a smaller configuration, their space stranded).
     The run goes on with its invariants, and GC reclaims the retired segments."""
     writes, _, _ = zipf_run
     sim = Simulator(make_policy("midas", retire=mode), SimConfig(segment_blocks=SEG, debug_invariants=True), CAP)
-    sim.run(writes[: 8 * CAP])
-    p, s, cfg = sim.pstate, sim.state, record(sim.pstate.scalars)
+    sim.prefill()
+    for start in range(0, writes.size, CAP // 4):
+        sim.feed(writes[start : start + CAP // 4])
+        cfg = record(sim.pstate.scalars)
+        if cfg.naive_on == 0 and cfg.naive_start >= 3 and max(_open_groups(sim)) > 2:
+            break
+    p, s = sim.pstate, sim.state
     assert cfg.naive_on == 0 and cfg.naive_start >= 3
     new_last = 2 + naive * (M.NAIVE_N - 1)
     before = {g: int(s.open_seg[g]) for g in _open_groups(sim)}
@@ -308,14 +349,12 @@ def test_merge_retires_the_groups_it_drops(zipf_run, mode, naive):
             assert s.open_seg[g] == seg  # in use (or, with none, stranded): left open
     assert cfg.retired_segments - retired0 == sum(g >= lo for g in before)
     stranded = [g for g in _open_groups(sim) if g > cfg.last_group]
-    # out of use yet open: the spare space issue 12 is about
     assert bool(stranded) == (mode == "none" and max(before) > new_last)
     check_invariants(s)
-    sim.feed(writes[8 * CAP : 10 * CAP])  # debug_invariants: checked after every chunk
+    sim.feed(writes[10 * CAP : 11 * CAP])  # debug_invariants: checked after every chunk
     if mode == "none":
         return
     assert max(_open_groups(sim)) <= cfg.last_group
-    # a retired segment is a victim like any sealed one: GC reclaims it
     retired = [seg for g, seg in before.items() if g >= lo]
     assert not retired or any(s.seg_state[seg] != SEG_SEALED or p.seg_owner[seg] < 0 for seg in retired)
 
@@ -333,7 +372,7 @@ def test_bad_parameters():
         make_policy("midas", hot_bits=2)
     with pytest.raises(ValueError, match="retire must be one of"):
         make_policy("midas", retire="always")
-    with pytest.raises(ValueError, match="shorter than 4 interval buckets"):
+    with pytest.raises(ValueError, match="too few for its 10 probes"):
         Simulator(make_policy("midas", epoch_capacities=0.001), SimConfig(segment_blocks=SEG), CAP)
     assert make_policy("midas", max_groups=4).n_groups == 13  # unused groups stay empty
     assert make_policy("midas", 8, max_groups=4).n_groups == 8
