@@ -201,3 +201,24 @@ class DogiGap(Callback):
         prefix = Path(config.get("output") or sweep_dir / "dogi_gap")
         command = "python -m dogi_ml simulate -m " + " ".join(config.hydra.overrides.task)
         gap_report(runs, prefix, str(config.get("title") or "DOGI's S-type gap"), command)
+
+
+def main(argv=None) -> None:
+    """``python -m dogi_ml.report_dogi OUT_PREFIX SWEEP_DIR``: the gap report of a finished
+    ``dogi_gap`` sweep (the command read from its ``multirun.yaml``)."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("prefix")
+    ap.add_argument("sweep")
+    ap.add_argument("--title", default="DOGI vs MiDAS on the S-type workloads - the gap to the paper's 19.7% by cause")
+    a = ap.parse_args(argv)
+    runs = collect_gap_runs(Path(a.sweep))
+    if not runs:
+        raise SystemExit(f"no */result.json under {a.sweep}")
+    cfg = OmegaConf.load(Path(a.sweep) / "multirun.yaml")
+    gap_report(runs, Path(a.prefix), a.title, "python -m dogi_ml simulate -m " + " ".join(cfg.hydra.overrides.task))
+
+
+if __name__ == "__main__":
+    main()

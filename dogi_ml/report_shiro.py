@@ -5,9 +5,10 @@ writes beyond the host's, per host write). :class:`ShiroComparison` is the Hydra
 presets ``+experiment=shiro_fig7|shiro_fig7_traces|shiro_fig9|shiro_agent|shiro_table5``; the
 same report can be built from finished sweep directories::
 
-    python -m dogi_ml.report_shiro OUT_PREFIX SWEEP_DIR [SWEEP_DIR ...] [--title T] [--note TEXT]
+    python -m dogi_ml.report_shiro OUT_PREFIX SWEEP_DIR [SWEEP_DIR ...] [--title T] [--note TEXT] [--readings]
 
-writing ``OUT_PREFIX.json``, ``OUT_PREFIX.md`` and ``OUT_PREFIX.png``.
+writing ``OUT_PREFIX.json``, ``OUT_PREFIX.md`` and ``OUT_PREFIX.png`` (``--readings``: the readings
+report's JSON and Markdown, the command read from each sweep's ``multirun.yaml``).
 
 :class:`ShiroReadings` is the callback of ``+experiment=shiro_readings|shiro_watermarks|
 shiro_readings_default`` (:func:`readings_report`): one row per scheme and setup, the paper's WAF
@@ -392,11 +393,15 @@ def readings_markdown(summary: dict, cuts: dict, title: str, meta: dict, note: s
                         continue
                     pair = [_f(c.get(k), "{:+.1f}") for k in ("vs_sepbit", "vs_phftl")]
                     same = [_f(c.get(k), "{:+.1f}") for k in ("vs_sepbit_same", "vs_phftl_same")]
-                    cells.append(f"{' / '.join(pair)} ({' / '.join(same)})")
+                    cells.append(
+                        f"{' / '.join(pair)}" + (f" ({' / '.join(same)})" if c["ordering_same"] is not None else "")
+                    )
                     held += bool(c["ordering"])
                     held_same += bool(c["ordering_same"])
                 n = len([w for w in wls if cuts[setup][row].get(w)])
-                lines.append(f"| {row} | " + " | ".join(cells) + f" | {held}/{n} | {held_same}/{n} |")
+                n_same = len([w for w in wls if (cuts[setup][row].get(w) or {}).get("ordering_same") is not None])
+                same_cell = f"{held_same}/{n_same}" if n_same else "-"
+                lines.append(f"| {row} | " + " | ".join(cells) + f" | {held}/{n} | {same_cell} |")
             lines.append("")
         th = [row for row in rows if row.startswith(SHIRO)]
         if th:
@@ -472,17 +477,30 @@ class ShiroReadings(Callback):
         readings_report(results, prefix, str(config.get("title") or "Shiro readings"), command)
 
 
+def sweep_command(sweep_dir: Path) -> str:
+    """The command that ran a sweep, from its ``multirun.yaml`` (Hydra's record of the overrides)."""
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.load(Path(sweep_dir) / "multirun.yaml")
+    return "python -m dogi_ml simulate -m " + " ".join(cfg.hydra.overrides.task)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("prefix")
     ap.add_argument("sweeps", nargs="+")
     ap.add_argument("--title", default="Shiro")
     ap.add_argument("--note", default="")
+    ap.add_argument("--readings", action="store_true", help="the readings report (readings_report), not Figs. 7-9")
     a = ap.parse_args(argv)
     results = [r for d in a.sweeps for r in collect_results(Path(d))]
     if not results:
         raise SystemExit(f"no */result.json under {a.sweeps}")
     note = Path(a.note).read_text() if a.note and Path(a.note).exists() else a.note
+    if a.readings:
+        command = "; ".join(sweep_command(Path(d)) for d in a.sweeps)
+        readings_report(results, Path(a.prefix), a.title, command, note)
+        return
     write_report(results, Path(a.prefix), a.title, note)
 
 

@@ -105,3 +105,16 @@ def test_readings_cut_against_both_rules_and_the_ordering(tmp_path):
     assert saved["cuts"] == json.loads(json.dumps(payload["cuts"]))
     md = (tmp_path / "r.md").read_text()
     assert "| shiro | +10.0 / +18.2 (+40.0 / +30.8) | 1/1 | 1/1 |" in md
+
+
+def test_readings_cli_reads_the_sweeps_command(tmp_path):
+    """``--readings`` rebuilds the readings report from a finished sweep, its command from Hydra's
+    ``multirun.yaml``."""
+    sweep = tmp_path / "sweep"
+    (sweep / "0").mkdir(parents=True)
+    (sweep / "multirun.yaml").write_text("hydra:\n  overrides:\n    task:\n    - +experiment=shiro_readings\n")
+    (sweep / "0" / "result.json").write_text(json.dumps(_run("sepbit", 3.0, "cost_benefit")))
+    main([str(tmp_path / "out"), str(sweep), "--readings"])
+    saved = json.loads((tmp_path / "out.json").read_text())
+    assert saved["command"] == "python -m dogi_ml simulate -m +experiment=shiro_readings"
+    assert saved["summary"]["reserve 8, prefilled"]["sepbit (cost_benefit)"]["zipf"]["paper_waf"] == 2.0
