@@ -32,7 +32,9 @@ Groups (simulator ids): ``0`` is G0 (hot), ``1`` is G1, and so on.
   0.1 more valid than predicted is irregular: it and all later groups are merged and naive MiDA
   restarts from it. 25 collections within one user write (GC that cannot keep up) merge from
   before the group receiving the copies, or, before every group has been collected, from before
-  the last group collected (theirs: ``commit_g``). The epoch doubles when the model is skipped
+  ``commit_g``: 0 until the configuration's first GC pass ends, then the group before the last
+  (their ``checking_config_apply`` tests ``commit_bit && pow(2, i)``, true for every group once
+  any was collected; kept as theirs). The epoch doubles when the model is skipped
   (G0's victims too valid, the last group empty) and after two configurations in a row with an
   irregular group in the first half.
 
@@ -51,6 +53,9 @@ Departures from the authors' code, and why:
 - GC that cannot keep up merges after the 25th collection of a user write and GC goes on (theirs
   stops collecting for that write: the engine owns the GC loop).
 - A hot-filter counter is not decremented below 0 (theirs aborts on it at the block's next write).
+- Their time stamp of the largest sampled LBA (the largest multiple of 100 below the capacity,
+  when the capacity is not one) lies one past their array, is never reset and starts as whatever
+  the heap holds; ours has a slot for it, reset with the others.
 """
 
 from __future__ import annotations
