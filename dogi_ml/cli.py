@@ -11,6 +11,12 @@ its traceback.
 
 ``--quiet`` / ``-q`` before the command silences progress bars and chatty logging for the process
 and the jobs it starts (it sets ``DOGI_ML_QUIET=1``); summaries and JSON paths still print.
+
+Run as a program (``python -m dogi_ml``, ``dogi-ml``), a command that computes first holds the
+float libraries to their portable code path (:func:`dogi_ml.determinism.pin_process`: the same
+bits on every x86-64 CPU; ``DOGI_ML_NUMERICS=native`` opts out), which may run the command line
+again once with the pinned environment; its jobs inherit it. ``main(argv)`` called with a list,
+in a process of the caller's, leaves that process as it is.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import os
 import sys
 import warnings
 
+from dogi_ml.determinism import pin_process
 from dogi_ml.errors import DogiMLError, UsageError
 from dogi_ml.pipeline.common import CONF_DIR, available, output_dir
 
@@ -265,6 +272,7 @@ def usage() -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
+    own_command_line = argv is None  # the program's entry (python -m dogi_ml, dogi-ml), not a caller's list
     argv = list(sys.argv[1:] if argv is None else argv)
     argv, quiet = _strip_quiet(argv)
     show_project_warnings()
@@ -272,6 +280,8 @@ def main(argv: list[str] | None = None) -> None:
         print(usage())
         return
     command, rest = argv[0], argv[1:]
+    if own_command_line and (command in _BODIES or command == "stage"):
+        _guarded(pin_process)  # may run this command line again, pinned
     if command == "stage":
         _guarded(_stage, rest)
         return

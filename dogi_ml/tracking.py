@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
+from dogi_ml.determinism import mlflow_tags as numerics_tags
+
 PARENT_FILE = "mlflow_parent_run.json"
 # set by the Python API (dogi_ml.api): the overrides of the call, and the parent run of compare()
 _API_OVERRIDES: ContextVar[list | None] = ContextVar("dogi_ml_api_overrides", default=None)
@@ -162,6 +164,7 @@ def mlflow_run(experiment: str, run_name: str, sweep_dir: Path | None = None, ta
     overrides = run_overrides()
     tags.setdefault("overrides", " ".join(overrides)[:5000])
     tags.setdefault("dogi_ml.source", "api" if _API_OVERRIDES.get() is not None else "cli")
+    tags.update(numerics_tags())  # the float code path of the run (dogi_ml.determinism)
     if sweep_dir is not None and (Path(sweep_dir) / PARENT_FILE).exists():
         tags["mlflow.parentRunId"] = json.loads((Path(sweep_dir) / PARENT_FILE).read_text())["run_id"]
         tags.setdefault("sweep", Path(sweep_dir).name)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dogi_ml.determinism import numerics_record
 from dogi_ml.errors import ConfigError
 from dogi_ml.pipeline.common import multirun, require_workload, sweep_dir
 from dogi_ml.policies import KEEP_VICTIM, configured_victim, make_policy, policy_params
@@ -110,6 +111,7 @@ def simulate(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, progress: bool
         sim.feed(writes, times=times)
     result = sim.result()
     result["workload"] = trace.name
+    result["numerics"] = numerics_record()  # the float code path that made it (dogi_ml.determinism)
     if getattr(sim.policy, "search_info", None):
         result["nodap_search"] = sim.policy.search_info
     return result

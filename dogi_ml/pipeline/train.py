@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dogi_ml.determinism import numerics_record
 from dogi_ml.errors import ConfigError
 from dogi_ml.features import labels as L
 from dogi_ml.features.extract import (
@@ -335,6 +336,7 @@ def run_train(cfg, out_dir: Path) -> dict:
             "history": model.history,
             "mlflow_run_id": run.info.run_id,
             "plog_configuration": plog_cfg,
+            "numerics": numerics_record(),  # the float code path that made it (dogi_ml.determinism)
         }
         metrics_path = out_dir / "metrics.json"
         metrics_path.write_text(json.dumps(summary, indent=2, default=float))

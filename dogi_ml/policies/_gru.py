@@ -38,8 +38,14 @@ _B0, _B2, _B4, _B6 = (np.float32(c) for c in (
     4.89352518554385e-03, 2.26843463243900e-03, 1.18534705686654e-04, 1.19825839466702e-06))  # fmt: skip
 _HALF = np.float32(0.5)
 
+# fastmath without "contract", "reassoc", "arcp" and "afn": with them LLVM fuses multiply-adds,
+# regroups sums and uses reciprocal estimates as the CPU it compiles for allows, and a step's
+# state differed in its last bits between AVX-512, AVX2 and SSE machines (docs/performance.md,
+# "Numerics"); these flags keep the loops branch-free and vectorised with the same bits everywhere
+_SAME_BITS_FM = {"nnan", "ninf", "nsz"}
 
-@nb.njit(cache=True, fastmath=True, inline="always", error_model="numpy")
+
+@nb.njit(cache=True, fastmath=_SAME_BITS_FM, inline="always", error_model="numpy")
 def fast_tanh(x):
     """float32 tanh by a rational approximation (error < 5e-7); branch-free, vectorisable."""
     x = x if x < _T_CLAMP else _T_CLAMP
@@ -57,7 +63,7 @@ def fast_tanh(x):
     return x * p / q
 
 
-@nb.njit(cache=True, fastmath=True, inline="always", error_model="numpy")
+@nb.njit(cache=True, fastmath=_SAME_BITS_FM, inline="always", error_model="numpy")
 def _accumulate(g, w, v):
     """``g += v @ w`` eight rows of ``w`` per pass over ``g``: the gate sums (96 for hidden 32)
     are loaded and stored once per eight inputs instead of once per input, the round trips the
@@ -87,7 +93,7 @@ def _accumulate(g, w, v):
         k += 1
 
 
-@nb.njit(cache=True, fastmath=True, error_model="numpy")
+@nb.njit(cache=True, fastmath=_SAME_BITS_FM, error_model="numpy")
 def gru_step(h, x, wih_t, whh_t, bih, bhh, gi, gh):
     """PyTorch's GRU cell in place on ``h`` (gates r, z, n), with the weights transposed
     (``wih_t [inputs, 3H]``, ``whh_t [H, 3H]``: each input scales one contiguous row, so the

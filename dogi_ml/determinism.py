@@ -1,0 +1,319 @@
+"""The floating-point code path a run takes: pinned, so that learned results repeat to the last bit
+on any x86-64 CPU, and recorded in every result.
+
+numpy (its ufunc loops), OpenBLAS (numpy's copy and scipy's, which Numba's matrix products call),
+torch's ATen kernels, MKL (torch's matrix products), oneDNN (torch's convolutions) and glibc's libm
+each choose machine code for the CPU they run on when they load. The paths give other last bits:
+another reduction order across 8 or 16 lanes, another polynomial for exp or log2, a fused
+multiply-add or not. A model trained online turns one such bit into other weights, then other
+predictions, groups and WAF; docs/performance.md ("Numerics") has the measurements, per library
+and per scheme.
+
+* :func:`portable_environment`: the variables that hold every one of those libraries to its
+  baseline path, the one every CPU that runs this numpy has (x86-64-v2: SSE4.2, no AVX).
+* :func:`pin_process`: the command line's entry calls it first. It puts those variables in the
+  environment and, because numpy, OpenBLAS and glibc read theirs only when they load (and
+  ``import dogi_ml`` has loaded numpy), runs the same command line again in their presence
+  (``os.execv``; ~0.4 s of CPU). Processes the run starts (sweep jobs of the joblib and submitit
+  launchers) inherit the environment. ``DOGI_ML_NUMERICS=native`` leaves each library its CPU's
+  fastest path: faster, results repeat on one CPU type only.
+* :func:`numerics_record`: which path this process runs (``mode`` ``portable``, ``native`` or
+  ``mixed``, each library's choice, the CPU's best, thread counts); every result JSON and MLflow
+  run carries it as ``numerics``.
+* :func:`outcome_digest`: a hash of a result without its timings and without that record; two
+  runs with equal digests had equal outcomes.
+
+A Python API user gets the command line's numbers by starting Python in the pinned environment
+(``eval "$(python -m dogi_ml.determinism env)"``), or by calling :func:`pin_process` at the top of
+a script (it runs the script again, pinned). Without either, ``numerics.mode`` says ``native``
+(or ``mixed``).
+
+``python -m dogi_ml.determinism env|record|digest RESULT.json`` prints the variables (as
+``export`` lines), this process's record, or a result's digest.
+
+A leaf module: it imports nothing of the project, and numpy, torch and the rest only inside the
+functions that read their state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import sys
+from pathlib import Path
+
+__all__ = [
+    "MODE_ENV",
+    "TIMING_KEYS",
+    "cpu_best",
+    "mlflow_tags",
+    "numerics_mode",
+    "numerics_record",
+    "outcome_digest",
+    "pin_process",
+    "portable_environment",
+    "x86_64",
+]
+
+#: ``portable`` (the default) or ``native``
+MODE_ENV = "DOGI_ML_NUMERICS"
+MODES = ("portable", "native")
+
+#: OpenBLAS's kernels for Nehalem (SSE2/SSE3): every CPU that runs numpy 2 runs them
+OPENBLAS_CORE = "Nehalem"
+
+#: glibc picks FMA versions of exp, log, pow, sin, tanh, ... on CPUs with FMA; these tunables
+#: (the names of glibc < 2.33 and of later versions; unknown names are ignored) keep the others
+GLIBC_HWCAPS = "glibc.cpu.hwcaps=-AVX2_Usable,-FMA_Usable,-FMA4_Usable,-AVX2,-FMA,-FMA4"
+
+#: result keys that measure time or depend on it (a background build's progress), not outcome
+TIMING_KEYS = re.compile(r"seconds?|_s$|_s_|ns_per|elapsed|wall|latency|per_s$|int8_blocks_by_runtime|mlflow_run_id")
+
+
+def _numpy_dispatch() -> list[str]:
+    """numpy's optional SIMD targets (above its baseline) in the order it lists them."""
+    from numpy._core._multiarray_umath import __cpu_dispatch__
+
+    return list(__cpu_dispatch__)
+
+
+def portable_environment() -> dict[str, str]:
+    """Each library's variable and the value that holds it to its baseline path."""
+    return {
+        "ATEN_CPU_CAPABILITY": "default",
+        "MKL_CBWR": "COMPATIBLE",
+        "ONEDNN_MAX_CPU_ISA": "SSE41",
+        "OPENBLAS_CORETYPE": OPENBLAS_CORE,
+        "NPY_DISABLE_CPU_FEATURES": " ".join(_numpy_dispatch()),
+        "GLIBC_TUNABLES": GLIBC_HWCAPS,
+    }
+
+
+def x86_64() -> bool:
+    """Whether this is an x86-64 machine (the pin names x86 kernels; elsewhere it is not applied)."""
+    return platform.machine().lower() in ("x86_64", "amd64")
+
+
+def numerics_mode() -> str:
+    """``DOGI_ML_NUMERICS`` (``portable`` when unset); anything else is a one-line error."""
+    mode = os.environ.get(MODE_ENV, "").strip().lower() or "portable"
+    if mode not in MODES:
+        from dogi_ml.errors import ConfigError
+
+        raise ConfigError(
+            f"{MODE_ENV}={os.environ[MODE_ENV]!r} is not a numerics mode", f"use one of {', '.join(MODES)}"
+        )
+    return mode
+
+
+def _conflicts(want: dict[str, str]) -> dict[str, str]:
+    """Pinned variables the user set to something else (GLIBC_TUNABLES may hold other tunables:
+    only its ``glibc.cpu.hwcaps`` entry has to be ours)."""
+    out = {}
+    for key, value in want.items():
+        have = os.environ.get(key)
+        if have is None or have == value:
+            continue
+        if key == "GLIBC_TUNABLES":
+            hwcaps = [t for t in have.split(":") if t.startswith("glibc.cpu.hwcaps=")]
+            if not hwcaps or hwcaps == [value]:
+                continue
+        out[key] = have
+    return out
+
+
+def _missing(want: dict[str, str]) -> dict[str, str]:
+    """The variables of ``want`` this process's environment does not have yet, with the value to
+    set (GLIBC_TUNABLES keeps the user's other tunables)."""
+    out = {}
+    for key, value in want.items():
+        have = os.environ.get(key)
+        if key == "GLIBC_TUNABLES" and have and value not in have.split(":"):
+            out[key] = f"{have}:{value}"
+        elif have is None:
+            out[key] = value
+    return out
+
+
+def pin_process() -> None:
+    """Run this process on the portable path (unless ``DOGI_ML_NUMERICS=native``): set the
+    variables and, when they were missing, execute the same command line again with them (the
+    process is replaced; this function returns only when nothing is left to set). A pinned
+    variable the user set to another value is a one-line error naming it."""
+    if numerics_mode() == "native" or not x86_64():
+        return
+    want = portable_environment()
+    conflicts = _conflicts(want)
+    if conflicts:
+        from dogi_ml.errors import ConfigError
+
+        key, have = next(iter(conflicts.items()))
+        raise ConfigError(
+            f"{key}={have} is set, but portable numerics ({MODE_ENV}=portable, the default) pin {key}={want[key]}",
+            f"unset {key}, or set {MODE_ENV}=native to let each library follow the CPU and your settings "
+            "(results then repeat on this CPU type only)",
+        )
+    missing = _missing(want)
+    if not missing:
+        return
+    os.environ.update(missing)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # numpy (imported with dogi_ml), its OpenBLAS and glibc read their variables when they load
+    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+
+
+# -- the record --------------------------------------------------------------------------------
+def _host_cpu() -> tuple[str, dict]:
+    import llvmlite.binding as llb
+
+    return llb.get_host_cpu_name(), dict(llb.get_host_cpu_features())
+
+
+def cpu_best() -> str:
+    """The CPU's best kernel level as torch names it: ``avx512`` (AVX-512 F/BW/DQ/VL and FMA),
+    ``avx2`` (AVX2 and FMA) or ``default``."""
+    _, f = _host_cpu()
+    if f.get("fma") and all(f.get(x) for x in ("avx512f", "avx512bw", "avx512dq", "avx512vl")):
+        return "avx512"
+    if f.get("fma") and f.get("avx2"):
+        return "avx2"
+    return "default"
+
+
+def _start_environment() -> dict[str, str]:
+    """The environment this process was started with (what load-time readers saw); the current
+    one where /proc is not available."""
+    try:
+        raw = Path("/proc/self/environ").read_bytes()
+    except OSError:
+        return dict(os.environ)
+    out = {}
+    for item in raw.split(b"\0"):
+        key, sep, value = item.partition(b"=")
+        if sep:
+            out[key.decode(errors="replace")] = value.decode(errors="replace")
+    return out
+
+
+def _glibc_pinned_at_start(at_start: str | None) -> bool:
+    """Whether GLIBC_TUNABLES held our hwcaps entry when the process started. glibc cuts the
+    variable's original copy (what /proc shows) after its first tunable, so that copy must start
+    the current value, and the current value must hold the entry."""
+    now = os.environ.get("GLIBC_TUNABLES", "")
+    return bool(at_start) and now.startswith(at_start) and GLIBC_HWCAPS in now.split(":")
+
+
+def _openblas() -> list[dict]:
+    """Each loaded OpenBLAS: which copy, the core its kernels are for, its threads."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return []
+    return [
+        {"library": Path(i["filepath"]).name, "core": i.get("architecture"), "threads": i.get("num_threads")}
+        for i in threadpool_info()
+        if i.get("internal_api") == "openblas"
+    ]
+
+
+def numerics_record() -> dict:
+    """Which floating-point path this process runs: ``mode`` ``portable`` (every library on its
+    baseline path), ``native`` (each on its CPU's own) or ``mixed`` (the libraries in
+    ``unpinned`` on their own: loaded before the pin, e.g. in a Python session started without
+    it); ``requested`` (``DOGI_ML_NUMERICS``); each library's choice; the CPU and its best level;
+    thread counts. ``torch`` is null when the run did not load torch."""
+    import numba
+    import numpy as np
+    from numpy._core._multiarray_umath import __cpu_features__
+
+    want = portable_environment()
+    start = _start_environment()
+    numpy_simd = [t for t in _numpy_dispatch() if __cpu_features__.get(t)]
+    openblas = _openblas()
+    torch_info = None
+    if "torch" in sys.modules:
+        torch = sys.modules["torch"]
+        torch_info = {
+            "capability": torch.backends.cpu.get_cpu_capability(),
+            "threads": torch.get_num_threads(),
+            "version": torch.__version__,
+        }
+    on_baseline = {
+        "numpy": not numpy_simd,
+        "openblas": os.environ.get("OPENBLAS_CORETYPE") == OPENBLAS_CORE
+        and all(b["core"] == OPENBLAS_CORE for b in openblas),
+        "glibc": _glibc_pinned_at_start(start.get("GLIBC_TUNABLES")),
+        "torch": all(os.environ.get(k) == want[k] for k in ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA"))
+        and (torch_info is None or torch_info["capability"] == "DEFAULT"),
+    }
+    unpinned = [lib for lib, ok in on_baseline.items() if not ok]
+    name, _ = _host_cpu()
+    return {
+        "mode": "portable" if not unpinned else ("native" if len(unpinned) == len(on_baseline) else "mixed"),
+        "requested": numerics_mode(),
+        "unpinned": unpinned,
+        "cpu": name,
+        "cpu_best": cpu_best(),
+        "torch": torch_info,
+        "mkl_cbwr": os.environ.get("MKL_CBWR"),
+        "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA"),
+        "numpy_simd": numpy_simd,
+        "numpy": np.__version__,
+        "openblas": openblas,
+        "glibc_tunables": os.environ.get("GLIBC_TUNABLES") if start.get("GLIBC_TUNABLES") else None,
+        "numba_cpu": numba.config.CPU_NAME or name,
+        "numba_threads": numba.config.NUMBA_NUM_THREADS,
+    }
+
+
+def mlflow_tags(record: dict | None = None) -> dict[str, str]:
+    """The record as flat MLflow tags (``numerics.mode``, ``numerics.torch.capability``, ...)."""
+    record = numerics_record() if record is None else record
+    out = {}
+    for key, value in record.items():
+        if isinstance(value, dict):
+            out.update({f"numerics.{key}.{k}": str(v) for k, v in value.items()})
+        else:
+            out[f"numerics.{key}"] = json.dumps(value) if isinstance(value, list) else str(value)
+    return out
+
+
+# -- the digest --------------------------------------------------------------------------------
+def _outcome(value):
+    if isinstance(value, dict):
+        return {k: _outcome(v) for k, v in value.items() if k != "numerics" and not TIMING_KEYS.search(str(k))}
+    if isinstance(value, (list, tuple)):
+        return [_outcome(v) for v in value]
+    return value
+
+
+def outcome_digest(result: dict) -> str:
+    """16 hex digits of SHA-256 over ``result`` (a result JSON, as a dict) without the keys that
+    measure time (:data:`TIMING_KEYS`) and without ``numerics``: floats enter as their shortest
+    exact decimal (``repr``), so one different bit anywhere gives another digest."""
+    text = json.dumps(_outcome(result), sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _main(argv: list[str]) -> int:
+    if argv[:1] == ["env"] and len(argv) == 1:
+        for key, value in portable_environment().items():
+            print(f"export {key}={json.dumps(value)}")
+        return 0
+    if argv[:1] == ["record"] and len(argv) == 1:
+        print(json.dumps(numerics_record(), indent=2))
+        return 0
+    if argv[:1] == ["digest"] and len(argv) > 1:
+        for path in argv[1:]:
+            print(f"{outcome_digest(json.loads(Path(path).read_text()))}  {path}")
+        return 0
+    print("usage: python -m dogi_ml.determinism env | record | digest RESULT.json...", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))

@@ -1,0 +1,190 @@
+"""Learned results repeat to the last bit whatever SIMD level the CPU has (``dogi_ml.determinism``).
+
+The end-to-end cases run one command line in subprocesses as on two CPUs: ``default``, a CPU
+without AVX (each float library told by its own variable to take its baseline path, as it would
+there), and this machine as it is (its best level: AVX-512 on the project's VMs). With the pin
+(the default) the outcome digests are equal; with ``DOGI_ML_NUMERICS=native``, the control, they
+differ, so the case can tell. Numba, which the pin leaves to the host, is shown target-independent
+where the project asks it for fast math (the GRU step) by compiling it for three CPUs.
+Where the machine's best is the baseline itself there are not two levels to compare: the cases
+skip, and fail under ``CI=true``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pickle
+import subprocess
+import sys
+
+import pytest
+from helpers import REPO
+
+from dogi_ml import determinism
+from dogi_ml.errors import ConfigError
+
+# Numba compiling for three CPUs: this one, an AVX2 one (x86-64-v3), one without AVX or FMA (x86-64-v2)
+NUMBA_TARGETS = {
+    "host": {},
+    "x86-64-v3": {
+        "NUMBA_CPU_NAME": "x86-64-v3",
+        "NUMBA_CPU_FEATURES": "+sse4.2,+popcnt,+avx,+avx2,+fma,+bmi,+bmi2,+f16c",
+    },
+    "x86-64-v2": {
+        "NUMBA_CPU_NAME": "x86-64-v2",
+        "NUMBA_CPU_FEATURES": "+sse4.2,+popcnt,+cx16,-avx,-avx2,-fma,-avx512f",
+    },
+}
+PINNED = [*determinism.portable_environment(), "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", determinism.MODE_ENV]
+
+SMALL_SIM = ["workload.capacity_blocks=16384", "workload.write_volume=8", "sim.segment_blocks=64"]
+SMALL_TRAIN = ["workload.capacity_blocks=16384", "workload.write_volume=6", "latency_budget_s=0.01"]
+
+
+def cpu_env(cpu: str, mode: str, cwd) -> dict:
+    """The environment of a run on ``cpu`` (``default``: no AVX; ``best``: this machine) with
+    numerics ``mode``; the trace cache shared between the runs of one case."""
+    env = {k: v for k, v in os.environ.items() if k not in PINNED}
+    env.update(
+        PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        DOGI_ML_CACHE=str(cwd / "cache"),
+        DOGI_ML_QUIET="1",
+        MLFLOW_TRACKING_URI=f"sqlite:///{cwd / 'mlruns.db'}",
+    )
+    env[determinism.MODE_ENV] = mode
+    if cpu == "default":
+        env.update(determinism.portable_environment())
+    return env
+
+
+def dogi_ml(args: list[str], env: dict, cwd) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "dogi_ml", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+
+
+def simulate_digest(cpu: str, mode: str, cwd) -> tuple[str, dict]:
+    out = cwd / f"{cpu}-{mode}.json"
+    args = ["simulate", "+workload=zipf", "policy=mldt", *SMALL_SIM, "mlflow=false", "plot=false", f"sim.output={out}"]
+    dogi_ml([*args, f"hydra.run.dir={cwd / 'hydra' / out.stem}"], cpu_env(cpu, mode, cwd), cwd)
+    result = json.loads(out.read_text())
+    return determinism.outcome_digest(result), result["numerics"]
+
+
+def train_digest(cpu: str, mode: str, cwd) -> tuple[str, dict]:
+    """The main job's digest: its metrics (losses per epoch, confusion, accuracies) and the
+    trained weights."""
+    run_dir = cwd / "hydra" / f"train-{cpu}-{mode}"
+    dogi_ml(["train", "+workload=ycsb_a", *SMALL_TRAIN, f"hydra.run.dir={run_dir}"], cpu_env(cpu, mode, cwd), cwd)
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    model = pickle.loads((run_dir / "model.pkl").read_bytes())
+    weights = {k: v.numpy().tobytes().hex() for k, v in model.net.state_dict().items()}
+    return determinism.outcome_digest({"metrics": metrics, "weights": weights}), metrics["numerics"]
+
+
+def two_levels() -> None:
+    """Skip (fail under CI=true) where the machine's best level is the baseline itself."""
+    if not determinism.x86_64() or determinism.cpu_best() == "default":
+        why = f"no SIMD level above the baseline to compare with on this CPU ({determinism._host_cpu()[0]})"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(why + " -- run CI on a CPU with AVX2 or AVX-512")
+        pytest.skip(why)
+
+
+@pytest.mark.parametrize("case", [simulate_digest, train_digest], ids=["simulate-mldt", "train-mlp"])
+def test_same_digest_without_avx_and_at_the_machines_best(case, tmp_path):
+    two_levels()
+    default, rec_default = case("default", "portable", tmp_path)
+    best, rec_best = case("best", "portable", tmp_path)
+    assert rec_best["mode"] == rec_default["mode"] == "portable", (rec_best, rec_default)
+    assert rec_best["cpu_best"] == determinism.cpu_best()
+    assert best == default
+    # the control: each library on its own path, the digests tell the CPUs apart
+    native_default, _ = case("default", "native", tmp_path)
+    native_best, rec = case("best", "native", tmp_path)
+    assert rec["mode"] == "native" and rec["numpy_simd"] and native_best != native_default
+
+
+GRU_STEPS = """
+import hashlib, numpy as np
+from dogi_ml.policies._gru import gru_step
+rng = np.random.default_rng(0)
+H, F = 32, 6
+wih_t, whh_t = (rng.standard_normal((n, 3 * H)).astype(np.float32) * 0.3 for n in (F, H))
+bih, bhh = (rng.standard_normal(3 * H).astype(np.float32) * 0.1 for _ in range(2))
+gi, gh, h = np.empty(3 * H, np.float32), np.empty(3 * H, np.float32), np.zeros(H, np.float32)
+states = []
+for x in rng.standard_normal((3000, F)).astype(np.float32):
+    gru_step(h, x, wih_t, whh_t, bih, bhh, gi, gh)
+    states.append(h.copy())
+print(hashlib.sha256(np.array(states).tobytes()).hexdigest())
+"""
+
+
+def test_the_gru_step_gives_the_same_bits_on_every_target(tmp_path):
+    """Shiro's and PHFTL's GRU step (Numba, fast math) compiled for AVX-512, AVX2 and SSE4.2:
+    the same 3000 states to the last bit. (With every fast-math flag, LLVM fused multiply-adds
+    and used reciprocal estimates as each CPU allowed: three different digests.)"""
+    two_levels()
+    digests = {}
+    for name, target in NUMBA_TARGETS.items():
+        env = {k: v for k, v in os.environ.items() if k not in PINNED} | target
+        env["DOGI_ML_KERNEL_CACHE"] = str(tmp_path / "kernels")  # compiled here, for this target
+        proc = python(GRU_STEPS, env)
+        assert proc.returncode == 0, proc.stderr
+        digests[name] = proc.stdout.strip()
+    assert len(set(digests.values())) == 1, digests
+
+
+def test_the_digest_ignores_timings_and_the_record_and_sees_one_bit():
+    result = {"waf": 1.25, "groups": [{"gc_writes": 3}], "elapsed_s": 1.0, "training_history": [{"train_seconds": 2}]}
+    same = dict(result, elapsed_s=9.0, training_history=[{"train_seconds": 7}], numerics={"mode": "native"})
+    assert determinism.outcome_digest(result) == determinism.outcome_digest(same)
+    one_bit = dict(result, waf=math.nextafter(1.25, 2.0))
+    assert determinism.outcome_digest(one_bit) != determinism.outcome_digest(result)
+    assert determinism.outcome_digest(dict(result, groups=[{"gc_writes": 4}])) != determinism.outcome_digest(result)
+
+
+def python(code: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_pin_process_runs_the_command_again_pinned_and_keeps_other_tunables():
+    env = {k: v for k, v in os.environ.items() if k not in PINNED}
+    env["GLIBC_TUNABLES"] = "glibc.malloc.arena_max=2"
+    code = (
+        "import json, os; from dogi_ml import determinism as d; d.pin_process(); "
+        "print(json.dumps([d.numerics_record(), os.environ['GLIBC_TUNABLES']]))"
+    )
+    proc = python(code, env)
+    assert proc.returncode == 0, proc.stderr
+    record, tunables = json.loads(proc.stdout)
+    assert record["mode"] == "portable" and record["unpinned"] == [] and record["numpy_simd"] == []
+    assert {b["core"] for b in record["openblas"]} == {determinism.OPENBLAS_CORE}
+    assert tunables == "glibc.malloc.arena_max=2:" + determinism.GLIBC_HWCAPS
+    # native: the process stays as it started, and says so
+    proc = python(code.replace("os.environ['GLIBC_TUNABLES']", "0"), {**env, determinism.MODE_ENV: "native"})
+    record, _ = json.loads(proc.stdout)
+    assert record["mode"] == "native" and record["requested"] == "native" and record["numpy_simd"]
+
+
+def test_a_conflicting_setting_or_mode_is_a_one_line_error(monkeypatch, tmp_path):
+    monkeypatch.delenv(determinism.MODE_ENV, raising=False)
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
+    with pytest.raises(ConfigError, match="ATEN_CPU_CAPABILITY=avx2 is set.*unset ATEN_CPU_CAPABILITY.*native"):
+        determinism.pin_process()
+    monkeypatch.setenv(determinism.MODE_ENV, "fast")
+    with pytest.raises(ConfigError, match="DOGI_ML_NUMERICS='fast' is not a numerics mode.*portable, native"):
+        determinism.pin_process()
+    env = {k: v for k, v in os.environ.items() if k not in PINNED} | {"ATEN_CPU_CAPABILITY": "avx2"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "dogi_ml", "simulate", "+workload=zipf"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and proc.stderr.startswith("error: ATEN_CPU_CAPABILITY=avx2 is set")
