@@ -22,6 +22,8 @@ def test_causes_are_changes_of_the_mean_reduction(tmp_path):
         runs += [_run("dogi", wl, d), _run("midas", wl, m)]
         runs += [_run("dogi_vol31", wl, d * 0.9), _run("midas_vol31", wl, m)]  # 10% less DOGI WAF, same MiDAS
         runs += [_run("dogi_text", wl, d * 1.1)]  # moves away from the paper
+        runs += [_run("dogi_4g", wl, d * 0.95), _run("midas_4g", wl, m)]  # 5% less
+        runs += [_run("dogi_4g_vol31", wl, d * 0.9), _run("midas_4g_vol31", wl, m * 0.98)]  # both: not additive
     t = gap_table(runs)
     rows = {c["cause"]: c for c in t["causes"]}
     base = rows["as configured"]
@@ -34,9 +36,14 @@ def test_causes_are_changes_of_the_mean_reduction(tmp_path):
     )
     text = rows["DOGI's switches at the paper's text"]
     assert text["contribution"] < 0
-    assert rows["scale 4 GiB"]["mean"] is None and rows["scale 4 GiB"]["contribution"] is None
-    # only the causes that move towards 19.7 count against it
-    assert t["unexplained"] == pytest.approx(19.7 - 65 / 3 - (88.5 / 3 - 65 / 3))
+    assert rows["DOGI's training samples over the paper's span"]["mean"] is None  # no run
+    # only whole causes that move towards 19.7 count against it: run length and 4 GiB alone ...
+    vol_change, cap_change = 88.5 / 3 - 65 / 3, (28.75 + 24 + 24) / 3 - 65 / 3
+    assert rows["scale 4 GiB"]["contribution"] == pytest.approx(cap_change)
+    assert t["unexplained"] == pytest.approx(19.7 - 65 / 3 - vol_change - cap_change)
+    # ... or measured together (1 - 0.9 d / (0.98 m)), replacing both
+    both = sum(100 * (1 - 0.9 * (1 - r / 100) / 0.98) for r in (25, 20, 20)) / 3 - 65 / 3
+    assert t["unexplained_together"] == pytest.approx(19.7 - 65 / 3 - both)
     # the reduction of the mean WAF: 1 - 7.4 / 9.5
     assert t["definition"]["reduction_of_mean_waf"] == pytest.approx(100 * (1 - 7.4 / 9.5))
     payload = gap_report(runs, tmp_path / "gap", "gap test", "python -m dogi_ml simulate -m +experiment=dogi_gap")
