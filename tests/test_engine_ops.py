@@ -11,7 +11,7 @@ from helpers import zipf_writes
 from dogi_ml.policies import make_policy
 from dogi_ml.sim import InvariantError, SimConfig, SimulationError, Simulator, check_invariants
 from dogi_ml.sim.kernels import retire_group
-from dogi_ml.sim.state import C_FREE, C_NOW, C_RECLAIMED, SEG_FREE, SEG_OPEN, SEG_SEALED
+from dogi_ml.sim.state import C_FREE, C_NOW, C_RECLAIMED, C_WRITTEN, SEG_FREE, SEG_OPEN, SEG_SEALED
 
 CAP = 8192
 SEG = 64
@@ -165,6 +165,7 @@ def test_retiring_a_never_written_segment_frees_it(zipf_small):
     assert np.all(lbas >= 0)
     s.p2l[seg * SEG : seg * SEG + s.seg_wp[seg]] = -1
     s.l2p[lbas] = -1
+    s.ctr[C_WRITTEN] -= s.seg_wp[seg]  # the blocks in open and sealed segments (garbage-proportion trigger)
     s.seg_valid[seg] = 0
     s.seg_wp[seg] = 0
     check_invariants(s)

@@ -213,7 +213,7 @@ def test_replay_command(trace, tmp_path):
 
 
 # -- the learned scheme (issue 15): DOGI's deployed int8 MLP and configuration, frozen --------
-FROZEN_SIM = {**SIM, "victim": "greedy"}  # sim.victim is ignored: DOGI's expiry-first victims
+FROZEN_SIM = {**SIM, "victim": None}  # DOGI's expiry-first victims are its own (a set sim.victim is refused)
 
 
 @pytest.fixture(scope="module")
@@ -228,7 +228,7 @@ def bundle(trace, tmp_path_factory):
         "fallback_accuracy": 0.0,
     }  # fmt: skip
     out = tmp_path_factory.mktemp("bundle") / "dogi"
-    r = export_dogi_bundle(trace, {"name": "dogi", "params": params}, {**SIM, "segment_blocks": 32}, out)
+    r = export_dogi_bundle(trace, {"name": "dogi", "params": params}, {**FROZEN_SIM, "segment_blocks": 32}, out)
     assert r["mode"] == "ml" and r["retrains"] >= 2
     return out
 
@@ -328,7 +328,7 @@ def test_bad_bundle_is_a_clear_error(trace, bundle, tmp_path, exe):
     for pol in ({"name": "sepbit", "params": {}}, {"name": "dogi", "params": {"deployed": "float"}}):
         with pytest.raises(ConfigError, match="mode=bundle exports the deployed int8 model of a DOGI run"):
             export_dogi_bundle(trace, pol, SIM, tmp_path / "b")
-    timed = {**SIM, "segment_blocks": 32, "raid_chunk_blocks": 16, "raid_chunk_timeout_us": 100}
+    timed = {**FROZEN_SIM, "segment_blocks": 32, "raid_chunk_blocks": 16, "raid_chunk_timeout_us": 100}
     with pytest.raises(ConfigError, match="without the chunk layer .* leave sim.raid_chunk_blocks=0"):
         export_dogi_bundle(trace, {"name": "dogi", "params": {"deployed": "int8"}}, timed, tmp_path / "b")
     # a harness built without a model refuses the scheme

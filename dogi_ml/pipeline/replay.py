@@ -26,7 +26,7 @@ import numpy as np
 from dogi_ml.errors import ConfigError
 from dogi_ml.pipeline.common import require_workload, sweep_dir
 from dogi_ml.pipeline.simulate import simulate, write_json
-from dogi_ml.policies import configured_victim
+from dogi_ml.policies import configured_victim, policy_class
 from dogi_ml.traces.binfmt import write_trace
 from dogi_ml.traces.trace import Trace
 from dogi_ml.traces.workload import workload_capacity
@@ -65,8 +65,8 @@ def check_sim_config(sim_cfg: Mapping, policy_cfg: Mapping) -> None:
     for key, off in _UNSUPPORTED.items():
         if sim_cfg.get(key, off) not in (off, 0, None):
             raise ConfigError(f"the ZNS harness does not model sim.{key}={sim_cfg.get(key)!r}", f"set sim.{key}={off}")
-    rule, selector = configured_victim(policy_cfg, sim_cfg)
-    if selector == rule and rule not in zh.VICTIMS:
+    rule, _ = configured_victim(policy_cfg, sim_cfg)
+    if policy_class(policy_cfg["name"]).selector is None and rule not in zh.VICTIMS:
         raise ConfigError(
             f"the ZNS harness runs victims {', '.join(zh.VICTIMS)}, not {rule!r}", "set sim.victim to one of them"
         )

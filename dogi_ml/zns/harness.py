@@ -105,7 +105,7 @@ def harness_args(
     *,
     capacity: int,
     policy: str = "sepbit",
-    victim: str = "greedy",
+    victim: str | None = None,
     op_ratio: float = 0.10,
     gc_free_segments: int = 2,
     gc_high_free_segments: int | None = None,
@@ -121,11 +121,13 @@ def harness_args(
     if policy not in POLICIES:
         raise HarnessError(f"the ZNS harness runs policies {', '.join(POLICIES)}, not {policy!r}", "pick one of them")
     if policy == "dogi_frozen":
-        if victim != "dogi_frozen":
+        if victim not in (None, "dogi_frozen"):
             raise HarnessError(
                 f"policy dogi_frozen runs DOGI's own victims (dogi_frozen), not {victim!r}", "drop sim.victim"
             )
         victim = "dogi"  # the C harness's name for DOGI's expiry-first selector
+    elif victim is None:
+        victim = "greedy"  # sim.victim's default for schemes without a rule of their own
     elif victim not in VICTIMS:
         raise HarnessError(f"the ZNS harness runs victims {', '.join(VICTIMS)}, not {victim!r}", "set sim.victim")
     name = "sepbit_paper" if policy == "sepbit" and variant == "paper" else policy
