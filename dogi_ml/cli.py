@@ -13,10 +13,10 @@ its traceback.
 and the jobs it starts (it sets ``DOGI_ML_QUIET=1``); summaries and JSON paths still print.
 
 Run as a program (``python -m dogi_ml``, ``dogi-ml``), a command that computes first holds the
-float libraries to their portable code path (:func:`dogi_ml.determinism.pin_process`: the same
-bits on every x86-64 CPU; ``DOGI_ML_NUMERICS=native`` opts out), which may run the command line
-again once with the pinned environment; its jobs inherit it. ``main(argv)`` called with a list,
-in a process of the caller's, leaves that process as it is.
+float libraries to one code path (:func:`dogi_ml.determinism.pin_process`: by default the same
+bits on every x86-64 CPU; ``DOGI_ML_NUMERICS=avx2`` or ``native`` choose faster ones), which may
+run the command line again once with the pinned environment; its jobs inherit it.
+``main(argv)`` called with a list, in a process of the caller's, leaves that process as it is.
 """
 
 from __future__ import annotations

@@ -7,19 +7,25 @@ each choose machine code for the CPU they run on when they load. The paths give 
 another reduction order across 8 or 16 lanes, another polynomial for exp or log2, a fused
 multiply-add or not. A model trained online turns one such bit into other weights, then other
 predictions, groups and WAF; docs/performance.md ("Numerics") has the measurements, per library
-and per scheme.
+and per scheme, and the speed each level costs.
 
-* :func:`portable_environment`: the variables that hold every one of those libraries to its
-  baseline path, the one every CPU that runs this numpy has (x86-64-v2: SSE4.2, no AVX).
-* :func:`pin_process`: the command line's entry calls it first. It puts those variables in the
-  environment and, because numpy, OpenBLAS and glibc read theirs only when they load (and
+``DOGI_ML_NUMERICS`` chooses the level:
+
+* ``portable`` (the default): every library on its baseline path, the one every CPU that runs
+  this numpy has (x86-64-v2: SSE4.2, no AVX), so the same bits on any x86-64 CPU;
+* ``avx2``: their AVX2 paths, the same bits on any CPU with AVX2 and FMA (x86-64-v3: Intel since
+  Haswell, AMD since Zen), close to native speed; a one-line error on a CPU without them;
+* ``native``: each library on its CPU's own path; results repeat on one CPU type only.
+
+* :func:`pinned_environment`: a level's variables.
+* :func:`pin_process`: the command line's entry calls it first. It puts the level's variables in
+  the environment and, because numpy, OpenBLAS and glibc read theirs only when they load (and
   ``import dogi_ml`` has loaded numpy), runs the same command line again in their presence
-  (``os.execv``; ~0.4 s of CPU). Processes the run starts (sweep jobs of the joblib and submitit
-  launchers) inherit the environment. ``DOGI_ML_NUMERICS=native`` leaves each library its CPU's
-  fastest path: faster, results repeat on one CPU type only.
-* :func:`numerics_record`: which path this process runs (``mode`` ``portable``, ``native`` or
-  ``mixed``, each library's choice, the CPU's best, thread counts); every result JSON and MLflow
-  run carries it as ``numerics``.
+  (``os.execv``; ~0.25 s of CPU). Processes the run starts (sweep jobs of the joblib and submitit
+  launchers) inherit the environment.
+* :func:`numerics_record`: which path this process runs (``mode`` ``portable``, ``avx2``,
+  ``native`` or ``mixed``, each library's choice, the CPU's best, thread counts); every result
+  JSON and MLflow run carries it as ``numerics``.
 * :func:`outcome_digest`: a hash of a result without its timings and without that record; two
   runs with equal digests had equal outcomes.
 
@@ -28,11 +34,11 @@ A Python API user gets the command line's numbers by starting Python in the pinn
 a script (it runs the script again, pinned). Without either, ``numerics.mode`` says ``native``
 (or ``mixed``).
 
-``python -m dogi_ml.determinism env|record|digest RESULT.json`` prints the variables (as
-``export`` lines), this process's record, or a result's digest.
+``python -m dogi_ml.determinism env [portable|avx2] | record | digest RESULT.json...`` prints a
+level's variables (as ``export`` lines), this process's record, or results' digests.
 
-A leaf module: it imports nothing of the project, and numpy, torch and the rest only inside the
-functions that read their state.
+A leaf module: it imports nothing of the project but its errors, and numpy, torch and the rest
+only inside the functions that read their state.
 """
 
 from __future__ import annotations
@@ -54,20 +60,31 @@ __all__ = [
     "numerics_record",
     "outcome_digest",
     "pin_process",
+    "pinned_environment",
     "portable_environment",
     "x86_64",
 ]
 
-#: ``portable`` (the default) or ``native``
+#: the environment variable that chooses the level
 MODE_ENV = "DOGI_ML_NUMERICS"
-MODES = ("portable", "native")
+#: ``portable`` (the default): every library on its baseline path, the same bits on any x86-64
+#: CPU that runs numpy 2; ``avx2``: their AVX2 paths, the same bits on any CPU with AVX2 and FMA
+#: (x86-64-v3); ``native``: each library on its CPU's own path
+MODES = ("portable", "avx2", "native")
 
-#: OpenBLAS's kernels for Nehalem (SSE2/SSE3): every CPU that runs numpy 2 runs them
-OPENBLAS_CORE = "Nehalem"
+#: OpenBLAS's kernels per level: Nehalem's (SSE2/SSE3, every CPU that runs numpy 2), Haswell's
+#: (AVX2 and FMA)
+OPENBLAS_CORE = {"portable": "Nehalem", "avx2": "Haswell"}
 
-#: glibc picks FMA versions of exp, log, pow, sin, tanh, ... on CPUs with FMA; these tunables
-#: (the names of glibc < 2.33 and of later versions; unknown names are ignored) keep the others
-GLIBC_HWCAPS = "glibc.cpu.hwcaps=-AVX2_Usable,-FMA_Usable,-FMA4_Usable,-AVX2,-FMA,-FMA4"
+#: glibc's libm picks FMA versions of exp, log, pow, sin, tanh, ... (double) on CPUs with FMA,
+#: with other last bits; masking FMA keeps the others (the names of glibc < 2.33 and of later
+#: versions: glibc ignores the ones it does not know). Every x86-64-v3 CPU has FMA: ``avx2``
+#: needs no mask.
+GLIBC_HWCAPS = "glibc.cpu.hwcaps=-FMA_Usable,-FMA4_Usable,-FMA,-FMA4"
+
+#: numpy's SIMD targets an x86-64-v3 CPU runs (numpy >= 2.3 calls that level X86_V3; earlier
+#: versions list its parts); ``avx2`` disables the others (AVX-512)
+_NUMPY_AVX2 = {"X86_V3", "SSSE3", "SSE41", "POPCNT", "SSE42", "AVX", "F16C", "FMA3", "AVX2"}
 
 #: result keys that measure time or depend on it (a background build's progress), not outcome
 TIMING_KEYS = re.compile(r"seconds?|_s$|_s_|ns_per|elapsed|wall|latency|per_s$|int8_blocks_by_runtime|mlflow_run_id")
@@ -80,16 +97,31 @@ def _numpy_dispatch() -> list[str]:
     return list(__cpu_dispatch__)
 
 
-def portable_environment() -> dict[str, str]:
-    """Each library's variable and the value that holds it to its baseline path."""
+def pinned_environment(level: str = "portable") -> dict[str, str]:
+    """Each library's variable and the value that holds it to ``level``'s path."""
+    if level == "avx2":
+        return {
+            "ATEN_CPU_CAPABILITY": "avx2",
+            "MKL_CBWR": "AVX2",
+            "ONEDNN_MAX_CPU_ISA": "AVX2",
+            "OPENBLAS_CORETYPE": OPENBLAS_CORE["avx2"],
+            "NPY_DISABLE_CPU_FEATURES": " ".join(t for t in _numpy_dispatch() if t not in _NUMPY_AVX2),
+        }
+    if level != "portable":
+        raise ValueError(f"no pinned environment for numerics level {level!r}")
     return {
         "ATEN_CPU_CAPABILITY": "default",
         "MKL_CBWR": "COMPATIBLE",
         "ONEDNN_MAX_CPU_ISA": "SSE41",
-        "OPENBLAS_CORETYPE": OPENBLAS_CORE,
+        "OPENBLAS_CORETYPE": OPENBLAS_CORE["portable"],
         "NPY_DISABLE_CPU_FEATURES": " ".join(_numpy_dispatch()),
         "GLIBC_TUNABLES": GLIBC_HWCAPS,
     }
+
+
+def portable_environment() -> dict[str, str]:
+    """The default level's variables (:func:`pinned_environment` ``("portable")``)."""
+    return pinned_environment("portable")
 
 
 def x86_64() -> bool:
@@ -139,20 +171,27 @@ def _missing(want: dict[str, str]) -> dict[str, str]:
 
 
 def pin_process() -> None:
-    """Run this process on the portable path (unless ``DOGI_ML_NUMERICS=native``): set the
-    variables and, when they were missing, execute the same command line again with them (the
-    process is replaced; this function returns only when nothing is left to set). A pinned
-    variable the user set to another value is a one-line error naming it."""
-    if numerics_mode() == "native" or not x86_64():
+    """Hold this process to the level ``DOGI_ML_NUMERICS`` names (``portable`` by default; nothing
+    for ``native``): set its variables and, when some were missing, execute the same command line
+    again with them (the process is replaced; this function returns only when nothing is left to
+    set). A pinned variable the user set to another value, or ``avx2`` on a CPU without AVX2 and
+    FMA, is a one-line error."""
+    mode = numerics_mode()
+    if mode == "native" or not x86_64():
         return
-    want = portable_environment()
+    from dogi_ml.errors import ConfigError
+
+    if mode == "avx2" and cpu_best() == "default":
+        raise ConfigError(
+            f"{MODE_ENV}=avx2 needs a CPU with AVX2 and FMA; this one ({_host_cpu()[0]}) has not",
+            f"unset {MODE_ENV} (portable: the same bits on every x86-64 CPU)",
+        )
+    want = pinned_environment(mode)
     conflicts = _conflicts(want)
     if conflicts:
-        from dogi_ml.errors import ConfigError
-
         key, have = next(iter(conflicts.items()))
         raise ConfigError(
-            f"{key}={have} is set, but portable numerics ({MODE_ENV}=portable, the default) pin {key}={want[key]}",
+            f"{key}={have} is set, but {MODE_ENV}={mode} numerics pin {key}={want[key]}",
             f"unset {key}, or set {MODE_ENV}=native to let each library follow the CPU and your settings "
             "(results then repeat on this CPU type only)",
         )
@@ -199,7 +238,7 @@ def _start_environment() -> dict[str, str]:
     return out
 
 
-def _glibc_pinned_at_start(at_start: str | None) -> bool:
+def _glibc_masked_at_start(at_start: str | None) -> bool:
     """Whether GLIBC_TUNABLES held our hwcaps entry when the process started. glibc cuts the
     variable's original copy (what /proc shows) after its first tunable, so that copy must start
     the current value, and the current value must hold the entry."""
@@ -220,17 +259,33 @@ def _openblas() -> list[dict]:
     ]
 
 
+def _on_level(level: str, numpy_simd: list, openblas: list, torch_info: dict | None, start: dict) -> dict:
+    """Per library, whether it runs ``level``'s path in this process."""
+    want = pinned_environment(level)
+    disabled = set(want["NPY_DISABLE_CPU_FEATURES"].split())
+    core = OPENBLAS_CORE[level]
+    torch_env = all(os.environ.get(k) == want[k] for k in ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA"))
+    on = {
+        "numpy": not disabled & set(numpy_simd),
+        "openblas": os.environ.get("OPENBLAS_CORETYPE") == core and all(b["core"] == core for b in openblas),
+        "torch": torch_env and (torch_info is None or torch_info["capability"] == want["ATEN_CPU_CAPABILITY"].upper()),
+    }
+    if "GLIBC_TUNABLES" in want:
+        on["glibc"] = _glibc_masked_at_start(start.get("GLIBC_TUNABLES"))
+    return on
+
+
 def numerics_record() -> dict:
-    """Which floating-point path this process runs: ``mode`` ``portable`` (every library on its
-    baseline path), ``native`` (each on its CPU's own) or ``mixed`` (the libraries in
-    ``unpinned`` on their own: loaded before the pin, e.g. in a Python session started without
-    it); ``requested`` (``DOGI_ML_NUMERICS``); each library's choice; the CPU and its best level;
-    thread counts. ``torch`` is null when the run did not load torch."""
+    """Which floating-point path this process runs. ``mode``: ``portable`` or ``avx2`` (every
+    library on that level's path), ``native`` (asked for, or no library pinned) or ``mixed`` (the
+    libraries in ``unpinned`` on their own: loaded before the pin, e.g. in a Python session
+    started without it); ``requested`` (``DOGI_ML_NUMERICS``); each library's choice; the CPU and
+    its best level; thread counts. ``torch`` is null when the run did not load torch."""
     import numba
     import numpy as np
     from numpy._core._multiarray_umath import __cpu_features__
 
-    want = portable_environment()
+    requested = numerics_mode()
     start = _start_environment()
     numpy_simd = [t for t in _numpy_dispatch() if __cpu_features__.get(t)]
     openblas = _openblas()
@@ -242,20 +297,18 @@ def numerics_record() -> dict:
             "threads": torch.get_num_threads(),
             "version": torch.__version__,
         }
-    on_baseline = {
-        "numpy": not numpy_simd,
-        "openblas": os.environ.get("OPENBLAS_CORETYPE") == OPENBLAS_CORE
-        and all(b["core"] == OPENBLAS_CORE for b in openblas),
-        "glibc": _glibc_pinned_at_start(start.get("GLIBC_TUNABLES")),
-        "torch": all(os.environ.get(k) == want[k] for k in ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA"))
-        and (torch_info is None or torch_info["capability"] == "DEFAULT"),
-    }
-    unpinned = [lib for lib, ok in on_baseline.items() if not ok]
+    level = "portable" if requested == "native" else requested
+    on = _on_level(level, numpy_simd, openblas, torch_info, start)
+    unpinned = [lib for lib, ok in on.items() if not ok]
+    if requested == "native" or len(unpinned) == len(on):
+        mode = "native"
+    else:
+        mode = "mixed" if unpinned else level
     name, _ = _host_cpu()
     return {
-        "mode": "portable" if not unpinned else ("native" if len(unpinned) == len(on_baseline) else "mixed"),
-        "requested": numerics_mode(),
-        "unpinned": unpinned,
+        "mode": mode,
+        "requested": requested,
+        "unpinned": unpinned if mode == "mixed" else [],
         "cpu": name,
         "cpu_best": cpu_best(),
         "torch": torch_info,
@@ -300,9 +353,14 @@ def outcome_digest(result: dict) -> str:
 
 
 def _main(argv: list[str]) -> int:
-    if argv[:1] == ["env"] and len(argv) == 1:
-        for key, value in portable_environment().items():
+    if argv[:1] == ["env"] and len(argv) <= 2:
+        level = argv[1] if len(argv) == 2 else numerics_mode()
+        if level not in ("portable", "avx2"):
+            print(f"usage: python -m dogi_ml.determinism env [portable|avx2] (not {level!r})", file=sys.stderr)
+            return 2
+        for key, value in pinned_environment(level).items():
             print(f"export {key}={json.dumps(value)}")
+        print(f"export {MODE_ENV}={level}")
         return 0
     if argv[:1] == ["record"] and len(argv) == 1:
         print(json.dumps(numerics_record(), indent=2))
@@ -311,7 +369,7 @@ def _main(argv: list[str]) -> int:
         for path in argv[1:]:
             print(f"{outcome_digest(json.loads(Path(path).read_text()))}  {path}")
         return 0
-    print("usage: python -m dogi_ml.determinism env | record | digest RESULT.json...", file=sys.stderr)
+    print("usage: python -m dogi_ml.determinism env [portable|avx2] | record | digest RESULT.json...", file=sys.stderr)
     return 2
 
 
