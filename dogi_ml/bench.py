@@ -11,6 +11,7 @@ import numpy as np
 import psutil
 from rich.table import Table
 
+from dogi_ml.determinism import numerics_mode, numerics_record
 from dogi_ml.oracles.annotate import annotate
 from dogi_ml.policies import KEEP_VICTIM, make_policy, policy_params
 from dogi_ml.report import console
@@ -486,7 +487,8 @@ def run_bench(cfg, out_dir: Path) -> dict:
     pin = _pin_one_core()
     console.print(
         f"bench: Zipf({cfg.theta}) over {cfg.capacity_blocks:,} blocks, "
-        f"{cfg.n_writes:,} user writes, segments of {cfg.segment_blocks}, OP {cfg.op_ratio:.0%} ({pin})"
+        f"{cfg.n_writes:,} user writes, segments of {cfg.segment_blocks}, OP {cfg.op_ratio:.0%} ({pin}; "
+        f"numerics {numerics_mode()}: DOGI_ML_NUMERICS=native for each library's own fastest path)"
     )
     t0 = time.perf_counter()
     writes = ZipfSampler(int(cfg.capacity_blocks), float(cfg.theta), int(cfg.seed)).sample(int(cfg.n_writes))
@@ -576,6 +578,7 @@ def run_bench(cfg, out_dir: Path) -> dict:
         ps["cpus"] = len(cpus) if cpus is not None else None
         result["paper_scale"] = ps
         print_paper_scale(ps)
+    result["numerics"] = numerics_record()  # speed depends on the code path: portable is the slowest
     out = Path(cfg.output) if cfg.output else out_dir / "bench.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))

@@ -144,23 +144,29 @@ COMPARED_SETTINGS = (
     "raid_chunk_blocks",
     "raid_chunk_timeout_us",
     "arrival",
+    "numerics",
 )
 
 
 def settings_of(r: dict) -> dict:
-    """A result's effective settings; for a result written before they were recorded, what its
-    top-level fields tell (victim, OP, segment size, capacity, prefill)."""
+    """A result's effective settings (and the numerics level it ran at); for a result written
+    before they were recorded, what its top-level fields tell (victim, OP, segment size,
+    capacity, prefill)."""
     if r.get("settings"):
-        return dict(r["settings"])
-    cfg = r.get("config") or {}
-    return {
-        "victim": r.get("victim"),
-        "gc_trigger": cfg.get("gc_trigger"),
-        "op_ratio": r.get("op_ratio"),
-        "segment_blocks": r.get("segment_blocks"),
-        "capacity_blocks": r.get("capacity_blocks"),
-        "prefill": bool(r.get("prefill_blocks")) if "prefill_blocks" in r else None,
-    }
+        out = dict(r["settings"])
+    else:
+        cfg = r.get("config") or {}
+        out = {
+            "victim": r.get("victim"),
+            "gc_trigger": cfg.get("gc_trigger"),
+            "op_ratio": r.get("op_ratio"),
+            "segment_blocks": r.get("segment_blocks"),
+            "capacity_blocks": r.get("capacity_blocks"),
+            "prefill": bool(r.get("prefill_blocks")) if "prefill_blocks" in r else None,
+        }
+    if r.get("numerics"):  # the floating-point code path (dogi_ml.determinism): portable, avx2 or native
+        out["numerics"] = r["numerics"].get("mode")
+    return out
 
 
 def differing_settings(results: list[dict], exclude=()) -> list[str]:
