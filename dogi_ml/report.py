@@ -554,12 +554,58 @@ class PaperComparison(Callback):
         summary = paper_summary(results)
         print_paper_tables(summary)
         print_differing_settings(results, console if console.is_terminal else Console(highlight=False, width=200))
-        out = Path(config.get("output") or sweep_dir / "paper.json")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(summary, indent=2, default=float))
-        (sweep_dir / "reductions.json").write_text(json.dumps(dogi_reductions(summary), indent=2))
-        png = plot_paper(summary, sweep_dir / "paper.png", title=str(config.get("title") or ""))
-        console.print(f"results: {out}\nplot:    {png}")
-        dest = plot_gc_destinations(results, sweep_dir / "gc_destinations.png")
-        if dest:
-            console.print(f"GC-written block destinations (Fig. 12b): {dest}")
+        for path in write_paper_files(
+            results, summary, config.get("output"), sweep_dir, str(config.get("title") or "")
+        ):
+            console.print(f"wrote:   {path}")
+
+
+#: DOGI's own figures beside the paper table (``<output>_accuracy.json``): its accuracies counted
+#: as the paper counts them, per class, and what its search and fallback decided
+DOGI_DETAIL_KEYS = (
+    "waf",
+    "user_accuracy",
+    "user_accuracy_nonhot",
+    "user_accuracy_strict",
+    "user_recall_per_class",
+    "user_precision_per_class",
+    "gc_accuracy",
+    "mispredict_ratio",
+    "model_agreement",
+    "base_ghost_waf",
+    "hot_threshold",
+    "n_intermediate_groups",
+    "configuration",
+    "fallbacks",
+    "mode",
+    "retired_segments",
+)
+
+
+def write_paper_files(results: list[dict], summary: dict, output, sweep_dir: Path, title: str = "") -> list[Path]:
+    """The DOGI presets' files: ``PATH.json`` (the summary), ``PATH_reductions.json`` (DOGI vs the
+    best baseline per workload), ``PATH_accuracy.json`` (DOGI's details per workload) and
+    ``PATH.png`` (and ``PATH_gc_destinations.png``, Fig. 12b), ``PATH`` = ``output`` without its
+    ``.json``, or the sweep directory's ``paper``."""
+    out = Path(output) if output else Path(sweep_dir) / "paper.json"
+    stem = out.with_suffix("") if out.suffix == ".json" else out
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    written = [stem.with_suffix(".json")]
+    written[0].write_text(json.dumps(summary, indent=2, default=float))
+    reductions = Path(f"{stem}_reductions.json")
+    reductions.write_text(json.dumps(dogi_reductions(summary), indent=2))
+    written.append(reductions)
+    details = {
+        str(r.get("workload")): {k: r[k] for k in DOGI_DETAIL_KEYS if r.get(k) is not None}
+        for r in results
+        if scheme_of(r) == "dogi"
+    }
+    if details:
+        accuracy = Path(f"{stem}_accuracy.json")
+        accuracy.write_text(json.dumps(details, indent=2, default=float))
+        written.append(accuracy)
+    written.append(plot_paper(summary, stem.with_suffix(".png"), title=title))
+    dest = plot_gc_destinations(results, Path(f"{stem}_gc_destinations.png"))
+    if dest:
+        written.append(dest)
+    return written

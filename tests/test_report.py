@@ -61,3 +61,34 @@ def test_paper_tables_print_labels_and_workload_names_whole(capsys):
     out = capsys.readouterr().out
     assert out.count("ssd[east]") == 3  # the WAF, accuracy and inference tables
     assert "vs sepbit[paper]" in out  # the best baseline named whole
+
+
+def test_paper_files_carry_every_figure_the_docs_cite(tmp_path):
+    """A DOGI preset's ``output=PATH.json`` writes the summary, DOGI's reductions and its accuracy
+    details beside it (docs/results/dogi_fig10_*.json came from these writers, not a hand script),
+    each entry with the effective settings the run used."""
+    import json
+
+    from dogi_ml.report import write_paper_files
+
+    settings = {"victim": "cost_benefit", "op_ratio": 0.1, "segment_blocks": 512, "prefill": True}
+    dogi = _r("dogi", "dogi", 2.0) | {
+        "workload": "zipf",
+        "settings": {**settings, "victim": "dogi"},
+        "user_accuracy": 0.6,
+        "user_recall_per_class": {"hot": 0.9},
+        "numerics": {"mode": "portable"},
+    }
+    base = _r("sepbit", "sepbit", 2.5) | {"workload": "zipf", "settings": settings, "numerics": {"mode": "portable"}}
+    summary = paper_summary([dogi, base])
+    written = write_paper_files([dogi, base], summary, tmp_path / "fig.json", tmp_path)
+    assert [p.name for p in written] == ["fig.json", "fig_reductions.json", "fig_accuracy.json", "fig.png"]
+    assert json.loads((tmp_path / "fig.json").read_text())["zipf"]["dogi"]["settings"] == {
+        **settings,
+        "victim": "dogi",
+        "numerics": "portable",
+    }
+    red = json.loads((tmp_path / "fig_reductions.json").read_text())["zipf"]
+    assert red["best_baseline"] == "sepbit" and red["reduction_pct"] == 100 * (1 - 2.0 / 2.5)
+    acc = json.loads((tmp_path / "fig_accuracy.json").read_text())["zipf"]
+    assert acc == {"waf": 2.0, "user_accuracy": 0.6, "user_recall_per_class": {"hot": 0.9}}
