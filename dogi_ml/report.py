@@ -592,9 +592,11 @@ def write_paper_files(results: list[dict], summary: dict, output, sweep_dir: Pat
     stem.parent.mkdir(parents=True, exist_ok=True)
     written = [stem.with_suffix(".json")]
     written[0].write_text(json.dumps(summary, indent=2, default=float))
-    reductions = Path(f"{stem}_reductions.json")
-    reductions.write_text(json.dumps(dogi_reductions(summary), indent=2))
-    written.append(reductions)
+    red = dogi_reductions(summary)
+    if red:  # a sweep with DOGI and a baseline
+        reductions = Path(f"{stem}_reductions.json")
+        reductions.write_text(json.dumps(red, indent=2))
+        written.append(reductions)
     details = {
         str(r.get("workload")): {k: r[k] for k in DOGI_DETAIL_KEYS if r.get(k) is not None}
         for r in results
