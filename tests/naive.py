@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import collections
 import math
+import struct
 from fractions import Fraction
 
 
@@ -667,6 +668,35 @@ def simulate(policy, victim, writes, capacity, segment_blocks, prefill=True, n_g
     pol = cls(**params) if n_groups is None else cls(n_groups, **params)
     store = NaiveStore(pol, VICTIMS[victim], capacity, segment_blocks, **config)
     return store.run(writes, prefill=prefill)
+
+
+def _f32(x: float) -> float:
+    """``x`` rounded to the nearest float32 (ties to even). One operation on two float32 values
+    done in float64 and rounded once to float32 is that operation in float32: 53 >= 2 * 24 + 2
+    bits, so the double rounding cannot differ (Figueroa 1995)."""
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def minos_op_distance_f32(x, y, weights, lanes=16):
+    """MINOS's OP distance (Eqs. 1-3) between ID-Vectors ``x`` and ``y`` (each a pair of
+    sequences, writes and invalidations per slot) in float32, in the order
+    ``dogi_ml/policies/_minos_cluster.py`` states for its kernels: each slot's term
+    ``w * |Wx Iy - Wy Ix| / max(Wx + Wy, 1)`` evaluated left to right, slot ``t`` added into
+    partial sum ``t % lanes`` in increasing ``t``, then lane ``j + h`` added into lane ``j`` for
+    ``h = lanes/2, ..., 1``. Every operation is rounded to float32 as it happens, so the result
+    is the kernel's to the last bit."""
+    acc = [0.0] * lanes
+    for t, (w, wx, ix, wy, iy) in enumerate(zip(weights, x[0], x[1], y[0], y[1])):
+        w, wx, ix, wy, iy = (_f32(float(v)) for v in (w, wx, ix, wy, iy))
+        cross = abs(_f32(_f32(wx * iy) - _f32(wy * ix)))
+        term = _f32(_f32(w * cross) / max(_f32(wx + wy), 1.0))
+        acc[t % lanes] = _f32(acc[t % lanes] + term)
+    h = lanes // 2
+    while h >= 1:
+        for j in range(h):
+            acc[j] = _f32(acc[j] + acc[j + h])
+        h //= 2
+    return acc[0]
 
 
 def minos_cluster_adjacent(W, I, k, weights):

@@ -15,15 +15,24 @@
   times, as vStream). All return the physical stream of every virtual stream in ``out``;
   physical ids follow the order of each cluster's first virtual stream.
 
-Counters and weights are float32 and the distance loops branch-free (``fastmath``), so LLVM
-vectorises them (the paper's SIMD clustering). Cluster sums go to spare rows ``N .. 2N-1`` of the
-counter arrays, so clustering allocates nothing and can run inside the simulator's loop.
+Counters and weights are float32 and the distance loops branch-free, so LLVM vectorises them
+(the paper's SIMD clustering). A distance's sum over slots runs in a fixed order written here, not
+chosen by the compiler: slot ``t`` adds into partial sum ``t % LANES`` in increasing ``t``, and
+the ``LANES`` partial sums are added pairwise (:func:`_lanes_total`). Numba compiles for the host
+CPU, so with fast-math reassociation the order was the vector width's (4, 8 or 16 lanes) and
+multiply-adds were fused where the CPU has FMA: the distances, hence the clusterings, differed
+between CPUs; now they are the same bits on every x86-64 target. Cluster sums go to spare rows
+``N .. 2N-1`` of the counter arrays and the partial sums live on the stack, so clustering
+allocates nothing and can run inside the simulator's loop.
 """
 
 from __future__ import annotations
 
 import numba as nb
 import numpy as np
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 # -- multi-quantile P² -------------------------------------------------------------------------
 
@@ -142,9 +151,12 @@ def id_vectors(rows: int, slots: int) -> tuple[np.ndarray, np.ndarray]:
     return both[0], both[1]
 
 
-@nb.njit(cache=True, fastmath=True)
+@nb.njit(cache=True)
 def slot_weights(inv_table, newest_pos, out):
-    """``out[s] = alpha**age(s)``: age 0 at ring position ``newest_pos``, growing backwards."""
+    """``out[s] = alpha**age(s)``: age 0 at ring position ``newest_pos``, growing backwards.
+
+    No fast math: a float to an integer power is Numba's repeated squaring, the same multiplies
+    on every CPU (fast math would allow reassociating them and approximate functions)."""
     L = inv_table.shape[0]
     alpha = 1.0 - 1.0 / L
     a_new = np.float32(alpha**newest_pos)
@@ -157,45 +169,117 @@ def slot_weights(inv_table, newest_pos, out):
 
 # -- OP distance and clustering ----------------------------------------------------------------
 
-# fastmath without "arcp": the division stays a true vdivps instead of a reciprocal estimate plus
-# a Newton step (three more multiplies). On this project's AMD EPYC (Zen 4) VM the kernel is
-# bound by its multiplies, and the true division was measured 5-8% faster at 2048-8192 slots
-# (labels equal on 318 recorded and bench clusterings); quotients are also correctly rounded.
-_DIST_FM = {"nnan", "ninf", "nsz", "reassoc", "contract"}
+# Fast math without "reassoc", "contract", "arcp" and "afn", so every CPU computes the same bits:
+# with "reassoc" LLVM summed the slots in as many partial sums as the target's vector width and
+# with "contract" it fused multiply-adds where the CPU has FMA (the distances differed between
+# SSE, AVX2 and AVX-512 builds); "arcp" would let a reciprocal estimate replace the division.
+# The flags kept only assume finite, non-NaN values and ignore the sign of zero, which no sum
+# of these non-negative terms can show.
+_SAME_BITS_FM = {"nnan", "ninf", "nsz"}
+
+#: Partial sums of each OP distance (slot ``t`` into ``t % LANES``). Without reassociation LLVM
+#: cannot split one running sum into vector lanes itself; independent partial sums it can, and
+#: 16 fill one AVX-512 register, two AVX2 or four SSE ones, whatever the CPU (8 were measured
+#: not to vectorise: LLVM unrolled their loop before its vectoriser saw it).
+LANES = 16  # _lanes_total is written out for 16
 
 
-@nb.njit(cache=True, fastmath=_DIST_FM, inline="always")
+@intrinsic
+def _stack_f32(typingctx, size):
+    """A pointer to ``size`` (a compile-time constant) float32 in the calling kernel's stack frame.
+
+    The partial sums live there, not in a Numba array: a heap array may alias the rows as far as
+    LLVM knows, so it kept the sums in memory and every block waited on the last block's store
+    (1.6x slower); a stack slot of known size it keeps in vector registers. An intrinsic expands
+    where it is called, so the memory belongs to that kernel's frame: use it there, never return
+    it. (A raw pointer, not ``nb.carray``: the simulator's loops compile without NRT, and there
+    Numba refuses a function that returns an array it was not given, as ``carray``'s does.)"""
+    if not isinstance(size, types.IntegerLiteral):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return cgutils.alloca_once(builder, context.get_value_type(types.float32), size=size.literal_value)
+
+    return types.CPointer(types.float32)(size), codegen
+
+
+@nb.njit(cache=True, inline="always")
+def _zero(acc):
+    for j in range(LANES):
+        acc[j] = np.float32(0.0)
+
+
+@nb.njit(cache=True, fastmath=_SAME_BITS_FM, inline="always")
+def _lanes_total(acc):
+    """The partial sums added pairwise: lane ``j + h`` into lane ``j`` for ``h`` = 8, 4, 2, 1
+    (written out: loops of constant length LLVM unrolls, where a halving ``h`` left a loop)."""
+    for j in range(8):
+        acc[j] += acc[j + 8]
+    for j in range(4):
+        acc[j] += acc[j + 4]
+    for j in range(2):
+        acc[j] += acc[j + 2]
+    return acc[0] + acc[1]
+
+
+@nb.njit(cache=True, fastmath=_SAME_BITS_FM, inline="always")
 def _term(wx, ix, wy, iy, w):
-    # an empty slot has a zero numerator: a floor of 1 (one vmaxps) makes 0/0 a plain 0
+    # an empty slot has a zero numerator: a floor of 1 makes 0/0 a plain 0
     return w * abs(wx * iy - wy * ix) / max(wx + wy, np.float32(1.0))
 
 
-@nb.njit(cache=True, fastmath=_DIST_FM)
+@nb.njit(cache=True, fastmath=_SAME_BITS_FM, inline="always")
+def _pair_block(acc, wx, ix, wy, iy, wt, t0, count):
+    """Slots ``t0 .. t0+count-1`` of one pair into partial sums ``0 .. count-1``."""
+    for j in range(count):
+        t = t0 + j
+        acc[j] += _term(wx[t], ix[t], wy[t], iy[t], wt[t])
+
+
+@nb.njit(cache=True, fastmath=_SAME_BITS_FM)
 def op_distance(W, I, x, y, wt):
     """Eq. (3): decayed sum over slots of Eq. (2) between rows ``x`` and ``y``."""
-    acc = np.float32(0.0)
-    for t in range(wt.shape[0]):
-        acc += _term(W[x, t], I[x, t], W[y, t], I[y, t], wt[t])
-    return acc
+    acc = _stack_f32(LANES)
+    _zero(acc)
+    wx, ix, wy, iy = W[x], I[x], W[y], I[y]
+    L = wt.shape[0]
+    blocks = L // LANES
+    for blk in range(blocks):
+        _pair_block(acc, wx, ix, wy, iy, wt, blk * LANES, LANES)
+    _pair_block(acc, wx, ix, wy, iy, wt, blocks * LANES, L - blocks * LANES)
+    return _lanes_total(acc)
 
 
-@nb.njit(cache=True, fastmath=_DIST_FM)
+@nb.njit(cache=True, fastmath=_SAME_BITS_FM, inline="always")
+def _three_block(d0, d1, d2, w0, i0, w1, i1, w2, i2, w3, i3, wt, t0, count):
+    for j in range(count):
+        t = t0 + j
+        d0[j] += _term(w0[t], i0[t], w1[t], i1[t], wt[t])
+        d1[j] += _term(w1[t], i1[t], w2[t], i2[t], wt[t])
+        d2[j] += _term(w2[t], i2[t], w3[t], i3[t], wt[t])
+
+
+@nb.njit(cache=True, fastmath=_SAME_BITS_FM)
 def _three_adjacent(W, I, v, wt, dist):
     """``dist[v + j] = D(v + j, v + j + 1)`` for ``j < 3`` in one pass over the four rows: each
     row is loaded once for both pairs it belongs to (15 pairs of N = 16 cost 5 passes reading
     45 streams instead of 15 reading 75; the kernel is load- and L2-bound at 8192 slots)."""
     w0, i0, w1, i1 = W[v], I[v], W[v + 1], I[v + 1]
     w2, i2, w3, i3 = W[v + 2], I[v + 2], W[v + 3], I[v + 3]
-    d0 = np.float32(0.0)
-    d1 = np.float32(0.0)
-    d2 = np.float32(0.0)
-    for t in range(wt.shape[0]):
-        d0 += _term(w0[t], i0[t], w1[t], i1[t], wt[t])
-        d1 += _term(w1[t], i1[t], w2[t], i2[t], wt[t])
-        d2 += _term(w2[t], i2[t], w3[t], i3[t], wt[t])
-    dist[v] = d0
-    dist[v + 1] = d1
-    dist[v + 2] = d2
+    d0 = _stack_f32(LANES)
+    d1 = _stack_f32(LANES)
+    d2 = _stack_f32(LANES)
+    _zero(d0)
+    _zero(d1)
+    _zero(d2)
+    L = wt.shape[0]
+    blocks = L // LANES
+    for blk in range(blocks):
+        _three_block(d0, d1, d2, w0, i0, w1, i1, w2, i2, w3, i3, wt, blk * LANES, LANES)
+    _three_block(d0, d1, d2, w0, i0, w1, i1, w2, i2, w3, i3, wt, blocks * LANES, L - blocks * LANES)
+    dist[v] = _lanes_total(d0)
+    dist[v + 1] = _lanes_total(d1)
+    dist[v + 2] = _lanes_total(d2)
 
 
 @nb.njit(cache=True)
@@ -213,44 +297,42 @@ def adjacent_distances(W, I, n, wt, dist):
         v += 1
 
 
-@nb.njit(cache=True, fastmath=_DIST_FM)
+@nb.njit(cache=True, fastmath=_SAME_BITS_FM, inline="always")
+def _two_block(dl, dr, wl, il, wm, im, wr, ir, wt, t0, count):
+    for j in range(count):
+        t = t0 + j
+        dl[j] += _term(wl[t], il[t], wm[t], im[t], wt[t])
+        dr[j] += _term(wm[t], im[t], wr[t], ir[t], wt[t])
+
+
+@nb.njit(cache=True, fastmath=_SAME_BITS_FM)
 def _merge_and_measure(W, I, a, b, dst, left, right, wt):
     """Row ``dst`` = rows ``a + b``; returns the OP distances of the sum to rows ``left`` and
-    ``right`` (-1: none), in one pass so each slot is loaded once. The loops run on 1-D row views
-    (vectorised: the stores go to a row LLVM checks at run time against the rows it loads)."""
-    dl = np.float32(0.0)
-    dr = np.float32(0.0)
+    ``right`` (-1: none), both in one pass over the slots. The sums are written in a pass of
+    their own. Fused into the distances' loop (as before the partial sums), the loop loads rows
+    and stores into one, so LLVM checks the rows for overlap before every vectorised block of
+    ``LANES`` slots: 5.2-5.7 us per merge with both neighbours at 8192 slots against 4.4 this
+    way; chunks of 128-512 slots (their sums, then their distances from L1) were no faster
+    (4.7-4.8 against 4.6 us in one process)."""
     wa, ia, wb, ib, wd, idd = W[a], I[a], W[b], I[b], W[dst], I[dst]
-    wl, il = W[max(left, 0)], I[max(left, 0)]
-    wr, ir = W[max(right, 0)], I[max(right, 0)]
     L = wt.shape[0]
-    if left >= 0 and right >= 0:
-        for t in range(L):
-            w = wa[t] + wb[t]
-            i = ia[t] + ib[t]
-            wd[t] = w
-            idd[t] = i
-            dl += _term(wl[t], il[t], w, i, wt[t])
-            dr += _term(w, i, wr[t], ir[t], wt[t])
-    elif left >= 0:
-        for t in range(L):
-            w = wa[t] + wb[t]
-            i = ia[t] + ib[t]
-            wd[t] = w
-            idd[t] = i
-            dl += _term(wl[t], il[t], w, i, wt[t])
-    elif right >= 0:
-        for t in range(L):
-            w = wa[t] + wb[t]
-            i = ia[t] + ib[t]
-            wd[t] = w
-            idd[t] = i
-            dr += _term(w, i, wr[t], ir[t], wt[t])
-    else:
-        for t in range(L):
-            wd[t] = wa[t] + wb[t]
-            idd[t] = ia[t] + ib[t]
-    return dl, dr
+    for t in range(L):
+        wd[t] = wa[t] + wb[t]
+        idd[t] = ia[t] + ib[t]
+    if left < 0 or right < 0:
+        dl = op_distance(W, I, left, dst, wt) if left >= 0 else np.float32(0.0)
+        dr = op_distance(W, I, dst, right, wt) if right >= 0 else np.float32(0.0)
+        return dl, dr
+    sl = _stack_f32(LANES)
+    sr = _stack_f32(LANES)
+    _zero(sl)
+    _zero(sr)
+    wl, il, wr, ir = W[left], I[left], W[right], I[right]
+    blocks = L // LANES
+    for blk in range(blocks):
+        _two_block(sl, sr, wl, il, wd, idd, wr, ir, wt, blk * LANES, LANES)
+    _two_block(sl, sr, wl, il, wd, idd, wr, ir, wt, blocks * LANES, L - blocks * LANES)
+    return _lanes_total(sl), _lanes_total(sr)
 
 
 @nb.njit(cache=True)
