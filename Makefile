@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run compare test test-fast bench lint ui notebooks clean
+.PHONY: install run compare test test-fast bench lint ui notebooks results clean
 
 install: $(STAMP)
 
@@ -59,6 +59,13 @@ ui: install
 SCALE ?= 1
 notebooks: install
 	$(BIN)/python notebooks/execute.py --scale $(SCALE) --html docs/notebooks notebooks/[0-9]*.py
+
+# Every file under docs/results from the commands the docs cite (docs/results/regenerate.sh; hours
+# on 2 cores): RESULTS="minos shiro" for some families (dogi, minos, shiro, adapt, peers,
+# reproduction)
+RESULTS ?= all
+results: install
+	PYTHON=$(BIN)/python bash docs/results/regenerate.sh $(RESULTS)
 
 clean:
 	rm -rf $(VENV) outputs multirun .cache mlruns.db mlartifacts

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Every file under docs/results, from the commands the docs cite, in one place:
+#
+#   bash docs/results/regenerate.sh [all | dogi | minos | shiro | adapt | peers | reproduction ...]
+#   (or: make results RESULTS="minos shiro")
+#
+# Runs from the repository root with the project's venv (PYTHON=... to use another). Sweeps go to
+# multirun/results/<name> (kept, so a report can be rebuilt from them). The command line pins the
+# numerics (DOGI_ML_NUMERICS=portable, dogi_ml/determinism.py), so the files come out the same to
+# the last digit on any x86-64 machine; each JSON records its code path under "numerics"
+# ("settings.numerics" in the summaries). Hours on 2 cores: dogi (the learned schemes) is the
+# longest, then minos (MiDAS's configuration search at 32-block segments) and adapt at 1M blocks.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PY="${PYTHON:-.venv/bin/python}"
+R=docs/results
+SWEEPS=multirun/results
+
+run() { echo "+ $*" >&2; "$PY" -m dogi_ml --quiet "$@"; }
+sweep() { local name=$1; shift; run simulate -m "$@" "hydra.sweep.dir=$SWEEPS/$name"; }
+
+dogi() {
+    sweep dogi_fig10 +experiment=dogi_fig10 output=$R/dogi_fig10.json
+    sweep dogi_fig10_more +experiment=dogi_fig10 policy=sepgc,mida,dac,warcip output=$R/dogi_fig10_more_baselines.json
+    sweep dogi_fig11 +experiment=dogi_fig11 output=$R/dogi_fig11.json
+    sweep dogi_fig12 +experiment=dogi_fig12 output=$R/dogi_fig12.json
+    sweep dogi_fig13 +experiment=dogi_fig13 output=$R/dogi_fig13.json
+    sweep dogi_fig14 +experiment=dogi_fig14 output=$R/dogi_fig14.json
+    sweep dogi_gap +experiment=dogi_gap output=$R/dogi_gap
+}
+
+minos() {
+    run oracle +experiment=minos_table1 output=$R/minos_table1.json
+    sweep minos_fig11 +experiment=minos_fig11 output=$R/minos_fig11
+    sweep minos_fig11_traces +experiment=minos_fig11_traces output=$R/minos_fig11_traces
+    sweep minos_fig11_64k +experiment=minos_fig11_64k output=$R/minos_fig11_64k
+    sweep minos_fig17 +experiment=minos_fig17 output=$R/minos_fig17
+    sweep minos_fig17_streams +experiment=minos_fig17_streams output=$R/minos_fig17_streams
+    sweep minos_fig17_segment +experiment=minos_fig17_segment output=$R/minos_fig17_segment
+    sweep minos_fig18 +experiment=minos_fig18 output=$R/minos_fig18
+    # Fig. 19: one MINOS run logging its clusterings, then the plot of the mapping over time
+    run simulate +workload=phase_shift policy=minos ++policy.params.mapping_log=5000 sim.op_ratio=0.15 \
+        plot=false mlflow=false sim.output=$SWEEPS/minos_fig19.json
+    "$PY" -m dogi_ml.report_minos $R/minos_fig19 --clustering $SWEEPS/minos_fig19.json
+    # MINOS's metadata layouts against the same baselines (the minos_fig11* sweeps above)
+    local name params
+    for name in agg1 ids8 ids32; do
+        case $name in
+            agg1) params="policy.params.agg=1" ;;
+            ids8) params="policy.params.agg_ids=block" ;;
+            ids32) params="policy.params.agg_ids=block policy.params.agg=32" ;;
+        esac
+        # shellcheck disable=SC2086
+        sweep minos_$name +experiment=minos_fig11 policy=minos $params
+        # shellcheck disable=SC2086
+        sweep minos_${name}_t +experiment=minos_fig11_traces policy=minos $params
+        "$PY" -m dogi_ml.report_minos $R/minos_fig11_$name $SWEEPS/minos_fig11 $SWEEPS/minos_fig11_traces \
+            $SWEEPS/minos_$name $SWEEPS/minos_${name}_t --drop minos
+    done
+}
+
+shiro() {
+    sweep shiro_fig7 +experiment=shiro_fig7 output=$R/shiro_fig7
+    sweep shiro_fig7_traces +experiment=shiro_fig7_traces output=$R/shiro_fig7_traces
+    sweep shiro_fig9 +experiment=shiro_fig9 output=$R/shiro_fig9
+    sweep shiro_table5 +experiment=shiro_table5 output=$R/shiro_table5
+    sweep shiro_agent +experiment=shiro_agent output=$R/shiro_agent
+    sweep shiro_bggc +experiment=shiro_bggc output=$R/shiro_bggc
+    sweep shiro_readings +experiment=shiro_readings output=$R/shiro_readings
+    sweep shiro_watermarks +experiment=shiro_watermarks output=$R/shiro_watermarks
+    sweep shiro_readings_default +experiment=shiro_readings_default output=$R/shiro_readings_default
+}
+
+adapt() {
+    sweep adapt_fig8 +experiment=adapt_fig8 output=$R/adapt_fig8
+    sweep adapt_fig9 +experiment=adapt_fig9 output=$R/adapt_fig9
+    sweep adapt_fig11 +experiment=adapt_fig11 output=$R/adapt_fig11
+    sweep adapt_fig11_skew +experiment=adapt_fig11_skew output=$R/adapt_fig11_skew
+    sweep adapt_fig11_1m +experiment=adapt_fig11 workload.capacity_blocks=1048576 output=$R/adapt_fig11_1m
+    sweep adapt_fig11_skew_1m +experiment=adapt_fig11_skew workload.capacity_blocks=1048576 \
+        output=$R/adapt_fig11_skew_1m
+}
+
+peers() {
+    # our side of the parity with the authors' simulators (their side is recorded: docs/peers.md)
+    "$PY" tests/test_peer_parity.py --update
+}
+
+reproduction() {
+    "$PY" -m dogi_ml report reproduction
+}
+
+families=("$@")
+[ ${#families[@]} -eq 0 ] && families=(all)
+for f in "${families[@]}"; do
+    case $f in
+        all) dogi; minos; shiro; adapt; peers; reproduction ;;
+        dogi | minos | shiro | adapt | peers | reproduction) "$f" ;;
+        *) echo "regenerate.sh: unknown family '$f' (all, dogi, minos, shiro, adapt, peers, reproduction)" >&2; exit 2 ;;
+    esac
+done
