@@ -63,7 +63,14 @@ shiro() {
     sweep shiro_fig7 +experiment=shiro_fig7 output=$R/shiro_fig7
     sweep shiro_fig7_traces +experiment=shiro_fig7_traces output=$R/shiro_fig7_traces
     sweep shiro_fig9 +experiment=shiro_fig9 output=$R/shiro_fig9
-    sweep shiro_table5 +experiment=shiro_table5 output=$R/shiro_table5
+    # Table V: the classifier of the Shiro and PHFTL runs above (generated workloads and samples)
+    "$PY" -m dogi_ml.report_shiro $R/shiro_table5 $SWEEPS/shiro_fig7 $SWEEPS/shiro_fig7_traces \
+        --title "Shiro Table V / Fig. 8 (reduced scale): page classifier per workload" \
+        --note "The Shiro and PHFTL runs of shiro_fig7 and shiro_fig7_traces, scored online: when an LBA is \
+rewritten, the class predicted at its previous write (short / long; unseen first writes and writes before the \
+first model are not scored) against its actual lifetime vs the threshold T in force; positive class \
+short-living. PHFTL's figures are for its own threshold, a different split: not a like-for-like comparison. \
+The plot's right panel is the cumulative accuracy at each window's end (Fig. 8)."
     sweep shiro_agent +experiment=shiro_agent output=$R/shiro_agent
     sweep shiro_bggc +experiment=shiro_bggc output=$R/shiro_bggc
     sweep shiro_readings +experiment=shiro_readings output=$R/shiro_readings
