@@ -1,7 +1,8 @@
 """ADAPT's parts (issue 16): the Bloom-filter cascade of §3.4 and the sampled ghost sets of §3.2.
 
 The key check: a ghost set with r = 1 equals a real two-group user log (plain Python below, its
-own implementation of the same rules: hot/cold by lifespan, greedy GC on the garbage proportion,
+own implementation of the same rules: hot/cold by lifespan, greedy GC on the garbage proportion
+(SepBIT's simulator's, as the engine's),
 valid blocks leaving the user groups, chunk padding after a timeout), block for block.
 """
 
@@ -258,11 +259,18 @@ class RefUserLog:
             self.fill[grp] += 1
             if self.fill[grp] == self.chunk:
                 self.fill[grp], self.due[grp] = 0, None
-        used = len(self.blocks)
-        while self.garbage * 1_000_000 > self.gp_ppm * used * self.seg and self._collect():
-            used = len(self.blocks)
+        while self._too_much_garbage() and self._collect():
+            pass
         self.last[lba] = self.t
         self.t += 1
+
+    def _too_much_garbage(self):
+        """SepBIT's simulator's garbage proportion, counted slot by slot: invalid and padding slots
+        of sealed segments over the slots written in all live segments (open ones as far as
+        written)."""
+        garbage = sum(self.blocks[seg].count(None) for seg in self.sealed)
+        written = sum(len(blocks) for blocks in self.blocks.values())
+        return garbage * 1_000_000 > self.gp_ppm * written
 
     def wa(self):
         return (self.user + self.moved + self.padding) / self.user
@@ -452,11 +460,13 @@ class SixGroupThreshold(TwoGroupThreshold):
 
 def test_ghost_with_gc_groups_at_rate_one_tracks_the_engine():
     """A ghost with ``gc_groups`` at r = 1 predicts the WA of the engine running the same six
-    groups (same threshold, GC classes and garbage-proportion trigger; the engine's GC passes
-    differ in detail) within 1%, and picks the engine's best threshold; §3.2's discarding ghost
-    (valid blocks of user victims counted once) ranks them otherwise (measured: engine 2.996 /
-    2.908 / 3.070 / 3.228 at 1 / 4 / 16 / 64 segments, these ghosts 2.991 / 2.906 / 3.072 / 3.211,
-    discarding ghosts 1.947 / 1.942 / 1.807 / 1.829)."""
+    groups (same threshold, GC classes and garbage-proportion trigger, SepBIT's simulator's in
+    both; the engine's GC passes differ in detail) within 1%, and picks the engine's best
+    threshold; §3.2's discarding ghost (valid blocks of user victims counted once) misses the WA
+    by more than a third (measured: engine 2.963 / 2.936 / 3.160 / 3.242 at 1 / 4 / 16 / 64
+    segments, these ghosts 2.965 / 2.945 / 3.168 / 3.254, discarding ghosts 1.828 / 1.817 /
+    1.847 / 1.848; with the ghosts' trigger counting open segments' garbage, as the engine did
+    before it took SepBIT's, 2.991 / 2.906 / 3.072 / 3.211, up to 2.8% off)."""
     writes = _zipf(4 * CAP)
     # enough spare space that the garbage proportion, not free space, triggers GC in both (the
     # ghost's log is sized by its live blocks over 1 - gp, the engine's by its OP)
@@ -476,7 +486,8 @@ def test_ghost_with_gc_groups_at_rate_one_tracks_the_engine():
         ghosts[gc_groups] = [ghost_wa(g, i) for i in range(len(thresholds))]
     assert ghosts[True] == pytest.approx(engine, rel=0.01)
     best = int(np.argmin(engine))
-    assert int(np.argmin(ghosts[True])) == best and int(np.argmin(ghosts[False])) != best
+    assert int(np.argmin(ghosts[True])) == best
+    assert all(d < 0.7 * e for d, e in zip(ghosts[False], engine))
 
 
 class AggTwoGroupState(NamedTuple):
@@ -683,9 +694,9 @@ def test_memory_breakdown_matches_a_hand_count():
     sampling = t * (8 + 8) + g.scalars.nbytes
     sealed_rows = 5 * (-(-n_seg // 64) * 8 + 8)  # sealed segments by valid count 0..4: bitmap rows, counts
     per_ghost = t * 4 + n_seg * 4 * 4 + n_seg * (4 + 4 + 1 + 4) + sealed_rows
-    per_ghost += 2 * 4 + 7 * 8 + 2 * 2 * 8 + 2 * 8 + 2 * 8 + 2 * 2 * 8
+    per_ghost += 2 * 4 + 9 * 8 + 2 * 2 * 8 + 2 * 8 + 2 * 8 + 2 * 2 * 8
     # per ghost: its slot of each table entry; p2l; seg_valid, seg_wp, seg_sealed, free_stack;
-    # open_seg; n_free, invalid, written, discarded, padding, shadow, reclaimed; chunk_fill,
+    # open_seg; n_free, invalid, sealed_invalid, log_blocks, written, discarded, padding, shadow, reclaimed; chunk_fill,
     # chunk_due; chunk_ts (one slot per group untimed); chunk_sh; pad_sum, pad_n
     ghosts = m * per_ghost + m * 8  # + the thresholds
     filters = 2 * (1 << 14) + 16 * 8 + 4 * 8 + 4 + c.scalars.nbytes  # slices (2 groups a byte), counts, heads, live

@@ -40,7 +40,7 @@ def _dogi_bundle(trace, out):
         "max_samples": 20000, "model_params": {"epochs": 4, "patience": 2}, "fallback_compare": "none",
         "fallback_accuracy": 0.0,
     }  # fmt: skip
-    sim = {"segment_blocks": 32, "op_ratio": OP, "victim": "greedy"}
+    sim = {"segment_blocks": 32, "op_ratio": OP}  # DOGI's own victim rule (policy.victim=dogi)
     export_dogi_bundle(trace, {"name": "dogi", "params": params}, sim, out)
     return out
 

@@ -22,8 +22,9 @@ picks LBAs, so under skew ``a`` differs from ``r``: 0.099 for zipf 0.9 at r = 0.
 own segments of ``ghost_seg = round(segment_blocks * r)`` blocks (at least 2, else an error: a
 ghost of 1-block segments never discards a valid block), one open segment per
 group (sealed when the group's next append finds it full, as the engine does) and a GC triggered
-as the engine's garbage-proportion trigger: while ``invalid * 10^6 > gp_ppm * used_segments *
-ghost_seg``, collect the sealed segment with the fewest valid blocks (lowest index on a tie, as
+as the engine's garbage-proportion trigger (SepBIT's simulator's): while ``sealed_invalid * 10^6 >
+gp_ppm * log_blocks`` (the invalid blocks of sealed segments, an open segment's counted in when it
+seals, over the blocks written into the segments in use), collect the sealed segment with the fewest valid blocks (lowest index on a tie, as
 ``victims.greedy``) and *discard* its valid blocks, counting them (in the real system they leave
 the user groups for the GC groups). Freed segments go on top of a free stack (popped first;
 initially segment 0 is on top).
@@ -141,6 +142,8 @@ class GhostSets(NamedTuple):
     life_n: np.ndarray  # int64[M]: ... how many
     life_window: np.ndarray  # int64[M]: the last full window's sum (16 l), -1 none yet
     invalid: np.ndarray  # int64[M]: invalid blocks in used segments (padding included)
+    sealed_invalid: np.ndarray  # int64[M]: ... of them in sealed segments (the GC trigger's garbage)
+    log_blocks: np.ndarray  # int64[M]: blocks written into the segments in use (the trigger's whole)
     written: np.ndarray  # int64[M]: user blocks written since the last adjustment
     discarded: np.ndarray  # int64[M]: valid blocks discarded by ghost GC since then
     padding: np.ndarray  # int64[M]: padding blocks since then
@@ -286,6 +289,8 @@ def new_ghost_sets(
         life_n=np.zeros(m if gc_groups else 0, np.int64),
         life_window=np.full(m if gc_groups else 0, -1, np.int64),
         invalid=np.zeros(m, np.int64),
+        sealed_invalid=np.zeros(m, np.int64),
+        log_blocks=np.zeros(m, np.int64),
         written=np.zeros(m, np.int64),
         discarded=np.zeros(m, np.int64),
         padding=np.zeros(m, np.int64),
@@ -301,6 +306,13 @@ def new_ghost_sets(
 
 
 # -- one ghost's log -----------------------------------------------------------------------
+@nb.njit(cache=True, inline="always")
+def _seal_open(g, i, seg):
+    """Ghost ``i``'s open segment ``seg`` is full: sealed, its invalid blocks now garbage."""
+    _seal(g, i, seg)
+    g.sealed_invalid[i] += g.seg_wp[i, seg] - g.seg_valid[i, seg]
+
+
 @nb.njit(cache=True, inline="always")
 def _seal(g, i, seg):
     """Segment ``seg`` of ghost ``i`` is full: a GC candidate, in the row of its valid count."""
@@ -325,6 +337,7 @@ def _invalidate(g, i, seg):
         _unseal(g, i, seg)
         g.seg_valid[i, seg] -= 1
         _seal(g, i, seg)
+        g.sealed_invalid[i] += 1
     else:
         g.seg_valid[i, seg] -= 1
 
@@ -383,6 +396,8 @@ def _collect(g, i):
                 g.p2l[i, base + off] = -1
     g.discarded[i] += best_valid
     g.invalid[i] -= g.seg_wp[i, best] - best_valid
+    g.sealed_invalid[i] -= g.seg_wp[i, best] - best_valid
+    g.log_blocks[i] -= g.seg_wp[i, best]
     g.reclaimed[i] += 1
     g.seg_valid[i, best] = 0
     g.seg_wp[i, best] = 0
@@ -425,7 +440,7 @@ def _gc_class(g, i, victim_group, slot):
 def _gc(g, i):
     """Ghost ``i``'s GC: collect while the garbage proportion exceeds the limit."""
     st = g.scalars[0]
-    while g.invalid[i] * 1_000_000 > st.gp_ppm * (st.n_seg - g.n_free[i]) * st.ghost_seg:
+    while g.sealed_invalid[i] * 1_000_000 > st.gp_ppm * g.log_blocks[i]:
         if not _collect(g, i):
             break
 
@@ -439,7 +454,7 @@ def _next_slot(g, i, grp):
     seg = g.open_seg[i, grp]
     if seg < 0 or g.seg_wp[i, seg] == gs:
         if seg >= 0:
-            _seal(g, i, seg)
+            _seal_open(g, i, seg)
             g.open_seg[i, grp] = -1
         nf = g.n_free[i] - 1
         if nf < 0:
@@ -452,6 +467,7 @@ def _next_slot(g, i, grp):
             g.seg_born[i, seg] = st.sampled
     off = g.seg_wp[i, seg]
     g.seg_wp[i, seg] = off + 1
+    g.log_blocks[i] += 1
     return seg * gs + off
 
 
@@ -462,7 +478,7 @@ def _slot_for(g, i, grp):
     seg = g.open_seg[i, grp]
     if (seg < 0 or g.seg_wp[i, seg] == g.scalars[0].ghost_seg) and g.n_free[i] == 0:
         if seg >= 0:
-            _seal(g, i, seg)
+            _seal_open(g, i, seg)
             g.open_seg[i, grp] = -1
         if not _collect(g, i):
             return -1
