@@ -15,7 +15,7 @@ from pathlib import Path
 
 from dogi_ml.errors import DogiMLError
 
-SOURCES = ("zns_replay.c", "zdev.c", "zdev.h", "crc32c.h", "dogi_place.h")
+SOURCES = ("zns_replay.c", "zdev.c", "zdev.h", "crc32c.h", "dogi_place.h", "dtr_load.h", "exit_codes.h")
 CFLAGS = ["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-ffp-contract=off"]
 #: the simulator's policies and victim selectors the harness mirrors
 POLICIES = ("nosep", "sepgc", "sepbit", "dogi_frozen")
