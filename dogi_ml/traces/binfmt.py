@@ -1,16 +1,30 @@
 """The binary trace format (``.dtr``), read through ``numpy.memmap``.
 
-Layout::
+Layout (version 2)::
 
     0   8 bytes   magic  b"DOGITRC\\0"
-    8   uint32    format version
+    8   uint32    format version (2)
     12  uint32    header length H (bytes of UTF-8 JSON)
-    16  H bytes   header JSON: counts (requests, write requests, write blocks), write WSS,
-                  max LBA, volumes, name, meta, content hash, and each array's dtype/offset
+    16  uint32    CRC32C of bytes [8, 16) and of the header JSON
+    20  uint32    0 (reserved)
+    24  H bytes   header JSON: counts (requests, write requests, write blocks), write WSS,
+                  max LBA, volumes, name, meta, content hash, and each array's dtype, offset,
+                  count and CRC32C
     ..  padding to 64 bytes, then the arrays (ts_us int64, lba int64, nblocks int32, op uint8,
-        volume int32), each 64-byte aligned, little-endian
+        volume int32), one entry per request, each 64-byte aligned right after the one before,
+        little-endian
 
-The header is self-describing, so ``stats`` reads it without touching the arrays.
+Version 1 (no header CRC, so the JSON starts at byte 16, and no array CRCs) is still read, with a
+:class:`DtrVersionWarning` saying that its arrays are not checksummed.
+
+The header is self-describing, so ``stats`` reads it without touching the arrays. Loading checks
+everything before the data is used, in the same order and with the same messages as the ZNS
+harness's C loader (``dogi_ml/zns/dtr_load.h``): the header is strict JSON with exactly the
+writer's fields, the counts and offsets agree with each other and with the file's size, each
+array matches its CRC32C, every request covers 1 or more blocks inside ``[0, max_lba]``, ops are
+read/write/trim, volumes index the header's list, and the header's write counts and ``max_lba``
+equal what the arrays hold. A failed check raises :class:`DtrFormatError`, one line naming the
+file, the field or array (with the entry's index and value) and the fix.
 """
 
 from __future__ import annotations
@@ -20,18 +34,55 @@ import json
 import os
 import secrets
 import struct
+import warnings
 from pathlib import Path
 
+import google_crc32c
 import numpy as np
 
-from .trace import Trace
+from dogi_ml.errors import DogiMLError
+
+from .trace import OP_WRITE, Trace, TraceFormatError
 
 MAGIC = b"DOGITRC\x00"
-VERSION = 1
-_PREFIX = struct.Struct("<8sII")
+VERSION = 2
+#: versions this module reads (1 with a warning: it has no checksums)
+READ_VERSIONS = (1, 2)
+_PREFIX = struct.Struct("<8sII")  # magic, version, header length: every version
+_PREFIX_V2 = struct.Struct("<8sIIII")  # ... + CRC32C of bytes [8, 16) and the JSON, reserved
 _ALIGN = 64
 _WRITE_SLICE = 1 << 22
-_ARRAYS = (("ts_us", "<i8"), ("lba", "<i8"), ("nblocks", "<i4"), ("op", "u1"), ("volume", "<i4"))
+#: entries per slice when checking arrays (bounded memory at paper scale: 1e9 requests)
+_CHECK_SLICE = 1 << 22
+_ARRAYS = (("ts_us", "<i8"), ("lba", "<i8"), ("nblocks", "<i4"), ("op", "|u1"), ("volume", "<i4"))
+_DTYPES = dict(_ARRAYS)
+_INT_FIELDS = ("max_lba", "requests", "write_blocks", "write_requests", "wss_blocks")
+#: the header's fields, each checked for presence and type
+_FIELDS = ("arrays", "content_hash", "max_lba", "meta", "name", "requests", "volumes", "write_blocks",
+           "write_requests", "wss_blocks")  # fmt: skip
+_ARRAY_FIELDS = ("count", "crc32c", "dtype", "offset")
+#: the smallest request's bytes over the five arrays: bounds any count by the file's size
+_REQUEST_BYTES = sum(np.dtype(d).itemsize for _, d in _ARRAYS)
+_INT64 = (-(2**63), 2**63 - 1)
+_FIX = "the file is damaged or was not written by dogi_ml: re-run `python -m dogi_ml ingest` on the source trace"
+
+#: the exit status of a bad input file (``dogi_ml/zns/exit_codes.py``'s ``BAD_INPUT``: this layer
+#: sits below ``dogi_ml.zns``, so the value is repeated here and a test checks they agree)
+BAD_INPUT_EXIT = 3
+
+
+class DtrFormatError(TraceFormatError):
+    """A ``.dtr`` file that cannot be read as it is: the message names the file, the field or
+    array (and the entry) and the fix. The command line exits with :data:`BAD_INPUT_EXIT` (``exit_status``)."""
+
+    exit_status = BAD_INPUT_EXIT
+
+    def __init__(self, path, problem: str, fix: str = _FIX):
+        super().__init__(f"{path}: {problem}", fix)
+
+
+class DtrVersionWarning(UserWarning):
+    """A version-1 ``.dtr`` file: read, but it carries no checksums."""
 
 
 def _aligned(n: int) -> int:
@@ -52,9 +103,34 @@ def _jsonable(v):
     return str(v)
 
 
+def _header_crc(version: int, blob: bytes) -> int:
+    return google_crc32c.extend(google_crc32c.value(struct.pack("<II", version, len(blob))), blob)
+
+
+def _slices(a: np.ndarray, dtype: str):
+    """``a`` as contiguous slices of ``dtype``: a paper-scale column is GBs, and a constant one
+    (a generator's request sizes) is a broadcast view."""
+    for i in range(0, a.size, _WRITE_SLICE):
+        yield np.ascontiguousarray(a[i : i + _WRITE_SLICE], dtype=dtype)
+
+
 def write_trace(trace: Trace, path: str | Path, content_hash: str | None = None) -> Path:
-    """Write ``trace`` to ``path`` (atomically: a temporary file renamed into place)."""
+    """Write ``trace`` to ``path`` (atomically: a temporary file renamed into place), with a
+    CRC32C of the header and of each array. The arrays pass the loader's checks first, so a
+    checksum never vouches for data the loader would refuse."""
     path = Path(path)
+    if trace.n_requests == 0:
+        raise DogiMLError(
+            f"trace {trace.name!r} holds no requests, so there is nothing to write to {path}",
+            "check the trace's source and any volume selection",
+        )
+    _check_arrays(
+        f"trace {trace.name!r} (being written to {path})",
+        {name: getattr(trace, name) for name, _ in _ARRAYS},
+        trace.max_lba,
+        len(trace.volumes),
+        fix="the trace is invalid: report the reader or generator that made it",
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     stats = trace.stats()
     arrays = []
@@ -63,6 +139,12 @@ def write_trace(trace: Trace, path: str | Path, content_hash: str | None = None)
         a = getattr(trace, name)
         arrays.append((name, dtype, a, offset))
         offset = _aligned(offset + a.size * np.dtype(dtype).itemsize)
+    crcs = {}
+    for name, dtype, a, _off in arrays:
+        crc = 0
+        for chunk in _slices(a, dtype):
+            crc = google_crc32c.extend(crc, chunk)
+        crcs[name] = crc
     header = {
         "name": trace.name,
         "requests": trace.n_requests,
@@ -70,83 +152,311 @@ def write_trace(trace: Trace, path: str | Path, content_hash: str | None = None)
         "write_blocks": stats["write_blocks"],
         "wss_blocks": stats["wss_blocks"],
         "max_lba": trace.max_lba,
-        "volumes": list(trace.volumes),
+        "volumes": [str(v) for v in trace.volumes],
         "content_hash": content_hash,
         "meta": _jsonable(trace.meta),
-        "arrays": {name: {"dtype": dtype, "offset": off, "count": int(a.size)} for name, dtype, a, off in arrays},
+        "arrays": {
+            name: {"dtype": dtype, "offset": off, "count": int(a.size), "crc32c": crcs[name]}
+            for name, dtype, a, off in arrays
+        },
     }
     blob = json.dumps(header, sort_keys=True).encode()
-    data_start = _aligned(_PREFIX.size + len(blob))
+    data_start = _aligned(_PREFIX_V2.size + len(blob))
     # a name per writer: parallel sweep jobs may write the same trace at once
     tmp = path.with_name(f"{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(_PREFIX.pack(MAGIC, VERSION, len(blob)))
-        fh.write(blob)
-        fh.write(b"\0" * (data_start - _PREFIX.size - len(blob)))
-        for _name, dtype, a, off in arrays:
-            fh.seek(data_start + off)
-            # in slices: a paper-scale column is GBs, and a constant one is a broadcast view
-            for i in range(0, a.size, _WRITE_SLICE):
-                fh.write(np.ascontiguousarray(a[i : i + _WRITE_SLICE], dtype=dtype).tobytes())
-        fh.truncate(data_start + offset)
-    tmp.replace(path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(_PREFIX_V2.pack(MAGIC, VERSION, len(blob), _header_crc(VERSION, blob), 0))
+            fh.write(blob)
+            fh.write(b"\0" * (data_start - _PREFIX_V2.size - len(blob)))
+            for _name, dtype, a, off in arrays:
+                fh.seek(data_start + off)
+                for chunk in _slices(a, dtype):
+                    fh.write(chunk)
+            fh.truncate(data_start + offset)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 
+# -- reading ---------------------------------------------------------------------------------
+class _Object(dict):
+    """A JSON object that remembers its members in file order, repeats included."""
+
+    def __init__(self, pairs):
+        super().__init__(pairs)
+        self.pairs = pairs
+
+
+def _reject_constant(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _is_int(v) -> bool:
+    return type(v) is int and _INT64[0] <= v <= _INT64[1]
+
+
+def _parse_header_json(path, blob: bytes, version: int) -> dict:
+    """The header's fields, each present once and of its type, checked in the file's order (as
+    the C loader does, so both report the same first problem)."""
+    try:
+        top = json.loads(blob.decode("utf-8"), object_pairs_hook=_Object, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise DtrFormatError(path, "the header is not valid JSON") from None
+    if not isinstance(top, _Object):
+        raise DtrFormatError(path, "the header is not a JSON object")
+    seen = set()
+    for key, value in top.pairs:
+        if key not in _FIELDS:
+            raise DtrFormatError(path, f'unknown header field "{key[:64]}"')
+        if key in seen:
+            raise DtrFormatError(path, f'header field "{key}" appears twice')
+        seen.add(key)
+        if key == "arrays":
+            _check_array_entries(path, value, version)
+        elif key == "name" and not isinstance(value, str):
+            raise DtrFormatError(path, 'header field "name" is not a string')
+        elif key == "content_hash" and not (value is None or isinstance(value, str)):
+            raise DtrFormatError(path, 'header field "content_hash" is not a string or null')
+        elif key == "meta" and not isinstance(value, dict):
+            raise DtrFormatError(path, 'header field "meta" is not an object')
+        elif key == "volumes" and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise DtrFormatError(path, 'header field "volumes" is not a list of strings')
+        elif key in _INT_FIELDS and not _is_int(value):
+            raise DtrFormatError(path, f'header field "{key}" is not an integer')
+    for key in _FIELDS:
+        if key not in seen:
+            raise DtrFormatError(path, f'header field "{key}" is missing')
+    return dict(top)
+
+
+def _check_array_entries(path, arrays, version: int) -> None:
+    if not isinstance(arrays, dict):
+        raise DtrFormatError(path, 'header field "arrays" is not an object')
+    seen = set()
+    for name, entry in arrays.pairs:
+        if name not in _DTYPES:
+            raise DtrFormatError(path, f'unknown header array "{name[:64]}"')
+        if name in seen:
+            raise DtrFormatError(path, f'header array "{name}" appears twice')
+        seen.add(name)
+        if not isinstance(entry, dict):
+            raise DtrFormatError(path, f'header array "{name}" is not an object')
+        fields = set()
+        for key, value in entry.pairs:
+            if key not in _ARRAY_FIELDS or (key == "crc32c" and version < 2):
+                raise DtrFormatError(path, f'header array "{name}" has an unknown field "{key[:64]}"')
+            if key in fields:
+                raise DtrFormatError(path, f'header array "{name}" repeats "{key}"')
+            fields.add(key)
+            if key == "dtype":
+                if not isinstance(value, str):
+                    raise DtrFormatError(path, f'header array "{name}": dtype is not a string')
+                # "u1" is what version 1's writer put for op
+                if value != _DTYPES[name] and not (name == "op" and value == "u1"):
+                    raise DtrFormatError(path, f'array {name} has dtype "{value[:16]}", expected {_DTYPES[name]}')
+            elif not _is_int(value):
+                raise DtrFormatError(path, f'header array "{name}": {key} is not an integer')
+            elif key == "crc32c" and not 0 <= value <= 0xFFFFFFFF:
+                raise DtrFormatError(path, f'header array "{name}": crc32c = {value} is not a 32-bit value')
+        for key in _ARRAY_FIELDS:
+            if key not in fields and not (key == "crc32c" and version < 2):
+                raise DtrFormatError(path, f'header array "{name}" lacks "{key}"')
+    for name, _ in _ARRAYS:
+        if name not in seen:
+            raise DtrFormatError(path, f'header array "{name}" is missing')
+
+
 def read_header(path: str | Path) -> dict:
-    """The header of a ``.dtr`` file (no array is read); clear errors for non-trace files."""
+    """The header of a ``.dtr`` file, checked against itself and the file's size (no array is
+    read); :class:`DtrFormatError` for anything else."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"binary trace not found: {path}")
+    if not path.is_file():
+        raise DtrFormatError(path, "not a regular file", "give a .dtr file")
     size = path.stat().st_size
     with open(path, "rb") as fh:
-        prefix = fh.read(_PREFIX.size)
+        prefix = fh.read(_PREFIX_V2.size)
         if len(prefix) < _PREFIX.size:
-            raise ValueError(f"{path}: too short to be a dogi_ml binary trace ({size} bytes)")
-        magic, version, hlen = _PREFIX.unpack(prefix)
+            raise DtrFormatError(path, f"too short to be a dogi_ml binary trace ({size} bytes)")
+        magic, version, hlen = _PREFIX.unpack_from(prefix)
         if magic != MAGIC:
-            raise ValueError(
-                f"{path}: not a dogi_ml binary trace (bad magic {magic!r}); "
-                "convert text traces with `python -m dogi_ml ingest path=... format=...`"
+            raise DtrFormatError(
+                path,
+                "not a dogi_ml binary trace (bad magic)",
+                "convert text traces with `python -m dogi_ml ingest path=... format=...`",
             )
-        if version != VERSION:
-            raise ValueError(
-                f"{path}: binary trace version {version}, this dogi_ml reads version {VERSION}; "
-                "re-run ingest on the source trace"
+        if version not in READ_VERSIONS:
+            raise DtrFormatError(
+                path,
+                f"binary trace version {version}, this dogi_ml reads versions 1 and 2",
+                "re-run `python -m dogi_ml ingest` on the source trace with this dogi_ml",
             )
+        start = _PREFIX.size if version == 1 else _PREFIX_V2.size
+        if size < start:
+            raise DtrFormatError(path, f"too short to be a dogi_ml binary trace ({size} bytes)")
+        if hlen > size - start:
+            raise DtrFormatError(path, f"truncated header ({hlen} bytes announced, {size - start} in the file)")
+        fh.seek(start)
         blob = fh.read(hlen)
-    if len(blob) < hlen:
-        raise ValueError(f"{path}: truncated header ({len(blob)} of {hlen} bytes)")
-    header = json.loads(blob)
-    header["data_start"] = _aligned(_PREFIX.size + hlen)
-    need = max(
-        (
-            header["data_start"] + a["offset"] + a["count"] * np.dtype(a["dtype"]).itemsize
-            for a in header["arrays"].values()
-        ),
-        default=0,
-    )
-    if size < need:
-        raise ValueError(f"{path}: truncated file ({size} bytes, the header promises {need}); re-run ingest")
+    if version >= 2:
+        _, _, _, stored, reserved = _PREFIX_V2.unpack(prefix)
+        got = _header_crc(version, blob)
+        if got != stored:
+            raise DtrFormatError(path, f"the header fails its checksum (CRC32C 0x{got:08x}, stored 0x{stored:08x})")
+        if reserved:
+            raise DtrFormatError(path, "reserved prefix bytes 20-23 are not zero")
+    header = _parse_header_json(path, blob, version)
+    _check_counts(path, header, size, _aligned(start + hlen))
+    _check_padding(path, header, size, start + hlen, _aligned(start + hlen))
+    header["data_start"] = _aligned(start + hlen)
     header["version"] = version
     return header
 
 
+def _check_counts(path, h: dict, size: int, data_start: int) -> None:
+    """The header's counts against each other, the layout and the file's size."""
+    n = h["requests"]
+    if n < 1:
+        raise DtrFormatError(path, f"header field requests = {n}, a trace holds at least 1 request")
+    if n > (size - data_start) // _REQUEST_BYTES:
+        raise DtrFormatError(path, f"truncated file ({size} bytes, too few for the header's {n} requests)")
+    wr, wb, wss = h["write_requests"], h["write_blocks"], h["wss_blocks"]
+    if not 0 <= wr <= n:
+        raise DtrFormatError(path, f"header field write_requests = {wr} is outside [0, requests = {n}]")
+    if not wr <= wb <= wr * (2**31 - 1):
+        raise DtrFormatError(path, f"header field write_blocks = {wb} is outside [write_requests, {wr} x 2147483647]")
+    if not int(wb > 0) <= wss <= wb:
+        raise DtrFormatError(path, f"header field wss_blocks = {wss} is outside [{int(wb > 0)}, write_blocks = {wb}]")
+    if h["max_lba"] < 0:
+        raise DtrFormatError(path, f"header field max_lba = {h['max_lba']} is negative")
+    if not h["volumes"]:
+        raise DtrFormatError(path, "header field volumes is empty, a trace names at least 1 volume")
+    if len(h["volumes"]) > 2**31 - 1:
+        raise DtrFormatError(
+            path, f"header field volumes has {len(h['volumes'])} entries, more than an int32 index reaches"
+        )
+    expect = 0
+    for name, dtype in _ARRAYS:
+        spec = h["arrays"][name]
+        if spec["count"] != n:
+            raise DtrFormatError(path, f"array {name} holds {spec['count']} entries, the header's requests = {n}")
+        if spec["offset"] != expect:
+            raise DtrFormatError(
+                path, f"array {name} starts at offset {spec['offset']}, the layout puts it at {expect}"
+            )
+        expect = _aligned(expect + n * np.dtype(dtype).itemsize)
+    if size != data_start + expect:
+        kind = "truncated" if size < data_start + expect else "oversized"
+        raise DtrFormatError(path, f"{kind} file ({size} bytes, the header accounts for {data_start + expect})")
+
+
+def _check_padding(path, h: dict, size: int, header_end: int, data_start: int) -> None:
+    """The padding after the header and after each array: zeros, as the writer leaves it."""
+    gaps, start = [], header_end
+    for name, dtype in _ARRAYS:
+        spec = h["arrays"][name]
+        gaps.append((start, data_start + spec["offset"]))
+        start = data_start + spec["offset"] + spec["count"] * np.dtype(dtype).itemsize
+    gaps.append((start, size))
+    with open(path, "rb") as fh:
+        for lo, hi in gaps:
+            fh.seek(lo)
+            pad = fh.read(hi - lo)
+            zeros = len(pad) - len(pad.lstrip(b"\0"))
+            if zeros < len(pad):
+                raise DtrFormatError(path, f"padding byte at offset {lo + zeros} is not zero")
+
+
+def _first(mask: np.ndarray) -> int | None:
+    hit = np.flatnonzero(mask)
+    return int(hit[0]) if hit.size else None
+
+
+def _check_arrays(where, arrays: dict, max_lba: int, n_volumes: int, fix: str = _FIX, header: dict | None = None):
+    """Every entry in range, in slices (bounded memory); with ``header``, its write counts and
+    max_lba must equal what the arrays hold. The order of the checks is the C loader's."""
+    n = int(arrays["lba"].size)
+
+    def fail(problem):
+        raise DtrFormatError(where, problem, fix)
+
+    nb_all, op_all, lba_all, vol_all = arrays["nblocks"], arrays["op"], arrays["lba"], arrays["volume"]
+    for i in range(0, n, _CHECK_SLICE):
+        nb = np.asarray(nb_all[i : i + _CHECK_SLICE])
+        k = _first(nb < 1)
+        if k is not None:
+            fail(f"nblocks[{i + k}] = {int(nb[k])}, a request covers at least 1 block")
+    for i in range(0, n, _CHECK_SLICE):
+        op = np.asarray(op_all[i : i + _CHECK_SLICE])
+        k = _first(op > 2)
+        if k is not None:
+            fail(f"op[{i + k}] = {int(op[k])} is not a known operation (0 read, 1 write, 2 trim)")
+    reach, write_requests, write_blocks = -1, 0, 0
+    for i in range(0, n, _CHECK_SLICE):
+        lba = np.asarray(lba_all[i : i + _CHECK_SLICE], dtype=np.int64)
+        nb = np.asarray(nb_all[i : i + _CHECK_SLICE], dtype=np.int64)
+        # the C loader's order per entry: negative first, then the end beyond max_lba
+        negative = lba < 0
+        beyond = lba > max_lba - (nb - 1)  # no overflow: nb >= 1 and max_lba >= 0
+        k = _first(negative | beyond)
+        if k is not None:
+            if negative[k]:
+                fail(f"lba[{i + k}] = {int(lba[k])} is negative")
+            fail(f"lba[{i + k}] = {int(lba[k])} with nblocks {int(nb[k])} ends beyond the header's max_lba = {max_lba}")
+        reach = max(reach, int((lba + nb - 1).max()))
+        writes = np.asarray(op_all[i : i + _CHECK_SLICE]) == OP_WRITE
+        write_requests += int(writes.sum())
+        write_blocks += int(nb[writes].sum())
+    for i in range(0, n, _CHECK_SLICE):
+        vol = np.asarray(vol_all[i : i + _CHECK_SLICE])
+        k = _first((vol < 0) | (vol >= n_volumes))
+        if k is not None:
+            fail(f"volume[{i + k}] = {int(vol[k])} is outside [0, {n_volumes}) (the header's volumes)")
+    if header is None:
+        return
+    if reach != header["max_lba"]:
+        fail(f"the header's max_lba = {header['max_lba']}, but the requests reach block {reach}")
+    if write_requests != header["write_requests"]:
+        fail(
+            f"the header's write_requests = {header['write_requests']}, but op marks {write_requests} requests as writes"
+        )
+    if write_blocks != header["write_blocks"]:
+        fail(
+            f"the header's write_blocks = {header['write_blocks']}, but the write requests cover {write_blocks} blocks"
+        )
+
+
 def read_binary(path: str | Path) -> Trace:
-    """Load a ``.dtr`` trace; arrays are read-only memory maps of the file."""
+    """Load a ``.dtr`` trace, every check passed (see the module's docstring); arrays are
+    read-only memory maps of the file."""
     header = read_header(path)
     arrays = {}
-    for name, spec in header["arrays"].items():
-        if spec["count"] == 0:
-            arrays[name] = np.empty(0, spec["dtype"])
-        else:
-            arrays[name] = np.memmap(
-                path,
-                dtype=spec["dtype"],
-                mode="r",
-                offset=header["data_start"] + spec["offset"],
-                shape=(spec["count"],),
-            )
+    for name, dtype in _ARRAYS:
+        spec = header["arrays"][name]
+        arrays[name] = np.memmap(
+            path, dtype=dtype, mode="r", offset=header["data_start"] + spec["offset"], shape=(spec["count"],)
+        )
+        if header["version"] >= 2:
+            crc = 0
+            for i in range(0, spec["count"], _CHECK_SLICE):
+                crc = google_crc32c.extend(crc, arrays[name][i : i + _CHECK_SLICE])
+            if crc != spec["crc32c"]:
+                raise DtrFormatError(
+                    path,
+                    f"array {name} fails its checksum (CRC32C 0x{crc:08x}, the header says 0x{spec['crc32c']:08x})",
+                )
+    _check_arrays(path, arrays, header["max_lba"], len(header["volumes"]), header=header)
+    if header["version"] < 2:
+        warnings.warn(
+            f"{path}: binary trace version {header['version']} has no checksums, so damage to its arrays may go "
+            f"unseen -- re-run `python -m dogi_ml ingest` on the source trace (or delete it from the trace cache) "
+            f"to rewrite it as version {VERSION}",
+            DtrVersionWarning,
+            stacklevel=2,
+        )
     trace = Trace.__new__(Trace)
     # bypass __post_init__'s copies: memmaps already have the right dtypes and are contiguous
     trace.ts_us, trace.lba, trace.nblocks = arrays["ts_us"], arrays["lba"], arrays["nblocks"]
