@@ -6,8 +6,8 @@ relative to the package, outputs go under the working directory. ``stage``, ``ca
 ``report`` take plain arguments instead of Hydra overrides.
 
 User errors (:class:`dogi_ml.errors.DogiMLError`, a missing input file) print one line,
-``error: <problem> -- <fix>``, and exit with status 2; any other exception is a bug and keeps
-its traceback.
+``error: <problem> -- <fix>``, and exit with status 2 (or the error's own ``exit_status``: 3 for
+a bad input file, dogi_ml/zns/exit_codes.py); any other exception is a bug and keeps its traceback.
 
 ``--quiet`` / ``-q`` before the command silences progress bars and chatty logging for the process
 and the jobs it starts (it sets ``DOGI_ML_QUIET=1``); summaries and JSON paths still print.
@@ -81,7 +81,9 @@ def user_error_line(exc: BaseException) -> str | None:
 
 def _fail(exc: BaseException) -> None:
     print(user_error_line(exc), file=sys.stderr)
-    raise SystemExit(2)
+    # 2 unless the error carries a status of its own: 3 for a bad input file, and the others of
+    # dogi_ml/zns/exit_codes.py (docs/deployment.md, "Exit codes")
+    raise SystemExit(getattr(exc, "exit_status", None) or 2)
 
 
 def _guarded(body, *args):
