@@ -320,6 +320,9 @@ def main(argv: list[str] | None = None) -> None:
                     **out,
                     "workload": res.get("workload"),
                     "waf": res.get("waf"),
+                    # the run's effective settings and the float code path that made it
+                    "settings": res.get("settings"),
+                    "numerics": res.get("numerics"),
                     # every clustering is in the run's result; a thinned log (<= 400 rows) is enough here
                     "mapping_log": res["minos_mapping_log"][:: max(1, len(res["minos_mapping_log"]) // 400)],
                 }

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dogi_ml.determinism import numerics_record
 from dogi_ml.errors import ConfigError
 from dogi_ml.markov import opmodel as om
 from dogi_ml.oracles import minos_oracles as mo
@@ -332,6 +333,7 @@ def run_minos_table(cfg, out_dir: Path) -> dict:
                 row["model_checks"] = model_checks(bench, log=console.print)
                 result["checks"] = {"workload": name, "mode": mode, "segment_blocks": int(seg)}
             result["rows"].append(row)
+    result["numerics"] = numerics_record()  # the float code path that made it (dogi_ml.determinism)
     print_table(result)
     out = Path(cfg.get("output") or out_dir / "minos_table1.json")
     out.parent.mkdir(parents=True, exist_ok=True)
