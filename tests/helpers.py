@@ -28,6 +28,16 @@ def shared_data_dir() -> Path:
     return Path(os.environ.get("DOGI_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
+def skip_or_fail_in_ci(why: str) -> None:
+    """A prerequisite is missing: skip the test with ``why``, but fail it under ``CI=true`` (CI
+    installs every prerequisite, so a skip there would pass a test that never ran)."""
+    import pytest
+
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"{why} (CI=true: a missing prerequisite fails the run instead of skipping it)")
+    pytest.skip(why)
+
+
 def zipf_writes(capacity: int, n: int, theta: float = 1.0, seed: int = 7) -> np.ndarray:
     """Zipf(theta) block writes, ranks scrambled over the address space (like fio)."""
     rng = np.random.default_rng(seed)

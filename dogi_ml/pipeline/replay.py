@@ -4,8 +4,14 @@ resets, MB/s and the verify result, writes JSON, logs to MLflow, and (``zns.comp
 checks that the user, GC and reset counts equal the Numba simulator's on the same config.
 
 ``mode=bench`` adds fio writing the same device volume sequentially (4 KiB, direct I/O) on
-the same backing store; ``mode=recover`` rebuilds the mapping of a device left by an abrupt stop
-and verifies it.
+the same backing store; ``mode=recover`` rebuilds the mapping of a device left by an abrupt stop,
+checks it against the count of acknowledged writes in the run's acknowledgement journal and
+verifies it. ``zns.durability`` (``flush``, every ``zns.flush_every`` writes; ``fua``; ``none``)
+decides when a write counts as acknowledged; every result names it.
+
+The exit status tells the truth (:mod:`dogi_ml.zns.exit_codes`): a verify failure, lost writes
+found by recovery and counts that differ from the simulator's each end the command with their own
+status and a one-line ``error:``, after the JSON and the MLflow run are written.
 
 The learned scheme: ``mode=bundle policy=dogi policy.params.deployed=int8 [bundle=DIR]`` runs
 DOGI in the simulator and writes the deployment bundle of its final int8 model and configuration;
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -30,6 +37,7 @@ from dogi_ml.policies import configured_victim, policy_class
 from dogi_ml.traces.binfmt import write_trace
 from dogi_ml.traces.trace import Trace
 from dogi_ml.traces.workload import workload_capacity
+from dogi_ml.zns import exit_codes
 from dogi_ml.zns import harness as zh
 
 #: the counts a replay must share with the simulator (same trace, policy, victim, geometry)
@@ -112,6 +120,9 @@ def _run_options(policy_cfg: Mapping, sim_cfg: Mapping, zns: Mapping) -> dict:
         "verify": bool(zns.get("verify", True)),
         "verify_every": int(zns.get("verify_every") or 0),
         "variant": str(params.get("variant", "code")),
+        "durability": str(zns.get("durability") or "flush"),
+        "flush_every": zns.get("flush_every") if zns.get("flush_every") is not None else zh.FLUSH_EVERY,
+        "journal": zns.get("journal"),
     }
 
 
@@ -221,7 +232,7 @@ def replay_in_guest(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, zns: Ma
     path = trace_file(trace, cache_dir)
     args = zh.harness_args(
         "/trace.dtr", "/dev/nvme0n1", capacity=capacity, segments=nseg, **_run_options(policy_cfg, sim_cfg, zns)
-    )
+    )  # the journal: ./nvme0n1.journal in the guest's root (it stays up for the run only)
     geometry = {"zones": nseg + 8, "zone_mb": 2 * seg / 256, "cap_mb": seg / 256}
     if zns.get("mode") == "bench":
         # fio writes the replay's whole device volume in one pass: zones enough for WAF <= 8
@@ -251,6 +262,7 @@ def replay_in_guest(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, zns: Ma
         result = run["results"].get("replay")
         if not result:
             raise zh.HarnessError(f"the guest printed no result:\n{run['log'][-3000:]}")
+        result["exit_status"] = run["exit_statuses"].get("replay")
     result["device"] = "qemu:/dev/nvme0n1"
     result["workload"] = trace.name
     if zns.get("compare_sim", True):
@@ -262,9 +274,17 @@ def replay_in_guest(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, zns: Ma
 
 def print_summary(r: dict) -> None:
     if r.get("mode") == "recover":
+        j = r["journal"]
         print(
-            f"recovered {r['recovered_writes']} acknowledged writes, {r['live_lbas']} live LBAs: "
-            f"lost {r['lost']}, corrupt {r['corrupt']}; verify {'ok' if r['verify']['ok'] else 'FAILED'}"
+            f"recover {r['device']}: journal {j['path']} {j['status']}"
+            + (f" ({j['detail']})" if j["detail"] else "")
+            + f", durability {r['durability']}\n"
+            f"  {r['acknowledged_writes']} writes acknowledged, {r['live_lbas']} live LBAs: {r['intact_lbas']} intact, "
+            f"lost {r['lost']}"
+            + (f" (newest lost: write {r['newest_lost_seq']})" if r["lost"] else "")
+            + f", corrupt {r['corrupt']}, phantom {r['phantom']}, foreign {r['foreign']}; "
+            f"{r['unacknowledged_found']} LBAs hold a write issued after the last acknowledgement; "
+            f"verify {'ok' if r['verify']['ok'] else 'FAILED'}; {'ok' if r['ok'] else 'NOT OK'}"
         )
         return
     v = r["verify"]
@@ -276,6 +296,15 @@ def print_summary(r: dict) -> None:
         f"  device writes  {r['device_write_blocks']} blocks ({r['device_write_blocks'] * 4096 / 2**20:.1f} MiB)",
         f"  zone resets    {r['zone_resets']}",
         f"  MB/s           user {r['user_mb_s']:.1f}, device {r['device_mb_s']:.1f}",
+        f"  durability     {r['durability']}"
+        + (
+            f" (a device flush every {r['flush_every']} user writes and at every zone filled: "
+            f"{r['device_flushes']} flushes; {r['acknowledged_writes']} writes acknowledged)"
+            if r["durability"] == "flush"
+            else f" (every write with FUA; {r['acknowledged_writes']} writes acknowledged)"
+            if r["durability"] == "fua"
+            else " -- NOTHING WAS MADE DURABLE: a power loss may lose any write"
+        ),
         f"  verify         {'ok' if v['ok'] else 'FAILED'} ({v['checked']} live LBAs read back, "
         f"{v['lost']} lost, {v['corrupt']} corrupt, {v['passes']} passes)",
     ]
@@ -340,27 +369,39 @@ def run_replay(cfg, out_dir: Path) -> float:
             )
         tmpdir = tempfile.mkdtemp(prefix="dogi_zns_", dir=out_dir)
         device = f"file:{tmpdir}/dev.zns"
-    trace = load_workload(cfg.workload, cache_dir=cfg.cache_dir)
-    policy_cfg = OmegaConf.to_container(cfg.policy, resolve=True)
-    sim_cfg = OmegaConf.to_container(cfg.sim, resolve=True)
     try:
-        if device == "qemu":
-            if zns["mode"] == "recover":
-                raise ConfigError("mode=recover runs on a file or block device", "use device=file:PATH or /dev/...")
-            result = replay_in_guest(trace, policy_cfg, sim_cfg, zns, cache_dir=cfg.cache_dir)
-        else:
-            result = replay(
-                trace, policy_cfg, sim_cfg, str(device), zns, progress=cfg.progress, cache_dir=cfg.cache_dir
-            )
-        if zns["mode"] == "bench" and device != "qemu":
-            from dogi_ml.zns.bench import compare, fio_sequential
-
-            where = Path(device[5:]).parent if device.startswith("file:") else Path(device)
-            fio = fio_sequential(where, result["device_write_blocks"] * 4096, zoned=not device.startswith("file:"))
-            result["bench"] = {**compare(result, fio), "fio": fio}
+        return _run(cfg, out_dir, zns, str(device))
+    except zh.HarnessError as exc:
+        if exc.exit_status in (None, exit_codes.USAGE):
+            raise  # the command line's one-line error, exit status 2
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        raise SystemExit(exc.exit_status if exc.exit_status > 0 else exit_codes.INTERNAL) from None
     finally:
         if tmpdir:
             shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _run(cfg, out_dir: Path, zns: dict, device: str) -> float:
+    """The replay, recovery or bench on ``device``: JSON, summary, MLflow, then the exit status."""
+    from omegaconf import OmegaConf
+
+    from dogi_ml.traces.workload import load_workload
+
+    trace = load_workload(cfg.workload, cache_dir=cfg.cache_dir)
+    policy_cfg = OmegaConf.to_container(cfg.policy, resolve=True)
+    sim_cfg = OmegaConf.to_container(cfg.sim, resolve=True)
+    if device == "qemu":
+        if zns["mode"] == "recover":
+            raise ConfigError("mode=recover runs on a file or block device", "use device=file:PATH or /dev/...")
+        result = replay_in_guest(trace, policy_cfg, sim_cfg, zns, cache_dir=cfg.cache_dir)
+    else:
+        result = replay(trace, policy_cfg, sim_cfg, device, zns, progress=cfg.progress, cache_dir=cfg.cache_dir)
+    if zns["mode"] == "bench" and device != "qemu":
+        from dogi_ml.zns.bench import compare, fio_sequential
+
+        where = Path(device[5:]).parent if device.startswith("file:") else Path(device)
+        fio = fio_sequential(where, result["device_write_blocks"] * 4096, zoned=not device.startswith("file:"))
+        result["bench"] = {**compare(result, fio), "fio": fio}
     result["workload_config"] = OmegaConf.to_container(cfg.workload, resolve=True)
     out = Path(cfg.output) if cfg.get("output") else out_dir / "replay.json"
     write_json(result, out)
@@ -368,8 +409,45 @@ def run_replay(cfg, out_dir: Path) -> float:
     print(f"result: {out}")
     if cfg.get("mlflow", True):
         _log(cfg, result, out)
+    status, message = verdict(result)
+    if status != exit_codes.OK:
+        print(f"error: {message}", file=sys.stderr)
+        raise SystemExit(status)
     waf = result.get("waf")
     return float(waf) if isinstance(waf, (int, float)) and math.isfinite(waf) else float("nan")
+
+
+def verdict(result: dict) -> tuple[int, str]:
+    """(exit status, one line) of a replay or recovery result: lost writes
+    (:data:`~dogi_ml.zns.exit_codes.LOST_WRITES`), a verify failure
+    (:data:`~dogi_ml.zns.exit_codes.VERIFY`), counts that differ from the simulator's
+    (:data:`~dogi_ml.zns.exit_codes.PARITY`), else OK."""
+    if result.get("mode") == "recover":
+        if result.get("ok"):
+            return exit_codes.OK, ""
+        j = result["journal"]
+        why = (
+            f"the acknowledgement journal {j['path']} is {j['status']} ({j['detail']})"
+            if j["status"] != "ok"
+            else f"{result['lost']} of {result['live_lbas']} acknowledged LBAs lost "
+            f"(newest acknowledged write lost: {result['newest_lost_seq']}), {result['corrupt']} corrupt, "
+            f"{result['phantom']} phantom, {result['foreign']} foreign blocks"
+        )
+        return exit_codes.LOST_WRITES, f"recovery of {result['device']}: {why} -- see the result JSON"
+    v = result.get("verify") or {}
+    if v and not v.get("ok") and v.get("passes", 1):
+        return exit_codes.VERIFY, (
+            f"verify FAILED on {result.get('device')}: {v.get('lost')} lost and {v.get('corrupt')} corrupt of "
+            f"{v.get('mapped')} live LBAs ({v.get('failed_passes')} of {v.get('passes')} passes failed) -- the "
+            "device does not hold what was written; see the result JSON"
+        )
+    parity = result.get("parity")
+    if parity is not None and not parity.get("ok"):
+        return exit_codes.PARITY, (
+            f"the replay's counts differ from the simulator's: {parity['mismatch']} (replay, simulator) -- the "
+            "harness and the simulator no longer run the same placement and GC"
+        )
+    return exit_codes.OK, ""
 
 
 def _log(cfg, result: dict, out: Path) -> None:
@@ -384,6 +462,7 @@ def _log(cfg, result: dict, out: Path) -> None:
         "command": "replay",
         "backend": str(result.get("backend")),
         "mode": str(result.get("mode")),
+        "durability": str(result.get("durability")),
     }
     with mlflow_run("replay", f"{policy} on {result.get('workload')} (zns)", sweep_dir=sweep_dir(), tags=tags) as (
         mlflow,

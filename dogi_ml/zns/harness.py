@@ -15,17 +15,29 @@ from pathlib import Path
 
 from dogi_ml.errors import DogiMLError
 
+from . import exit_codes
+
 SOURCES = ("zns_replay.c", "zdev.c", "zdev.h", "crc32c.h", "dogi_place.h", "dtr_load.h", "exit_codes.h")
 CFLAGS = ["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-ffp-contract=off"]
 #: the simulator's policies and victim selectors the harness mirrors
 POLICIES = ("nosep", "sepgc", "sepbit", "dogi_frozen")
 VICTIMS = ("greedy", "cost_benefit", "cost_benefit_sepbit", "fifo")
+#: what a write needs before it counts as acknowledged (``--durability``; docs/deployment.md)
+DURABILITY = ("flush", "fua", "none")
+#: ``--flush-every``'s default in zns_replay.c: user writes between acknowledgements
+FLUSH_EVERY = 1024
 #: the learned scheme's files compiled in (dogi_place.h includes them), from its bundle
 LEARNED_HEADERS = {"dogi_model.h": "header", "dogi_deploy.h": "deploy_header"}
 
 
 class HarnessError(DogiMLError):
-    """The harness could not be built or refused its input (the message is the harness's own)."""
+    """The harness could not be built, refused its input or failed (the message is the harness's
+    own); ``exit_status`` is the harness's exit status (:mod:`dogi_ml.zns.exit_codes`), None when
+    it did not run."""
+
+    def __init__(self, problem: str, fix: str | None = None, exit_status: int | None = None):
+        super().__init__(problem, fix)
+        self.exit_status = exit_status
 
 
 def source_dir() -> Path:
@@ -116,6 +128,9 @@ def harness_args(
     progress_every: int = 0,
     segments: int | None = None,
     variant: str = "code",
+    durability: str = "flush",
+    flush_every: int | None = None,
+    journal: str | Path | None = None,
 ) -> list[str]:
     """The command line of one harness run (see ``zns_replay --help``)."""
     if policy not in POLICIES:
@@ -130,6 +145,18 @@ def harness_args(
         victim = "greedy"  # sim.victim's default for schemes without a rule of their own
     elif victim not in VICTIMS:
         raise HarnessError(f"the ZNS harness runs victims {', '.join(VICTIMS)}, not {victim!r}", "set sim.victim")
+    if durability not in DURABILITY:
+        raise HarnessError(
+            f"zns.durability={durability!r} is not one of {', '.join(DURABILITY)}",
+            "use zns.durability=flush (the default), fua or none",
+        )
+    if flush_every is not None and (
+        isinstance(flush_every, bool) or not isinstance(flush_every, int) or flush_every < 1
+    ):
+        raise HarnessError(
+            f"zns.flush_every={flush_every!r}: it must be a whole number of user writes, at least 1",
+            f"use e.g. zns.flush_every={FLUSH_EVERY} (the default)",
+        )
     name = "sepbit_paper" if policy == "sepbit" and variant == "paper" else policy
     args = [
         f"--trace={trace}",
@@ -140,7 +167,11 @@ def harness_args(
         f"--op-ratio={op_ratio!r}",
         f"--gc-free={int(gc_free_segments)}",
         f"--gc-high={int(gc_high_free_segments or 0)}",
+        f"--durability={durability}",
+        f"--flush-every={int(flush_every or FLUSH_EVERY)}",
     ]
+    if journal:
+        args.append(f"--journal={journal}")
     if segments:
         args.append(f"--segments={int(segments)}")
     if not prefill:
@@ -159,8 +190,12 @@ def harness_args(
 def run(
     args: list[str], exe: Path | None = None, progress: Callable[[int, int], None] | None = None, timeout=None
 ) -> dict:
-    """Run the harness; its JSON line as a dict. ``progress(done, total)`` sees every progress
-    line. A refusal (exit status 2, ``error: ...``) raises :class:`HarnessError`."""
+    """Run the harness; its JSON line as a dict, with its ``exit_status`` and, for a failed check
+    (verify, :data:`~dogi_ml.zns.exit_codes.VERIFY`; recovery,
+    :data:`~dogi_ml.zns.exit_codes.LOST_WRITES`), its one-line ``error``. ``progress(done,
+    total)`` sees every progress line (writes acknowledged). Any other failure (a refusal, bad
+    input, an I/O error, a kill) raises :class:`HarnessError` with the harness's message and exit
+    status."""
     exe = exe or build()
     proc = subprocess.Popen([str(exe), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     errors = []
@@ -174,11 +209,14 @@ def run(
     out = proc.stdout.read()
     rc = proc.wait(timeout=timeout)
     lines = [ln for ln in out.splitlines() if ln.startswith("{")]
-    if rc == 2 or not lines:
-        msg = "\n".join(e.removeprefix("error: ") for e in errors) or f"exit status {rc}"
-        raise HarnessError(f"zns_replay: {msg}")
+    failures = [e.removeprefix("error: ") for e in errors if e.startswith("error: ")]
+    if rc not in (exit_codes.OK, exit_codes.VERIFY, exit_codes.LOST_WRITES) or not lines:
+        msg = "\n".join(failures or errors) or (f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}")
+        raise HarnessError(f"zns_replay: {msg}", exit_status=rc)
     result = json.loads(lines[-1])
     result["exit_status"] = rc
+    if failures:
+        result["error"] = failures[-1]
     return result
 
 

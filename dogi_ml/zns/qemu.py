@@ -20,8 +20,9 @@ from pathlib import Path
 
 from . import harness as zh
 
-#: one line per guest command: ``ZNS-JSON <name> <json>``
+#: one line per guest command: ``ZNS-JSON <name> <json>``, then ``ZNS-RC <name> <exit status>``
 MARK = "ZNS-JSON"
+RC_MARK = "ZNS-RC"
 
 
 def asset_dir() -> Path:
@@ -96,7 +97,8 @@ def build_guest_tools(out_dir: Path, learned: dict | None = None) -> dict[str, P
 
 def guest_script(commands: list[tuple[str, str]], scheduler: str = "mq-deadline") -> str:
     """``/init``: mount, pick the zoned device's scheduler, run each ``(name, shell command)``
-    printing ``ZNS-JSON name <its last stdout line>``, then exit QEMU with status 0."""
+    printing ``ZNS-JSON name <its last stdout line>`` and ``ZNS-RC name <its exit status>``, then
+    exit QEMU with status 0."""
     lines = [
         "#!/bin/sh",
         "/bin/busybox --install -s /bin",
@@ -108,6 +110,7 @@ def guest_script(commands: list[tuple[str, str]], scheduler: str = "mq-deadline"
     for name, cmd in commands:
         lines += [
             f"( {cmd} ) > /tmp/{name}.out 2> /tmp/{name}.err",
+            f'echo "{RC_MARK} {name} $?"',
             f'echo "{MARK} {name} $(grep "^{{" /tmp/{name}.out | tail -n 1)"',
             f'grep -v "^progress" /tmp/{name}.err | tail -n 5 | sed "s/^/[{name}] /"',
         ]
@@ -161,6 +164,16 @@ def parse_results(log: str) -> dict[str, dict | None]:
     return out
 
 
+def parse_exit_statuses(log: str) -> dict[str, int]:
+    """``{name: the guest command's exit status}`` from a serial log."""
+    out = {}
+    for line in log.splitlines():
+        parts = line.strip().split(" ")
+        if len(parts) == 3 and parts[0] == RC_MARK and parts[2].isdigit():
+            out[parts[1]] = int(parts[2])
+    return out
+
+
 def run_guest(
     trace_bytes: bytes | None,
     commands: list[tuple[str, str]],
@@ -176,7 +189,7 @@ def run_guest(
 ) -> dict:
     """Boot a guest whose ``/trace.dtr`` is ``trace_bytes`` (and ``extra_files``: {guest path:
     (bytes, mode)}), run ``commands`` (they may use ``/zns_replay`` and ``/dev/nvme0n1``);
-    ``{exit_status, results, log}``. ``learned``: the harness is built with the learned
+    ``{exit_status, results, exit_statuses, log}``. ``learned``: the harness is built with the learned
     scheme's headers (``policy=dogi_frozen``)."""
     assets, why = find_assets()
     if assets is None:
@@ -209,7 +222,7 @@ def run_guest(
     finally:
         if own:
             shutil.rmtree(work, ignore_errors=True)
-    return {"exit_status": rc, "results": parse_results(log), "log": log}
+    return {"exit_status": rc, "results": parse_results(log), "exit_statuses": parse_exit_statuses(log), "log": log}
 
 
 def host_program_files(program: str) -> dict[str, tuple[bytes, int]]:

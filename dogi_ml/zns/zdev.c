@@ -13,10 +13,11 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define META_MAGIC "DOGIZNS"
-#define META_VERSION 1u
+#define META_VERSION 2u /* 2: durable write pointers (16-byte zone records) */
 
 static int fail(zdev *d, const char *fmt, ...)
 {
@@ -313,7 +314,13 @@ static int pwrite_all(zdev *d, const void *buf, size_t len, uint64_t at)
 #endif
     const char *p = buf;
     while (len) {
-        ssize_t w = pwrite(d->fd, p, len, (off_t)at);
+        /* FUA: RWF_DSYNC on this write alone (O_DSYNC's guarantee: the data is durable when the
+         * call returns). On a block device opened O_DIRECT the kernel sends it as a write with
+         * the FUA bit (block/fops.c); on a file, the file system writes it through (a FUA write
+         * or a cache flush of the disk beneath) */
+        struct iovec iov = {(void *)p, len};
+        ssize_t w = d->durability == ZDEV_DUR_FUA ? pwritev2(d->fd, &iov, 1, (off_t)at, RWF_DSYNC)
+                                                  : pwrite(d->fd, p, len, (off_t)at);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -357,6 +364,8 @@ int zdev_write(zdev *d, uint32_t zone, uint32_t off, const void *buf, uint32_t n
         z->cond = ZC_IMP_OPEN;
     }
     z->wp = off + n;
+    if (d->durability == ZDEV_DUR_FUA)
+        z->durable_wp = z->wp;
     if (z->wp == d->cap_blocks) {
         z->cond = ZC_FULL;
         d->nopen--;
@@ -412,6 +421,7 @@ int zdev_reset(zdev *d, uint32_t zone)
     }
     leave_state(d, z);
     z->wp = 0;
+    z->durable_wp = 0; /* the model: a reset is durable when it completes (the worse case for data) */
     z->cond = ZC_EMPTY;
     if (d->kind == ZDEV_KIND_FILE) /* give the blocks back, as a reset drive would (best effort) */
         (void)fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)zone_offset(d, zone, 0),
@@ -443,5 +453,71 @@ int zdev_refresh(zdev *d)
     if (d->kind == ZDEV_KIND_BLK)
         return blk_report(d);
     count_states(d);
+    return 0;
+}
+
+int zdev_flush(zdev *d)
+{
+    if (fdatasync(d->fd))
+        return fail(d, "flush (fdatasync) of %s failed: %s", d->path, strerror(errno));
+    if (d->kind == ZDEV_KIND_FILE) {
+        for (uint32_t z = 0; z < d->nzones; ++z)
+            d->zones[z].durable_wp = d->zones[z].wp;
+        if (msync(d->meta, d->meta_len, MS_SYNC))
+            return fail(d, "sync of the zone sidecar of %s failed: %s", d->path, strerror(errno));
+    }
+    d->flushes++;
+    return 0;
+}
+
+int zdev_sync_zones(zdev *d)
+{
+    if (d->kind == ZDEV_KIND_FILE && msync(d->meta, d->meta_len, MS_SYNC))
+        return fail(d, "sync of the zone sidecar of %s failed: %s", d->path, strerror(errno));
+    return 0;
+}
+
+int zdev_drop_volatile(zdev *d, uint64_t *dropped, uint64_t *min_seq, uint64_t *max_seq,
+                       uint64_t (*seq_of)(const void *block))
+{
+    *dropped = *min_seq = *max_seq = 0;
+    if (d->kind != ZDEV_KIND_FILE)
+        return fail(d, "%s is a real device: it loses its volatile cache by itself when its power is cut; "
+                       "--drop-volatile models that on file devices only",
+                    d->path);
+    void *b = NULL;
+    if (posix_memalign(&b, ZDEV_BLOCK, ZDEV_BLOCK))
+        return fail(d, "out of memory");
+    for (uint32_t zone = 0; zone < d->nzones; ++zone) {
+        struct zdev_zone *z = &d->zones[zone];
+        if (z->durable_wp > z->wp) /* a finished zone keeps its written extent: never beyond it */
+            z->durable_wp = z->wp;
+        for (uint32_t off = z->durable_wp; off < z->wp; ++off) {
+            if (zdev_read(d, zone, off, b, 1)) {
+                free(b);
+                return -1;
+            }
+            uint64_t seq = seq_of(b);
+            if (seq && (!*min_seq || seq < *min_seq))
+                *min_seq = seq;
+            if (seq > *max_seq)
+                *max_seq = seq;
+        }
+        if (z->wp > z->durable_wp) {
+            *dropped += z->wp - z->durable_wp;
+            if (fallocate(d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)zone_offset(d, zone, z->durable_wp),
+                          (off_t)((uint64_t)(z->wp - z->durable_wp) * ZDEV_BLOCK))) {
+                free(b);
+                return fail(d, "cannot discard blocks of zone %u of %s: %s", zone, d->path, strerror(errno));
+            }
+            z->wp = z->durable_wp;
+            z->cond = z->wp == 0 ? ZC_EMPTY : z->wp >= d->cap_blocks ? ZC_FULL : ZC_CLOSED;
+        } else if (is_open(z->cond))
+            z->cond = ZC_CLOSED; /* after a power cycle no zone is open */
+    }
+    free(b);
+    count_states(d);
+    if (fdatasync(d->fd) || msync(d->meta, d->meta_len, MS_SYNC))
+        return fail(d, "cannot sync %s after discarding its volatile blocks: %s", d->path, strerror(errno));
     return 0;
 }

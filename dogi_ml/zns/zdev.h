@@ -18,9 +18,14 @@ enum { ZDEV_KIND_FILE = 1, ZDEV_KIND_BLK = 2 };
 enum { ZC_EMPTY = 0x1, ZC_IMP_OPEN = 0x2, ZC_EXP_OPEN = 0x3, ZC_CLOSED = 0x4, ZC_FULL = 0xE };
 
 struct zdev_zone {
-    uint32_t wp;   /* blocks written (relative write pointer) */
-    uint32_t cond; /* ZC_* */
+    uint32_t wp;         /* blocks written (relative write pointer) */
+    uint32_t cond;       /* ZC_* */
+    uint32_t durable_wp; /* file backend: blocks below it were made durable (a flush, a FUA write) */
+    uint32_t reserved;
 };
+
+/* what the harness asks of the device for its writes to count as durable */
+enum { ZDEV_DUR_NONE = 0, ZDEV_DUR_FLUSH = 1, ZDEV_DUR_FUA = 2 };
 
 /* the sidecar of the file backend (little-endian, host order) */
 struct zdev_meta {
@@ -47,8 +52,9 @@ typedef struct zdev {
     size_t meta_len;
     uint64_t zone_start_bytes_mul; /* bytes per zone (size) */
     uint32_t nopen, nactive;
+    int durability; /* ZDEV_DUR_*: FUA makes every write durable before it returns */
     /* traffic */
-    uint64_t blocks_written, blocks_read, resets, finishes, implicit_closes;
+    uint64_t blocks_written, blocks_read, resets, finishes, implicit_closes, flushes;
     char err[512];
 } zdev;
 
@@ -68,6 +74,19 @@ int zdev_reset(zdev *d, uint32_t zone);
 int zdev_finish(zdev *d, uint32_t zone);
 /* re-read every zone's write pointer and condition from the device (recovery) */
 int zdev_refresh(zdev *d);
+/* make every completed write durable: fdatasync of the data file or block device (a block
+ * device's FLUSH command); the file backend then records the durable write pointers in its
+ * sidecar and syncs it */
+int zdev_flush(zdev *d);
+/* the zone state durable without a data flush (FUA writes made the data durable): the file
+ * backend syncs its sidecar; a zoned block device keeps its write pointers itself */
+int zdev_sync_zones(zdev *d);
+/* the power-loss model of the file backend (a drive without power-loss protection): every block
+ * above a zone's durable write pointer is discarded and the write pointer falls back to it.
+ * *dropped: blocks discarded; *min_seq, *max_seq: the range of the sequence numbers their
+ * headers carried (0, 0 if none), read before discarding (seq_of reads one block's) */
+int zdev_drop_volatile(zdev *d, uint64_t *dropped, uint64_t *min_seq, uint64_t *max_seq,
+                       uint64_t (*seq_of)(const void *block));
 const char *zdev_kind_name(const zdev *d);
 #ifdef ZNS_PROF
 extern uint64_t zdev_prof_pwrite_ns; /* time inside pwrite (a -DZNS_PROF build) */

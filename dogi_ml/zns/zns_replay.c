@@ -14,18 +14,36 @@
  * payload is a pseudo-random function of (LBA, sequence), so a verify pass checks location,
  * version, checksum and content of every live LBA.
  *
- * --recover rebuilds the mapping after an abrupt stop by scanning every zone up to its write
- * pointer (the highest sequence number wins), checks it against the trace prefix up to the
- * highest sequence found, then runs the verify pass on it.
+ * Durability (--durability): a write counts as acknowledged only once the device has confirmed
+ * it durable and a record saying so is in the acknowledgement journal, a host file beside the
+ * device (--journal; default PATH.journal for file:PATH). "flush" (the default) flushes the
+ * device's volatile cache every --flush-every user writes and whenever a user write fills a zone,
+ * then appends the count of writes issued so far to the journal and fsyncs it; it also flushes
+ * before every zone reset, since a reset may erase the older, acknowledged version of a block
+ * whose newer version is not durable yet. "fua" writes every block with RWF_DSYNC (a FUA write on
+ * a zoned block device) and journals at the same points without a flush. "none" never asks the
+ * device for durability: the journal then counts writes issued, not durable, and the result says
+ * so. The reserved header word of every block carries the run's 16-bit tag and the journal's count
+ * when the block was issued, so a journal that lost records, or blocks of another run, show.
  *
- * Output: one JSON line on stdout; "progress DONE TOTAL" lines on stderr (writes acknowledged);
- * errors as "error: ..." on stderr with exit status 2. */
+ * --recover reads the journal (how many writes were acknowledged, without the caller's help),
+ * rebuilds the mapping by scanning every zone up to its write pointer (the highest sequence number
+ * wins) and reports every LBA whose last acknowledged version is missing, the newest included;
+ * a missing, torn or corrupt journal is reported, never ok. --drop-volatile models a power loss on
+ * a drive without power-loss protection (file devices): blocks above each zone's durable write
+ * pointer are discarded.
+ *
+ * Output: one JSON line on stdout; "progress ACKED TOTAL" lines on stderr (writes acknowledged,
+ * at each journal record); errors as "error: ..." on stderr with the exit statuses of
+ * exit_codes.h (2 usage, 1 device I/O, 4 verify failure, 5 recovery found lost writes). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +60,8 @@
 #define HDR_MAGIC 0x315A4244u /* "DBZ1" */
 #define PAYLOAD_WORDS ((int)((BLK - 32) / 8))
 #define NC_WINDOW 16
+/* --flush-every's default (user writes between acknowledgements; docs/deployment.md has its cost) */
+#define DEFAULT_FLUSH_EVERY 1024
 
 enum { SEG_FREE = 0, SEG_OPEN = 1, SEG_SEALED = 2 };
 enum { ERR_OK = 0, ERR_NO_VICTIM, ERR_NO_GAIN, ERR_OUT_OF_SEGMENTS, ERR_LBA_RANGE, ERR_BAD_GROUP, ERR_BAD_VICTIM,
@@ -56,22 +76,37 @@ struct blk_hdr {
 };
 
 /* -- errors --------------------------------------------------------------------------------- */
+static void vdie(int status, const char *fmt, va_list ap)
+{
+    fputs("error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    exit(status);
+}
+
+/* a usage error: arguments, or a configuration the device cannot run (exit status 2) */
 static void die(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("error: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vdie(DOGI_EXIT_USAGE, fmt, ap);
     va_end(ap);
-    exit(2);
+}
+
+/* any other failure, with its exit status (exit_codes.h) */
+static void die_status(int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vdie(status, fmt, ap);
+    va_end(ap);
 }
 
 static void *xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size);
     if (!p)
-        die("out of memory (%zu x %zu bytes)", n, size);
+        die_status(DOGI_EXIT_INTERNAL, "out of memory (%zu x %zu bytes)", n, size);
     return p;
 }
 
@@ -79,7 +114,7 @@ static void *aligned_buf(size_t blocks)
 {
     void *p = NULL;
     if (posix_memalign(&p, BLK, (blocks ? blocks : 1) * BLK))
-        die("out of memory for a %zu-block I/O buffer", blocks);
+        die_status(DOGI_EXIT_INTERNAL, "out of memory for a %zu-block I/O buffer", blocks);
     memset(p, 0, (blocks ? blocks : 1) * BLK);
     return p;
 }
@@ -149,6 +184,15 @@ struct sim {
     unsigned char *ubuf, *vbuf;
     stage_t *stage;
     int64_t gc_passes, verify_every, verify_passes, verify_failures;
+    /* durability: ZDEV_DUR_*, the journal's count (writes acknowledged), the device's block
+     * count at the last flush, the run's tag in every block's reserved word */
+    int durability;
+    int64_t flush_every, acked, zone_fill_commits, reset_flushes;
+    uint64_t written_at_flush, tag;
+    /* zones GC freed whose reset waits for the next flush (flush mode), and their flags */
+    int32_t *pending_list;
+    int64_t npending;
+    uint8_t *pending;
 };
 
 static sim_t *sim_new(int64_t cap, int64_t nseg, int64_t seg_blocks, int64_t ngroups, int64_t gc_free, int64_t gc_high)
@@ -175,6 +219,8 @@ static sim_t *sim_new(int64_t cap, int64_t nseg, int64_t seg_blocks, int64_t ngr
     s->seg_open_time = xcalloc((size_t)nseg, 8);
     s->seg_seal_time = xcalloc((size_t)nseg, 8);
     s->created = xcalloc((size_t)nseg, 8);
+    s->pending_list = xcalloc((size_t)nseg, 4);
+    s->pending = xcalloc((size_t)nseg, 1);
     for (int64_t i = 0; i < nseg; ++i) {
         s->seg_group[i] = -1;
         s->free_stack[i] = (int32_t)(nseg - 1 - i); /* pop order: segment 0 first */
@@ -272,13 +318,17 @@ static void fill_payload(uint64_t *w, uint64_t lba, uint64_t seq)
     fill_payload_scalar(w, lba, seq);
 }
 
-static void make_block(unsigned char *b, uint64_t lba, uint64_t seq)
+/* the reserved header word: the run's 16-bit tag above the journal's count at the write's issue */
+#define STAMP_TAG(x) ((x) >> 48)
+#define STAMP_ACKED(x) ((x) & ((UINT64_C(1) << 48) - 1))
+
+static void make_block(unsigned char *b, uint64_t lba, uint64_t seq, uint64_t stamp)
 {
     struct blk_hdr *h = (struct blk_hdr *)b;
     h->magic = HDR_MAGIC;
     h->lba = lba;
     h->seq = seq;
-    h->reserved = 0;
+    h->reserved = stamp;
     PROF_START(t0);
     fill_payload((uint64_t *)(b + 32), lba, seq);
     PROF_LAP(PROF_PAYLOAD, t0);
@@ -315,6 +365,8 @@ static inline void invalidate(sim_t *s, int64_t phys)
     s->invalid += 1;
 }
 
+static void flush_for_reset(sim_t *s);
+
 static int open_new_segment(sim_t *s, int64_t g, int64_t now)
 {
     int32_t old = s->open_seg[g];
@@ -327,6 +379,8 @@ static int open_new_segment(sim_t *s, int64_t g, int64_t now)
         return 0;
     }
     int32_t seg = s->free_stack[--s->nfree];
+    if (s->pending[seg])
+        flush_for_reset(s); /* a zone freed by GC is reused before the next flush: flush now */
     s->seg_state[seg] = SEG_OPEN;
     s->seg_group[seg] = (int32_t)g;
     s->seg_wp[seg] = 0;
@@ -531,7 +585,183 @@ static int64_t v_fifo(sim_t *s, int64_t now)
 }
 
 /* -- device I/O ----------------------------------------------------------------------------- */
-static void io_die(sim_t *s) { die("%s (%s device %s)", s->dev->err, zdev_kind_name(s->dev), s->dev->path); }
+static void io_die(sim_t *s)
+{
+    die_status(DOGI_EXIT_INTERNAL, "%s (%s device %s)", s->dev->err, zdev_kind_name(s->dev), s->dev->path);
+}
+
+/* -- the acknowledgement journal ------------------------------------------------------------ */
+/* A host file of 32-byte records, each with its own CRC32C: HEADER (writes the run will issue,
+ * prefill included; the capacity; the run's tag), CONFIG (--flush-every; a CRC32C of the written
+ * LBA stream; durability and prefill), then one COMMIT per acknowledgement (the count of writes
+ * acknowledged: every write up to it is durable) and END at a finished run. Appended with
+ * pwrite and fdatasync'd before the count is reported anywhere. */
+#define J_MAGIC 0x314A5A44u /* "DZJ1" */
+enum { J_HEADER = 1, J_CONFIG = 2, J_COMMIT = 3, J_END = 4 };
+struct jrec {
+    uint32_t magic, kind;
+    uint64_t a, b;
+    uint32_t c, crc; /* CRC32C of the 28 bytes before it */
+};
+_Static_assert(sizeof(struct jrec) == 32, "journal records are 32 bytes");
+
+static const char *dur_name(int d) { return d == ZDEV_DUR_FUA ? "fua" : d == ZDEV_DUR_FLUSH ? "flush" : "none"; }
+
+static int journal_fd = -1;
+static int64_t journal_records;
+static const char *journal_path;
+
+static void journal_write(int kind, uint64_t a, uint64_t b, uint32_t c, int sync)
+{
+    struct jrec r = {J_MAGIC, (uint32_t)kind, a, b, c, 0};
+    r.crc = crc32c(0, &r, offsetof(struct jrec, crc));
+    if (pwrite(journal_fd, &r, sizeof r, (off_t)(journal_records * (int64_t)sizeof r)) != (ssize_t)sizeof r)
+        die_status(DOGI_EXIT_INTERNAL, "cannot append to the acknowledgement journal %s: %s", journal_path,
+                   strerror(errno));
+    if (sync && fdatasync(journal_fd))
+        die_status(DOGI_EXIT_INTERNAL, "cannot sync the acknowledgement journal %s: %s", journal_path, strerror(errno));
+    journal_records++;
+}
+
+/* a fresh journal (its directory entry synced too): the run's identity before any write */
+static void journal_create(const char *path, uint64_t total, uint64_t capacity, uint32_t tag, uint64_t flush_every,
+                           uint32_t digest, int durability, int prefill)
+{
+    journal_path = path;
+    journal_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (journal_fd < 0)
+        die_status(DOGI_EXIT_INTERNAL, "cannot create the acknowledgement journal %s: %s; pass --journal=PATH",
+                   path, strerror(errno));
+    journal_records = 0;
+    journal_write(J_HEADER, total, capacity, tag, 0);
+    journal_write(J_CONFIG, flush_every, digest, (uint32_t)durability | (uint32_t)prefill << 8, 1);
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = 0;
+    int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) {
+        fsync(dfd);
+        close(dfd);
+    }
+}
+
+typedef struct {
+    const char *status; /* ok, missing, truncated, corrupt */
+    char detail[256];
+    int64_t acked, total, capacity, flush_every, records;
+    uint32_t tag, digest;
+    int durability, prefill, finished, have_header;
+} journal_t;
+
+/* read a journal: the last intact count, and what is wrong with it if anything */
+static journal_t journal_read(const char *path)
+{
+    journal_t j = {"ok", "", 0, 0, 0, 0, 0, 0, 0, ZDEV_DUR_NONE, 0, 0, 0};
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        j.status = "missing";
+        snprintf(j.detail, sizeof j.detail, "cannot open it: %s", strerror(errno));
+        return j;
+    }
+    struct stat st;
+    if (fstat(fd, &st)) {
+        close(fd);
+        j.status = "missing";
+        snprintf(j.detail, sizeof j.detail, "cannot stat it: %s", strerror(errno));
+        return j;
+    }
+    int64_t n = (int64_t)st.st_size / (int64_t)sizeof(struct jrec);
+    for (int64_t i = 0; i < n; ++i) {
+        struct jrec r;
+        if (pread(fd, &r, sizeof r, (off_t)(i * (int64_t)sizeof r)) != (ssize_t)sizeof r) {
+            j.status = "truncated";
+            snprintf(j.detail, sizeof j.detail, "record %lld cannot be read", (long long)i);
+            break;
+        }
+        int intact = r.magic == J_MAGIC && r.crc == crc32c(0, &r, offsetof(struct jrec, crc));
+        int want_kind = i == 0 ? J_HEADER : i == 1 ? J_CONFIG : 0;
+        if (!intact || (want_kind && (int)r.kind != want_kind) || (!want_kind && r.kind != J_COMMIT && r.kind != J_END) ||
+            ((r.kind == J_COMMIT || r.kind == J_END) && ((int64_t)r.a < j.acked || (int64_t)r.a > j.total)) ||
+            j.finished) {
+            /* a torn last record is what a crash during an append leaves; anything else is damage */
+            j.status = i == n - 1 && (int64_t)st.st_size % (int64_t)sizeof(struct jrec) == 0 ? "truncated" : "corrupt";
+            snprintf(j.detail, sizeof j.detail, "record %lld of %lld (byte %lld) is %s", (long long)i, (long long)n,
+                     (long long)(i * (int64_t)sizeof r),
+                     !intact ? "damaged (magic or checksum)" : j.finished ? "after the run's end record"
+                                                                          : "out of order");
+            break;
+        }
+        j.records = i + 1;
+        if (r.kind == J_HEADER) {
+            j.have_header = 1;
+            j.total = (int64_t)r.a;
+            j.capacity = (int64_t)r.b;
+            j.tag = r.c;
+        } else if (r.kind == J_CONFIG) {
+            j.flush_every = (int64_t)r.a;
+            j.digest = (uint32_t)r.b;
+            j.durability = (int)(r.c & 0xFF);
+            j.prefill = (int)(r.c >> 8 & 1);
+        } else {
+            j.acked = (int64_t)r.a;
+            j.finished = r.kind == J_END;
+        }
+    }
+    close(fd);
+    if (!strcmp(j.status, "ok") && (int64_t)st.st_size % (int64_t)sizeof(struct jrec)) {
+        j.status = "truncated";
+        snprintf(j.detail, sizeof j.detail, "%lld bytes: a torn record at its end (records are %zu bytes)",
+                 (long long)st.st_size, sizeof(struct jrec));
+    }
+    if (!strcmp(j.status, "ok") && j.records < 2) {
+        j.status = "truncated";
+        snprintf(j.detail, sizeof j.detail, "%lld bytes: no header", (long long)st.st_size);
+    }
+    return j;
+}
+
+/* -- durability: flushes and acknowledgements ------------------------------------------------- */
+static int64_t progress_every = 0, progress_total = 0, progress_shown = 0;
+
+/* a device flush, then the resets that waited for it */
+static void device_flush(sim_t *s)
+{
+    if (zdev_flush(s->dev))
+        io_die(s);
+    s->written_at_flush = s->dev->blocks_written;
+    for (int64_t i = 0; i < s->npending; ++i) {
+        int32_t z = s->pending_list[i];
+        s->pending[z] = 0;
+        if (zdev_reset(s->dev, (uint32_t)z))
+            io_die(s);
+    }
+    s->npending = 0;
+}
+
+static void flush_for_reset(sim_t *s)
+{
+    device_flush(s);
+    s->reset_flushes++;
+}
+
+/* acknowledge every write issued so far: make it durable (flush mode: a device flush; fua: each
+ * write already was, the zone state is synced), then journal the count and sync the journal */
+static void commit(sim_t *s, int end)
+{
+    if (s->durability == ZDEV_DUR_FLUSH && (s->dev->blocks_written != s->written_at_flush || end))
+        device_flush(s);
+    else if (s->durability == ZDEV_DUR_FUA && zdev_sync_zones(s->dev))
+        io_die(s);
+    journal_write(end ? J_END : J_COMMIT, (uint64_t)s->now, s->dev->blocks_written, 0,
+                  s->durability != ZDEV_DUR_NONE);
+    s->acked = s->now;
+    if (progress_every && (s->acked / progress_every != progress_shown / progress_every || end)) {
+        fprintf(stderr, "progress %lld %lld\n", (long long)s->acked, (long long)progress_total);
+        progress_shown = s->acked;
+    }
+}
 
 static void flush_stage(sim_t *s, int64_t g)
 {
@@ -641,7 +871,13 @@ static int collect_one(sim_t *s, int64_t now)
     for (int64_t g = 0; g < s->ngroups; ++g)
         flush_stage(s, g); /* the survivors are on the device before the victim is reset */
     PROF_LAP(PROF_GC_WRITE, t);
-    if (zdev_reset(s->dev, (uint32_t)victim))
+    /* ... and durable before the victim is reset: the reset erases the last durable version of
+     * every LBA whose newer copy (a survivor, or a user write since the last flush) is not yet
+     * durable. In flush mode the reset waits for the next flush (a commit, or the victim's reuse) */
+    if (s->durability == ZDEV_DUR_FLUSH && s->dev->blocks_written != s->written_at_flush) {
+        s->pending[victim] = 1;
+        s->pending_list[s->npending++] = (int32_t)victim;
+    } else if (zdev_reset(s->dev, (uint32_t)victim))
         io_die(s);
     PROF_LAP(PROF_GC_RESET, t);
     s->gc_passes++;
@@ -669,7 +905,7 @@ static const char *err_text(int rc)
     }
 }
 
-static int64_t progress_every = 0, progress_total = 0;
+static int64_t stop_after_now = -1; /* --stop-after, in writes issued (prefill included) */
 
 /* apply user writes; returns an ERR_* code */
 static int run_writes(sim_t *s, const int64_t *writes, int64_t n)
@@ -691,7 +927,7 @@ static int run_writes(sim_t *s, const int64_t *writes, int64_t n)
         if (phys < 0)
             return sim_fail(s, ERR_OUT_OF_SEGMENTS, g);
         PROF_LAP(PROF_MAP, t);
-        make_block(s->ubuf, (uint64_t)lba, (uint64_t)(now + 1));
+        make_block(s->ubuf, (uint64_t)lba, (uint64_t)(now + 1), s->tag << 48 | (uint64_t)s->acked);
         PROF_SKIP(t);
         if (zdev_write(s->dev, (uint32_t)(phys / s->seg_blocks), (uint32_t)(phys % s->seg_blocks), s->ubuf, 1))
             io_die(s);
@@ -719,8 +955,14 @@ static int run_writes(sim_t *s, const int64_t *writes, int64_t n)
             }
         }
         PROF_LAP(PROF_GC, t);
-        if (progress_every && s->now % progress_every == 0)
-            fprintf(stderr, "progress %lld %lld\n", (long long)s->now, (long long)progress_total);
+        /* acknowledge every --flush-every writes and whenever this write filled its zone */
+        int filled = (phys + 1) % s->seg_blocks == 0;
+        if (stop_after_now >= 0 && s->now >= stop_after_now)
+            raise(SIGKILL); /* --stop-after: killed between a write and its acknowledgement */
+        if (s->now - s->acked >= s->flush_every || filled) {
+            s->zone_fill_commits += filled && s->now - s->acked < s->flush_every;
+            commit(s, 0);
+        }
         PROF_LAP(PROF_PROGRESS, t);
     }
     PROF_LAP(PROF_LOOP, t_loop);
@@ -740,15 +982,27 @@ static void reset_counters(sim_t *s)
 
 /* -- recovery ------------------------------------------------------------------------------- */
 typedef struct {
-    int64_t max_seq, live, lost, corrupt, phantom, unwritten, scanned;
+    int64_t acked, max_seq, live, intact, lost, newest_lost, newer, corrupt, phantom, foreign, beyond_journal,
+        unwritten, scanned;
 } recover_t;
 
-static recover_t recover(sim_t *s, const stream_t *stream, int prefill)
+/* the LBA of the trace's write number i (0-based, prefill first) */
+static int64_t trace_lba(const stream_t *st, int prefill, int64_t cap, int64_t i)
 {
-    recover_t r = {0, 0, 0, 0, 0, 0, 0};
+    return prefill ? (i < cap ? i : st->writes[i - cap]) : st->writes[i];
+}
+
+/* Rebuild the mapping from the zones (the highest sequence number of each LBA wins) and check it
+ * against the first `acked` writes of the trace (< 0: unknown, the highest sequence found stands
+ * in): every LBA must hold its last acknowledged version or a later write of the trace. `tag`
+ * (< 0: unknown) is the run's: blocks of another run count as foreign. */
+static recover_t recover(sim_t *s, const stream_t *stream, int prefill, int64_t acked, int64_t tag)
+{
+    recover_t r = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     zdev *d = s->dev;
     if (zdev_refresh(d))
         io_die(s);
+    int64_t total = (prefill ? s->cap : 0) + stream->n;
     uint64_t *best = xcalloc((size_t)s->cap, 8);
     int64_t zones = d->nzones < (uint32_t)s->nseg ? d->nzones : s->nseg;
     for (int64_t z = 0; z < (int64_t)d->nzones; ++z)
@@ -778,10 +1032,22 @@ static recover_t recover(sim_t *s, const stream_t *stream, int prefill)
                     r.corrupt++;
                 continue;
             }
-            if (crc32c(0, b + 8, BLK - 8) != h->crc || h->lba >= (uint64_t)s->cap) {
+            if (crc32c(0, b + 8, BLK - 8) != h->crc) {
                 r.corrupt++;
                 continue;
             }
+            if (tag >= 0 && STAMP_TAG(h->reserved) != (uint64_t)tag) {
+                r.foreign++; /* another run's block (the device was not reset, or another journal) */
+                continue;
+            }
+            /* a block this trace never wrote (this LBA at this sequence number) */
+            if (h->seq == 0 || (int64_t)h->seq > total || h->lba >= (uint64_t)s->cap ||
+                trace_lba(stream, prefill, s->cap, (int64_t)h->seq - 1) != (int64_t)h->lba) {
+                r.phantom++;
+                continue;
+            }
+            if (acked >= 0 && (int64_t)STAMP_ACKED(h->reserved) > acked)
+                r.beyond_journal++; /* issued after an acknowledgement the journal no longer holds */
             if (h->seq > best[h->lba]) {
                 best[h->lba] = h->seq;
                 s->l2p[h->lba] = (int32_t)(z * s->seg_blocks + off);
@@ -790,34 +1056,34 @@ static recover_t recover(sim_t *s, const stream_t *stream, int prefill)
                 r.max_seq = (int64_t)h->seq;
         }
     }
-    /* every write up to the highest sequence found was acknowledged before the next was issued:
-     * each LBA must hold its last version among them */
+    r.acked = acked >= 0 ? (acked < total ? acked : total) : r.max_seq;
+    /* the last acknowledged version of every LBA: each must still be there, or a later write of it */
     uint64_t *expect = xcalloc((size_t)s->cap, 8);
-    int64_t total = (prefill ? s->cap : 0) + stream->n;
-    if (r.max_seq > total)
-        die("the device holds write %lld but the trace (with prefill) has %lld: not this trace's device",
-            (long long)r.max_seq, (long long)total);
-    for (int64_t i = 0; i < r.max_seq; ++i) {
-        int64_t lba = prefill ? (i < s->cap ? i : stream->writes[i - s->cap]) : stream->writes[i];
-        expect[lba] = (uint64_t)(i + 1);
-    }
+    for (int64_t i = 0; i < r.acked; ++i)
+        expect[trace_lba(stream, prefill, s->cap, i)] = (uint64_t)(i + 1);
     for (int64_t l = 0; l < s->cap; ++l) {
-        if (expect[l]) {
+        uint64_t e = expect[l], b = best[l];
+        if (e) {
             r.live++;
-            if (best[l] < expect[l])
+            if (b == e)
+                r.intact++;
+            else if (b > e)
+                r.newer++; /* overwritten by a write issued after the last acknowledgement */
+            else {
                 r.lost++;
-            else if (best[l] > expect[l])
-                r.phantom++;
-        }
-        /* the verify pass below checks the rebuilt mapping against the expected versions */
-        s->lba_time[l] = expect[l] ? (int64_t)expect[l] - 1 : -1;
-        if (!expect[l])
-            s->l2p[l] = -1;
-        else if (best[l] != expect[l])
-            s->l2p[l] = -1, s->lba_time[l] = -1; /* counted lost above */
-        if (s->l2p[l] >= 0) {
+                if ((int64_t)e > r.newest_lost)
+                    r.newest_lost = (int64_t)e;
+            }
+        } else if (b)
+            r.newer++; /* first written after the last acknowledgement */
+        /* the verify pass below reads back the rebuilt mapping */
+        if (b && b >= e) {
+            s->lba_time[l] = (int64_t)b - 1;
             s->p2l[s->l2p[l]] = (int32_t)l;
             s->seg_valid[s->l2p[l] / s->seg_blocks]++;
+        } else {
+            s->l2p[l] = -1;
+            s->lba_time[l] = -1;
         }
     }
     free(best);
@@ -845,8 +1111,8 @@ static int selftest(zdev *d)
         printf("], \"ok\": false, \"error\": \"selftest needs >= 3 zones, capacity >= 2, 0 < max_active < zones\"}\n");
         return 1;
     }
-    make_block(b, 1, 1);
-    make_block(b + BLK, 2, 2);
+    make_block(b, 1, 1, 0);
+    make_block(b + BLK, 2, 2, 0);
     STEP("write at the write pointer", 1, zdev_write(d, 0, 0, b, 1));
     STEP("write behind the write pointer", 0, zdev_write(d, 0, 0, b, 1));
     STEP("write ahead of the write pointer", 0, zdev_write(d, 0, 2, b, 1));
@@ -875,6 +1141,15 @@ static int selftest(zdev *d)
 
 #include "dogi_place.h" /* the frozen learned scheme (issue 15) */
 
+/* a block's sequence number (0 if it is no harness block): what --drop-volatile reports */
+static uint64_t block_seq(const void *b)
+{
+    const struct blk_hdr *h = b;
+    return h->magic == HDR_MAGIC ? h->seq : 0;
+}
+
+static const char *json_bool(int x) { return x ? "true" : "false"; }
+
 /* -- main ----------------------------------------------------------------------------------- */
 static void usage(void)
 {
@@ -886,7 +1161,11 @@ static void usage(void)
           "  --verify-every N (GC passes; 0 = only at the end)  --no-verify  --progress N\n"
           "  --recover (rebuild the mapping from the zones, check it against the trace, verify)\n"
           "  --selftest (exercise the zone rules on a fresh device)  --reset-all (empty every zone)\n"
-          "  --info (print the device geometry)  --stop-after N (exit(3) abruptly after N user writes)\n",
+          "  --info (print the device geometry)  --stop-after N (SIGKILL itself after N user writes, before their\n"
+          "    acknowledgement)  --drop-volatile (file device: the power-loss model; discard every block not made durable)\n"
+          "  --durability flush|fua|none (flush)  --flush-every N (1024 user writes; also at every zone filled)\n"
+          "  --journal PATH (the acknowledgement journal; default PATH.journal for file:PATH, ./NAME.journal for\n"
+          "    /dev/NAME)\n",
           stderr);
     exit(2);
 }
@@ -896,13 +1175,16 @@ int main(int argc, char **argv)
     const char *trace = NULL, *device = NULL, *policy = "sepbit", *victim = "greedy", *create = NULL;
     double op_ratio = 0.10;
     long long capacity = 0, segments = 0, gc_free = 2, gc_high = 0, verify_every = 0, stop_after = -1;
-    int prefill = 1, do_verify = 1, do_recover = 0, do_info = 0, do_selftest = 0, do_reset_all = 0;
+    int prefill = 1, do_verify = 1, do_recover = 0, do_info = 0, do_selftest = 0, do_reset_all = 0, do_drop = 0;
+    const char *durability_arg = "flush", *journal_arg = NULL;
+    long long flush_every = DEFAULT_FLUSH_EVERY;
     static struct option opts[] = {
         {"trace", 1, 0, 't'},       {"device", 1, 0, 'd'},    {"policy", 1, 0, 'p'},       {"victim", 1, 0, 'v'},
         {"capacity", 1, 0, 'c'},    {"op-ratio", 1, 0, 'o'},  {"segments", 1, 0, 's'},     {"gc-free", 1, 0, 'f'},
         {"gc-high", 1, 0, 'h'},     {"no-prefill", 0, 0, 'P'}, {"create", 1, 0, 'C'},      {"verify-every", 1, 0, 'V'},
         {"no-verify", 0, 0, 'N'},   {"progress", 1, 0, 'g'},  {"recover", 0, 0, 'R'},      {"info", 0, 0, 'I'},
-        {"stop-after", 1, 0, 'S'},  {"selftest", 0, 0, 'T'},  {"reset-all", 0, 0, 'A'},  {0, 0, 0, 0}};
+        {"stop-after", 1, 0, 'S'},  {"selftest", 0, 0, 'T'},  {"reset-all", 0, 0, 'A'},  {"durability", 1, 0, 'D'},
+        {"flush-every", 1, 0, 'F'}, {"journal", 1, 0, 'J'},   {"drop-volatile", 0, 0, 'L'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -925,11 +1207,34 @@ int main(int argc, char **argv)
         case 'S': stop_after = atoll(optarg); break;
         case 'T': do_selftest = 1; break;
         case 'A': do_reset_all = 1; break;
+        case 'D': durability_arg = optarg; break;
+        case 'F': flush_every = atoll(optarg); break;
+        case 'J': journal_arg = optarg; break;
+        case 'L': do_drop = 1; break;
         default: usage();
         }
     }
     if (!device)
         usage();
+    int durability = !strcmp(durability_arg, "flush") ? ZDEV_DUR_FLUSH
+                     : !strcmp(durability_arg, "fua") ? ZDEV_DUR_FUA
+                     : !strcmp(durability_arg, "none") ? ZDEV_DUR_NONE
+                                                       : -1;
+    if (durability < 0)
+        die("unknown --durability=%s; use flush (a device flush every --flush-every writes), fua (every write "
+            "durable on its own) or none (nothing made durable)",
+            durability_arg);
+    if (flush_every < 1)
+        die("--flush-every=%lld: it must be at least 1 (user writes between acknowledgements)", flush_every);
+    char journal_buf[1100];
+    if (!journal_arg) {
+        const char *base = strrchr(device, '/');
+        if (!strncmp(device, "file:", 5))
+            snprintf(journal_buf, sizeof journal_buf, "%s.journal", device + 5);
+        else
+            snprintf(journal_buf, sizeof journal_buf, "%s.journal", base ? base + 1 : device);
+        journal_arg = journal_buf;
+    }
     select_kernels();
     zdev dev;
     struct zdev_geometry geo;
@@ -962,6 +1267,16 @@ int main(int argc, char **argv)
         int rc = selftest(&dev);
         zdev_close(&dev);
         return rc;
+    }
+    if (do_drop) { /* the power-loss model: the drive's volatile cache is lost */
+        uint64_t dropped, lo, hi;
+        if (zdev_drop_volatile(&dev, &dropped, &lo, &hi, block_seq))
+            die_status(DOGI_EXIT_INTERNAL, "%s", dev.err);
+        printf("{\"mode\": \"drop-volatile\", \"device\": \"%s\", \"dropped_blocks\": %llu, \"dropped_min_seq\": %llu, "
+               "\"dropped_max_seq\": %llu}\n",
+               dev.path, (unsigned long long)dropped, (unsigned long long)lo, (unsigned long long)hi);
+        zdev_close(&dev);
+        return 0;
     }
     if (!trace || capacity <= 0)
         usage();
@@ -1030,21 +1345,66 @@ int main(int argc, char **argv)
     s->verify_every = verify_every;
     progress_total = (prefill ? capacity : 0) + stream.n;
 
+    int64_t total_writes = progress_total;
+    /* the run's identity in its journal: the written LBA stream (prefill included) */
+    uint32_t digest = crc32c((uint32_t)prefill, stream.writes, (size_t)stream.n * sizeof(int64_t));
+
     if (do_recover) {
         double t0 = now_s();
-        recover_t r = recover(s, &stream, prefill);
+        journal_t j = journal_read(journal_arg);
+        if (j.have_header && strcmp(j.status, "missing") &&
+            (j.total != total_writes || j.capacity != capacity || j.digest != digest || j.prefill != prefill)) {
+            j.status = "mismatch";
+            snprintf(j.detail, sizeof j.detail,
+                     "the journal is another run's: %lld writes over %lld blocks (LBA stream CRC32C %08x), this "
+                     "trace has %lld over %lld (%08x)",
+                     (long long)j.total, (long long)j.capacity, j.digest, (long long)total_writes, capacity, digest);
+        }
+        int usable = !strcmp(j.status, "ok") || !strcmp(j.status, "truncated") || !strcmp(j.status, "corrupt");
+        usable = usable && j.have_header && j.records >= 2;
+        recover_t r = recover(s, &stream, prefill, usable ? j.acked : -1, usable ? (int64_t)j.tag : -1);
+        if (!strcmp(j.status, "ok") && r.beyond_journal) {
+            j.status = "truncated";
+            snprintf(j.detail, sizeof j.detail,
+                     "%lld blocks on the device were issued after more writes were acknowledged than the journal's "
+                     "last record (%lld) says: records are missing from its end",
+                     (long long)r.beyond_journal, (long long)j.acked);
+        }
         verify_t v = verify_pass(s, nseg);
         double t1 = now_s();
-        printf("{\"mode\": \"recover\", \"device\": \"%s\", \"recovered_writes\": %lld, \"live_lbas\": %lld, "
-               "\"lost\": %lld, \"corrupt\": %lld, \"phantom\": %lld, \"blocks_scanned\": %lld, "
-               "\"unwritten_blocks\": %lld, \"verify\": {\"mapped\": %lld, \"checked\": %lld, \"lost\": %lld, "
-               "\"corrupt\": %lld, \"ok\": %s}, \"elapsed_s\": %.6f}\n",
-               dev.path, (long long)r.max_seq, (long long)r.live, (long long)r.lost, (long long)r.corrupt,
-               (long long)r.phantom, (long long)r.scanned, (long long)r.unwritten, (long long)v.mapped,
-               (long long)v.checked, (long long)v.lost, (long long)v.corrupt,
-               (!r.lost && !r.corrupt && !r.phantom && !v.lost && !v.corrupt) ? "true" : "false", t1 - t0);
+        int journal_ok = !strcmp(j.status, "ok");
+        int ok = journal_ok && !r.lost && !r.corrupt && !r.phantom && !r.foreign && !v.lost && !v.corrupt;
+        char acked_json[32] = "null";
+        if (usable)
+            snprintf(acked_json, sizeof acked_json, "%lld", (long long)r.acked);
+        printf("{\"mode\": \"recover\", \"device\": \"%s\", \"journal\": {\"path\": \"%s\", \"status\": \"%s\", "
+               "\"detail\": \"%s\", \"records\": %lld, \"run_finished\": %s, \"flush_every\": %lld}, "
+               "\"durability\": \"%s\", \"acknowledged_writes\": %s, \"live_lbas\": %lld, \"intact_lbas\": %lld, "
+               "\"lost\": %lld, \"newest_lost_seq\": %lld, \"unacknowledged_found\": %lld, \"max_seq_found\": %lld, "
+               "\"corrupt\": %lld, \"phantom\": %lld, \"foreign\": %lld, \"beyond_journal\": %lld, "
+               "\"blocks_scanned\": %lld, \"unwritten_blocks\": %lld, \"verify\": {\"mapped\": %lld, \"checked\": %lld, "
+               "\"lost\": %lld, \"corrupt\": %lld, \"ok\": %s}, \"ok\": %s, \"elapsed_s\": %.6f}\n",
+               dev.path, journal_arg, j.status, j.detail, (long long)j.records, json_bool(j.finished),
+               (long long)j.flush_every, usable ? dur_name(j.durability) : "unknown", acked_json, (long long)r.live,
+               (long long)r.intact, (long long)r.lost, (long long)r.newest_lost, (long long)r.newer,
+               (long long)r.max_seq, (long long)r.corrupt, (long long)r.phantom, (long long)r.foreign,
+               (long long)r.beyond_journal, (long long)r.scanned, (long long)r.unwritten, (long long)v.mapped,
+               (long long)v.checked, (long long)v.lost, (long long)v.corrupt, json_bool(!v.lost && !v.corrupt),
+               json_bool(ok), t1 - t0);
+        fflush(stdout);
         zdev_close(&dev);
-        return 0;
+        if (!journal_ok)
+            die_status(DOGI_EXIT_LOST_WRITES,
+                       "recovery: the acknowledgement journal %s is %s (%s), so the count of acknowledged writes "
+                       "is not known for certain; lost %lld of %lld live LBAs against %s acknowledged writes",
+                       journal_arg, j.status, j.detail, (long long)r.lost, (long long)r.live, acked_json);
+        if (!ok)
+            die_status(DOGI_EXIT_LOST_WRITES,
+                       "recovery: %lld of %lld acknowledged LBAs lost (newest acknowledged write lost: %lld), %lld "
+                       "corrupt, %lld phantom, %lld foreign blocks; verify %s",
+                       (long long)r.lost, (long long)r.live, (long long)r.newest_lost, (long long)r.corrupt,
+                       (long long)r.phantom, (long long)r.foreign, (!v.lost && !v.corrupt) ? "ok" : "FAILED");
+        return DOGI_EXIT_OK;
     }
 
     /* a fresh device for this run: every zone the run uses starts empty */
@@ -1054,6 +1414,21 @@ int main(int argc, char **argv)
             io_die(s);
     double reset_s = now_s() - tr0;
     uint64_t resets_before = dev.resets;
+    /* the durability contract: the journal names the run before its first write */
+    dev.durability = durability;
+    s->durability = durability;
+    s->flush_every = flush_every;
+    s->tag = (((uint64_t)getpid() * 0x9E3779B97F4A7C15ull) ^ (uint64_t)(now_s() * 1e9)) >> 48;
+    s->tag = s->tag ? s->tag : 1;
+    if (durability == ZDEV_DUR_FLUSH)
+        device_flush(s); /* the resets above: durable before the journal says the run began */
+    journal_create(journal_arg, (uint64_t)total_writes, (uint64_t)capacity, (uint32_t)s->tag, (uint64_t)flush_every,
+                   digest, durability, prefill);
+    if (durability == ZDEV_DUR_NONE)
+        fprintf(stderr, "warning: --durability=none: no write is made durable; a power loss may lose any of them, "
+                        "and the journal counts writes issued, not acknowledged\n");
+    if (stop_after >= 0)
+        stop_after_now = (prefill ? capacity : 0) + stop_after;
     int rc = ERR_OK;
     double tp0 = now_s();
     if (prefill) {
@@ -1070,18 +1445,18 @@ int main(int argc, char **argv)
     uint64_t w0 = dev.blocks_written, r0 = dev.blocks_read, z0 = dev.resets;
     double t0 = now_s();
     int64_t n = stream.n;
-    if (stop_after >= 0 && stop_after < n)
-        n = stop_after;
     rc = run_writes(s, stream.writes, n);
-    double elapsed = now_s() - t0;
     if (rc != ERR_OK)
         die("%s (policy %s, at user write %lld, detail %lld)", err_text(rc), policy, (long long)s->now,
             (long long)s->err_arg);
-    if (stop_after >= 0) { /* an abrupt stop: no final verify, no clean close (crash tests) */
-        fprintf(stderr, "stopped after %lld user writes\n", (long long)n);
-        _exit(3);
-    }
+    commit(s, 1); /* the run's end: every write acknowledged, the journal closed by its END record */
+    double elapsed = now_s() - t0;
     uint64_t dev_w = dev.blocks_written - w0, dev_r = dev.blocks_read - r0, resets = dev.resets - z0;
+    /* DOGI_ZNS_STOP_BEFORE_VERIFY=1: stop (SIGSTOP) before the final verify pass, so that a test
+     * can damage the device and continue the process (SIGCONT) to see the failure reported */
+    const char *stop_env = getenv("DOGI_ZNS_STOP_BEFORE_VERIFY");
+    if (stop_env && strcmp(stop_env, "0"))
+        raise(SIGSTOP);
     double tv0 = now_s();
     verify_t v = {0, 0, 0, 0};
     if (do_verify) {
@@ -1116,7 +1491,9 @@ int main(int argc, char **argv)
            "\"implicit_closes\": %llu, \"elapsed_s\": %.6f, \"prefill_s\": %.6f, \"initial_reset_s\": %.6f, "
            "\"initial_resets\": %llu, \"user_mb_s\": %.3f, \"device_mb_s\": %.3f, \"sepbit_threshold\": %s, \"learned\": %s, "
            "\"verify\": {\"mapped\": %lld, \"checked\": %lld, \"lost\": %lld, \"corrupt\": %lld, \"passes\": %lld, "
-           "\"failed_passes\": %lld, \"ok\": %s, \"seconds\": %.6f}%s}\n",
+           "\"failed_passes\": %lld, \"ok\": %s, \"seconds\": %.6f}, \"durability\": \"%s\", \"flush_every\": %lld, "
+           "\"device_flushes\": %llu, \"reset_flushes\": %lld, \"zone_fill_commits\": %lld, \"acknowledged_writes\": %lld, "
+           "\"journal\": \"%s\"%s%s}\n",
            dev.path, zdev_kind_name(&dev), dev.direct ? "true" : "false", policy, victim, capacity, (long long)nseg,
            (long long)seg_blocks, (unsigned long long)dev.zone_blocks, dev.nzones, dev.max_open, dev.max_active,
            (long long)ngroups, prefill ? capacity : 0LL, stream.compacted ? "true" : "false", (long long)s->user,
@@ -1127,8 +1504,21 @@ int main(int argc, char **argv)
            (unsigned long long)resets_before, elapsed > 0 ? s->user * mib / elapsed : 0.0,
            elapsed > 0 ? dev_w * mib / elapsed : 0.0, threshold, dogi_json(), (long long)v.mapped, (long long)v.checked,
            (long long)v.lost, (long long)v.corrupt, (long long)s->verify_passes, (long long)s->verify_failures,
-           (do_verify && !v.lost && !v.corrupt && !s->verify_failures) ? "true" : "false", verify_s, prof_json);
+           (do_verify && !v.lost && !v.corrupt && !s->verify_failures) ? "true" : "false", verify_s,
+           dur_name(durability), flush_every, (unsigned long long)dev.flushes, (long long)s->reset_flushes,
+           (long long)s->zone_fill_commits, (long long)s->acked, journal_arg,
+           durability == ZDEV_DUR_NONE ? ", \"durability_warning\": \"none: no write was made durable; a power loss "
+                                         "may lose any of them\""
+                                       : "",
+           prof_json);
     fflush(stdout);
     zdev_close(&dev);
-    return s->verify_failures ? 1 : 0;
+    if (s->verify_failures)
+        die_status(DOGI_EXIT_VERIFY,
+                   "verify failed: %lld of %lld verify passes found blocks that do not read back (the last: %lld lost, "
+                   "%lld corrupt of %lld live LBAs)",
+                   (long long)s->verify_failures, (long long)s->verify_passes,
+                   (long long)(v.lost ? v.lost : last_verify.lost), (long long)(v.corrupt ? v.corrupt : last_verify.corrupt),
+                   (long long)(v.mapped ? v.mapped : last_verify.mapped));
+    return DOGI_EXIT_OK;
 }
