@@ -64,12 +64,27 @@ def one_line(kind: str, text: str) -> str:
     return f"{kind}: " + " ".join(text.split("\n"))
 
 
+def _missing_value(exc: BaseException) -> bool:
+    """An omegaconf ``???`` setting read before the user gave it (e.g. ``ingest`` without ``path=``)."""
+    try:
+        from omegaconf.errors import MissingMandatoryValue
+    except ImportError:
+        return False
+    return isinstance(exc, MissingMandatoryValue)
+
+
 def user_error_line(exc: BaseException) -> str | None:
     """``error: <problem> -- <fix>`` for an error the user can fix; None for a bug."""
     if isinstance(exc, DogiMLError):
         text = str(exc)
     elif isinstance(exc, FileNotFoundError):
         text = f"{exc} -- check the path (relative paths start from {os.getcwd()})"
+    elif isinstance(exc, (IsADirectoryError, NotADirectoryError, PermissionError)) and exc.filename:
+        # a directory where a file is expected (or the reverse), a file we may not read
+        text = f"{exc.filename}: {exc.strerror.lower()} -- give the path of a file you can read"
+    elif _missing_value(exc):
+        key = getattr(exc, "full_key", None) or "a required setting"
+        text = f"no value for {key} (the command needs it) -- give it on the command line, e.g. {key}=VALUE"
     elif isinstance(exc, ValueError) and _raised_by_project(exc):
         # Bad input that a module still reports with a plain ValueError (the message names the
         # fix); a ValueError from inside a library is a bug here and keeps its traceback.

@@ -34,3 +34,39 @@ class ConfigError(DogiMLError):
 
 class UsageError(DogiMLError):
     """Bad command-line input (a command's arguments)."""
+
+
+def checked_setting(
+    value, key: str, kind: type = int, *, minimum=None, above=None, nullable: bool = False, example=None
+):
+    """``value`` of setting ``key`` if it is a ``kind`` (``int``, ``float`` or ``bool``) of at
+    least ``minimum`` (or None when ``nullable``); else a :class:`ConfigError` naming the key and
+    the fix (``above``: an exclusive lower bound, for positive floats). A string is never read as
+    a number (Hydra has already parsed the numbers); a whole float (``1e6``) passes as an int;
+    NaN and infinities never pass."""
+    example = example if example is not None else (minimum if minimum is not None else 1)
+    if value is None:
+        if nullable:
+            return None
+        raise ConfigError(f"{key} is null", f"give {key}={example}")
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"{key}={value!r} is not true or false", f"give {key}=true or {key}=false")
+    what = "a whole number" if kind is int else "a number"
+    number = not isinstance(value, bool) and isinstance(value, (int, float))
+    if number and isinstance(value, float):
+        finite = value == value and abs(value) != float("inf")
+        number = finite and (kind is float or value.is_integer())
+        if number and kind is int:
+            value = int(value)
+    if not number:
+        null = ", or null" if nullable else ""
+        raise ConfigError(f"{key}={value!r} is not {what}", f"give {what}, e.g. {key}={example}{null}")
+    if minimum is not None and value < minimum:
+        bound = "positive" if minimum == 1 and kind is int else f">= {minimum}"
+        null = " (null: the default)" if nullable else ""
+        raise ConfigError(f"{key}={value} must be {bound}", f"give e.g. {key}={example}{null}")
+    if above is not None and value <= above:
+        raise ConfigError(f"{key}={value} must be above {above}", f"give e.g. {key}={example}")
+    return value

@@ -3,9 +3,33 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 from dogi_ml.errors import UsageError
+
+
+def _given(cfg, key: str):
+    """``cfg[key]``, or None when it is unset (``???``) or null."""
+    from omegaconf import OmegaConf
+
+    if key not in cfg or OmegaConf.is_missing(cfg, key):
+        return None
+    value = cfg[key]
+    return None if value in (None, "???") else value
+
+
+def _input_file(cfg, what: str) -> Path:
+    """``path=`` as an existing file (not a directory); a UsageError naming the fix otherwise."""
+    path = _given(cfg, "path")
+    if path is None:
+        raise UsageError("no path= given", f"give path=FILE ({what})")
+    path = Path(str(path))
+    if path.is_dir():
+        raise UsageError(f"path={path} is a directory", f"give path=FILE ({what}), not a directory")
+    if not path.exists():
+        raise FileNotFoundError(f"trace file not found: {path}")
+    return path
 
 
 def run_ingest(cfg, out_dir: Path) -> Path:
@@ -14,21 +38,32 @@ def run_ingest(cfg, out_dir: Path) -> Path:
 
     from dogi_ml.report import print_stats
     from dogi_ml.traces.binfmt import ingest
+    from dogi_ml.traces.readers import input_warnings
+    from dogi_ml.traces.trace import TraceWarning
 
-    if cfg.path in (None, "???") or cfg.format in (None, "???"):
+    if _given(cfg, "path") is None or _given(cfg, "format") is None:
         raise UsageError(
             "ingest needs path=FILE and format=NAME",
             "e.g. python -m dogi_ml ingest path=trace.csv format=msr out=data/",
         )
-    opts = {"skip_malformed": bool(cfg.skip_malformed)}
+    path = _input_file(cfg, "the trace to convert")
+    if Path(str(cfg.out)).exists() and not Path(str(cfg.out)).is_dir():
+        raise UsageError(
+            f"out={cfg.out} is a file", "give out=DIR, a directory for the binary trace and its statistics"
+        )
+    if not isinstance(cfg.skip_malformed, bool):
+        raise UsageError(f"skip_malformed={cfg.skip_malformed!r} is not true or false", "give skip_malformed=true")
+    opts = {"skip_malformed": cfg.skip_malformed}
     if cfg.volumes:
-        opts["volumes"] = list(cfg.volumes)
+        opts["volumes"] = list(cfg.volumes) if OmegaConf.is_list(cfg.volumes) else [cfg.volumes]
     if cfg.delimited:
         opts["delimited"] = OmegaConf.to_container(cfg.delimited, resolve=True)
-    binary, stats = ingest(cfg.path, cfg.format, cfg.out, **opts)
-    print_stats(stats, title=f"ingested {cfg.path}")
-    if stats.get("skipped_lines"):
-        print(f"skipped {stats['skipped_lines']} malformed line(s)")
+    with warnings.catch_warnings():  # the reader's warnings print below, also for a cached result
+        warnings.simplefilter("ignore", TraceWarning)
+        binary, stats = ingest(path, cfg.format, cfg.out, **opts)
+    print_stats(stats, title=f"ingested {path}")
+    for message in input_warnings({**stats, "source": str(path)}):
+        print(f"warning: {message}")
     print(f"binary trace: {binary}")
     print(f"statistics:   {Path(cfg.out) / (Path(binary).stem + '.stats.json')}")
     return Path(binary)
@@ -37,9 +72,7 @@ def run_ingest(cfg, out_dir: Path) -> Path:
 def _load_binary(cfg):
     from dogi_ml.traces.binfmt import read_binary
 
-    if cfg.path in (None, "???"):
-        raise UsageError("no trace given", "give path=FILE.dtr (a trace written by `python -m dogi_ml ingest`)")
-    return read_binary(cfg.path)
+    return read_binary(_input_file(cfg, "a .dtr trace written by `python -m dogi_ml ingest`"))
 
 
 def run_stats(cfg, out_dir: Path) -> dict:
@@ -47,14 +80,17 @@ def run_stats(cfg, out_dir: Path) -> dict:
     from dogi_ml.pipeline.simulate import write_json
     from dogi_ml.report import print_stats
     from dogi_ml.traces.binfmt import read_header
+    from dogi_ml.traces.readers import input_warnings
 
-    header = read_header(cfg.path) if cfg.path not in (None, "???") else None
     trace = _load_binary(cfg)
+    header = read_header(cfg.path)
     stats = trace.stats()
     print_stats(
         {**{f"header.{k}": v for k, v in header.items() if not isinstance(v, (dict, list))}, **stats},
         title=str(cfg.path),
     )
+    for message in input_warnings(trace.meta):
+        print(f"warning: {message}")
     out = out_dir / "stats.json"
     write_json({"header": header, "stats": stats}, out)
     print(f"json: {out}")
@@ -65,8 +101,13 @@ def run_print(cfg, out_dir: Path) -> None:
     """Print the first ``head`` requests of a binary trace, tab-separated."""
     from dogi_ml.traces.trace import OP_NAMES
 
+    head = cfg.head
+    if isinstance(head, bool) or not isinstance(head, int) or head < 0:
+        raise UsageError(
+            f"head={head!r} is not a whole number >= 0", "give the number of requests to print, e.g. head=20"
+        )
     trace = _load_binary(cfg)
-    n = min(int(cfg.head), trace.n_requests)
+    n = min(head, trace.n_requests)
     print("ts_us\tvolume\top\tlba\tnblocks")
     for i in range(n):
         print(

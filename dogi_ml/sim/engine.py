@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
-from dogi_ml.errors import DogiMLError
+from dogi_ml.errors import DogiMLError, checked_setting
 
 from .kernels import retire_group, specialise
 from .policy_api import PlacementPolicy, SimContext
@@ -108,9 +108,42 @@ class SimConfig:
 
     @classmethod
     def from_mapping(cls, cfg) -> SimConfig:
+        """The ``sim`` config group as a SimConfig; a value of the wrong type or range (a string
+        for a number, 0 for a positive count) is a ConfigError naming ``sim.<key>`` and the fix."""
         known = {f.name for f in fields(cls)}
         data = {k: v for k, v in dict(cfg).items() if k in known}
+        for key, value in data.items():
+            rule = _SETTING_RULES.get(key)
+            if rule is not None:
+                kind, minimum, nullable = rule
+                example = getattr(cls, key) if getattr(cls, key) is not None else minimum
+                data[key] = checked_setting(
+                    value, f"sim.{key}", kind, minimum=minimum, nullable=nullable, example=example
+                )
         return cls(**data)
+
+
+# SimConfig keys checked by from_mapping: (type, smallest value, null allowed). 0 is refused where
+# it once meant "the default" (capacity_blocks, series_window): null says that.
+_SETTING_RULES = {
+    "capacity_blocks": (int, 1, True),
+    "op_ratio": (float, 0, False),
+    "segment_blocks": (int, 1, False),
+    "victim_d": (int, 1, False),
+    "gc_free_segments": (int, 0, False),
+    "gc_high_free_segments": (int, 0, True),
+    "gc_garbage_ratio": (float, 0, False),
+    "prefill": (bool, None, False),
+    "chunk_blocks": (int, 1, False),
+    "series_window": (int, 1, True),
+    "debug_invariants": (bool, None, False),
+    "seed": (int, None, False),
+    "raid_chunk_blocks": (int, 0, False),
+    "raid_chunk_timeout_us": (int, 0, False),
+    "gc_free_ratio": (float, 0, True),
+    "gc_background_free_ratio": (float, 0, True),
+    "gc_idle_gap_us": (int, 0, True),
+}
 
 
 class Simulator:

@@ -27,8 +27,17 @@ Formats (``FORMATS``):
 Semantics: an unaligned request covers every 4 KiB block it touches; zero-length requests are
 counted (``meta["zero_length_requests"]``) and dropped; flush/sync requests are counted
 (``meta["flush_requests"]``) and carry no blocks; trims/discards are kept as ``OP_TRIM``.
-A malformed line raises :class:`TraceFormatError` naming the file, the line and the reason;
-with ``skip_malformed=True`` it is skipped and counted (``meta["skipped_lines"]``).
+A malformed line raises :class:`TraceFormatError` naming the file, the line, the reason and the
+fix; with ``skip_malformed=True`` it is skipped, counted (``meta["skipped_lines"]``, the first one
+in ``meta["first_skipped_line"]``) and reported in a :class:`TraceWarning`. Malformed means: a
+field that does not parse (``nan``/``inf`` stamps included), a line with more or fewer fields than
+the format has (or than the file's first data line, for formats with optional trailing fields), a
+negative offset or size, an address at or past 2^62 bytes, a request of 2^31 blocks or more, a
+stamp past +-2^62 µs. Time stamps going backwards are kept in file order, counted
+(``meta["backward_timestamps"]``, ``meta["first_backward_line"]``) and reported in a warning. A
+truncated or corrupt ``.gz``/``.zst``, an unreadable ``.npy``, a directory and a file without a
+single request are errors naming the file (and the line or byte). A UTF-8 byte-order mark is
+skipped and CRLF line ends are accepted.
 
 A ``delimited`` mapping (``workload.delimited`` / ``ingest delimited=...``)::
 
@@ -39,6 +48,8 @@ A ``delimited`` mapping (``workload.delimited`` / ``ingest delimited=...``)::
     units: {ts: ms, offset: bytes, size: bytes}   # ts: s|ms|us|ns|filetime; offset/size: bytes|sectors|blocks
     op_map: {"0": write, "1": read}               # values: read|write|trim|flush|ignore
     op_case_insensitive: false
+    fields: 5                # optional: the exact number of fields a line has (default: the
+                             # first data line's count; every line must have as many)
 """
 
 from __future__ import annotations
@@ -46,6 +57,10 @@ from __future__ import annotations
 import gzip
 import io
 import itertools
+import math
+import re
+import warnings
+import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,13 +69,29 @@ import numpy as np
 
 from dogi_ml.progress import bar as progress_bar
 
-from .trace import BLOCK_SIZE, OP_READ, OP_TRIM, OP_WRITE, SECTOR_SIZE, Trace, TraceFormatError, remap_dense
+from .trace import (
+    BLOCK_SIZE,
+    MAX_BYTES,
+    MAX_REQUEST_BLOCKS,
+    MAX_REQUEST_BYTES,
+    MAX_TS_US,
+    OP_READ,
+    OP_TRIM,
+    OP_WRITE,
+    SECTOR_SIZE,
+    Trace,
+    TraceFormatError,
+    TraceWarning,
+    remap_dense,
+)
 
 TS_TO_US = {"s": 1e6, "ms": 1e3, "us": 1.0, "ns": 1e-3, "filetime": 0.1}
 ADDR_UNIT = {"bytes": 1, "sectors": SECTOR_SIZE, "blocks": BLOCK_SIZE}
 OP_KINDS = {"read", "write", "trim", "flush", "ignore"}
 _KIND_CODE = {"read": OP_READ, "write": OP_WRITE, "trim": OP_TRIM, "flush": 254, "ignore": 255}
 FLUSH, IGNORE = 254, 255
+BOM = "\ufeff"  # a UTF-8 byte-order mark, as Windows editors write it at the start of a file
+MAX_BLOCK_LBA = MAX_BYTES // BLOCK_SIZE  # LBAs of the blocks format stay below this
 
 
 # -- opening files --------------------------------------------------------------------------------
@@ -69,21 +100,78 @@ def open_text(path: str | Path):
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"trace file not found: {path}")
+    if path.is_dir():
+        raise TraceFormatError(f"{path} is a directory, not a trace file", "give the path of a trace file")
     with open(path, "rb") as fh:
         magic = fh.read(4)
     if magic[:2] == b"\x1f\x8b":
         return gzip.open(path, "rt", encoding="utf-8", errors="replace", newline="")
     if magic == b"\x28\xb5\x2f\xfd":
+        raw = io.BufferedReader(_ZstdFile(path), buffer_size=1 << 20)
+        return io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
+    return open(path, encoding="utf-8", errors="replace", newline="")
+
+
+class _ZstdFile(io.RawIOBase):
+    """The decompressed bytes of a ``.zst`` file (one frame or several), failing on a frame cut
+    short: zstandard's own stream reader ends quietly there, so a truncated file read as a shorter
+    (or empty) trace."""
+
+    def __init__(self, path: Path):
         import zstandard
 
-        return zstandard.open(path, "rt", encoding="utf-8", errors="replace", newline="")
-    return open(path, encoding="utf-8", errors="replace", newline="")
+        self.path = path
+        self.fileobj = open(path, "rb")  # ``fileobj``: where _raw_position finds the compressed offset
+        self._dctx = zstandard.ZstdDecompressor()
+        self._frame = self._dctx.decompressobj()
+        self._in_frame = False  # bytes of a frame fed whose end has not come yet
+        self._out = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.fileobj.close()
+        super().close()
+
+    def readinto(self, buf) -> int:
+        import zstandard
+
+        while not len(self._out):
+            data = self.fileobj.read(1 << 20)
+            if not data:
+                if self._in_frame:
+                    raise TraceFormatError(
+                        f"{self.path}: byte {self.fileobj.tell()}: the .zst file ends inside a frame (truncated)",
+                        "re-download or re-compress the file (zstd -t FILE checks it)",
+                    )
+                return 0
+            parts = []
+            try:
+                while data:
+                    parts.append(self._frame.decompress(data))
+                    self._in_frame = not self._frame.eof
+                    if self._in_frame:
+                        break
+                    data = self._frame.unused_data  # the next frame starts here
+                    self._frame = self._dctx.decompressobj()
+            except zstandard.ZstdError as exc:
+                raise TraceFormatError(
+                    f"{self.path}: before byte {self.fileobj.tell()}: corrupt .zst data ({exc})",
+                    "re-download or re-compress the file (zstd -t FILE checks it)",
+                ) from None
+            self._out = memoryview(b"".join(parts))
+        n = min(len(buf), len(self._out))
+        buf[:n] = self._out[:n]
+        self._out = self._out[n:]
+        return n
 
 
 def _raw_position(fh) -> int | None:
     """Bytes of the file on disk read so far under a text handle (compressed bytes for .gz/.zst)."""
     raw = getattr(fh, "buffer", None)
-    for obj in (getattr(raw, "fileobj", None), getattr(raw, "_fp", None), raw):
+    inner = getattr(raw, "raw", None)
+    for obj in (getattr(raw, "fileobj", None), getattr(inner, "fileobj", None), getattr(raw, "_fp", None), raw):
         tell = getattr(obj, "tell", None)
         if tell is None:
             continue
@@ -117,6 +205,9 @@ class Chunk:
     skipped: int = 0
     zero_length: int = 0
     flushes: int = 0
+    backward: int = 0  # requests stamped earlier than the request before them in this chunk
+    first_backward_line: int | None = None  # the line of the first of them
+    first_line: int | None = None  # the line of the chunk's first request
 
 
 @dataclass
@@ -125,8 +216,13 @@ class _Acc:
 
     path: Path
     skip: bool
+    fmt: str = ""
     volumes: dict = field(default_factory=dict)
     first_skipped: list = field(default_factory=list)
+    first_skipped_line: int | None = None
+    fields: int | None = None  # fields per line: the format's, or the file's first data line's
+    fields_line: int | None = None  # the line that set ``fields`` (None: the format fixes it)
+    lines_read: int = 0
     on_bytes: object = None  # called with the bytes of the file read so far (a progress bar)
 
     def vol(self, name: str) -> int:
@@ -137,13 +233,38 @@ class _Acc:
 
     def bad(self, lineno: int, reason: str) -> None:
         if not self.skip:
-            raise TraceFormatError(f"{self.path}:{lineno}: {reason}")
+            fix = f"fix or remove the line, check that format={self.fmt} is the file's format"
+            if lineno == 1:
+                fix += " (a header line? only format=delimited with header: true skips one)"
+            raise TraceFormatError(
+                f"{self.path}:{lineno}: {reason}", fix + ", or set skip_malformed=true to skip and count such lines"
+            )
+        if self.first_skipped_line is None:
+            self.first_skipped_line = lineno
         if len(self.first_skipped) < 5:
             self.first_skipped.append(f"line {lineno}: {reason}")
 
 
-def _finish(acc: _Acc, ts_us, offset_bytes, size_bytes, kinds, vols, skipped) -> Chunk:
-    """Byte ranges + op kinds -> block requests; zero-length and flushes counted, not kept."""
+def _check_bytes(offset: int, size: int) -> None:
+    """A request's byte range is one a trace can hold (see the limits in ``trace.py``)."""
+    if offset < 0 or size < 0:
+        raise ValueError(f"negative offset or size ({offset}, {size})")
+    if size > MAX_REQUEST_BYTES:
+        raise ValueError(f"size of {size} bytes is more than a request can cover ({MAX_REQUEST_BLOCKS} 4 KiB blocks)")
+    if offset + size >= MAX_BYTES:
+        raise ValueError(f"offset {offset} + size {size} bytes reaches past 2^62 bytes (4 EiB); check the units")
+
+
+def _check_ts(ts_us: float, text: str) -> None:
+    if not math.isfinite(ts_us):
+        raise ValueError(f"timestamp {text!r} is not a finite number")
+    if abs(ts_us) >= MAX_TS_US:
+        raise ValueError(f"timestamp {text!r} is beyond +-2^62 µs")
+
+
+def _finish(acc: _Acc, ts_us, offset_bytes, size_bytes, kinds, vols, skipped, line_of) -> Chunk:
+    """Byte ranges + op kinds -> block requests; zero-length and flushes counted, not kept.
+    ``line_of(i)``: the line the ``i``-th entry came from (to name the first backward stamp)."""
     ts_us = np.asarray(ts_us, np.int64)
     offset_bytes = np.asarray(offset_bytes, np.int64)
     size_bytes = np.asarray(size_bytes, np.int64)
@@ -155,8 +276,17 @@ def _finish(acc: _Acc, ts_us, offset_bytes, size_bytes, kinds, vols, skipped) ->
     keep = data & ~zero
     first = offset_bytes // BLOCK_SIZE
     last = (offset_bytes + np.maximum(size_bytes, 1) - 1) // BLOCK_SIZE
+    kept_ts = ts_us[keep]
+    backward, first_backward, first_line = 0, None, None
+    if kept_ts.size:
+        rows = np.flatnonzero(keep)
+        first_line = line_of(int(rows[0]))
+        back = kept_ts[1:] < kept_ts[:-1]
+        backward = int(np.count_nonzero(back))
+        if backward:
+            first_backward = line_of(int(rows[int(np.argmax(back)) + 1]))
     return Chunk(
-        ts_us=ts_us[keep],
+        ts_us=kept_ts,
         lba=first[keep],
         nblocks=(last - first + 1)[keep].astype(np.int32),
         op=kinds[keep],
@@ -164,16 +294,33 @@ def _finish(acc: _Acc, ts_us, offset_bytes, size_bytes, kinds, vols, skipped) ->
         skipped=skipped,
         zero_length=int(zero.sum()),
         flushes=flushes,
+        backward=backward,
+        first_backward_line=first_backward,
+        first_line=first_line,
     )
 
 
-def _line_chunks(fh, chunk_lines: int) -> Iterator[tuple[int, list[str]]]:
-    """(1-based number of the chunk's first line, lines) in chunks."""
+def _line_chunks(fh, chunk_lines: int, acc: _Acc) -> Iterator[tuple[int, list[str]]]:
+    """(1-based number of the chunk's first line, lines) in chunks; a byte-order mark at the start
+    is dropped; a compressed stream that breaks off is an error naming the last whole line."""
     lineno = 1
     while True:
-        lines = list(itertools.islice(fh, chunk_lines))
+        lines: list[str] = []
+        try:
+            lines.extend(itertools.islice(fh, chunk_lines))  # keeps what was read if it raises
+        except (EOFError, OSError, zlib.error) as exc:
+            pos = _raw_position(fh)
+            at = f", byte {pos} of the file" if pos is not None else ""
+            raise TraceFormatError(
+                f"{acc.path}: after line {lineno + len(lines) - 1}{at}: the compressed stream breaks off "
+                f"(truncated or corrupt: {exc})",
+                "re-download or re-compress the file (gzip -t / zstd -t FILE checks it)",
+            ) from None
         if not lines:
             return
+        if lineno == 1 and lines[0].startswith(BOM):
+            lines[0] = lines[0][1:]
+        acc.lines_read += len(lines)
         yield lineno, lines
         lineno += len(lines)
 
@@ -190,6 +337,7 @@ class DelimitedSpec:
     header: bool = False
     comment: str | None = None
     op_case_insensitive: bool = False
+    fields: int | None = None  # exact fields per line; None: as many as the first data line
 
     @classmethod
     def from_mapping(cls, cfg: Mapping) -> DelimitedSpec:
@@ -201,7 +349,7 @@ class DelimitedSpec:
                 "{ts: 0, offset: 1, size: 2, op: 3}, units: {ts: s, offset: bytes, size: bytes}, "
                 "op_map: {R: read, W: write}"
             )
-        known = {"columns", "units", "op_map", "sep", "header", "comment", "op_case_insensitive"}
+        known = {"columns", "units", "op_map", "sep", "header", "comment", "op_case_insensitive", "fields"}
         unknown = set(cfg) - known
         if unknown:
             raise ValueError(f"delimited mapping: unknown key(s) {sorted(unknown)}; known: {sorted(known)}")
@@ -227,6 +375,13 @@ class DelimitedSpec:
                 raise ValueError(f"delimited mapping: op_map[{v!r}] = {kind!r}; use one of {sorted(OP_KINDS)}")
         if len(self.sep) != 1:
             raise ValueError(f"delimited mapping: sep must be one character, got {self.sep!r}")
+        if self.fields is not None and (
+            isinstance(self.fields, bool) or not isinstance(self.fields, int) or self.fields < self.ncols
+        ):
+            raise ValueError(
+                f"delimited mapping: fields must be a whole number >= {self.ncols} (the columns mapped), "
+                f"got {self.fields!r}"
+            )
 
     @property
     def vol_cols(self) -> list[int]:
@@ -254,12 +409,14 @@ PRESETS: dict[str, dict] = {
         units={"ts": "us", "offset": "bytes", "size": "bytes"},
         op_map={"R": "read", "W": "write"},
         op_case_insensitive=True,
+        fields=5,
     ),
     "tencent": dict(
         sep=",",
         columns={"ts": 0, "offset": 1, "size": 2, "op": 3, "volume": 4},
         units={"ts": "s", "offset": "sectors", "size": "sectors"},
         op_map={"0": "read", "1": "write"},
+        fields=5,
     ),
     "msr": dict(
         sep=",",
@@ -267,37 +424,42 @@ PRESETS: dict[str, dict] = {
         units={"ts": "filetime", "offset": "bytes", "size": "bytes"},
         op_map={"read": "read", "write": "write"},
         op_case_insensitive=True,
+        fields=7,
     ),
     "spc": dict(
         sep=",",
         columns={"volume": 0, "offset": 1, "size": 2, "op": 3, "ts": 4},
         units={"ts": "s", "offset": "sectors", "size": "bytes"},
         op_map={"r": "read", "w": "write"},
-        op_case_insensitive=True,
+        op_case_insensitive=True,  # SPC lines may carry optional fields after these five
     ),
     "mqsim": dict(
         sep=" ",
         columns={"ts": 0, "volume": 1, "offset": 2, "size": 3, "op": 4},
         units={"ts": "ns", "offset": "sectors", "size": "sectors"},
         op_map={"0": "write", "1": "read"},
+        fields=5,
     ),
     "flashnet_tencent": dict(
         sep=",",
         columns={"ts": 0, "op": 2, "size": 3, "offset": 4},
         units={"ts": "ms", "offset": "bytes", "size": "bytes"},
         op_map={"1": "read", "0": "write"},
+        fields=7,
     ),
     "flashnet_msr": dict(
         sep=" ",
         columns={"ts": 0, "volume": 1, "offset": 2, "size": 3, "op": 4},
         units={"ts": "ms", "offset": "bytes", "size": "bytes"},
         op_map={"1": "read", "0": "write"},
+        fields=5,
     ),
     "sectors_trace": dict(
         sep=" ",
         columns={"ts": 0, "volume": 1, "offset": 2, "size": 3, "op": 4},
         units={"ts": "ms", "offset": "sectors", "size": "sectors"},
         op_map={"1": "read", "0": "write"},
+        fields=5,
     ),
 }
 
@@ -308,13 +470,34 @@ def _parse_number(text: str, what: str, integer: bool):
         return int(text) if integer else float(text)
     except ValueError:
         if integer:
-            try:
+            try:  # "1e3", "4096.0": integers written as floats
                 v = float(text)
                 if v == int(v):
                     return int(v)
-            except ValueError:
+            except (ValueError, OverflowError):  # nan, inf
                 pass
         raise ValueError(f"{what} {text!r} is not {'an integer' if integer else 'a number'}") from None
+
+
+def _check_fields(spec: DelimitedSpec, acc: _Acc, lineno: int, n: int) -> None:
+    """A line has as many fields as the format (or, when the format allows optional trailing
+    fields, as the file's first data line): an extra or missing column would shift the fields."""
+    if acc.fields is None:
+        if n < spec.ncols:
+            raise ValueError(f"expected at least {spec.ncols} fields separated by {spec.sep!r}, got {n}")
+        if spec.fields is None:
+            acc.fields, acc.fields_line = n, lineno
+        else:
+            acc.fields = spec.fields
+    if n != acc.fields:
+        if acc.fields_line is None:
+            raise ValueError(
+                f"expected {acc.fields} fields separated by {spec.sep!r}, got {n} (a column extra or missing)"
+            )
+        raise ValueError(
+            f"{n} fields separated by {spec.sep!r} where line {acc.fields_line} has {acc.fields} "
+            "(a column extra or missing; every line needs the same columns)"
+        )
 
 
 def _delimited_lines(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str]) -> Chunk:
@@ -326,8 +509,7 @@ def _delimited_lines(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str
     c = spec.columns
     ts_col = c.get("ts")
     filetime = spec.units.get("ts") == "filetime"
-    ncols = spec.ncols
-    ts, off, size, kind, vol = [], [], [], [], []
+    ts, off, size, kind, vol, line_no = [], [], [], [], [], []
     skipped = 0
     for k, line in enumerate(lines):
         lineno = start + k
@@ -336,22 +518,26 @@ def _delimited_lines(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str
             continue
         parts = s.split() if spec.sep == " " else s.split(spec.sep)
         try:
-            if len(parts) < ncols:
-                raise ValueError(f"expected at least {ncols} fields separated by {spec.sep!r}, got {len(parts)}")
+            _check_fields(spec, acc, lineno, len(parts))
             o = _parse_number(parts[int(c["offset"])], "offset", True) * off_mul
             n = _parse_number(parts[int(c["size"])], "size", True) * size_mul
-            if o < 0 or n < 0:
-                raise ValueError(f"negative offset or size ({o}, {n})")
+            _check_bytes(o, n)
             op_text = parts[int(c["op"])].strip()
             code = ops.get(op_text.lower() if spec.op_case_insensitive else op_text)
             if code is None:
                 raise ValueError(f"unknown operation {op_text!r} (known: {', '.join(map(str, spec.op_map))})")
+            names = [parts[i].strip() for i in spec.vol_cols]
+            if not all(names):
+                raise ValueError(f"empty volume field (column {spec.vol_cols[names.index('')]})")
+            name = "_".join(names) or "0"
             if ts_col is None:
                 t = float(lineno)
             elif filetime:  # 100 ns ticks since 1601: too large for a float's precision
                 t = _parse_number(parts[int(ts_col)], "timestamp", True) // 10
             else:
                 t = _parse_number(parts[int(ts_col)], "timestamp", False) * ts_mul
+            if ts_col is not None:
+                _check_ts(t, parts[int(ts_col)].strip())
         except ValueError as exc:
             acc.bad(lineno, str(exc))
             skipped += 1
@@ -362,8 +548,9 @@ def _delimited_lines(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str
         off.append(o)
         size.append(n)
         kind.append(code)
-        vol.append(acc.vol("_".join(parts[i].strip() for i in spec.vol_cols) or "0"))
-    return _finish(acc, ts, off, size, kind, vol, skipped)
+        vol.append(acc.vol(name))
+        line_no.append(lineno)
+    return _finish(acc, ts, off, size, kind, vol, skipped, line_no.__getitem__)
 
 
 def _dict_encode(column) -> tuple[list, np.ndarray]:
@@ -378,13 +565,20 @@ def _delimited_arrow(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str
     """Vectorised parse of a chunk with pyarrow; None when anything looks off (the caller then
     parses the chunk line by line, which names the bad line)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.csv as pacsv
 
     if spec.comment or (spec.header and start == 1):
         return None  # comments and headers: leave them to the line parser
     if spec.sep == " " and any(ln[:1] == " " or "  " in ln or "\t" in ln for ln in lines):
         return None  # runs of whitespace: the line parser splits on any whitespace
+    # pyarrow takes the column count from the chunk's first line and fails on any row with
+    # another; that line must have the format's count (or the file's first line's)
+    head = next((k for k, ln in enumerate(lines) if ln.strip()), None)
+    if head is None:
+        return None
+    n_fields = lines[head].rstrip("\r\n").count(spec.sep) + 1
+    if n_fields != (acc.fields or spec.fields or max(n_fields, spec.ncols)):
+        return None
     ncols = spec.ncols
     used = {int(v) for k, v in spec.columns.items() if k != "volume"} | set(spec.vol_cols)
     types = {f"c{i}": pa.string() for i in range(ncols)}
@@ -394,9 +588,11 @@ def _delimited_arrow(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str
     if "ts" in spec.columns:
         types[f"c{spec.columns['ts']}"] = pa.int64() if filetime else pa.float64()
     data = "".join(lines).encode()
+    if b"0x" in data or b"0X" in data:
+        return None  # pyarrow reads 0x10 as a hex integer; the formats' numbers are decimal
     try:
-        # all columns are read (extra trailing columns are tolerated via invalid_row_handler=None
-        # failing -> fallback); only the used ones are converted
+        # rows with another column count fail the read (-> fallback); only the used columns are
+        # converted
         table = pacsv.read_csv(
             io.BytesIO(data),
             read_options=pacsv.ReadOptions(autogenerate_column_names=True, block_size=1 << 26),
@@ -409,13 +605,26 @@ def _delimited_arrow(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str
         )
     except (pa.ArrowInvalid, pa.ArrowKeyError, KeyError):
         return None
-    if table.num_rows != sum(1 for ln in lines if ln.strip()):
+    n_rows = table.num_rows
+    if n_rows == 0 or n_rows != sum(1 for ln in lines if ln.strip()):
         return None
     if any(table.column(f"f{i}").null_count for i in used):
         return None
-    off = table.column(f"f{spec.columns['offset']}").to_numpy() * ADDR_UNIT[spec.units.get("offset", "bytes")]
-    size = table.column(f"f{spec.columns['size']}").to_numpy() * ADDR_UNIT[spec.units.get("size", "bytes")]
-    if (off < 0).any() or (size < 0).any():
+    off_mul = ADDR_UNIT[spec.units.get("offset", "bytes")]
+    size_mul = ADDR_UNIT[spec.units.get("size", "bytes")]
+    off = table.column(f"f{spec.columns['offset']}").to_numpy()
+    size = table.column(f"f{spec.columns['size']}").to_numpy()
+    # the limits of _check_bytes, checked before multiplying so that nothing wraps around
+    if (
+        off.min() < 0
+        or size.min() < 0
+        or off.max() >= MAX_BYTES // off_mul
+        or size.max() > MAX_REQUEST_BYTES // size_mul
+    ):
+        return None
+    off = off * off_mul
+    size = size * size_mul
+    if (off + size).max() >= MAX_BYTES:
         return None
     uniq, inv = _dict_encode(table.column(f"f{spec.columns['op']}"))
     lookup = spec.op_lookup()
@@ -429,36 +638,77 @@ def _delimited_arrow(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str
     kinds = np.asarray(codes, np.uint8)[inv]
     if "ts" in spec.columns:
         raw = table.column(f"f{spec.columns['ts']}").to_numpy()
-        ts = raw // 10 if filetime else np.rint(raw * TS_TO_US[spec.units.get("ts", "s")])
-    else:
-        ts = np.arange(start, start + table.num_rows, dtype=np.float64)
-    if spec.vol_cols:
-        if len(spec.vol_cols) == 1:
-            vu, vinv = _dict_encode(table.column(f"f{spec.vol_cols[0]}"))
+        if filetime:
+            ts = raw // 10
         else:
-            joined = pc.binary_join_element_wise(*[table.column(f"f{i}") for i in spec.vol_cols], "_")
-            vu, vinv = _dict_encode(joined)
-        vols = np.asarray([acc.vol(str(v).strip()) for v in vu], np.int32)[vinv]
+            ts = raw * TS_TO_US[spec.units.get("ts", "s")]
+            if not np.isfinite(ts).all() or np.abs(ts).max() >= MAX_TS_US:
+                return None
+            ts = np.rint(ts)
     else:
-        vols = np.full(table.num_rows, acc.vol("0"), np.int32)
+        ts = np.arange(start, start + n_rows, dtype=np.float64)
+    if spec.vol_cols:
+        # each volume column's distinct values stripped as the line parser strips them, then
+        # joined per distinct combination; an empty one goes to the line parser (malformed)
+        names, codes = [], np.zeros(n_rows, np.int64)
+        for i in spec.vol_cols:
+            values, inv = _dict_encode(table.column(f"f{i}"))
+            stripped = [str(v).strip() for v in values]
+            if not all(stripped):
+                return None
+            names.append(stripped)
+            codes = codes * len(stripped) + inv
+        combos, first_row, vinv = np.unique(codes, return_index=True, return_inverse=True)
+        joined = []
+        for code in combos.tolist():
+            parts = []
+            for stripped in reversed(names):
+                code, k = divmod(code, len(stripped))
+                parts.append(stripped[k])
+            joined.append("_".join(reversed(parts)))
+    if acc.fields is None and spec.fields is None:
+        acc.fields_line = start + head
+    acc.fields = n_fields
+    if spec.vol_cols:
+        ids = np.empty(len(joined), np.int32)
+        for j in np.argsort(first_row, kind="stable"):  # volumes numbered in order of appearance
+            ids[j] = acc.vol(joined[j])
+        vols = ids[vinv.reshape(-1)]
+    else:
+        vols = np.full(n_rows, acc.vol("0"), np.int32)
     keep = kinds != IGNORE
-    return _finish(acc, ts[keep], off[keep], size[keep], kinds[keep], vols[keep], 0)
+    rows = np.flatnonzero(keep)
+
+    def line_of(i: int) -> int:  # row -> line: rows are the chunk's non-blank lines
+        row = int(rows[i])
+        if n_rows == len(lines):
+            return start + row
+        return start + [k for k, ln in enumerate(lines) if ln.strip()][row]
+
+    return _finish(acc, ts[keep], off[keep], size[keep], kinds[keep], vols[keep], 0, line_of)
 
 
 def _iter_delimited(spec: DelimitedSpec, acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
-    for start, lines in _line_chunks(fh, chunk_lines):
+    for start, lines in _line_chunks(fh, chunk_lines, acc):
         chunk = _delimited_arrow(spec, acc, start, lines)
         yield chunk if chunk is not None else _delimited_lines(spec, acc, start, lines)
 
 
 # -- blkparse ---------------------------------------------------------------------------------------
+_BLK_ACTIONS = frozenset("A B C D F G I M P Q R S T U UT X m".split())  # blkparse's action letters
+_BLK_RWBS = frozenset("RWDNFSMAEB")  # read write discard none flush sync meta readahead ...
+_BLK_SUMMARY = re.compile(r"(CPU\d+|Total) \(")  # where blkparse's closing summary starts
+
+
 def _iter_blkparse(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
     """Default blkparse text; only ``Q`` (queued) events count, so each request counts once.
-    The summary blkparse prints at the end (``CPU0 (...)``, ``Total (...)``, ``Reads Queued``...)
-    is not an event and is ignored."""
+    The summary blkparse prints at the end (``CPU0 (...)``, ``Total (...)``, then ``Key: value``
+    lines) is not an event and is ignored; any other line that is not an event is malformed, as
+    is an event with an unknown action or rwbs, a Q event of data without ``sector + count``, or
+    fields after the count other than the ``[process]``."""
     in_summary = False
-    for start, lines in _line_chunks(fh, chunk_lines):
-        ts, off, size, kind, vol = [], [], [], [], []
+    for start, lines in _line_chunks(fh, chunk_lines, acc):
+        ts, off, size, kind, vol, line_no = [], [], [], [], [], []
         skipped = 0
         for k, line in enumerate(lines):
             lineno = start + k
@@ -467,24 +717,41 @@ def _iter_blkparse(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
                 continue
             dev = parts[0]
             if not (dev.count(",") == 1 and dev.replace(",", "").isdigit()):
-                if in_summary or dev.startswith(("CPU", "Total")) or ":" in line:
+                if _BLK_SUMMARY.match(line):
                     in_summary = True
+                    continue
+                if in_summary and ":" in line:
                     continue
                 acc.bad(lineno, "not a blkparse event line (expected 'maj,min cpu seq time pid action rwbs ...')")
                 skipped += 1
                 continue
             try:
                 if len(parts) < 7:
-                    raise ValueError(f"expected at least 7 fields, got {len(parts)}")
-                if parts[5] != "Q":
+                    raise ValueError(
+                        f"expected at least 7 fields (maj,min cpu seq time pid action rwbs), got {len(parts)}"
+                    )
+                action = parts[5]
+                if action not in _BLK_ACTIONS:
+                    raise ValueError(f"unknown action {action!r} (blkparse's: {' '.join(sorted(_BLK_ACTIONS))})")
+                if action != "Q":
                     continue
                 rwbs = parts[6]
-                t = _parse_number(parts[3], "time", False)
-                if len(parts) >= 10 and parts[8] == "+":
-                    sector = _parse_number(parts[7], "sector", True)
-                    nsec = _parse_number(parts[9], "sector count", True)
+                if not set(rwbs) <= _BLK_RWBS:
+                    raise ValueError(f"unknown rwbs {rwbs!r} (letters of {''.join(sorted(_BLK_RWBS))})")
+                t = _parse_number(parts[3], "time", False) * 1e6
+                _check_ts(t, parts[3])
+                rest = parts[7:]
+                if len(rest) >= 3 and rest[1] == "+":
+                    sector = _parse_number(rest[0], "sector", True)
+                    nsec = _parse_number(rest[2], "sector count", True)
+                    tail = rest[3:]
                 else:
-                    sector, nsec = 0, 0
+                    sector = nsec = None
+                    tail = rest
+                if tail and not (tail[0].startswith("[") and tail[-1].endswith("]")):
+                    raise ValueError(
+                        f"unexpected field(s) {' '.join(tail)!r} (expected 'sector + count [process]' after the rwbs)"
+                    )
                 if "D" in rwbs:
                     code = OP_TRIM
                 elif "W" in rwbs:
@@ -494,30 +761,38 @@ def _iter_blkparse(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
                 elif "F" in rwbs or "N" in rwbs:
                     code = FLUSH
                 else:
-                    raise ValueError(f"unknown rwbs {rwbs!r}")
-                if "F" in rwbs and nsec == 0:
+                    raise ValueError(f"rwbs {rwbs!r} names no operation")
+                if "F" in rwbs and not nsec:
                     code = FLUSH
+                if code != FLUSH and sector is None:
+                    raise ValueError(f"a {rwbs} event without 'sector + count'")
+                sector, nsec = sector or 0, nsec or 0
+                _check_bytes(sector * SECTOR_SIZE, nsec * SECTOR_SIZE)
             except ValueError as exc:
                 acc.bad(lineno, str(exc))
                 skipped += 1
                 continue
-            ts.append(int(round(t * 1e6)))
+            ts.append(int(round(t)))
             off.append(sector * SECTOR_SIZE)
             size.append(nsec * SECTOR_SIZE)
             kind.append(code)
             vol.append(acc.vol(dev))
-        yield _finish(acc, ts, off, size, kind, vol, skipped)
+            line_no.append(lineno)
+        yield _finish(acc, ts, off, size, kind, vol, skipped, line_no.__getitem__)
 
 
 # -- fio iolog v2/v3 --------------------------------------------------------------------------------
 _FIO_ACTIONS = {"read": OP_READ, "write": OP_WRITE, "trim": OP_TRIM, "sync": FLUSH, "datasync": FLUSH}
 _FIO_FILE_ACTIONS = {"add", "open", "close", "wait"}
+_FIO_HEADER = re.compile(r"fio version (\S+) iolog$")
 
 
 def _iter_fio(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
+    """fio iolog: ``filename action [offset length]`` (v3: a timestamp in ms first); a file
+    action has no offset and length, a data action has both, a sync may have them (as zeros)."""
     version = None
-    for start, lines in _line_chunks(fh, chunk_lines):
-        ts, off, size, kind, vol = [], [], [], [], []
+    for start, lines in _line_chunks(fh, chunk_lines, acc):
+        ts, off, size, kind, vol, line_no = [], [], [], [], [], []
         skipped = 0
         for k, line in enumerate(lines):
             lineno = start + k
@@ -525,13 +800,19 @@ def _iter_fio(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
             if not s:
                 continue
             if version is None:
-                if s.startswith("fio version") and s.endswith("iolog"):
-                    v = s.split()[2]
-                    if v not in ("2", "3"):
-                        raise TraceFormatError(f"{acc.path}:{lineno}: fio iolog version {v} is not supported (2 or 3)")
-                    version = int(v)
-                    continue
-                raise TraceFormatError(f"{acc.path}:{lineno}: missing 'fio version 2 iolog' (or 3) header")
+                m = _FIO_HEADER.match(s)
+                if m is None:
+                    raise TraceFormatError(
+                        f"{acc.path}:{lineno}: missing 'fio version 2 iolog' (or 3) header",
+                        "give a fio iolog (write_iolog=FILE) or the format the file is in",
+                    )
+                if m.group(1) not in ("2", "3"):
+                    raise TraceFormatError(
+                        f"{acc.path}:{lineno}: fio iolog version {m.group(1)} is not supported",
+                        "give an iolog of version 2 or 3",
+                    )
+                version = int(m.group(1))
+                continue
             parts = s.split()
             try:
                 if version == 3:
@@ -540,6 +821,9 @@ def _iter_fio(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
                             f"expected 'timestamp filename action [offset length]', got {len(parts)} fields"
                         )
                     t = _parse_number(parts[0], "timestamp", True) * 1000
+                    _check_ts(t, parts[0])
+                    if t < 0:
+                        raise ValueError(f"negative timestamp {parts[0]!r}")
                     parts = parts[1:]
                 else:
                     t = lineno  # v2 has no timing: keep the order
@@ -547,21 +831,22 @@ def _iter_fio(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
                     raise ValueError("expected 'filename action [offset length]'")
                 fname, action = parts[0], parts[1]
                 if action in _FIO_FILE_ACTIONS:
+                    if len(parts) != 2:
+                        raise ValueError(f"{action} takes no offset or length, got {len(parts)} fields")
                     continue
                 code = _FIO_ACTIONS.get(action)
                 if code is None:
                     raise ValueError(
                         f"unknown action {action!r} (known: {', '.join(sorted(_FIO_ACTIONS) + sorted(_FIO_FILE_ACTIONS))})"
                     )
+                if len(parts) not in ((2, 4) if code == FLUSH else (4,)):
+                    raise ValueError(f"{action} needs 'filename {action} offset length', got {len(parts)} fields")
                 if code == FLUSH:
                     o, n = 0, 0
                 else:
-                    if len(parts) < 4:
-                        raise ValueError(f"{action} needs offset and length")
                     o = _parse_number(parts[2], "offset", True)
                     n = _parse_number(parts[3], "length", True)
-                    if o < 0 or n < 0:
-                        raise ValueError(f"negative offset or length ({o}, {n})")
+                    _check_bytes(o, n)
             except ValueError as exc:
                 acc.bad(lineno, str(exc))
                 skipped += 1
@@ -571,23 +856,45 @@ def _iter_fio(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
             size.append(n)
             kind.append(code)
             vol.append(acc.vol(fname))
-        yield _finish(acc, ts, off, size, kind, vol, skipped)
+            line_no.append(lineno)
+        yield _finish(acc, ts, off, size, kind, vol, skipped, line_no.__getitem__)
 
 
 # -- plain block streams ----------------------------------------------------------------------------
+def _load_npy(path: Path):
+    """A blocks ``.npy`` as a memory map; an unreadable file is a TraceFormatError."""
+    import pickle
+
+    try:
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, TypeError, OverflowError, SyntaxError, OSError, EOFError, pickle.UnpicklingError) as exc:
+        raise TraceFormatError(
+            f"{path}: not a readable .npy array ({' '.join(str(exc).split())})",
+            "write the LBAs with numpy.save(path, lbas) as a 1-D integer array",
+        ) from None
+    if not isinstance(arr, np.ndarray) or arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
+        raise TraceFormatError(
+            f"{path}: a blocks .npy must be a 1-D integer array of LBAs, got "
+            f"{getattr(arr, 'dtype', type(arr).__name__)} {getattr(arr, 'shape', '')}",
+            "save the LBAs with numpy.save(path, np.asarray(lbas, np.int64))",
+        )
+    return arr
+
+
 def _iter_blocks(acc: _Acc, path: Path, chunk_lines: int) -> Iterator[Chunk]:
     """One LBA per entry, each a single 4 KiB block write (``.npy`` or text)."""
     if path.suffix == ".npy":
-        arr = np.load(path, mmap_mode="r")
-        if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
-            raise TraceFormatError(
-                f"{path}: a blocks .npy must be a 1-D integer array of LBAs, got {arr.dtype} {arr.shape}"
-            )
+        arr = _load_npy(path)
         for i in range(0, arr.size, chunk_lines):
-            lbas = np.asarray(arr[i : i + chunk_lines], np.int64)
-            if (lbas < 0).any():
-                j = int(np.flatnonzero(lbas < 0)[0])
-                raise TraceFormatError(f"{path}: entry {i + j}: negative LBA {lbas[j]}")
+            raw = np.asarray(arr[i : i + chunk_lines])
+            bad = (raw < 0) | (raw >= MAX_BLOCK_LBA)  # in the array's own dtype: uint64 cannot wrap
+            if bad.any():
+                j = int(np.flatnonzero(bad)[0])
+                raise TraceFormatError(
+                    f"{path}: entry {i + j}: LBA {raw[j]} is out of range (0 <= LBA < 2^50)",
+                    "fix the array: LBAs are 4 KiB block numbers",
+                )
+            lbas = raw.astype(np.int64)
             n = lbas.size
             if acc.on_bytes is not None:
                 acc.on_bytes(int(arr.offset) + (i + n) * arr.itemsize)
@@ -597,6 +904,7 @@ def _iter_blocks(acc: _Acc, path: Path, chunk_lines: int) -> Iterator[Chunk]:
                 np.ones(n, np.int32),
                 np.full(n, OP_WRITE, np.uint8),
                 np.full(n, acc.vol("0"), np.int32),
+                first_line=i,
             )
         return
     with open_text(path) as fh:
@@ -605,7 +913,7 @@ def _iter_blocks(acc: _Acc, path: Path, chunk_lines: int) -> Iterator[Chunk]:
 
 def _iter_block_lines(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
     """The text form of ``blocks``: one LBA a line (``#`` comments and blank lines skipped)."""
-    for start, lines in _line_chunks(fh, chunk_lines):
+    for start, lines in _line_chunks(fh, chunk_lines, acc):
         vals, idx = [], []
         skipped = 0
         for k, line in enumerate(lines):
@@ -614,10 +922,12 @@ def _iter_block_lines(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
                 continue
             try:
                 v = int(s)
-                if v < 0:
-                    raise ValueError(f"negative LBA {v}")
-            except ValueError as exc:
-                acc.bad(start + k, str(exc) if "negative" in str(exc) else f"LBA {s!r} is not an integer")
+            except ValueError:
+                acc.bad(start + k, f"LBA {s!r} is not an integer")
+                skipped += 1
+                continue
+            if not 0 <= v < MAX_BLOCK_LBA:
+                acc.bad(start + k, f"LBA {v} is out of range (0 <= LBA < 2^50)")
                 skipped += 1
                 continue
             vals.append(v)
@@ -630,6 +940,7 @@ def _iter_block_lines(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
             np.full(n, OP_WRITE, np.uint8),
             np.full(n, acc.vol("0"), np.int32),
             skipped=skipped,
+            first_line=idx[0] if idx else None,
         )
 
 
@@ -659,7 +970,10 @@ def iter_request_chunks(
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"trace file not found: {path}")
+    if path.is_dir():
+        raise TraceFormatError(f"{path} is a directory, not a trace file", "give the path of a trace file")
     acc = _acc or _Acc(path=path, skip=skip_malformed)
+    acc.fmt = fmt
     if fmt == "blocks":
         yield from _iter_blocks(acc, path, chunk_lines)
         return
@@ -684,6 +998,26 @@ def iter_request_chunks(
         yield from _tracked(chunks, fh, acc)
 
 
+def input_warnings(meta: Mapping) -> list[str]:
+    """What a read accepted with something to report (skipped lines, stamps going backwards),
+    one message each, from a trace's ``meta`` (also a cached trace's)."""
+    source = meta.get("source", "the trace")
+    out = []
+    skipped = int(meta.get("skipped_lines") or 0)
+    if skipped:
+        first = meta.get("first_skipped", "")
+        out.append(
+            f"{source}: skipped {skipped} malformed line(s) (skip_malformed=true), the first: {first.split('; ')[0]}"
+        )
+    backward = int(meta.get("backward_timestamps") or 0)
+    if backward:
+        out.append(
+            f"{source}: {backward} request(s) stamped earlier than the request before them, the first on line "
+            f"{meta.get('first_backward_line')}; kept in file order (a timed simulation holds its clock at the latest stamp)"
+        )
+    return out
+
+
 def read_trace(
     path: str | Path,
     fmt: str,
@@ -696,13 +1030,17 @@ def read_trace(
     """Read a whole trace: requests in 4 KiB blocks, LBAs remapped dense (order-preserving).
 
     ``volumes``: keep only these volume names (an unknown name is an error listing the ones
-    present). Statistics of what was not kept are in ``meta``. A bar over the file's bytes shows
-    on a terminal (``progress=False`` or ``--quiet`` turns it off; see :mod:`dogi_ml.progress`)."""
+    present). Statistics of what was not kept are in ``meta``; skipped lines and time stamps
+    going backwards are reported in a :class:`TraceWarning` (see :func:`input_warnings`). A file
+    without a single read, write or trim request is a :class:`TraceFormatError`. A bar over the
+    file's bytes shows on a terminal (``progress=False`` or ``--quiet`` turns it off; see
+    :mod:`dogi_ml.progress`)."""
     path = Path(path)
     acc = _Acc(path=path, skip=skip_malformed)
     parts = {k: [] for k in ("ts_us", "lba", "nblocks", "op", "volume")}
-    skipped = zero = flushes = 0
-    size = path.stat().st_size if path.exists() else None
+    skipped = zero = flushes = backward = 0
+    first_backward = last_ts = None
+    size = path.stat().st_size if path.exists() and path.is_file() else None
     with progress_bar(size, f"ingest {path.name}", "B", requested=progress, unit_scale=True, unit_divisor=1024) as bar:
         acc.on_bytes = lambda pos: bar.update(min(pos, size or pos) - bar.n)
         for chunk in iter_request_chunks(
@@ -713,7 +1051,16 @@ def read_trace(
             skipped += chunk.skipped
             zero += chunk.zero_length
             flushes += chunk.flushes
+            if chunk.ts_us.size:
+                if last_ts is not None and chunk.ts_us[0] < last_ts:  # across the chunks' seam
+                    backward += 1
+                    first_backward = first_backward or chunk.first_line
+                backward += chunk.backward
+                first_backward = first_backward or chunk.first_backward_line
+                last_ts = chunk.ts_us[-1]
     arrays = {k: (np.concatenate(v) if v else np.empty(0)) for k, v in parts.items()}
+    if arrays["lba"].size == 0:
+        raise TraceFormatError(*_no_requests(path, fmt, acc, skipped, zero, flushes))
     names = list(acc.volumes) or ["0"]
     trace = Trace(**arrays, volumes=names, name=path.name.split(".")[0])
     if volumes:
@@ -725,6 +1072,11 @@ def read_trace(
                 f"{', '.join(names[:50])}{' ...' if len(names) > 50 else ''}"
             )
         keep = np.isin(trace.volume, [acc.volumes[v] for v in wanted])
+        if not keep.any():
+            raise TraceFormatError(
+                f"{path}: volume(s) {wanted} hold no read, write or trim request (only zero-length ones or flushes)",
+                "choose other volumes",
+            )
         trace = trace.select(keep)
         # re-index the kept volumes 0..k-1 in the order asked for
         new_idx = np.full(len(names), -1, np.int32)
@@ -739,8 +1091,30 @@ def read_trace(
             "skipped_lines": skipped,
             "zero_length_requests": zero,
             "flush_requests": flushes,
+            "backward_timestamps": backward,
         }
     )
     if acc.first_skipped:
         trace.meta["first_skipped"] = "; ".join(acc.first_skipped)
+        trace.meta["first_skipped_line"] = acc.first_skipped_line
+    if backward:
+        trace.meta["first_backward_line"] = first_backward
+    for message in input_warnings(trace.meta):
+        warnings.warn(message, TraceWarning, stacklevel=2)
     return remap_dense(trace)
+
+
+def _no_requests(path: Path, fmt: str, acc: _Acc, skipped: int, zero: int, flushes: int) -> tuple[str, str]:
+    """(problem, fix) for a file that gave no request."""
+    if path.stat().st_size == 0:
+        return f"{path}: the file is empty", "give a trace with at least one read, write or trim request"
+    if fmt == "blocks" and path.suffix == ".npy":
+        return f"{path}: the array holds no LBA", "give an array with at least one LBA"
+    seen = [f"{acc.lines_read} line(s)"]
+    seen += [
+        f"{n} {what}" for n, what in ((skipped, "malformed, skipped"), (zero, "zero-length"), (flushes, "flushes")) if n
+    ]
+    return (
+        f"{path}: no read, write or trim request in the file ({', '.join(seen)})",
+        f"check that format={fmt} is the file's format and that it holds requests beyond a header",
+    )

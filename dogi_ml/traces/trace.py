@@ -24,9 +24,23 @@ OP_WRITE = 1
 OP_TRIM = 2  # kept in the trace so it shows up in statistics; it writes no block
 OP_NAMES = {OP_READ: "read", OP_WRITE: "write", OP_TRIM: "trim"}
 
+# What a trace may hold. Byte offsets and request ends stay below 2^62 (4 EiB), so offset + size
+# and every block address computed from them fit an int64 with room to spare; a request covers at
+# most 2^31 - 1 blocks (``nblocks`` is int32); wall-clock stamps stay within +-2^62 µs. Readers
+# reject anything beyond these with the file and line rather than let numpy wrap it around.
+MAX_BYTES = 1 << 62
+MAX_REQUEST_BLOCKS = (1 << 31) - 1
+MAX_REQUEST_BYTES = (MAX_REQUEST_BLOCKS - 1) * BLOCK_SIZE  # unaligned: one block more
+MAX_TS_US = 1 << 62
+
 
 class TraceFormatError(DogiMLError):
     """Malformed trace input; the message names the file, the line and the reason."""
+
+
+class TraceWarning(UserWarning):
+    """Input accepted with something to report: lines skipped (``skip_malformed``), time stamps
+    going backwards. The message names the file, counts the cases and gives the first line."""
 
 
 @dataclass
@@ -235,10 +249,12 @@ def remap_dense(trace: Trace) -> Trace:
     ends = trace.lba + trace.nblocks
     np.maximum.at(span, trace.volume, ends)
     base = np.concatenate([[0], np.cumsum(span)[:-1]]).astype(np.int64)
+    if int(span.sum(dtype=np.float64)) >= 1 << 62:  # volume-major keys would overflow an int64
+        return _remap_dense_per_volume(trace, ends)
     vol_base = base[trace.volume]
     keys = np.empty(int(trace.nblocks.sum()), np.int64)
     _mark_touched(trace.lba, trace.nblocks.astype(np.int64), vol_base, keys)
-    uniq = np.unique(keys)
+    uniq = _sorted_unique(keys)
     new_lba = np.empty_like(trace.lba)
     _apply_remap(trace.lba, vol_base, uniq, new_lba)
     meta = dict(trace.meta)
@@ -246,6 +262,39 @@ def remap_dense(trace: Trace) -> Trace:
     meta["original_max_lba"] = int(ends.max() - 1)
     out = Trace(trace.ts_us, new_lba, trace.nblocks, trace.op, trace.volume, list(trace.volumes), trace.name, meta)
     return out
+
+
+def _sorted_unique(keys: np.ndarray) -> np.ndarray:
+    """``np.unique(keys)`` for int64 keys, by an in-place sort: numpy 2's hash-based unique is
+    several times slower on a trace's block keys (0.34 s against 0.03 s on 150k requests)."""
+    if keys.size == 0:
+        return keys
+    keys.sort()
+    first = np.empty(keys.size, np.bool_)
+    first[0] = True
+    np.not_equal(keys[1:], keys[:-1], out=first[1:])
+    return keys[first]
+
+
+def _remap_dense_per_volume(trace: Trace, ends: np.ndarray) -> Trace:
+    """:func:`remap_dense` one volume at a time: for traces whose volumes' address spans add up
+    past an int64 (thousands of volumes each touching blocks near 2^50)."""
+    new_lba = np.empty_like(trace.lba)
+    offset = 0
+    for v in range(len(trace.volumes)):
+        idx = np.flatnonzero(trace.volume == v)
+        if idx.size == 0:
+            continue
+        lba, nblocks = trace.lba[idx], trace.nblocks[idx].astype(np.int64)
+        keys = np.empty(int(nblocks.sum()), np.int64)
+        _mark_touched(lba, nblocks, np.zeros(idx.size, np.int64), keys)
+        uniq = _sorted_unique(keys)
+        out = np.empty(idx.size, np.int64)
+        _apply_remap(lba, np.zeros(idx.size, np.int64), uniq, out)
+        new_lba[idx] = out + offset
+        offset += uniq.size
+    meta = dict(trace.meta, remapped=1, original_max_lba=int(ends.max() - 1))
+    return Trace(trace.ts_us, new_lba, trace.nblocks, trace.op, trace.volume, list(trace.volumes), trace.name, meta)
 
 
 def _array(a, dtype) -> np.ndarray:

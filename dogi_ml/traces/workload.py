@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
-from dogi_ml.errors import DogiMLError
+from dogi_ml.errors import DogiMLError, checked_setting
 
 from .binfmt import content_hash, read_binary, write_trace
 from .generators import GENERATORS, generate
-from .readers import read_trace
-from .trace import Trace
+from .readers import input_warnings, read_trace
+from .trace import Trace, TraceWarning
 
 
 class WorkloadError(DogiMLError):
@@ -50,10 +51,11 @@ def load_workload(cfg: Mapping, cache_dir: str | Path | None = ".cache/dogi_ml/t
             raise WorkloadError(
                 f"workload {cfg.get('name')!r}: unknown generator {kind!r}; known: {', '.join(sorted(GENERATORS))}"
             )
-        cap = int(cfg["capacity_blocks"])
-        n_writes = int(round(float(cfg.get("write_volume", 16.0)) * cap))
+        cap = checked_setting(cfg.get("capacity_blocks"), "workload.capacity_blocks", int, minimum=1, example=262144)
+        volume = checked_setting(cfg.get("write_volume", 16.0), "workload.write_volume", float, above=0, example=16)
+        n_writes = int(round(float(volume) * cap))
         params = dict(cfg.get("params") or {})
-        seed = int(cfg.get("seed", 0))
+        seed = checked_setting(cfg.get("seed", 0), "workload.seed", int, example=0)
         key_src = json.dumps(
             {"generator": kind, "capacity": cap, "n_writes": n_writes, "seed": seed, "params": params}, sort_keys=True
         )
@@ -84,9 +86,13 @@ def load_workload(cfg: Mapping, cache_dir: str | Path | None = ".cache/dogi_ml/t
         path = Path(path)
         if not path.exists():
             raise WorkloadError(f"trace file not found: {path} (set workload.path to an existing file)")
+        if path.is_dir():
+            raise WorkloadError(f"workload.path={path} is a directory", "set workload.path to a trace file")
+        checked_setting(cfg.get("capacity_blocks"), "workload.capacity_blocks", int, minimum=1, nullable=True)
+        volumes = cfg.get("volumes")
         opts = {
-            "volumes": cfg.get("volumes"),
-            "skip_malformed": bool(cfg.get("skip_malformed", False)),
+            "volumes": [volumes] if isinstance(volumes, (str, int)) else volumes,
+            "skip_malformed": checked_setting(cfg.get("skip_malformed", False), "workload.skip_malformed", bool),
             "delimited": cfg.get("delimited"),
         }
         cached = None
@@ -95,12 +101,11 @@ def load_workload(cfg: Mapping, cache_dir: str | Path | None = ".cache/dogi_ml/t
             cached = Path(cache_dir) / f"{path.stem}-{key[:20]}.dtr"
             if cached.exists():
                 trace = read_binary(cached)
+                for message in input_warnings(trace.meta):  # what the first read reported
+                    warnings.warn(message, TraceWarning, stacklevel=2)
                 _apply_capacity(trace, cfg)
                 return trace
-        trace = read_trace(path, fmt, **opts)
-        skipped = trace.meta.get("skipped_lines", 0)
-        if skipped:
-            log(f"skipped {skipped} malformed line(s) in {path}")
+        trace = read_trace(path, fmt, **opts)  # warns of skipped lines and backward stamps
         if cached is not None:
             cached.parent.mkdir(parents=True, exist_ok=True)
             write_trace(trace, cached)
@@ -112,5 +117,5 @@ def load_workload(cfg: Mapping, cache_dir: str | Path | None = ".cache/dogi_ml/t
 
 
 def _apply_capacity(trace: Trace, cfg: dict) -> None:
-    if cfg.get("capacity_blocks"):
+    if cfg.get("capacity_blocks") is not None:  # checked positive by load_workload
         trace.meta["capacity_blocks"] = int(cfg["capacity_blocks"])

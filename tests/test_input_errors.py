@@ -1,0 +1,394 @@
+"""Each malformed-input defect of issue 39 (Python readers, CLI and config validation), one case
+each: the exact one-line error (file, line or byte, reason, fix), or the input accepted with the
+warning that counts what was skipped. The inputs are a few hand-written lines in each format
+(their values made up); the fuzzing over cuts of the real samples is tests/test_reader_fuzz.py."""
+
+from __future__ import annotations
+
+import gzip
+import re
+import warnings
+
+import numpy as np
+import pytest
+import zstandard
+from helpers import run_cli
+
+from dogi_ml.errors import ConfigError
+from dogi_ml.sim import SimConfig
+from dogi_ml.traces.readers import read_trace
+from dogi_ml.traces.trace import OP_READ, OP_WRITE, TraceFormatError, TraceWarning
+from dogi_ml.traces.workload import load_workload
+
+MSR_LINES = "0.000 0 8192 4096 0\n1.500 0 4096 8192 1\n2.250 0 65536 4096 0\n"  # flashnet_msr
+FIX = "-- fix or remove the line, check that format="
+
+
+def write(tmp_path, name, data):
+    p = tmp_path / name
+    p.write_bytes(data if isinstance(data, bytes) else data.encode())
+    return p
+
+
+def error_of(path, fmt, **kw) -> str:
+    with pytest.raises(TraceFormatError) as info:
+        read_trace(path, fmt, progress=False, **kw)
+    msg = str(info.value)
+    assert "\n" not in msg
+    return msg
+
+
+# (name, file name, content, format, the exact message after "<path>")
+ERRORS = [
+    (
+        "offset beyond int64",
+        "big.txt",
+        f"0.0 0 8192 4096 0\n1.0 0 {2**70} 4096 0\n",
+        "flashnet_msr",
+        f":2: offset {2**70} + size 4096 bytes reaches past 2^62 bytes (4 EiB); check the units {FIX}flashnet_msr",
+    ),
+    (
+        "sector offset above 2^54 (wrapped to a small LBA before)",
+        "sectors.txt",
+        f"0.0 5 {2**55 + 8} 16 0\n",
+        "sectors_trace",
+        f":1: offset {(2**55 + 8) * 512} + size 8192 bytes reaches past 2^62 bytes (4 EiB); check the units {FIX}sectors_trace",
+    ),
+    (
+        "a line with an extra column (read shifted before)",
+        "extra.txt",
+        "0.0 0 8192 4096 0\n1.0 0 7 4096 4096 0\n",
+        "flashnet_msr",
+        f":2: expected 5 fields separated by ' ', got 6 (a column extra or missing) {FIX}flashnet_msr",
+    ),
+    (
+        "a nan timestamp",
+        "nan.csv",
+        "7,W,0,4096,1000\n7,W,4096,4096,nan\n",
+        "alibaba",
+        f":2: timestamp 'nan' is not a finite number {FIX}alibaba",
+    ),
+    (
+        "an infinite stamp written as an integer",
+        "inf.csv",
+        "1e999,hm,0,Write,0,4096,1\n",
+        "msr",
+        f":1: timestamp '1e999' is not an integer {FIX}msr",
+    ),
+    (
+        "an empty file (blamed on sim.capacity_blocks before)",
+        "empty.txt",
+        "",
+        "flashnet_msr",
+        ": the file is empty -- give a trace with at least one read, write or trim request",
+    ),
+    (
+        "a header-only file",
+        "header.csv",
+        "# ts;vol;op;offset;size\n",
+        "delimited",
+        ": no read, write or trim request in the file (1 line(s)) -- check that format=delimited is the file's "
+        "format and that it holds requests beyond a header",
+    ),
+    (
+        "a blkparse device field that is not maj,min (taken for the summary before)",
+        "dev.txt",
+        "  8,16   0  1  0.000001000  100  Q   W 42 + 8 [flush-8:16]\n"
+        "  8;16   0  2  0.000002000  100  Q   W 50 + 8 [flush-8:16]\n",
+        "blkparse",
+        ":2: not a blkparse event line (expected 'maj,min cpu seq time pid action rwbs ...') " + FIX + "blkparse",
+    ),
+    (
+        "a blkparse Q event with a column too many",
+        "cols.txt",
+        "  8,16   0  1  0.000001000  100  Q   W 42 + 8 9 [java]\n",
+        "blkparse",
+        ":1: unexpected field(s) '9 [java]' (expected 'sector + count [process]' after the rwbs) " + FIX + "blkparse",
+    ),
+    (
+        "a blocks LBA beyond int64",
+        "blocks.txt",
+        f"5\n{2**64}\n",
+        "blocks",
+        f":2: LBA {2**64} is out of range (0 <= LBA < 2^50) {FIX}blocks",
+    ),
+    (
+        "a fio write with a column too many",
+        "fio.log",
+        "fio version 2 iolog\n/dev/sdb write 0 4096 7\n",
+        "fio",
+        f":2: write needs 'filename write offset length', got 5 fields {FIX}fio",
+    ),
+]
+DELIMITED = {
+    "sep": ";",
+    "comment": "#",
+    "columns": {"ts": 0, "volume": 1, "op": 2, "offset": 3, "size": 4},
+    "units": {"ts": "s", "offset": "bytes", "size": "bytes"},
+    "op_map": {"W": "write", "R": "read"},
+}
+
+
+@pytest.mark.parametrize("name,file,content,fmt,expected", ERRORS, ids=[e[0] for e in ERRORS])
+def test_malformed_input_is_one_line_naming_file_line_and_fix(tmp_path, name, file, content, fmt, expected):
+    p = write(tmp_path, file, content)
+    kw = {"delimited": DELIMITED} if fmt == "delimited" else {}
+    msg = error_of(p, fmt, **kw)
+    assert msg.startswith(str(p)) and msg[len(str(p)) :].startswith(expected), msg
+
+
+def test_truncated_gz_names_the_last_whole_line_and_byte(tmp_path):
+    text = "".join(f"{i}.000 0 {4096 * (i % 97)} 4096 0\n" for i in range(3000))
+    data = gzip.compress(text.encode(), mtime=0)
+    p = write(tmp_path, "cut.txt.gz", data[: len(data) // 2])
+    msg = error_of(p, "flashnet_msr")
+    assert re.fullmatch(
+        rf"{re.escape(str(p))}: after line \d+, byte \d+ of the file: the compressed stream breaks off "
+        r"\(truncated or corrupt: Compressed file ended before the end-of-stream marker was reached\) "
+        r"-- re-download or re-compress the file \(gzip -t / zstd -t FILE checks it\)",
+        msg,
+    ), msg
+
+
+def test_truncated_zst_is_an_error_not_an_empty_trace(tmp_path):
+    data = zstandard.ZstdCompressor().compress(MSR_LINES.encode() * 50)
+    p = write(tmp_path, "cut.txt.zst", data[: len(data) // 2])
+    assert error_of(p, "flashnet_msr") == (
+        f"{p}: byte {len(data) // 2}: the .zst file ends inside a frame (truncated) "
+        "-- re-download or re-compress the file (zstd -t FILE checks it)"
+    )
+    # several frames back to back read as one stream
+    c = zstandard.ZstdCompressor()
+    two = write(tmp_path, "two.txt.zst", c.compress(MSR_LINES.encode()) + c.compress(MSR_LINES.encode()))
+    assert read_trace(two, "flashnet_msr", progress=False).n_requests == 6
+
+
+@pytest.mark.parametrize(
+    "content,reason",
+    [
+        (b"\x93NUMPY\x01\x00garbage", "EOF: reading array header, expected 24935 bytes got 5"),
+        ("truncated", "mmap length is greater than file size"),
+    ],
+)
+def test_broken_npy_is_one_line(tmp_path, content, reason):
+    if content == "truncated":
+        np.save(tmp_path / "good.npy", np.arange(100, dtype=np.int64))
+        content = (tmp_path / "good.npy").read_bytes()[:-20]
+    p = write(tmp_path, "b.npy", content)
+    assert error_of(p, "blocks") == (
+        f"{p}: not a readable .npy array ({reason}) -- write the LBAs with numpy.save(path, lbas) as a 1-D integer array"
+    )
+
+
+def test_npy_uint64_lba_beyond_int64_does_not_wrap(tmp_path):
+    np.save(tmp_path / "u.npy", np.array([3, 2**63 + 5], np.uint64))
+    assert error_of(tmp_path / "u.npy", "blocks") == (
+        f"{tmp_path / 'u.npy'}: entry 1: LBA {2**63 + 5} is out of range (0 <= LBA < 2^50) "
+        "-- fix the array: LBAs are 4 KiB block numbers"
+    )
+
+
+def test_a_directory_is_not_a_trace(tmp_path):
+    assert error_of(tmp_path, "msr") == f"{tmp_path} is a directory, not a trace file -- give the path of a trace file"
+
+
+@pytest.mark.parametrize(
+    "fmt,content",
+    [
+        (
+            "blkparse",
+            "  8,16   0  1  0.000001000  100  Q   W 42 + 8 [java]\n  8,16   0  2  0.000002  100  Q   R 0 + 8 [java]\n",
+        ),
+        ("fio", "fio version 2 iolog\n/dev/sdb write 0 4096\n/dev/sdb read 8192 4096\n"),
+        ("blocks", "5\n1\n"),
+        ("flashnet_msr", "0.0 0 0 4096 0\n1.0 0 8192 4096 1\n"),
+        ("alibaba", "7,W,0,4096,1000\n7,R,8192,4096,2000\n"),
+    ],
+)
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_bom_and_crlf_are_accepted(tmp_path, fmt, content, newline):
+    plain = write(tmp_path, "plain.txt", content)
+    ref = read_trace(plain, fmt, progress=False)
+    odd = write(tmp_path, "odd.txt", b"\xef\xbb\xbf" + content.replace("\n", newline).encode())
+    t = read_trace(odd, fmt, progress=False)
+    assert t.n_requests == ref.n_requests == 2 and t.meta["skipped_lines"] == 0
+    assert t.lba.tolist() == ref.lba.tolist() and t.op.tolist() == ref.op.tolist()
+    assert t.ts_us.tolist() == ref.ts_us.tolist()
+
+
+def test_blkparse_counts_what_it_skips_and_keeps_reading(tmp_path):
+    p = write(
+        tmp_path,
+        "b.txt",
+        "  8,16   0  1  0.000001000  100  Q   W 42 + 8 [flush-8:16]\n"
+        "  8;16   0  2  0.000002000  100  Q   W 50 + 8 [flush-8:16]\n"  # a bad device field
+        "  8,16   0  3  0.000003000  100  Qx  W 58 + 8 [java]\n"  # an unknown action
+        "  8,16   0  4  0.000004000  100  Q   W 66 + 8 [java]\n"
+        "CPU0 (sdb):\n Reads Queued:  0,  0KiB  Writes Queued:  2,  8KiB\n",
+    )
+    with pytest.warns(TraceWarning) as caught:
+        t = read_trace(p, "blkparse", skip_malformed=True, progress=False)
+    assert t.n_requests == 2 and t.op.tolist() == [OP_WRITE, OP_WRITE]
+    assert t.meta["skipped_lines"] == 2 and t.meta["first_skipped_line"] == 2
+    assert [str(w.message) for w in caught] == [
+        f"{p}: skipped 2 malformed line(s) (skip_malformed=true), the first: line 2: not a blkparse event line "
+        "(expected 'maj,min cpu seq time pid action rwbs ...')"
+    ]
+
+
+def test_timestamps_going_backwards_are_kept_and_counted(tmp_path):
+    p = write(tmp_path, "back.csv", "7,W,0,4096,3000\n7,W,4096,4096,1000\n7,R,0,4096,2000\n7,W,0,4096,500\n")
+    with pytest.warns(TraceWarning) as caught:
+        t = read_trace(p, "alibaba", progress=False, chunk_lines=2)  # one backward step across chunks
+    assert t.ts_us.tolist() == [3000, 1000, 2000, 500] and t.op.tolist() == [OP_WRITE, OP_WRITE, OP_READ, OP_WRITE]
+    assert t.meta["backward_timestamps"] == 2 and t.meta["first_backward_line"] == 2
+    assert str(caught[0].message) == (
+        f"{p}: 2 request(s) stamped earlier than the request before them, the first on line 2; kept in file "
+        "order (a timed simulation holds its clock at the latest stamp)"
+    )
+
+
+def test_skipped_lines_are_reported_again_from_the_cache(tmp_path):
+    p = write(tmp_path, "s.txt", MSR_LINES + "x y z\n")
+    cfg = {"source": "file", "path": str(p), "format": "flashnet_msr", "skip_malformed": True}
+    for _ in range(2):  # parsed, then read from the cache
+        with pytest.warns(
+            TraceWarning, match=r"skipped 1 malformed line\(s\) \(skip_malformed=true\), the first: line 4"
+        ):
+            t = load_workload(cfg, cache_dir=tmp_path / "cache")
+        assert t.meta["skipped_lines"] == 1
+
+
+@pytest.mark.parametrize(
+    "settings,message",
+    [
+        (
+            {"capacity_blocks": 0},
+            "sim.capacity_blocks=0 must be positive -- give e.g. sim.capacity_blocks=1 (null: the default)",
+        ),
+        (
+            {"segment_blocks": "abc"},
+            "sim.segment_blocks='abc' is not a whole number -- give a whole number, e.g. sim.segment_blocks=512",
+        ),
+        ({"segment_blocks": 0}, "sim.segment_blocks=0 must be positive -- give e.g. sim.segment_blocks=512"),
+        ({"op_ratio": "ten"}, "sim.op_ratio='ten' is not a number -- give a number, e.g. sim.op_ratio=0.1"),
+        ({"op_ratio": float("nan")}, "sim.op_ratio=nan is not a number -- give a number, e.g. sim.op_ratio=0.1"),
+        (
+            {"series_window": 0},
+            "sim.series_window=0 must be positive -- give e.g. sim.series_window=1 (null: the default)",
+        ),
+        ({"prefill": "no"}, "sim.prefill='no' is not true or false -- give sim.prefill=true or sim.prefill=false"),
+    ],
+)
+def test_sim_settings_are_checked_by_name(settings, message):
+    with pytest.raises(ConfigError) as info:
+        SimConfig.from_mapping(settings)
+    assert str(info.value) == message
+
+
+def test_sim_settings_keep_good_values():
+    cfg = SimConfig.from_mapping({"capacity_blocks": None, "segment_blocks": 64.0, "op_ratio": 0, "prefill": False})
+    assert (cfg.capacity_blocks, cfg.segment_blocks, cfg.op_ratio, cfg.prefill) == (None, 64, 0, False)
+    assert isinstance(cfg.segment_blocks, int)
+
+
+@pytest.mark.parametrize(
+    "workload,message",
+    [
+        ({"capacity_blocks": 0}, "workload.capacity_blocks=0 must be positive"),
+        ({"capacity_blocks": "big"}, "workload.capacity_blocks='big' is not a whole number"),
+        ({"write_volume": 0}, "workload.write_volume=0 must be above 0"),
+    ],
+)
+def test_workload_settings_are_checked_by_name(tmp_path, workload, message):
+    cfg = {"name": "uniform", "source": "generator", "generator": "uniform", "capacity_blocks": 1024, **workload}
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_workload(cfg, cache_dir=None)
+
+
+def test_file_workload_capacity_zero_is_not_the_default(tmp_path):
+    p = write(tmp_path, "w.txt", MSR_LINES)
+    cfg = {"source": "file", "path": str(p), "format": "flashnet_msr", "capacity_blocks": 0}
+    with pytest.raises(ConfigError, match=re.escape("workload.capacity_blocks=0 must be positive")):
+        load_workload(cfg, cache_dir=None)
+
+
+# -- the command line: every error path ends in one line, exit 2, no traceback --------------------------
+def one_line_error(proc) -> str:
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+SMALL = ["+workload=uniform", "++workload.capacity_blocks=2048", "++workload.write_volume=2"]
+
+
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (["ingest", "format=msr"], "error: ingest needs path=FILE and format=NAME -- e.g. python -m dogi_ml ingest"),
+        (["stats"], "error: no path= given -- give path=FILE (a .dtr trace written by"),
+        (["stats", "path={tmp}"], "error: path={tmp} is a directory -- give path=FILE (a .dtr trace written by"),
+        (["print", "path={tmp}/t.dtr", "head=abc"], "error: head='abc' is not a whole number >= 0 -- give the number"),
+        (["ingest", "path={tmp}/cut.txt.zst", "format=flashnet_msr", "out={tmp}/o"], "error: {tmp}/cut.txt.zst: byte "),
+        (["ingest", "path={tmp}/empty.txt", "format=flashnet_msr", "out={tmp}/o"], "error: {tmp}/empty.txt: the file is empty"),
+        (["simulate", *SMALL, "sim.segment_blocks=abc"], "error: sim.segment_blocks='abc' is not a whole number -- give"),
+        (["simulate", *SMALL, "sim.capacity_blocks=0"], "error: sim.capacity_blocks=0 must be positive -- give"),
+        (
+            ["simulate", "+workload=file", "workload.path={tmp}/empty.txt", "workload.format=flashnet_msr"],
+            "error: {tmp}/empty.txt: the file is empty",
+        ),
+    ],
+    ids=["ingest-no-path", "stats-no-path", "stats-dir", "print-head-str", "ingest-cut-zst", "ingest-empty",
+         "segment-str", "capacity-0", "simulate-empty-trace"],
+)  # fmt: skip
+def test_cli_error_paths_are_one_line(tmp_path, args, expected):
+    data = zstandard.ZstdCompressor().compress(MSR_LINES.encode() * 50)
+    write(tmp_path, "cut.txt.zst", data[: len(data) // 2])
+    write(tmp_path, "empty.txt", "")
+    np.save(tmp_path / "t.npy", np.arange(4))
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    line = one_line_error(run_cli(["-q", *args], tmp_path, check=False))
+    assert line.startswith(expected.replace("{tmp}", str(tmp_path))), line
+
+
+def test_cli_ingest_reports_skipped_lines(tmp_path):
+    p = write(tmp_path, "s.txt", MSR_LINES + "1.0 0 4096\n")
+    proc = run_cli(
+        ["-q", "ingest", f"path={p}", "format=flashnet_msr", f"out={tmp_path / 'o'}", "skip_malformed=true"], tmp_path
+    )
+    assert (
+        f"warning: {p}: skipped 1 malformed line(s) (skip_malformed=true), the first: line 4: expected 5 fields "
+        "separated by ' ', got 3 (a column extra or missing)"
+    ) in proc.stdout
+    assert "Traceback" not in proc.stderr
+    proc = run_cli(["-q", "stats", f"path={tmp_path / 'o' / 's.dtr'}"], tmp_path)
+    assert f"warning: {p}: skipped 1 malformed line(s)" in proc.stdout
+
+
+def test_reads_are_the_same_with_warnings_as_errors(tmp_path):
+    """A clean file raises no warning at all (so ``-W error`` runs stay clean)."""
+    p = write(tmp_path, "ok.txt", MSR_LINES)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        t = read_trace(p, "flashnet_msr", progress=False)
+    assert t.op.tolist() == [OP_WRITE, OP_READ, OP_WRITE]
+
+
+def test_a_missing_mandatory_setting_is_one_line():
+    """Any command reading a ``???`` setting the user did not give: one line naming the key."""
+    from omegaconf import OmegaConf
+
+    from dogi_ml.cli import user_error_line
+
+    cfg = OmegaConf.create({"path": "???"})
+    with pytest.raises(Exception) as info:
+        cfg.path  # noqa: B018
+    assert user_error_line(info.value) == (
+        "error: no value for path (the command needs it) -- give it on the command line, e.g. path=VALUE"
+    )
+    assert user_error_line(IsADirectoryError(21, "Is a directory", "/tmp")) == (
+        "error: /tmp: is a directory -- give the path of a file you can read"
+    )
