@@ -38,6 +38,7 @@ import warnings
 from pathlib import Path
 
 import google_crc32c
+import numba as nb
 import numpy as np
 
 from dogi_ml.errors import DogiMLError
@@ -52,8 +53,8 @@ _PREFIX = struct.Struct("<8sII")  # magic, version, header length: every version
 _PREFIX_V2 = struct.Struct("<8sIIII")  # ... + CRC32C of bytes [8, 16) and the JSON, reserved
 _ALIGN = 64
 _WRITE_SLICE = 1 << 22
-#: entries per slice when checking arrays (bounded memory at paper scale: 1e9 requests)
-_CHECK_SLICE = 1 << 22
+#: entries per CRC32C call when checking an array
+_CHECK_SLICE = 1 << 24
 _ARRAYS = (("ts_us", "<i8"), ("lba", "<i8"), ("nblocks", "<i4"), ("op", "|u1"), ("volume", "<i4"))
 _DTYPES = dict(_ARRAYS)
 _INT_FIELDS = ("max_lba", "requests", "write_blocks", "write_requests", "wss_blocks")
@@ -370,51 +371,58 @@ def _check_padding(path, h: dict, size: int, header_end: int, data_start: int) -
                 raise DtrFormatError(path, f"padding byte at offset {lo + zeros} is not zero")
 
 
-def _first(mask: np.ndarray) -> int | None:
-    hit = np.flatnonzero(mask)
-    return int(hit[0]) if hit.size else None
+@nb.njit(cache=True, nogil=True)
+def _scan(lba, nblocks, op, volume, max_lba, n_volumes):
+    """One pass over the arrays: the first bad entry of each kind (-1: none; nblocks < 1, op
+    beyond trim, lba negative or ending beyond max_lba, volume outside [0, n_volumes)), the
+    highest block a request reaches, the write requests and the blocks they cover."""
+    bad_nb = bad_op = bad_lba = bad_vol = -1
+    reach = -1
+    write_requests = write_blocks = 0
+    for i in range(lba.shape[0]):
+        n = np.int64(nblocks[i])
+        a = np.int64(lba[i])
+        if n < 1:
+            if bad_nb < 0:
+                bad_nb = i
+            continue
+        if op[i] > 2 and bad_op < 0:
+            bad_op = i
+        if (a < 0 or a > max_lba - (n - 1)) and bad_lba < 0:  # no overflow: n >= 1, max_lba >= 0
+            bad_lba = i
+        elif a + n - 1 > reach:
+            reach = a + n - 1
+        if (volume[i] < 0 or volume[i] >= n_volumes) and bad_vol < 0:
+            bad_vol = i
+        if op[i] == OP_WRITE:
+            write_requests += 1
+            write_blocks += n
+    return bad_nb, bad_op, bad_lba, bad_vol, reach, write_requests, write_blocks
 
 
 def _check_arrays(where, arrays: dict, max_lba: int, n_volumes: int, fix: str = _FIX, header: dict | None = None):
-    """Every entry in range, in slices (bounded memory); with ``header``, its write counts and
-    max_lba must equal what the arrays hold. The order of the checks is the C loader's."""
-    n = int(arrays["lba"].size)
+    """Every entry in range; with ``header``, its write counts and max_lba must equal what the
+    arrays hold. The problem reported is the C loader's first (it checks all of nblocks, then
+    op, then lba, then volume, then the counts)."""
+    lba, nblocks, op, volume = arrays["lba"], arrays["nblocks"], arrays["op"], arrays["volume"]
+    bad_nb, bad_op, bad_lba, bad_vol, reach, write_requests, write_blocks = _scan(
+        lba, nblocks, op, volume, max_lba, n_volumes
+    )
 
     def fail(problem):
         raise DtrFormatError(where, problem, fix)
 
-    nb_all, op_all, lba_all, vol_all = arrays["nblocks"], arrays["op"], arrays["lba"], arrays["volume"]
-    for i in range(0, n, _CHECK_SLICE):
-        nb = np.asarray(nb_all[i : i + _CHECK_SLICE])
-        k = _first(nb < 1)
-        if k is not None:
-            fail(f"nblocks[{i + k}] = {int(nb[k])}, a request covers at least 1 block")
-    for i in range(0, n, _CHECK_SLICE):
-        op = np.asarray(op_all[i : i + _CHECK_SLICE])
-        k = _first(op > 2)
-        if k is not None:
-            fail(f"op[{i + k}] = {int(op[k])} is not a known operation (0 read, 1 write, 2 trim)")
-    reach, write_requests, write_blocks = -1, 0, 0
-    for i in range(0, n, _CHECK_SLICE):
-        lba = np.asarray(lba_all[i : i + _CHECK_SLICE], dtype=np.int64)
-        nb = np.asarray(nb_all[i : i + _CHECK_SLICE], dtype=np.int64)
-        # the C loader's order per entry: negative first, then the end beyond max_lba
-        negative = lba < 0
-        beyond = lba > max_lba - (nb - 1)  # no overflow: nb >= 1 and max_lba >= 0
-        k = _first(negative | beyond)
-        if k is not None:
-            if negative[k]:
-                fail(f"lba[{i + k}] = {int(lba[k])} is negative")
-            fail(f"lba[{i + k}] = {int(lba[k])} with nblocks {int(nb[k])} ends beyond the header's max_lba = {max_lba}")
-        reach = max(reach, int((lba + nb - 1).max()))
-        writes = np.asarray(op_all[i : i + _CHECK_SLICE]) == OP_WRITE
-        write_requests += int(writes.sum())
-        write_blocks += int(nb[writes].sum())
-    for i in range(0, n, _CHECK_SLICE):
-        vol = np.asarray(vol_all[i : i + _CHECK_SLICE])
-        k = _first((vol < 0) | (vol >= n_volumes))
-        if k is not None:
-            fail(f"volume[{i + k}] = {int(vol[k])} is outside [0, {n_volumes}) (the header's volumes)")
+    if bad_nb >= 0:
+        fail(f"nblocks[{bad_nb}] = {int(nblocks[bad_nb])}, a request covers at least 1 block")
+    if bad_op >= 0:
+        fail(f"op[{bad_op}] = {int(op[bad_op])} is not a known operation (0 read, 1 write, 2 trim)")
+    if bad_lba >= 0:
+        a, n = int(lba[bad_lba]), int(nblocks[bad_lba])
+        if a < 0:
+            fail(f"lba[{bad_lba}] = {a} is negative")
+        fail(f"lba[{bad_lba}] = {a} with nblocks {n} ends beyond the header's max_lba = {max_lba}")
+    if bad_vol >= 0:
+        fail(f"volume[{bad_vol}] = {int(volume[bad_vol])} is outside [0, {n_volumes}) (the header's volumes)")
     if header is None:
         return
     if reach != header["max_lba"]:
