@@ -41,7 +41,7 @@ import google_crc32c
 import numba as nb
 import numpy as np
 
-from dogi_ml.errors import DogiMLError
+from dogi_ml.errors import DogiMLError, UsageError
 
 from .trace import OP_WRITE, Trace, TraceFormatError
 
@@ -65,6 +65,7 @@ _ARRAY_FIELDS = ("count", "crc32c", "dtype", "offset")
 #: the smallest request's bytes over the five arrays: bounds any count by the file's size
 _REQUEST_BYTES = sum(np.dtype(d).itemsize for _, d in _ARRAYS)
 _INT64 = (-(2**63), 2**63 - 1)
+_INT64_MAX = np.int64(2**63 - 1)
 _FIX = "the file is damaged or was not written by dogi_ml: re-run `python -m dogi_ml ingest` on the source trace"
 
 #: the exit status of a bad input file (``dogi_ml/zns/exit_codes.py``'s ``BAD_INPUT``: this layer
@@ -276,7 +277,7 @@ def read_header(path: str | Path) -> dict:
     if not path.exists():
         raise FileNotFoundError(f"binary trace not found: {path}")
     if not path.is_file():
-        raise DtrFormatError(path, "not a regular file", "give a .dtr file")
+        raise UsageError(f"{path} is not a regular file", "give the path of a .dtr file")
     size = path.stat().st_size
     with open(path, "rb") as fh:
         prefix = fh.read(_PREFIX_V2.size)
@@ -327,7 +328,7 @@ def _check_counts(path, h: dict, size: int, data_start: int) -> None:
     wr, wb, wss = h["write_requests"], h["write_blocks"], h["wss_blocks"]
     if not 0 <= wr <= n:
         raise DtrFormatError(path, f"header field write_requests = {wr} is outside [0, requests = {n}]")
-    if not wr <= wb <= wr * (2**31 - 1):
+    if not wr <= wb <= min(wr * (2**31 - 1), _INT64[1]):
         raise DtrFormatError(path, f"header field write_blocks = {wb} is outside [write_requests, {wr} x 2147483647]")
     if not int(wb > 0) <= wss <= wb:
         raise DtrFormatError(path, f"header field wss_blocks = {wss} is outside [{int(wb > 0)}, write_blocks = {wb}]")
@@ -394,9 +395,9 @@ def _scan(lba, nblocks, op, volume, max_lba, n_volumes):
             reach = a + n - 1
         if (volume[i] < 0 or volume[i] >= n_volumes) and bad_vol < 0:
             bad_vol = i
-        if op[i] == OP_WRITE:
+        if op[i] == OP_WRITE:  # the blocks saturate at int64's top (more than any header says), as in C
             write_requests += 1
-            write_blocks += n
+            write_blocks = _INT64_MAX if n > _INT64_MAX - write_blocks else write_blocks + n
     return bad_nb, bad_op, bad_lba, bad_vol, reach, write_requests, write_blocks
 
 

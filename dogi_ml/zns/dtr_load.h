@@ -582,7 +582,8 @@ static int dtr_parse_header(const unsigned char *buf, size_t size, const dtr_err
     if (h->write_requests < 0 || h->write_requests > h->requests)
         return dtr_fail(e, DTR_FIX, "header field write_requests = %lld is outside [0, requests = %lld]",
                         (long long)h->write_requests, (long long)h->requests);
-    if (h->write_blocks < h->write_requests || h->write_blocks > h->write_requests * (int64_t)INT32_MAX)
+    if (h->write_blocks < h->write_requests ||
+        (h->write_requests <= INT64_MAX / INT32_MAX && h->write_blocks > h->write_requests * (int64_t)INT32_MAX))
         return dtr_fail(e, DTR_FIX, "header field write_blocks = %lld is outside [write_requests, %lld x 2147483647]",
                         (long long)h->write_blocks, (long long)h->write_requests);
     if (h->wss_blocks < (h->write_blocks > 0) || h->wss_blocks > h->write_blocks)
@@ -668,8 +669,8 @@ static int dtr_parse(const unsigned char *buf, size_t size, const char *path, in
                             (long long)i, (long long)lba[i], nb[i], (long long)h.max_lba);
         if (lba[i] + nb[i] - 1 > reach)
             reach = lba[i] + nb[i] - 1;
-        if (op[i] == 1)
-            ++write_requests, write_blocks += nb[i];
+        if (op[i] == 1) /* the blocks saturate at INT64_MAX (more than any header says) */
+            ++write_requests, write_blocks = nb[i] > INT64_MAX - write_blocks ? INT64_MAX : write_blocks + nb[i];
     }
     for (int64_t i = 0; i < n; ++i)
         if (vol[i] < 0 || vol[i] >= h.volumes)
@@ -728,13 +729,13 @@ static stream_t load_trace(const char *path, int64_t capacity)
 {
     int fd = open(path, O_RDONLY);
     if (fd < 0)
-        dtr_exit(errno == ENOENT || errno == ENOTDIR || errno == EACCES ? DOGI_EXIT_BAD_INPUT : DOGI_EXIT_INTERNAL,
+        dtr_exit(errno == ENOENT || errno == ENOTDIR || errno == EACCES ? DOGI_EXIT_USAGE : DOGI_EXIT_INTERNAL,
                  "cannot open trace %s: %s -- check --trace", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st))
         dtr_exit(DOGI_EXIT_INTERNAL, "cannot stat trace %s: %s", path, strerror(errno));
     if (!S_ISREG(st.st_mode))
-        dtr_exit(DOGI_EXIT_BAD_INPUT, "%s: not a regular file -- give --trace a .dtr file", path);
+        dtr_exit(DOGI_EXIT_USAGE, "%s is not a regular file -- give --trace a .dtr file", path);
     size_t size = (size_t)st.st_size;
     unsigned char *map = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
     if (map == MAP_FAILED)
