@@ -21,12 +21,19 @@ from dogi_ml.zns import harness as zh
 
 FUZZ_SECONDS = int(os.environ.get("DOGI_ML_FUZZ_SECONDS", "60"))
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer", "-g"]
-#: the harness keeps its tables until exit by design, so leak checking stays off; any other
-#: AddressSanitizer or UBSan report stops the program with a non-zero status
-SAN_ENV = {
-    "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0:halt_on_error=1",
-    "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
-}
+#: any AddressSanitizer or UBSan report stops the program with a non-zero status; the fuzzer
+#: checks for leaks too (the loader frees what it allocates), the harness does not (it keeps its
+#: tables until exit by design)
+FUZZ_ENV = {"ASAN_OPTIONS": "halt_on_error=1", "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1"}
+SAN_ENV = {**FUZZ_ENV, "ASAN_OPTIONS": "detect_leaks=0:halt_on_error=1"}
+#: libFuzzer dictionary: the header's keys and dtypes, the magic, versions, integer edges
+DICTIONARY = [
+    *(f'"\\"{key}\\""' for key in ("arrays", "content_hash", "max_lba", "meta", "name", "requests", "volumes",
+                                   "write_blocks", "write_requests", "wss_blocks", "count", "crc32c", "dtype",
+                                   "offset", "<i8", "<i4", "|u1", "u1")),
+    '"DOGITRC\\x00"', '"\\x01\\x00\\x00\\x00"', '"\\x02\\x00\\x00\\x00"', '"-9223372036854775808"',
+    '"9223372036854775807"', '"1e5"', '"null"', '"\\\\u00e9"',
+]  # fmt: skip
 
 
 def _seeds(directory) -> int:
@@ -73,10 +80,12 @@ def test_fuzz_the_c_loader_with_zero_findings(tmp_path):
     n_seeds = _seeds(corpus_dir)
     artifacts = tmp_path / "findings"
     artifacts.mkdir()
+    dictionary = tmp_path / "dtr.dict"
+    dictionary.write_text("\n".join(DICTIONARY) + "\n")
     proc = subprocess.run(
         [str(exe), f"-max_total_time={FUZZ_SECONDS}", "-print_final_stats=1", "-rss_limit_mb=2048", "-timeout=10",
-         "-max_len=65536", f"-artifact_prefix={artifacts}/", str(corpus_dir)],
-        capture_output=True, text=True, env={**os.environ, **SAN_ENV}, timeout=FUZZ_SECONDS + 300,
+         "-max_len=65536", f"-dict={dictionary}", f"-artifact_prefix={artifacts}/", str(corpus_dir)],
+        capture_output=True, text=True, env={**os.environ, **FUZZ_ENV}, timeout=FUZZ_SECONDS + 300,
     )  # fmt: skip
     findings = sorted(p.name for p in artifacts.iterdir())
     tail = proc.stderr[-3000:]
