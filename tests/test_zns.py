@@ -227,6 +227,18 @@ def test_recovery_reports_every_loss_never_ok(trace, tmp_path, exe):
     assert lost("missing")["acknowledged_writes"] is None
     journal.write_bytes(saved)
     assert zh.run(recover, exe)["ok"]
+    r = zh.run([*recover, "--no-prefill"], exe)  # the journal's run had a prefill: not this run
+    assert r["journal"]["status"] == "mismatch" and r["exit_status"] == exit_codes.LOST_WRITES and not r["ok"]
+    assert "the journal is another run's" in r["journal"]["detail"]
+    # the journal of another run of the same trace and settings (its own tag): every block foreign
+    other = tmp_path / "other"
+    other.mkdir()
+    odev, obase, ocreate = _base_args(trace, tmp_path, other)
+    zh.run(obase + ocreate + ["--no-verify"], exe)
+    journal.write_bytes(Path(f"{odev[5:]}.journal").read_bytes())
+    r = lost("ok", intact_lbas=0, lost=CAP)
+    assert r["foreign"] == r["blocks_scanned"] > 0
+    journal.write_bytes(saved)
 
     # every zone empty after all those acknowledged writes
     zh.run([f"--device={dev}", "--reset-all"], exe)
