@@ -292,6 +292,7 @@ def test_durability_is_named_and_enforced(trace, tmp_path, exe, fua_dir):
         assert r["journal"] == f"{dev[5:]}.journal" and Path(r["journal"]).stat().st_size % 32 == 0
     assert out["flush"]["device_flushes"] >= (CAP + 3 * CAP) // 2048 and out["flush"]["zone_fill_commits"] > 0
     assert out["fua"]["device_flushes"] == out["none"]["device_flushes"] == 0
+    assert 0 < out["flush"]["durability_s"] < out["flush"]["elapsed_s"] and out["none"]["durability_s"] == 0
     assert "durability_warning" in out["none"] and "durability_warning" not in out["flush"]
     # resets that waited for a flush still happen, once per GC pass: the counts stay the simulator's
     for r in out.values():

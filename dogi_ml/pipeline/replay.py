@@ -299,7 +299,8 @@ def print_summary(r: dict) -> None:
         f"  durability     {r['durability']}"
         + (
             f" (a device flush every {r['flush_every']} user writes and at every zone filled: "
-            f"{r['device_flushes']} flushes; {r['acknowledged_writes']} writes acknowledged)"
+            f"{r['device_flushes']} flushes, {r['durability_s']:.2f} s of {r['elapsed_s']:.2f} s in them and the "
+            f"journal's syncs; {r['acknowledged_writes']} writes acknowledged)"
             if r["durability"] == "flush"
             else f" (every write with FUA; {r['acknowledged_writes']} writes acknowledged)"
             if r["durability"] == "fua"

@@ -609,6 +609,7 @@ static const char *dur_name(int d) { return d == ZDEV_DUR_FUA ? "fua" : d == ZDE
 
 static int journal_fd = -1;
 static int64_t journal_records;
+static double durability_s; /* wall time inside device flushes, zone-state syncs and journal syncs */
 static const char *journal_path;
 
 static void journal_write(int kind, uint64_t a, uint64_t b, uint32_t c, int sync)
@@ -618,8 +619,13 @@ static void journal_write(int kind, uint64_t a, uint64_t b, uint32_t c, int sync
     if (pwrite(journal_fd, &r, sizeof r, (off_t)(journal_records * (int64_t)sizeof r)) != (ssize_t)sizeof r)
         die_status(DOGI_EXIT_INTERNAL, "cannot append to the acknowledgement journal %s: %s", journal_path,
                    strerror(errno));
-    if (sync && fdatasync(journal_fd))
-        die_status(DOGI_EXIT_INTERNAL, "cannot sync the acknowledgement journal %s: %s", journal_path, strerror(errno));
+    if (sync) {
+        double t0 = now_s();
+        if (fdatasync(journal_fd))
+            die_status(DOGI_EXIT_INTERNAL, "cannot sync the acknowledgement journal %s: %s", journal_path,
+                       strerror(errno));
+        durability_s += now_s() - t0;
+    }
     journal_records++;
 }
 
@@ -728,8 +734,10 @@ static int64_t progress_every = 0, progress_total = 0, progress_shown = 0;
 /* a device flush, then the resets that waited for it */
 static void device_flush(sim_t *s)
 {
+    double t0 = now_s();
     if (zdev_flush(s->dev))
         io_die(s);
+    durability_s += now_s() - t0;
     s->written_at_flush = s->dev->blocks_written;
     for (int64_t i = 0; i < s->npending; ++i) {
         int32_t z = s->pending_list[i];
@@ -752,8 +760,12 @@ static void commit(sim_t *s, int end)
 {
     if (s->durability == ZDEV_DUR_FLUSH && (s->dev->blocks_written != s->written_at_flush || end))
         device_flush(s);
-    else if (s->durability == ZDEV_DUR_FUA && zdev_sync_zones(s->dev))
-        io_die(s);
+    else if (s->durability == ZDEV_DUR_FUA) {
+        double t0 = now_s();
+        if (zdev_sync_zones(s->dev))
+            io_die(s);
+        durability_s += now_s() - t0;
+    }
     journal_write(end ? J_END : J_COMMIT, (uint64_t)s->now, s->dev->blocks_written, 0,
                   s->durability != ZDEV_DUR_NONE);
     s->acked = s->now;
@@ -1442,6 +1454,7 @@ int main(int argc, char **argv)
     if (rc != ERR_OK)
         die("%s (policy %s, during prefill, detail %lld)", err_text(rc), policy, (long long)s->err_arg);
     reset_counters(s);
+    durability_s = 0; /* the stream's, as elapsed_s */
     uint64_t w0 = dev.blocks_written, r0 = dev.blocks_read, z0 = dev.resets;
     double t0 = now_s();
     int64_t n = stream.n;
@@ -1493,6 +1506,7 @@ int main(int argc, char **argv)
            "\"verify\": {\"mapped\": %lld, \"checked\": %lld, \"lost\": %lld, \"corrupt\": %lld, \"passes\": %lld, "
            "\"failed_passes\": %lld, \"ok\": %s, \"seconds\": %.6f}, \"durability\": \"%s\", \"flush_every\": %lld, "
            "\"device_flushes\": %llu, \"reset_flushes\": %lld, \"zone_fill_commits\": %lld, \"acknowledged_writes\": %lld, "
+           "\"durability_s\": %.6f, "
            "\"journal\": \"%s\"%s%s}\n",
            dev.path, zdev_kind_name(&dev), dev.direct ? "true" : "false", policy, victim, capacity, (long long)nseg,
            (long long)seg_blocks, (unsigned long long)dev.zone_blocks, dev.nzones, dev.max_open, dev.max_active,
@@ -1506,7 +1520,7 @@ int main(int argc, char **argv)
            (long long)v.lost, (long long)v.corrupt, (long long)s->verify_passes, (long long)s->verify_failures,
            (do_verify && !v.lost && !v.corrupt && !s->verify_failures) ? "true" : "false", verify_s,
            dur_name(durability), flush_every, (unsigned long long)dev.flushes, (long long)s->reset_flushes,
-           (long long)s->zone_fill_commits, (long long)s->acked, journal_arg,
+           (long long)s->zone_fill_commits, (long long)s->acked, durability_s, journal_arg,
            durability == ZDEV_DUR_NONE ? ", \"durability_warning\": \"none: no write was made durable; a power loss "
                                          "may lose any of them\""
                                        : "",
