@@ -106,6 +106,13 @@ ERRORS = [
         ":1: unexpected field(s) '9 [java]' (expected 'sector + count [process]' after the rwbs) " + FIX + "blkparse",
     ),
     (
+        "a size beyond the 4 GiB of a block request (one line cost gigabytes before)",
+        "huge.txt",
+        f"0.0 5 0 {2**31} 0\n",
+        "sectors_trace",
+        f":1: size of {2**40} bytes is beyond the 4 GiB a block request can have; check the units {FIX}sectors_trace",
+    ),
+    (
         "a blocks LBA beyond int64",
         "blocks.txt",
         f"5\n{2**64}\n",
@@ -168,6 +175,10 @@ def test_truncated_zst_is_an_error_not_an_empty_trace(tmp_path):
     [
         (b"\x93NUMPY\x01\x00garbage", "EOF: reading array header, expected 24935 bytes got 5"),
         ("truncated", "mmap length is greater than file size"),
+        (
+            b"\x93NUMPY\x01\x00v\x00{'descr': '<i8', 'fortran_order': False, 'shape': (12,(, }" + b" " * 59 + b"\n",
+            "('EOF in multi-line statement', (2, 0))",  # tokenize.TokenError, found by the fuzzing
+        ),
     ],
 )
 def test_broken_npy_is_one_line(tmp_path, content, reason):
@@ -392,3 +403,22 @@ def test_a_missing_mandatory_setting_is_one_line():
     assert user_error_line(IsADirectoryError(21, "Is a directory", "/tmp")) == (
         "error: /tmp: is a directory -- give the path of a file you can read"
     )
+
+
+def test_dense_remap_ranks_every_touched_block():
+    """remap_dense against a brute force over every touched block (volume-major ranks), on
+    random overlapping, nested and adjacent requests in several volumes."""
+    from dogi_ml.traces.trace import Trace, remap_dense
+
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        n, nvol = int(rng.integers(1, 60)), int(rng.integers(1, 4))
+        lba = rng.integers(0, int(rng.choice([8, 100, 2**45])), n)
+        nblocks = rng.integers(1, int(rng.choice([2, 9, 40])), n)
+        vol = rng.integers(0, nvol, n)
+        t = remap_dense(Trace(np.zeros(n), lba, nblocks, np.ones(n), vol, [str(v) for v in range(nvol)]))
+        touched = sorted(
+            {(v, b) for v, a, k in zip(vol.tolist(), lba.tolist(), nblocks.tolist()) for b in range(a, a + k)}
+        )
+        rank = {key: i for i, key in enumerate(touched)}
+        assert t.lba.tolist() == [rank[(v, a)] for v, a in zip(vol.tolist(), lba.tolist())]

@@ -297,7 +297,7 @@ def reference(fmt: str, data: bytes) -> tuple[list[tuple], list[int]]:
                 raise ValueError("fields")
             off = _int(parts[col["off"]]) * off_unit
             size = _int(parts[col["size"]]) * size_unit
-            if off < 0 or size < 0 or size > (2**31 - 2) * 4096 or off + size >= 2**62:
+            if off < 0 or size < 0 or size > 2**32 or off + size >= 2**62:
                 raise ValueError("range")
             op_text = parts[col["op"]].strip()
             op = ops.get(op_text.lower() if fold else op_text)
@@ -328,11 +328,24 @@ def reference(fmt: str, data: bytes) -> tuple[list[tuple], list[int]]:
 
 def ranked(requests: list[tuple], volumes: list[str]) -> list[tuple]:
     """Requests with the first block replaced by its rank among all touched (volume, block)
-    pairs, volume-major in the reader's volume order: what a dense remapping keeps."""
+    pairs, volume-major in the reader's volume order: what a dense remapping keeps. Counted
+    over the touched ranges (a request may cover a million blocks)."""
     order = {v: i for i, v in enumerate(volumes)}
-    touched = sorted({(order[v], b) for _, v, first, n, _ in requests for b in range(first, first + n)})
-    rank = {key: i for i, key in enumerate(touched)}
-    return [(op, v, rank[(order[v], first)], n, ts) for op, v, first, n, ts in requests]
+    ranges = sorted((order[v], first, first + n) for _, v, first, n, _ in requests)
+
+    def rank(vol: int, block: int) -> int:
+        below, seen = 0, (-1, -1)  # touched blocks before (vol, block); the last counted (volume, end)
+        for rv, lo, hi in ranges:
+            if (rv, lo) >= (vol, block):
+                break
+            top = hi if rv < vol else min(hi, block)
+            start = max(lo, seen[1]) if seen[0] == rv else lo
+            if top > start:
+                below += top - start
+                seen = (rv, top)
+        return below
+
+    return [(op, v, rank(order[v], first), n, ts) for op, v, first, n, ts in requests]
 
 
 # -- the properties --------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ fix; with ``skip_malformed=True`` it is skipped, counted (``meta["skipped_lines"
 in ``meta["first_skipped_line"]``) and reported in a :class:`TraceWarning`. Malformed means: a
 field that does not parse (``nan``/``inf`` stamps included), a line with more or fewer fields than
 the format has (or than the file's first data line, for formats with optional trailing fields), a
-negative offset or size, an address at or past 2^62 bytes, a request of 2^31 blocks or more, a
+negative offset or size, an address at or past 2^62 bytes, a request over 4 GiB, a
 stamp past +-2^62 µs. Time stamps going backwards are kept in file order, counted
 (``meta["backward_timestamps"]``, ``meta["first_backward_line"]``) and reported in a warning. A
 truncated or corrupt ``.gz``/``.zst``, an unreadable ``.npy``, a directory and a file without a
@@ -72,7 +72,6 @@ from dogi_ml.progress import bar as progress_bar
 from .trace import (
     BLOCK_SIZE,
     MAX_BYTES,
-    MAX_REQUEST_BLOCKS,
     MAX_REQUEST_BYTES,
     MAX_TS_US,
     OP_READ,
@@ -250,7 +249,7 @@ def _check_bytes(offset: int, size: int) -> None:
     if offset < 0 or size < 0:
         raise ValueError(f"negative offset or size ({offset}, {size})")
     if size > MAX_REQUEST_BYTES:
-        raise ValueError(f"size of {size} bytes is more than a request can cover ({MAX_REQUEST_BLOCKS} 4 KiB blocks)")
+        raise ValueError(f"size of {size} bytes is beyond the 4 GiB a block request can have; check the units")
     if offset + size >= MAX_BYTES:
         raise ValueError(f"offset {offset} + size {size} bytes reaches past 2^62 bytes (4 EiB); check the units")
 
@@ -863,11 +862,10 @@ def _iter_fio(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
 # -- plain block streams ----------------------------------------------------------------------------
 def _load_npy(path: Path):
     """A blocks ``.npy`` as a memory map; an unreadable file is a TraceFormatError."""
-    import pickle
-
     try:
         arr = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (ValueError, TypeError, OverflowError, SyntaxError, OSError, EOFError, pickle.UnpicklingError) as exc:
+    except Exception as exc:  # noqa: BLE001 - a damaged header makes numpy raise almost anything
+        # (ValueError, TypeError, OverflowError, SyntaxError, tokenize.TokenError, EOFError...)
         raise TraceFormatError(
             f"{path}: not a readable .npy array ({' '.join(str(exc).split())})",
             "write the LBAs with numpy.save(path, lbas) as a 1-D integer array",
