@@ -5,7 +5,8 @@ skips with the reason, under ``CI=true`` it fails).
 One boot: the statically linked harness replays a small trace with SepBIT on ``/dev/nvme0n1``
 (zone capacity 256 KiB below a 512 KiB zone size, QEMU's open/active limits) under
 ``--durability=flush`` (NVMe FLUSH commands through the block device's fdatasync), its counts must
-equal the Numba simulator's and every live block must read back; the same with the frozen
+equal the Numba simulator's and every live block must read back; the same under ``--durability=fua``
+(every write with the FUA bit); the same with the frozen
 learned scheme (a DOGI run's bundle: its int8 header compiled into a second static harness,
 ``policy=dogi_frozen``), whose placement counts must equal the simulator's too; then a replay is
 killed with SIGKILL at a random point inside the guest (which stays up, so the drive keeps its zone
@@ -77,6 +78,7 @@ def test_sepbit_on_a_qemu_zns_namespace_matches_the_simulator_and_survives_a_kil
     commands = [
         ("info", "/zns_replay --device=/dev/nvme0n1 --info"),
         ("sepbit", f"/zns_replay {args} --verify-every=50"),
+        ("fua", f"/zns_replay {args} --durability=fua"),
         ("dogi", "/zns_replay_dogi " + args.replace("--policy=sepbit", "--policy=dogi_frozen --victim=dogi")),
         ("crash", crash),
         ("recover", f"/zns_replay {args} --recover"),
@@ -109,6 +111,12 @@ def test_sepbit_on_a_qemu_zns_namespace_matches_the_simulator_and_survives_a_kil
     # acknowledged only after NVMe FLUSH commands (fdatasync of the block device)
     assert r["durability"] == "flush" and r["device_flushes"] > 0 and r["acknowledged_writes"] == 4 * CAP
     assert run["exit_statuses"]["sepbit"] == exit_codes.OK
+    # every write with the FUA bit (RWF_DSYNC on O_DIRECT): no flush, the same counts, every block back
+    f = res["fua"]
+    assert f is not None, run["log"][-3000:]
+    assert f["durability"] == "fua" and f["device_flushes"] == 0 and f["acknowledged_writes"] == 4 * CAP
+    assert all(f[k] == sim[k] for k in PARITY_KEYS) and f["verify"]["ok"] and f["verify"]["checked"] == CAP
+    assert run["exit_statuses"]["fua"] == exit_codes.OK
     assert r["zone_resets"] == r["reclaimed_segments"] > 0
     assert r["device_write_blocks"] == r["user_writes"] + r["gc_writes"]
     v = r["verify"]
