@@ -568,8 +568,9 @@ def _delimited_arrow(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str
 
     if spec.comment or (spec.header and start == 1):
         return None  # comments and headers: leave them to the line parser
-    if spec.sep == " " and any(ln[:1] == " " or "  " in ln or "\t" in ln for ln in lines):
-        return None  # runs of whitespace: the line parser splits on any whitespace
+    text = "".join(lines)
+    if spec.sep == " " and (text[:1] == " " or "  " in text or "\t" in text or "\n " in text or "\r " in text):
+        return None  # runs of whitespace, or a line starting with one: the line parser splits on any
     # pyarrow takes the column count from the chunk's first line and fails on any row with
     # another; that line must have the format's count (or the file's first line's)
     head = next((k for k, ln in enumerate(lines) if ln.strip()), None)
@@ -586,8 +587,8 @@ def _delimited_arrow(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str
     filetime = spec.units.get("ts") == "filetime"
     if "ts" in spec.columns:
         types[f"c{spec.columns['ts']}"] = pa.int64() if filetime else pa.float64()
-    data = "".join(lines).encode()
-    if b"0x" in data or b"0X" in data:
+    data = text.encode()
+    if (b"x" in data and b"0x" in data) or (b"X" in data and b"0X" in data):  # "x" first: "0" is everywhere
         return None  # pyarrow reads 0x10 as a hex integer; the formats' numbers are decimal
     try:
         # rows with another column count fail the read (-> fallback); only the used columns are
@@ -605,7 +606,8 @@ def _delimited_arrow(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str
     except (pa.ArrowInvalid, pa.ArrowKeyError, KeyError):
         return None
     n_rows = table.num_rows
-    if n_rows == 0 or n_rows != sum(1 for ln in lines if ln.strip()):
+    # one row per non-blank line (counted only when some line gave no row)
+    if n_rows == 0 or (n_rows != len(lines) and n_rows != sum(1 for ln in lines if ln.strip())):
         return None
     if any(table.column(f"f{i}").null_count for i in used):
         return None
@@ -695,7 +697,9 @@ def _iter_delimited(spec: DelimitedSpec, acc: _Acc, fh, chunk_lines: int) -> Ite
 
 # -- blkparse ---------------------------------------------------------------------------------------
 _BLK_ACTIONS = frozenset("A B C D F G I M P Q R S T U UT X m".split())  # blkparse's action letters
-_BLK_RWBS = frozenset("RWDNFSMAEB")  # read write discard none flush sync meta readahead ...
+_BLK_RWBS_LETTERS = "ABDEFMNRSW"  # read write discard none flush sync meta readahead ...
+_MAX_SECTOR = MAX_BYTES // SECTOR_SIZE  # _check_bytes' limits in sectors
+_MAX_REQUEST_SECTORS = MAX_REQUEST_BYTES // SECTOR_SIZE
 _BLK_SUMMARY = re.compile(r"(CPU\d+|Total) \(")  # where blkparse's closing summary starts
 
 
@@ -706,12 +710,15 @@ def _iter_blkparse(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
     is an event with an unknown action or rwbs, a Q event of data without ``sector + count``, or
     fields after the count other than the ``[process]``."""
     in_summary = False
+    # module constants as locals: this loop runs once per line of text
+    actions, letters, max_ts = _BLK_ACTIONS, _BLK_RWBS_LETTERS, float(MAX_TS_US)  # a float: t is one
+    max_sector, max_count = _MAX_SECTOR, _MAX_REQUEST_SECTORS
+    rwbs_seen = set()  # rwbs strings already checked (a trace uses a handful)
     for start, lines in _line_chunks(fh, chunk_lines, acc):
         ts, off, size, kind, vol, line_no = [], [], [], [], [], []
         skipped = 0
         for k, line in enumerate(lines):
-            lineno = start + k
-            parts = line.split()
+            parts = line.split(None, 7)  # the fixed fields and the rest (only a Q event's rest is split)
             if not parts:
                 continue
             dev = parts[0]
@@ -721,35 +728,48 @@ def _iter_blkparse(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
                     continue
                 if in_summary and ":" in line:
                     continue
-                acc.bad(lineno, "not a blkparse event line (expected 'maj,min cpu seq time pid action rwbs ...')")
+                acc.bad(start + k, "not a blkparse event line (expected 'maj,min cpu seq time pid action rwbs ...')")
                 skipped += 1
                 continue
             try:
-                if len(parts) < 7:
+                n_parts = len(parts)
+                if n_parts < 7:
                     raise ValueError(
-                        f"expected at least 7 fields (maj,min cpu seq time pid action rwbs), got {len(parts)}"
+                        f"expected at least 7 fields (maj,min cpu seq time pid action rwbs), got {n_parts}"
                     )
                 action = parts[5]
-                if action not in _BLK_ACTIONS:
-                    raise ValueError(f"unknown action {action!r} (blkparse's: {' '.join(sorted(_BLK_ACTIONS))})")
                 if action != "Q":
+                    if action not in actions:
+                        raise ValueError(f"unknown action {action!r} (blkparse's: {' '.join(sorted(actions))})")
                     continue
+                # the checks below are written for speed (a Q line is most of the work): plain
+                # int()/float() and chained comparisons first, the helpers only to word an error
                 rwbs = parts[6]
-                if not set(rwbs) <= _BLK_RWBS:
-                    raise ValueError(f"unknown rwbs {rwbs!r} (letters of {''.join(sorted(_BLK_RWBS))})")
-                t = _parse_number(parts[3], "time", False) * 1e6
-                _check_ts(t, parts[3])
-                rest = parts[7:]
+                if rwbs not in rwbs_seen:
+                    if rwbs.strip(letters):
+                        raise ValueError(f"unknown rwbs {rwbs!r} (letters of {letters})")
+                    rwbs_seen.add(rwbs)
+                try:
+                    t = float(parts[3]) * 1e6
+                except ValueError:
+                    t = _parse_number(parts[3], "time", False)  # raises, naming the field
+                if not -max_ts < t < max_ts:  # false for nan too
+                    _check_ts(t, parts[3])
+                rest = parts[7].split() if n_parts == 8 else []
                 if len(rest) >= 3 and rest[1] == "+":
-                    sector = _parse_number(rest[0], "sector", True)
-                    nsec = _parse_number(rest[2], "sector count", True)
-                    tail = rest[3:]
+                    try:
+                        sector, nsec = int(rest[0]), int(rest[2])
+                    except ValueError:
+                        sector = _parse_number(rest[0], "sector", True)
+                        nsec = _parse_number(rest[2], "sector count", True)
+                    tail = 3
                 else:
                     sector = nsec = None
-                    tail = rest
-                if tail and not (tail[0].startswith("[") and tail[-1].endswith("]")):
+                    tail = 0
+                if len(rest) > tail and not (rest[tail][0] == "[" and rest[-1][-1] == "]"):
                     raise ValueError(
-                        f"unexpected field(s) {' '.join(tail)!r} (expected 'sector + count [process]' after the rwbs)"
+                        f"unexpected field(s) {' '.join(rest[tail:])!r} "
+                        "(expected 'sector + count [process]' after the rwbs)"
                     )
                 if "D" in rwbs:
                     code = OP_TRIM
@@ -763,12 +783,14 @@ def _iter_blkparse(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
                     raise ValueError(f"rwbs {rwbs!r} names no operation")
                 if "F" in rwbs and not nsec:
                     code = FLUSH
-                if code != FLUSH and sector is None:
-                    raise ValueError(f"a {rwbs} event without 'sector + count'")
-                sector, nsec = sector or 0, nsec or 0
-                _check_bytes(sector * SECTOR_SIZE, nsec * SECTOR_SIZE)
+                if sector is None:
+                    if code != FLUSH:
+                        raise ValueError(f"a {rwbs} event without 'sector + count'")
+                    sector = nsec = 0
+                if not (sector >= 0 and 0 <= nsec <= max_count and sector + nsec < max_sector):
+                    _check_bytes(sector * SECTOR_SIZE, nsec * SECTOR_SIZE)
             except ValueError as exc:
-                acc.bad(lineno, str(exc))
+                acc.bad(start + k, str(exc))
                 skipped += 1
                 continue
             ts.append(int(round(t)))
@@ -776,8 +798,8 @@ def _iter_blkparse(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
             size.append(nsec * SECTOR_SIZE)
             kind.append(code)
             vol.append(acc.vol(dev))
-            line_no.append(lineno)
-        yield _finish(acc, ts, off, size, kind, vol, skipped, line_no.__getitem__)
+            line_no.append(k)  # the line is start + k (added only when asked: this loop is hot)
+        yield _finish(acc, ts, off, size, kind, vol, skipped, lambda i, s=start, rows=line_no: s + rows[i])
 
 
 # -- fio iolog v2/v3 --------------------------------------------------------------------------------
