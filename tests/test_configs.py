@@ -106,7 +106,10 @@ def test_every_experiment_composes(experiment):
             config_name=command, overrides=["+workload=zipf", f"+experiment={experiment}"], return_hydra_config=True
         )
     if command == "simulate":
-        SimConfig.from_mapping(OmegaConf.to_container(cfg.sim))
+        sim = OmegaConf.to_container(cfg.sim)
+        if experiment == "minos_table1":  # null placeholders that oracle.table fills per run
+            sim = {**sim, "segment_blocks": 512, "prefill": False}
+        SimConfig.from_mapping(sim)
     else:
         sweep = cfg.hydra.sweeper.params
         for model in sweep.model.split(","):

@@ -569,6 +569,8 @@ def _delimited_arrow(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str
     if spec.comment or (spec.header and start == 1):
         return None  # comments and headers: leave them to the line parser
     text = "".join(lines)
+    if text[:1] == BOM:
+        return None  # a second byte-order mark: pyarrow would drop it, the line parser reads it as data
     if spec.sep == " " and (text[:1] == " " or "  " in text or "\t" in text or "\n " in text or "\r " in text):
         return None  # runs of whitespace, or a line starting with one: the line parser splits on any
     # pyarrow takes the column count from the chunk's first line and fails on any row with
