@@ -1,5 +1,6 @@
 """Every config in every group composes and instantiates (lightning-hydra-template style)."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,71 @@ def test_minos_presets_run_the_papers_default_configuration(experiment):
         assert cfg.sim.op_ratio == pytest.approx(0.15)
     else:
         assert 0.15 in [float(x) for x in str(swept).split(",")]
+
+
+REGENERATE = Path(CONF_DIR).parent / "docs" / "results" / "regenerate.sh"
+
+
+def _regenerate_commands() -> list[tuple[str, list[str]]]:
+    """The simulate and oracle command lines of ``docs/results/regenerate.sh``: ``(command,
+    overrides)``, continuation lines joined, the MINOS layouts' loop expanded from its case arms."""
+    import shlex
+
+    text = REGENERATE.read_text().replace("\\\n", " ")
+    arms = [params.split() for params in re.findall(r'^\s*\w+\) params="([^"]*)" ;;', text, re.M)]
+    commands = []
+    for line in text.splitlines():
+        words = shlex.split(line, comments=True)
+        if not words:
+            continue
+        if words[0] == "sweep":
+            command, args = "simulate", words[2:]
+        elif words[0] == "run" and len(words) > 1 and words[1] in ("simulate", "oracle"):
+            command, args = words[1], [w for w in words[2:] if w != "-m"]
+        else:
+            continue
+        if "$params" in args:
+            commands += [(command, [a for w in args for a in (arm if w == "$params" else [w])]) for arm in arms]
+        else:
+            commands.append((command, args))
+    return commands
+
+
+def test_regenerate_sh_lists_every_preset_it_should():
+    commands = _regenerate_commands()
+    assert len(commands) == 36  # 7 DOGI, 14 MINOS (3 x 2 layouts), 9 Shiro, 6 ADAPT
+    assert (
+        "simulate",
+        ["+experiment=adapt_fig11", "++workload.capacity_blocks=1048576", "output=$R/adapt_fig11_1m"],
+    ) in commands
+
+
+def _first_job(overrides: list[str]) -> list[str]:
+    """``overrides`` with each sweep (``a,b,c``) replaced by its first value."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    first = []
+    for parsed in OverridesParser.create().parse_overrides(overrides):
+        sweep = parsed.is_sweep_override()
+        value = next(iter(parsed.sweep_string_iterator())) if sweep else parsed.get_value_element_as_str()
+        first.append(f"{parsed.get_key_element()}={value}")
+    return first
+
+
+@pytest.mark.parametrize(
+    "command, args", _regenerate_commands(), ids=lambda x: x if isinstance(x, str) else " ".join(x)
+)
+def test_every_regenerate_sh_command_composes(command, args):
+    """Each command of ``make results`` composes as Hydra composes it: the primary config with the
+    command line's plain overrides (a key a sweep adds later needs ``++``), then the sweep's first
+    job (the preset's sweep parameters, then the command line)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    overrides = [a for a in args if not a.startswith("hydra.")]
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    plain = [o for o, p in zip(overrides, parsed, strict=True) if not p.is_sweep_override()]
+    with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
+        cfg = compose(config_name=command, overrides=plain, return_hydra_config=True)
+        params = cfg.hydra.sweeper.get("params") or {}
+        job = compose(config_name=command, overrides=_first_job([f"{k}={v}" for k, v in params.items()] + overrides))
+    assert job is not None

@@ -83,8 +83,9 @@ adapt() {
     sweep adapt_fig9 +experiment=adapt_fig9 output=$R/adapt_fig9
     sweep adapt_fig11 +experiment=adapt_fig11 output=$R/adapt_fig11
     sweep adapt_fig11_skew +experiment=adapt_fig11_skew output=$R/adapt_fig11_skew
-    sweep adapt_fig11_1m +experiment=adapt_fig11 workload.capacity_blocks=1048576 output=$R/adapt_fig11_1m
-    sweep adapt_fig11_skew_1m +experiment=adapt_fig11_skew workload.capacity_blocks=1048576 \
+    # ++: the workload group comes from the preset's sweep, so the key is not there before it
+    sweep adapt_fig11_1m +experiment=adapt_fig11 ++workload.capacity_blocks=1048576 output=$R/adapt_fig11_1m
+    sweep adapt_fig11_skew_1m +experiment=adapt_fig11_skew ++workload.capacity_blocks=1048576 \
         output=$R/adapt_fig11_skew_1m
 }
 
