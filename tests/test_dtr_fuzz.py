@@ -20,6 +20,8 @@ from dogi_ml.traces.generators import generate
 from dogi_ml.zns import harness as zh
 
 FUZZ_SECONDS = int(os.environ.get("DOGI_ML_FUZZ_SECONDS", "60"))
+#: libFuzzer's seed: fixed, so a CI finding replays (DOGI_ML_FUZZ_SEED=N explores elsewhere)
+FUZZ_SEED = int(os.environ.get("DOGI_ML_FUZZ_SEED", "1"))
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined", "-fno-omit-frame-pointer", "-g"]
 #: any AddressSanitizer or UBSan report stops the program with a non-zero status; the fuzzer
 #: checks for leaks too (the loader frees what it allocates), the harness does not (it keeps its
@@ -83,7 +85,12 @@ def test_fuzz_the_c_loader_with_zero_findings(tmp_path):
     dictionary = tmp_path / "dtr.dict"
     dictionary.write_text("\n".join(DICTIONARY) + "\n")
     proc = subprocess.run(
-        [str(exe), f"-max_total_time={FUZZ_SECONDS}", "-print_final_stats=1", "-rss_limit_mb=2048", "-timeout=10",
+        # no RSS limit: Linux keeps a process's peak RSS across fork and exec, so the fuzzer started
+        # from a pytest worker that once held 2.3 GB reported "out-of-memory" at its first check
+        # (an empty unit, live heap tiny; reproduced by starting it from a process holding 2.6 GB).
+        # One allocation above 2 GiB is still a finding (malloc_limit_mb); the loader caps its own.
+        [str(exe), f"-max_total_time={FUZZ_SECONDS}", f"-seed={FUZZ_SEED}", "-print_final_stats=1",
+         "-rss_limit_mb=0", "-malloc_limit_mb=2048", "-timeout=10",
          "-max_len=65536", f"-dict={dictionary}", f"-artifact_prefix={artifacts}/", str(corpus_dir)],
         capture_output=True, text=True, env={**os.environ, **FUZZ_ENV}, timeout=FUZZ_SECONDS + 300,
     )  # fmt: skip
