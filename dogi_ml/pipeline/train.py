@@ -58,7 +58,14 @@ def build_dataset(
     """Annotate, sample, extract features and label; ``cfg`` is the ``data`` config group."""
     writes = trace.block_writes
     n = writes.size
-    capacity = int(cfg.get("capacity_blocks") or workload_capacity(trace))
+    configured = cfg.get("capacity_blocks")
+    if configured is not None and (isinstance(configured, bool) or not isinstance(configured, int) or configured < 1):
+        # null means "the trace's working set"; 0 or a string must not quietly mean the same
+        raise ConfigError(
+            f"data.capacity_blocks={configured!r} is not a positive whole number of blocks",
+            "give data.capacity_blocks=N (N >= 1) or null for the trace's working set",
+        )
+    capacity = int(configured) if configured is not None else workload_capacity(trace)
     t0 = time.perf_counter()
     inv, prev = annotate_cached(writes, Path(cache_dir) / "annotations" if cache_dir else None)
     t_annot = time.perf_counter() - t0
