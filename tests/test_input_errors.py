@@ -424,13 +424,21 @@ def test_dense_remap_ranks_every_touched_block():
         assert t.lba.tolist() == [rank[(v, a)] for v, a in zip(vol.tolist(), lba.tolist())]
 
 
-@pytest.mark.parametrize("value", [0, -5, "many", True])
-def test_train_data_capacity_zero_is_not_the_default(value):
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (0, "data.capacity_blocks=0 must be positive"),
+        (-5, "data.capacity_blocks=-5 must be positive"),
+        ("many", "data.capacity_blocks='many' is not a whole number"),
+        (True, "data.capacity_blocks=True is not a whole number"),
+    ],
+)
+def test_train_data_capacity_zero_is_not_the_default(value, message):
     """data.capacity_blocks: null is the trace's working set; 0, a negative or a string is refused
     by name (it used to mean the working set, like sim.capacity_blocks=0 did)."""
     from dogi_ml.pipeline.train import build_dataset
     from dogi_ml.traces.generators import generate
 
     trace = generate("uniform", capacity_blocks=512, n_writes=2048, seed=1)
-    with pytest.raises(ConfigError, match=re.escape(f"data.capacity_blocks={value!r} is not a positive whole")):
+    with pytest.raises(ConfigError, match=re.escape(message)):
         build_dataset(trace, {"capacity_blocks": value}, log=lambda *a: None)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from dogi_ml.determinism import numerics_record
-from dogi_ml.errors import ConfigError
+from dogi_ml.errors import ConfigError, checked_setting
 from dogi_ml.features import labels as L
 from dogi_ml.features.extract import (
     FEATURES,
@@ -58,14 +58,9 @@ def build_dataset(
     """Annotate, sample, extract features and label; ``cfg`` is the ``data`` config group."""
     writes = trace.block_writes
     n = writes.size
-    configured = cfg.get("capacity_blocks")
-    if configured is not None and (isinstance(configured, bool) or not isinstance(configured, int) or configured < 1):
-        # null means "the trace's working set"; 0 or a string must not quietly mean the same
-        raise ConfigError(
-            f"data.capacity_blocks={configured!r} is not a positive whole number of blocks",
-            "give data.capacity_blocks=N (N >= 1) or null for the trace's working set",
-        )
-    capacity = int(configured) if configured is not None else workload_capacity(trace)
+    # null means "the trace's working set"; 0 or a string must not quietly mean the same
+    configured = checked_setting(cfg.get("capacity_blocks"), "data.capacity_blocks", int, minimum=1, nullable=True)
+    capacity = configured if configured is not None else workload_capacity(trace)
     t0 = time.perf_counter()
     inv, prev = annotate_cached(writes, Path(cache_dir) / "annotations" if cache_dir else None)
     t_annot = time.perf_counter() - t0
