@@ -12,11 +12,11 @@ configured; the JSON records the command, the commit, MiDAS's commit and the sca
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from dogi_ml.provenance import code_commit
 from dogi_ml.report import Callback, console, settings_of
 
 PAPER_S_TYPE = 19.7  # §5.2: DOGI vs MiDAS on FIO, YCSB-A, YCSB-F (%)
@@ -173,22 +173,6 @@ def gap_markdown(table: dict, meta: dict, title: str) -> str:
 MIDAS_FILES = ("dogi_ml/policies/midas.py", "markov/midas.py")
 
 
-def commit_of(files=()) -> str:
-    """The last commit of ``files`` (all tracked files if none), with ``+ uncommitted changes`` when
-    any of them differs from it."""
-    root = Path(__file__).resolve().parent.parent
-
-    def git(*args) -> str:
-        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
-
-    try:
-        head = git("log", "-1", "--format=%H", "--", *files) if files else git("rev-parse", "HEAD")
-        dirty = git("status", "--porcelain", "--untracked-files=no", "--", *files)
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-    return head + (" + uncommitted changes" if dirty else "")
-
-
 def gap_report(runs: list[dict], prefix: Path, title: str, command: str) -> dict:
     """Write ``PREFIX.json`` and ``PREFIX.md`` of a ``dogi_gap`` sweep; return the JSON payload."""
     table = gap_table(runs)
@@ -203,7 +187,7 @@ def gap_report(runs: list[dict], prefix: Path, title: str, command: str) -> dict
             "op_ratio": st.get("op_ratio"),
             "gc_free_segments": st.get("gc_free_segments"),
         }
-    meta = {"command": command, "commit": commit_of(), "midas_commit": commit_of(MIDAS_FILES)}
+    meta = {"command": command, "commit": code_commit(), "midas_commit": code_commit(MIDAS_FILES)}
     payload = {**meta, "paper_s_type_pct": PAPER_S_TYPE, "scale": scale, **table}
     prefix = Path(prefix)
     prefix.parent.mkdir(parents=True, exist_ok=True)

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import time
 from pathlib import Path
 
 import numpy as np
 
 from dogi_ml.plotting import save_figure
+from dogi_ml.provenance import code_commit
 from dogi_ml.report import Callback, collect_results, console, settings_cell, settings_markdown, settings_of
 
 SHIRO = "shiro"
@@ -419,18 +419,6 @@ def readings_markdown(summary: dict, cuts: dict, title: str, meta: dict, note: s
                 lines.append(f"| {row} | " + " | ".join(cells) + " |")
             lines.append("")
     return "\n".join(lines)
-
-
-def code_commit() -> str:
-    """The repository's commit, ``+ uncommitted changes`` when tracked files differ from it."""
-    root = Path(__file__).resolve().parent.parent
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-    return head.stdout.strip() + (" + uncommitted changes" if dirty else "")
 
 
 def scale_of(results: list[dict]) -> dict:
