@@ -35,7 +35,8 @@ COMMANDS = {
     "train": "learn block lifetimes: +workload=NAME [model=NAME]; logs to MLflow",
     "oracle": "offline oracles: +workload=NAME [oracle.kind=nodap|opmin|segment|percentile|kmeans] [oracle.max_groups=10]",
     "simulate": "run placement schemes over a workload: +workload=NAME policy=NAME sim.victim=NAME",
-    "ingest": "convert a trace to the binary format: path=FILE format=NAME out=DIR",
+    "ingest": "convert a trace to the binary format: path=FILE format=NAME out=DIR [split=true: one .dtr per volume + fleet.parquet]",
+    "fleet": "write a synthetic fleet of volumes (.dtr each + fleet.parquet): out=DIR n_volumes=N seed=S [csv=true]",
     "stats": "show a binary trace's header and statistics: path=FILE.dtr",
     "print": "print a binary trace's requests as text: path=FILE.dtr [head=N]",
     "export": "deploy a model: int8 C header, ONNX, manifest: +workload=NAME [model=NAME] [export.run_id=ID]",
@@ -153,6 +154,12 @@ def _ingest(cfg):
     run_ingest(cfg, output_dir())
 
 
+def _fleet(cfg):
+    from dogi_ml.pipeline.ingest import run_fleet
+
+    run_fleet(cfg, output_dir())
+
+
 def _stats(cfg):
     from dogi_ml.pipeline.ingest import run_stats
 
@@ -188,6 +195,7 @@ _BODIES = {
     "oracle": _oracle,
     "simulate": _simulate,
     "ingest": _ingest,
+    "fleet": _fleet,
     "stats": _stats,
     "print": _print,
     "export": _export,

@@ -1,12 +1,14 @@
-"""The binary trace commands: ``ingest`` (a trace file -> the binary format and its statistics),
-``stats`` (a binary trace's header and statistics) and ``print`` (its requests as text)."""
+"""The binary trace commands: ``ingest`` (a trace file -> the binary format and its statistics;
+``split=true``: a multi-volume trace -> a fleet, one ``.dtr`` per volume and ``fleet.parquet``),
+``fleet`` (a synthetic fleet, ``conf/fleet.yaml``), ``stats`` (a binary trace's header and
+statistics) and ``print`` (its requests as text)."""
 
 from __future__ import annotations
 
 import warnings
 from pathlib import Path
 
-from dogi_ml.errors import UsageError
+from dogi_ml.errors import UsageError, checked_setting
 
 
 def _given(cfg, key: str):
@@ -32,8 +34,17 @@ def _input_file(cfg, what: str) -> Path:
     return path
 
 
+def _volume_list(cfg) -> list | None:
+    from omegaconf import OmegaConf
+
+    if not cfg.volumes:
+        return None
+    return list(cfg.volumes) if OmegaConf.is_list(cfg.volumes) else [cfg.volumes]
+
+
 def run_ingest(cfg, out_dir: Path) -> Path:
-    """Convert ``path`` (``format``) into ``out``; returns the binary trace's path."""
+    """Convert ``path`` (``format``) into ``out``; returns the binary trace's path (with
+    ``split=true``: the fleet manifest's)."""
     from omegaconf import OmegaConf
 
     from dogi_ml.report import print_stats
@@ -46,6 +57,9 @@ def run_ingest(cfg, out_dir: Path) -> Path:
             "ingest needs path=FILE and format=NAME",
             "e.g. python -m dogi_ml ingest path=trace.csv format=msr out=data/",
         )
+    split = checked_setting(cfg.get("split", False), "split", bool)
+    if split:
+        return _run_split(cfg)
     path = _input_file(cfg, "the trace to convert")
     if Path(str(cfg.out)).exists() and not Path(str(cfg.out)).is_dir():
         raise UsageError(
@@ -55,7 +69,7 @@ def run_ingest(cfg, out_dir: Path) -> Path:
         raise UsageError(f"skip_malformed={cfg.skip_malformed!r} is not true or false", "give skip_malformed=true")
     opts = {"skip_malformed": cfg.skip_malformed}
     if cfg.volumes:
-        opts["volumes"] = list(cfg.volumes) if OmegaConf.is_list(cfg.volumes) else [cfg.volumes]
+        opts["volumes"] = _volume_list(cfg)
     if cfg.delimited:
         opts["delimited"] = OmegaConf.to_container(cfg.delimited, resolve=True)
     with warnings.catch_warnings():  # the reader's warnings print below, also for a cached result
@@ -67,6 +81,92 @@ def run_ingest(cfg, out_dir: Path) -> Path:
     print(f"binary trace: {binary}")
     print(f"statistics:   {Path(cfg.out) / (Path(binary).stem + '.stats.json')}")
     return Path(binary)
+
+
+def _run_split(cfg) -> Path:
+    """``ingest split=true``: ``path`` (a multi-volume trace or a directory of per-volume files)
+    -> ``out/volumes/<id>.dtr`` and ``out/fleet.parquet``; prints the fleet's totals."""
+    from omegaconf import OmegaConf
+
+    from dogi_ml.traces.fleet import fleet_metadata, read_fleet, split_trace
+    from dogi_ml.traces.trace import TraceWarning
+
+    path = Path(str(_given(cfg, "path")))
+    if not path.exists():
+        raise FileNotFoundError(f"trace file not found: {path}")
+    out = Path(str(cfg.out))
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"out={out} is a file", "give out=DIR, a directory for the fleet (volumes/ and fleet.parquet)")
+    skip = checked_setting(cfg.skip_malformed, "skip_malformed", bool)
+    block_mb = checked_setting(cfg.get("block_mb", 32), "block_mb", minimum=1, example=32)
+    spill_mb = checked_setting(cfg.get("spill_mb", 256), "spill_mb", minimum=1, example=256)
+    delimited = OmegaConf.to_container(cfg.delimited, resolve=True) if cfg.delimited else None
+    with warnings.catch_warnings(record=True) as caught:  # printed below as one line each
+        warnings.simplefilter("always", TraceWarning)
+        manifest = split_trace(
+            path,
+            str(cfg.format),
+            out,
+            volumes=_volume_list(cfg),
+            skip_malformed=skip,
+            delimited=delimited,
+            block_bytes=block_mb << 20,
+            spill_bytes=spill_mb << 20,
+        )
+    rows = read_fleet(manifest)
+    meta = fleet_metadata(manifest)
+    _print_fleet(rows, meta, f"split {path}")
+    for w in caught:
+        print(f"warning: {w.message}")
+    empty = meta.get("volumes_without_requests_count", 0)
+    if empty:
+        print(
+            f"warning: {empty} volume(s) named in the trace hold no read, write or trim request "
+            f"(only zero-length requests or flushes) and have no .dtr, e.g. {meta['volumes_without_requests'][:5]}"
+        )
+    print(f"fleet manifest: {manifest}")
+    return manifest
+
+
+def _print_fleet(rows, meta: dict, title: str) -> None:
+    from dogi_ml.report import print_stats
+
+    write_blocks = sum(r.write_blocks for r in rows)
+    wss = sum(r.working_set_blocks for r in rows)
+    totals = {
+        "volumes": len(rows),
+        "requests": sum(r.requests for r in rows),
+        "write_blocks": write_blocks,
+        "working_set_blocks": wss,
+        "traffic_over_wss": write_blocks / wss if wss else 0.0,
+        "read_requests": sum(r.read_requests for r in rows),
+        "largest volume (requests)": max(r.requests for r in rows),
+    }
+    totals.update({k: meta[k] for k in ("skipped_lines", "zero_length_requests", "flush_requests") if meta.get(k)})
+    print_stats(totals, title=title)
+
+
+def run_fleet(cfg, out_dir: Path) -> Path:
+    """``fleet``: write a synthetic fleet (``conf/fleet.yaml``) to ``out``; returns its manifest."""
+    from omegaconf import OmegaConf
+
+    from dogi_ml.traces.fleet import FleetSpec, fleet_metadata, generate_fleet, read_fleet
+
+    n_volumes = checked_setting(cfg.n_volumes, "n_volumes", minimum=1, example=100)
+    seed = checked_setting(cfg.seed, "seed", minimum=0, example=0)
+    csv = checked_setting(cfg.csv, "csv", bool)
+    out = Path(str(cfg.out))
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"out={out} is a file", "give out=DIR, a directory for the fleet")
+    if (out / "fleet.parquet").exists():
+        raise UsageError(f"out={out} already holds a fleet", "give a new directory, or delete the old fleet first")
+    spec = FleetSpec.from_mapping(OmegaConf.to_container(cfg.spec, resolve=True))
+    manifest = generate_fleet(out, n_volumes, seed, spec, csv=csv)
+    _print_fleet(read_fleet(manifest), fleet_metadata(manifest), f"synthetic fleet ({n_volumes} volumes, seed {seed})")
+    if csv:
+        print(f"alibaba csv:    {out / 'fleet.alibaba.csv'}")
+    print(f"fleet manifest: {manifest}")
+    return manifest
 
 
 def _load_binary(cfg):

@@ -31,6 +31,7 @@ another). Every count is the volume's ``Trace.stats()`` (trace.py) after the rea
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -45,7 +46,7 @@ import numpy as np
 from dogi_ml.errors import DogiMLError
 
 from .binfmt import read_binary, write_trace
-from .trace import BLOCK_SIZE, OP_READ, OP_WRITE, Trace, remap_dense
+from .trace import BLOCK_SIZE, OP_READ, OP_TRIM, OP_WRITE, Trace, remap_dense
 
 MANIFEST_NAME = "fleet.parquet"
 VOLUMES_DIR = "volumes"
@@ -439,7 +440,9 @@ def generate_fleet(
         if csv:
             csv_parts.append(raw)
         trace = remap_dense(raw)
-        trace.meta = {"generator": "fleet", "seed": seed, "volume_index": i, **params}
+        # drawn parameters under their own names: Trace.stats() lets meta override its counts
+        trace.meta = {"generator": "fleet", "generator_seed": seed, "volume_index": i}
+        trace.meta.update({f"drawn_{k}": v for k, v in params.items()})
         dtr = write_trace(trace, vol_dir / volume_file_name(str(i)))
         rows.append(volume_row(str(i), dtr, out_dir, trace.stats()))
     metadata = {"source": "synthetic", "generator": {"n_volumes": n_volumes, "seed": seed, "spec": asdict(spec)}}
@@ -474,3 +477,571 @@ def write_alibaba_csv(path: str | Path, traces: list[Trace]) -> Path:
     path = Path(path)
     pacsv.write_csv(table, path, write_options=pacsv.WriteOptions(include_header=False, quoting_style="none"))
     return path
+
+
+# -- splitting a multi-volume trace --------------------------------------------------------------
+#: one request in a spill file: what a .dtr keeps of it besides the volume (packed, 21 bytes)
+_RECORD = np.dtype([("ts_us", "<i8"), ("lba", "<i8"), ("nblocks", "<i4"), ("op", "u1")])
+_UTF8_BOM = b"\xef\xbb\xbf"
+#: lines per retry when a block of the fast path needs the line parser (only that slice pays for it)
+_RETRY_LINES = 1 << 16
+
+
+class _Spill:
+    """Per-volume request records, buffered in memory up to ``budget`` bytes in all, then
+    appended to one file per volume under ``tmp`` (each opened only while it is written, so
+    thousands of volumes never hold thousands of descriptors)."""
+
+    def __init__(self, tmp: Path, budget: int):
+        self.tmp = tmp
+        self.budget = budget
+        self.buffers: dict[int, list[np.ndarray]] = {}
+        self.buffered = 0
+        self.spilled_bytes = 0
+        self.flushes = 0
+
+    def add(self, keys: np.ndarray, chunk) -> None:
+        """Append the chunk's requests to the buffer of their key (``keys[i]``: request i's)."""
+        n = keys.size
+        if n == 0:
+            return
+        order = np.argsort(keys, kind="stable")  # stable: each volume keeps the file's order
+        sorted_keys = keys[order]
+        records = np.empty(n, _RECORD)
+        for name in _RECORD.names:
+            records[name] = getattr(chunk, name)[order]
+        cuts = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
+        for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), n], strict=True):
+            self.buffers.setdefault(int(sorted_keys[lo]), []).append(records[lo:hi])
+        self.buffered += records.nbytes
+        if self.buffered >= self.budget:
+            self.flush()
+
+    def _file(self, key: int) -> Path:
+        return self.tmp / f"{key}.rec"
+
+    def flush(self) -> None:
+        for key, parts in self.buffers.items():
+            with open(self._file(key), "ab") as fh:
+                for part in parts:
+                    fh.write(part.data)
+        self.spilled_bytes += self.buffered
+        self.flushes += 1
+        self.buffers.clear()
+        self.buffered = 0
+
+    def take(self, key: int) -> np.ndarray:
+        """Every record of ``key`` in order (spilled ones first), freeing them."""
+        parts = []
+        spilled = self._file(key)
+        if spilled.exists():
+            parts.append(np.fromfile(spilled, _RECORD))
+            spilled.unlink()
+        parts += self.buffers.pop(key, [])
+        return np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
+
+
+def _binary_stream(path: Path):
+    """The file's decompressed bytes (gzip and zstd by magic bytes, as readers.open_text)."""
+    import gzip
+    import io
+
+    from .readers import _ZstdFile
+
+    with open(path, "rb") as fh:
+        magic = fh.read(4)
+    if magic[:2] == b"\x1f\x8b":
+        return gzip.open(path, "rb")
+    if magic == b"\x28\xb5\x2f\xfd":
+        return io.BufferedReader(_ZstdFile(path), buffer_size=1 << 20)
+    return open(path, "rb")
+
+
+def _compressed_position(fh) -> int | None:
+    """Bytes of the file on disk read so far (compressed bytes for .gz and .zst)."""
+    for obj in (getattr(fh, "fileobj", None), getattr(getattr(fh, "raw", None), "fileobj", None), fh):
+        try:
+            return int(obj.tell())
+        except (AttributeError, OSError, ValueError):
+            continue
+    return None
+
+
+def _line_blocks(fh, path: Path, block_bytes: int):
+    """(decompressed bytes ending at a line end, or at the end of the file; their line ends),
+    about ``block_bytes`` at a time; a broken compressed stream is the readers' one-line error."""
+    import zlib
+
+    from .trace import TraceFormatError
+
+    carry = b""
+    lines_before = 0
+    first = True
+    while True:
+        try:
+            data = fh.read(block_bytes)
+        except (EOFError, OSError, zlib.error) as exc:
+            pos = _compressed_position(fh)
+            at = f", byte {pos} of the file" if pos is not None else ""
+            whole_lines = lines_before + carry.count(b"\n")
+            raise TraceFormatError(
+                f"{path}: after line {whole_lines}{at}: the compressed stream breaks off (truncated or corrupt: {exc})",
+                "re-download or re-compress the file (gzip -t / zstd -t FILE checks it)",
+            ) from None
+        if first:
+            first = False
+            if data.startswith(_UTF8_BOM):  # a byte-order mark at the start is dropped, as the readers do
+                data = data[len(_UTF8_BOM) :]
+        if not data:
+            if carry:
+                yield carry, carry.count(b"\n")
+            return
+        if carry:
+            data = carry + data
+        cut = data.rfind(b"\n") + 1
+        if cut == 0:  # no line end yet: a line longer than the block
+            carry = data
+            continue
+        carry = data[cut:]
+        block = data[:cut] if cut < len(data) else data
+        newlines = block.count(b"\n")
+        lines_before += newlines
+        yield block, newlines
+
+
+def _fast_chunk(spec, acc, start: int, data: bytes, n_lines: int, state: dict):
+    """A block of whole lines parsed with pyarrow straight from bytes, the checks and results of
+    ``readers._delimited_arrow`` (which parses a list of lines); None when anything looks off, so
+    the caller hands the block to the line parser, which names the bad line.
+
+    Stamps are parsed as integers while they are (Alibaba's µs, Tencent's s: 1.6x faster than
+    as floats) and converted to float64 before scaling, which rounds them as parsing the text as
+    a float does (both round to nearest); after a block with a fractional stamp
+    (``state["float_ts"]``) the file's later blocks parse them as floats."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    from .readers import ADDR_UNIT, IGNORE, TS_TO_US, _finish
+    from .trace import MAX_BYTES, MAX_REQUEST_BYTES, MAX_TS_US
+
+    sep = spec.sep.encode()
+    if b"\xef" in data and _UTF8_BOM in data:  # (the first test is a fast memchr)
+        return None  # a byte-order mark inside the file: the line parser reads it as data
+    if spec.sep == " " and (data[:1] == b" " or b"  " in data or b"\t" in data or b"\n " in data or b"\r " in data):
+        return None  # runs of whitespace: the line parser splits on any
+    if (b"x" in data and b"0x" in data) or (b"X" in data and b"0X" in data):
+        return None  # pyarrow reads 0x10 as a hex integer; the formats' numbers are decimal
+    if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
+        return None  # a lone CR ends a line for the text reader: let it count the lines
+    head_end = data.find(b"\n")
+    n_fields = data[: head_end if head_end >= 0 else len(data)].rstrip(b"\r").count(sep) + 1
+    if n_fields != (acc.fields or spec.fields or max(n_fields, spec.ncols)):
+        return None
+    ncols = spec.ncols
+    used = {int(v) for k, v in spec.columns.items() if k != "volume"} | set(spec.vol_cols)
+    types = {i: pa.string() for i in range(ncols)}
+    types[int(spec.columns["offset"])] = pa.int64()
+    types[int(spec.columns["size"])] = pa.int64()
+    filetime = spec.units.get("ts") == "filetime"
+    int_ts = "ts" in spec.columns and (filetime or not state.get("float_ts"))
+    if "ts" in spec.columns:
+        types[int(spec.columns["ts"])] = pa.int64() if int_ts else pa.float64()
+
+    def parse():
+        return pacsv.read_csv(
+            pa.py_buffer(data),
+            read_options=pacsv.ReadOptions(autogenerate_column_names=True, block_size=len(data) + 1, use_threads=False),
+            parse_options=pacsv.ParseOptions(delimiter=spec.sep, quote_char=False),
+            convert_options=pacsv.ConvertOptions(
+                column_types={f"f{i}": types[i] for i in range(ncols)},
+                include_columns=[f"f{i}" for i in sorted(used)],
+                strings_can_be_null=False,
+            ),
+        )
+
+    try:
+        table = parse()
+    except (pa.ArrowInvalid, pa.ArrowKeyError, KeyError):
+        if not int_ts or filetime:
+            return None
+        types[int(spec.columns["ts"])] = pa.float64()  # a fractional stamp (or a bad line)
+        try:
+            table = parse()
+        except (pa.ArrowInvalid, pa.ArrowKeyError, KeyError):
+            return None
+        state["float_ts"] = True
+    n_rows = table.num_rows
+    if n_rows == 0 or n_rows != n_lines or any(table.column(f"f{i}").null_count for i in used):
+        return None  # blank lines (the line parser skips them and counts lines) or empty fields
+    off_mul = ADDR_UNIT[spec.units.get("offset", "bytes")]
+    size_mul = ADDR_UNIT[spec.units.get("size", "bytes")]
+    off = table.column(f"f{spec.columns['offset']}").to_numpy()
+    size = table.column(f"f{spec.columns['size']}").to_numpy()
+    if (
+        off.min() < 0
+        or size.min() < 0
+        or off.max() >= MAX_BYTES // off_mul
+        or size.max() > MAX_REQUEST_BYTES // size_mul
+    ):
+        return None
+    off = off * off_mul
+    size = size * size_mul
+    if (off + size).max() >= MAX_BYTES:
+        return None
+    lookup = spec.op_lookup()
+    op_values, op_index = _dictionary(table.column(f"f{spec.columns['op']}"))
+    codes = []
+    for value in op_values:
+        key = value.strip()
+        code = lookup.get(key.lower() if spec.op_case_insensitive else key)
+        if code is None:
+            return None
+        codes.append(code)
+    kinds = np.asarray(codes, np.uint8)[op_index]
+    if "ts" in spec.columns:
+        raw = table.column(f"f{spec.columns['ts']}").to_numpy()
+        if filetime:
+            ts = raw // 10
+        else:
+            ts = raw.astype(np.float64) * TS_TO_US[spec.units.get("ts", "s")]
+            if not np.isfinite(ts).all() or np.abs(ts).max() >= MAX_TS_US:
+                return None
+            ts = np.rint(ts)
+    else:
+        ts = np.arange(start, start + n_rows, dtype=np.float64)
+    if spec.vol_cols:
+        names, combo = [], np.zeros(n_rows, np.int64)
+        for i in spec.vol_cols:
+            values, index = _dictionary(table.column(f"f{i}"))
+            stripped = [v.strip() for v in values]
+            if not all(stripped):
+                return None  # an empty volume field: malformed, the line parser says where
+            names.append(stripped)
+            combo = combo * len(stripped) + index
+        if len(names) == 1:
+            joined, first_row, inverse = names[0], None, combo
+            order = range(len(joined))  # dictionary order is the order of first appearance
+        else:
+            combos, first_row, inverse = np.unique(combo, return_index=True, return_inverse=True)
+            joined = []
+            for code in combos.tolist():
+                parts = []
+                for stripped in reversed(names):
+                    code, k = divmod(code, len(stripped))
+                    parts.append(stripped[k])
+                joined.append("_".join(reversed(parts)))
+            order = np.argsort(first_row, kind="stable")
+        if acc.fields is None and spec.fields is None:
+            acc.fields_line = start
+        acc.fields = n_fields
+        ids = np.empty(len(joined), np.int32)
+        for j in order:  # volumes numbered in order of first appearance
+            ids[j] = acc.vol(joined[j])
+        vols = ids[inverse.reshape(-1)]
+    else:
+        if acc.fields is None and spec.fields is None:
+            acc.fields_line = start
+        acc.fields = n_fields
+        vols = np.full(n_rows, acc.vol("0"), np.int32)
+    if max(codes) <= OP_TRIM and size.min() > 0:
+        return _data_chunk(ts, off, size, kinds, vols, start)
+    keep = kinds != IGNORE
+    rows = np.flatnonzero(keep)
+    return _finish(acc, ts[keep], off[keep], size[keep], kinds[keep], vols[keep], 0, lambda i: start + int(rows[i]))
+
+
+def _data_chunk(ts, off, size, kinds, vols, start: int):
+    """``readers._finish`` for a block whose every line is a read, write or trim of at least one
+    byte (nothing to drop or count): the same arrays, without its masks and copies."""
+    from .readers import Chunk
+
+    ts = ts.astype(np.int64)
+    first = off // BLOCK_SIZE
+    nblocks = ((off + size - 1) // BLOCK_SIZE - first + 1).astype(np.int32)
+    back = ts[1:] < ts[:-1]
+    backward = int(np.count_nonzero(back))
+    return Chunk(
+        ts_us=ts,
+        lba=first,
+        nblocks=nblocks,
+        op=kinds,
+        volume=vols,
+        backward=backward,
+        first_backward_line=start + int(np.argmax(back)) + 1 if backward else None,
+        first_line=start,
+    )
+
+
+def _dictionary(column) -> tuple[list[str], np.ndarray]:
+    """(distinct values in order of first appearance, each row's index) of a string column."""
+    encoded = column.combine_chunks().dictionary_encode()
+    return encoded.dictionary.to_pylist(), encoded.indices.to_numpy(zero_copy_only=False)
+
+
+def _fast_delimited_chunks(spec, acc, path: Path, block_bytes: int, on_bytes=None):
+    """Chunks of a delimited file read as raw byte blocks (the fast path); a block pyarrow does
+    not take as it is goes, in slices of ``_RETRY_LINES`` lines, to the line parser's rules."""
+    import io
+
+    from .readers import _delimited_lines
+
+    line = 1
+    state = {}
+    with _binary_stream(path) as fh:
+        for data, newlines in _line_blocks(fh, path, block_bytes):
+            n_lines = newlines + (not data.endswith(b"\n"))
+            chunk = _fast_chunk(spec, acc, line, data, n_lines, state)
+            if chunk is not None:
+                acc.lines_read += n_lines
+                line += n_lines
+                yield chunk
+            else:
+                # the text readers' own line splitting (universal newlines, undecodable bytes replaced)
+                lines = io.StringIO(data.decode("utf-8", errors="replace"), newline="").readlines()
+                for k in range(0, len(lines), _RETRY_LINES):
+                    part = lines[k : k + _RETRY_LINES]
+                    raw = "".join(part).encode()
+                    chunk = _fast_chunk(spec, acc, line, raw, len(part), state)
+                    acc.lines_read += len(part)
+                    yield chunk if chunk is not None else _delimited_lines(spec, acc, line, part)
+                    line += len(part)
+            if on_bytes is not None:
+                pos = _compressed_position(fh)
+                if pos is not None:
+                    on_bytes(pos)
+
+
+def _request_chunks(path: Path, fmt: str, acc, delimited, block_bytes: int, chunk_lines: int, on_bytes=None):
+    """The file's request chunks: delimited formats (Alibaba, Tencent, MSR, ...) through the
+    byte-block fast path, every other format through ``readers.iter_request_chunks``."""
+    from .readers import FORMATS, PRESETS, DelimitedSpec, iter_request_chunks
+
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown trace format {fmt!r}; known: {', '.join(sorted(FORMATS))}")
+    acc.fmt = fmt
+    spec = None
+    if fmt in PRESETS:
+        spec = DelimitedSpec(**PRESETS[fmt])
+    elif fmt == "delimited" and delimited:
+        spec = DelimitedSpec.from_mapping(delimited)
+    if spec is None or spec.header or spec.comment:
+        acc.on_bytes = on_bytes
+        yield from iter_request_chunks(
+            path, fmt, skip_malformed=acc.skip, delimited=delimited, chunk_lines=chunk_lines, _acc=acc
+        )
+        return
+    yield from _fast_delimited_chunks(spec, acc, path, block_bytes, on_bytes)
+
+
+def _select(chunk, mask: np.ndarray):
+    """The chunk's requests where ``mask`` is true (its counts unchanged)."""
+    from dataclasses import replace
+
+    return replace(chunk, **{name: getattr(chunk, name)[mask] for name in ("ts_us", "lba", "nblocks", "op", "volume")})
+
+
+def _input_files(path: Path) -> list[Path]:
+    """The trace files of a directory input (regular files, not hidden, by name)."""
+    from .trace import TraceFormatError
+
+    files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+    if not files:
+        raise TraceFormatError(f"{path}: the directory holds no trace file", "give a directory of per-volume traces")
+    stems: dict[str, Path] = {}
+    for f in files:
+        stem = f.name.split(".")[0]
+        if stem in stems:
+            raise TraceFormatError(
+                f"{path}: {stems[stem].name} and {f.name} would both be volume {stem!r}",
+                "keep one file per volume (the volume is the name before the first dot)",
+            )
+        stems[stem] = f
+    return files
+
+
+def split_trace(
+    path: str | Path,
+    fmt: str,
+    out_dir: str | Path,
+    *,
+    volumes=None,
+    skip_malformed: bool = False,
+    delimited=None,
+    block_bytes: int = 32 << 20,
+    chunk_lines: int = 1_000_000,
+    spill_bytes: int = 256 << 20,
+    progress: bool | None = None,
+) -> Path:
+    """Split a multi-volume trace into ``out_dir/volumes/<id>.dtr`` (one per volume, dense LBAs
+    as ``read_trace`` gives them for that volume alone) and ``out_dir/fleet.parquet``, in one
+    streaming pass; returns the manifest's path.
+
+    ``path`` is a trace file (plain, .gz or .zst), its volumes those the format names (Alibaba's
+    device, Tencent's volume, MSR's host and disk), or a directory whose every file is one volume
+    (named by the file's name before its first dot; a file naming several volumes inside gives
+    ``<file>.<volume>``). ``volumes``: keep only these (an unknown one is an error).
+
+    Memory: parsed requests are buffered per volume up to ``spill_bytes`` in all, then appended to
+    one temporary file per volume under ``out_dir`` (opened only while written); a volume is
+    loaded whole when its ``.dtr`` is written. So memory is bounded by ``block_bytes`` of text,
+    ``spill_bytes`` of buffers and the largest volume (21 bytes per request and the copies
+    ``remap_dense`` and the writer make), whatever the file's size. Malformed lines follow the
+    readers' rules (an error naming the file and line, or with ``skip_malformed`` skipped and
+    counted); what was skipped or dropped is in the manifest's metadata (:func:`fleet_metadata`)
+    and, for a volume, in its ``.dtr`` header's ``meta``."""
+    import warnings
+
+    from dogi_ml.progress import bar as progress_bar
+
+    from .readers import _Acc, _no_requests, input_warnings
+    from .trace import TraceFormatError, TraceWarning
+
+    path, out_dir = Path(path), Path(out_dir)
+    if not path.exists():
+        raise FileNotFoundError(f"trace file not found: {path}")
+    for key, value in (("block_bytes", block_bytes), ("spill_bytes", spill_bytes), ("chunk_lines", chunk_lines)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise DogiMLError(f"{key}={value!r} is not a whole number >= 1", f"give e.g. {key}={1 << 20}")
+    vol_dir = out_dir / VOLUMES_DIR
+    if (out_dir / MANIFEST_NAME).exists() or (vol_dir.is_dir() and any(vol_dir.iterdir())):
+        raise DogiMLError(
+            f"out={out_dir} already holds a fleet ({MANIFEST_NAME} or files in {VOLUMES_DIR}/)",
+            "give a new or empty directory for the split, or delete the old fleet first",
+        )
+    files = _input_files(path) if path.is_dir() else [path]
+    wanted = None if not volumes else [str(v) for v in volumes]
+    vol_dir.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir / f".split-{os.getpid()}-{secrets.token_hex(4)}"
+    tmp.mkdir()
+    spill = _Spill(tmp, spill_bytes)
+    keys: list[tuple[int, str]] = []  # spill key -> (input file, the volume named inside it)
+    counts = {"skipped_lines": 0, "zero_length_requests": 0, "flush_requests": 0, "backward_timestamps": 0}
+    first_skipped, first_backward, messages = [], [], []
+    empty_volumes = []  # named in the trace, but with no read, write or trim request
+    inner_counts = []  # volumes named inside each file
+    total = sum(f.stat().st_size for f in files)
+    done = 0
+    try:
+        with progress_bar(
+            total, f"split {path.name}", "B", requested=progress, unit_scale=True, unit_divisor=1024
+        ) as bar:
+            for file_index, file in enumerate(files):
+                acc = _Acc(path=file, skip=skip_malformed)
+                key_of: list[int] = []  # the file's volume index -> spill key (-1: not kept)
+                skipped = zero = flushes = backward = 0
+                first_back = last_ts = None
+                seen_data = np.zeros(0, bool)
+
+                def on_bytes(pos, base=done):
+                    bar.update(min(base + pos, total) - bar.n)
+
+                for chunk in _request_chunks(file, fmt, acc, delimited, block_bytes, chunk_lines, on_bytes):
+                    for name in itertools.islice(acc.volumes, len(key_of), None):  # first seen in this chunk
+                        # a single file's unwanted volumes are dropped here (-1); a directory's
+                        # are named only once each file is read, so they are dropped at the end
+                        keep = wanted is None or path.is_dir() or name in wanted
+                        key_of.append(len(keys) if keep else -1)
+                        if keep:
+                            keys.append((file_index, name))
+                    skipped += chunk.skipped
+                    zero += chunk.zero_length
+                    flushes += chunk.flushes
+                    if chunk.ts_us.size:
+                        if last_ts is not None and chunk.ts_us[0] < last_ts:  # across the chunks' seam
+                            backward += 1
+                            first_back = first_back or chunk.first_line
+                        backward += chunk.backward
+                        first_back = first_back or chunk.first_backward_line
+                        last_ts = chunk.ts_us[-1]
+                    if len(seen_data) < len(key_of):
+                        seen_data = np.concatenate([seen_data, np.zeros(len(key_of) - len(seen_data), bool)])
+                    seen_data |= np.bincount(chunk.volume, minlength=len(seen_data)) > 0
+                    chunk_keys = np.asarray(key_of, np.int64)[chunk.volume]
+                    if wanted is not None and not path.is_dir():
+                        kept = chunk_keys >= 0
+                        chunk = _select(chunk, kept)
+                        chunk_keys = chunk_keys[kept]
+                    spill.add(chunk_keys, chunk)
+                done += file.stat().st_size
+                names = list(acc.volumes)
+                inner_counts.append(len(names))
+                if not seen_data.any():
+                    raise TraceFormatError(*_no_requests(file, fmt, acc, skipped, zero, flushes))
+                counts["skipped_lines"] += skipped
+                counts["zero_length_requests"] += zero
+                counts["flush_requests"] += flushes
+                counts["backward_timestamps"] += backward
+                if acc.first_skipped:
+                    first_skipped.append(f"{file}: {acc.first_skipped[0]}")
+                if backward:
+                    first_backward.append(f"{file}:{first_back}")
+                meta = {"source": str(file), "skipped_lines": skipped, "backward_timestamps": backward}
+                if acc.first_skipped:
+                    meta["first_skipped"] = "; ".join(acc.first_skipped)
+                if backward:
+                    meta["first_backward_line"] = first_back
+                messages += input_warnings(meta)
+                empty_volumes += [(file_index, names[i]) for i in range(len(names)) if not seen_data[i]]
+        empty = set(empty_volumes)
+        # the fleet's volume ids, each volume's spill key, in order of first appearance
+        fleet: list[tuple[str, int, Path]] = []
+        for key, (file_index, inner) in enumerate(keys):
+            if (file_index, inner) in empty:
+                continue
+            if path.is_dir():
+                stem = files[file_index].name.split(".")[0]
+                volume = stem if inner_counts[file_index] == 1 else f"{stem}.{inner}"
+            else:
+                volume = inner
+            fleet.append((volume, key, files[file_index]))
+        if wanted is not None:
+            present = {v for v, _, _ in fleet}
+            missing = [v for v in wanted if v not in present]
+            if missing:
+                names = [v for v, _, _ in fleet]
+                raise DogiMLError(
+                    f"{path}: volume(s) {missing} not in the trace (or without a read, write or trim request); "
+                    f"present: {', '.join(names[:50])}{' ...' if len(names) > 50 else ''}",
+                    "choose volumes from that list, or drop volumes= to split them all",
+                )
+            order = {v: i for i, v in enumerate(wanted)}
+            fleet = sorted((f for f in fleet if f[0] in order), key=lambda f: order[f[0]])
+        rows = []
+        for volume, key, source in fleet:
+            records = spill.take(key)
+            n = records.size
+            trace = Trace(
+                records["ts_us"],
+                records["lba"],
+                records["nblocks"],
+                records["op"],
+                np.zeros(n, np.int32),
+                volumes=[volume],
+                name=volume,
+                meta={"format": fmt, "source": str(source), "volume": volume},
+            )
+            del records
+            trace = remap_dense(trace)
+            dtr = write_trace(trace, vol_dir / volume_file_name(volume))
+            rows.append(volume_row(volume, dtr, out_dir, trace.stats()))
+            del trace
+    finally:
+        for leftover in tmp.iterdir():
+            leftover.unlink()
+        tmp.rmdir()
+    metadata = {
+        "source": str(path),
+        "format": fmt,
+        "volumes_named": len(keys),
+        "volumes_without_requests": [v for _, v in empty_volumes[:100]],
+        "volumes_without_requests_count": len(empty_volumes),
+        **counts,
+        "first_skipped": first_skipped[:10],
+        "first_backward": first_backward[:10],
+        "spill": {"bytes": spill.spilled_bytes, "flushes": spill.flushes},
+    }
+    if volumes:
+        metadata["volumes_selected"] = wanted
+    for message in messages:
+        warnings.warn(message, TraceWarning, stacklevel=2)
+    return write_fleet(out_dir, rows, metadata)
