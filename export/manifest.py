@@ -68,9 +68,12 @@ def write_manifest(
     bounds=None,
     metrics: dict | None = None,
     header_prefix: str = "dogi",
+    firmware: dict | None = None,
 ) -> Path:
     """Write ``manifest.json`` for the artefacts ``{role: file name}`` already in ``out_dir``.
-    ``bounds``: the classes' invalidation-time ranges (BIRs) when the labels have them."""
+    ``bounds``: the classes' invalidation-time ranges (BIRs) when the labels have them;
+    ``firmware``: per firmware target, what :func:`dogi_ml.export.firmware.firmware_check`
+    measured (sizes, stack, RAM, instructions per block)."""
     out_dir = Path(out_dir)
     arts = {}
     for role, name in artifacts.items():
@@ -113,6 +116,28 @@ def write_manifest(
         "metrics": metrics or {},
         "versions": versions(),
     }
+    if firmware:
+        manifest["firmware"] = {
+            t: {
+                k: fw[k]
+                for k in (
+                    "runs_on",
+                    "bit_exact",
+                    "vectors",
+                    "text_bytes",
+                    "rodata_bytes",
+                    "data_bytes",
+                    "bss_bytes",
+                    "stack_high_water_bytes",
+                    "ram_bytes",
+                    "instructions_per_block",
+                    "libgcc_helpers",
+                    "compile",
+                    "qemu",
+                )
+            }
+            for t, fw in firmware.items()
+        }
     path = out_dir / MANIFEST
     path.write_text(json.dumps(manifest, indent=2, default=_json_default))
     return path

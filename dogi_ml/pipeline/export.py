@@ -6,7 +6,10 @@ the workload and data). The same dataset as training is rebuilt for calibration 
 and evaluation (test split). Written to ``export/run-<model>-<workload>-<run>/`` (or
 ``dogi_ml.export.out``): the C header, ``quantized.npz``, the float and int8 ONNX files, ``report.json``
 (accuracy, parity, ONNX agreement, timings) and ``manifest.json``; all logged to MLflow
-(experiment ``export``).
+(experiment ``export``). ``export.targets`` chooses the builds: ``x86_64`` (the host C build,
+its parity and ns/block) and the firmware targets of :mod:`dogi_ml.export.firmware`
+(``cortex-m4``, ``cortex-r5``: cross-compiled, run under QEMU on the parity vectors, bit-exact,
+with sizes, stack and instructions per block in the report and the manifest).
 """
 
 from __future__ import annotations
@@ -94,6 +97,24 @@ def _source(cfg, work_dir: Path, log) -> tuple:
     )
 
 
+def _targets(e) -> list:
+    """``export.targets`` checked: a list of known build targets, in the given order, once each."""
+    from omegaconf import ListConfig
+
+    from dogi_ml.export.firmware import VALID_TARGETS
+
+    raw = e.get("targets")
+    valid = ", ".join(VALID_TARGETS)
+    if not isinstance(raw, (list, tuple, ListConfig)) or len(raw) == 0:
+        raise ConfigError(f"export.targets={raw!r} is not a list of targets", f"give e.g. export.targets=[{valid}]")
+    unknown = [t for t in raw if t not in VALID_TARGETS]
+    if unknown:
+        raise ConfigError(
+            f"export.targets: unknown target {unknown[0]!r}", f"choose from {valid} (e.g. export.targets=[{valid}])"
+        )
+    return list(dict.fromkeys(str(t) for t in raw))
+
+
 def _bounds(ds) -> dict | None:
     if ds.info.get("labels") != "dogi":
         return None
@@ -125,6 +146,14 @@ def run_export(cfg, work_dir: Path) -> dict:
     from dogi_ml.tracking import flatten, mlflow_run
 
     e = cfg.export
+    targets = _targets(e)
+    firmware_targets = [t for t in targets if t != "x86_64"]
+    if firmware_targets:
+        from dogi_ml.export.firmware import toolchain_problem
+
+        why = toolchain_problem()
+        if why:
+            raise ConfigError(f"export.targets={targets}: {why}", "install them, or drop the Arm targets")
     work_dir.mkdir(parents=True, exist_ok=True)
     model, src_cfg, source = _source(cfg, work_dir, console.print)
     if "workload" not in src_cfg or src_cfg.workload is None:
@@ -217,8 +246,15 @@ def run_export(cfg, work_dir: Path) -> dict:
 
     # -- C: strict build, parity, timing --------------------------------------------------------
     cmodels = {}
+    if firmware_targets and q is None:
+        raise ConfigError(
+            f"export.targets={targets}: {model.name} has no integer form to build as firmware",
+            "export an mlp, gru, lightgbm or random_forest model, or give export.targets=[x86_64]",
+        )
     if q is not None:
-        if find_compiler() is None:
+        if "x86_64" not in targets:
+            report["c"] = {"skipped": "export.targets has no x86_64"}
+        elif find_compiler() is None:
             report["c"] = {"skipped": "no C compiler (set CC)"}
             console.print("  [yellow]no C compiler: header not compiled, C parity skipped[/yellow]")
         else:
@@ -277,6 +313,8 @@ def run_export(cfg, work_dir: Path) -> dict:
         )
         if not par["all_identical"]:
             raise ExportError(f"integer implementations disagree: {par}")
+        if firmware_targets:
+            report["firmware"] = _firmware(q, out, files, header, firmware_targets, X_par, int(cfg.seed), console)
 
     if e.bench:
         onnx_paths = {}
@@ -310,6 +348,7 @@ def run_export(cfg, work_dir: Path) -> dict:
             bounds=_bounds(ds),
             metrics=report.get("accuracy"),
             header_prefix=e.prefix,
+            firmware=report.get("firmware"),
         )
         load_export(out)  # the loader accepts what was written
     else:
@@ -363,6 +402,12 @@ def run_export(cfg, work_dir: Path) -> dict:
         for k, v in report.get("ns_per_block", {}).items():
             if isinstance(v, float) and not k.startswith("target"):
                 metrics[f"ns_per_block_{k}"] = v
+        for t, fw in report.get("firmware", {}).items():
+            name = t.replace("-", "_")
+            for k in ("text_bytes", "rodata_bytes", "stack_high_water_bytes", "ram_bytes"):
+                metrics[f"firmware_{name}_{k}"] = fw[k]
+            metrics[f"firmware_{name}_instructions_worst"] = fw["instructions_per_block"]["worst"]
+            metrics[f"firmware_{name}_instructions_mean"] = fw["instructions_per_block"]["mean"]
         mlflow.log_metrics({k: float(v) for k, v in metrics.items()})
         mlflow.log_artifacts(str(out), artifact_path="export")
         report["mlflow_run_id"] = run.info.run_id
@@ -377,6 +422,30 @@ def run_export(cfg, work_dir: Path) -> dict:
         (out / "manifest.json").write_text(json.dumps(m, indent=2))
     _print_summary(report, out, console)
     return report
+
+
+def _firmware(q, out: Path, files: dict, header: str, targets: list, X_par, seed: int, console) -> dict:
+    """Each firmware target built from the header and run under QEMU on the parity vectors
+    (:func:`dogi_ml.export.firmware.firmware_check`); the images stay in ``out/firmware/<target>/``
+    (the vectors and raw outputs are removed) and join the manifest's artefacts."""
+    from dogi_ml.export.firmware import firmware_check
+
+    reports = {}
+    for t in targets:
+        t0 = time.perf_counter()
+        fw = firmware_check(q, out / header, t, X_par, out / "firmware" / t, seed=seed)
+        for name in ("fw_in.bin", "fw_out.bin", "fw_meta.bin"):
+            (out / "firmware" / t / name).unlink(missing_ok=True)
+        files[f"firmware_{t}"] = f"firmware/{t}/image.elf"
+        reports[t] = fw
+        ipb = fw["instructions_per_block"]
+        console.print(
+            f"  firmware {t} ({fw['runs_on']}): bit-exact on {fw['vectors']:,} vectors in "
+            f"{time.perf_counter() - t0:.1f} s; .text {fw['text_bytes']:,} B, .rodata {fw['rodata_bytes']:,} B, "
+            f"stack {fw['stack_high_water_bytes']:,} B, RAM {fw['ram_bytes']:,} B, instructions/block "
+            f"worst {ipb['worst']:,} mean {ipb['mean']:,.1f}"
+        )
+    return reports
 
 
 def _print_summary(r: dict, out: Path, console) -> None:
@@ -407,6 +476,13 @@ def _print_summary(r: dict, out: Path, console) -> None:
     for k, v in r.get("onnx", {}).items():
         if isinstance(v, float) and k != "target":
             t.add_row(f"ONNX {k.replace('_', ' ')}", f"{v:.4%}")
+    for tname, fw in r.get("firmware", {}).items():
+        ipb = fw["instructions_per_block"]
+        t.add_row(
+            f"firmware {tname}: .text+.rodata / stack / instr. per block (worst, mean)",
+            f"{fw['text_bytes'] + fw['rodata_bytes']:,} B / {fw['stack_high_water_bytes']:,} B / "
+            f"{ipb['worst']:,}, {ipb['mean']:,.0f}",
+        )
     nb = r.get("ns_per_block", {})
     if nb:
         t.add_row(f"ns/block, batch {nb['batch']}, one core", "")

@@ -81,18 +81,19 @@ static void run_row(const int64_t *in, int32_t *out)
     out[FW_OUT_WORDS - 1] = (int32_t)ticks(t0, t1);
 }
 
-/* n rows with the free stack painted first; returns the bytes of stack used below this frame */
+/* n rows with the free stack (below this frame's stack pointer) painted first; returns the bytes
+ * of stack the rows used below this frame */
 static __attribute__((noinline)) uint32_t run_chunk(int32_t n)
 {
-    volatile uint32_t mark = 0;
-    const uintptr_t here = (uintptr_t)&mark, keep = 128; /* bytes kept unpainted for this frame */
+    uintptr_t sp;
     uint32_t *p;
     int32_t r;
-    for (p = _stack_bottom; (uintptr_t)p < here - keep; ++p) *p = FW_PAINT;
+    __asm__ volatile("mov %0, sp" : "=r"(sp));
+    for (p = _stack_bottom; (uintptr_t)p < sp; ++p) *p = FW_PAINT; /* nothing lives below sp */
     for (r = 0; r < n; ++r) run_row(in_rows[r], out_rows[r]);
-    for (p = _stack_bottom; (uintptr_t)p < here && *p == FW_PAINT; ++p) {
+    for (p = _stack_bottom; (uintptr_t)p < sp && *p == FW_PAINT; ++p) {
     }
-    return (uint32_t)(here - (uintptr_t)p) + (uint32_t)sizeof mark;
+    return (uint32_t)(sp - (uintptr_t)p);
 }
 
 static __attribute__((noinline)) uint32_t empty_window(void)
