@@ -45,6 +45,7 @@ COMMANDS = {
     "stage": "one DVC pipeline stage: stage NAME [params=params.yaml] [out=data/dvc] (see dvc.yaml)",
     "cache": "show or empty the on-disk caches (compiled kernels, traces, annotations): cache info|clear [--help]",
     "report": "build docs/reproduction.md from docs/claims.yaml and docs/results: report reproduction [check=true]",
+    "study": "every scheme on every volume of a fleet: fleet=PATH policy=a,b,c [filter=NAME] [only=failed] (docs/fleets.md)",
 }
 
 
@@ -249,6 +250,13 @@ def _cache(args: list[str]) -> int:
     return cache_main(list(args))
 
 
+def _study(args: list[str]) -> int:
+    """``study``: Hydra overrides, but its own driver (it launches the jobs left to do)."""
+    from dogi_ml.pipeline.study import run_study
+
+    return run_study(list(args))
+
+
 def _report(args: list[str]) -> int:
     """``report reproduction``: the scoreboard; dogi_ml.report_reproduction parses its arguments."""
     from dogi_ml.report_reproduction import main as report_main
@@ -305,10 +313,15 @@ def main(argv: list[str] | None = None) -> None:
         print(usage())
         return
     command, rest = argv[0], argv[1:]
-    if own_command_line and (command in _BODIES or command == "stage"):
+    if own_command_line and (command in _BODIES or command in ("stage", "study")):
         _guarded(pin_process)  # may run this command line again, pinned
     if command == "stage":
         _guarded(_stage, rest)
+        return
+    if command == "study":
+        status = _guarded(_study, rest)  # --quiet reaches it (and its jobs) as DOGI_ML_QUIET=1
+        if status:
+            raise SystemExit(status)
         return
     if command in ("cache", "report"):
         status = _guarded(_cache if command == "cache" else _report, rest)
