@@ -1,0 +1,630 @@
+"""Hybrid (issue 40): DOGI's online lifetime model, MINOS's OP model as the group planner, GC
+relocation by predicted remaining lifetime, expiry victims over the run's rule.
+
+Built on :class:`dogi_ml.policies.dogi.DOGI` (its features, sample ring, online retraining, Hot
+Filter, Frozen Filter, Kaplan-Meier remaining-lifetime table, fallback to the base design and
+its ghost comparison) with four parts of its own, each a switch (``policy.params``):
+
+- ``lifetimes``: ``model`` -- every non-hot user write gets a predicted lifetime from the model's
+  class probabilities, not its argmax class: ``log2 t = sum_k P_k m_k``, ``m_k`` the mean log2
+  invalidation time of the labelled samples of class ``k`` (the classes' calibrated centres;
+  ``score=argmax`` uses the argmax class's centre only); ``oracle`` -- the true lifetime from the
+  annotation (``oracles.annotate``), the "perfect lifetimes through the same planner" bound.
+  Lifetimes are kept as quarter-octave buckets (``bucket = ceil(4 log2 t)``).
+- ``groups``: ``opmodel`` -- between chunks (at every retraining) the planner reads the sample
+  ring: the samples older than the horizon, each with its predicted and its true (censored at the
+  horizon) lifetime. For each number of groups ``K``, the thresholds on the *predicted*
+  lifetimes are :func:`markov.opmodel.thresholds_for_op` (the exact dynamic program) for the OP
+  budget the device really has (``sim.op_ratio`` of the capacity, less the GC's free reserve, one
+  open segment per group and the hot group's dead space); then each group's *true* lifetime CDF
+  (the blocks the model puts there, mispredictions included) gives its expiry age, the age at
+  which it has spent the OP the plan gave it, and the GC share it will really pay. ``K`` is the
+  one with the lowest modelled WAF. ``dogi`` -- DOGI's Markov-chain search over its classes.
+- ``relocation``: ``predicted`` -- a GC survivor goes to the group whose range covers its
+  predicted remaining lifetime (DOGI's Kaplan-Meier table of its class at its age; the oracle's
+  true remaining lifetime), never hotter than its source; ``age`` -- its age stands for its
+  remaining lifetime; ``dogi`` -- DOGI's ML-Reloc and Frozen Filter as they are.
+- ``victims``: ``expiry`` -- a dead segment, else the oldest expired segment of a bounded group,
+  else the run's victim rule (``policy.victim`` / ``sim.victim``, any general rule); ``rule`` --
+  the run's rule only. The rule is the run's: ``sim.victim`` is honoured or refused as for any
+  scheme (:func:`dogi_ml.sim.victims.resolve_victim`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+
+from dogi_ml.oracles.annotate import NEVER, annotate
+from dogi_ml.sim.policy_api import SimContext, new_scalars, record, scalar_fields
+from dogi_ml.sim.state import P_NSEG, SEG_SEALED
+from dogi_ml.sim.victims import (
+    GENERAL_VICTIMS,
+    cost_benefit,
+    cost_benefit_sepbit,
+    cost_benefit_sqrt,
+    d_choices,
+    fifo,
+    greedy,
+    register_victim,
+)
+from markov.opmodel import InvalidationCDF, assign_streams, thresholds_for_op
+
+from . import register
+from .dogi import (
+    DOGI,
+    G_FRZN,
+    INF,
+    MODE_ML,
+    N_CAT,
+    N_GROUPS,
+    DogiState,
+    _remaining,
+    dogi_gc,
+    dogi_prefetch,
+    dogi_user,
+    remaining_table,
+)
+
+#: quarter-octave lifetime buckets: bucket b holds lifetimes in (2^((b-1)/4), 2^(b/4)] blocks
+N_BUCKETS = 128
+NEVER_BUCKET = N_BUCKETS - 1
+BUCKETS_PER_OCTAVE = 4
+#: the victim rules the hybrid's selector can fall back to, in the order of its rule codes
+RULES = tuple(GENERAL_VICTIMS)
+
+CHOICES = {
+    "lifetimes": ("model", "oracle"),
+    "score": ("expected", "argmax"),
+    "groups": ("opmodel", "dogi"),
+    "relocation": ("predicted", "age", "dogi"),
+    "victims": ("expiry", "rule"),
+}
+
+HYBRID_SCALARS = scalar_fields(
+    planned=np.int64,  # 1: the planner's configuration is applied (bucket -> group)
+    oracle=np.int64,  # 1: lifetimes from the annotation
+    relocation=np.int64,  # 0 predicted, 1 age, 2 DOGI's ML-Reloc
+    expiry=np.int64,  # 1: expired segments first (victims=expiry)
+    rule=np.int64,  # the run's victim rule, an index into RULES
+    reloc_floor=np.int64,  # 1: a survivor never goes to a hotter group than its source
+)
+RELOC_PREDICTED, RELOC_AGE, RELOC_DOGI = 0, 1, 2
+
+
+class HybridState(NamedTuple):
+    """DOGI's state (every field, so DOGI's kernels and methods run on it) and the hybrid's."""
+
+    scalars: np.ndarray
+    preds: np.ndarray
+    cat2group: np.ndarray
+    group_lo: np.ndarray
+    group_hi: np.ndarray
+    group_final: np.ndarray
+    bounds: np.ndarray
+    base_bounds: np.ndarray
+    remaining: np.ndarray
+    age_grid: np.ndarray
+    rows: np.ndarray
+    user_confusion: np.ndarray
+    gc_destinations: np.ndarray
+    ring: tuple
+    group_expiry: np.ndarray
+    chunk_features: np.ndarray
+    sample_features: np.ndarray
+    hyb: np.ndarray  # one HYBRID_SCALARS record
+    scores: np.ndarray  # int8 per write of the current chunk: its lifetime bucket, -1 if none
+    bucket2group: np.ndarray  # int64 per bucket: its group G1..GK
+    inv: np.ndarray  # oracle: the invalidation time of every write (prefill included); else empty
+    death: np.ndarray  # oracle: per LBA, the time its live version dies (NEVER if never); else empty
+
+
+assert HybridState._fields[: len(DogiState._fields)] == DogiState._fields
+
+
+def lifetime_bucket(t) -> np.ndarray:
+    """Quarter-octave bucket of lifetimes ``t`` (user writes, >= 1; ``NEVER`` or beyond the last
+    bucket -> ``NEVER_BUCKET``)."""
+    t = np.asarray(t, np.float64)
+    b = np.ceil(BUCKETS_PER_OCTAVE * np.log2(np.maximum(t, 1.0)))
+    return np.where(t >= float(NEVER) / 2, NEVER_BUCKET, np.clip(b, 0, NEVER_BUCKET - 1)).astype(np.int64)
+
+
+def bucket_time(b) -> np.ndarray:
+    """The upper edge of bucket ``b`` in user writes (``inf`` for ``NEVER_BUCKET``)."""
+    b = np.asarray(b, np.float64)
+    return np.where(b >= NEVER_BUCKET, np.inf, np.exp2(b / BUCKETS_PER_OCTAVE))
+
+
+@nb.njit(cache=True)
+def _bucket_of(t):
+    if t >= NEVER // 2:
+        return NEVER_BUCKET
+    if t <= 1:
+        return 0
+    b = int(np.ceil(BUCKETS_PER_OCTAVE * np.log2(float(t))))
+    return min(b, NEVER_BUCKET - 1)
+
+
+@nb.njit(cache=True)
+def hybrid_user(s, p, lba, now):
+    """DOGI's placement and bookkeeping (Hot Filter, samples, accuracy), then a non-hot write
+    of an applied plan goes to the group of its lifetime bucket."""
+    h = p.hyb[0]
+    b = -1
+    if h.oracle:
+        t = p.inv[now]
+        p.death[lba] = now + t if t < NEVER else NEVER
+        b = _bucket_of(t)
+    g = dogi_user(s, p, lba, now)
+    st = p.scalars[0]
+    if h.planned and st.mode == MODE_ML and g >= 1 and g <= N_CAT:
+        if not h.oracle:
+            b = p.scores[now - st.chunk_start]
+        if b >= 0:
+            g = p.bucket2group[b]
+    return g
+
+
+@nb.njit(cache=True)
+def hybrid_gc(s, p, lba, victim, now):
+    """A survivor to the group whose range covers its predicted remaining lifetime (or its age),
+    never hotter than its source; DOGI's relocation before a model, and with relocation=dogi."""
+    h = p.hyb[0]
+    st = p.scalars[0]
+    if st.mode != MODE_ML or h.relocation == RELOC_DOGI:
+        return dogi_gc(s, p, lba, victim, now)
+    vg = s.seg_group[victim]
+    row = p.rows[lba]
+    age = now - s.lba_time[lba]
+    nint = st.n_intermediate
+    if st.frozen_filter and not h.oracle and row.updated == 0:
+        g = G_FRZN  # DOGI's Frozen Filter: not updated since its clock last cleared
+    else:
+        rem = -1
+        if h.relocation == RELOC_PREDICTED:
+            if h.oracle:
+                d = p.death[lba]
+                rem = d - now if d < NEVER else INF
+            elif row.lba_class >= 1:
+                rem = _remaining(p, row.lba_class - 1, age)
+        if rem < 0:
+            rem = age  # no estimate: the age stands for the remaining lifetime
+        lo = 1
+        if h.reloc_floor and not h.oracle and vg >= 1 and vg <= nint:
+            lo = vg
+        ghi = p.group_hi
+        g = nint
+        for k in range(lo, nint):
+            if rem <= ghi[k]:
+                g = k
+                break
+    if row.reloc_count < 255:
+        row.reloc_count += 1
+    row.reloc_group = g
+    row.reloc_time = now
+    p.gc_destinations[vg, g] += 1
+    return g
+
+
+@nb.njit(cache=True)
+def _rule_victim(s, p, now, rule):
+    if rule == 0:
+        return greedy(s, p, now)
+    if rule == 1:
+        return cost_benefit(s, p, now)
+    if rule == 2:
+        return cost_benefit_sepbit(s, p, now)
+    if rule == 3:
+        return cost_benefit_sqrt(s, p, now)
+    if rule == 4:
+        return fifo(s, p, now)
+    return d_choices(s, p, now)
+
+
+@nb.njit(cache=True)
+def hybrid_victim(s, p, now):
+    """``victims=expiry``: a dead segment at once, else the oldest expired segment (residence since
+    its first write beyond its group's expiry age) that holds garbage, else the run's rule;
+    ``victims=rule``: the run's rule."""
+    h = p.hyb[0]
+    if h.expiry:
+        expire = p.group_expiry
+        best = -1
+        best_open = 1 << 62
+        for seg in range(s.prm[P_NSEG]):
+            if s.seg_state[seg] != SEG_SEALED:
+                continue
+            v = s.seg_valid[seg]
+            if v == 0:
+                return seg
+            g = s.seg_group[seg]
+            if expire[g] < INF and now - s.seg_open_time[seg] > expire[g] and v < s.seg_wp[seg]:
+                if s.seg_open_time[seg] < best_open:
+                    best, best_open = seg, s.seg_open_time[seg]
+        if best >= 0:
+            return best
+    return _rule_victim(s, p, now, h.rule)
+
+
+register_victim("hybrid", hybrid_victim)
+
+
+# -- the planner --------------------------------------------------------------------------------
+
+
+@dataclass
+class GroupPlan:
+    """A configuration of ``k`` groups on predicted lifetimes (user writes)."""
+
+    k: int
+    thresholds: np.ndarray  # k-1 upper bounds of G1..G(k-1) on the predicted lifetime (blocks)
+    expiry: np.ndarray  # k-1 expiry ages of G1..G(k-1) (blocks)
+    modelled_waf: float  # 1 + the GC share the groups' true lifetimes give
+    budget: float  # the OP budget the thresholds were planned for (segments, per non-hot traffic)
+    traffic: np.ndarray  # k: share of the planned writes per group
+    gc_share: np.ndarray  # k: GC copies per write of each group (modelled)
+    end: float  # the last group's reclaim age in the OP model (blocks)
+    candidates: list = field(default_factory=list)  # (k, modelled WAF, budget) of every k tried
+
+
+def _expiry_for_op(cdf: InvalidationCDF, target: float) -> float:
+    """The largest age ``e`` with ``int_0^e F <= target`` (segments): the age at which a group
+    whose lifetimes follow ``cdf`` has held ``target`` of dead data per unit of its traffic."""
+    t, F = cdf.t, cdf.F
+    integral = F * t - cdf.S  # int_0^{t_j} F, exact at the jump points
+    j = int(np.searchsorted(integral, target, side="right")) - 1
+    if j < 0:
+        return float(t[0])  # F = 0 below the first time: no dead data before it
+    return float(t[j] + (target - integral[j]) / F[j])
+
+
+def plan_groups(
+    predicted: np.ndarray,
+    actual: np.ndarray,
+    segment_blocks: int,
+    op_segments: float,
+    max_groups: int = 10,
+    open_cost: float = 1.0,
+    other_open: int = 2,
+    reserve_segments: float = 0.0,
+    hot_share: float = 0.0,
+    hot_bound: float = 0.0,
+    fixed_k: int | None = None,
+) -> GroupPlan:
+    """The planner (``groups=opmodel``): ``predicted`` and ``actual`` lifetimes (user writes; the
+    actual ones ``NEVER`` or ``inf`` when unknown within the horizon) of sampled non-hot writes.
+
+    For each ``k`` in ``1..max_groups``: the OP budget per unit of non-hot traffic is ``(op_segments
+    - reserve_segments - open_cost (k + other_open) - hot_share hot_bound / S) / (1 - hot_share)``
+    (the hot group holds at most ``hot_bound`` of its writes dead); the thresholds are
+    :func:`markov.opmodel.thresholds_for_op` (exact) on the predicted lifetimes' CDF; group ``i``
+    gets the plan's OP ``op_i`` and its expiry is the age at which its members' *actual* CDF
+    ``G_i`` holds that much dead data (``traffic_i int_0^e G_i = op_i``; with perfect predictions
+    ``e = tau_i``); the last group is reclaimed at the plan's end ``T``. Modelled WAF: ``1 +`` the
+    copies per write, a member of a bounded group alive at its expiry ``e_i`` copied once and then
+    once per ``T`` it lives on (``1 + floor((t - e_i) / T)``), one of the last group once per ``T``
+    (``floor(t / T)``; the OP model's ``1 - F(T)`` counts only the first). The ``k`` of the lowest
+    modelled WAF wins (the smaller on a tie); ``fixed_k`` plans that many groups instead."""
+    S = float(segment_blocks)
+    pred = np.asarray(predicted, np.float64)
+    act = np.asarray(actual, np.float64)
+    never_pred = ~np.isfinite(pred) | (pred >= float(NEVER) / 2)
+    never_act = ~np.isfinite(act) | (act >= float(NEVER) / 2)
+    pred_cdf = InvalidationCDF.from_times(np.where(never_pred, 1.0, pred), S, never_mask=never_pred)
+    pred_seg = np.where(never_pred, np.inf, pred / S)
+    act_seg = np.where(never_act, np.inf, act / S)
+    # a block not dead within the horizon lives at least that long: counted at the horizon
+    horizon = float(np.max(act_seg[np.isfinite(act_seg)])) if np.isfinite(act_seg).any() else 1.0
+    life = np.where(np.isfinite(act_seg), act_seg, horizon)
+    best = None
+    candidates = []
+    for k in range(1, int(max_groups) + 1):
+        budget = (op_segments - reserve_segments - open_cost * (k + other_open) - hot_share * hot_bound / S) / max(
+            1.0 - hot_share, 1e-9
+        )
+        if budget <= 0:
+            break
+        if fixed_k is not None and k != fixed_k:
+            continue
+        stream = thresholds_for_op(pred_cdf, k, budget, method="exact")
+        member = assign_streams(pred_seg, stream.thresholds)
+        traffic = np.bincount(member, minlength=k) / member.size
+        T = max(float(stream.end), 1e-9)
+        expiry = np.zeros(k - 1)
+        copies = np.zeros(k)
+        for i in range(k):
+            sel = member == i
+            if not sel.any():
+                if i < k - 1:
+                    expiry[i] = stream.reclaim_age[i]
+                continue
+            t_i = life[sel]
+            if i < k - 1:
+                # the age at which the members' actual CDF has held the plan's OP for this group
+                g_cdf = InvalidationCDF(t_i) if t_i.size else None
+                e = _expiry_for_op(g_cdf, stream.op[i] / traffic[i]) if traffic[i] > 0 else stream.reclaim_age[i]
+                expiry[i] = e
+                # a member alive at its group's expiry is copied, then every T in the last group
+                alive = t_i > e
+                copies[i] = float(np.sum(1.0 + np.floor((t_i[alive] - e) / T))) / t_i.size
+            else:
+                copies[i] = float(np.sum(np.floor(t_i / T))) / t_i.size
+        waf = 1.0 + float(np.dot(traffic, copies))
+        candidates.append((k, waf, float(budget)))
+        if best is None or waf < best.modelled_waf - 1e-12:
+            best = GroupPlan(
+                k=k,
+                thresholds=stream.thresholds * S,
+                expiry=expiry * S,
+                modelled_waf=waf,
+                budget=float(budget),
+                traffic=traffic,
+                gc_share=copies,
+                end=T * S,
+            )
+    if best is None:
+        raise ValueError(
+            f"hybrid planner: no OP left for even one group ({op_segments:g} OP segments, "
+            f"{reserve_segments:g} reserved, {open_cost:g} per open segment); lower sim.gc_free_segments "
+            "or raise sim.op_ratio"
+        )
+    best.candidates = candidates
+    return best
+
+
+@register
+class Hybrid(DOGI):
+    name = "hybrid"
+    #: the run's rule under the expiry selector: cost-benefit unless sim.victim / policy.victim say otherwise
+    victim = "cost_benefit"
+    selector = "hybrid"
+    victim_rules = RULES
+    victim_note = "a dead segment, else the oldest expired segment of a bounded group, else the victim rule"
+    place_user = hybrid_user
+    place_gc = hybrid_gc
+    prefetch_lba = dogi_prefetch
+
+    HYBRID_DEFAULTS = {
+        "lifetimes": "model",  # model | oracle (true lifetimes: the planner's bound)
+        "score": "expected",  # expected (sum_k P_k m_k) | argmax (the argmax class's centre)
+        "groups": "opmodel",  # opmodel (MINOS's OP model on predicted lifetimes) | dogi (DOGI's Markov search)
+        "relocation": "predicted",  # predicted | age | dogi
+        "victims": "expiry",  # expiry (expired segments first, then the rule) | rule
+        "hot_filter": True,  # DOGI's Hot Filter in front of the model
+        "horizon": 4.0,  # capacities: the planner's samples are at least this old (at most half the ring's span)
+        "max_groups": 10,  # groups G1..GK the planner may use
+        "open_cost": 1.0,  # OP segments each open segment costs the planner
+        "fixed_groups": None,  # plan this many groups instead of the modelled-WAF choice (an ablation)
+    }
+
+    def __init__(self, n_groups=N_GROUPS, **params):
+        own = {k: params.pop(k) for k in list(params) if k in self.HYBRID_DEFAULTS}
+        hcfg = {**self.HYBRID_DEFAULTS, **own}
+        for key, allowed in CHOICES.items():
+            if hcfg[key] not in allowed:
+                raise ValueError(f"policy hybrid: {key} must be one of {', '.join(allowed)}, got {hcfg[key]!r}")
+        if hcfg["lifetimes"] == "oracle" and hcfg["groups"] != "opmodel":
+            raise ValueError(
+                "policy hybrid: lifetimes=oracle feeds true lifetimes to the OP-model planner; "
+                "groups=dogi searches the model's classes: use groups=opmodel with lifetimes=oracle"
+            )
+        if not isinstance(hcfg["hot_filter"], bool):
+            raise ValueError(f"policy hybrid: hot_filter must be true or false, got {hcfg['hot_filter']!r}")
+        if not 1 <= int(hcfg["max_groups"]) <= N_CAT:
+            raise ValueError(f"policy hybrid: max_groups must lie in [1, {N_CAT}], got {hcfg['max_groups']}")
+        if hcfg["fixed_groups"] is not None and not 1 <= int(hcfg["fixed_groups"]) <= int(hcfg["max_groups"]):
+            raise ValueError(
+                f"policy hybrid: fixed_groups must lie in [1, max_groups={hcfg['max_groups']}] or be null, "
+                f"got {hcfg['fixed_groups']}"
+            )
+        if not float(hcfg["horizon"]) > 0 or not float(hcfg["open_cost"]) >= 0:
+            raise ValueError(
+                f"policy hybrid: horizon must be > 0 and open_cost >= 0, got {hcfg['horizon']} and {hcfg['open_cost']}"
+            )
+        if params.get("deployed", "float") != "float":
+            raise ValueError("policy hybrid: deployed must be float (the planner reads the model's probabilities)")
+        if hcfg["lifetimes"] == "oracle":
+            if params.get("predictor", "latest") != "latest":
+                raise ValueError("policy hybrid: lifetimes=oracle trains no model; leave params.predictor unset")
+            params["predictor"] = "latest"  # DOGI's bookkeeping without a model
+        super().__init__(n_groups, **params)
+        self.hcfg = hcfg
+        self.needs_future = hcfg["lifetimes"] == "oracle"
+
+    def accepted_params(self):
+        return (*self.DEFAULTS, *self.HYBRID_DEFAULTS)
+
+    def bind(self, ctx: SimContext) -> tuple:
+        dogi_state = super().bind(ctx)
+        h = self.hcfg
+        hyb = new_scalars(HYBRID_SCALARS)
+        hr = record(hyb)
+        hr.oracle = int(h["lifetimes"] == "oracle")
+        hr.relocation = {"predicted": RELOC_PREDICTED, "age": RELOC_AGE, "dogi": RELOC_DOGI}[h["relocation"]]
+        hr.expiry = int(h["victims"] == "expiry")
+        hr.rule = RULES.index(self.victim_rule) if self.victim_rule in RULES else RULES.index("cost_benefit")
+        if self.victim_rule is not None and self.victim_rule not in RULES:
+            raise ValueError(f"policy hybrid: victim rule {self.victim_rule!r} is not one of {', '.join(RULES)}")
+        hr.reloc_floor = int(bool(self.cfg["reloc_floor"]))
+        st = record(dogi_state.scalars)
+        if not h["hot_filter"]:
+            st.hot_threshold = 0  # no lifetime is <= 0: nothing goes to G_hot
+            st.adapt_mu = 0
+            dogi_state.bounds[0] = 0
+            dogi_state.group_hi[0] = 0
+        if hr.oracle:
+            inv, _prev = annotate(ctx.stream)
+            death = np.full(ctx.capacity, NEVER, np.int64)
+        else:
+            inv = death = np.zeros(0, np.int64)
+        self.state = HybridState(
+            *dogi_state,
+            hyb=hyb,
+            scores=np.full(self.max_chunk_blocks, -1, np.int8),
+            bucket2group=np.ones(N_BUCKETS, np.int64),
+            inv=inv,
+            death=death,
+        )
+        self.n_segments = ctx.n_segments
+        self.gc_free_segments = ctx.gc_free_segments
+        self.centres = None
+        self.plan = None
+        self.plans: list[dict] = []
+        return self.state
+
+    # -- lifetimes -----------------------------------------------------------------------------
+    def _class_centres(self, now: int) -> np.ndarray:
+        """Mean log2 invalidation time of the ring's labelled samples per class (DOGI's labels;
+        a class without samples: the log2 mid-point of its bounds)."""
+        bounds = self.state.bounds.astype(np.float64)
+        data = self.ring.collect(now, long_bound=int(bounds[-1]))
+        y = np.maximum(np.searchsorted(bounds, data["inv"], side="left"), 1) - 1
+        lo = np.log2(np.maximum(np.r_[max(bounds[0], 1.0), bounds[1:]], 1.0))
+        hi = np.r_[np.log2(bounds[1:]), np.log2(bounds[-1]) + 1.0]
+        centres = (lo + hi) / 2
+        logs = np.log2(np.maximum(data["inv"], 1).astype(np.float64))
+        for k in range(N_CAT):
+            sel = y == k
+            if sel.any():
+                centres[k] = logs[sel].mean()
+        return centres
+
+    def _buckets_of(self, proba: np.ndarray) -> np.ndarray:
+        if self.hcfg["score"] == "argmax":
+            log_t = self.centres[proba.argmax(axis=1)]
+        else:
+            log_t = proba @ self.centres
+        return np.clip(np.ceil(BUCKETS_PER_OCTAVE * log_t), 0, NEVER_BUCKET - 1).astype(np.int64)
+
+    def _predict_into(self, X: np.ndarray, out: np.ndarray) -> None:
+        """DOGI's classes (the argmax of the same probabilities) and, kept for ``before_chunk``,
+        the lifetime buckets of the rows."""
+        proba = self.model.predict_proba(X)
+        out[:] = proba.argmax(axis=1)
+        self._last_buckets = self._buckets_of(proba) if self.centres is not None else None
+
+    def before_chunk(self, sim, start: int, n_writes: int) -> None:
+        self._last_buckets = None
+        super().before_chunk(sim, start, n_writes)
+        if self._last_buckets is None:
+            return
+        C = max(1, min(int(sim.cfg.chunk_blocks), int(self.max_chunk_blocks)))
+        j = start // C
+        a = start - self.prefill
+        lo, hi = max(a, 0), min(a + n_writes, self.n_trace_writes)
+        r0 = lo + self.prefill - j * C
+        self.state.scores[r0 : r0 + hi - lo] = self._last_buckets
+
+    # -- planning --------------------------------------------------------------------------------
+    def _search_and_apply(self, plog: dict, entry: dict, sim, period: dict, reloc: dict, apply: bool = True) -> None:
+        if self.hcfg["groups"] == "dogi":
+            super()._search_and_apply(plog, entry, sim, period, reloc, apply)
+            return
+        now = int(sim.state.ctr[0])
+        r = self.ring
+        n = int(min(r.count[0], r.row.size))
+        slots = np.flatnonzero(r.time[:n] >= 0)
+        span = now - int(r.time[slots].min()) if slots.size else 0
+        horizon = min(int(float(self.hcfg["horizon"]) * self.capacity), span // 2)
+        mature = slots[r.time[slots] <= now - horizon]
+        entry["planner_samples"] = int(mature.size)
+        entry["planner_horizon"] = horizon
+        if mature.size < int(self.cfg["min_samples"]) or horizon <= 0:
+            # too few samples have lived past the horizon yet: DOGI's search meanwhile
+            entry["planner"] = "waiting for mature samples (DOGI's search meanwhile)"
+            super()._search_and_apply(plog, entry, sim, period, reloc, apply)
+            return
+        inv = r.inv[mature]
+        actual = np.where((inv >= 0) & (inv <= horizon), inv, NEVER).astype(np.float64)
+        if self.hcfg["lifetimes"] == "oracle":
+            predicted = bucket_time(lifetime_bucket(self.state.inv[r.time[mature]]))
+        else:
+            self.centres = self._class_centres(now)
+            proba = self.model.predict_proba(self.state.sample_features[mature])
+            predicted = bucket_time(self._buckets_of(proba))
+        st = record(self.state.scalars)
+        S = float(self.segment_blocks)
+        op_segments = self.n_segments - self.capacity / S
+        hot = float(period["hot_share"]) if self.hcfg["hot_filter"] else 0.0
+        plan = plan_groups(
+            predicted,
+            actual,
+            int(S),
+            op_segments,
+            max_groups=int(self.hcfg["max_groups"]),
+            open_cost=float(self.hcfg["open_cost"]),
+            other_open=2,  # G_hot and G_frzn
+            reserve_segments=float(self.gc_free_segments),
+            hot_share=min(hot, 0.99),
+            hot_bound=float(st.hot_threshold),
+            fixed_k=None if self.hcfg["fixed_groups"] is None else int(self.hcfg["fixed_groups"]),
+        )
+        entry["modelled_waf"] = plan.modelled_waf
+        entry["planned_groups"] = plan.k
+        entry["planned_thresholds"] = [int(x) for x in plan.thresholds]
+        entry["planned_expiry"] = [int(x) for x in plan.expiry]
+        entry["planner_candidates"] = plan.candidates
+        self._pending_groups, self._pending_reloc = plan, reloc
+        if apply:
+            self._apply_configuration(plan, reloc)
+            entry["configuration"] = self.configuration
+            entry["action"] = "configuration applied"
+
+    def _apply_configuration(self, groups, plog) -> None:
+        if not isinstance(groups, GroupPlan):
+            if isinstance(self.state, HybridState):  # (DOGI's bind applies one before the state is ours)
+                record(self.state.hyb).planned = 0
+            super()._apply_configuration(groups, plog)
+            return
+        hr = record(self.state.hyb)
+        p = self.state
+        st = record(p.scalars)
+        plan = groups
+        k = plan.k
+        st.n_intermediate = k
+        glo, ghi, final, expire = p.group_lo, p.group_hi, p.group_final, p.group_expiry
+        glo[:] = 0
+        ghi[:] = INF
+        final[:] = 1
+        expire[:] = INF
+        ghi[0] = st.hot_threshold
+        expire[0] = st.hot_threshold if self.hcfg["hot_filter"] else INF
+        for i in range(k):
+            g = 1 + i
+            glo[g] = st.hot_threshold if i == 0 else ghi[g - 1] + 1
+            if i < k - 1:
+                ghi[g] = max(int(np.ceil(plan.thresholds[i])), int(glo[g]))
+                expire[g] = max(int(np.ceil(plan.expiry[i])), 1)
+        p.cat2group[:] = k  # DOGI's class mapping (read before the bucket's group replaces it)
+        edges = bucket_time(np.arange(N_BUCKETS)) / float(self.segment_blocks)
+        p.bucket2group[:] = 1 + assign_streams(edges, plan.thresholds / float(self.segment_blocks))
+        p.remaining[:] = -1
+        if plog is not None and len(plog["pred"]):
+            p.remaining[:] = remaining_table(
+                plog["pred"], plog["inv"], plog.get("event"), p.age_grid, self.cfg["reloc_estimate"]
+            )
+        hr.planned = 1
+        self.plan = plan
+        self.configuration = {
+            "groups": k,
+            "bounds": [int(ghi[1 + i]) for i in range(k - 1)] + [None],
+            "expiry": [int(expire[1 + i]) for i in range(k - 1)] + [None],
+            "modelled_waf": plan.modelled_waf,
+        }
+
+    # -- results ---------------------------------------------------------------------------------
+    def label(self) -> str:
+        h = self.hcfg
+        parts = [f"{k}={h[k]}" for k in self.HYBRID_DEFAULTS if h[k] != self.HYBRID_DEFAULTS[k]]
+        return "hybrid" + (f"[{','.join(parts)}]" if parts else "")
+
+    def summary(self, state) -> dict:
+        out = super().summary(state)
+        out["hybrid"] = dict(self.hcfg)
+        out["planned_groups"] = self.plan.k if self.plan is not None else None
+        out["planned_modelled_waf"] = self.plan.modelled_waf if self.plan is not None else None
+        return out
