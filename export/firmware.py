@@ -250,7 +250,7 @@ def build_image(q, header: str | Path, target: str, workdir: str | Path) -> Firm
     t = TARGETS[target]
     lay = layout(q)
     header = Path(header).resolve()
-    wd = Path(workdir)
+    wd = Path(workdir).resolve()
     wd.mkdir(parents=True, exist_ok=True)
     (wd / "model.c").write_text(model_source(lay["kind"], header))
     flags = [*COMMON_FLAGS, *t.cflags]

@@ -159,11 +159,11 @@ def test_unknown_target_is_a_one_line_error(tmp_path):
 @pytest.mark.slow
 def test_export_command_builds_runs_and_records_firmware(tmp_path):
     small = [
-        "workload.capacity_blocks=16384",
+        "workload.capacity_blocks=8192",
         "workload.write_volume=4",
         "latency_budget_s=0.01",
         "model.params.epochs=2",
-        "export.parity_rows=20000",
+        "export.parity_rows=5000",
         "export.bench=false",
         "export.onnx=false",
         "export.out=fw",
@@ -176,7 +176,7 @@ def test_export_command_builds_runs_and_records_firmware(tmp_path):
     man = json.loads((d / "manifest.json").read_text())
     for t in TARGETS:
         f = rep["firmware"][t]
-        assert f["bit_exact"] and f["vectors"] == 20000
+        assert f["bit_exact"] and f["vectors"] == 5000
         assert man["firmware"][t]["text_bytes"] == f["text_bytes"] > 0
         assert man["firmware"][t]["instructions_per_block"] == f["instructions_per_block"]
         assert man["artifacts"][f"firmware_{t}"]["path"] == f"firmware/{t}/image.elf"
