@@ -41,12 +41,13 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import google_crc32c
+import numba as nb
 import numpy as np
 
 from dogi_ml.errors import DogiMLError
 
 from .binfmt import read_binary, write_trace
-from .trace import BLOCK_SIZE, OP_READ, OP_TRIM, OP_WRITE, Trace, remap_dense
+from .trace import BLOCK_SIZE, OP_READ, OP_TRIM, OP_WRITE, Trace, _max_end, remap_dense
 
 MANIFEST_NAME = "fleet.parquet"
 VOLUMES_DIR = "volumes"
@@ -487,6 +488,59 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 _RETRY_LINES = 1 << 16
 
 
+@nb.njit(cache=True, nogil=True)
+def _bucket(keys, n_keys, ts_us, lba, nblocks, op, out):
+    """Requests grouped by key, each group in file order (a counting sort: one pass to count,
+    one to place); returns each key's start in ``out`` (``n_keys + 1`` entries)."""
+    starts = np.zeros(n_keys + 1, np.int64)
+    for i in range(keys.shape[0]):
+        starts[keys[i] + 1] += 1
+    for k in range(n_keys):
+        starts[k + 1] += starts[k]
+    fill = starts[:-1].copy()
+    for i in range(keys.shape[0]):
+        j = fill[keys[i]]
+        fill[keys[i]] = j + 1
+        out[j]["ts_us"] = ts_us[i]
+        out[j]["lba"] = lba[i]
+        out[j]["nblocks"] = nblocks[i]
+        out[j]["op"] = op[i]
+    return starts
+
+
+@nb.njit(cache=True, nogil=True)
+def _dense_lba(lba, nblocks, order):
+    """trace.py's ``_dense_starts`` for one volume, its result scattered back to file order:
+    each request's first block among the touched blocks (the union of the requests' ranges),
+    from requests visited in address order."""
+    out = np.empty(lba.shape[0], np.int64)
+    done = 0
+    cur_start = cur_end = 0
+    for k in range(order.shape[0]):
+        i = order[k]
+        start = lba[i]
+        end = start + nblocks[i]
+        if k == 0 or start > cur_end:  # a new merged range begins
+            done += cur_end - cur_start
+            cur_start, cur_end = start, end
+        elif end > cur_end:
+            cur_end = end
+        out[i] = done + (start - cur_start)
+    return out
+
+
+def _remap_volume(trace: Trace) -> Trace:
+    """``remap_dense`` for a one-volume trace (the same LBAs and meta): one sort by address
+    instead of two keys, and no gathers of the ends; a request's dense start depends on the
+    merged ranges before it, not on how requests at the same address are ordered."""
+    order = np.argsort(trace.lba)
+    lba = _dense_lba(trace.lba, trace.nblocks, order)
+    meta = dict(trace.meta)
+    meta["remapped"] = 1
+    meta["original_max_lba"] = int(_max_end(trace.lba, trace.nblocks))
+    return Trace(trace.ts_us, lba, trace.nblocks, trace.op, trace.volume, list(trace.volumes), trace.name, meta)
+
+
 class _Spill:
     """Per-volume request records, buffered in memory up to ``budget`` bytes in all, then
     appended to one file per volume under ``tmp`` (each opened only while it is written, so
@@ -500,19 +554,16 @@ class _Spill:
         self.spilled_bytes = 0
         self.flushes = 0
 
-    def add(self, keys: np.ndarray, chunk) -> None:
-        """Append the chunk's requests to the buffer of their key (``keys[i]``: request i's)."""
+    def add(self, keys: np.ndarray, chunk, n_keys: int) -> None:
+        """Append the chunk's requests to the buffer of their key (``keys[i]``: request i's, all
+        below ``n_keys``)."""
         n = keys.size
         if n == 0:
             return
-        order = np.argsort(keys, kind="stable")  # stable: each volume keeps the file's order
-        sorted_keys = keys[order]
         records = np.empty(n, _RECORD)
-        for name in _RECORD.names:
-            records[name] = getattr(chunk, name)[order]
-        cuts = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
-        for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), n], strict=True):
-            self.buffers.setdefault(int(sorted_keys[lo]), []).append(records[lo:hi])
+        starts = _bucket(keys, n_keys, chunk.ts_us, chunk.lba, chunk.nblocks, chunk.op, records)
+        for key in np.flatnonzero(starts[1:] > starts[:-1]).tolist():
+            self.buffers.setdefault(key, []).append(records[starts[key] : starts[key + 1]])
         self.buffered += records.nbytes
         if self.buffered >= self.budget:
             self.flush()
@@ -567,49 +618,51 @@ def _compressed_position(fh) -> int | None:
     return None
 
 
-def _line_blocks(fh, path: Path, block_bytes: int):
-    """(decompressed bytes ending at a line end, or at the end of the file; their line ends),
-    about ``block_bytes`` at a time; a broken compressed stream is the readers' one-line error."""
+def _line_blocks(fh, path: Path, block_bytes: int, lines: list):
+    """Decompressed text in blocks of about ``block_bytes`` that end at a line end (or at the
+    end of the file), as (buffer, length): a block's read plus the rest of its last line, read
+    into one buffer that is reused for every block (the consumer is done with a block before it
+    asks for the next). ``lines[0]``: the lines the caller has consumed, for the message when a
+    compressed stream breaks off (the readers' one-line error)."""
     import zlib
 
     from .trace import TraceFormatError
 
-    carry = b""
-    lines_before = 0
+    slack = 1 << 16  # room for the rest of the block's last line
+    buf = bytearray(block_bytes + slack)
+    view = memoryview(buf)
     first = True
     while True:
         try:
-            data = fh.read(block_bytes)
+            n = 0
+            while n < block_bytes:
+                got = fh.readinto(view[n:block_bytes])
+                if not got:
+                    break
+                n += got
+            rest = fh.readline() if n and buf[n - 1] != 10 else b""
         except (EOFError, OSError, zlib.error) as exc:
             pos = _compressed_position(fh)
             at = f", byte {pos} of the file" if pos is not None else ""
-            whole_lines = lines_before + carry.count(b"\n")
             raise TraceFormatError(
-                f"{path}: after line {whole_lines}{at}: the compressed stream breaks off (truncated or corrupt: {exc})",
+                f"{path}: after line {lines[0]}{at}: the compressed stream breaks off (truncated or corrupt: {exc})",
                 "re-download or re-compress the file (gzip -t / zstd -t FILE checks it)",
             ) from None
         if first:
             first = False
-            if data.startswith(_UTF8_BOM):  # a byte-order mark at the start is dropped, as the readers do
-                data = data[len(_UTF8_BOM) :]
-        if not data:
-            if carry:
-                yield carry, carry.count(b"\n")
+            if buf.startswith(_UTF8_BOM):  # a byte-order mark at the start is dropped, as the readers do
+                view[: n - len(_UTF8_BOM)] = buf[len(_UTF8_BOM) : n]
+                n -= len(_UTF8_BOM)
+        if not n and not rest:
             return
-        if carry:
-            data = carry + data
-        cut = data.rfind(b"\n") + 1
-        if cut == 0:  # no line end yet: a line longer than the block
-            carry = data
+        if len(rest) > slack:  # a line longer than the slack: this block gets a buffer of its own
+            yield bytearray(view[:n]) + rest, n + len(rest)
             continue
-        carry = data[cut:]
-        block = data[:cut] if cut < len(data) else data
-        newlines = block.count(b"\n")
-        lines_before += newlines
-        yield block, newlines
+        view[n : n + len(rest)] = rest
+        yield buf, n + len(rest)
 
 
-def _fast_chunk(spec, acc, start: int, data: bytes, n_lines: int, state: dict):
+def _fast_chunk(spec, acc, start: int, data, n_lines: int, state: dict):
     """A block of whole lines parsed with pyarrow straight from bytes, the checks and results of
     ``readers._delimited_arrow`` (which parses a list of lines); None when anything looks off, so
     the caller hands the block to the line parser, which names the bad line.
@@ -671,7 +724,11 @@ def _fast_chunk(spec, acc, start: int, data: bytes, n_lines: int, state: dict):
             return None
         state["float_ts"] = True
     n_rows = table.num_rows
-    if n_rows == 0 or n_rows != n_lines or any(table.column(f"f{i}").null_count for i in used):
+    if (
+        n_rows == 0
+        or (n_lines is not None and n_rows != n_lines)
+        or any(table.column(f"f{i}").null_count for i in used)
+    ):
         return None  # blank lines (the line parser skips them and counts lines) or empty fields
     off_mul = ADDR_UNIT[spec.units.get("offset", "bytes")]
     size_mul = ADDR_UNIT[spec.units.get("size", "bytes")]
@@ -700,10 +757,13 @@ def _fast_chunk(spec, acc, start: int, data: bytes, n_lines: int, state: dict):
     kinds = np.asarray(codes, np.uint8)[op_index]
     if "ts" in spec.columns:
         raw = table.column(f"f{spec.columns['ts']}").to_numpy()
+        ts_mul = TS_TO_US[spec.units.get("ts", "s")]
         if filetime:
             ts = raw // 10
+        elif raw.dtype == np.int64 and ts_mul == 1.0 and -(2**53) <= raw.min() and raw.max() <= 2**53:
+            ts = raw  # whole µs that a float64 holds exactly: what the float path below gives
         else:
-            ts = raw.astype(np.float64) * TS_TO_US[spec.units.get("ts", "s")]
+            ts = raw.astype(np.float64) * ts_mul
             if not np.isfinite(ts).all() or np.abs(ts).max() >= MAX_TS_US:
                 return None
             ts = np.rint(ts)
@@ -787,10 +847,14 @@ def _fast_delimited_chunks(spec, acc, path: Path, block_bytes: int, on_bytes=Non
 
     line = 1
     state = {}
+    consumed = [0]
     with _binary_stream(path) as fh:
-        for data, newlines in _line_blocks(fh, path, block_bytes):
-            n_lines = newlines + (not data.endswith(b"\n"))
-            chunk = _fast_chunk(spec, acc, line, data, n_lines, state)
+        for buf, size in _line_blocks(fh, path, block_bytes, consumed):
+            n_lines = buf.count(b"\n", 0, size) + (buf[size - 1] != 10)
+            chunk = _int_chunk(spec, acc, line, buf, size, n_lines, state)
+            if chunk is None:
+                data = bytes(memoryview(buf)[:size])
+                chunk = _fast_chunk(spec, acc, line, data, n_lines, state)
             if chunk is not None:
                 acc.lines_read += n_lines
                 line += n_lines
@@ -798,6 +862,7 @@ def _fast_delimited_chunks(spec, acc, path: Path, block_bytes: int, on_bytes=Non
             else:
                 # the text readers' own line splitting (universal newlines, undecodable bytes replaced)
                 lines = io.StringIO(data.decode("utf-8", errors="replace"), newline="").readlines()
+                del data
                 for k in range(0, len(lines), _RETRY_LINES):
                     part = lines[k : k + _RETRY_LINES]
                     raw = "".join(part).encode()
@@ -805,6 +870,7 @@ def _fast_delimited_chunks(spec, acc, path: Path, block_bytes: int, on_bytes=Non
                     acc.lines_read += len(part)
                     yield chunk if chunk is not None else _delimited_lines(spec, acc, line, part)
                     line += len(part)
+            consumed[0] = line - 1
             if on_bytes is not None:
                 pos = _compressed_position(fh)
                 if pos is not None:
@@ -961,7 +1027,7 @@ def split_trace(
                         kept = chunk_keys >= 0
                         chunk = _select(chunk, kept)
                         chunk_keys = chunk_keys[kept]
-                    spill.add(chunk_keys, chunk)
+                    spill.add(chunk_keys, chunk, len(keys))
                 done += file.stat().st_size
                 names = list(acc.volumes)
                 inner_counts.append(len(names))
@@ -1021,7 +1087,7 @@ def split_trace(
                 meta={"format": fmt, "source": str(source), "volume": volume},
             )
             del records
-            trace = remap_dense(trace)
+            trace = _remap_volume(trace)
             dtr = write_trace(trace, vol_dir / volume_file_name(volume))
             rows.append(volume_row(volume, dtr, out_dir, trace.stats()))
             del trace
@@ -1045,3 +1111,279 @@ def split_trace(
     for message in messages:
         warnings.warn(message, TraceWarning, stacklevel=2)
     return write_fleet(out_dir, rows, metadata)
+
+
+def write_synthetic_alibaba_csv(
+    path: str | Path, n_bytes: int, n_volumes: int, seed: int = 0, rows_per_chunk: int = 1 << 20
+) -> dict:
+    """Write about ``n_bytes`` of Alibaba-format CSV (whole lines) in bounded memory, for
+    throughput and memory measurements: each request's volume uniform over ``n_volumes`` ids
+    (so a volume's share, and the largest volume, stay the same size for a file twice as large
+    with twice the volumes), 70% writes, 4 KiB-aligned offsets over 64 GiB per volume (one in
+    ten shifted by 512 bytes), sizes of 1 to 16 blocks (geometric, mean 2), stamps rising by 0
+    to 19 µs. Returns ``{"bytes", "requests", "volumes"}``."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    rng = np.random.Generator(np.random.PCG64(seed))
+    options = pacsv.WriteOptions(include_header=False, quoting_style="none")
+    names = pa.array([str(v) for v in range(n_volumes)], pa.string())
+    opcodes = pa.array(["R", "W"], pa.string())
+    written = requests = 0
+    stamp = 1_577_808_000_000_000  # 2020-01-01 in µs, as Alibaba's stamps look
+    with open(path, "wb") as fh:
+        while written < n_bytes:
+            n = rows_per_chunk
+            vol = rng.integers(0, n_volumes, n)
+            op = (rng.random(n) < 0.7).astype(np.int64)
+            offset = rng.integers(0, 1 << 24, n) * BLOCK_SIZE + np.where(rng.random(n) < 0.1, 512, 0)
+            length = np.minimum(rng.geometric(0.5, n), 16) * BLOCK_SIZE
+            ts = stamp + np.cumsum(rng.integers(0, 20, n))
+            stamp = int(ts[-1])
+            table = pa.table({"d": names.take(vol), "o": opcodes.take(op), "off": offset, "len": length, "ts": ts})
+            sink = pa.BufferOutputStream()
+            pacsv.write_csv(table, sink, write_options=options)
+            data = sink.getvalue().to_pybytes()
+            if written + len(data) > n_bytes:  # the last chunk: whole lines up to the size
+                cut = data.rfind(b"\n", 0, max(1, n_bytes - written)) + 1
+                data = data[:cut] if cut else data[: data.find(b"\n") + 1]
+                n = data.count(b"\n")
+            fh.write(data)
+            written += len(data)
+            requests += n
+    return {"bytes": written, "requests": requests, "volumes": n_volumes}
+
+
+# -- the integer-CSV fast path ---------------------------------------------------------------------
+#: hash-table slots for volume ids seen by the integer parser (a fleet with more volumes than a
+#: quarter of this falls back to the pyarrow path)
+_ID_SLOTS = 1 << 20
+_OK, _NOT_MINE = 0, 1
+
+
+@nb.njit(cache=True, nogil=True)
+def _int_csv(data, sep, n_fields, c_vol, c_op, c_off, c_size, c_ts, op_keys, op_codes, fold_case,
+             off_mul, size_mul, ts_mul, ts_filetime, slot_keys, slot_vals, new_slots,
+             out_slot, out_lba, out_nb, out_op, out_ts):  # fmt: skip
+    """Parse lines of ``n_fields`` fields separated by ``sep`` whose volume field is a canonical
+    decimal integer (no sign, no leading zero), offset and size are decimal integers, the stamp a
+    decimal integer and the op one of ``op_keys`` (ASCII bytes packed little-endian, folded to
+    lower case with ``fold_case``), into block requests, in one pass over the bytes.
+
+    Returns (status, rows kept, lines, zero-length rows, new volume slots, backward stamps, row of
+    the first backward stamp, first kept row). Status 1: a line this parser does not take as it
+    is (anything else, including what the readers call malformed): the caller then parses the
+    block with the general path, which accepts or names the line. Volume ids go through an
+    open-addressing table (``slot_keys``: id + 1, 0 = empty; ``slot_vals``: the caller's index
+    or -1 until the caller assigns it); ``new_slots`` lists the slots first filled by this call."""
+    n = data.shape[0]
+    pos = 0
+    line = 0
+    kept = 0
+    zero = 0
+    n_new = 0
+    backward = 0
+    first_back = -1
+    first_kept = -1
+    last_ts = np.int64(0)
+    mask = slot_keys.shape[0] - 1
+    while pos < n:
+        field = 0
+        vol = np.int64(-1)
+        op = -1
+        off = np.int64(-1)
+        size = np.int64(-1)
+        ts = np.int64(0)
+        have_ts = False
+        while True:  # one field
+            start = pos
+            while pos < n and data[pos] != sep and data[pos] != 10:
+                pos += 1
+            end = pos
+            if end > start and data[end - 1] == 13 and (pos >= n or data[pos] == 10):
+                end -= 1  # CRLF
+            if field == c_vol:
+                if end - start < 1 or end - start > 18 or (data[start] == 48 and end - start > 1):
+                    return _NOT_MINE, 0, line, 0, n_new, 0, -1, -1
+                v = np.int64(0)
+                for k in range(start, end):
+                    d = data[k] - 48
+                    if d < 0 or d > 9:
+                        return _NOT_MINE, 0, line, 0, n_new, 0, -1, -1
+                    v = v * 10 + d
+                vol = v
+            elif field == c_op:
+                if end - start < 1 or end - start > 7:
+                    return _NOT_MINE, 0, line, 0, n_new, 0, -1, -1
+                key = np.int64(0)
+                for k in range(end - 1, start - 1, -1):
+                    b = np.int64(data[k])
+                    if fold_case and 65 <= b <= 90:
+                        b += 32
+                    key = key * 256 + b
+                for j in range(op_keys.shape[0]):
+                    if op_keys[j] == key:
+                        op = op_codes[j]
+                if op < 0:
+                    return _NOT_MINE, 0, line, 0, n_new, 0, -1, -1
+            elif field == c_off or field == c_size or field == c_ts:
+                k = start
+                negative = False
+                if field == c_ts and k < end and data[k] == 45:
+                    negative = True
+                    k += 1
+                if end - k < 1 or end - k > 18:
+                    return _NOT_MINE, 0, line, 0, n_new, 0, -1, -1
+                v = np.int64(0)
+                while k < end:
+                    d = data[k] - 48
+                    if d < 0 or d > 9:
+                        return _NOT_MINE, 0, line, 0, n_new, 0, -1, -1
+                    v = v * 10 + d
+                    k += 1
+                if field == c_off:
+                    off = v
+                elif field == c_size:
+                    size = v
+                else:
+                    ts = -v if negative else v
+                    have_ts = True
+            else:  # a column the format does not use: anything but a lone CR
+                for k in range(start, end):
+                    if data[k] == 13:
+                        return _NOT_MINE, 0, line, 0, n_new, 0, -1, -1
+            field += 1
+            if pos >= n or data[pos] == 10:
+                pos += 1
+                break
+            pos += 1  # the separator
+        if field != n_fields:
+            return _NOT_MINE, 0, line, 0, n_new, 0, -1, -1
+        # the readers' limits (trace.py): offsets and ends below 2^62 bytes, requests up to 4 GiB
+        if off >= (np.int64(1) << 62) // off_mul or size > (np.int64(1) << 32) // size_mul:
+            return _NOT_MINE, 0, line, 0, n_new, 0, -1, -1
+        off *= off_mul
+        size *= size_mul
+        if off + size >= (np.int64(1) << 62):
+            return _NOT_MINE, 0, line, 0, n_new, 0, -1, -1
+        if have_ts:
+            if ts_filetime:
+                ts = ts // 10
+            elif not (ts_mul == 1.0 and -(np.int64(1) << 53) <= ts <= (np.int64(1) << 53)):
+                t = np.rint(np.float64(ts) * ts_mul)
+                if not abs(t) < 4.611686018427388e18:  # 2^62 µs
+                    return _NOT_MINE, 0, line, 0, n_new, 0, -1, -1
+                ts = np.int64(t)
+        else:
+            ts = np.int64(line)
+        # the volume's slot (linear probing on a multiplicative hash)
+        h = (vol * np.int64(-7046029254386353131)) >> 40
+        s = h & mask
+        while slot_keys[s] != 0 and slot_keys[s] != vol + 1:
+            s = (s + 1) & mask
+        if slot_keys[s] == 0:
+            if n_new >= new_slots.shape[0]:
+                return _NOT_MINE, 0, line, 0, n_new, 0, -1, -1
+            slot_keys[s] = vol + 1
+            slot_vals[s] = -1
+            new_slots[n_new] = s
+            n_new += 1
+        if size == 0:
+            zero += 1  # counted and dropped, as readers._finish does (its volume is named all the same)
+        else:
+            first = off // 4096
+            out_slot[kept] = s
+            out_lba[kept] = first
+            out_nb[kept] = (off + size - 1) // 4096 - first + 1
+            out_op[kept] = op
+            out_ts[kept] = ts
+            if kept > 0 and ts < last_ts:
+                backward += 1
+                if first_back < 0:
+                    first_back = line
+            if first_kept < 0:
+                first_kept = line
+            last_ts = ts
+            kept += 1
+        line += 1
+    return _OK, kept, line, zero, n_new, backward, first_back, first_kept
+
+
+def _int_plan(spec, acc) -> dict | None:
+    """What :func:`_int_csv` needs for this format, or None when it does not apply (space-
+    separated text, no stamp column, a volume made of several columns, ops that are not read,
+    write or trim, a field count not yet known)."""
+    from .readers import ADDR_UNIT, TS_TO_US
+
+    n_fields = acc.fields or spec.fields
+    if spec.sep == " " or "ts" not in spec.columns or len(spec.vol_cols) != 1 or n_fields is None:
+        return None
+    keys, codes = [], []
+    for text, code in spec.op_lookup().items():
+        raw = text.encode("utf-8")
+        if code > OP_TRIM or not 1 <= len(raw) <= 7 or not raw.isascii():
+            return None
+        keys.append(int.from_bytes(raw, "little"))
+        codes.append(code)
+    return {
+        "sep": spec.sep.encode()[0],
+        "n_fields": int(n_fields),
+        "columns": [int(spec.vol_cols[0])] + [int(spec.columns[k]) for k in ("op", "offset", "size", "ts")],
+        "op_keys": np.asarray(keys, np.int64),
+        "op_codes": np.asarray(codes, np.int64),
+        "fold_case": bool(spec.op_case_insensitive),
+        "off_mul": ADDR_UNIT[spec.units.get("offset", "bytes")],
+        "size_mul": ADDR_UNIT[spec.units.get("size", "bytes")],
+        "ts_mul": float(TS_TO_US[spec.units.get("ts", "s")]),
+        "filetime": spec.units.get("ts") == "filetime",
+        "slot_keys": np.zeros(_ID_SLOTS, np.int64),
+        "slot_vals": np.full(_ID_SLOTS, -1, np.int32),
+        "filled": 0,
+    }
+
+
+def _int_chunk(spec, acc, start: int, buf, size: int, n_lines: int, state: dict):
+    """The block through :func:`_int_csv` (formats whose volumes, addresses, sizes and stamps
+    are decimal integers: Alibaba, Tencent); None when it does not take the block as it is.
+    The chunk's arrays are views of buffers the next block reuses: consume it first."""
+    from .readers import Chunk
+
+    if "int_plan" not in state:
+        state["int_plan"] = _int_plan(spec, acc)
+    plan = state["int_plan"]
+    if plan is None:
+        return None
+    data = np.frombuffer(buf, np.uint8, count=size)
+    new_slots = np.empty(max(0, _ID_SLOTS // 4 - plan["filled"]), np.int64)
+    if plan.get("capacity", 0) < n_lines:  # output arrays kept for the next blocks (no page faults)
+        plan["capacity"] = n_lines
+        plan["out"] = tuple(np.empty(n_lines, d) for d in (np.int64, np.int64, np.int32, np.uint8, np.int64))
+    out_slot, out_lba, out_nb, out_op, out_ts = plan["out"]
+    c_vol, c_op, c_off, c_size, c_ts = plan["columns"]
+    status, kept, lines, zero, n_new, backward, first_back, first_kept = _int_csv(
+        data, plan["sep"], plan["n_fields"], c_vol, c_op, c_off, c_size, c_ts, plan["op_keys"], plan["op_codes"],
+        plan["fold_case"], plan["off_mul"], plan["size_mul"], plan["ts_mul"], plan["filetime"],
+        plan["slot_keys"], plan["slot_vals"], new_slots, out_slot, out_lba, out_nb, out_op, out_ts,
+    )  # fmt: skip
+    slots = new_slots[:n_new]
+    if status != _OK or lines != n_lines:
+        # the ids this call added are the table's newest: removing them leaves every older
+        # id's probe sequence as it was
+        plan["slot_keys"][slots] = 0
+        return None
+    plan["filled"] += n_new
+    for s in slots.tolist():  # volumes numbered in order of first appearance, as the readers do
+        plan["slot_vals"][s] = acc.vol(str(int(plan["slot_keys"][s]) - 1))
+    if acc.fields is None:
+        acc.fields = plan["n_fields"]
+    return Chunk(
+        ts_us=out_ts[:kept],
+        lba=out_lba[:kept],
+        nblocks=out_nb[:kept],
+        op=out_op[:kept],
+        volume=plan["slot_vals"][out_slot[:kept]],
+        zero_length=zero,
+        backward=backward,
+        first_backward_line=start + first_back if first_back >= 0 else None,
+        first_line=start + first_kept if first_kept >= 0 else None,
+    )
