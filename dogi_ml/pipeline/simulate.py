@@ -95,26 +95,152 @@ def build_simulator(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping) -> tupl
     return sim, writes
 
 
-def simulate(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, progress: bool = True) -> dict:
-    """Run one policy over a trace; returns the result dict (see ``Simulator.result``)."""
-    sim, writes = build_simulator(trace, policy_cfg, sim_cfg)
+def simulate(
+    trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, progress: bool = True, *, checkpoint_dir=None
+) -> dict:
+    """Run one policy over a trace; returns the result dict (see ``Simulator.result``).
+
+    With ``sim.checkpoint_every`` (user writes) or ``sim.checkpoint_minutes`` set, the run saves
+    its whole state into ``sim.checkpoint_dir`` (else ``checkpoint_dir``) at chunk boundaries
+    and, when a checkpoint of this very job is there, resumes from it: the result is the
+    uninterrupted run's to the last digit (:mod:`dogi_ml.sim.checkpoint`). A finished run deletes
+    its checkpoint."""
+    checkpointer = _checkpointer(trace, policy_cfg, sim_cfg, checkpoint_dir)
+    restored = checkpointer.load() if checkpointer is not None else None
+    if restored is not None:
+        sim, position = restored
+        writes = checkpointer.externals["writes"]
+    else:
+        sim, writes = build_simulator(trace, policy_cfg, sim_cfg)
+        position = 0
+        if checkpointer is not None:
+            problem = getattr(sim.policy, "checkpoint_problem", lambda: None)()
+            if problem:
+                raise ConfigError(f"sim.checkpoint_every/checkpoint_minutes: {problem}", "or leave checkpoints off")
+            checkpointer.externals["times"] = sim.times
+            checkpointer.externals["stream"] = sim.ctx.stream
+        times = sim.times
+        sim.prefill(int(times[0]) if times is not None and times.size else 0)
     times = sim.times
-    sim.prefill(int(times[0]) if times is not None and times.size else 0)
+    rest = writes[position:]
+    rest_times = None if times is None else times[position:]
+    after_chunk = None
+    restore_signal = None
+    if checkpointer is not None:
+
+        def after_chunk(s, applied: int) -> None:
+            checkpointer.after_chunk(s, position + applied)
+
+        restore_signal = _defer_preemption(checkpointer)
     from dogi_ml.progress import enabled
 
-    if enabled(progress):  # off with --quiet, when stderr is not a terminal, or progress=false
-        from dogi_ml.progress import bar as progress_bar
+    try:
+        if enabled(progress):  # off with --quiet, when stderr is not a terminal, or progress=false
+            from dogi_ml.progress import bar as progress_bar
 
-        with progress_bar(writes.size, f"{sim.policy.name}", "blk", unit_scale=True) as bar:
-            sim.feed(writes, progress=bar.update, times=times)
-    else:
-        sim.feed(writes, times=times)
+            with progress_bar(writes.size, f"{sim.policy.name}", "blk", unit_scale=True) as bar:
+                bar.update(position)
+                sim.feed(rest, progress=bar.update, times=rest_times, after_chunk=after_chunk)
+        else:
+            sim.feed(rest, times=rest_times, after_chunk=after_chunk)
+    finally:
+        if restore_signal is not None:
+            restore_signal()
     result = sim.result()
     result["workload"] = trace.name
     result["numerics"] = numerics_record()  # the float code path that made it (dogi_ml.determinism)
     if getattr(sim.policy, "search_info", None):
         result["nodap_search"] = sim.policy.search_info
+    if checkpointer is not None:
+        checkpointer.remove()
     return result
+
+
+def _checkpointer(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, checkpoint_dir):
+    """The run's :class:`~dogi_ml.sim.checkpoint.Checkpointer`, None when checkpoints are off.
+
+    Its identity is what the outcome depends on: the trace (name and a digest of its writes and
+    time stamps), the policy and sim settings (not the checkpoint keys, nor the output path) and
+    the code version; its externals are the trace and the write stream, which a checkpoint
+    refers to instead of copying."""
+    from dogi_ml.sim.checkpoint import Checkpointer, array_digest, code_version, flat_identity
+    from dogi_ml.sim.engine import CHECKPOINT_KEYS
+
+    config = SimConfig.from_mapping(sim_cfg)
+    if config.checkpoint_every is None and config.checkpoint_minutes is None:
+        if config.checkpoint_dir is not None:
+            raise ConfigError(
+                f"sim.checkpoint_dir={config.checkpoint_dir} is set but no checkpoint is taken",
+                "set sim.checkpoint_every=WRITES or sim.checkpoint_minutes=MINUTES too, or leave it null",
+            )
+        return None
+    directory = config.checkpoint_dir or checkpoint_dir
+    if not directory:
+        raise ConfigError(
+            "sim.checkpoint_every/checkpoint_minutes need a directory for the checkpoint",
+            "set sim.checkpoint_dir=PATH (one per job)",
+        )
+    writes, cap = simulation_writes(trace, config.capacity_blocks)
+    settings = {k: v for k, v in dict(sim_cfg).items() if k not in (*CHECKPOINT_KEYS, "output")}
+    identity = {
+        "trace.name": json.dumps(trace.name),
+        "trace.digest": array_digest(writes, trace.ts_us),
+        **flat_identity("policy", dict(policy_cfg)),
+        **flat_identity("sim", settings),
+        "code.version": code_version(),
+    }
+    externals = {"trace": trace, "writes": writes}
+    externals.update({f"trace.{k}": v for k, v in vars(trace).items() if isinstance(v, np.ndarray)})
+
+    def lazy_times():
+        return write_times(trace, config.arrival, config.seed)
+
+    def lazy_stream():
+        if not config.prefill:
+            return writes
+        return np.concatenate([np.arange(cap, dtype=np.int64), writes])
+
+    externals["times"] = lazy_times  # built on a resume only if the checkpoint refers to them
+    externals["stream"] = lazy_stream
+    return Checkpointer(
+        directory,
+        identity,
+        every_writes=config.checkpoint_every,
+        every_minutes=config.checkpoint_minutes,
+        externals=externals,
+        random_extra={"torch": (_torch_rng_state, _set_torch_rng_state)},
+    )
+
+
+def _torch_rng_state():
+    """torch's global generator state if torch is loaded (None: the run never touched it)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    return None if torch is None else torch.random.get_rng_state()
+
+
+def _set_torch_rng_state(state) -> None:
+    import torch
+
+    torch.random.set_rng_state(state)
+
+
+def _defer_preemption(checkpointer):
+    """Inside a submitit job (a Hydra launcher's SLURM job), its preemption signal waits for the
+    next chunk boundary: the run saves a checkpoint there, then submitit requeues the job, which
+    resumes from it. Returns the function that puts the handler back (None outside submitit)."""
+    import os
+
+    if "SUBMITIT_FOLDER" not in os.environ and "SUBMITIT_EXECUTOR" not in os.environ:
+        return None
+    try:
+        import submitit
+
+        signum = submitit.JobEnvironment()._usr_sig()
+    except Exception:  # not a submitit job after all (e.g. a leftover variable)
+        return None
+    return checkpointer.defer_signal(signum)
 
 
 def write_json(result: dict, path: str | Path) -> Path:

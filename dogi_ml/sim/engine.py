@@ -105,6 +105,12 @@ class SimConfig:
     # time source (pipeline): null = the trace's own timestamps; else light | medium | heavy or a
     # mean interval in µs between requests for a seeded exponential arrival process
     arrival: str | float | None = None
+    # checkpoints (dogi_ml.sim.checkpoint; the pipeline takes them): at the first chunk boundary
+    # past every checkpoint_every user writes and/or checkpoint_minutes of wall time, into
+    # checkpoint_dir. They never change the outcome, so they are left out of the result's config.
+    checkpoint_every: int | None = None
+    checkpoint_minutes: float | None = None
+    checkpoint_dir: str | None = None
 
     @classmethod
     def from_mapping(cls, cfg) -> SimConfig:
@@ -143,7 +149,12 @@ _SETTING_RULES = {
     "gc_free_ratio": (float, 0, True),
     "gc_background_free_ratio": (float, 0, True),
     "gc_idle_gap_us": (int, 0, True),
+    "checkpoint_every": (int, 1, True),
+    "checkpoint_minutes": (float, 0, True),
 }
+
+#: SimConfig keys that decide when and where checkpoints go, never what a run computes
+CHECKPOINT_KEYS = ("checkpoint_every", "checkpoint_minutes", "checkpoint_dir")
 
 
 class Simulator:
@@ -277,6 +288,19 @@ class Simulator:
         self.chunks = 0
         self._feed_plan = None  # (end time, chunk size) of the feed() call under way, for next_chunk
         self._compiled = False
+
+    # -- checkpoints (dogi_ml.sim.checkpoint pickles the whole simulator) -------------------
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        # the compiled loop and victim selector are rebuilt from their names on restore
+        state.pop("_run_chunk")
+        state.pop("select_victim")
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.select_victim = get_victim(self.victim_selector)
+        self._run_chunk = specialise(*self.policy.kernel_functions(), self.select_victim)
 
     def _ratio_segments(self, key: str, ratio) -> int:
         """A share of the physical segments as a whole number of segments (rounded up)."""
@@ -444,10 +468,13 @@ class Simulator:
         self.elapsed_s = 0.0
         self.loop_cpu_s = 0.0
 
-    def feed(self, writes: np.ndarray, progress=None, times: np.ndarray | None = None) -> None:
+    def feed(self, writes: np.ndarray, progress=None, times: np.ndarray | None = None, after_chunk=None) -> None:
         """Apply user writes (``times``: their wall-clock times in µs, non-decreasing, for a timed
         run: chunk layer or background GC). Chunk boundaries fall on absolute multiples of
-        ``chunk_blocks``, so the result does not depend on how the caller splits its calls."""
+        ``chunk_blocks``, so the result does not depend on how the caller splits its calls.
+        ``after_chunk(sim, applied)`` runs at each chunk boundary after the policy's
+        ``between_chunks``, with the writes of this call applied so far: the point where the
+        run's outcome depends on nothing in flight (a checkpoint is taken there)."""
         self.compile()
         writes = np.ascontiguousarray(writes, dtype=np.int64)
         times = self._check_times(writes, times)
@@ -456,7 +483,7 @@ class Simulator:
             chunk = max(1, min(chunk, int(self.policy.max_chunk_blocks)))
         self._feed_plan = (int(self.state.ctr[C_NOW]) + writes.shape[0], chunk)
         try:
-            self._feed_chunks(writes, times, chunk, progress)
+            self._feed_chunks(writes, times, chunk, progress, after_chunk)
         finally:
             self._feed_plan = None
         if self.cfg.debug_invariants:
@@ -474,7 +501,7 @@ class Simulator:
             return None
         return nxt, min(end - nxt, chunk - nxt % chunk)
 
-    def _feed_chunks(self, writes, times, chunk: int, progress) -> None:
+    def _feed_chunks(self, writes, times, chunk: int, progress, after_chunk=None) -> None:
         i = 0
         n = writes.shape[0]
         while i < n:
@@ -495,6 +522,8 @@ class Simulator:
                 if self.cfg.debug_invariants:
                     check_invariants(self.state)
                 self.policy.between_chunks(self)
+                if after_chunk is not None:
+                    after_chunk(self, i)
 
     def _check_times(self, writes: np.ndarray, times) -> np.ndarray | None:
         if not self.timed:
@@ -594,7 +623,7 @@ class Simulator:
             "loop_cpu_s": self.loop_cpu_s,
             "appends_per_cpu_second": appends / self.loop_cpu_s if self.loop_cpu_s > 0 else None,
             "settings": dict(self.settings),
-            "config": asdict(self.cfg),
+            "config": {k: v for k, v in asdict(self.cfg).items() if k not in CHECKPOINT_KEYS},
             **self.policy.summary(self.pstate),
         }
         if self.chunk_blocks:
