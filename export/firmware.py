@@ -422,7 +422,7 @@ def run_image(build: FirmwareBuild, inputs: np.ndarray, timeout: float = 600.0) 
         "stack_high_water_bytes": int(meta_w[3]),
         "known_loop_turns": int(meta_w[4]),
         "known_loop_ticks": int(meta_w[5]),
-        "empty_window_ticks": int(meta_w[6]),
+        "empty_window_ticks": float(meta_w[6]) / 16,  # the mean of 16 windows
         "stack_region_bytes": int(meta_w[7]),
         "counter_mask": int(meta_w[8]),
         "qemu_seconds": seconds,
@@ -493,7 +493,7 @@ def summarize(build: FirmwareBuild, meta: dict, ticks: np.ndarray, rows: int) ->
         "stack_static_bytes": static,
         "ram_bytes": ms["data"] + ms["bss"] + max(stack, static),
         "instructions_per_block": {
-            "worst": int(insns.max()) if rows else 0,
+            "worst": int(round(float(insns.max()))) if rows else 0,
             "mean": float(insns.mean()) if rows else 0.0,
             "resolution": per,
             "counter": build.target.counter,
@@ -509,6 +509,61 @@ def summarize(build: FirmwareBuild, meta: dict, ticks: np.ndarray, rows: int) ->
             "empty_window_ticks": meta["empty_window_ticks"],
         },
     }
+
+
+def function_ranges(elf: Path) -> dict:
+    """``{name: (start, end)}`` of the image's functions (``nm -S``; Thumb bit cleared)."""
+    proc = _run(["arm-none-eabi-nm", "-S", "--defined-only", str(elf)], "arm-none-eabi-nm")
+    out = {}
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "tT":
+            start = int(parts[0], 16) & ~1
+            out[parts[3]] = (start, start + int(parts[1], 16))
+    return out
+
+
+def traced_instructions(build: FirmwareBuild, inputs: np.ndarray, timeout: float = 300.0) -> np.ndarray:
+    """Instructions executed in the model's code per input row, counted from QEMU's own
+    execution trace in single-step mode (``-singlestep -d exec,nochain``: one trace line per
+    instruction): every instruction whose address lies outside the driver's and startup's
+    functions, between a row's two counter reads. The reference the counter-based figures are
+    checked against (a few rows only: the trace is large)."""
+    ranges = function_ranges(build.elf)
+    driver = set()
+    for obj in ("driver.o", f"{Path(build.target.startup).stem}.o"):
+        nm = _run(["arm-none-eabi-nm", "--defined-only", str(build.workdir / obj)], "arm-none-eabi-nm")
+        driver |= {ln.split()[-1] for ln in nm.stdout.splitlines() if ln.split()[1:2] and ln.split()[1] in "tT"}
+    counter = ranges["fw_counter"]
+    host = [r for name, r in ranges.items() if name in driver]
+    inputs = np.ascontiguousarray(inputs, dtype="<i8")
+    inputs.tofile(build.workdir / "fw_in.bin")
+    log = build.workdir / "exec.log"
+    cmd = qemu_command(build.target, build.elf)
+    cmd[-2:-2] = ["-singlestep", "-d", "exec,nochain", "-D", str(log)]
+    proc = subprocess.run(cmd, cwd=build.workdir, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise ExportError(f"traced run exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
+    pc_re = re.compile(r"^Trace \d+: 0x[0-9a-f]+ \[[0-9a-f]+/([0-9a-f]+)/")
+    counts, in_counter, reads, n = [], False, 0, 0
+    with open(log) as fh:
+        for line in fh:
+            m = pc_re.match(line)
+            if not m:
+                continue
+            pc = int(m.group(1), 16)
+            now = counter[0] <= pc < counter[1]
+            if now and not in_counter:  # entering fw_counter: a window opens or closes
+                reads += 1
+                if reads % 2 == 0:
+                    counts.append(n)
+                n = 0
+            in_counter = now
+            if reads % 2 == 1 and not now and not any(a <= pc < b for a, b in host):
+                n += 1
+    log.unlink()
+    # the windows of the known loop and the empty ones come first (driver.c): 16 + 1
+    return np.array(counts[17:], np.int64)
 
 
 def scratch_dir() -> Path:
