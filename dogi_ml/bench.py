@@ -475,6 +475,137 @@ def bench_minos(mcfg, rows: list[dict], writes=None, cfg=None) -> dict:
     return {**res, "slowdown_vs_sepbit": ratios}
 
 
+# -- ingest: splitting a multi-volume trace (issue 41) -------------------------------------------
+#: the measured process: imports only the splitter, splits, reports its own CPU time and peak RSS
+_INGEST_CHILD = """
+import json, resource, sys, time
+from dogi_ml.traces.fleet import split_trace
+
+path, out = sys.argv[1], sys.argv[2]
+before = resource.getrusage(resource.RUSAGE_SELF)
+t0 = time.perf_counter()
+split_trace(path, "alibaba", out, progress=False)
+wall = time.perf_counter() - t0
+after = resource.getrusage(resource.RUSAGE_SELF)
+status = open("/proc/self/status").read().split("\\n")
+hwm = [int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:")]
+print(json.dumps({
+    "wall_s": wall,
+    "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+    "peak_rss_bytes": hwm[0] if hwm else after.ru_maxrss * 1024,
+}))
+"""
+
+
+def _split_in_child(path: Path, out: Path) -> dict:
+    """Split ``path`` in a fresh process (peak RSS is a process's high-water mark, so each
+    measurement needs its own) and return what it measured."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _INGEST_CHILD, str(path), str(out)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the ingest bench's split of {path} failed:\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def bench_ingest(icfg) -> dict:
+    """``ingest split=true``'s speed and memory on generated Alibaba-format CSV: a file of
+    ``icfg.gb`` GB (10^9 bytes) and one a quarter of it, each with ``icfg.volumes_per_gb``
+    volumes per GB (so the largest volume, which is loaded whole when its .dtr is written, is
+    the same size in both: the peak RSS should not grow with the file), and the larger one's
+    ``.zst``. MB/s per core is CSV bytes (decompressed, for the .zst) over the splitting
+    process's CPU seconds (user + system); it runs pinned to one CPU, so that is also its rate
+    on an idle core. The machine's load average is recorded: on a shared machine the CPU
+    seconds grow with it."""
+    import shutil
+    import tempfile
+
+    import zstandard
+
+    from dogi_ml.traces.fleet import write_synthetic_alibaba_csv
+
+    big = float(icfg.gb)
+    target_mbps = float(icfg.target_mb_per_s_per_core)
+    target_rss = float(icfg.target_rss_gib) * 2**30
+    rows = []
+    tmp_root = str(icfg.tmp_dir) if icfg.get("tmp_dir") else None
+    with tempfile.TemporaryDirectory(prefix="dogi_ml-ingest-bench-", dir=tmp_root) as tmp:
+        tmp = Path(tmp)
+        for gb in (big / 4, big):
+            csv = tmp / f"alibaba_{gb:g}gb.csv"
+            volumes = max(1, round(gb * int(icfg.volumes_per_gb)))
+            t0 = time.perf_counter()
+            made = write_synthetic_alibaba_csv(csv, int(gb * 1e9), volumes, seed=int(icfg.seed))
+            console.print(
+                f"  ingest: wrote {csv.name} ({made['bytes'] / 1e9:.2f} GB) in {time.perf_counter() - t0:.0f} s"
+            )
+            inputs = [(csv, "csv")]
+            if gb == big and icfg.zst:
+                zst = csv.with_name(csv.name + ".zst")
+                with open(csv, "rb") as src, open(zst, "wb") as dst:
+                    zstandard.ZstdCompressor(level=3).copy_stream(src, dst)
+                inputs.append((zst, "zst"))
+            for path, kind in inputs:
+                out = tmp / f"fleet_{path.name}"
+                load = os.getloadavg()[0]
+                got = _split_in_child(path, out)
+                shutil.rmtree(out)
+                mbps = made["bytes"] / 1e6 / got["cpu_s"]
+                row = {
+                    "input": kind,
+                    "csv_bytes": made["bytes"],
+                    "file_bytes": path.stat().st_size,
+                    "requests": made["requests"],
+                    "volumes": volumes,
+                    **got,
+                    "mb_per_s_per_core": mbps,
+                    "mb_per_s_wall": made["bytes"] / 1e6 / got["wall_s"],
+                    "vs_target_mb_per_s": mbps / target_mbps,
+                    "vs_target_rss": got["peak_rss_bytes"] / target_rss,
+                    "load_average_1min": load,
+                }
+                rows.append(row)
+            csv.unlink()
+            for path, _ in inputs[1:]:
+                path.unlink()
+    table = Table(title="ingest split=true, generated Alibaba CSV (one core)")
+    for col in (
+        "input",
+        "GB of CSV",
+        "volumes",
+        "MB/s per core",
+        "vs target",
+        "wall MB/s",
+        "peak RSS",
+        "vs target",
+        "load",
+    ):
+        table.add_column(col, justify="left" if col == "input" else "right")
+    for r in rows:
+        table.add_row(
+            r["input"],
+            f"{r['csv_bytes'] / 1e9:.2f}",
+            f"{r['volumes']:,}",
+            f"{r['mb_per_s_per_core']:.0f}",
+            f"{r['vs_target_mb_per_s']:.2f}x",
+            f"{r['mb_per_s_wall']:.0f}",
+            f"{r['peak_rss_bytes'] / 2**20:.0f} MiB",
+            f"{r['vs_target_rss']:.2f}x",
+            f"{r['load_average_1min']:.1f}",
+        )
+    console.print(table)
+    console.print(
+        f"  targets: >= {target_mbps:.0f} MB/s of CSV per core, peak RSS < {icfg.target_rss_gib} GiB whatever the "
+        "file's size (RSS 'vs target' below 1.00x meets it)"
+    )
+    return {
+        "rows": rows,
+        "targets": {"mb_per_s_per_core": target_mbps, "peak_rss_bytes": target_rss},
+        "settings": {"gb": big, "volumes_per_gb": int(icfg.volumes_per_gb), "seed": int(icfg.seed)},
+    }
+
+
 def _all_cpus():
     try:
         return os.sched_getaffinity(0)
@@ -485,6 +616,14 @@ def _all_cpus():
 def run_bench(cfg, out_dir: Path) -> dict:
     cpus = _all_cpus()
     pin = _pin_one_core()
+    ingest_cfg = cfg.get("ingest")
+    if ingest_cfg is not None and ingest_cfg.enabled and ingest_cfg.only:
+        result = {"cpu": pin, "ingest": bench_ingest(ingest_cfg)}
+        out = Path(cfg.output) if cfg.output else out_dir / "bench.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2))
+        console.print(f"bench: {out}")
+        return result
     console.print(
         f"bench: Zipf({cfg.theta}) over {cfg.capacity_blocks:,} blocks, "
         f"{cfg.n_writes:,} user writes, segments of {cfg.segment_blocks}, OP {cfg.op_ratio:.0%} ({pin}; "
@@ -542,6 +681,9 @@ def run_bench(cfg, out_dir: Path) -> dict:
     tcn_res = None
     if cfg.get("tcn_inference") is not None and cfg.tcn_inference.enabled:
         tcn_res = bench_tcn_inference(cfg.tcn_inference, cpus)
+    ingest_res = None
+    if ingest_cfg is not None and ingest_cfg.enabled:
+        ingest_res = bench_ingest(ingest_cfg)
     result = {
         "config": {k: cfg[k] for k in ("capacity_blocks", "n_writes", "theta", "segment_blocks", "op_ratio", "seed")},
         "cpu": pin,
@@ -560,6 +702,8 @@ def run_bench(cfg, out_dir: Path) -> dict:
         result["minos"] = minos_res
     if tcn_res is not None:
         result["tcn_inference"] = tcn_res
+    if ingest_res is not None:
+        result["ingest"] = ingest_res
     if export_res is not None:
         result["export"] = export_res
         result["targets"]["export_c_ns_per_block"] = float(cfg.export.target_ns_per_block)

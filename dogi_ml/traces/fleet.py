@@ -984,6 +984,7 @@ def split_trace(
     counts = {"skipped_lines": 0, "zero_length_requests": 0, "flush_requests": 0, "backward_timestamps": 0}
     first_skipped, first_backward, messages = [], [], []
     empty_volumes = []  # named in the trace, but with no read, write or trim request
+    present = []  # (file, volume) with requests, kept or not
     inner_counts = []  # volumes named inside each file
     total = sum(f.stat().st_size for f in files)
     done = 0
@@ -1048,23 +1049,24 @@ def split_trace(
                     meta["first_backward_line"] = first_back
                 messages += input_warnings(meta)
                 empty_volumes += [(file_index, names[i]) for i in range(len(names)) if not seen_data[i]]
+                present += [(file_index, names[i]) for i in range(len(names)) if seen_data[i]]
         empty = set(empty_volumes)
+
         # the fleet's volume ids, each volume's spill key, in order of first appearance
+        def volume_id(file_index: int, inner: str) -> str:
+            if not path.is_dir():
+                return inner
+            stem = files[file_index].name.split(".")[0]
+            return stem if inner_counts[file_index] == 1 else f"{stem}.{inner}"
+
         fleet: list[tuple[str, int, Path]] = []
         for key, (file_index, inner) in enumerate(keys):
-            if (file_index, inner) in empty:
-                continue
-            if path.is_dir():
-                stem = files[file_index].name.split(".")[0]
-                volume = stem if inner_counts[file_index] == 1 else f"{stem}.{inner}"
-            else:
-                volume = inner
-            fleet.append((volume, key, files[file_index]))
+            if (file_index, inner) not in empty:
+                fleet.append((volume_id(file_index, inner), key, files[file_index]))
         if wanted is not None:
-            present = {v for v, _, _ in fleet}
-            missing = [v for v in wanted if v not in present]
+            names = [volume_id(*p) for p in present]
+            missing = [v for v in wanted if v not in set(names)]
             if missing:
-                names = [v for v, _, _ in fleet]
                 raise DogiMLError(
                     f"{path}: volume(s) {missing} not in the trace (or without a read, write or trim request); "
                     f"present: {', '.join(names[:50])}{' ...' if len(names) > 50 else ''}",
@@ -1098,8 +1100,8 @@ def split_trace(
     metadata = {
         "source": str(path),
         "format": fmt,
-        "volumes_named": len(keys),
-        "volumes_without_requests": [v for _, v in empty_volumes[:100]],
+        "volumes_named": len(present) + len(empty_volumes),
+        "volumes_without_requests": [volume_id(*p) for p in empty_volumes[:100]],
         "volumes_without_requests_count": len(empty_volumes),
         **counts,
         "first_skipped": first_skipped[:10],
