@@ -146,17 +146,30 @@ def test_study_runs_each_job_once_and_aggregates_as_recomputed(fleet, tmp_path, 
     assert {p: p.stat().st_mtime_ns for p in (out / "jobs").glob("*/*.json")} == before
     assert json.loads((out / "aggregate.json").read_text())["overall"] == agg["overall"]
 
-    # a changed setting is another job: everything reruns, with the new setting
-    status, stdout, err = study(monkeypatch, tmp_path, capsys, *args, "sim.gc_free_segments=3")
+    # a changed setting makes other jobs: they run (here on one volume), the old records are stale
+    first = read_fleet(fleet)[0].volume
+    status, stdout, err = study(monkeypatch, tmp_path, capsys, *args, "sim.gc_free_segments=3", f"volume={first}")
     assert status == 0, err
-    assert "15 to run, 0 already done (skipped)" in stdout
-    assert {r["config"]["sim"]["gc_free_segments"] for r in records(out)} == {3}
-    # one more scheme: only its jobs run
+    assert "3 to run, 0 already done (skipped), 12 not selected" in stdout
+    assert {r["volume"] for r in records(out) if r["config"]["sim"]["gc_free_segments"] == 3} == {first}
+    agg = json.loads((out / "aggregate.json").read_text())
+    assert agg["volumes"] == 1 and len(agg["not_run"]) == 12  # aggregates only use current records
+    # one more scheme: only its job runs
     status, stdout, err = study(
-        monkeypatch, tmp_path, capsys, *args[:1], "policy=sepbit,nosep,dac,sepgc", *args[2:], "sim.gc_free_segments=3"
+        monkeypatch,
+        tmp_path,
+        capsys,
+        *args[:1],
+        "policy=sepbit,nosep,dac,sepgc",
+        *args[2:],
+        "sim.gc_free_segments=3",
+        f"volume={first}",
     )
     assert status == 0, err
-    assert "20 jobs (5 volumes x 4 schemes: sepbit, nosep, dac, sepgc); 5 to run, 15 already done (skipped)" in stdout
+    assert (
+        "20 jobs (5 volumes x 4 schemes: sepbit, nosep, dac, sepgc); 1 to run, 3 already done (skipped), 16 not selected"
+        in stdout
+    )
 
 
 def test_a_failed_job_is_listed_fails_the_command_and_reruns_alone(fleet, tmp_path, monkeypatch, capsys):
@@ -326,7 +339,7 @@ def test_joblib_launcher_and_mlflow_parent_run(fleet, tmp_path, monkeypatch, cap
     )
     assert status == 0, err
     status, stdout, err = study(
-        monkeypatch, tmp_path, capsys, *common, f"out={tmp_path / 'j'}", "hydra.launcher.n_jobs=2"
+        monkeypatch, tmp_path, capsys, *common, f"out={tmp_path / 'j'}", "hydra.launcher.n_jobs=1"
     )
     assert status == 0, err
     key = ("volume", "scheme", "user_writes", "gc_writes", "waf", "settings", "config", "trace_checksum", "key")

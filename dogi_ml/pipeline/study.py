@@ -546,9 +546,11 @@ def run_study(argv: list[str]) -> int:
     parent = _parent_run(master, out, policies, fleet_path, batch) if master.mlflow else None
     launch_error = None
     if to_run:
+        # the user's settings (paths made absolute), then the job's own
+        settings = [o for o in fixed if o.split("=", 1)[0] not in ("fleet", "out", "volume", "only")]
         job_overrides = [
             [
-                *fixed,
+                *settings,
                 f"policy={p}",
                 f"fleet={_quoted(Path(fleet_path).resolve())}",
                 f"out={_quoted(out)}",
