@@ -143,7 +143,11 @@ class _Pickler(pickle.Pickler):
     """Pickles a simulator: externals by reference, background work drained (see the module)."""
 
     def __init__(self, file, externals: dict[str, object], buffer_callback=None):
-        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL, buffer_callback=buffer_callback)
+        # protocol 4 for the file: a NumPy array then comes back owning its memory (protocol 5
+        # rebuilds it on a buffer), so a view of it has it as its base, as in the live run;
+        # protocol 5 for the drain pass, whose arrays go out of band, uncopied
+        protocol = 5 if buffer_callback is not None else 4
+        super().__init__(file, protocol=protocol, buffer_callback=buffer_callback)
         self._external_ids = {id(obj): name for name, obj in externals.items() if obj is not None}
         self._dispatchers = _numba_dispatcher_type()
 
@@ -154,10 +158,12 @@ class _Pickler(pickle.Pickler):
         if isinstance(obj, np.ndarray):
             # A view stays a view of the same base: a policy's state may hand the loop a view
             # of its own arrays (a field of per-LBA rows), and two copies would drift apart.
-            root = obj
-            while isinstance(root.base, np.ndarray):
+            # Its direct base when that can lend its buffer (so ``view.base`` is what it was),
+            # else the first contiguous one below it.
+            root = obj.base
+            while isinstance(root, np.ndarray) and not root.flags.c_contiguous:
                 root = root.base
-            if root is obj or not root.flags.c_contiguous or type(obj) not in (np.ndarray, np.recarray):
+            if not isinstance(root, np.ndarray) or type(obj) not in (np.ndarray, np.recarray):
                 return NotImplemented
             offset = obj.__array_interface__["data"][0] - root.__array_interface__["data"][0]
             return _view, (root, obj.dtype, obj.shape, offset, obj.strides, type(obj))
