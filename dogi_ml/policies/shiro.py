@@ -955,6 +955,27 @@ class Shiro(SequencePolicy):
         net.eval()
         entry["action"] = "one epoch"
 
+    # -- checkpoints (dogi_ml.sim.checkpoint pickles the policy with the simulator) ------------
+    def __getstate__(self) -> dict:
+        if self._training is not None:
+            self._training[0].result()  # the background epoch steps the optimizer: let it finish
+        state = dict(self.__dict__)
+        # The model pickles its net as a state_dict and rebuilds it (models/torch_models.py), so an
+        # optimizer pickled beside it would step the old tensors: keep its state, rebuild it on
+        # the restored net's parameters.
+        if state.get("optimizer") is not None:
+            state["optimizer"] = state["optimizer"].state_dict()
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if self.optimizer is not None:
+            import torch
+
+            saved = self.optimizer
+            self.optimizer = torch.optim.Adam(self.model.net.parameters(), lr=float(self.cfg["model_params"]["lr"]))
+            self.optimizer.load_state_dict(saved)
+
     def _export_weights(self) -> None:
         """The torch weights as the float32 arrays :func:`gru_infer` takes."""
         self.weights = torch_gru_weights(self.model.net)
