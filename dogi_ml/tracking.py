@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 
+import numpy as np
+
 from dogi_ml.determinism import mlflow_tags as numerics_tags
 
 PARENT_FILE = "mlflow_parent_run.json"
@@ -180,6 +182,12 @@ def mlflow_run(experiment: str, run_name: str, sweep_dir: Path | None = None, ta
         mlflow.end_run(status="FINISHED")
 
 
+def log_artifacts_to_run(run_id: str, local_dir: Path, artifact_path: str) -> None:
+    """Log a directory's files under another run than the active one (``export`` adds its
+    header, ONNX files and manifest to the train run it exported)."""
+    _mlflow().MlflowClient().log_artifacts(str(run_id), str(local_dir), artifact_path=artifact_path)
+
+
 try:
     from hydra.experimental.callback import Callback
 except ImportError:  # pragma: no cover
@@ -249,3 +257,138 @@ class SweepParentRun(Callback):
         client.log_metric(run_id, "jobs", len(children))
         client.log_metric(run_id, "failed_jobs", failed)
         client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
+
+
+# ---------------------------------------------------------------------------------------------
+# Trained lifetime models as MLflow models: ``mlflow.pyfunc.load_model("runs:/<id>/model")``
+# predicts exactly as the project's model does.
+
+MODEL_NAME = "model"  # the logged model's name: runs:/<run id>/model
+LIFETIME_MODEL_FILE = "lifetime_model.pkl"  # the project's own model inside it (export reads it)
+
+
+def _native_flavour(model):
+    """(MLflow flavour module, the object it saves, its save options) of a trained lifetime model:
+    the network of a PyTorch model (``net``), else the fitted estimator (``est``: LightGBM's
+    scikit-learn API or scikit-learn's). Both take the *scaled* features (``model.scaler``)."""
+    if hasattr(model, "net"):
+        import mlflow.pytorch
+
+        # the whole module pickled (its classes are dogi_ml's), not MLflow's "pt2" default, whose
+        # torch.export tracing fails on the GRU fed the raw integer features of the input example
+        return mlflow.pytorch, model.net, {"serialization_format": "pickle"}
+    if not hasattr(model, "est"):
+        raise ValueError(f"model {model.name}: not trained (no network or estimator to log)")
+    if model.name == "lightgbm":
+        import mlflow.lightgbm
+
+        return mlflow.lightgbm, model.est, {"serialization_format": "cloudpickle"}
+    import mlflow.sklearn
+
+    # cloudpickle, not MLflow's default skops (which refuses a random forest's trees unless
+    # told to trust them): the python_function flavour's own model is a pickle anyway
+    return mlflow.sklearn, model.est, {"serialization_format": "cloudpickle"}
+
+
+def _pip_requirements(flavour) -> list[str]:
+    """The pinned libraries the model needs (given, so MLflow does not load the model in a
+    subprocess to guess them). The python_function flavour also needs dogi_ml itself."""
+    from importlib.metadata import version
+
+    libs = {"pytorch": ["torch"], "lightgbm": ["lightgbm", "scikit-learn", "cloudpickle"]}
+    name = flavour.__name__.rsplit(".", 1)[-1]
+    return [f"{lib}=={version(lib)}" for lib in ("mlflow", "numpy", *libs.get(name, ["scikit-learn", "cloudpickle"]))]
+
+
+class _LifetimeModelFlavour:
+    """What :meth:`mlflow.models.Model.log` calls ``save_model`` on: the library's own flavour
+    (loadable with ``mlflow.pytorch/lightgbm/sklearn.load_model``: the bare network or estimator,
+    on scaled features), and a ``python_function`` flavour that loads the project's model (this
+    module's ``_load_pyfunc``), so pyfunc's ``predict`` scales the features and maps classes
+    exactly as :meth:`dogi_ml.models.LifetimeModel.predict` does."""
+
+    def __init__(self, model, pickle_path: Path):
+        self.model = model
+        self.pickle_path = Path(pickle_path)
+        self.native, self.native_object, self.options = _native_flavour(model)
+        self.__name__ = self.native.__name__  # the logged model's flavour in MLflow's UI
+
+    def save_model(self, path, mlflow_model, signature=None, input_example=None, metadata=None, **_):
+        import shutil
+
+        import mlflow.pyfunc
+
+        self.native.save_model(
+            self.native_object,
+            path,
+            mlflow_model=mlflow_model,
+            signature=signature,
+            input_example=input_example,
+            metadata=metadata,
+            pip_requirements=_pip_requirements(self.native),
+            **self.options,
+        )
+        shutil.copyfile(self.pickle_path, Path(path) / LIFETIME_MODEL_FILE)
+        shutil.copyfile(self.pickle_path.with_suffix(".json"), Path(path) / "lifetime_model.json")
+        # the library flavour's python_function would predict on unscaled features: replaced
+        env = mlflow_model.flavors.pop("python_function", {}).get("env", {})
+        mlflow.pyfunc.add_to_model(
+            mlflow_model,
+            loader_module=__name__,
+            data=LIFETIME_MODEL_FILE,
+            conda_env=env.get("conda"),
+            python_env=env.get("virtualenv"),
+        )
+        mlflow_model.save(str(Path(path) / "MLmodel"))
+
+
+def log_lifetime_model(model, pickle_path: Path, X_example, feature_names: list, class_names: list) -> str:
+    """Log a trained lifetime model (saved by ``model.save(pickle_path)``) to the active run as
+    the MLflow model ``model``, with the library's flavour, a signature (the raw feature array in,
+    the class index out) and ``X_example`` as its input example. Returns the model's URI."""
+    import mlflow
+    from mlflow.models import Model, ModelSignature
+    from mlflow.types import Schema, TensorSpec
+
+    X_example = np.ascontiguousarray(X_example)
+    signature = ModelSignature(
+        inputs=Schema([TensorSpec(X_example.dtype, (-1, *X_example.shape[1:]))]),
+        outputs=Schema([TensorSpec(np.dtype(np.int64), (-1,))]),
+    )
+    metadata = {
+        "dogi_ml_model": model.name,
+        "feature_names": list(feature_names),
+        "class_names": list(class_names),
+        "input": "raw features as the train stage extracts them; python_function scales them",
+    }
+    info = Model.log(
+        None,  # artifact_path: deprecated for name
+        name=MODEL_NAME,
+        flavor=_LifetimeModelFlavour(model, pickle_path),
+        signature=signature,
+        input_example=X_example,
+        metadata=metadata,
+        run_id=mlflow.active_run().info.run_id,
+    )
+    return info.model_uri
+
+
+class _PyfuncLifetimeModel:
+    """The python_function face of a project model: ``predict`` is the model's own."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def predict(self, model_input, params=None):
+        X = model_input.to_numpy() if hasattr(model_input, "to_numpy") else np.asarray(model_input)
+        return self.model.predict(X)
+
+    def get_raw_model(self):
+        return self.model
+
+
+def _load_pyfunc(path: str):
+    """MLflow's python_function loader for models logged by :func:`log_lifetime_model`."""
+    from dogi_ml.models import LifetimeModel
+
+    return _PyfuncLifetimeModel(LifetimeModel.load(path))

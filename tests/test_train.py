@@ -87,9 +87,10 @@ def test_train_logs_a_complete_mlflow_run(tmp_path):
         "feature_report.png",
         "metrics.json",
         "config.yaml",
-        "model",
     } <= top
-    assert {a.path for a in client.list_artifacts(run.info.run_id, "model")} == {"model/model.pkl", "model/model.json"}
+    # the model is an MLflow logged model of the run (runs:/<id>/model), no longer a run artifact
+    (logged,) = client.search_logged_models(experiment_ids=[exp.experiment_id])
+    assert logged.source_run_id == run.info.run_id and logged.name == "model"
     metrics = json.loads(next(tmp_path.glob("outputs/train/*/*/metrics.json")).read_text())
     assert len(metrics["confusion_matrix"]) == 10 and metrics["mlflow_run_id"] == run.info.run_id
     assert len(metrics["confusion_matrix_all_classes"]) == 11

@@ -56,7 +56,7 @@ def _source(cfg, work_dir: Path, log) -> tuple:
             },
         )
     if e.run_id:
-        from dogi_ml.tracking import _mlflow
+        from dogi_ml.tracking import LIFETIME_MODEL_FILE, _mlflow
 
         mlflow = _mlflow()
         try:
@@ -69,14 +69,14 @@ def _source(cfg, work_dir: Path, log) -> tuple:
         dst = Path(tempfile.mkdtemp(dir=work_dir))
         try:
             model_file = mlflow.artifacts.download_artifacts(
-                run_id=str(e.run_id), artifact_path="model/model.pkl", dst_path=str(dst)
+                run_id=str(e.run_id), artifact_path=f"model/{LIFETIME_MODEL_FILE}", dst_path=str(dst)
             )
             conf_file = mlflow.artifacts.download_artifacts(
                 run_id=str(e.run_id), artifact_path="config.yaml", dst_path=str(dst)
             )
         except Exception as exc:  # noqa: BLE001
             raise ConfigError(
-                f"MLflow run {e.run_id} has no model/model.pkl and config.yaml artifacts ({exc})",
+                f"MLflow run {e.run_id} has no model/{LIFETIME_MODEL_FILE} and config.yaml artifacts ({exc})",
                 "give the id of a train run",
             ) from exc
         return LifetimeModel.load(model_file), OmegaConf.load(conf_file), {"mlflow_run_id": str(e.run_id)}
@@ -143,7 +143,7 @@ def run_export(cfg, work_dir: Path) -> dict:
     from dogi_ml.pipeline.train import build_dataset
     from dogi_ml.report import console
     from dogi_ml.traces.workload import load_workload
-    from dogi_ml.tracking import flatten, mlflow_run
+    from dogi_ml.tracking import flatten, log_artifacts_to_run, mlflow_run
 
     e = cfg.export
     targets = _targets(e)
@@ -420,6 +420,8 @@ def run_export(cfg, work_dir: Path) -> dict:
         m["artifacts"]["report"]["bytes"] = (out / "report.json").stat().st_size
         m["source"]["export_mlflow_run_id"] = report["mlflow_run_id"]
         (out / "manifest.json").write_text(json.dumps(m, indent=2))
+    if e.run_id or not e.model_path:  # the train run it exported gets the files too (issue 41)
+        log_artifacts_to_run(source["mlflow_run_id"], out, "export")
     _print_summary(report, out, console)
     return report
 

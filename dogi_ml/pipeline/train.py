@@ -264,7 +264,7 @@ def run_train(cfg, out_dir: Path) -> dict:
     from dogi_ml.pipeline.common import require_workload, sweep_dir
     from dogi_ml.report import console, print_feature_report, print_train_summary
     from dogi_ml.traces.workload import load_workload
-    from dogi_ml.tracking import flatten, mlflow_run
+    from dogi_ml.tracking import flatten, log_lifetime_model, mlflow_run
 
     require_workload(cfg)
     resolved = OmegaConf.to_container(cfg, resolve=True)
@@ -360,9 +360,10 @@ def run_train(cfg, out_dir: Path) -> dict:
             for k in ("train_loss", "val_loss"):
                 if k in rec:
                     mlflow.log_metric(k, rec[k], step=rec["epoch"])
+        # the trained model as an MLflow model (runs:/<id>/model): its library's flavour, and a
+        # python_function flavour that predicts as the model does (features scaled, classes mapped)
+        model_uri = log_lifetime_model(model, model_path, ds.X[ds.splits["test"]][:5], ds.feature_names, ds.class_names)
         for path, sub in (
-            (model_path, "model"),
-            (model_path.with_suffix(".json"), "model"),
             (cm_path, None),
             (report_path, None),
             (plot_path, None),
@@ -373,4 +374,5 @@ def run_train(cfg, out_dir: Path) -> dict:
         print_feature_report(report, ds.feature_names)
         print_train_summary(summary)
         console.print(f"metrics: {metrics_path}")
+        console.print(f"MLflow model: runs:/{run.info.run_id}/model ({model_uri})")
     return summary
