@@ -523,6 +523,16 @@ def function_ranges(elf: Path) -> dict:
     return out
 
 
+def _one_instruction_per_block() -> list:
+    """QEMU's switch for one guest instruction per translated block: ``-singlestep`` up to 8.0,
+    ``-accel tcg,one-insn-per-tb=on`` from 8.1 (where ``-singlestep`` was deprecated)."""
+    out = _run([QEMU, "--version"], "qemu-system-arm --version").stdout
+    m = re.search(r"version (\d+)\.(\d+)", out)
+    if m and (int(m.group(1)), int(m.group(2))) >= (8, 1):
+        return ["-accel", "tcg,one-insn-per-tb=on"]
+    return ["-singlestep"]
+
+
 def traced_instructions(build: FirmwareBuild, inputs: np.ndarray, timeout: float = 300.0) -> np.ndarray:
     """Instructions executed in the model's code per input row, counted from QEMU's own
     execution trace in single-step mode (``-singlestep -d exec,nochain``: one trace line per
@@ -540,7 +550,7 @@ def traced_instructions(build: FirmwareBuild, inputs: np.ndarray, timeout: float
     inputs.tofile(build.workdir / "fw_in.bin")
     log = build.workdir / "exec.log"
     cmd = qemu_command(build.target, build.elf)
-    cmd[-2:-2] = ["-singlestep", "-d", "exec,nochain", "-D", str(log)]
+    cmd[-2:-2] = [*_one_instruction_per_block(), "-d", "exec,nochain", "-D", str(log)]
     proc = subprocess.run(cmd, cwd=build.workdir, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise ExportError(f"traced run exited {proc.returncode}: {proc.stderr.strip()[-500:]}")

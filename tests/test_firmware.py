@@ -26,7 +26,7 @@ from dogi_ml.traces.generators import generate
 
 TARGETS = list(fw.TARGETS)
 KINDS = ["mlp", "random_forest", "lightgbm", "gru", "qtable"]
-ROWS = {"mlp": 20000, "random_forest": 5000, "lightgbm": 5000, "gru": 5000, "qtable": 5000}
+ROWS = {"mlp": 10000, "random_forest": 5000, "lightgbm": 5000, "gru": 5000, "qtable": 5000}
 DATA = {
     "labels": "quantile",
     "features": ["lba", "prev_lba", "freq", "chunk_freq", "recency_freq", "latest_inv"],
@@ -181,7 +181,7 @@ def test_unknown_target_is_a_one_line_error(tmp_path):
 def test_export_command_builds_runs_and_records_firmware(tmp_path):
     small = [
         "workload.capacity_blocks=8192",
-        "workload.write_volume=4",
+        "workload.write_volume=2",
         "latency_budget_s=0.01",
         "model.params.epochs=2",
         "export.parity_rows=5000",
