@@ -781,6 +781,10 @@ class DOGI(PlacementPolicy):
             self.columns = [FEATURES.index(f) for f in c["features"]]
             self.n_trace_writes = int(ctx.trace.block_writes.size)
             self.trace_writes = ctx.trace.block_writes
+            if self.trace_writes.size and int(self.trace_writes.max()) >= cap:
+                # the engine runs such a file trace on its written LBAs compacted in order
+                # (pipeline.simulate.simulation_writes): the ghost must see the same numbers
+                self.trace_writes = np.unique(self.trace_writes, return_inverse=True)[1].astype(np.int64)
         scalars = new_scalars(SCALARS)
         st = record(scalars)
         bounds = category_bounds(cap, mu)  # [mu, c1..c9 upper]
