@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every file under docs/results, from the commands the docs cite, in one place:
 #
-#   bash docs/results/regenerate.sh [all | dogi | minos | shiro | adapt | peers | reproduction ...]
+#   bash docs/results/regenerate.sh [all | dogi | minos | shiro | adapt | hybrid | peers | reproduction ...]
 #   (or: make results RESULTS="minos shiro")
 #
 # Runs from the repository root with the project's venv (PYTHON=... to use another). Sweeps go to
@@ -89,6 +89,14 @@ adapt() {
         output=$R/adapt_fig11_skew_1m
 }
 
+hybrid() {
+    # issue 40: the hybrid against every seed scheme and the oracles, its ablation (docs/hybrid.md)
+    sweep hybrid +experiment=hybrid output=$R/hybrid
+    sweep hybrid_alt +experiment=hybrid_alt output=$R/hybrid_alt
+    sweep hybrid_traces +experiment=hybrid_traces output=$R/hybrid_traces
+    sweep hybrid_ablation +experiment=hybrid_ablation output=$R/hybrid_ablation
+}
+
 peers() {
     # our side of the parity with the authors' simulators (their side is recorded: docs/peers.md)
     "$PY" tests/test_peer_parity.py --update
@@ -102,8 +110,8 @@ families=("$@")
 [ ${#families[@]} -eq 0 ] && families=(all)
 for f in "${families[@]}"; do
     case $f in
-        all) dogi; minos; shiro; adapt; peers; reproduction ;;
-        dogi | minos | shiro | adapt | peers | reproduction) "$f" ;;
-        *) echo "regenerate.sh: unknown family '$f' (all, dogi, minos, shiro, adapt, peers, reproduction)" >&2; exit 2 ;;
+        all) dogi; minos; shiro; adapt; hybrid; peers; reproduction ;;
+        dogi | minos | shiro | adapt | hybrid | peers | reproduction) "$f" ;;
+        *) echo "regenerate.sh: unknown family '$f' (all, dogi, minos, shiro, adapt, hybrid, peers, reproduction)" >&2; exit 2 ;;
     esac
 done
