@@ -268,6 +268,7 @@ class GroupPlan:
     traffic: np.ndarray  # k: share of the planned writes per group
     gc_share: np.ndarray  # k: GC copies per write of each group (modelled)
     end: float  # the last group's reclaim age in the OP model (blocks)
+    last_reclaim: float  # ... and from its members' actual lifetimes (blocks)
     candidates: list = field(default_factory=list)  # (k, modelled WAF, budget) of every k tried
 
 
@@ -304,10 +305,13 @@ def plan_groups(
     :func:`markov.opmodel.thresholds_for_op` (exact) on the predicted lifetimes' CDF; group ``i``
     gets the plan's OP ``op_i`` and its expiry is the age at which its members' *actual* CDF
     ``G_i`` holds that much dead data (``traffic_i int_0^e G_i = op_i``; with perfect predictions
-    ``e = tau_i``); the last group is reclaimed at the plan's end ``T``. Modelled WAF: ``1 +`` the
-    copies per write, a member of a bounded group alive at its expiry ``e_i`` copied once and then
-    once per ``T`` it lives on (``1 + floor((t - e_i) / T)``), one of the last group once per ``T``
-    (``floor(t / T)``; the OP model's ``1 - F(T)`` counts only the first). The ``k`` of the lowest
+    ``e = tau_i``), never before ``tau_i`` (members that die sooner than predicted would
+    otherwise have their segments reclaimed while the rest still live); the last group's reclaim
+    age ``T`` is found the same way from its OP (with perfect predictions: the plan's end).
+    Modelled WAF: ``1 +`` the copies per write, a member of a bounded group alive at its expiry
+    ``e_i`` copied once and then once per ``T`` it lives on (``1 + floor((t - e_i) / T)``), one of
+    the last group once per ``T`` (``floor(t / T)``; the OP model's ``1 - F(T)`` counts only the
+    first). The ``k`` of the lowest
     modelled WAF wins (the smaller on a tie); ``fixed_k`` plans that many groups instead."""
     S = float(segment_blocks)
     pred = np.asarray(predicted, np.float64)
@@ -334,9 +338,10 @@ def plan_groups(
         member = assign_streams(pred_seg, stream.thresholds)
         traffic = np.bincount(member, minlength=k) / member.size
         T = max(float(stream.end), 1e-9)
+        T_last = T  # the last group's reclaim age, from its members' actual CDF below
         expiry = np.zeros(k - 1)
         copies = np.zeros(k)
-        for i in range(k):
+        for i in (k - 1, *range(k - 1)):  # the last group first: its reclaim age paces the copies
             sel = member == i
             if not sel.any():
                 if i < k - 1:
@@ -345,14 +350,19 @@ def plan_groups(
             t_i = life[sel]
             if i < k - 1:
                 # the age at which the members' actual CDF has held the plan's OP for this group
-                g_cdf = InvalidationCDF(t_i) if t_i.size else None
-                e = _expiry_for_op(g_cdf, stream.op[i] / traffic[i]) if traffic[i] > 0 else stream.reclaim_age[i]
+                # (never before its upper threshold: members die by then if the model is right)
+                e = stream.reclaim_age[i]
+                if traffic[i] > 0:
+                    e = max(e, _expiry_for_op(InvalidationCDF(t_i), stream.op[i] / traffic[i]))
                 expiry[i] = e
                 # a member alive at its group's expiry is copied, then every T in the last group
                 alive = t_i > e
-                copies[i] = float(np.sum(1.0 + np.floor((t_i[alive] - e) / T))) / t_i.size
+                copies[i] = float(np.sum(1.0 + np.floor((t_i[alive] - e) / T_last))) / t_i.size
             else:
-                copies[i] = float(np.sum(np.floor(t_i / T))) / t_i.size
+                # the last group's real reclaim age: when its members' actual CDF has held its OP
+                if traffic[i] > 0:
+                    T_last = max(_expiry_for_op(InvalidationCDF(t_i), stream.op[i] / traffic[i]), 1e-9)
+                copies[i] = float(np.sum(np.floor(t_i / T_last))) / t_i.size
         waf = 1.0 + float(np.dot(traffic, copies))
         candidates.append((k, waf, float(budget)))
         if best is None or waf < best.modelled_waf - 1e-12:
@@ -365,6 +375,7 @@ def plan_groups(
                 traffic=traffic,
                 gc_share=copies,
                 end=T * S,
+                last_reclaim=T_last * S,
             )
     if best is None:
         raise ValueError(
@@ -396,6 +407,7 @@ class Hybrid(DOGI):
         "victims": "expiry",  # expiry (expired segments first, then the rule) | rule
         "hot_filter": True,  # DOGI's Hot Filter in front of the model
         "horizon": 4.0,  # capacities: the planner's samples are at least this old (at most half the ring's span)
+        "min_horizon": 1.0,  # capacities: below this horizon the planner waits (DOGI's search meanwhile)
         "max_groups": 10,  # groups G1..GK the planner may use
         "open_cost": 1.0,  # OP segments each open segment costs the planner
         "fixed_groups": None,  # plan this many groups instead of the modelled-WAF choice (an ablation)
@@ -421,9 +433,10 @@ class Hybrid(DOGI):
                 f"policy hybrid: fixed_groups must lie in [1, max_groups={hcfg['max_groups']}] or be null, "
                 f"got {hcfg['fixed_groups']}"
             )
-        if not float(hcfg["horizon"]) > 0 or not float(hcfg["open_cost"]) >= 0:
+        if not float(hcfg["horizon"]) > 0 or not float(hcfg["open_cost"]) >= 0 or not float(hcfg["min_horizon"]) >= 0:
             raise ValueError(
-                f"policy hybrid: horizon must be > 0 and open_cost >= 0, got {hcfg['horizon']} and {hcfg['open_cost']}"
+                f"policy hybrid: horizon must be > 0, min_horizon and open_cost >= 0, got {hcfg['horizon']}, "
+                f"{hcfg['min_horizon']} and {hcfg['open_cost']}"
             )
         if params.get("deployed", "float") != "float":
             raise ValueError("policy hybrid: deployed must be float (the planner reads the model's probabilities)")
@@ -533,8 +546,8 @@ class Hybrid(DOGI):
         mature = slots[r.time[slots] <= now - horizon]
         entry["planner_samples"] = int(mature.size)
         entry["planner_horizon"] = horizon
-        if mature.size < int(self.cfg["min_samples"]) or horizon <= 0:
-            # too few samples have lived past the horizon yet: DOGI's search meanwhile
+        if mature.size < int(self.cfg["min_samples"]) or horizon < float(self.hcfg["min_horizon"]) * self.capacity:
+            # too few samples have lived long enough yet: DOGI's search meanwhile
             entry["planner"] = "waiting for mature samples (DOGI's search meanwhile)"
             super()._search_and_apply(plog, entry, sim, period, reloc, apply)
             return
