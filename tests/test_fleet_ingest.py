@@ -196,8 +196,8 @@ def test_split_real_multi_volume_samples(shared_traces, tmp_path):
 
 
 def test_tricky_text_takes_the_readers_rules(tmp_path):
-    """Lines each fast path must hand on or read exactly as the readers do: CRLF, a byte-order
-    mark, leading zeros (another volume), lower-case ops, fractional and negative stamps, stamps
+    """Lines each fast path must hand on or read exactly as the readers do: CRLF, lone CRs, a
+    byte-order mark, leading zeros (another volume), lower-case ops, fractional and negative stamps, stamps
     beyond 2^53 (rounded as the float parse rounds), blank lines, zero-length requests."""
     lines = [
         "7,W,4096,8192,100",
@@ -213,6 +213,7 @@ def test_tricky_text_takes_the_readers_rules(tmp_path):
         ("lf", "\n".join(lines) + "\n"),
         ("crlf", "\ufeff" + "\r\n".join(lines) + "\r\n"),
         ("no_final_newline", "\n".join(lines)),
+        ("lone_cr", "\r".join(lines) + "\r"),  # a lone CR ends a line for the text reader
     ):
         src = tmp_path / f"{variant}.csv"
         src.write_text(text)
