@@ -31,7 +31,7 @@ DATA = {
     "labels": "quantile",
     "features": ["lba", "prev_lba", "freq", "chunk_freq", "recency_freq", "latest_inv"],
     "sample_every": 3,
-    "max_samples": 8000,
+    "max_samples": 5000,
     "mu": 10,
 }
 FAST = {
@@ -51,7 +51,7 @@ def toolchain():
 
 @pytest.fixture(scope="module")
 def trace():
-    return generate("hotcold", capacity_blocks=8192, n_writes=8 * 8192, seed=3, hot_traffic=0.7, hot_fraction=0.05)
+    return generate("hotcold", capacity_blocks=8192, n_writes=6 * 8192, seed=3, hot_traffic=0.7, hot_fraction=0.05)
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +68,7 @@ def deployed(trace, tmp_path_factory):
         else:
             ds = flat
             if kind == "gru":  # fewer histories: a GRU epoch is the slow part of this file
-                seq = seq or build_dataset(trace, {**DATA, "max_samples": 2000}, sequence_history=4)
+                seq = seq or build_dataset(trace, {**DATA, "max_samples": 1500}, sequence_history=4)
                 ds = seq
             model, _ = train_and_evaluate(ds, {"name": kind, "params": FAST[kind]}, seed=0, latency_budget_s=0.002)
             q = quantize_model(model, ds.X[ds.splits["train"]], ds.class_names, ds.feature_names)
@@ -181,7 +181,7 @@ def test_unknown_target_is_a_one_line_error(tmp_path):
 def test_export_command_builds_runs_and_records_firmware(tmp_path):
     small = [
         "workload.capacity_blocks=8192",
-        "workload.write_volume=2",
+        "workload.write_volume=4",
         "latency_budget_s=0.01",
         "model.params.epochs=2",
         "export.parity_rows=5000",
