@@ -322,6 +322,8 @@ def firmware_inputs(q, X: np.ndarray | None, n: int, seed: int = 0) -> np.ndarra
     lay = layout(q)
     if lay["kind"] == "qtable":
         return qtable_vectors(n, seed)
+    if X is None:
+        raise ExportError(f"a {lay['kind']} model needs its parity feature vectors (X) for the firmware run")
     X = np.ascontiguousarray(np.asarray(X, np.int64).reshape(-1, lay["n_features"])[:n])
     if lay["kind"] == "gru":
         rng = np.random.Generator(np.random.PCG64(seed + 1))
