@@ -5,8 +5,11 @@ A fleet directory holds::
     DIR/fleet.parquet          the manifest, one row per volume (columns: MANIFEST_COLUMNS)
     DIR/volumes/<id>.dtr       each volume's requests (the .dtr v2 format of binfmt.py, CRC32C-checked)
 
-:func:`generate_fleet` draws a synthetic fleet, optionally also as one Alibaba-format CSV so
-that the trace splitter can be checked against it.
+Two things write it: :func:`split_trace` (``python -m dogi_ml ingest ... split=true``) cuts a
+multi-volume trace (Alibaba, Tencent, MSR by host and disk, any delimited preset or format, or a
+directory of per-volume files) into per-volume ``.dtr`` files in one streaming pass, and
+:func:`generate_fleet` (``python -m dogi_ml fleet``, ``conf/fleet.yaml``) draws a synthetic fleet,
+optionally also as one Alibaba-format CSV so that the splitter can be checked against it.
 
 API (what other modules build on)::
 
@@ -17,6 +20,7 @@ API (what other modules build on)::
     volume_row(volume, dtr_path, fleet_dir) -> dict       # a manifest row from a written .dtr
     file_checksum(path) -> str                            # "crc32c:xxxxxxxx" of a file's bytes
     generate_fleet(out_dir, n_volumes, seed, spec=None, csv=False) -> Path   # the manifest's path
+    split_trace(path, fmt, out_dir, volumes=None, skip_malformed=False, ...) -> Path   # the manifest's path
 
 Manifest columns (``MANIFEST_COLUMNS``): ``volume`` (the trace's volume id, a string), ``path``
 (the ``.dtr`` relative to the manifest's directory), ``requests``, ``read_requests``,
@@ -529,11 +533,45 @@ def _dense_lba(lba, nblocks, order):
     return out
 
 
+@nb.njit(cache=True, nogil=True)
+def _address_order(lba):
+    """The requests' indices in address order (any order among equal addresses): an LSD radix
+    sort on 11-bit digits, as many passes as the highest address needs (3 below 2^33 blocks),
+    each a sequential read and a scatter into 2048 buckets; about 4x faster than np.argsort on a
+    volume's requests."""
+    n = lba.shape[0]
+    top = 0
+    for i in range(n):
+        if lba[i] > top:
+            top = lba[i]
+    keys = lba.copy()
+    order = np.arange(n)
+    keys_out = np.empty_like(keys)
+    order_out = np.empty_like(order)
+    shift = 0
+    while shift == 0 or (top >> shift) > 0:
+        counts = np.zeros(2049, np.int64)
+        for i in range(n):
+            counts[((keys[i] >> shift) & 2047) + 1] += 1
+        for d in range(2048):
+            counts[d + 1] += counts[d]
+        for i in range(n):
+            d = (keys[i] >> shift) & 2047
+            j = counts[d]
+            counts[d] = j + 1
+            keys_out[j] = keys[i]
+            order_out[j] = order[i]
+        keys, keys_out = keys_out, keys
+        order, order_out = order_out, order
+        shift += 11
+    return order
+
+
 def _remap_volume(trace: Trace) -> Trace:
-    """``remap_dense`` for a one-volume trace (the same LBAs and meta): one sort by address
-    instead of two keys, and no gathers of the ends; a request's dense start depends on the
+    """``remap_dense`` for a one-volume trace (the same LBAs and meta): one radix sort by address
+    instead of a sort on two keys, and no gathers of the ends; a request's dense start depends on the
     merged ranges before it, not on how requests at the same address are ordered."""
-    order = np.argsort(trace.lba)
+    order = _address_order(trace.lba)
     lba = _dense_lba(trace.lba, trace.nblocks, order)
     meta = dict(trace.meta)
     meta["remapped"] = 1
@@ -1198,23 +1236,51 @@ def _int_csv(data, sep, n_fields, c_vol, c_op, c_off, c_size, c_ts, op_keys, op_
         ts = np.int64(0)
         have_ts = False
         while True:  # one field
+            if field == c_vol or field == c_off or field == c_size or field == c_ts:
+                # a decimal integer, parsed as it is scanned (one pass over its bytes)
+                k = pos
+                negative = False
+                if field == c_ts and k < n and data[k] == 45:
+                    negative = True
+                    k += 1
+                first_digit = k
+                v = np.int64(0)
+                while k < n:
+                    d = np.int64(data[k]) - 48
+                    if d < 0 or d > 9:
+                        break
+                    v = v * 10 + d
+                    k += 1
+                digits = k - first_digit
+                if k < n and data[k] == 13 and (k + 1 >= n or data[k + 1] == 10):
+                    k += 1  # CRLF
+                if digits < 1 or digits > 18 or (k < n and data[k] != sep and data[k] != 10):
+                    return _NOT_MINE, 0, line, 0, n_new, 0, -1, -1
+                pos = k
+                if field == c_vol:
+                    if data[first_digit] == 48 and digits > 1:  # "007" is not volume "7"
+                        return _NOT_MINE, 0, line, 0, n_new, 0, -1, -1
+                    vol = v
+                elif field == c_off:
+                    off = v
+                elif field == c_size:
+                    size = v
+                else:
+                    ts = -v if negative else v
+                    have_ts = True
+                field += 1
+                if pos >= n or data[pos] == 10:
+                    pos += 1
+                    break
+                pos += 1  # the separator
+                continue
             start = pos
             while pos < n and data[pos] != sep and data[pos] != 10:
                 pos += 1
             end = pos
             if end > start and data[end - 1] == 13 and (pos >= n or data[pos] == 10):
                 end -= 1  # CRLF
-            if field == c_vol:
-                if end - start < 1 or end - start > 18 or (data[start] == 48 and end - start > 1):
-                    return _NOT_MINE, 0, line, 0, n_new, 0, -1, -1
-                v = np.int64(0)
-                for k in range(start, end):
-                    d = data[k] - 48
-                    if d < 0 or d > 9:
-                        return _NOT_MINE, 0, line, 0, n_new, 0, -1, -1
-                    v = v * 10 + d
-                vol = v
-            elif field == c_op:
+            if field == c_op:
                 if end - start < 1 or end - start > 7:
                     return _NOT_MINE, 0, line, 0, n_new, 0, -1, -1
                 key = np.int64(0)
@@ -1228,28 +1294,6 @@ def _int_csv(data, sep, n_fields, c_vol, c_op, c_off, c_size, c_ts, op_keys, op_
                         op = op_codes[j]
                 if op < 0:
                     return _NOT_MINE, 0, line, 0, n_new, 0, -1, -1
-            elif field == c_off or field == c_size or field == c_ts:
-                k = start
-                negative = False
-                if field == c_ts and k < end and data[k] == 45:
-                    negative = True
-                    k += 1
-                if end - k < 1 or end - k > 18:
-                    return _NOT_MINE, 0, line, 0, n_new, 0, -1, -1
-                v = np.int64(0)
-                while k < end:
-                    d = data[k] - 48
-                    if d < 0 or d > 9:
-                        return _NOT_MINE, 0, line, 0, n_new, 0, -1, -1
-                    v = v * 10 + d
-                    k += 1
-                if field == c_off:
-                    off = v
-                elif field == c_size:
-                    size = v
-                else:
-                    ts = -v if negative else v
-                    have_ts = True
             else:  # a column the format does not use: anything but a lone CR
                 for k in range(start, end):
                     if data[k] == 13:
