@@ -1,44 +1,47 @@
-"""Sweeps on a real SLURM cluster (issue 41): ``hydra/launcher=slurm`` submits submitit job arrays
-to the one-node cluster that ``.ci/slurm_up.sh`` brings up; ``sacct`` must have seen every array
-task, and the results must equal the joblib launcher's on this machine to the last digit.
+"""A fleet study on a real SLURM cluster (issue 41): ``hydra/launcher=slurm`` submits the study's
+jobs as one submitit job array to the one-node cluster that ``.ci/slurm_up.sh`` brings up;
+``sacct`` must have seen every array task, and the results table must equal the joblib
+launcher's on this machine to the last digit.
 
 Without a responding SLURM node the tests skip with the reason, and fail under ``CI=true``
 (``.ci/run`` starts the cluster)."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from helpers import run_cli, skip_or_fail_in_ci
 
-# Small jobs: one core and 2 GB each, so both cores of a CI machine run array tasks at once
+from dogi_ml.traces.fleet import FleetSpec, generate_fleet
+
+# Small jobs: one core and 1 GB each, so both cores of a CI machine run array tasks at once
 SLURM_RESOURCES = [
     "hydra/launcher=slurm",
     "hydra.launcher.cpus_per_task=1",
-    "hydra.launcher.mem_gb=2",
+    "hydra.launcher.mem_gb=1",
     "hydra.launcher.timeout_min=10",
 ]
-SMALL_SIM = [
-    "workload.capacity_blocks=16384",
-    "workload.write_volume=2",
-    "sim.segment_blocks=64",
-    "plot=false",
-]
-# measured, not computed: differs from run to run and between launchers
-TIMING_KEYS = ("elapsed_s", "compile_s", "appends_per_second", "loop_cpu_s", "appends_per_cpu_second")
-
-
-def without_thread_counts(numerics: dict) -> dict:
-    """The numerics record minus its thread counts: a SLURM task without CPU binding sees the
-    node's cores where a joblib worker is limited to one thread; the pinned numerics make the
-    results independent of them (what the comparison checks), so they are not a difference."""
-    out = {k: v for k, v in numerics.items() if k != "numba_threads"}
-    out["openblas"] = sorted((lib["library"], lib["core"]) for lib in numerics.get("openblas", []))
-    return out
+# 16 volumes of 2-3K blocks written about three times over (as tests/test_study.py's), three schemes
+N_VOLUMES = 16
+SPEC = FleetSpec(
+    wss_median=2560,
+    wss_min=2048,
+    wss_max=3072,
+    traffic_median=3.0,
+    traffic_min=2.5,
+    traffic_max=3.5,
+    theta_range=(0.0, 0.8),
+)
+SCHEMES = ["sepbit", "nosep", "dac"]
+SMALL_STUDY = ["sim.segment_blocks=16", "sim.op_ratio=0.25", "mlflow=false", "plot=false"]
+# what differs between two runs of the same jobs without being a result: the job's wall time,
+# and the code version (with the job key it enters), which the shared working tree of a
+# developer may change between the two runs (each table's own is checked to be uniform)
+NOT_RESULTS = ("elapsed_s", "mlflow_run_id", "code_version", "key")
 
 
 def require_slurm() -> None:
@@ -73,40 +76,43 @@ def sacct_states(job_ids: list[str]) -> dict[str, str]:
     return dict(line.split("|", 1) for line in proc.stdout.splitlines() if line.strip())
 
 
-def job_results(sweep_dir: Path) -> dict[str, dict]:
-    """``{policy: result}`` of a simulate sweep, without the timing fields."""
-    out = {}
-    for path in sorted(sweep_dir.glob("*/result.json")):
-        result = json.loads(path.read_text())
-        for key in TIMING_KEYS:
-            result.pop(key, None)
-        result["numerics"] = without_thread_counts(result["numerics"])
-        out[result["policy"]] = result
-    return out
-
-
-def only_sweep_dir(cwd: Path) -> Path:
-    (sweep_dir,) = [p.parent for p in cwd.glob("multirun/simulate/*/*/multirun.yaml")]
-    return sweep_dir
+def results_table(out: Path) -> dict:
+    """The study's results.parquet as ``{column: values}`` without the columns that are no result."""
+    table = pq.read_table(out / "results.parquet").to_pydict()
+    assert len(set(table["code_version"])) == 1, set(table["code_version"])
+    return {k: v for k, v in table.items() if k not in NOT_RESULTS}
 
 
 @pytest.mark.slow
-def test_simulate_sweep_on_slurm_equals_joblib(tmp_path):
-    """Three schemes as one submitit job array: sacct lists every task COMPLETED, and each job's
-    result equals the joblib launcher's to the last digit."""
+def test_fleet_study_on_slurm_equals_joblib(tmp_path):
+    """A 16-volume, 3-scheme study as one submitit job array on the cluster: sacct lists all 48
+    array tasks COMPLETED, and results.parquet equals the joblib launcher's to the last digit."""
     require_slurm()
-    sweep = ["simulate", "-m", "+workload=zipf", "policy=nosep,sepgc,sepbit", *SMALL_SIM]
-    results = {}
+    fleet = generate_fleet(tmp_path / "fleet", N_VOLUMES, seed=3, spec=SPEC)
+    study = ["study", f"fleet={fleet}", f"policy={','.join(SCHEMES)}", *SMALL_STUDY]
+    tables = {}
     for launcher, extra in (("slurm", SLURM_RESOURCES), ("joblib", ["hydra/launcher=joblib"])):
         cwd = tmp_path / launcher
         cwd.mkdir()
-        run_cli([*sweep, *extra], cwd)
-        sweep_dir = only_sweep_dir(cwd)
-        results[launcher] = job_results(sweep_dir)
+        run_cli([*study, "out=out", *extra], cwd)
+        tables[launcher] = results_table(cwd / "out")
         if launcher == "slurm":
+            (sweep_dir,) = [p.parent for p in cwd.glob("multirun/study/*/*/.submitit")]
             ids = submitit_job_ids(sweep_dir)
-            assert len(ids) == 3 and len({i.split("_")[0] for i in ids}) == 1, ids  # one array, three tasks
+            assert len(ids) == N_VOLUMES * len(SCHEMES) and len({i.split("_")[0] for i in ids}) == 1, ids
             states = sacct_states(ids)
             assert {i: states.get(i) for i in ids} == dict.fromkeys(ids, "COMPLETED"), states
-    assert set(results["slurm"]) == {"nosep", "sepgc", "sepbit"}
-    assert results["slurm"] == results["joblib"]
+    slurm = tables["slurm"]
+    assert len(slurm["waf"]) == N_VOLUMES * len(SCHEMES) and set(slurm["status"]) == {"ok"}
+    assert set(slurm["scheme"]) == set(SCHEMES) and len(set(slurm["volume"])) == N_VOLUMES
+    assert slurm == tables["joblib"]
+
+
+@pytest.mark.parametrize("ci", ["true", ""])
+def test_missing_slurm_fails_in_ci_and_skips_elsewhere(ci, monkeypatch):
+    """No sinfo on PATH: under CI=true the test fails naming the reason and the fix, else it skips."""
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setenv("CI", ci)
+    outcome = pytest.fail.Exception if ci else pytest.skip.Exception
+    with pytest.raises(outcome, match=r"no SLURM client \(sinfo/sacct\) on PATH.*\.ci/slurm_up\.sh"):
+        require_slurm()
