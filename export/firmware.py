@@ -557,13 +557,19 @@ def traced_instructions(build: FirmwareBuild, inputs: np.ndarray, timeout: float
     if proc.returncode != 0:
         raise ExportError(f"traced run exited {proc.returncode}: {proc.stderr.strip()[-500:]}")
     pc_re = re.compile(r"^Trace \d+: 0x[0-9a-f]+ \[[0-9a-f]+/([0-9a-f]+)/")
-    counts, in_counter, reads, n = [], False, 0, 0
+    counts, in_counter, reads, n, last = [], False, 0, 0, -1
     with open(log) as fh:
         for line in fh:
             m = pc_re.match(line)
             if not m:
                 continue
             pc = int(m.group(1), 16)
+            if pc == last:
+                # the same one-instruction block logged twice: QEMU logs a block before running
+                # it, and under -icount a block whose instruction budget has run out exits
+                # before its instruction and is entered again (no code here jumps to itself)
+                continue
+            last = pc
             now = counter[0] <= pc < counter[1]
             if now and not in_counter:  # entering fw_counter: a window opens or closes
                 reads += 1
