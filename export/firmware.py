@@ -103,7 +103,8 @@ class FirmwareMismatch(ExportError):
 def toolchain_problem() -> str | None:
     """Why firmware builds cannot run here (``None`` when the cross compiler, binutils and QEMU
     are all on PATH)."""
-    missing = [t for t in (CC, "arm-none-eabi-objdump", "arm-none-eabi-size", QEMU) if shutil.which(t) is None]
+    tools = (CC, "arm-none-eabi-objdump", "arm-none-eabi-size", "arm-none-eabi-nm", QEMU)
+    missing = [t for t in tools if shutil.which(t) is None]
     if missing:
         return (
             f"{', '.join(missing)} not found on PATH: firmware builds need Debian's gcc-arm-none-eabi "
