@@ -1062,6 +1062,17 @@ class DOGI(PlacementPolicy):
         entered.wait(0.1)
         return fut
 
+    def checkpoint_problem(self) -> str | None:
+        """Why this run cannot be checkpointed (dogi_ml.sim.checkpoint), None if it can: the
+        ghost in a child process holds state no checkpoint of this process reaches."""
+        gp = self.cfg["ghost_process"]
+        if gp is True or (gp == "auto" and getattr(self, "n_trace_writes", 0) >= GHOST_PROCESS_WRITES):
+            return (
+                f"policy dogi with policy.params.ghost_process={gp} runs its ghost in a child process, "
+                "which a checkpoint cannot hold; set policy.params.ghost_process=thread (or false)"
+            )
+        return None
+
     def _ghost_feed(self, sim, start: int, lo: int, hi: int) -> None:
         """The base design's ghost (issue 12 §5): a second store run with ``variant=base`` on
         the same writes, so each retraining period has the WAF DOGI's own base would have had.
