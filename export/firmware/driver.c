@@ -8,7 +8,10 @@
  *
  * Files (relative to QEMU's working directory): fw_in.bin (rows of FW_IN_WORDS int64), fw_out.bin
  * (rows of FW_OUT_WORDS int32, the last word the counter's ticks for that row), fw_meta.bin
- * (FW_META_WORDS uint32, see write_meta). */
+ * (FW_META_WORDS uint32: magic "FWM1", rows, FW_OUT_WORDS, stack high-water bytes, the known
+ * loop's turns and ticks, the ticks of 16 empty windows summed, the stack region's bytes, the
+ * counter's mask, 0). Exit status: 0, or 2-6 for a failed file operation (firmware.py says which
+ * run failed; 70 is a fault, from the startup). */
 #include "fw.h"
 
 #ifndef FW_CHUNK
