@@ -149,6 +149,8 @@ def test_train_logs_the_model_and_export_logs_under_that_run(tmp_path, monkeypat
         experiment_ids=[client.get_experiment_by_name("train").experiment_id], filter_string="name = 'model'"
     )
     assert logged.source_run_id == run_id
+    # what the UI's run page lists under "Logged models"
+    assert [m.model_id for m in client.get_run(run_id).outputs.model_outputs] == [logged.model_id]
 
     run_dir = next(tmp_path.glob("outputs/train/*/*"))
     saved = LifetimeModel.load(run_dir / "model.pkl")
