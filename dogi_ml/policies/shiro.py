@@ -43,7 +43,12 @@ reward = mean invalid proportion of the next ``horizon`` (200) victims, credited
 ``on_reclaim``), ``hierarchical`` (its initial rule, frozen: user -> level 1, level k -> k+1),
 ``sepbit_age`` (SepBIT's age classes with the threshold ``T`` as SepBIT's ``l``: from the short
 group -> level 1, else age < 4T -> 2, < 16T -> 3, else 4), ``single`` (all to level 1: the -NG
-ablation, GC separation removed). ``deployed``: ``float`` runs a given Q-table (``qtable``)
+ablation, GC separation removed), ``credit`` (:mod:`dogi_ml.rl.credit`: the same state, each
+decision credited with its own block's outcome, died before its segment's reclaim or copied again;
+``credit_gamma`` discounts further copies), ``oracle`` (a measurement, not a scheme: perfect
+knowledge of each block's remaining lifetime, GC level by bands of ``T`` (``ORACLE_BANDS``), each
+state's levels counted so that :func:`oracle_table` projects the rule on Table I's states; needs the
+write stream in advance). ``deployed``: ``float`` runs a given Q-table (``qtable``)
 frozen and greedy, ``int8`` its integer form (:func:`dogi_ml.rl.export.quantize_table`).
 
 **Readings of the text** (switches; the defaults are the paper's text where it gives a value;
@@ -89,6 +94,8 @@ import numpy as np
 
 from dogi_ml.features.extract import CHUNK_BLOCKS, NO_PREVIOUS
 from dogi_ml.intrinsics import prefetch, prefetch_span
+from dogi_ml.oracles.annotate import NEVER, annotate
+from dogi_ml.rl import credit as rl_credit
 from dogi_ml.rl import qlearning as ql
 from dogi_ml.rl.export import quantize_table
 from dogi_ml.sim.kernels import _roomiest_group, segment_of
@@ -105,8 +112,12 @@ from ._shiro_rows import DigitRowStream, encode_digits
 G_SHORT, G_LONG, G_UNSEEN, G_GC1 = 0, 1, 2, 3
 N_GC = 5
 N_GROUPS = 3 + N_GC
-AGENTS = ("qlearning", "hierarchical", "sepbit_age", "single")
-A_QLEARNING, A_HIERARCHICAL, A_SEPBIT_AGE, A_SINGLE = range(4)
+AGENTS = ("qlearning", "hierarchical", "sepbit_age", "single", "credit", "oracle")
+A_QLEARNING, A_HIERARCHICAL, A_SEPBIT_AGE, A_SINGLE, A_CREDIT, A_ORACLE = range(6)
+#: agent=oracle's bands: a block whose true remaining lifetime is below ORACLE_BANDS[k] x T goes to
+#: GC level k + 1 (SepBIT's age classes' multiples of T, on the future instead of the past)
+ORACLE_BANDS = (1, 4, 16, 64)
+LEARNED_AGENTS = ("qlearning", "credit")  # the agents a Q-table drives (deployed needs one)
 DEPLOYED = (None, "float", "int8")
 #: Algorithm 1's lifetime samples (``lifetime_window``): a rewrite of a page written earlier in the
 #: same window (``within``, the paper's sentence read literally) or every rewrite in the window (``any``)
@@ -171,6 +182,9 @@ class ShiroState(NamedTuple):
     gc_dest: np.ndarray  # int64 [source segment type, destination group]
     life: np.ndarray  # int64: lifetimes observed inside the current window (Algorithm 1)
     agent: ql.QTable
+    credit: rl_credit.CreditAgent  # agent=credit (a 1-LBA placeholder otherwise); agent=oracle logs in its visits
+    inv: np.ndarray  # agent=oracle: int64 per write (prefill included), user writes until it is overwritten
+    death: np.ndarray  # agent=oracle: int64 per LBA, when its live version is overwritten (NEVER: not in the trace)
     qint: np.ndarray  # int8 Q-table of deployed=int8 (a 1 x 5 placeholder otherwise)
     seg_short: np.ndarray  # int32 per segment: valid blocks predicted short (eq1_segments=short_pages)
     seal_clock: np.ndarray  # int64 per segment: flash_clock at its seal (eq1_clock=flash)
@@ -380,6 +394,11 @@ def shiro_user(s, p, lba, now):
             p.life[st.n_life] = v  # one lifetime sample (lifetime_window: a rewrite inside the window / any rewrite)
             st.n_life += 1
     row.prev = ql.PREV_NEVER
+    if st.agent == A_CREDIT and s.l2p[lba] >= 0:
+        rl_credit.on_invalidate(p.credit, lba, segment_of(s, s.l2p[lba]), now)  # its old copy died
+    elif st.agent == A_ORACLE:
+        d = p.inv[now]
+        p.death[lba] = now + d if d < NEVER else NEVER
     if now < st.prefill:
         row.pred = ql.PRED_UNSEEN
         _eq1_place(s, p, st, G_UNSEEN, False)
@@ -410,6 +429,28 @@ def shiro_gc(s, p, lba, victim, now):
             ql.record_decision(p.agent, state, a)
         if a < 0:
             return -1
+    elif mode == A_CREDIT:
+        state = ql.encode_binned_state(
+            ql.lifetime_bin(now - s.lba_time[lba]), st.victim_bin, seg_type, row.pred, row.prev
+        )
+        if st.int8 != 0:
+            a = ql.greedy_action(p.qint, state)
+        else:
+            a = rl_credit.choose_action(p.credit, state)
+            rl_credit.on_relocate(p.credit, lba, state, a, now)
+        if a < 0:
+            return -1
+    elif mode == A_ORACLE:
+        # perfect knowledge: the band of the block's true remaining lifetime, logged per state
+        left = p.death[lba] - now
+        a = 0
+        while a < len(ORACLE_BANDS) and left >= ORACLE_BANDS[a] * st.hot_threshold:
+            a += 1
+        state = ql.encode_binned_state(
+            ql.lifetime_bin(now - s.lba_time[lba]), st.victim_bin, seg_type, row.pred, row.prev
+        )
+        if state >= 0:
+            p.credit.visits[state, a] += 1
     elif mode == A_HIERARCHICAL:
         a = 0 if seg_type < G_GC1 else min(seg_type - G_GC1 + 1, N_GC - 1)
     elif mode == A_SEPBIT_AGE:
@@ -437,6 +478,8 @@ def shiro_reclaim(s, p, victim, now):
     p.seg_short[victim] = 0  # its valid blocks are counted again where they are relocated to
     if st.agent == A_QLEARNING and st.int8 == 0:
         ql.on_gc(p.agent, s.prm[P_SEG_BLOCKS] - valid)
+    elif st.agent == A_CREDIT:
+        rl_credit.on_reclaim(p.credit, victim, now)
 
 
 @nb.njit(cache=True, inline="always")
@@ -564,6 +607,8 @@ class Shiro(SequencePolicy):
         "alpha": ql.DEFAULT_ALPHA,
         "gamma": ql.DEFAULT_GAMMA,
         "horizon": ql.DEFAULT_HORIZON,
+        "credit_gamma": rl_credit.DEFAULT_GAMMA,  # agent=credit: discount of a block's further copies
+        "credit_dead_cost": 0.0,  # agent=credit: weight of a dead block's idle share (its slot dead until the reclaim)
         "retrain_every": None,  # None = window x capacity
         "sample_every": None,  # None: 10 (Shiro's 10% sample), fewer if a window would give < min_window_samples
         "min_window_samples": 1000,
@@ -592,9 +637,9 @@ class Shiro(SequencePolicy):
             raise ValueError(f"policy shiro: agent must be one of {', '.join(AGENTS)}, got {c['agent']!r}")
         if c["deployed"] not in DEPLOYED:
             raise ValueError(f"policy shiro: deployed must be null, float or int8, got {c['deployed']!r}")
-        if c["deployed"] is not None and c["agent"] != "qlearning":
+        if c["deployed"] is not None and c["agent"] not in LEARNED_AGENTS:
             raise ValueError(
-                f"policy shiro: deployed={c['deployed']} runs a Q-table, so it needs agent=qlearning "
+                f"policy shiro: deployed={c['deployed']} runs a Q-table, so it needs agent=qlearning or credit "
                 f"(got agent={c['agent']})"
             )
         if c["features"][0] != "latest_inv":
@@ -628,6 +673,9 @@ class Shiro(SequencePolicy):
         # the agent's parameters fail here, not at bind
         ql.new_qtable(1, horizon=int(c["horizon"]), alpha=float(c["alpha"]), gamma=float(c["gamma"]),
                       epsilon=float(c["epsilon"]), epoch_capacity=1)  # fmt: skip
+        # credit's own parameters (dogi_ml.rl.credit): fail here, not at bind
+        rl_credit.new_credit_agent(1, gamma=float(c["credit_gamma"]), alpha=float(c["alpha"]),
+                                   epsilon=float(c["epsilon"]), initial=np.zeros((1, 1)))  # fmt: skip
         self.initial_q = self._load_qtable(c["qtable"])
         if c["deployed"] is not None and self.initial_q is None:
             raise ValueError(
@@ -636,6 +684,7 @@ class Shiro(SequencePolicy):
             )
         self.digits = np.asarray([int(d) for d in c["digits"]], np.int64)
         self._training_pool = None  # the background epochs' thread, started on first use
+        self.needs_future = c["agent"] == "oracle"  # the engine hands its bind the whole write stream
         self.window_from_share = c["retrain_every"] is None
 
     @staticmethod
@@ -678,6 +727,8 @@ class Shiro(SequencePolicy):
         tag = [c["agent"]] if c["agent"] != "qlearning" else []
         if c["deployed"]:
             tag.append(c["deployed"])
+            if c["agent"] == "credit" and isinstance(c["qtable"], (str, Path)):
+                tag.append(Path(c["qtable"]).stem)  # which saved table (the credit agent's or the oracle's)
         tag += readings
         if victim != "adjusted_greedy":
             tag.append(str(victim))
@@ -737,6 +788,20 @@ class Shiro(SequencePolicy):
         st.agent = AGENTS.index(c["agent"])
         st.int8 = int(c["deployed"] == "int8")
         frozen = c["deployed"] is not None or c["agent"] != "qlearning"
+        credit_on = c["agent"] == "credit"
+        oracle = c["agent"] == "oracle"
+        credit = rl_credit.new_credit_agent(
+            self.capacity if credit_on else 1,
+            gamma=float(c["credit_gamma"]),
+            alpha=float(c["alpha"]),
+            epsilon=float(c["epsilon"]) if credit_on and c["deployed"] is None else 0.0,
+            seed=int(c["seed"]) + 1,
+            learn=credit_on and c["deployed"] is None,
+            initial=self.initial_q if credit_on else np.zeros((ql.N_STATES if oracle else 1, ql.N_ACTIONS)),
+            dead_cost=float(c["credit_dead_cost"]) if credit_on else 0.0,
+            n_segments=ctx.n_segments,
+            segment_blocks=ctx.segment_blocks,
+        )
         agent = ql.new_qtable(
             ctx.segment_blocks,
             horizon=int(c["horizon"]),
@@ -760,6 +825,9 @@ class Shiro(SequencePolicy):
             gc_dest=np.zeros((N_GROUPS, N_GROUPS), np.int64),
             life=np.zeros(self.window_blocks, np.int64),
             agent=agent,
+            credit=credit,
+            inv=annotate(ctx.stream)[0] if oracle else np.zeros(1, np.int64),
+            death=np.full(ctx.capacity if oracle else 1, NEVER, np.int64),
             qint=qint,
             seg_short=np.zeros(ctx.n_segments, np.int32),
             seal_clock=np.zeros(ctx.n_segments, np.int64),
@@ -994,16 +1062,28 @@ class Shiro(SequencePolicy):
         out["gc_destinations"] = state.gc_dest.tolist()
         out["agent"] = c["agent"]
         out["deployed"] = c["deployed"]
-        if c["agent"] == "qlearning":
-            out["agent_counters"] = ql.counters(state.agent)
-            out["qtable_bytes"] = int(self.int_table.nbytes if self.int_table is not None else state.agent.q.nbytes)
+        if c["agent"] in LEARNED_AGENTS:
+            q = state.agent.q if c["agent"] == "qlearning" else state.credit.q
+            counts = ql.counters(state.agent) if c["agent"] == "qlearning" else rl_credit.counters(state.credit)
+            out["agent_counters"] = counts
+            out["qtable_bytes"] = int(self.int_table.nbytes if self.int_table is not None else q.nbytes)
             out["qtable_int8_bytes"] = ql.N_STATES * ql.N_ACTIONS
             rule = ql.greedy_actions(ql.hierarchical_table())
-            out["states_departing_from_rule"] = int(np.sum(ql.greedy_actions(state.agent.q) != rule))
+            out["states_departing_from_rule"] = int(np.sum(ql.greedy_actions(q) != rule))
             if c["save_qtable"]:
                 path = Path(c["save_qtable"])
                 path.parent.mkdir(parents=True, exist_ok=True)
-                np.save(path, state.agent.q)
+                np.save(path, q)
+                out["qtable_path"] = str(path)
+        if c["agent"] == "oracle":
+            # the oracle's table: each visited state's most frequent oracle level, the rule elsewhere
+            counts = state.credit.visits
+            out["oracle_states"] = int(np.count_nonzero(counts.sum(axis=1)))
+            out["oracle_levels"] = counts.sum(axis=0).tolist()
+            if c["save_qtable"]:
+                path = Path(c["save_qtable"])
+                path.parent.mkdir(parents=True, exist_ok=True)
+                np.save(path, oracle_table(counts))
                 out["qtable_path"] = str(path)
         tw = [s for s in self.window_train_s]
         out["train_seconds_per_window"] = float(np.mean(tw)) if tw else None
@@ -1015,6 +1095,18 @@ class Shiro(SequencePolicy):
         out.update(common)
         out["training_history"] = [{k: v for k, v in h.items() if k != "confusion"} for h in self.history]
         return out
+
+
+def oracle_table(counts: np.ndarray) -> np.ndarray:
+    """A Q-table from agent=oracle's log (``counts[state, level]``): in every visited state its
+    most frequent level (ties to the lowest) holds 1 and the others 0; unvisited states keep the
+    hierarchical rule. Run with ``deployed=float`` it is the oracle projected on Table I's states."""
+    counts = np.asarray(counts)
+    q = ql.hierarchical_table()
+    seen = counts.sum(axis=1) > 0
+    q[seen] = 0.0
+    q[np.flatnonzero(seen), counts[seen].argmax(axis=1)] = 1.0
+    return q
 
 
 def classifier_metrics(conf) -> dict:
