@@ -266,3 +266,51 @@ def test_process_wide_random_states_are_restored(trace, tmp_path):
     resumed, position = checkpointer.load()
     resumed.feed(writes[position:])
     assert outcome_digest(resumed.result()) == outcome_digest(reference)
+
+
+def test_a_preempted_submitit_job_checkpoints_requeues_and_resumes(trace, tmp_path):
+    """The Hydra submitit launcher's semantics (its ``checkpoint`` resubmits the same call) through
+    submitit's local executor: the signal arrives while the job is about to write a checkpoint; the job finishes that checkpoint first (the signal waits for the chunk boundary),
+    then submitit requeues it, and the requeued job resumes from it to the uninterrupted result.
+    Without the deferral the signal ends the job before the checkpoint is written."""
+    submitit = pytest.importorskip("submitit")
+    policy = policy_config("sepbit")
+    reference = reference_run("sepbit", trace, policy)
+    ckdir = tmp_path / "ckpt"
+    sim_cfg = sim_config(checkpoint_every=EVERY, checkpoint_dir=str(ckdir))
+    starts = tmp_path / "starts.txt"
+    version = ckpt.code_version()
+
+    class SimulateJob:  # defined here: cloudpickle sends it by value to the job's process
+        def __call__(self, policy, sim_cfg):
+            from dogi_ml.pipeline.simulate import simulate
+            from dogi_ml.sim import checkpoint
+            from dogi_ml.traces.generators import zipf
+
+            checkpoint._code_version = version  # see JOB
+            header = checkpoint.Checkpointer(sim_cfg["checkpoint_dir"], {}).header()
+            with open(starts, "a") as f:
+                f.write(f"{header['position'] if header else 0}\n")
+            save = checkpoint.Checkpointer.save
+
+            def save_once_preempted(self, sim, position):
+                deadline = time.monotonic() + 30
+                while header is None and self._requested is None and time.monotonic() < deadline:
+                    time.sleep(0.01)  # the first run waits here for its preemption
+                return save(self, sim, position)
+
+            checkpoint.Checkpointer.save = save_once_preempted
+            return simulate(zipf(CAP, 3 * CAP, seed=5, theta=1.0), policy, sim_cfg, progress=False)
+
+        def checkpoint(self, *args, **kwargs):
+            return submitit.helpers.DelayedSubmission(self, *args, **kwargs)
+
+    # submitit's local executor signals a job ``signal_delay_s`` before its time limit (its
+    # stand-in for SLURM's preemption and time-limit signal) and requeues it as SLURM would
+    executor = submitit.LocalExecutor(folder=tmp_path / "submitit", max_num_timeout=3)
+    executor.update_parameters(timeout_min=12 / 60, signal_delay_s=4)
+    resumed = executor.submit(SimulateJob(), policy, sim_cfg).result()
+    positions = [int(x) for x in starts.read_text().split()]
+    assert len(positions) >= 2 and positions[0] == 0, positions  # started, requeued
+    assert positions[1] >= EVERY  # from the checkpoint written after the signal
+    assert outcome_digest(json.loads(json.dumps(resumed, default=float))) == outcome_digest(reference)
