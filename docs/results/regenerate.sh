@@ -72,6 +72,11 @@ first model are not scored) against its actual lifetime vs the threshold T in fo
 short-living. PHFTL's figures are for its own threshold, a different split: not a like-for-like comparison. \
 The plot's right panel is the cumulative accuracy at each window's end (Fig. 8)."
     sweep shiro_agent +experiment=shiro_agent output=$R/shiro_agent
+    # the per-decision credit agent (rl/credit.py) and the oracle: the first sweep saves the tables the second runs frozen
+    sweep shiro_agent_credit +experiment=shiro_agent_credit
+    sweep shiro_agent_credit_deployed +experiment=shiro_agent_credit_deployed
+    "$PY" -m dogi_ml.report_shiro $R/shiro_agent_credit $SWEEPS/shiro_agent_credit $SWEEPS/shiro_agent_credit_deployed \
+        --title "Shiro - the per-decision credit agent vs the paper agent, its rule, SepBIT age classes and the oracle"
     sweep shiro_bggc +experiment=shiro_bggc output=$R/shiro_bggc
     sweep shiro_readings +experiment=shiro_readings output=$R/shiro_readings
     sweep shiro_watermarks +experiment=shiro_watermarks output=$R/shiro_watermarks
