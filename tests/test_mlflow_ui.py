@@ -166,3 +166,5 @@ def test_the_ui_shows_the_train_experiment_and_run(mlflow_server, browser):
     acc = f"{result.accuracy:.4f}"[:5]
     assert acc in body, f"accuracy {acc} not on the run page"
     assert (ARTIFACTS / "mlflow_ui_run.png").stat().st_size > 10_000
+    # the trained model is an MLflow logged model of the run (issue 41: it said "Logged models (0)")
+    _wait_text(browser, ["Logged models (1)", "\nmodel\nReady\n"])
