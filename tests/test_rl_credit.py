@@ -363,7 +363,7 @@ def test_int8_table_run_equals_float_table_run(writes, trained):
 
 
 # -- in Shiro --------------------------------------------------------------------------------
-def test_shiro_credit_and_oracle_agents_account_for_every_relocation():
+def test_shiro_credit_and_oracle_agents_account_for_every_relocation(tmp_path):
     """policy=shiro with agent=credit: one decision per GC write, each credited or still pending;
     agent=oracle: one logged level per GC write, and its table keeps the rule where it saw nothing."""
     from dogi_ml.policies.shiro import Shiro, oracle_table
@@ -385,7 +385,7 @@ def test_shiro_credit_and_oracle_agents_account_for_every_relocation():
     sim = Simulator(pol, cfg, cap, trace=trace, stream=trace.block_writes)
     res = sim.run(trace.block_writes)
     counts = sim.pstate.credit.visits
-    assert counts.sum() == sum(res["oracle_levels"]) == res["gc_writes"] > 1000
+    assert counts.sum() == sum(res["table_levels"]) == res["gc_writes"] > 1000
     q = oracle_table(counts)
     seen = np.flatnonzero(counts.sum(axis=1))
     assert np.array_equal(ql.greedy_actions(q)[seen], counts[seen].argmax(axis=1))
@@ -393,3 +393,10 @@ def test_shiro_credit_and_oracle_agents_account_for_every_relocation():
     assert np.array_equal(ql.greedy_actions(q)[unseen], ql.greedy_actions(ql.hierarchical_table())[unseen])
     with pytest.raises(ValueError, match="agent=qlearning or credit"):
         Shiro(agent="oracle", deployed="float", qtable=q)
+    # a rule agent with save_qtable logs its levels likewise and saves their projection
+    path = tmp_path / "sepbit.npy"
+    sim = Simulator(Shiro(agent="sepbit_age", save_qtable=str(path), **fast), cfg, cap, trace=trace)
+    res = sim.run(trace.block_writes)
+    counts = sim.pstate.credit.visits
+    assert counts.sum() == res["gc_writes"] and counts[:, 4].sum() == 0  # SepBIT's ages use 4 levels
+    assert np.array_equal(np.load(path), oracle_table(counts)) and res["qtable_path"] == str(path)

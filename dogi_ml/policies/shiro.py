@@ -48,7 +48,7 @@ decision credited with its own block's outcome, died before its segment's reclai
 ``credit_gamma`` discounts further copies), ``oracle`` (a measurement, not a scheme: perfect
 knowledge of each block's remaining lifetime, GC level by bands of ``T`` (``ORACLE_BANDS``), each
 state's levels counted so that :func:`oracle_table` projects the rule on Table I's states; needs the
-write stream in advance). ``deployed``: ``float`` runs a given Q-table (``qtable``)
+write stream in advance; ``save_qtable`` with a rule agent saves its projection likewise). ``deployed``: ``float`` runs a given Q-table (``qtable``)
 frozen and greedy, ``int8`` its integer form (:func:`dogi_ml.rl.export.quantize_table`).
 
 **Readings of the text** (switches; the defaults are the paper's text where it gives a value;
@@ -441,16 +441,11 @@ def shiro_gc(s, p, lba, victim, now):
         if a < 0:
             return -1
     elif mode == A_ORACLE:
-        # perfect knowledge: the band of the block's true remaining lifetime, logged per state
+        # perfect knowledge: the band of the block's true remaining lifetime
         left = p.death[lba] - now
         a = 0
         while a < len(ORACLE_BANDS) and left >= ORACLE_BANDS[a] * st.hot_threshold:
             a += 1
-        state = ql.encode_binned_state(
-            ql.lifetime_bin(now - s.lba_time[lba]), st.victim_bin, seg_type, row.pred, row.prev
-        )
-        if state >= 0:
-            p.credit.visits[state, a] += 1
     elif mode == A_HIERARCHICAL:
         a = 0 if seg_type < G_GC1 else min(seg_type - G_GC1 + 1, N_GC - 1)
     elif mode == A_SEPBIT_AGE:
@@ -462,6 +457,13 @@ def shiro_gc(s, p, lba, victim, now):
             a = 1 if age < 4 * t else (2 if age < 16 * t else 3)
     else:
         a = 0
+    if mode != A_QLEARNING and mode != A_CREDIT and p.credit.visits.shape[0] > 1:
+        # a rule's level logged per Table I state (oracle_table projects the rule on the states)
+        state = ql.encode_binned_state(
+            ql.lifetime_bin(now - s.lba_time[lba]), st.victim_bin, seg_type, row.pred, row.prev
+        )
+        if state >= 0:
+            p.credit.visits[state, a] += 1
     row.prev = a
     g = G_GC1 + a
     p.gc_dest[seg_type, g] += 1
@@ -790,6 +792,8 @@ class Shiro(SequencePolicy):
         frozen = c["deployed"] is not None or c["agent"] != "qlearning"
         credit_on = c["agent"] == "credit"
         oracle = c["agent"] == "oracle"
+        # a rule's levels are logged per state when its table is to be saved (always for the oracle)
+        log_rule = oracle or (c["agent"] not in LEARNED_AGENTS and bool(c["save_qtable"]))
         credit = rl_credit.new_credit_agent(
             self.capacity if credit_on else 1,
             gamma=float(c["credit_gamma"]),
@@ -797,7 +801,7 @@ class Shiro(SequencePolicy):
             epsilon=float(c["epsilon"]) if credit_on and c["deployed"] is None else 0.0,
             seed=int(c["seed"]) + 1,
             learn=credit_on and c["deployed"] is None,
-            initial=self.initial_q if credit_on else np.zeros((ql.N_STATES if oracle else 1, ql.N_ACTIONS)),
+            initial=self.initial_q if credit_on else np.zeros((ql.N_STATES if log_rule else 1, ql.N_ACTIONS)),
             dead_cost=float(c["credit_dead_cost"]) if credit_on else 0.0,
             n_segments=ctx.n_segments,
             segment_blocks=ctx.segment_blocks,
@@ -1075,11 +1079,11 @@ class Shiro(SequencePolicy):
                 path.parent.mkdir(parents=True, exist_ok=True)
                 np.save(path, q)
                 out["qtable_path"] = str(path)
-        if c["agent"] == "oracle":
-            # the oracle's table: each visited state's most frequent oracle level, the rule elsewhere
+        if c["agent"] not in LEARNED_AGENTS and state.credit.visits.shape[0] > 1:
+            # the rule's table: each visited state's most frequent level, the hierarchical rule elsewhere
             counts = state.credit.visits
-            out["oracle_states"] = int(np.count_nonzero(counts.sum(axis=1)))
-            out["oracle_levels"] = counts.sum(axis=0).tolist()
+            out["table_states"] = int(np.count_nonzero(counts.sum(axis=1)))
+            out["table_levels"] = counts.sum(axis=0).tolist()
             if c["save_qtable"]:
                 path = Path(c["save_qtable"])
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -1098,9 +1102,10 @@ class Shiro(SequencePolicy):
 
 
 def oracle_table(counts: np.ndarray) -> np.ndarray:
-    """A Q-table from agent=oracle's log (``counts[state, level]``): in every visited state its
-    most frequent level (ties to the lowest) holds 1 and the others 0; unvisited states keep the
-    hierarchical rule. Run with ``deployed=float`` it is the oracle projected on Table I's states."""
+    """A Q-table from a rule's log (``counts[state, level]``; agent=oracle, or a rule agent with
+    ``save_qtable``): in every visited state its most frequent level (ties to the lowest) holds 1
+    and the others 0; unvisited states keep the hierarchical rule. Run with ``deployed=float`` it is
+    the rule projected on Table I's states."""
     counts = np.asarray(counts)
     q = ql.hierarchical_table()
     seen = counts.sum(axis=1) > 0
