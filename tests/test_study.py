@@ -131,7 +131,7 @@ def test_study_runs_each_job_once_and_aggregates_as_recomputed(fleet, tmp_path, 
             )
         base = ref["overall"]["sepbit"]
         assert agg["reduction"][s]["overall_pct"] == pytest.approx(100 * (base - ref["overall"][s]) / base, abs=1e-9)
-    assert agg["winners"] == ref["winners"]
+    assert agg["winners"] == ref["winners"] and agg["winners_online"] == ref["winners"] and agg["oracles"] == []
     assert sum(agg["winners"].values()) >= 5
     md = (out / "aggregate.md").read_text()
     assert f"| nosep | {agg['overall']['nosep']['waf']:.4f} |" in md
@@ -365,6 +365,22 @@ def test_joblib_launcher_and_mlflow_parent_run(fleet, tmp_path, monkeypatch, cap
     assert {"aggregate.json", "aggregate.md", "results.parquet", "waf_cdf.png"} <= arts
     agg = json.loads((tmp_path / "j" / "aggregate.json").read_text())
     assert parent.data.metrics["overall_waf.sepbit"] == pytest.approx(agg["overall"]["sepbit"]["waf"])
+
+
+def test_winners_without_oracles():
+    """Wins among the schemes that do not read the future, beside the wins of all."""
+    from dogi_ml.pipeline.study import aggregate
+
+    waf = {"a": {"fk": 1.1, "sepbit": 1.5, "nosep": 1.6}, "b": {"fk": 1.2, "sepbit": 1.4, "nosep": 1.4}}
+    rows = [
+        {"volume": v, "scheme": s, "user_writes": 1000, "gc_writes": round((w - 1) * 1000), "waf": w}
+        for v, per in waf.items()
+        for s, w in per.items()
+    ]
+    agg = aggregate(rows, ["fk", "sepbit", "nosep"], "sepbit", oracles=["fk"])
+    assert agg["winners"] == {"fk": 2, "sepbit": 0, "nosep": 0} and agg["ties"] == 0
+    assert agg["winners_online"] == {"sepbit": 2, "nosep": 1} and agg["oracles"] == ["fk"]
+    assert agg["overall"]["nosep"]["waf"] == (1000 + 600 + 1000 + 400) / 2000
 
 
 def test_a_new_code_version_reruns_every_job(fleet, tmp_path, monkeypatch, capsys):

@@ -240,7 +240,9 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=np.float64), q))
 
 
-def aggregate(rows: list[dict], schemes: list[str], baseline: str, percentiles=(10, 25, 50, 75, 90)) -> dict:
+def aggregate(
+    rows: list[dict], schemes: list[str], baseline: str, percentiles=(10, 25, 50, 75, 90), oracles=()
+) -> dict:
     """The papers' fleet figures from the completed jobs' rows (dicts with ``volume``,
     ``scheme``, ``user_writes``, ``gc_writes``, ``waf``), over the volumes every scheme
     completed, so each scheme is measured on the same volumes:
@@ -249,7 +251,9 @@ def aggregate(rows: list[dict], schemes: list[str], baseline: str, percentiles=(
       (SepBIT §4.2's "overall WA");
     - ``per_volume``: per scheme, the per-volume WAF's mean, min, max and ``percentiles``;
     - ``winners``: per scheme, the volumes where its WAF is the lowest (a tie counts for each
-      tied scheme; ``ties`` counts the volumes with one);
+      tied scheme; ``ties`` counts the volumes with one); ``winners_online``: the same among the
+      schemes that are not ``oracles`` (those that read the future: FK, NoDaP, MINOS's oracles),
+      as the papers compare schemes "except FK";
     - ``reduction``: per scheme, against ``baseline``: of the overall WAF,
       ``(WAF_base - WAF) / WAF_base`` in percent (positive: fewer writes than the baseline), and
       the same per volume, its mean and ``percentiles``.
@@ -266,8 +270,10 @@ def aggregate(rows: list[dict], schemes: list[str], baseline: str, percentiles=(
         "incomplete_volumes": sorted(set(by_volume) - set(complete)),
         "overall": {},
         "per_volume": {},
+        "oracles": [s for s in schemes if s in oracles],
         "winners": {s: 0 for s in schemes},
         "ties": 0,
+        "winners_online": {s: 0 for s in schemes if s not in oracles},
         "reduction": {},
     }
     if not complete:
@@ -283,12 +289,17 @@ def aggregate(rows: list[dict], schemes: list[str], baseline: str, percentiles=(
             "max": max(wafs),
             **{f"p{q:g}": percentile(wafs, q) for q in percentiles},
         }
+    online = [s for s in schemes if s not in oracles]
     for v in complete:
         best = min(float(by_volume[v][s]["waf"]) for s in schemes)
         winners = [s for s in schemes if float(by_volume[v][s]["waf"]) == best]
         out["ties"] += len(winners) > 1
         for s in winners:
             out["winners"][s] += 1
+        if online:
+            best = min(float(by_volume[v][s]["waf"]) for s in online)
+            for s in online:
+                out["winners_online"][s] += float(by_volume[v][s]["waf"]) == best
     base = out["overall"][baseline]["waf"]
     for s in schemes:
         per = [
@@ -311,7 +322,8 @@ def aggregate_markdown(agg: dict, title: str) -> str:
     base = agg["baseline"]
     head = ["scheme", "overall WAF", f"vs {base} (overall)"]
     head += [f"per-volume WAF p{q:g}" for q in pcts]
-    head += ["wins", f"vs {base} per volume p{pcts[0]:g} / p50 / p{pcts[-1]:g}"]
+    head += ["wins"] + (["wins without oracles"] if agg["oracles"] else [])
+    head += [f"vs {base} per volume p{pcts[0]:g} / p50 / p{pcts[-1]:g}"]
     lines = [f"## {title}", "", f"{agg['volumes']} volumes (every scheme completed on each)", ""]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in agg["schemes"]:
@@ -321,13 +333,22 @@ def aggregate_markdown(agg: dict, title: str) -> str:
         cells = [s, f"{agg['overall'][s]['waf']:.4f}", f"{red['overall_pct']:+.1f}%"]
         cells += [f"{agg['per_volume'][s][f'p{q:g}']:.4f}" for q in pcts]
         spread = [red[f"per_volume_p{q:g}_pct"] for q in (pcts[0], 50, pcts[-1])]
-        cells += [str(agg["winners"][s]), " / ".join(f"{x:+.1f}%" for x in spread)]
+        cells += [str(agg["winners"][s])]
+        if agg["oracles"]:
+            cells += [str(agg["winners_online"].get(s, "oracle"))]
+        cells += [" / ".join(f"{x:+.1f}%" for x in spread)]
         lines.append("| " + " | ".join(cells) + " |")
     lines += [
         "",
         f"Overall WAF: all writes (user + GC) over all user writes, summed across the volumes. "
         f"vs {base}: (WAF of {base} - WAF) / WAF of {base}, positive = fewer writes. "
-        f"Wins: volumes where the scheme's WAF is the lowest ({agg['ties']} volumes with a tie count for each tied scheme).",
+        f"Wins: volumes where the scheme's WAF is the lowest ({agg['ties']} volumes with a tie count for each tied scheme)"
+        + (
+            f"; without oracles: the same among the schemes that do not read the future "
+            f"(oracles: {', '.join(agg['oracles'])})."
+            if agg["oracles"]
+            else "."
+        ),
     ]
     return "\n".join(lines) + "\n"
 
@@ -343,12 +364,13 @@ def plot_cdf(rows: list[dict], schemes: list[str], volumes: list[str], path: Pat
 
     keep = set(volumes)
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for s in schemes:
+    styles = ("-", "--", "-.", ":")  # past the colour cycle's 10 colours, another line style
+    for i, s in enumerate(schemes):
         wafs = sorted(float(r["waf"]) for r in rows if r["scheme"] == s and str(r["volume"]) in keep)
         if not wafs:
             continue
         n = len(wafs)
-        ax.step(wafs, [(i + 1) / n for i in range(n)], where="post", label=s, lw=1.3)
+        ax.step(wafs, [(k + 1) / n for k in range(n)], where="post", label=s, lw=1.3, ls=styles[i // 10 % 4])
     ax.set_xlabel("per-volume WAF")
     ax.set_ylabel("fraction of volumes")
     ax.set_ylim(0, 1.02)
@@ -431,7 +453,7 @@ def run_study(argv: list[str]) -> int:
 
     from dogi_ml.determinism import numerics_mode
     from dogi_ml.pipeline.common import CONF_DIR
-    from dogi_ml.policies import configured_victim
+    from dogi_ml.policies import configured_victim, policy_class
     from dogi_ml.traces.fleet import manifest_path, read_fleet
 
     wall = time.perf_counter()
@@ -590,7 +612,8 @@ def run_study(argv: list[str]) -> int:
             rows.append(rec)
         else:
             missing.append((v.volume, p))
-    agg = aggregate(rows, policies, baseline, percentiles)
+    oracles = [p for p in policies if getattr(policy_class(scheme_cfg[p][0]["name"]), "needs_future", False)]
+    agg = aggregate(rows, policies, baseline, percentiles, oracles)
     agg.update(
         {
             "fleet": str(Path(fleet_path).resolve()),
@@ -701,12 +724,14 @@ def _print_summary(agg: dict, files: dict, ran: int, skipped: int, wall: float) 
     if agg["volumes"]:
         base = agg["baseline"]
         width = max(len(s) for s in agg["schemes"])
-        print(f"{'scheme':<{width}}  overall WAF  vs {base}  median per-volume WAF  wins")
+        online = " wins w/o oracles" if agg["oracles"] else ""
+        print(f"{'scheme':<{width}}  overall WAF  vs {base}  median per-volume WAF  wins{online}")
         for s in agg["schemes"]:
             o, red = agg["overall"][s], agg["reduction"][s]
+            wins = f"{agg['winners_online'].get(s, 'oracle'):>17}" if online else ""
             print(
                 f"{s:<{width}}  {o['waf']:11.4f}  {red['overall_pct']:+6.1f}%  "
-                f"{agg['per_volume'][s]['p50']:21.4f}  {agg['winners'][s]:4d}"
+                f"{agg['per_volume'][s]['p50']:21.4f}  {agg['winners'][s]:4d}{wins}"
             )
         print(f"over {agg['volumes']} volumes")
     if agg["incomplete_volumes"]:
