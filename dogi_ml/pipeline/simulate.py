@@ -282,7 +282,14 @@ def run_simulate(cfg, out_dir: Path) -> float:
                 "use policy=dogi",
             )
         policy_cfg["params"]["deployed"] = deployed
-    result = simulate(trace, policy_cfg, OmegaConf.to_container(cfg.sim, resolve=True), progress=cfg.progress)
+    # the job's own directory: a requeued SLURM job (the submitit launcher) runs in the same one
+    result = simulate(
+        trace,
+        policy_cfg,
+        OmegaConf.to_container(cfg.sim, resolve=True),
+        progress=cfg.progress,
+        checkpoint_dir=out_dir / "checkpoint",
+    )
     out = Path(cfg.sim.output) if cfg.sim.output else out_dir / "result.json"
     if cfg.get("output") and not multirun():
         out = Path(cfg.output)  # a single run: output=PATH.json is the result itself

@@ -393,8 +393,12 @@ class Checkpointer:
         return self.path
 
     def remove(self) -> None:
-        """Delete the checkpoint (a finished run needs it no more)."""
+        """Delete the checkpoint (a finished run needs it no more), and its directory if empty."""
         self.path.unlink(missing_ok=True)
+        try:
+            self.directory.rmdir()
+        except OSError:  # not empty (the user's files), or already gone
+            pass
 
     # preemption
     def defer_signal(self, signum: int):
