@@ -158,6 +158,13 @@ def test_a_checkpoint_of_another_job_is_refused_by_key(trace, tmp_path, monkeypa
     )
 
 
+def test_checkpoint_minutes_zero_checkpoints_at_every_chunk_boundary(trace, tmp_path, monkeypatch):
+    policy = policy_config("nosep")
+    sim_cfg = sim_config(checkpoint_minutes=0, checkpoint_dir=str(tmp_path))
+    run_stopped(trace, policy, sim_cfg, 3, monkeypatch)
+    assert ckpt.Checkpointer(tmp_path, {}).header()["position"] == 3 * SIM["chunk_blocks"]
+
+
 def test_checkpoint_settings_are_checked(trace, tmp_path):
     policy = policy_config("nosep")
     with pytest.raises(ConfigError, match="sim.checkpoint_dir=PATH"):

@@ -414,5 +414,8 @@ class Checkpointer:
         def request(sig, frame):
             self._requested = (previous, sig, frame)
 
-        signal.signal(signum, request)
+        try:
+            signal.signal(signum, request)
+        except ValueError:  # not the main thread: the handler stays as it was
+            return lambda: None
         return lambda: signal.signal(signum, previous)
