@@ -158,6 +158,16 @@ def test_a_checkpoint_of_another_job_is_refused_by_key(trace, tmp_path, monkeypa
     )
 
 
+def test_the_engines_own_generator_resumes(trace, tmp_path, monkeypatch):
+    """d-choices victims draw from the engine's generator (its state is a counter of the engine's
+    arrays): resumed, the same victims."""
+    policy = policy_config("nosep")
+    reference = simulate(trace, policy, sim_config(victim="d_choices"), progress=False)
+    sim_cfg = sim_config(victim="d_choices", checkpoint_every=EVERY, checkpoint_dir=str(tmp_path))
+    run_stopped(trace, policy, sim_cfg, 2, monkeypatch)
+    assert outcome_digest(simulate(trace, policy, sim_cfg, progress=False)) == outcome_digest(reference)
+
+
 def test_checkpoint_minutes_zero_checkpoints_at_every_chunk_boundary(trace, tmp_path, monkeypatch):
     policy = policy_config("nosep")
     sim_cfg = sim_config(checkpoint_minutes=0, checkpoint_dir=str(tmp_path))
