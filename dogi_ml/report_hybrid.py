@@ -21,6 +21,8 @@ from dogi_ml.report import Callback, collect_results, scheme_of, settings_of
 #: the seed papers' schemes (what "the best seed scheme" is taken over)
 SEED_SCHEMES = ("sepbit", "midas", "dogi", "minos", "shiro", "adapt", "phftl", "mldt")
 ORACLES = ("fk", "nodap", "kstream_oracle[opmin]")
+#: the tables' column order (others follow in the order met)
+WORKLOADS = ("zipf", "ycsb_a", "ycsb_f", "varmail", "phase_shift", "zipf_hc_alternating")
 
 
 def _cells(results: list[dict]) -> dict:
@@ -154,6 +156,8 @@ def write(
                         "settings": c.get("settings"),
                         "reused": str(path),
                     }
+    order = {w: i for i, w in enumerate(WORKLOADS)}
+    table = dict(sorted(table.items(), key=lambda kv: order.get(kv[0], len(order))))
     summary = summarise(table)
     stem = Path(out)
     stem = stem.with_suffix("") if stem.suffix == ".json" else stem
