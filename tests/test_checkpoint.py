@@ -158,6 +158,17 @@ def test_a_checkpoint_of_another_job_is_refused_by_key(trace, tmp_path, monkeypa
     )
 
 
+def test_dogi_with_its_background_threads_resumes(trace, tmp_path, monkeypatch):
+    """DOGI with its feature thread (the next chunk's features and int8 predictions) and its ghost
+    on a worker thread: their jobs are drained at the checkpoint, their results stored."""
+    policy = policy_config("dogi", deployed="int8", int8_runtime="numba", feature_thread=True, ghost_process="thread")
+    reference = simulate(trace, policy, sim_config(), progress=False)
+    assert reference["inferred_ahead_used"] > 0
+    sim_cfg = sim_config(checkpoint_every=EVERY, checkpoint_dir=str(tmp_path))
+    run_stopped(trace, policy, sim_cfg, 3, monkeypatch)
+    assert outcome_digest(simulate(trace, policy, sim_cfg, progress=False)) == outcome_digest(reference)
+
+
 def test_the_engines_own_generator_resumes(trace, tmp_path, monkeypatch):
     """d-choices victims draw from the engine's generator (its state is a counter of the engine's
     arrays): resumed, the same victims."""
