@@ -38,6 +38,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from dogi_ml.markov.opmodel import InvalidationCDF, assign_streams, thresholds_for_op
 from dogi_ml.oracles.annotate import NEVER, annotate
 from dogi_ml.sim.policy_api import SimContext, new_scalars, record, scalar_fields
 from dogi_ml.sim.state import P_NSEG, P_SEG_BLOCKS, SEG_SEALED
@@ -51,7 +52,6 @@ from dogi_ml.sim.victims import (
     greedy,
     register_victim,
 )
-from markov.opmodel import InvalidationCDF, assign_streams, thresholds_for_op
 
 from . import register
 from .dogi import (
