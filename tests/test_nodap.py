@@ -2,7 +2,7 @@
 
 import numba as nb
 import pytest
-from helpers import hotcold_writes, zipf_writes
+from helpers import hotcold_writes, run_cli, zipf_writes
 
 from dogi_ml.oracles.nodap import NoDaP, search
 from dogi_ml.policies import make_policy
@@ -167,3 +167,28 @@ def test_engine_stops_a_gc_that_makes_no_progress():
     sim = Simulator(pol, SimConfig(segment_blocks=SEG, victim="most_valid_for_test"), CAP)
     with pytest.raises(SimulationError, match="garbage collection made no progress"):
         sim.run(writes)
+
+
+def test_search_knobs_with_explicit_bounds_are_refused_not_ignored():
+    """policy.params.max_groups / min_gain steer only the offline search: set beside explicit
+    bounds they used to be dropped without a word."""
+    from dogi_ml.errors import ConfigError
+    from dogi_ml.pipeline.simulate import check_nodap_search_knobs
+
+    check_nodap_search_knobs({"bounds": "search", "max_groups": 4, "min_gain": 0.01})
+    check_nodap_search_knobs({"bounds": [8192], "max_groups": None, "min_gain": None})
+    with pytest.raises(ConfigError) as err:
+        check_nodap_search_knobs({"bounds": [8192, 65536], "max_groups": 4, "min_gain": None})
+    assert str(err.value) == (
+        "policy.params.max_groups=4 steers NoDaP's offline search, which explicit policy.params.bounds "
+        "skip -- drop policy.params.max_groups (or set policy.params.bounds=search)"
+    )
+
+
+def test_nodap_command_refuses_a_search_knob_beside_explicit_bounds(tmp_path):
+    args = ["simulate", "+workload=zipf", "workload.capacity_blocks=16384", "policy=nodap",
+            "policy.params.bounds=[2048]", "policy.n_groups=2", "policy.params.min_gain=0.1",
+            "plot=false", "mlflow=false"]  # fmt: skip
+    res = run_cli(args, tmp_path, check=False)
+    assert res.returncode == 2, res.stderr
+    assert "policy.params.min_gain=0.1 steers NoDaP's offline search" in res.stderr

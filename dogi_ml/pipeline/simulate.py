@@ -63,6 +63,24 @@ def write_times(trace: Trace, arrival=None, seed: int = 1) -> np.ndarray:
     return np.ascontiguousarray(times - (times[0] if times.size else 0), dtype=np.int64)
 
 
+#: NoDaP's offline search when ``policy.params.max_groups`` / ``min_gain`` are left null
+NODAP_SEARCH_DEFAULTS = {"max_groups": 10, "min_gain": 0.05}
+
+
+def check_nodap_search_knobs(params: Mapping) -> None:
+    """NoDaP's ``max_groups`` and ``min_gain`` steer its offline search only: with explicit
+    ``bounds`` nothing would read them, so a value set there is refused rather than ignored."""
+    if params.get("bounds") == "search":
+        return
+    for key in NODAP_SEARCH_DEFAULTS:
+        if params.get(key) is not None:
+            raise ConfigError(
+                f"policy.params.{key}={params[key]} steers NoDaP's offline search, which explicit "
+                f"policy.params.bounds skip",
+                f"drop policy.params.{key} (or set policy.params.bounds=search)",
+            )
+
+
 def build_simulator(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping) -> tuple[Simulator, np.ndarray]:
     """A ready :class:`Simulator` and the writes to feed it (``sim.times`` holds the writes'
     wall-clock times when the run is timed: chunk layer or background GC)."""
@@ -71,16 +89,19 @@ def build_simulator(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping) -> tupl
     params = policy_params(policy_cfg)
     n_groups = policy_cfg.get("n_groups")
     search_info = None
+    if policy_cfg["name"] == "nodap":
+        check_nodap_search_knobs(params)
     if policy_cfg["name"] == "nodap" and params.get("bounds") == "search":
         # NoDaP's offline configuration search (grow N until WAF improves < 5%) on this very trace
         from dogi_ml.oracles.nodap import search
 
+        max_groups, min_gain = params.pop("max_groups", None), params.pop("min_gain", None)
         search_info = search(
             writes,
             cap,
             config,
-            max_groups=int(params.pop("max_groups", 10)),
-            min_gain=float(params.pop("min_gain", 0.05)),
+            max_groups=NODAP_SEARCH_DEFAULTS["max_groups"] if max_groups is None else int(max_groups),
+            min_gain=NODAP_SEARCH_DEFAULTS["min_gain"] if min_gain is None else float(min_gain),
         )
         params["bounds"] = search_info["bounds"]
         params["sizes"] = search_info["sizes"]  # None: the shared pool won
