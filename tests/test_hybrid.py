@@ -12,7 +12,7 @@ from dogi_ml.policies.hybrid import RULES, bucket_time, lifetime_bucket, plan_gr
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.sim.policy_api import record
 from dogi_ml.traces.generators import zipf
-from markov.opmodel import InvalidationCDF, thresholds_for_op
+from dogi_ml.markov.opmodel import InvalidationCDF, thresholds_for_op
 
 CAP, SEG = 16384, 64
 # DOGI's small-trace settings (tests/test_dogi.py): retrain often, keep the model on
