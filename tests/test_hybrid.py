@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from dogi_ml.errors import ConfigError
+from dogi_ml.markov.opmodel import InvalidationCDF, thresholds_for_op
 from dogi_ml.policies import KEEP_VICTIM, configured_victim, make_policy
 from dogi_ml.policies.hybrid import RULES, bucket_time, lifetime_bucket, plan_groups
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.sim.policy_api import record
 from dogi_ml.traces.generators import zipf
-from dogi_ml.markov.opmodel import InvalidationCDF, thresholds_for_op
 
 CAP, SEG = 16384, 64
 # DOGI's small-trace settings (tests/test_dogi.py): retrain often, keep the model on
