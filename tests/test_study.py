@@ -314,6 +314,33 @@ def test_missing_fleet_is_named(tmp_path, monkeypatch, capsys):
     )
 
 
+def test_a_study_leaves_hydra_free_for_the_next_user(fleet, tmp_path, monkeypatch, capsys):
+    """The study composes through Hydra's process-wide instance; after it (finished or refused),
+    the Python API composes again in the same process (tests/test_api.py ran after this file on one
+    CI worker and failed with 'GlobalHydra is already initialized')."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    from dogi_ml.api import compose
+    from dogi_ml.pipeline.common import multirun
+
+    status, _, err = study(
+        monkeypatch,
+        tmp_path,
+        capsys,
+        f"fleet={fleet}",
+        "policy=nosep",
+        f"out={tmp_path / 'st'}",
+        "volume=" + read_fleet(fleet)[0].volume,
+        *FAST,
+    )
+    assert status == 0, err
+    assert not GlobalHydra.instance().is_initialized()
+    assert multirun() is False  # no job's HydraConfig left behind either (the API's train read it)
+    status, _, _ = study(monkeypatch, tmp_path, capsys, "policy=nosep", *FAST)  # refused: no fleet
+    assert status == 2 and not GlobalHydra.instance().is_initialized()
+    assert compose("simulate", ["+workload=zipf"]).policy.name
+
+
 # -- other launchers and MLflow ------------------------------------------------------------------------
 def test_joblib_launcher_and_mlflow_parent_run(fleet, tmp_path, monkeypatch, capsys):
     """The default launcher (joblib, worker processes) gives the basic launcher's rows to the last
@@ -365,6 +392,11 @@ def test_joblib_launcher_and_mlflow_parent_run(fleet, tmp_path, monkeypatch, cap
     assert {"aggregate.json", "aggregate.md", "results.parquet", "waf_cdf.png"} <= arts
     agg = json.loads((tmp_path / "j" / "aggregate.json").read_text())
     assert parent.data.metrics["overall_waf.sepbit"] == pytest.approx(agg["overall"]["sepbit"]["waf"])
+    from dogi_ml.pipeline.common import multirun
+
+    # the joblib launcher left its last job's HydraConfig in this process: the Python API's train
+    # then read it as its own ('NoneType' object has no attribute 'name' in tests/test_api.py)
+    assert multirun() is False
 
 
 def test_winners_without_oracles():

@@ -443,6 +443,20 @@ def _quoted(value: str) -> str:
 
 def run_study(argv: list[str]) -> int:
     """The ``study`` command; returns the exit status (1 when a job of the study failed)."""
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.hydra_config import HydraConfig
+
+    try:
+        return _study(argv)
+    finally:
+        # the study composes through Hydra's global instance and an in-process launcher sets the
+        # last job's HydraConfig; left behind, they break the next Hydra use in the same process
+        # (the Python API reads that job's config as its own: a test run after this one)
+        GlobalHydra.instance().clear()
+        HydraConfig.instance().cfg = None
+
+
+def _study(argv: list[str]) -> int:
     from hydra._internal.hydra import Hydra
     from hydra._internal.utils import create_config_search_path
     from hydra.core.global_hydra import GlobalHydra
