@@ -712,8 +712,8 @@ def _fast_chunk(spec, acc, start: int, data, n_lines: int, state: dict):
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    from .readers import ADDR_UNIT, IGNORE, TS_TO_US, _finish
-    from .trace import MAX_BYTES, MAX_REQUEST_BYTES, MAX_TS_US
+    from .readers import IGNORE, TS_TO_US, _finish, arrow_extents, arrow_op_kinds
+    from .trace import MAX_TS_US
 
     sep = spec.sep.encode()
     if b"\xef" in data and _UTF8_BOM in data:  # (the first test is a fast memchr)
@@ -768,31 +768,13 @@ def _fast_chunk(spec, acc, start: int, data, n_lines: int, state: dict):
         or any(table.column(f"f{i}").null_count for i in used)
     ):
         return None  # blank lines (the line parser skips them and counts lines) or empty fields
-    off_mul = ADDR_UNIT[spec.units.get("offset", "bytes")]
-    size_mul = ADDR_UNIT[spec.units.get("size", "bytes")]
-    off = table.column(f"f{spec.columns['offset']}").to_numpy()
-    size = table.column(f"f{spec.columns['size']}").to_numpy()
-    if (
-        off.min() < 0
-        or size.min() < 0
-        or off.max() >= MAX_BYTES // off_mul
-        or size.max() > MAX_REQUEST_BYTES // size_mul
-    ):
+    extents = arrow_extents(table, spec)
+    if extents is None:
         return None
-    off = off * off_mul
-    size = size * size_mul
-    if (off + size).max() >= MAX_BYTES:
+    off, size = extents
+    kinds, codes = arrow_op_kinds(*_dictionary(table.column(f"f{spec.columns['op']}")), spec)
+    if kinds is None:
         return None
-    lookup = spec.op_lookup()
-    op_values, op_index = _dictionary(table.column(f"f{spec.columns['op']}"))
-    codes = []
-    for value in op_values:
-        key = value.strip()
-        code = lookup.get(key.lower() if spec.op_case_insensitive else key)
-        if code is None:
-            return None
-        codes.append(code)
-    kinds = np.asarray(codes, np.uint8)[op_index]
     if "ts" in spec.columns:
         raw = table.column(f"f{spec.columns['ts']}").to_numpy()
         ts_mul = TS_TO_US[spec.units.get("ts", "s")]

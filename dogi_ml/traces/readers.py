@@ -613,32 +613,13 @@ def _delimited_arrow(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str
         return None
     if any(table.column(f"f{i}").null_count for i in used):
         return None
-    off_mul = ADDR_UNIT[spec.units.get("offset", "bytes")]
-    size_mul = ADDR_UNIT[spec.units.get("size", "bytes")]
-    off = table.column(f"f{spec.columns['offset']}").to_numpy()
-    size = table.column(f"f{spec.columns['size']}").to_numpy()
-    # the limits of _check_bytes, checked before multiplying so that nothing wraps around
-    if (
-        off.min() < 0
-        or size.min() < 0
-        or off.max() >= MAX_BYTES // off_mul
-        or size.max() > MAX_REQUEST_BYTES // size_mul
-    ):
+    extents = arrow_extents(table, spec)
+    if extents is None:
         return None
-    off = off * off_mul
-    size = size * size_mul
-    if (off + size).max() >= MAX_BYTES:
+    off, size = extents
+    kinds, _ = arrow_op_kinds(*_dict_encode(table.column(f"f{spec.columns['op']}")), spec)
+    if kinds is None:
         return None
-    uniq, inv = _dict_encode(table.column(f"f{spec.columns['op']}"))
-    lookup = spec.op_lookup()
-    codes = []
-    for u in uniq:
-        key = str(u).strip()
-        code = lookup.get(key.lower() if spec.op_case_insensitive else key)
-        if code is None:
-            return None
-        codes.append(code)
-    kinds = np.asarray(codes, np.uint8)[inv]
     if "ts" in spec.columns:
         raw = table.column(f"f{spec.columns['ts']}").to_numpy()
         if filetime:
@@ -689,6 +670,43 @@ def _delimited_arrow(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str
         return start + [k for k, ln in enumerate(lines) if ln.strip()][row]
 
     return _finish(acc, ts[keep], off[keep], size[keep], kinds[keep], vols[keep], 0, line_of)
+
+
+def arrow_extents(table, spec: DelimitedSpec):
+    """(offsets, sizes) in bytes of a chunk pyarrow parsed, or None when one breaks the limits of
+    ``_check_bytes`` (checked before multiplying, so that nothing wraps around): the caller then
+    hands the chunk to the line parser, which names the line. Shared with ``fleet``'s splitter."""
+    off_mul = ADDR_UNIT[spec.units.get("offset", "bytes")]
+    size_mul = ADDR_UNIT[spec.units.get("size", "bytes")]
+    off = table.column(f"f{spec.columns['offset']}").to_numpy()
+    size = table.column(f"f{spec.columns['size']}").to_numpy()
+    if (
+        off.min() < 0
+        or size.min() < 0
+        or off.max() >= MAX_BYTES // off_mul
+        or size.max() > MAX_REQUEST_BYTES // size_mul
+    ):
+        return None
+    off = off * off_mul
+    size = size * size_mul
+    if (off + size).max() >= MAX_BYTES:
+        return None
+    return off, size
+
+
+def arrow_op_kinds(values, index, spec: DelimitedSpec):
+    """(each row's kind, the kind of each distinct value) from an op column's distinct ``values``
+    and each row's ``index`` into them; ``(None, None)`` when a value is no op of the format (the
+    line parser then names the line)."""
+    lookup = spec.op_lookup()
+    codes = []
+    for value in values:
+        key = str(value).strip()
+        code = lookup.get(key.lower() if spec.op_case_insensitive else key)
+        if code is None:
+            return None, None
+        codes.append(code)
+    return np.asarray(codes, np.uint8)[index], codes
 
 
 def _iter_delimited(spec: DelimitedSpec, acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
