@@ -19,6 +19,15 @@ from dogi_ml.sim import SimConfig, Simulator
 REPO = Path(__file__).resolve().parents[1]
 
 # The standard small simulation of the engine and heuristics tests: 8192 blocks, 64-block segments.
+# DOGI's small-trace settings (tests/test_dogi.py, tests/test_hybrid.py): retrain often, keep the
+# model on (the base design's ghost often wins on a small trace; tests of the ML path skip it)
+DOGI_SMALL = dict(
+    retrain_every=16384,
+    min_samples=300,
+    max_samples=20000,
+    model_params={"epochs": 4, "patience": 2},
+    fallback_compare="none",
+)
 CAP = 8192
 SEG = 64
 

@@ -3,6 +3,7 @@ window rule, fallback parity with the base design, ablation switches, accuracies
 
 import numpy as np
 import pytest
+from helpers import DOGI_SMALL
 
 from dogi_ml.oracles.nodap import search
 from dogi_ml.policies import make_policy
@@ -29,14 +30,7 @@ from dogi_ml.sim.state import C_GC, C_USER
 from dogi_ml.traces.generators import zipf
 
 CAP, SEG = 16384, 64
-# the base design's ghost often wins on this small trace: tests of the ML path keep the model on
-SMALL = dict(
-    retrain_every=16384,
-    min_samples=300,
-    max_samples=20000,
-    model_params={"epochs": 4, "patience": 2},
-    fallback_compare="none",
-)
+SMALL = DOGI_SMALL  # tests/helpers.py
 
 
 @pytest.fixture(scope="module")

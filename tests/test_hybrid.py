@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import DOGI_SMALL
 
 from dogi_ml.errors import ConfigError
 from dogi_ml.markov.opmodel import InvalidationCDF, thresholds_for_op
@@ -15,14 +16,7 @@ from dogi_ml.sim.policy_api import record
 from dogi_ml.traces.generators import zipf
 
 CAP, SEG = 16384, 64
-# DOGI's small-trace settings (tests/test_dogi.py): retrain often, keep the model on
-SMALL = dict(
-    retrain_every=16384,
-    min_samples=300,
-    max_samples=20000,
-    model_params={"epochs": 4, "patience": 2},
-    fallback_compare="none",
-)
+SMALL = DOGI_SMALL  # tests/helpers.py
 
 
 @pytest.fixture(scope="module")
