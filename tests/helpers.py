@@ -28,6 +28,24 @@ DOGI_SMALL = dict(
     model_params={"epochs": 4, "patience": 2},
     fallback_compare="none",
 )
+
+
+def small_fleet_spec():
+    """Fleet volumes of 2-3K blocks written about three times over (tests/test_study.py,
+    tests/test_slurm.py): a job simulates in milliseconds."""
+    from dogi_ml.traces.fleet import FleetSpec
+
+    return FleetSpec(
+        wss_median=2560,
+        wss_min=2048,
+        wss_max=3072,
+        traffic_median=3.0,
+        traffic_min=2.5,
+        traffic_max=3.5,
+        theta_range=(0.0, 0.8),
+    )
+
+
 CAP = 8192
 SEG = 64
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from helpers import run_cli, skip_or_fail_in_ci
+from helpers import run_cli, skip_or_fail_in_ci, small_fleet_spec
 
-from dogi_ml.traces.fleet import FleetSpec, generate_fleet
+from dogi_ml.traces.fleet import generate_fleet
 
 # Small jobs: one core and 1 GB each, so both cores of a CI machine run array tasks at once
 SLURM_RESOURCES = [
@@ -27,15 +27,7 @@ SLURM_RESOURCES = [
 ]
 # 16 volumes of 2-3K blocks written about three times over (as tests/test_study.py's), three schemes
 N_VOLUMES = 16
-SPEC = FleetSpec(
-    wss_median=2560,
-    wss_min=2048,
-    wss_max=3072,
-    traffic_median=3.0,
-    traffic_min=2.5,
-    traffic_max=3.5,
-    theta_range=(0.0, 0.8),
-)
+SPEC = small_fleet_spec()  # tests/helpers.py
 SCHEMES = ["sepbit", "nosep", "dac"]
 SMALL_STUDY = ["sim.segment_blocks=16", "sim.op_ratio=0.25", "mlflow=false", "plot=false"]
 # what differs between two runs of the same jobs without being a result: the job's wall time,

@@ -9,21 +9,14 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from helpers import small_fleet_spec
 from omegaconf import OmegaConf
 
 from dogi_ml.pipeline.common import CONF_DIR
-from dogi_ml.traces.fleet import FleetSpec, generate_fleet, read_fleet
+from dogi_ml.traces.fleet import generate_fleet, read_fleet
 
 # five volumes of 2-3K blocks written about three times over: a job simulates in milliseconds
-SPEC = FleetSpec(
-    wss_median=2560,
-    wss_min=2048,
-    wss_max=3072,
-    traffic_median=3.0,
-    traffic_min=2.5,
-    traffic_max=3.5,
-    theta_range=(0.0, 0.8),
-)
+SPEC = small_fleet_spec()  # tests/helpers.py
 SCHEMES = ["sepbit", "nosep", "dac"]
 # Hydra's in-process launcher keeps the tests fast; test_joblib_launcher_gives_the_same_rows
 # runs the default one
