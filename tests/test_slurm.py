@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -68,6 +69,19 @@ def sacct_states(job_ids: list[str]) -> dict[str, str]:
     return dict(line.split("|", 1) for line in proc.stdout.splitlines() if line.strip())
 
 
+def settled_sacct_states(job_ids: list[str], wait_s: float = 60.0) -> dict[str, str]:
+    """:func:`sacct_states` once every job has a final state there: slurmctld hands a finished
+    job's end to slurmdbd asynchronously, so right after the sweep returns sacct may still list a
+    task as RUNNING or COMPLETING, or not yet at all (seen once in five runs here)."""
+    unsettled = {None, "PENDING", "RUNNING", "COMPLETING", "REQUEUED", "SUSPENDED"}
+    deadline = time.monotonic() + wait_s
+    while True:
+        states = sacct_states(job_ids)
+        if not {states.get(i) for i in job_ids} & unsettled or time.monotonic() > deadline:
+            return states
+        time.sleep(1.0)
+
+
 def results_table(out: Path) -> dict:
     """The study's results.parquet as ``{column: values}`` without the columns that are no result."""
     table = pq.read_table(out / "results.parquet").to_pydict()
@@ -92,7 +106,7 @@ def test_fleet_study_on_slurm_equals_joblib(tmp_path):
             (sweep_dir,) = [p.parent for p in cwd.glob("multirun/study/*/*/.submitit")]
             ids = submitit_job_ids(sweep_dir)
             assert len(ids) == N_VOLUMES * len(SCHEMES) and len({i.split("_")[0] for i in ids}) == 1, ids
-            states = sacct_states(ids)
+            states = settled_sacct_states(ids)
             assert {i: states.get(i) for i in ids} == dict.fromkeys(ids, "COMPLETED"), states
     slurm = tables["slurm"]
     assert len(slurm["waf"]) == N_VOLUMES * len(SCHEMES) and set(slurm["status"]) == {"ok"}
