@@ -979,7 +979,7 @@ def split_trace(
 
     from dogi_ml.progress import bar as progress_bar
 
-    from .readers import _Acc, _no_requests, input_warnings
+    from .readers import ChunkTally, _Acc, _no_requests, input_warnings
     from .trace import TraceFormatError, TraceWarning
 
     path, out_dir = Path(path), Path(out_dir)
@@ -1015,8 +1015,7 @@ def split_trace(
             for file_index, file in enumerate(files):
                 acc = _Acc(path=file, skip=skip_malformed)
                 key_of: list[int] = []  # the file's volume index -> spill key (-1: not kept)
-                skipped = zero = flushes = backward = 0
-                first_back = last_ts = None
+                tally = ChunkTally()
                 seen_data = np.zeros(0, bool)
 
                 def on_bytes(pos, base=done):
@@ -1030,16 +1029,7 @@ def split_trace(
                         key_of.append(len(keys) if keep else -1)
                         if keep:
                             keys.append((file_index, name))
-                    skipped += chunk.skipped
-                    zero += chunk.zero_length
-                    flushes += chunk.flushes
-                    if chunk.ts_us.size:
-                        if last_ts is not None and chunk.ts_us[0] < last_ts:  # across the chunks' seam
-                            backward += 1
-                            first_back = first_back or chunk.first_line
-                        backward += chunk.backward
-                        first_back = first_back or chunk.first_backward_line
-                        last_ts = chunk.ts_us[-1]
+                    tally.add(chunk)
                     if len(seen_data) < len(key_of):
                         seen_data = np.concatenate([seen_data, np.zeros(len(key_of) - len(seen_data), bool)])
                     seen_data |= np.bincount(chunk.volume, minlength=len(seen_data)) > 0
@@ -1053,20 +1043,19 @@ def split_trace(
                 names = list(acc.volumes)
                 inner_counts.append(len(names))
                 if not seen_data.any():
-                    raise TraceFormatError(*_no_requests(file, fmt, acc, skipped, zero, flushes))
-                counts["skipped_lines"] += skipped
-                counts["zero_length_requests"] += zero
-                counts["flush_requests"] += flushes
-                counts["backward_timestamps"] += backward
+                    raise TraceFormatError(*_no_requests(file, fmt, acc, tally))
+                for what, n in tally.counts().items():
+                    counts[what] += n
+                backward = tally.backward_timestamps
                 if acc.first_skipped:
                     first_skipped.append(f"{file}: {acc.first_skipped[0]}")
                 if backward:
-                    first_backward.append(f"{file}:{first_back}")
-                meta = {"source": str(file), "skipped_lines": skipped, "backward_timestamps": backward}
+                    first_backward.append(f"{file}:{tally.first_backward_line}")
+                meta = {"source": str(file), "skipped_lines": tally.skipped_lines, "backward_timestamps": backward}
                 if acc.first_skipped:
                     meta["first_skipped"] = "; ".join(acc.first_skipped)
                 if backward:
-                    meta["first_backward_line"] = first_back
+                    meta["first_backward_line"] = tally.first_backward_line
                 messages += input_warnings(meta)
                 empty_volumes += [(file_index, names[i]) for i in range(len(names)) if not seen_data[i]]
                 present += [(file_index, names[i]) for i in range(len(names)) if seen_data[i]]

@@ -210,6 +210,43 @@ class Chunk:
 
 
 @dataclass
+class ChunkTally:
+    """What a file's chunks report besides their requests, summed in file order (``read_trace``
+    and ``fleet.split_trace`` both keep it): lines skipped as malformed, zero-length requests and
+    flushes dropped, and requests stamped earlier than the request before them, also across the
+    seam between two chunks, with the line of the first of them. The first skipped line is kept
+    by ``_Acc.bad``, which sees the line."""
+
+    skipped_lines: int = 0
+    zero_length_requests: int = 0
+    flush_requests: int = 0
+    backward_timestamps: int = 0
+    first_backward_line: int | None = None
+    last_ts: int | None = None  # the stamp of the last request counted so far
+
+    def add(self, chunk: Chunk) -> None:
+        self.skipped_lines += chunk.skipped
+        self.zero_length_requests += chunk.zero_length
+        self.flush_requests += chunk.flushes
+        if chunk.ts_us.size:
+            if self.last_ts is not None and chunk.ts_us[0] < self.last_ts:  # across the chunks' seam
+                self.backward_timestamps += 1
+                self.first_backward_line = self.first_backward_line or chunk.first_line
+            self.backward_timestamps += chunk.backward
+            self.first_backward_line = self.first_backward_line or chunk.first_backward_line
+            self.last_ts = chunk.ts_us[-1]
+
+    def counts(self) -> dict:
+        """The four counts under the names ``meta`` gives them (the fields' names)."""
+        return {
+            "skipped_lines": self.skipped_lines,
+            "zero_length_requests": self.zero_length_requests,
+            "flush_requests": self.flush_requests,
+            "backward_timestamps": self.backward_timestamps,
+        }
+
+
+@dataclass
 class _Acc:
     """Volume names seen so far (shared by a file's chunks) and malformed-line bookkeeping."""
 
@@ -1078,8 +1115,7 @@ def read_trace(
     path = Path(path)
     acc = _Acc(path=path, skip=skip_malformed)
     parts = {k: [] for k in ("ts_us", "lba", "nblocks", "op", "volume")}
-    skipped = zero = flushes = backward = 0
-    first_backward = last_ts = None
+    tally = ChunkTally()
     size = path.stat().st_size if path.exists() and path.is_file() else None
     with progress_bar(size, f"ingest {path.name}", "B", requested=progress, unit_scale=True, unit_divisor=1024) as bar:
         acc.on_bytes = lambda pos: bar.update(min(pos, size or pos) - bar.n)
@@ -1088,19 +1124,10 @@ def read_trace(
         ):
             for k in parts:
                 parts[k].append(getattr(chunk, k))
-            skipped += chunk.skipped
-            zero += chunk.zero_length
-            flushes += chunk.flushes
-            if chunk.ts_us.size:
-                if last_ts is not None and chunk.ts_us[0] < last_ts:  # across the chunks' seam
-                    backward += 1
-                    first_backward = first_backward or chunk.first_line
-                backward += chunk.backward
-                first_backward = first_backward or chunk.first_backward_line
-                last_ts = chunk.ts_us[-1]
+            tally.add(chunk)
     arrays = {k: (np.concatenate(v) if v else np.empty(0)) for k, v in parts.items()}
     if arrays["lba"].size == 0:
-        raise TraceFormatError(*_no_requests(path, fmt, acc, skipped, zero, flushes))
+        raise TraceFormatError(*_no_requests(path, fmt, acc, tally))
     names = list(acc.volumes) or ["0"]
     trace = Trace(**arrays, volumes=names, name=path.name.split(".")[0])
     if volumes:
@@ -1124,27 +1151,18 @@ def read_trace(
             new_idx[acc.volumes[v]] = i
         trace.volume = new_idx[trace.volume]
         trace.volumes = wanted
-    trace.meta.update(
-        {
-            "format": fmt,
-            "source": str(path),
-            "skipped_lines": skipped,
-            "zero_length_requests": zero,
-            "flush_requests": flushes,
-            "backward_timestamps": backward,
-        }
-    )
+    trace.meta.update({"format": fmt, "source": str(path), **tally.counts()})
     if acc.first_skipped:
         trace.meta["first_skipped"] = "; ".join(acc.first_skipped)
         trace.meta["first_skipped_line"] = acc.first_skipped_line
-    if backward:
-        trace.meta["first_backward_line"] = first_backward
+    if tally.backward_timestamps:
+        trace.meta["first_backward_line"] = tally.first_backward_line
     for message in input_warnings(trace.meta):
         warnings.warn(message, TraceWarning, stacklevel=2)
     return remap_dense(trace)
 
 
-def _no_requests(path: Path, fmt: str, acc: _Acc, skipped: int, zero: int, flushes: int) -> tuple[str, str]:
+def _no_requests(path: Path, fmt: str, acc: _Acc, tally: ChunkTally) -> tuple[str, str]:
     """(problem, fix) for a file that gave no request."""
     if path.stat().st_size == 0:
         return f"{path}: the file is empty", "give a trace with at least one read, write or trim request"
@@ -1152,7 +1170,13 @@ def _no_requests(path: Path, fmt: str, acc: _Acc, skipped: int, zero: int, flush
         return f"{path}: the array holds no LBA", "give an array with at least one LBA"
     seen = [f"{acc.lines_read} line(s)"]
     seen += [
-        f"{n} {what}" for n, what in ((skipped, "malformed, skipped"), (zero, "zero-length"), (flushes, "flushes")) if n
+        f"{n} {what}"
+        for n, what in (
+            (tally.skipped_lines, "malformed, skipped"),
+            (tally.zero_length_requests, "zero-length"),
+            (tally.flush_requests, "flushes"),
+        )
+        if n
     ]
     return (
         f"{path}: no read, write or trim request in the file ({', '.join(seen)})",
