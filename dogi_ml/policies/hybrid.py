@@ -9,8 +9,14 @@ its ghost comparison) with four parts of its own, each a switch (``policy.params
   class probabilities, not its argmax class: ``log2 t = sum_k P_k m_k``, ``m_k`` the mean log2
   invalidation time of the labelled samples of class ``k`` (the classes' calibrated centres;
   ``score=argmax`` uses the argmax class's centre only); ``oracle`` -- the true lifetime from the
-  annotation (``oracles.annotate``), the "perfect lifetimes through the same planner" bound.
-  Lifetimes are kept as quarter-octave buckets (``bucket = ceil(4 log2 t)``).
+  annotation (``oracles.annotate``), the "perfect lifetimes through the same planner" bound;
+  ``popularity`` -- an oracle too, *not causal*: every write of an LBA gets the LBA's expected
+  lifetime ``N / c`` (``N`` trace writes, ``c`` the LBA's writes among them, counted in hindsight
+  over the whole trace: :func:`popularity_lifetimes`), i.e. its write probability known exactly
+  but not its realised future. On a stream of independent draws from fixed per-LBA
+  probabilities (``zipf``) that is everything a causal predictor could learn, so this source
+  bounds what a better model could reach through the same planner (docs/hybrid.md, "What limits
+  the hybrid"). Lifetimes are kept as quarter-octave buckets (``bucket = ceil(4 log2 t)``).
 - ``groups``: ``opmodel`` -- between chunks (at every retraining) the planner reads the sample
   ring: the samples older than the horizon, each with its predicted and its true (censored at the
   horizon) lifetime. For each number of groups ``K``, the thresholds on the *predicted*
@@ -22,7 +28,9 @@ its ghost comparison) with four parts of its own, each a switch (``policy.params
   one with the lowest modelled WAF. ``dogi`` -- DOGI's Markov-chain search over its classes.
 - ``relocation``: ``predicted`` -- a GC survivor goes to the group whose range covers its
   predicted remaining lifetime (DOGI's Kaplan-Meier table of its class at its age; the oracle's
-  true remaining lifetime), never hotter than its source; ``age`` -- its age stands for its
+  true remaining lifetime; for ``popularity`` the LBA's expected lifetime, which for a memoryless
+  block is also its expected remaining lifetime at any age), never hotter than its source (the
+  model's lifetimes only); ``age`` -- its age stands for its
   remaining lifetime; ``dogi`` -- DOGI's ML-Reloc and Frozen Filter as they are.
 - ``victims``: ``expiry`` -- a dead segment, else the oldest expired segment of a bounded group,
   else the run's victim rule (``policy.victim`` / ``sim.victim``, any general rule); ``rule`` --
@@ -80,7 +88,7 @@ assert RULES == ("greedy", "cost_benefit", "cost_benefit_sepbit", "cost_benefit_
 RULE_COST_BENEFIT = RULES.index("cost_benefit")
 
 CHOICES = {
-    "lifetimes": ("model", "oracle"),
+    "lifetimes": ("model", "oracle", "popularity"),
     "score": ("expected", "argmax"),
     "groups": ("opmodel", "dogi"),
     "relocation": ("predicted", "age", "dogi"),
@@ -90,6 +98,7 @@ CHOICES = {
 HYBRID_SCALARS = scalar_fields(
     planned=np.int64,  # 1: the planner's configuration is applied (bucket -> group)
     oracle=np.int64,  # 1: lifetimes from the annotation
+    popularity=np.int64,  # 1: each LBA's expected lifetime from its hindsight write count
     relocation=np.int64,  # 0 predicted, 1 age, 2 DOGI's ML-Reloc
     expiry=np.int64,  # 1: expired segments first (victims=expiry)
     rule=np.int64,  # the run's victim rule, an index into RULES
@@ -123,6 +132,7 @@ class HybridState(NamedTuple):
     bucket2group: np.ndarray  # int64 per bucket: its group G1..GK
     inv: np.ndarray  # oracle: the invalidation time of every write (prefill included); else empty
     death: np.ndarray  # oracle: per LBA, the time its live version dies (NEVER if never); else empty
+    expected: np.ndarray  # popularity: float64 per LBA, its expected lifetime (NEVER if unwritten); else empty
 
 
 assert HybridState._fields[: len(DogiState._fields)] == DogiState._fields
@@ -152,6 +162,24 @@ def _bucket_of(t):
     return min(b, NEVER_BUCKET - 1)
 
 
+def popularity_lifetimes(stream: np.ndarray, prefill: int, n_lbas: int) -> np.ndarray:
+    """Per LBA, the expected lifetime (user writes) of a write to it if the trace's writes were
+    independent draws with the LBA's in-hindsight write probability ``c / N``: ``N / c``, ``N`` the
+    trace's writes (``stream[prefill:]``, the prefill excluded: it writes every block once in
+    order, not by popularity), ``c`` the LBA's writes among them; ``NEVER`` for an LBA the trace
+    never writes. (The lifetime of a write with probability ``p`` per write is geometric on 1, 2,
+    ... with mean ``1 / p``, and memoryless: ``1 / p`` is also its expected remaining lifetime at
+    any age.) float64, ``n_lbas`` entries."""
+    trace_writes = np.asarray(stream[int(prefill) :], np.int64)
+    counts = np.bincount(trace_writes, minlength=int(n_lbas)).astype(np.float64)
+    if counts.size > n_lbas:
+        raise ValueError(f"popularity_lifetimes: a write addresses LBA {counts.size - 1} >= {n_lbas} LBAs")
+    out = np.full(int(n_lbas), float(NEVER), np.float64)
+    written = counts > 0
+    out[written] = trace_writes.size / counts[written]
+    return out
+
+
 @nb.njit(cache=True)
 def hybrid_user(s, p, lba, now):
     """DOGI's placement and bookkeeping (Hot Filter, samples, accuracy), then a non-hot write
@@ -162,10 +190,12 @@ def hybrid_user(s, p, lba, now):
         t = p.inv[now]
         p.death[lba] = now + t if t < NEVER else NEVER
         b = _bucket_of(t)
+    elif h.popularity:
+        b = _bucket_of(p.expected[lba])
     g = dogi_user(s, p, lba, now)
     st = p.scalars[0]
     if h.planned and st.mode == MODE_ML and g >= 1 and g <= N_CAT:
-        if not h.oracle:
+        if not h.oracle and not h.popularity:
             b = p.scores[now - st.chunk_start]
         if b >= 0:
             g = p.bucket2group[b]
@@ -175,7 +205,8 @@ def hybrid_user(s, p, lba, now):
 @nb.njit(cache=True)
 def hybrid_gc(s, p, lba, victim, now):
     """A survivor to the group whose range covers its predicted remaining lifetime (or its age),
-    never hotter than its source; DOGI's relocation before a model, and with relocation=dogi."""
+    never hotter than its source (the model's lifetimes: the oracles' estimates stand as they are);
+    DOGI's relocation before a model, and with relocation=dogi."""
     h = p.hyb[0]
     st = p.scalars[0]
     if st.mode != MODE_ML or h.relocation == RELOC_DOGI:
@@ -184,7 +215,8 @@ def hybrid_gc(s, p, lba, victim, now):
     row = p.rows[lba]
     age = now - s.lba_time[lba]
     nint = st.n_intermediate
-    if st.frozen_filter and not h.oracle and row.updated == 0:
+    known = h.oracle or h.popularity  # a lifetime source that needs no filter or floor
+    if st.frozen_filter and not known and row.updated == 0:
         g = G_FRZN  # DOGI's Frozen Filter: not updated since its clock last cleared
     else:
         rem = -1
@@ -192,12 +224,16 @@ def hybrid_gc(s, p, lba, victim, now):
             if h.oracle:
                 d = p.death[lba]
                 rem = d - now if d < NEVER else INF
+            elif h.popularity:
+                # memoryless: the expected remaining lifetime is the expected lifetime at any age
+                e = p.expected[lba]
+                rem = INF if e >= NEVER // 2 else np.int64(np.ceil(e))
             elif row.lba_class >= 1:
                 rem = _remaining(p, row.lba_class - 1, age)
         if rem < 0:
             rem = age  # no estimate: the age stands for the remaining lifetime
         lo = 1
-        if h.reloc_floor and not h.oracle and vg >= 1 and vg <= nint:
+        if h.reloc_floor and not known and vg >= 1 and vg <= nint:
             lo = vg
         ghi = p.group_hi
         g = nint
@@ -415,7 +451,7 @@ class Hybrid(DOGI):
     prefetch_lba = dogi_prefetch
 
     HYBRID_DEFAULTS = {
-        "lifetimes": "model",  # model | oracle (true lifetimes: the planner's bound)
+        "lifetimes": "model",  # model | oracle (true lifetimes: the planner's bound) | popularity (oracle: write probabilities)
         "score": "expected",  # expected (sum_k P_k m_k) | argmax (the argmax class's centre)
         "groups": "opmodel",  # opmodel (MINOS's OP model on predicted lifetimes) | dogi (DOGI's Markov search)
         "relocation": "predicted",  # predicted | age | dogi
@@ -434,10 +470,11 @@ class Hybrid(DOGI):
         for key, allowed in CHOICES.items():
             if hcfg[key] not in allowed:
                 raise ValueError(f"policy hybrid: {key} must be one of {', '.join(allowed)}, got {hcfg[key]!r}")
-        if hcfg["lifetimes"] == "oracle" and hcfg["groups"] != "opmodel":
+        oracle_source = hcfg["lifetimes"] in ("oracle", "popularity")
+        if oracle_source and hcfg["groups"] != "opmodel":
             raise ValueError(
-                "policy hybrid: lifetimes=oracle feeds true lifetimes to the OP-model planner; "
-                "groups=dogi searches the model's classes: use groups=opmodel with lifetimes=oracle"
+                f"policy hybrid: lifetimes={hcfg['lifetimes']} feeds oracle lifetimes to the OP-model planner; "
+                f"groups=dogi searches the model's classes: use groups=opmodel with lifetimes={hcfg['lifetimes']}"
             )
         if not isinstance(hcfg["hot_filter"], bool):
             raise ValueError(f"policy hybrid: hot_filter must be true or false, got {hcfg['hot_filter']!r}")
@@ -455,13 +492,15 @@ class Hybrid(DOGI):
             )
         if params.get("deployed", "float") != "float":
             raise ValueError("policy hybrid: deployed must be float (the planner reads the model's probabilities)")
-        if hcfg["lifetimes"] == "oracle":
+        if oracle_source:
             if params.get("predictor", "latest") != "latest":
-                raise ValueError("policy hybrid: lifetimes=oracle trains no model; leave params.predictor unset")
+                raise ValueError(
+                    f"policy hybrid: lifetimes={hcfg['lifetimes']} trains no model; leave params.predictor unset"
+                )
             params["predictor"] = "latest"  # DOGI's bookkeeping without a model
         super().__init__(n_groups, **params)
         self.hcfg = hcfg
-        self.needs_future = hcfg["lifetimes"] == "oracle"
+        self.needs_future = oracle_source
 
     def accepted_params(self):
         return (*self.DEFAULTS, *self.HYBRID_DEFAULTS)
@@ -472,6 +511,7 @@ class Hybrid(DOGI):
         hyb = new_scalars(HYBRID_SCALARS)
         hr = record(hyb)
         hr.oracle = int(h["lifetimes"] == "oracle")
+        hr.popularity = int(h["lifetimes"] == "popularity")
         hr.relocation = {"predicted": RELOC_PREDICTED, "age": RELOC_AGE, "dogi": RELOC_DOGI}[h["relocation"]]
         hr.expiry = int(h["victims"] == "expiry")
         hr.rule = RULES.index(self.victim_rule) if self.victim_rule in RULES else RULES.index("cost_benefit")
@@ -489,6 +529,10 @@ class Hybrid(DOGI):
             death = np.full(ctx.capacity, NEVER, np.int64)
         else:
             inv = death = np.zeros(0, np.int64)
+        if hr.popularity:
+            expected = popularity_lifetimes(ctx.stream, ctx.prefill_blocks, ctx.capacity)
+        else:
+            expected = np.zeros(0, np.float64)
         self.state = HybridState(
             *dogi_state,
             hyb=hyb,
@@ -496,6 +540,7 @@ class Hybrid(DOGI):
             bucket2group=np.ones(N_BUCKETS, np.int64),
             inv=inv,
             death=death,
+            expected=expected,
         )
         self.n_segments = ctx.n_segments
         self.gc_free_segments = ctx.gc_free_segments
@@ -570,6 +615,8 @@ class Hybrid(DOGI):
         actual = np.where((inv >= 0) & (inv <= horizon), inv, NEVER).astype(np.float64)
         if self.hcfg["lifetimes"] == "oracle":
             predicted = bucket_time(lifetime_bucket(self.state.inv[r.time[mature]]))
+        elif self.hcfg["lifetimes"] == "popularity":
+            predicted = bucket_time(lifetime_bucket(self.state.expected[r.lba[mature]]))
         else:
             self.centres = self._class_centres(now)
             proba = self.model.predict_proba(self.state.sample_features[mature])
