@@ -291,6 +291,22 @@ def test_filter_on_the_command_line(fleet, tmp_path, monkeypatch, capsys):
             ["policy=nosep", "study.percentiles=[50,120]"],
             "error: study.percentiles holds 120 -- give numbers from 0 to 100",
         ),
+        (
+            ["policy=nosep,dogi_frozen"],
+            "error: policy=dogi_frozen deploys a DOGI bundle and none is given -- set study.frozen_bundle=same_trace",
+        ),
+        (
+            ["policy=nosep", "study.frozen_bundle=same_trace"],
+            "error: study.frozen_bundle=same_trace is set and no scheme of policy= is dogi_frozen",
+        ),
+        (
+            ["policy=dogi_frozen", "study.frozen_bundle=trained"],
+            "error: study.frozen_bundle='trained' is not a bundle source -- use study.frozen_bundle=same_trace",
+        ),
+        (
+            ["policy=dogi_frozen", "study.frozen_bundle=same_trace", "policy.params.bundle=/some/dir"],
+            "error: policy.params.bundle=/some/dir and study.frozen_bundle=same_trace both say where",
+        ),
     ],
 )
 def test_bad_settings_are_one_line_with_the_fix(fleet, tmp_path, monkeypatch, capsys, args, line):
@@ -444,3 +460,61 @@ def test_job_identity_includes_code_and_trace():
         job_key({"name": "sepbit"}, {"op_ratio": 0.1, "output": None}, "crc32c:1", "abc", "native"),
     ):
         assert other != base
+
+
+def test_dogi_frozen_deploys_the_bundle_its_volume_exports(tmp_path, monkeypatch, capsys):
+    """``study.frozen_bundle=same_trace``: each dogi_frozen job first runs DOGI (int8, model kept
+    on) over its volume and deploys the bundle that run exports; the record names the bundle, and
+    the frozen WAF equals ``simulate policy=dogi_frozen`` given the same bundle directory (a second
+    path through the code: the simulate pipeline, no study)."""
+    from dogi_ml.pipeline.simulate import simulate
+    from dogi_ml.traces.binfmt import read_binary
+    from dogi_ml.traces.fleet import FleetSpec
+
+    # one volume long enough for DOGI's first model (2,000 labelled samples) and small enough
+    # to simulate in seconds: ~3.4K blocks written about ten times over
+    spec = FleetSpec(
+        wss_median=4096,
+        wss_min=4096,
+        wss_max=4096,
+        traffic_median=9.0,
+        traffic_min=9.0,
+        traffic_max=9.0,
+        theta_range=(0.8, 0.8),
+    )
+    fleet = generate_fleet(tmp_path / "fleet", 1, seed=5, spec=spec).parent
+    out = tmp_path / "out"
+    status, stdout, err = study(
+        monkeypatch,
+        tmp_path,
+        capsys,
+        f"fleet={fleet}",
+        "policy=sepbit,dogi_frozen",
+        "study.frozen_bundle=same_trace",
+        f"out={out}",
+        *FAST,
+    )
+    assert status == 0, err
+    rec = json.loads((out / "jobs" / "0" / "dogi_frozen.json").read_text())
+    assert rec["status"] == "ok"
+    assert rec["config"]["policy"]["params"]["bundle"] == "same_trace"
+    bundle = rec["bundle"]
+    assert bundle["source"] == "same_trace" and Path(bundle["path"]) == out / "bundles" / "0"
+    assert bundle["dogi_params"] == {"deployed": "int8", "fallback_accuracy": 0.0, "fallback_compare": "none"}
+    assert bundle["dogi_mode"] == "ml" and bundle["dogi_retrains"] >= 1
+    trace = read_binary(read_fleet(fleet)[0].dtr)
+    trace.name = "0"
+    sim_cfg = dict(rec["config"]["sim"])
+    direct = simulate(
+        trace,
+        {"name": "dogi_frozen", "n_groups": None, "victim": "dogi_frozen", "params": {"bundle": bundle["path"]}},
+        sim_cfg,
+    )
+    assert rec["waf"] == direct["waf"] and rec["gc_writes"] == direct["gc_writes"]
+    # the marker is the study's: simulate refuses it, naming where it comes from
+    with pytest.raises(ValueError, match="policy.params.bundle=same_trace is made by the study command"):
+        simulate(
+            trace,
+            {"name": "dogi_frozen", "n_groups": None, "victim": "dogi_frozen", "params": {"bundle": "same_trace"}},
+            sim_cfg,
+        )

@@ -43,6 +43,8 @@ GIB = 1 << 30
 #: the code whose version a job's identity includes (docs and results excluded)
 CODE_PATHS = ("dogi_ml", "conf", "features", "models", "export", "markov", "rl", "oracles")
 RECORD_VERSION = 1
+#: the DOGI run that exports a volume's bundle for ``study.frozen_bundle=same_trace``
+BUNDLE_RUN_PARAMS = {"deployed": "int8", "fallback_accuracy": 0.0, "fallback_compare": "none"}
 
 
 # -- the code and the job's identity -------------------------------------------------------------
@@ -129,7 +131,7 @@ def study_job(cfg) -> dict:
         if cfg.mlflow and job.parent_run:
             result = _run_logged(cfg, entry, policy_cfg, sim_cfg, record)
         else:
-            result = _run(cfg, entry, policy_cfg, sim_cfg)
+            result = _run(cfg, entry, policy_cfg, sim_cfg, record)
         record.update(_result_fields(result))
         record["status"] = "ok"
     except Exception as exc:  # noqa: BLE001 - a job's failure is recorded and listed, not fatal to the study
@@ -144,13 +146,45 @@ def study_job(cfg) -> dict:
     return {"volume": volume, "scheme": scheme, "status": record["status"]}
 
 
-def _run(cfg, entry, policy_cfg: dict, sim_cfg: dict) -> dict:
+def _run(cfg, entry, policy_cfg: dict, sim_cfg: dict, record: dict) -> dict:
     from dogi_ml.pipeline.simulate import simulate
+    from dogi_ml.policies.dogi_frozen import SAME_TRACE
     from dogi_ml.traces.binfmt import read_binary
 
     trace = read_binary(entry.dtr)
     trace.name = entry.volume
+    if policy_cfg.get("name") == "dogi_frozen" and (policy_cfg.get("params") or {}).get("bundle") == SAME_TRACE:
+        policy_cfg = _same_trace_bundle(cfg, trace, policy_cfg, sim_cfg, record)
     return simulate(trace, policy_cfg, sim_cfg, progress=cfg.progress)
+
+
+def _same_trace_bundle(cfg, trace, policy_cfg: dict, sim_cfg: dict, record: dict) -> dict:
+    """``study.frozen_bundle=same_trace``: a DOGI run (``conf/policy/dogi.yaml``, its int8
+    deployed model) over the job's own volume exports the bundle ``dogi_frozen`` then deploys,
+    under ``OUT/bundles/<volume>/``. That run keeps its model on to the end
+    (``fallback_accuracy=0``, ``fallback_compare=none``): a frozen deployment has no base design
+    to fall back to, and a run that ended in DOGI's fallback would have no learned configuration
+    to export. The record says where the bundle came from and with which settings (the frozen
+    model has seen the trace it places: an in-sample deployment, not a held-out one)."""
+    from omegaconf import OmegaConf
+
+    from dogi_ml.pipeline.common import CONF_DIR
+    from dogi_ml.pipeline.replay import export_dogi_bundle
+    from dogi_ml.traces.fleet import volume_file_name
+
+    dogi_cfg = OmegaConf.to_container(OmegaConf.load(Path(CONF_DIR) / "policy" / "dogi.yaml"), resolve=True)
+    dogi_cfg["params"].update(BUNDLE_RUN_PARAMS)
+    where = Path(cfg.out) / "bundles" / Path(volume_file_name(record["volume"])).stem
+    made = export_dogi_bundle(trace, dogi_cfg, sim_cfg, where)
+    record["bundle"] = {
+        "source": "same_trace",
+        "path": made["bundle"],
+        "dogi_waf": made["waf"],
+        "dogi_retrains": made["retrains"],
+        "dogi_mode": made["mode"],
+        "dogi_params": BUNDLE_RUN_PARAMS,
+    }
+    return {**policy_cfg, "params": {**policy_cfg["params"], "bundle": made["bundle"]}}
 
 
 def _run_logged(cfg, entry, policy_cfg: dict, sim_cfg: dict, record: dict) -> dict:
@@ -171,7 +205,7 @@ def _run_logged(cfg, entry, policy_cfg: dict, sim_cfg: dict, record: dict) -> di
     }
     with override_labels([]), mlflow_run("study", f"{scheme} on volume {entry.volume}", tags=tags) as (mlflow, run):
         record["mlflow_run_id"] = run.info.run_id
-        result = _run(cfg, entry, policy_cfg, sim_cfg)
+        result = _run(cfg, entry, policy_cfg, sim_cfg, record)
         params = {f"policy.{k}": v for k, v in flatten(policy_cfg).items()}
         params.update({f"sim.{k}": v for k, v in flatten(sim_cfg).items()})
         params.update({f"effective.{k}": v for k, v in flatten(result.get("settings") or {}).items()})
@@ -468,6 +502,7 @@ def _study(argv: list[str]) -> int:
     from dogi_ml.determinism import numerics_mode
     from dogi_ml.pipeline.common import CONF_DIR
     from dogi_ml.policies import configured_victim, policy_class
+    from dogi_ml.policies.dogi_frozen import SAME_TRACE
     from dogi_ml.traces.fleet import manifest_path, read_fleet
 
     wall = time.perf_counter()
@@ -537,16 +572,44 @@ def _study(argv: list[str]) -> int:
     batch = f"{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
 
     # every job of the study and its identity; a scheme's settings do not depend on the volume
-    scheme_cfg = {}
+    frozen_bundle = master.study.frozen_bundle
+    if frozen_bundle not in (None, SAME_TRACE):
+        raise ConfigError(
+            f"study.frozen_bundle={frozen_bundle!r} is not a bundle source",
+            f"use study.frozen_bundle={SAME_TRACE}, or leave it null and give policy.params.bundle=DIR",
+        )
+    scheme_cfg, scheme_overrides = {}, {}
     for p in policies:
+        extra = []
         try:
             jc = hydra.config_loader.load_sweep_config(master, [*fixed, f"policy={p}"])
+            if jc.policy.name == "dogi_frozen" and frozen_bundle:
+                if jc.policy.params.bundle:
+                    raise ConfigError(
+                        f"policy.params.bundle={jc.policy.params.bundle} and study.frozen_bundle={frozen_bundle} "
+                        "both say where dogi_frozen's bundle comes from",
+                        "keep one of them",
+                    )
+                extra = [f"policy.params.bundle={SAME_TRACE}"]
+                jc = hydra.config_loader.load_sweep_config(master, [*fixed, f"policy={p}", *extra])
         except HydraException as exc:
             raise _composition_error(exc) from None
         pc = OmegaConf.to_container(jc.policy, resolve=True)
         sc = OmegaConf.to_container(jc.sim, resolve=True)
+        if pc["name"] == "dogi_frozen" and not (pc.get("params") or {}).get("bundle"):
+            raise ConfigError(
+                f"policy={p} deploys a DOGI bundle and none is given",
+                f"set study.frozen_bundle={SAME_TRACE} (a DOGI run on each volume exports its bundle) or "
+                "policy.params.bundle=DIR (one bundle, exported at the volumes' capacity)",
+            )
         configured_victim(pc, jc.sim)  # a victim-rule conflict stops the study before any job
         scheme_cfg[p] = (pc, sc)
+        scheme_overrides[p] = extra
+    if frozen_bundle and not any(pc["name"] == "dogi_frozen" for pc, _ in scheme_cfg.values()):
+        raise ConfigError(
+            f"study.frozen_bundle={frozen_bundle} is set and no scheme of policy= is dogi_frozen",
+            "add dogi_frozen to policy=, or leave study.frozen_bundle out",
+        )
     plan = []  # (volume entry, scheme, key, previous record)
     for v in kept:
         for p in policies:
@@ -588,6 +651,7 @@ def _study(argv: list[str]) -> int:
             [
                 *settings,
                 f"policy={p}",
+                *scheme_overrides[p],
                 f"fleet={_quoted(Path(fleet_path).resolve())}",
                 f"out={_quoted(out)}",
                 f"study.job.volume={_quoted(v.volume)}",

@@ -34,6 +34,9 @@ from ._dogi_bundle import N_CAT, WRITE_BUNDLE, BundleError, load_bundle, write_b
 from .dogi import G_FRZN, G_HOT, INF, MODE_ML, dogi_victim
 
 CHUNK_ROWS = 1 << 20  # feature/prediction rows per engine chunk
+#: ``policy.params.bundle`` in a fleet study: the bundle a DOGI run on the job's own volume exports
+#: (dogi_ml/pipeline/study.py makes it; the model has then seen the trace it is deployed on)
+SAME_TRACE = "same_trace"
 
 SCALARS = scalar_fields(
     mu=np.int64,  # the Hot Filter's threshold, frozen
@@ -128,6 +131,12 @@ class DOGIFrozen(PlacementPolicy):
         if params:
             raise ValueError(f"policy dogi_frozen: unknown parameter(s) {sorted(params)}; accepted: ['bundle']")
         self.bundle = None
+        if bundle == SAME_TRACE:
+            raise ValueError(
+                f"policy dogi_frozen: policy.params.bundle={SAME_TRACE} is made by the study command "
+                f"(study.frozen_bundle={SAME_TRACE}: a DOGI run on each volume exports that volume's bundle); "
+                f"elsewhere give a bundle directory (write one with: {WRITE_BUNDLE})"
+            )
         if not bundle:
             # the config without its bundle composes (conf/policy/dogi_frozen.yaml); a run refuses it in bind
             super().__init__(1)
