@@ -11,7 +11,15 @@ from dogi_ml.errors import ConfigError
 from dogi_ml.markov.opmodel import InvalidationCDF, thresholds_for_op
 from dogi_ml.oracles.annotate import NEVER
 from dogi_ml.policies import KEEP_VICTIM, configured_victim, make_policy
-from dogi_ml.policies.hybrid import RULES, bucket_time, hybrid_gc, lifetime_bucket, plan_groups, popularity_lifetimes
+from dogi_ml.policies.hybrid import (
+    RULES,
+    bucket_time,
+    generator_lifetimes,
+    hybrid_gc,
+    lifetime_bucket,
+    plan_groups,
+    popularity_lifetimes,
+)
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.sim.policy_api import record
 from dogi_ml.traces.generators import zipf
@@ -131,38 +139,54 @@ def test_popularity_lifetimes_by_hand():
     """Prefill 0..4, then 8 trace writes: LBA 0 four times, 1 twice, 2 and 3 once, 4 never. The
     expected lifetime is N / c = 8 / c (the prefill not counted), NEVER for an unwritten LBA."""
     stream = np.array([0, 1, 2, 3, 4, 0, 1, 0, 2, 0, 3, 1, 0])
-    np.testing.assert_array_equal(popularity_lifetimes(stream, 5, 5), [2.0, 4.0, 8.0, 8.0, float(NEVER)])
+    never = float(NEVER)
+    np.testing.assert_array_equal(popularity_lifetimes(stream, 5, 5), [[2.0, 4.0, 8.0, 8.0, never]])
+    # windows of 4 trace writes: [0 1 0 2] and [0 3 1 0], each counted on its own (L / c, L = 4)
+    np.testing.assert_array_equal(
+        popularity_lifetimes(stream, 5, 5, window=4), [[2.0, 4.0, 4.0, never, never], [2.0, 4.0, never, 4.0, never]]
+    )
+    # a last window shorter than the others: its own length over its counts
+    np.testing.assert_array_equal(popularity_lifetimes(stream, 5, 5, window=5)[1], [3.0, 3.0, never, 3.0, never])
     with pytest.raises(ValueError, match="LBA 5 >= 5 LBAs"):
         popularity_lifetimes(np.array([0, 5]), 0, 5)
 
 
-def _expected_twin(stream, prefill, n_lbas):
-    """A plain-Python twin of popularity_lifetimes: count, then divide."""
-    counts = [0] * n_lbas
-    for lba in stream[prefill:]:
-        counts[int(lba)] += 1
-    n = len(stream) - prefill
-    return [n / c if c else float(NEVER) for c in counts]
+def _expected_twin(stream, prefill, n_lbas, window):
+    """A plain-Python twin of popularity_lifetimes: count per window, then divide."""
+    writes = [int(x) for x in stream[prefill:]]
+    rows = []
+    for a in range(0, len(writes), window):
+        part = writes[a : a + window]
+        counts = [0] * n_lbas
+        for lba in part:
+            counts[lba] += 1
+        rows.append([len(part) / c if c else float(NEVER) for c in counts])
+    return rows
 
 
-def test_popularity_lifetimes_place_and_relocate(trace):
-    """lifetimes=popularity: the state holds each LBA's N / c (the twin's), the planner runs on
-    them, and a GC survivor goes to the group covering its LBA's expected lifetime whatever its
-    age (memoryless), not by the model's class table."""
-    sim, res = run(trace, lifetimes="popularity", hot_filter=False)
+@pytest.mark.parametrize("window", [None, 2.0])
+def test_popularity_lifetimes_place_and_relocate(trace, window):
+    """lifetimes=popularity: the state holds each LBA's L / c per window (the twin's), the planner
+    runs on them, and a GC survivor goes to the group covering its LBA's expected lifetime in the
+    current window whatever its age (memoryless), not by the model's class table."""
+    sim, res = run(trace, lifetimes="popularity", hot_filter=False, popularity_window=window)
     pol = sim.policy
     assert pol.needs_future and res["hybrid"]["lifetimes"] == "popularity" and res["mode"] == "ml"
     assert res["planned_groups"] >= 2 and "lifetimes=popularity" in pol.label()
     stream = np.r_[np.arange(CAP), trace.block_writes]  # the engine's: the prefill, then the trace
-    np.testing.assert_allclose(pol.state.expected, _expected_twin(stream, CAP, CAP), rtol=1e-15)
+    n = trace.block_writes.size
+    twin = _expected_twin(stream, CAP, CAP, n if window is None else int(window * CAP))
+    assert len(twin) == (1 if window is None else 4)
+    np.testing.assert_allclose(pol.state.expected, twin, rtol=1e-15)
     p = pol.state
     nint = int(record(p.scalars).n_intermediate)
     hi = p.group_hi
     now = int(sim.state.ctr[0])
     victim = int(np.flatnonzero(sim.state.seg_valid > 0)[0])
+    current = p.expected[-1]  # the run has ended in the last window
     checked = 0
-    for lba in np.argsort(p.expected)[:: CAP // 64]:
-        e = p.expected[lba]
+    for lba in np.argsort(current)[:: CAP // 64]:
+        e = current[lba]
         want = nint
         if e < float(NEVER) / 2:
             want = next((k for k in range(1, nint) if np.ceil(e) <= hi[k]), nint)
@@ -171,6 +195,56 @@ def test_popularity_lifetimes_place_and_relocate(trace):
         checked += 1
     assert checked >= 60
     assert len({int(g) for g in p.bucket2group}) == res["planned_groups"]
+
+
+@pytest.mark.parametrize("kind", ["zipf", "phase_shift"])
+def test_generator_probabilities_agree_with_hindsight_counts(kind):
+    """popularity_from=generator rebuilds the probabilities the generator drew from; the counts of
+    popularity_from=counts agree with them within Poisson sampling error: per window and LBA the
+    z-scores (c - L p) / sqrt(L p (1 - p)) have mean 0 and variance 1 (5 standard errors)."""
+    from dogi_ml.traces.generators import generate
+
+    cap = 4096
+    params = {"theta": 1.0} if kind == "zipf" else {"phase_writes": 3 * cap}
+    tr = generate(kind, capacity_blocks=cap, n_writes=12 * cap, seed=7, **params)
+    w = tr.block_writes
+    expected, window = generator_lifetimes(tr.meta, cap, w.size)
+    assert expected.shape == ((1, cap) if kind == "zipf" else (4, cap))
+    assert window == (w.size if kind == "zipf" else 3 * cap)
+    counts = popularity_lifetimes(np.r_[np.arange(cap), w], cap, cap, window)
+    z = []
+    for j in range(expected.shape[0]):
+        part = w[j * window : (j + 1) * window]
+        p = 1.0 / expected[j]
+        c = np.bincount(part, minlength=cap)
+        z.append((c - part.size * p) / np.sqrt(part.size * p * (1 - p)))
+        seen = c > 0
+        np.testing.assert_allclose(counts[j, seen], part.size / c[seen])
+        assert np.argmax(c) == np.argmax(p)  # the most popular address of the window
+    z = np.concatenate(z)
+    se = 1 / np.sqrt(z.size)
+    assert abs(z.mean()) < 5 * se and abs(z.var() - 1) < 5 * np.sqrt(2) * se
+    with pytest.raises(ValueError, match="popularity_from=generator knows the probabilities of zipf, phase_shift"):
+        generator_lifetimes({"generator": "ycsb_a"}, cap, w.size)
+
+
+def test_frequency_lifetimes_are_the_counts_so_far(trace):
+    """lifetimes=frequency (causal): a sampled write's bucket is that of ceil(t / c_t), t the
+    trace writes so far and c_t the LBA's, both with this write (a plain-Python twin over the
+    trace's prefix); at the end the state's counts are the trace's."""
+    sim, res = run(trace, lifetimes="frequency", hot_filter=False)
+    p = sim.policy.state
+    assert not sim.policy.needs_future and res["planned_groups"] >= 2
+    w = trace.block_writes
+    np.testing.assert_array_equal(p.seen, np.bincount(w, minlength=CAP))
+    r = sim.policy.ring
+    slots = np.flatnonzero(r.time >= 0)[:500]
+    assert slots.size == 500
+    for slot in slots:
+        t = int(r.time[slot]) - CAP  # trace write index
+        lba = int(r.lba[slot])
+        c = sum(1 for x in w[: t + 1] if x == lba)
+        assert p.sample_bucket[slot] == lifetime_bucket(-(-(t + 1) // c)), slot
 
 
 def test_popularity_lifetimes_between_model_and_oracle(trace, default_run):
@@ -226,6 +300,14 @@ def test_bad_switches_are_refused():
         make_policy("hybrid", lifetimes="popularity", groups="dogi")
     with pytest.raises(ValueError, match="lifetimes must be one of model, oracle, popularity"):
         make_policy("hybrid", lifetimes="counts")
+    with pytest.raises(ValueError, match="popularity_window=2 counts the writes of lifetimes=popularity, not"):
+        make_policy("hybrid", lifetimes="oracle", popularity_window=2)
+    with pytest.raises(ValueError, match="popularity_from=generator is a source of lifetimes=popularity"):
+        make_policy("hybrid", lifetimes="frequency", popularity_from="generator")
+    with pytest.raises(ValueError, match="popularity_from=generator takes its windows from the generator"):
+        make_policy("hybrid", lifetimes="popularity", popularity_from="generator", popularity_window=2)
+    with pytest.raises(ValueError, match="popularity_window must be > 0"):
+        make_policy("hybrid", lifetimes="popularity", popularity_window=0)
     with pytest.raises(ValueError, match="unknown parameter"):
         make_policy("hybrid", colour="blue")
 

@@ -12,11 +12,13 @@ its ghost comparison) with four parts of its own, each a switch (``policy.params
   annotation (``oracles.annotate``), the "perfect lifetimes through the same planner" bound;
   ``popularity`` -- an oracle too, *not causal*: every write of an LBA gets the LBA's expected
   lifetime ``N / c`` (``N`` trace writes, ``c`` the LBA's writes among them, counted in hindsight
-  over the whole trace: :func:`popularity_lifetimes`), i.e. its write probability known exactly
-  but not its realised future. On a stream of independent draws from fixed per-LBA
-  probabilities (``zipf``) that is everything a causal predictor could learn, so this source
-  bounds what a better model could reach through the same planner (docs/hybrid.md, "What limits
-  the hybrid"). Lifetimes are kept as quarter-octave buckets (``bucket = ceil(4 log2 t)``).
+  over the whole trace, or over each window of ``popularity_window`` capacities for a phased
+  workload: :func:`popularity_lifetimes`), i.e. its write probability known exactly but not its
+  realised future. On a stream of independent draws from fixed per-LBA probabilities (``zipf``)
+  that is everything a causal predictor could learn, so this source bounds what a better model
+  could reach through the same planner (docs/hybrid.md, "What limits the hybrid"); ``frequency``
+  -- causal: the same estimate from the past only, ``t / c_t`` at trace write ``t`` for an LBA
+  written ``c_t`` times so far (this write included). Lifetimes are kept as quarter-octave buckets (``bucket = ceil(4 log2 t)``).
 - ``groups``: ``opmodel`` -- between chunks (at every retraining) the planner reads the sample
   ring: the samples older than the horizon, each with its predicted and its true (censored at the
   horizon) lifetime. For each number of groups ``K``, the thresholds on the *predicted*
@@ -88,7 +90,7 @@ assert RULES == ("greedy", "cost_benefit", "cost_benefit_sepbit", "cost_benefit_
 RULE_COST_BENEFIT = RULES.index("cost_benefit")
 
 CHOICES = {
-    "lifetimes": ("model", "oracle", "popularity"),
+    "lifetimes": ("model", "oracle", "popularity", "frequency"),
     "score": ("expected", "argmax"),
     "groups": ("opmodel", "dogi"),
     "relocation": ("predicted", "age", "dogi"),
@@ -99,6 +101,8 @@ HYBRID_SCALARS = scalar_fields(
     planned=np.int64,  # 1: the planner's configuration is applied (bucket -> group)
     oracle=np.int64,  # 1: lifetimes from the annotation
     popularity=np.int64,  # 1: each LBA's expected lifetime from its hindsight write count
+    frequency=np.int64,  # 1: each LBA's expected lifetime from its write count so far (causal)
+    pop_window=np.int64,  # popularity: trace writes per counting window (the whole trace: one window)
     relocation=np.int64,  # 0 predicted, 1 age, 2 DOGI's ML-Reloc
     expiry=np.int64,  # 1: expired segments first (victims=expiry)
     rule=np.int64,  # the run's victim rule, an index into RULES
@@ -132,7 +136,9 @@ class HybridState(NamedTuple):
     bucket2group: np.ndarray  # int64 per bucket: its group G1..GK
     inv: np.ndarray  # oracle: the invalidation time of every write (prefill included); else empty
     death: np.ndarray  # oracle: per LBA, the time its live version dies (NEVER if never); else empty
-    expected: np.ndarray  # popularity: float64 per LBA, its expected lifetime (NEVER if unwritten); else empty
+    expected: np.ndarray  # popularity: float64 per window and LBA, its expected lifetime; else empty
+    seen: np.ndarray  # frequency: int64 per LBA, its trace writes so far; else empty
+    sample_bucket: np.ndarray  # frequency: int8 per ring slot, the sample's lifetime bucket when written; else empty
 
 
 assert HybridState._fields[: len(DogiState._fields)] == DogiState._fields
@@ -162,22 +168,101 @@ def _bucket_of(t):
     return min(b, NEVER_BUCKET - 1)
 
 
-def popularity_lifetimes(stream: np.ndarray, prefill: int, n_lbas: int) -> np.ndarray:
-    """Per LBA, the expected lifetime (user writes) of a write to it if the trace's writes were
-    independent draws with the LBA's in-hindsight write probability ``c / N``: ``N / c``, ``N`` the
-    trace's writes (``stream[prefill:]``, the prefill excluded: it writes every block once in
-    order, not by popularity), ``c`` the LBA's writes among them; ``NEVER`` for an LBA the trace
-    never writes. (The lifetime of a write with probability ``p`` per write is geometric on 1, 2,
-    ... with mean ``1 / p``, and memoryless: ``1 / p`` is also its expected remaining lifetime at
-    any age.) float64, ``n_lbas`` entries."""
+def popularity_lifetimes(stream: np.ndarray, prefill: int, n_lbas: int, window: int | None = None) -> np.ndarray:
+    """Per window and LBA, the expected lifetime (user writes) of a write to the LBA if the
+    window's writes were independent draws with the LBA's in-hindsight write probability ``c / L``:
+    ``L / c``, ``L`` the window's writes, ``c`` the LBA's writes among them; ``NEVER`` for an LBA
+    the window never writes. The windows cut the trace's writes (``stream[prefill:]``, the prefill
+    excluded: it writes every block once in order, not by popularity) every ``window`` writes
+    (``None``: one window, the whole trace; the last one may be shorter). (The lifetime of a write
+    with probability ``p`` per write is geometric on 1, 2, ... with mean ``1 / p``, and
+    memoryless: ``1 / p`` is also its expected remaining lifetime at any age.) float64, shape
+    ``(windows, n_lbas)``."""
     trace_writes = np.asarray(stream[int(prefill) :], np.int64)
-    counts = np.bincount(trace_writes, minlength=int(n_lbas)).astype(np.float64)
-    if counts.size > n_lbas:
-        raise ValueError(f"popularity_lifetimes: a write addresses LBA {counts.size - 1} >= {n_lbas} LBAs")
-    out = np.full(int(n_lbas), float(NEVER), np.float64)
-    written = counts > 0
-    out[written] = trace_writes.size / counts[written]
+    n = trace_writes.size
+    window = n if window is None else int(window)
+    if window < 1:
+        raise ValueError(f"popularity_lifetimes: window must be >= 1 writes, got {window}")
+    if n and int(trace_writes.max()) >= n_lbas:
+        raise ValueError(f"popularity_lifetimes: a write addresses LBA {int(trace_writes.max())} >= {n_lbas} LBAs")
+    starts = range(0, max(n, 1), window)
+    out = np.full((len(starts), int(n_lbas)), float(NEVER), np.float64)
+    for j, a in enumerate(starts):
+        part = trace_writes[a : a + window]
+        counts = np.bincount(part, minlength=int(n_lbas)).astype(np.float64)
+        written = counts > 0
+        out[j, written] = part.size / counts[written]
     return out
+
+
+#: the generators whose per-LBA write probabilities ``generator_lifetimes`` knows
+PROBABILITY_GENERATORS = ("zipf", "phase_shift")
+
+
+def generator_lifetimes(meta: dict, n_lbas: int, n_trace_writes: int) -> tuple[np.ndarray, int]:
+    """``popularity_from=generator``: the expected lifetimes ``1 / p`` from the write probabilities
+    ``p`` the generator drew the trace from (``dogi_ml/traces/generators.py``; the trace's
+    ``meta``: generator, seed and parameters), as :func:`popularity_lifetimes` estimates them from
+    counts. ``zipf``: one window, ``p`` the Zipf law over the working set through the sampler's
+    rank-to-address permutation; ``phase_shift``: one window per phase, each phase's Zipf law
+    through its scramble. Returns ``(expected (windows, n_lbas), writes per window)``."""
+    from dogi_ml.traces.generators import ZipfSampler, _rng, _scramble_array, _scramble_params
+
+    kind = meta.get("generator")
+    if kind not in PROBABILITY_GENERATORS:
+        raise ValueError(
+            f"policy hybrid: popularity_from=generator knows the probabilities of {', '.join(PROBABILITY_GENERATORS)}, "
+            f"not of workload {kind or meta.get('name')!r}: use popularity_from=counts"
+        )
+    cap, seed, params = int(meta["capacity_blocks"]), int(meta["seed"]), dict(meta["params"])
+    if cap != n_lbas:
+        raise ValueError(
+            f"policy hybrid: popularity_from=generator needs the generator's capacity ({cap}) as the run's"
+        )
+    never = float(NEVER)
+    if kind == "zipf":
+        if int(params["request_blocks"]) != 1:
+            raise ValueError("policy hybrid: popularity_from=generator needs zipf's request_blocks=1")
+        wss = max(1, int(cap * float(params["wss_fraction"])))
+        sampler = ZipfSampler(wss, float(params["theta"]), seed)
+        out = np.full((1, n_lbas), never)
+        out[0, sampler.address_of_rank(np.arange(wss))] = 1.0 / sampler.probabilities()
+        return out, max(1, int(n_trace_writes))
+    phase = 2 * cap if params["phase_writes"] is None else int(params["phase_writes"])
+    thetas = (float(params["theta_a"]), float(params["theta_b"]))
+    prng = _rng(seed + 2)  # the generator's scramble stream, drawn in the same order
+    shared = None if params["reshuffle"] else _scramble_params(cap, prng)
+    n_phases = max(1, -(-int(n_trace_writes) // phase))
+    out = np.empty((n_phases, n_lbas))
+    ranks = np.arange(cap, dtype=np.int64)
+    for k in range(n_phases):
+        sp = _scramble_params(cap, prng) if params["reshuffle"] else shared
+        address = np.empty(cap, np.int64)
+        _scramble_array(ranks, cap, sp, address)
+        weights = (ranks + 1.0) ** -thetas[k % 2]
+        out[k, address] = weights.sum() / weights
+    return out, phase
+
+
+@nb.njit(cache=True)
+def _expected_lifetime(p, lba, now):
+    """``lifetimes=popularity``: the expected (remaining) lifetime of ``lba`` at ``now``, from the
+    counting window ``now`` falls in (the prefill: the first window's)."""
+    e = p.expected
+    t = now - p.scalars[0].prefill
+    j = 0 if t < 0 else min(t // p.hyb[0].pop_window, e.shape[0] - 1)
+    return e[j, lba]
+
+
+@nb.njit(cache=True)
+def _frequency_lifetime(p, lba, now):
+    """``lifetimes=frequency``: ``t / c_t``, the trace writes so far (``now`` included) over the
+    LBA's (``NEVER`` for an LBA the trace has not written yet, and in the prefill)."""
+    c = p.seen[lba]
+    t = now - p.scalars[0].prefill + 1
+    if c <= 0 or t <= 0:
+        return NEVER
+    return np.int64(np.ceil(t / c))
 
 
 @nb.njit(cache=True)
@@ -191,11 +276,18 @@ def hybrid_user(s, p, lba, now):
         p.death[lba] = now + t if t < NEVER else NEVER
         b = _bucket_of(t)
     elif h.popularity:
-        b = _bucket_of(p.expected[lba])
+        b = _bucket_of(_expected_lifetime(p, lba, now))
+    elif h.frequency and now >= p.scalars[0].prefill:
+        p.seen[lba] += 1
+        b = _bucket_of(_frequency_lifetime(p, lba, now))
+    ring = p.ring
+    sampled = ring.count[0]
     g = dogi_user(s, p, lba, now)
+    if h.frequency and ring.count[0] != sampled:  # DOGI sampled this write: keep its bucket for the planner
+        p.sample_bucket[(ring.count[0] - 1) % ring.row.shape[0]] = b
     st = p.scalars[0]
     if h.planned and st.mode == MODE_ML and g >= 1 and g <= N_CAT:
-        if not h.oracle and not h.popularity:
+        if not h.oracle and not h.popularity and not h.frequency:
             b = p.scores[now - st.chunk_start]
         if b >= 0:
             g = p.bucket2group[b]
@@ -215,7 +307,7 @@ def hybrid_gc(s, p, lba, victim, now):
     row = p.rows[lba]
     age = now - s.lba_time[lba]
     nint = st.n_intermediate
-    known = h.oracle or h.popularity  # a lifetime source that needs no filter or floor
+    known = h.oracle or h.popularity or h.frequency  # a lifetime source other than the model: no filter or floor
     if st.frozen_filter and not known and row.updated == 0:
         g = G_FRZN  # DOGI's Frozen Filter: not updated since its clock last cleared
     else:
@@ -226,8 +318,11 @@ def hybrid_gc(s, p, lba, victim, now):
                 rem = d - now if d < NEVER else INF
             elif h.popularity:
                 # memoryless: the expected remaining lifetime is the expected lifetime at any age
-                e = p.expected[lba]
+                e = _expected_lifetime(p, lba, now)
                 rem = INF if e >= NEVER // 2 else np.int64(np.ceil(e))
+            elif h.frequency:
+                e = _frequency_lifetime(p, lba, now)
+                rem = INF if e >= NEVER // 2 else e
             elif row.lba_class >= 1:
                 rem = _remaining(p, row.lba_class - 1, age)
         if rem < 0:
@@ -451,7 +546,8 @@ class Hybrid(DOGI):
     prefetch_lba = dogi_prefetch
 
     HYBRID_DEFAULTS = {
-        "lifetimes": "model",  # model | oracle (true lifetimes: the planner's bound) | popularity (oracle: write probabilities)
+        # model | oracle (true lifetimes) | popularity (oracle: write probabilities) | frequency (causal: counts so far)
+        "lifetimes": "model",
         "score": "expected",  # expected (sum_k P_k m_k) | argmax (the argmax class's centre)
         "groups": "opmodel",  # opmodel (MINOS's OP model on predicted lifetimes) | dogi (DOGI's Markov search)
         "relocation": "predicted",  # predicted | age | dogi
@@ -462,6 +558,8 @@ class Hybrid(DOGI):
         "max_groups": 10,  # groups G1..GK the planner may use
         "open_cost": 1.0,  # OP segments each open segment costs the planner
         "fixed_groups": None,  # plan this many groups instead of the modelled-WAF choice (an ablation)
+        "popularity_window": None,  # capacities per counting window of lifetimes=popularity (None: the whole trace)
+        "popularity_from": "counts",  # counts (hindsight, any trace) | generator (the generator's probabilities)
     }
 
     def __init__(self, n_groups=N_GROUPS, **params):
@@ -471,9 +569,9 @@ class Hybrid(DOGI):
             if hcfg[key] not in allowed:
                 raise ValueError(f"policy hybrid: {key} must be one of {', '.join(allowed)}, got {hcfg[key]!r}")
         oracle_source = hcfg["lifetimes"] in ("oracle", "popularity")
-        if oracle_source and hcfg["groups"] != "opmodel":
+        if hcfg["lifetimes"] != "model" and hcfg["groups"] != "opmodel":
             raise ValueError(
-                f"policy hybrid: lifetimes={hcfg['lifetimes']} feeds oracle lifetimes to the OP-model planner; "
+                f"policy hybrid: lifetimes={hcfg['lifetimes']} feeds its lifetimes to the OP-model planner; "
                 f"groups=dogi searches the model's classes: use groups=opmodel with lifetimes={hcfg['lifetimes']}"
             )
         if not isinstance(hcfg["hot_filter"], bool):
@@ -490,9 +588,32 @@ class Hybrid(DOGI):
                 f"policy hybrid: horizon must be > 0, min_horizon and open_cost >= 0, got {hcfg['horizon']}, "
                 f"{hcfg['min_horizon']} and {hcfg['open_cost']}"
             )
+        if hcfg["popularity_from"] not in ("counts", "generator"):
+            raise ValueError(
+                f"policy hybrid: popularity_from must be one of counts, generator, got {hcfg['popularity_from']!r}"
+            )
+        if hcfg["popularity_from"] != "counts" and hcfg["lifetimes"] != "popularity":
+            raise ValueError(
+                f"policy hybrid: popularity_from={hcfg['popularity_from']} is a source of lifetimes=popularity, "
+                f"not lifetimes={hcfg['lifetimes']}: drop it or set lifetimes=popularity"
+            )
+        window = hcfg["popularity_window"]
+        if window is not None and hcfg["popularity_from"] == "generator":
+            raise ValueError(
+                "policy hybrid: popularity_from=generator takes its windows from the generator (phase_shift's "
+                "phases): drop popularity_window"
+            )
+        if window is not None:
+            if hcfg["lifetimes"] != "popularity":
+                raise ValueError(
+                    f"policy hybrid: popularity_window={window} counts the writes of lifetimes=popularity, "
+                    f"not lifetimes={hcfg['lifetimes']}: drop it or set lifetimes=popularity"
+                )
+            if isinstance(window, bool) or not isinstance(window, (int, float)) or not window > 0:
+                raise ValueError(f"policy hybrid: popularity_window must be > 0 (capacities) or null, got {window!r}")
         if params.get("deployed", "float") != "float":
             raise ValueError("policy hybrid: deployed must be float (the planner reads the model's probabilities)")
-        if oracle_source:
+        if hcfg["lifetimes"] != "model":
             if params.get("predictor", "latest") != "latest":
                 raise ValueError(
                     f"policy hybrid: lifetimes={hcfg['lifetimes']} trains no model; leave params.predictor unset"
@@ -512,6 +633,7 @@ class Hybrid(DOGI):
         hr = record(hyb)
         hr.oracle = int(h["lifetimes"] == "oracle")
         hr.popularity = int(h["lifetimes"] == "popularity")
+        hr.frequency = int(h["lifetimes"] == "frequency")
         hr.relocation = {"predicted": RELOC_PREDICTED, "age": RELOC_AGE, "dogi": RELOC_DOGI}[h["relocation"]]
         hr.expiry = int(h["victims"] == "expiry")
         hr.rule = RULES.index(self.victim_rule) if self.victim_rule in RULES else RULES.index("cost_benefit")
@@ -530,9 +652,16 @@ class Hybrid(DOGI):
         else:
             inv = death = np.zeros(0, np.int64)
         if hr.popularity:
-            expected = popularity_lifetimes(ctx.stream, ctx.prefill_blocks, ctx.capacity)
+            n_trace = ctx.stream.size - ctx.prefill_blocks
+            if h["popularity_from"] == "generator":
+                meta = getattr(ctx.trace, "meta", None) or {}
+                expected, hr.pop_window = generator_lifetimes(meta, ctx.capacity, n_trace)
+            else:
+                window = h["popularity_window"]
+                hr.pop_window = max(1, n_trace if window is None else int(round(float(window) * ctx.capacity)))
+                expected = popularity_lifetimes(ctx.stream, ctx.prefill_blocks, ctx.capacity, int(hr.pop_window))
         else:
-            expected = np.zeros(0, np.float64)
+            expected = np.zeros((0, 0), np.float64)
         self.state = HybridState(
             *dogi_state,
             hyb=hyb,
@@ -541,6 +670,8 @@ class Hybrid(DOGI):
             inv=inv,
             death=death,
             expected=expected,
+            seen=np.zeros(ctx.capacity if hr.frequency else 0, np.int64),
+            sample_bucket=np.full(self.ring.row.size if hr.frequency else 0, -1, np.int8),
         )
         self.n_segments = ctx.n_segments
         self.gc_free_segments = ctx.gc_free_segments
@@ -616,7 +747,12 @@ class Hybrid(DOGI):
         if self.hcfg["lifetimes"] == "oracle":
             predicted = bucket_time(lifetime_bucket(self.state.inv[r.time[mature]]))
         elif self.hcfg["lifetimes"] == "popularity":
-            predicted = bucket_time(lifetime_bucket(self.state.expected[r.lba[mature]]))
+            e = self.state.expected
+            window = int(record(self.state.hyb).pop_window)
+            j = np.clip((r.time[mature] - self.prefill) // window, 0, e.shape[0] - 1)
+            predicted = bucket_time(lifetime_bucket(e[j, r.lba[mature]]))
+        elif self.hcfg["lifetimes"] == "frequency":
+            predicted = bucket_time(self.state.sample_bucket[mature].astype(np.int64))
         else:
             self.centres = self._class_centres(now)
             proba = self.model.predict_proba(self.state.sample_features[mature])
