@@ -579,6 +579,23 @@ def _remap_volume(trace: Trace) -> Trace:
     return Trace(trace.ts_us, lba, trace.nblocks, trace.op, trace.volume, list(trace.volumes), trace.name, meta)
 
 
+@nb.njit(cache=True, nogil=True)
+def _columns(records):
+    """A volume's records as the four arrays of its trace, in one pass over them (numpy would
+    make one strided pass per field)."""
+    n = records.shape[0]
+    ts_us = np.empty(n, np.int64)
+    lba = np.empty(n, np.int64)
+    nblocks = np.empty(n, np.int32)
+    op = np.empty(n, np.uint8)
+    for i in range(n):
+        ts_us[i] = records[i]["ts_us"]
+        lba[i] = records[i]["lba"]
+        nblocks[i] = records[i]["nblocks"]
+        op[i] = records[i]["op"]
+    return ts_us, lba, nblocks, op
+
+
 class _Spill:
     """Per-volume request records, buffered in memory up to ``budget`` bytes in all, then
     appended to one file per volume under ``tmp`` (each opened only while it is written, so
@@ -591,6 +608,22 @@ class _Spill:
         self.buffered = 0
         self.spilled_bytes = 0
         self.flushes = 0
+        self.in_use: list[np.ndarray] = []  # the record arrays the buffers are views of
+        self.free: list[np.ndarray] = []  # those the last flush emptied, to be written again
+
+    def _records(self, n: int) -> np.ndarray:
+        """An array for ``n`` records: one the last flush emptied when it is large enough (memory
+        written again costs nothing more, fresh memory costs the kernel a page zeroing each time),
+        else a new one with a quarter more room, so that the next chunks, of about the same size,
+        fit in it again."""
+        while self.free:
+            records = self.free.pop()
+            if records.size >= n:
+                break
+        else:
+            records = np.empty(n + n // 4, _RECORD)
+        self.in_use.append(records)
+        return records[:n]
 
     def add(self, keys: np.ndarray, chunk, n_keys: int) -> None:
         """Append the chunk's requests to the buffer of their key (``keys[i]``: request i's, all
@@ -598,7 +631,7 @@ class _Spill:
         n = keys.size
         if n == 0:
             return
-        records = np.empty(n, _RECORD)
+        records = self._records(n)
         starts = _bucket(keys, n_keys, chunk.ts_us, chunk.lba, chunk.nblocks, chunk.op, records)
         for key in np.flatnonzero(starts[1:] > starts[:-1]).tolist():
             self.buffers.setdefault(key, []).append(records[starts[key] : starts[key + 1]])
@@ -618,32 +651,137 @@ class _Spill:
         self.flushes += 1
         self.buffers.clear()
         self.buffered = 0
+        self.free, self.in_use = self.in_use, []
 
-    def take(self, key: int) -> np.ndarray:
-        """Every record of ``key`` in order (spilled ones first), freeing them."""
-        parts = []
+    def take(self, key: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every record of ``key`` in order (spilled ones first), freeing them, as (ts_us, lba,
+        nblocks, op)."""
+        self.free.clear()  # nothing is added once records are taken: the buffers alone keep theirs
+        self.in_use.clear()
+        parts = self.buffers.pop(key, [])
         spilled = self._file(key)
-        if spilled.exists():
-            parts.append(np.fromfile(spilled, _RECORD))
+        on_disk = spilled.stat().st_size // _RECORD.itemsize if spilled.exists() else 0
+        records = np.empty(on_disk + sum(part.size for part in parts), _RECORD)
+        if on_disk:
+            with open(spilled, "rb") as fh:
+                got = fh.readinto(memoryview(records[:on_disk]).cast("B"))
+            if got != on_disk * _RECORD.itemsize:
+                raise OSError(f"{spilled}: read {got} of its {on_disk * _RECORD.itemsize} bytes")
             spilled.unlink()
-        parts += self.buffers.pop(key, [])
-        return np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
+        at = on_disk
+        for part in parts:
+            records[at : at + part.size] = part
+            at += part.size
+        return _columns(records)
 
 
 def _binary_stream(path: Path):
     """The file's decompressed bytes (gzip and zstd by magic bytes, as readers.open_text)."""
     import gzip
-    import io
-
-    from .readers import _ZstdFile
 
     with open(path, "rb") as fh:
         magic = fh.read(4)
     if magic[:2] == b"\x1f\x8b":
         return gzip.open(path, "rb")
     if magic == b"\x28\xb5\x2f\xfd":
-        return io.BufferedReader(_ZstdFile(path), buffer_size=1 << 20)
+        return _ZstdBlocks(path)
     return open(path, "rb")
+
+
+class _ZstdBlocks:
+    """A ``.zst`` file's decompressed bytes, decompressed straight into the caller's buffer
+    (zstandard's stream reader: a third less CPU than readers._ZstdFile, which copies each
+    decompressed piece once more), with readers._ZstdFile's errors: the stream reader ends
+    quietly where the file ends inside a frame, so at the end the frames' structure is walked
+    (:func:`_zst_frames_end`) to tell a whole file from a truncated one."""
+
+    def __init__(self, path: Path):
+        import zstandard
+
+        self.path = path
+        self.fileobj = open(path, "rb")  # ``fileobj``: where _compressed_position finds the offset
+        self._reader = zstandard.ZstdDecompressor().stream_reader(
+            self.fileobj, read_size=1 << 20, read_across_frames=True, closefd=False
+        )
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._reader.close()
+        self.fileobj.close()
+
+    def readinto(self, buf) -> int:
+        import zstandard
+
+        from .trace import TraceFormatError
+
+        try:
+            got = self._reader.readinto(buf)
+        except zstandard.ZstdError as exc:
+            raise TraceFormatError(
+                f"{self.path}: before byte {self.fileobj.tell()}: corrupt .zst data ({exc})",
+                "re-download or re-compress the file (zstd -t FILE checks it)",
+            ) from None
+        if not got:
+            size = self.path.stat().st_size
+            if _zst_frames_end(self.path) != size:
+                raise TraceFormatError(
+                    f"{self.path}: byte {size}: the .zst file ends inside a frame (truncated)",
+                    "re-download or re-compress the file (zstd -t FILE checks it)",
+                )
+        return got
+
+
+def _zst_frames_end(path: Path) -> int:
+    """Where the last whole frame of a ``.zst`` file ends: the file's size when every frame is
+    whole, less when the file ends inside one. Walks the headers of the frames and their blocks
+    (the zstd format, RFC 8878 section 3.1), seeking past each block's content: a few reads per
+    megabyte of compressed data."""
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        pos = 0
+        while pos < size:
+            fh.seek(pos)
+            head = fh.read(18)  # magic, frame header descriptor and at most 13 more header bytes
+            if len(head) < 4:
+                return pos
+            magic = int.from_bytes(head[:4], "little")
+            if magic & 0xFFFFFFF0 == 0x184D2A50:  # a skippable frame: 4-byte size, then its data
+                if len(head) < 8:
+                    return pos
+                end = pos + 8 + int.from_bytes(head[4:8], "little")
+                if end > size:
+                    return pos
+                pos = end
+                continue
+            if magic != 0xFD2FB528 or len(head) < 5:
+                return pos  # not a frame (the decompressor would have said so) or cut in its header
+            descriptor = head[4]
+            single_segment = (descriptor >> 5) & 1
+            content_size_bytes = (single_segment, 2, 4, 8)[descriptor >> 6]
+            header = 5 + (not single_segment) + (0, 1, 2, 4)[descriptor & 3] + content_size_bytes
+            at = pos + header
+            while True:  # the frame's blocks: a 3-byte header (last flag, type, size), then content
+                fh.seek(at)
+                block = fh.read(3)
+                if len(block) < 3:
+                    return pos
+                bits = int.from_bytes(block, "little")
+                kind = (bits >> 1) & 3
+                at += 3 + (1 if kind == 1 else bits >> 3)  # an RLE block holds one byte
+                if kind == 3 or at > size:
+                    return pos
+                if bits & 1:
+                    break
+            at += 4 * ((descriptor >> 2) & 1)  # the content checksum
+            if at > size:
+                return pos
+            pos = at
+    return pos
 
 
 def _compressed_position(fh) -> int | None:
@@ -657,47 +795,63 @@ def _compressed_position(fh) -> int | None:
 
 
 def _line_blocks(fh, path: Path, block_bytes: int, lines: list):
-    """Decompressed text in blocks of about ``block_bytes`` that end at a line end (or at the
-    end of the file), as (buffer, length): a block's read plus the rest of its last line, read
-    into one buffer that is reused for every block (the consumer is done with a block before it
-    asks for the next). ``lines[0]``: the lines the caller has consumed, for the message when a
-    compressed stream breaks off (the readers' one-line error)."""
+    """Decompressed text in blocks that end at a line end (or at the end of the file), as
+    (buffer, length): a block is the next ``block_bytes`` bytes of the text and the rest of its
+    last line. One buffer is reused for every block (the consumer is done with a block before it
+    asks for the next); what was read past a block's end is moved to the buffer's start for the
+    next. ``lines[0]``: the lines the caller has consumed, for the message when a compressed
+    stream breaks off (the readers' one-line error)."""
     import zlib
 
     from .trace import TraceFormatError
 
-    slack = 1 << 16  # room for the rest of the block's last line
+    slack = 1 << 16  # read past block_bytes to find the block's last line end
     buf = bytearray(block_bytes + slack)
     view = memoryview(buf)
+    held = 0  # bytes at the buffer's start already read: the start of the next block
+    at_end = False
     first = True
     while True:
-        try:
-            n = 0
-            while n < block_bytes:
-                got = fh.readinto(view[n:block_bytes])
-                if not got:
+        n = held
+        cut = -1  # the block's end (after its last line end), once found
+        while True:
+            if n >= block_bytes:
+                cut = buf.find(b"\n", block_bytes - 1, n)
+                if cut >= 0:
+                    cut += 1
                     break
+            if at_end:
+                cut = n
+                break
+            if n == len(buf):  # a line longer than the slack: a larger buffer for it and later blocks
+                view.release()
+                buf = buf + bytes(len(buf))
+                view = memoryview(buf)
+            try:
+                got = fh.readinto(view[n : block_bytes if n < block_bytes else len(buf)])
+            except (EOFError, OSError, zlib.error) as exc:
+                pos = _compressed_position(fh)
+                at = f", byte {pos} of the file" if pos is not None else ""
+                raise TraceFormatError(
+                    f"{path}: after line {lines[0]}{at}: the compressed stream breaks off (truncated or corrupt: {exc})",
+                    "re-download or re-compress the file (gzip -t / zstd -t FILE checks it)",
+                ) from None
+            if got:
                 n += got
-            rest = fh.readline() if n and buf[n - 1] != 10 else b""
-        except (EOFError, OSError, zlib.error) as exc:
-            pos = _compressed_position(fh)
-            at = f", byte {pos} of the file" if pos is not None else ""
-            raise TraceFormatError(
-                f"{path}: after line {lines[0]}{at}: the compressed stream breaks off (truncated or corrupt: {exc})",
-                "re-download or re-compress the file (gzip -t / zstd -t FILE checks it)",
-            ) from None
+            else:
+                at_end = True
         if first:
             first = False
             if buf.startswith(_UTF8_BOM):  # a byte-order mark at the start is dropped, as the readers do
-                view[: n - len(_UTF8_BOM)] = buf[len(_UTF8_BOM) : n]
+                view[: n - len(_UTF8_BOM)] = bytes(view[len(_UTF8_BOM) : n])
                 n -= len(_UTF8_BOM)
-        if not n and not rest:
+                cut -= len(_UTF8_BOM)
+        if not cut:
             return
-        if len(rest) > slack:  # a line longer than the slack: this block gets a buffer of its own
-            yield bytearray(view[:n]) + rest, n + len(rest)
-            continue
-        view[n : n + len(rest)] = rest
-        yield buf, n + len(rest)
+        yield buf, cut
+        held = n - cut
+        if held:
+            view[:held] = bytes(view[cut:n])
 
 
 def _fast_chunk(spec, acc, start: int, data, n_lines: int, state: dict):
@@ -870,9 +1024,9 @@ def _fast_delimited_chunks(spec, acc, path: Path, block_bytes: int, on_bytes=Non
     consumed = [0]
     with _binary_stream(path) as fh:
         for buf, size in _line_blocks(fh, path, block_bytes, consumed):
-            n_lines = buf.count(b"\n", 0, size) + (buf[size - 1] != 10)
-            chunk = _int_chunk(spec, acc, line, buf, size, n_lines, state)
+            chunk, n_lines = _int_chunk(spec, acc, line, buf, size, state)
             if chunk is None:
+                n_lines = buf.count(b"\n", 0, size) + (buf[size - 1] != 10)
                 data = bytes(memoryview(buf)[:size])
                 chunk = _fast_chunk(spec, acc, line, data, n_lines, state)
             if chunk is not None:
@@ -1085,19 +1239,18 @@ def split_trace(
             fleet = sorted((f for f in fleet if f[0] in order), key=lambda f: order[f[0]])
         rows = []
         for volume, key, source in fleet:
-            records = spill.take(key)
-            n = records.size
+            ts_us, lba, nblocks, op = spill.take(key)
             trace = Trace(
-                records["ts_us"],
-                records["lba"],
-                records["nblocks"],
-                records["op"],
-                np.zeros(n, np.int32),
+                ts_us,
+                lba,
+                nblocks,
+                op,
+                np.zeros(ts_us.size, np.int32),
                 volumes=[volume],
                 name=volume,
                 meta={"format": fmt, "source": str(source), "volume": volume},
             )
-            del records
+            del ts_us, lba, nblocks, op
             trace = _remap_volume(trace)
             dtr = write_trace(trace, vol_dir / volume_file_name(volume))
             rows.append(volume_row(volume, dtr, out_dir, trace.stats()))
@@ -1169,7 +1322,9 @@ def write_synthetic_alibaba_csv(
 #: hash-table slots for volume ids seen by the integer parser (a fleet with more volumes than a
 #: quarter of this falls back to the pyarrow path)
 _ID_SLOTS = 1 << 20
-_OK, _NOT_MINE = 0, 1
+_OK, _NOT_MINE, _FULL = 0, 1, 2
+#: the dtypes of _int_csv's outputs: volume slot, lba, nblocks, op, stamp
+_INT_OUT = (np.int64, np.int64, np.int32, np.uint8, np.int64)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -1184,7 +1339,9 @@ def _int_csv(data, sep, n_fields, c_vol, c_op, c_off, c_size, c_ts, op_keys, op_
     Returns (status, rows kept, lines, zero-length rows, new volume slots, backward stamps, row of
     the first backward stamp, first kept row). Status 1: a line this parser does not take as it
     is (anything else, including what the readers call malformed): the caller then parses the
-    block with the general path, which accepts or names the line. Volume ids go through an
+    block with the general path, which accepts or names the line. Status 2: more requests than
+    the output arrays hold (the caller gives larger ones and calls again). With status 0 every
+    byte was parsed, so ``lines`` is the block's line count. Volume ids go through an
     open-addressing table (``slot_keys``: id + 1, 0 = empty; ``slot_vals``: the caller's index
     or -1 until the caller assigns it); ``new_slots`` lists the slots first filled by this call."""
     n = data.shape[0]
@@ -1308,6 +1465,8 @@ def _int_csv(data, sep, n_fields, c_vol, c_op, c_off, c_size, c_ts, op_keys, op_
         if size == 0:
             zero += 1  # counted and dropped, as readers._finish does (its volume is named all the same)
         else:
+            if kept == out_slot.shape[0]:
+                return _FULL, 0, line, 0, n_new, 0, -1, -1
             first = off // 4096
             out_slot[kept] = s
             out_lba[kept] = first
@@ -1359,35 +1518,43 @@ def _int_plan(spec, acc) -> dict | None:
     }
 
 
-def _int_chunk(spec, acc, start: int, buf, size: int, n_lines: int, state: dict):
+def _int_chunk(spec, acc, start: int, buf, size: int, state: dict):
     """The block through :func:`_int_csv` (formats whose volumes, addresses, sizes and stamps
-    are decimal integers: Alibaba, Tencent); None when it does not take the block as it is.
-    The chunk's arrays are views of buffers the next block reuses: consume it first."""
+    are decimal integers: Alibaba, Tencent), as (chunk, the block's lines); (None, None) when it
+    does not take the block as it is. The chunk's arrays are views of buffers the next block
+    reuses: consume it first."""
     from .readers import Chunk
 
     if "int_plan" not in state:
         state["int_plan"] = _int_plan(spec, acc)
     plan = state["int_plan"]
     if plan is None:
-        return None
+        return None, None
     data = np.frombuffer(buf, np.uint8, count=size)
     new_slots = np.empty(max(0, _ID_SLOTS // 4 - plan["filled"]), np.int64)
-    if plan.get("capacity", 0) < n_lines:  # output arrays kept for the next blocks (no page faults)
-        plan["capacity"] = n_lines
-        plan["out"] = tuple(np.empty(n_lines, d) for d in (np.int64, np.int64, np.int32, np.uint8, np.int64))
-    out_slot, out_lba, out_nb, out_op, out_ts = plan["out"]
     c_vol, c_op, c_off, c_size, c_ts = plan["columns"]
-    status, kept, lines, zero, n_new, backward, first_back, first_kept = _int_csv(
-        data, plan["sep"], plan["n_fields"], c_vol, c_op, c_off, c_size, c_ts, plan["op_keys"], plan["op_codes"],
-        plan["fold_case"], plan["off_mul"], plan["size_mul"], plan["ts_mul"], plan["filetime"],
-        plan["slot_keys"], plan["slot_vals"], new_slots, out_slot, out_lba, out_nb, out_op, out_ts,
-    )  # fmt: skip
-    slots = new_slots[:n_new]
-    if status != _OK or lines != n_lines:
-        # the ids this call added are the table's newest: removing them leaves every older
-        # id's probe sequence as it was
-        plan["slot_keys"][slots] = 0
-        return None
+    while True:
+        out_slot, out_lba, out_nb, out_op, out_ts = plan.get("out") or tuple(np.empty(0, d) for d in _INT_OUT)
+        status, kept, lines, zero, n_new, backward, first_back, first_kept = _int_csv(
+            data, plan["sep"], plan["n_fields"], c_vol, c_op, c_off, c_size, c_ts, plan["op_keys"],
+            plan["op_codes"], plan["fold_case"], plan["off_mul"], plan["size_mul"], plan["ts_mul"],
+            plan["filetime"], plan["slot_keys"], plan["slot_vals"], new_slots,
+            out_slot, out_lba, out_nb, out_op, out_ts,
+        )  # fmt: skip
+        slots = new_slots[:n_new]
+        if status != _OK:
+            # the ids this call added are the table's newest: removing them leaves every older
+            # id's probe sequence as it was
+            plan["slot_keys"][slots] = 0
+        if status != _FULL:
+            break
+        # output arrays for a quarter more lines than this block's, kept for the next blocks
+        # (written again rather than allocated: no page faults); counting lines costs a pass
+        # over the bytes, paid only here
+        capacity = buf.count(b"\n", 0, size) * 5 // 4 + 1024
+        plan["out"] = tuple(np.empty(capacity, d) for d in _INT_OUT)
+    if status != _OK:
+        return None, None
     plan["filled"] += n_new
     for s in slots.tolist():  # volumes numbered in order of first appearance, as the readers do
         plan["slot_vals"][s] = acc.vol(str(int(plan["slot_keys"][s]) - 1))
@@ -1403,4 +1570,4 @@ def _int_chunk(spec, acc, start: int, buf, size: int, n_lines: int, state: dict)
         backward=backward,
         first_backward_line=start + first_back if first_back >= 0 else None,
         first_line=start + first_kept if first_kept >= 0 else None,
-    )
+    ), lines
