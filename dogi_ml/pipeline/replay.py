@@ -17,7 +17,8 @@ The learned scheme: ``mode=bundle policy=dogi policy.params.deployed=int8 [bundl
 DOGI in the simulator and writes the deployment bundle of its final int8 model and configuration;
 ``policy=dogi_frozen policy.params.bundle=DIR`` replays with it (the bundle's header compiled
 into the harness, build cached on the headers' contents), and the parity check also compares
-the learned placement counts."""
+the learned placement counts. The hybrid's the same way: ``mode=bundle policy=hybrid
+policy.params.deployed=int8`` exports it, ``policy=hybrid_frozen`` replays it."""
 
 from __future__ import annotations
 
@@ -126,21 +127,27 @@ def _run_options(policy_cfg: Mapping, sim_cfg: Mapping, zns: Mapping) -> dict:
     }
 
 
-def learned_headers(policy_cfg: Mapping) -> dict | None:
-    """The learned scheme's headers to compile into the harness (``policy=dogi_frozen``: its
-    bundle's model header and frozen configuration, checked against the bundle's manifest);
-    ``None`` for the other policies."""
-    if policy_cfg.get("name") != "dogi_frozen":
-        return None
-    from dogi_ml.policies._dogi_bundle import WRITE_BUNDLE, load_bundle
+#: the learned schemes the harness runs, by the scheme of the bundle each deploys
+LEARNED_POLICIES = {"dogi_frozen": "dogi", "hybrid_frozen": "hybrid"}
 
+
+def learned_headers(policy_cfg: Mapping) -> dict | None:
+    """The learned scheme's headers to compile into the harness (``policy=dogi_frozen`` or
+    ``hybrid_frozen``: its bundle's model header and frozen configuration, checked against the
+    bundle's manifest); ``None`` for the other policies."""
+    name = policy_cfg.get("name")
+    if name not in LEARNED_POLICIES:
+        return None
+    from dogi_ml.policies._dogi_bundle import load_bundle, write_command
+
+    scheme = LEARNED_POLICIES[name]
     bundle_dir = (policy_cfg.get("params") or {}).get("bundle")
     if not bundle_dir:
         raise ConfigError(
-            "policy=dogi_frozen needs its deployment bundle",
-            f"add policy.params.bundle=DIR (write one with: {WRITE_BUNDLE})",
+            f"policy={name} needs its deployment bundle",
+            f"add policy.params.bundle=DIR (write one with: {write_command(scheme)})",
         )
-    b = load_bundle(bundle_dir)
+    b = load_bundle(bundle_dir, scheme)
     return {name: b.path(role) for name, role in zh.LEARNED_HEADERS.items()}
 
 
@@ -191,15 +198,28 @@ def compare_with_simulator(result: dict, sim: dict) -> None:
 def export_dogi_bundle(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, out: Path, progress=False) -> dict:
     """``mode=bundle``: run DOGI (``policy=dogi``, ``model.deployed=int8``) over the workload and
     write the deployment bundle of its final model and configuration to ``out``
-    (:func:`dogi_ml.policies.dogi_frozen.export_bundle`), for ``policy=dogi_frozen``."""
+    (:func:`dogi_ml.policies.dogi_frozen.export_bundle`), for ``policy=dogi_frozen``; or the
+    hybrid (``policy=hybrid``, ``deployed=int8``: the hybrid runs its float model, whose final
+    state is quantised at the end, :func:`dogi_ml.policies.hybrid_frozen.export_bundle`), for
+    ``policy=hybrid_frozen``."""
     from dogi_ml.pipeline.simulate import build_simulator
-    from dogi_ml.policies.dogi_frozen import export_bundle
 
-    if policy_cfg.get("name") != "dogi" or (policy_cfg.get("params") or {}).get("deployed") != "int8":
+    name = policy_cfg.get("name")
+    params = dict(policy_cfg.get("params") or {})
+    if name not in ("dogi", "hybrid") or params.get("deployed") != "int8":
         raise ConfigError(
-            "mode=bundle exports the deployed int8 model of a DOGI run",
-            "use policy=dogi policy.params.deployed=int8",
+            "mode=bundle exports the deployed int8 model of a DOGI run (or of a hybrid run)",
+            "use policy=dogi (or policy=hybrid) policy.params.deployed=int8",
         )
+    if name == "hybrid":
+        # the hybrid's planner reads its float model's probabilities (it refuses deployed=int8 in
+        # the loop): deployed=int8 asks for the int8 export of its final model
+        from dogi_ml.policies.hybrid_frozen import export_bundle
+
+        params.pop("deployed")
+        policy_cfg = {**policy_cfg, "params": params}
+    else:
+        from dogi_ml.policies.dogi_frozen import export_bundle
     sim, writes = build_simulator(trace, policy_cfg, sim_cfg)
     if sim.timed:
         raise ConfigError(
@@ -209,13 +229,16 @@ def export_dogi_bundle(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, out:
     from dogi_ml.progress import bar, enabled
 
     sim.prefill()
-    with bar(writes.size, "dogi (bundle)", "blk", requested=progress, unit_scale=True) as pbar:
+    with bar(writes.size, f"{name} (bundle)", "blk", requested=progress, unit_scale=True) as pbar:
         sim.feed(writes, progress=pbar.update if enabled(progress) else None)
     r = sim.result()
     source = {"workload": trace.name, "waf": r["waf"], "user_writes": r["user_writes"], "retrains": r["retrains"]}
-    path = export_bundle(sim.policy, out, source=source)
+    if name == "hybrid":
+        path = export_bundle(sim.policy, out, trace=trace, source=source)
+    else:
+        path = export_bundle(sim.policy, out, source=source)
     keep = ("waf", "retrains", "configuration", "hot_threshold", "mode")
-    return {"bundle": str(path), **{k: r[k] for k in keep}, "mu": r["hot_threshold"]}
+    return {"bundle": str(path), "scheme": name, **{k: r[k] for k in keep}, "mu": r["hot_threshold"]}
 
 
 def replay_in_guest(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, zns: Mapping, cache_dir=None) -> dict:
@@ -353,11 +376,12 @@ def run_replay(cfg, out_dir: Path) -> float:
             where,
             progress=cfg.progress,
         )
+        label = {"dogi": "DOGI", "hybrid": "hybrid"}[r["scheme"]]
         print(
-            f"DOGI deployment bundle: {r['bundle']}\n  from a DOGI run on {trace.name}: WAF {r['waf']:.4f}, "
+            f"{label} deployment bundle: {r['bundle']}\n  from a {label} run on {trace.name}: WAF {r['waf']:.4f}, "
             f"{r['retrains']} retrainings, configuration {r['configuration']}, mu {r['mu']}\n"
-            f"  replay it: python -m dogi_ml replay +workload=NAME policy=dogi_frozen policy.params.bundle={r['bundle']} "
-            "device=file:PATH"
+            f"  replay it: python -m dogi_ml replay +workload=NAME policy={r['scheme']}_frozen "
+            f"policy.params.bundle={r['bundle']} device=file:PATH"
         )
         return float(r["waf"])
     tmpdir = None

@@ -30,7 +30,7 @@ from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, no_
 from dogi_ml.sim.victims import register_victim
 
 from . import register
-from ._dogi_bundle import N_CAT, WRITE_BUNDLE, BundleError, load_bundle, write_bundle
+from ._dogi_bundle import N_CAT, WRITE_BUNDLE, BundleError, load_bundle, write_bundle, write_command
 from .dogi import G_FRZN, G_HOT, INF, MODE_ML, dogi_victim
 
 CHUNK_ROWS = 1 << 20  # feature/prediction rows per engine chunk
@@ -126,12 +126,14 @@ class DOGIFrozen(PlacementPolicy):
     place_gc = frozen_gc
     on_reclaim = no_reclaim_hook
     max_chunk_blocks = CHUNK_ROWS
+    #: the bundle's scheme (policies/hybrid_frozen.py deploys the hybrid's with this class's machinery)
+    scheme = "dogi"
 
     def __init__(self, n_groups=None, bundle=None, **params):
         if params:
-            raise ValueError(f"policy dogi_frozen: unknown parameter(s) {sorted(params)}; accepted: ['bundle']")
+            raise ValueError(f"policy {self.name}: unknown parameter(s) {sorted(params)}; accepted: ['bundle']")
         self.bundle = None
-        if bundle == SAME_TRACE:
+        if bundle == SAME_TRACE and self.scheme == "dogi":
             raise ValueError(
                 f"policy dogi_frozen: policy.params.bundle={SAME_TRACE} is made by the study command "
                 f"(study.frozen_bundle={SAME_TRACE}: a DOGI run on each volume exports that volume's bundle); "
@@ -142,11 +144,11 @@ class DOGIFrozen(PlacementPolicy):
             super().__init__(1)
             self.params = {"bundle": None}
             return
-        self.bundle = load_bundle(bundle)
+        self.bundle = load_bundle(bundle, self.scheme)
         n = self.bundle.n_groups
         if n_groups is not None and int(n_groups) != n:
             raise ValueError(
-                f"policy dogi_frozen: the bundle has {n} groups (G_hot, G1..GN, G_frzn), not n_groups={n_groups}"
+                f"policy {self.name}: the bundle has {n} groups (G_hot, G1..GN, G_frzn), not n_groups={n_groups}"
             )
         super().__init__(n)
         self.params = {"bundle": str(bundle)}
@@ -162,19 +164,20 @@ class DOGIFrozen(PlacementPolicy):
         from dogi_ml.features.extract import FeatureConfig, FeatureStream
 
         if self.bundle is None:
+            label = "DOGI" if self.scheme == "dogi" else self.scheme
             raise BundleError(
-                f"policy dogi_frozen needs policy.params.bundle=DIR, a DOGI deployment bundle (write one with: "
-                f"{WRITE_BUNDLE})"
+                f"policy {self.name} needs policy.params.bundle=DIR, a {label} deployment bundle (write one with: "
+                f"{write_command(self.scheme)})"
             )
         d = self.bundle.deploy
         if int(d["capacity_blocks"]) != ctx.capacity:
             raise BundleError(
-                f"policy dogi_frozen: the bundle was exported for a capacity of {d['capacity_blocks']} blocks (its mu "
+                f"policy {self.name}: the bundle was exported for a capacity of {d['capacity_blocks']} blocks (its mu "
                 f"and BIRs are in blocks of that run), this run has {ctx.capacity}; export a bundle at this capacity"
             )
         if ctx.trace is None:
             raise ValueError(
-                "policy dogi_frozen needs the trace (its features): use the simulate command or pass trace="
+                f"policy {self.name} needs the trace (its features): use the simulate command or pass trace="
             )
         self.stream = FeatureStream(
             ctx.trace,
@@ -195,13 +198,14 @@ class DOGIFrozen(PlacementPolicy):
         st.prefill = self.prefill
         st.frozen_clock = int(d["frozen_clock"])
         st.next_clock_at = st.frozen_clock
-        st.final_greedy = int(bool(d["final_greedy"]))
+        # DOGI's fallback victim settings (a hybrid bundle has none: its selector is the hybrid's)
+        st.final_greedy = int(bool(d.get("final_greedy", 0)))
         self.state = FrozenState(
             scalars=scalars,
             preds=np.zeros(CHUNK_ROWS, np.int8),
             cat2group=np.asarray(d["cat2group"], np.int64),
             group_expiry=np.array([INF if e is None else int(e) for e in d["group_expiry"]], np.int64),
-            group_final=np.asarray(d["group_final"], np.uint8),
+            group_final=np.asarray(d.get("group_final", [1] * self.bundle.n_groups), np.uint8),
             updated=np.zeros(ctx.capacity, np.uint8),
             class_writes=np.zeros(N_CAT, np.int64),
         )

@@ -15,6 +15,10 @@
  * refused with a message. Internal names are dl_* (the model header owns dogi_*); the four hooks
  * zns_replay.c calls are dogi_ngroups, dogi_setup, dogi_victim and dogi_json.
  *
+ * A hybrid bundle's deploy.h defines DL_HYBRID: the features, the int8 MLP, the Hot Filter, the
+ * class -> group table and the Frozen Filter's clock below are shared, and hybrid_place.h brings
+ * the hybrid's survivor and victim rules (policy=hybrid_frozen) in place of DOGI's.
+ *
  * DOGI_ZNS_CLASSES=PATH in the environment writes the model's category of every trace write
  * (one byte each, hot writes included) to PATH: tests compare it with the Python reference. */
 #ifndef DOGI_PLACE_H
@@ -39,6 +43,10 @@ static struct {
     uint8_t *bitmap;     /* windows with a write, the current one the most significant bit */
     int64_t *chunk_w;    /* per chunk of DL_CHUNK blocks: writes so far */
     uint8_t *updated;    /* per LBA: overwritten since the Frozen Filter's last clear */
+#ifdef DL_HYBRID
+    int8_t *lba_class;   /* per LBA: class + 1 of its last user write, 0 hot, -1 prefill (the relocation table's row) */
+    int64_t table_gc;    /* GC writes whose group came from the relocation table */
+#endif
     int64_t cap;
     FILE *dump;          /* DOGI_ZNS_CLASSES: every write's category, one byte each */
 } dl;
@@ -87,6 +95,12 @@ static void dl_features(int64_t t, int64_t *row)
     dl.prev_lba = a;
 }
 
+#ifdef DL_HYBRID
+#define DL_KEEP_CLASS(lba, c) (dl.lba_class[lba] = (int8_t)(c))
+#else
+#define DL_KEEP_CLASS(lba, c) ((void)0)
+#endif
+
 static int dl_user(sim_t *s, int64_t lba, int64_t now)
 {
     int64_t last = s->lba_time[lba], v = DL_INF;
@@ -94,8 +108,10 @@ static int dl_user(sim_t *s, int64_t lba, int64_t now)
         v = now - last;
         dl.updated[lba] = 1;
     }
-    if (now < dl.prefill)
+    if (now < dl.prefill) {
+        DL_KEEP_CLASS(lba, -1);
         return DL_N_INTERMEDIATE;
+    }
     int64_t u = now - dl.prefill; /* user writes before this one = its trace index */
     if (u >= dl.next_clock_at) {
         memset(dl.updated, 0, (size_t)dl.cap);
@@ -110,12 +126,30 @@ static int dl_user(sim_t *s, int64_t lba, int64_t now)
         fputc(c = dl_classify(row), dl.dump);
     if (v <= DL_MU) {
         dl.hot += 1;
+        DL_KEEP_CLASS(lba, 0);
         return 0;
     }
     if (c < 0)
         c = dl_classify(row);
     dl.class_writes[c] += 1;
+    DL_KEEP_CLASS(lba, c + 1);
     return dl_cat2group[c];
+}
+
+#ifdef DL_HYBRID
+#include "hybrid_place.h" /* the hybrid's survivors and victims: dl_gc, dogi_victim, DL_POLICY, ... */
+#else
+#define DL_POLICY "dogi_frozen"
+#define DL_VICTIM "dogi"
+#define DL_VICTIM_RULE "DOGI's expiry-first rule"
+#define DL_SCHEME "DOGI"
+
+static void dl_scheme_setup(sim_t *s) { (void)s; }
+
+static int dl_scheme_json(char *buf, size_t size)
+{
+    (void)buf, (void)size;
+    return 0;
 }
 
 static int dl_gc(sim_t *s, int64_t lba, int64_t victim, int64_t now)
@@ -165,18 +199,23 @@ static int64_t dogi_victim(sim_t *s, int64_t now)
         dl.expired += 1;
     return best >= 0 ? best : fin >= 0 ? fin : anyb;
 }
+#endif
 
 static int64_t dogi_ngroups(void) { return DL_N_INTERMEDIATE + 2; }
 
 static void dogi_setup(sim_t *s, const char *policy, const char *victim, const char *trace, int64_t prefill)
 {
-    int is_policy = !strcmp(policy, "dogi_frozen"), is_victim = !strcmp(victim, "dogi");
+    int is_policy = !strcmp(policy, DL_POLICY), is_victim = !strcmp(victim, DL_VICTIM);
+    if (!is_policy && (!strcmp(policy, "dogi_frozen") || !strcmp(policy, "hybrid_frozen")))
+        die("this harness was built with a %s bundle (--policy=%s), not one of --policy=%s; run it through python -m "
+            "dogi_ml replay policy=%s policy.params.bundle=DIR, which compiles that bundle's header in",
+            DL_SCHEME, DL_POLICY, policy, policy);
     if (!is_policy && !is_victim)
         return;
     if (!is_policy)
-        die("--victim=dogi is the learned scheme's victim selection: use it with --policy=dogi_frozen");
+        die("--victim=%s is the learned scheme's victim selection: use it with --policy=%s", DL_VICTIM, DL_POLICY);
     if (!is_victim)
-        die("--policy=dogi_frozen selects its victims itself (DOGI's expiry-first rule): pass --victim=dogi");
+        die("--policy=%s selects its victims itself (%s): pass --victim=%s", DL_POLICY, DL_VICTIM_RULE, DL_VICTIM);
     if (s->cap != DL_CAPACITY)
         die("the learned scheme's bundle was exported for a capacity of %lld blocks (its mu and BIRs are in blocks "
             "of that run), this replay has %lld; export a bundle at this capacity",
@@ -212,6 +251,7 @@ static void dogi_setup(sim_t *s, const char *policy, const char *victim, const c
     s->place_gc = dl_gc;
     s->on_reclaim = no_reclaim;
     s->select_victim = dogi_victim;
+    dl_scheme_setup(s);
 }
 
 /* the learned scheme's counts for the JSON line (the simulator's summary()["learned"]) */
@@ -225,7 +265,9 @@ static const char *dogi_json(void)
                      (long long)dl.hot, (long long)dl.frozen_gc, (long long)dl.expired);
     for (int c = 0; c < DL_N_CLASSES; ++c)
         k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%lld", c ? ", " : "", (long long)dl.class_writes[c]);
-    snprintf(buf + k, sizeof buf - (size_t)k, "]}");
+    k += snprintf(buf + k, sizeof buf - (size_t)k, "]");
+    k += dl_scheme_json(buf + k, sizeof buf - (size_t)k);
+    snprintf(buf + k, sizeof buf - (size_t)k, "}");
     return buf;
 }
 
@@ -233,7 +275,7 @@ static const char *dogi_json(void)
 static int64_t dogi_ngroups(void)
 {
     die("this harness was built without a learned model; run the learned scheme through python -m dogi_ml replay "
-        "policy=dogi_frozen policy.params.bundle=DIR, which compiles the bundle's header in");
+        "policy=dogi_frozen (or hybrid_frozen) policy.params.bundle=DIR, which compiles the bundle's header in");
     return 0;
 }
 static int64_t dogi_victim(sim_t *s, int64_t now)
@@ -244,7 +286,8 @@ static int64_t dogi_victim(sim_t *s, int64_t now)
 static void dogi_setup(sim_t *s, const char *policy, const char *victim, const char *trace, int64_t prefill)
 {
     (void)s, (void)trace, (void)prefill;
-    if (!strcmp(policy, "dogi_frozen") || !strcmp(victim, "dogi"))
+    if (!strcmp(policy, "dogi_frozen") || !strcmp(policy, "hybrid_frozen") || !strcmp(victim, "dogi") ||
+        !strcmp(victim, "hybrid"))
         dogi_ngroups();
 }
 static const char *dogi_json(void) { return "null"; }

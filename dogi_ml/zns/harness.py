@@ -17,10 +17,14 @@ from dogi_ml.errors import DogiMLError
 
 from . import exit_codes
 
-SOURCES = ("zns_replay.c", "zdev.c", "zdev.h", "crc32c.h", "dogi_place.h", "dtr_load.h", "exit_codes.h")
+SOURCES = (
+    "zns_replay.c", "zdev.c", "zdev.h", "crc32c.h", "dogi_place.h", "hybrid_place.h", "dtr_load.h", "exit_codes.h",
+)  # fmt: skip
 CFLAGS = ["-O2", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-ffp-contract=off"]
 #: the simulator's policies and victim selectors the harness mirrors
-POLICIES = ("nosep", "sepgc", "sepbit", "dogi_frozen")
+POLICIES = ("nosep", "sepgc", "sepbit", "dogi_frozen", "hybrid_frozen")
+#: the learned schemes' own victim selectors: the simulator's name -> the C harness's ``--victim``
+LEARNED_VICTIMS = {"dogi_frozen": "dogi", "hybrid_frozen": "hybrid"}
 VICTIMS = ("greedy", "cost_benefit", "cost_benefit_sepbit", "fifo")
 #: what a write needs before it counts as acknowledged (``--durability``; docs/deployment.md)
 DURABILITY = ("flush", "fua", "none")
@@ -135,12 +139,10 @@ def harness_args(
     """The command line of one harness run (see ``zns_replay --help``)."""
     if policy not in POLICIES:
         raise HarnessError(f"the ZNS harness runs policies {', '.join(POLICIES)}, not {policy!r}", "pick one of them")
-    if policy == "dogi_frozen":
-        if victim not in (None, "dogi_frozen"):
-            raise HarnessError(
-                f"policy dogi_frozen runs DOGI's own victims (dogi_frozen), not {victim!r}", "drop sim.victim"
-            )
-        victim = "dogi"  # the C harness's name for DOGI's expiry-first selector
+    if policy in LEARNED_VICTIMS:
+        if victim not in (None, policy):
+            raise HarnessError(f"policy {policy} runs its own victims ({policy}), not {victim!r}", "drop sim.victim")
+        victim = LEARNED_VICTIMS[policy]  # the C harness's name for the scheme's expiry-first selector
     elif victim is None:
         victim = "greedy"  # sim.victim's default for schemes without a rule of their own
     elif victim not in VICTIMS:

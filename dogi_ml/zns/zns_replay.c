@@ -1151,7 +1151,7 @@ static int selftest(zdev *d)
     return ok ? 0 : 1;
 }
 
-#include "dogi_place.h" /* the frozen learned scheme (issue 15) */
+#include "dogi_place.h" /* the frozen learned schemes: DOGI's (issue 15), the hybrid's (issue 40, hybrid_place.h) */
 
 /* a block's sequence number (0 if it is no harness block): what --drop-volatile reports */
 static uint64_t block_seq(const void *b)
@@ -1166,7 +1166,8 @@ static const char *json_bool(int x) { return x ? "true" : "false"; }
 static void usage(void)
 {
     fputs("usage: zns_replay --trace FILE.dtr --device file:PATH|/dev/ZNS --capacity BLOCKS [options]\n"
-          "  --policy nosep|sepgc|sepbit|sepbit_paper|dogi_frozen  --victim greedy|cost_benefit|cost_benefit_sepbit|fifo|dogi\n"
+          "  --policy nosep|sepgc|sepbit|sepbit_paper|dogi_frozen|hybrid_frozen\n"
+          "  --victim greedy|cost_benefit|cost_benefit_sepbit|fifo|dogi|hybrid\n"
           "  --op-ratio R (0.10)  --segments N (default floor(capacity x (1+R) / zone capacity))\n"
           "  --gc-free N (2)  --gc-high N (0: one victim at a time)  --no-prefill\n"
           "  --create NZONES,ZONE_BLOCKS,ZONE_CAP,MAX_OPEN,MAX_ACTIVE  (make a file device)\n"
@@ -1303,10 +1304,10 @@ int main(int argc, char **argv)
         ngroups = 6, fifo = 1;
     else if (!strcmp(policy, "sepbit_paper"))
         ngroups = 6;
-    else if (!strcmp(policy, "dogi_frozen"))
-        ngroups = dogi_ngroups();
+    else if (!strcmp(policy, "dogi_frozen") || !strcmp(policy, "hybrid_frozen"))
+        ngroups = dogi_ngroups(); /* the learned scheme the bundle compiled in (dogi_setup refuses the other) */
     else
-        die("unknown policy %s; known: nosep, sepgc, sepbit, sepbit_paper, dogi_frozen", policy);
+        die("unknown policy %s; known: nosep, sepgc, sepbit, sepbit_paper, dogi_frozen, hybrid_frozen", policy);
     int64_t (*sel)(sim_t *, int64_t) = NULL;
     if (!strcmp(victim, "greedy"))
         sel = v_greedy;
@@ -1316,10 +1317,11 @@ int main(int argc, char **argv)
         sel = v_cost_benefit_sepbit;
     else if (!strcmp(victim, "fifo"))
         sel = v_fifo;
-    else if (!strcmp(victim, "dogi"))
+    else if (!strcmp(victim, "dogi") || !strcmp(victim, "hybrid"))
         sel = dogi_victim;
     else
-        die("unknown victim selection %s; known: greedy, cost_benefit, cost_benefit_sepbit, fifo, dogi", victim);
+        die("unknown victim selection %s; known: greedy, cost_benefit, cost_benefit_sepbit, fifo, dogi, hybrid",
+            victim);
     int64_t nseg = segments > 0 ? segments : (int64_t)floor((double)capacity * (1.0 + op_ratio) / (double)seg_blocks);
     int64_t data_segments = (capacity + seg_blocks - 1) / seg_blocks;
     /* the zone resources: each group keeps one zone open (and active) */

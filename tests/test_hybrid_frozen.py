@@ -1,0 +1,219 @@
+"""policy=hybrid_frozen (issue 40's deployment): a hybrid run's int8 MLP and final tables in a
+bundle (replay mode=bundle policy=hybrid policy.params.deployed=int8), placed in the simulator
+and, decision for decision, by the ZNS harness's C (dogi_ml/zns/hybrid_place.h)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+from dogi_ml.errors import ConfigError
+from dogi_ml.export.integer import ExportError
+from dogi_ml.pipeline.replay import PARITY_KEYS, export_dogi_bundle, learned_headers, replay, trace_file
+from dogi_ml.pipeline.simulate import simulate
+from dogi_ml.policies import make_policy
+from dogi_ml.policies._dogi_bundle import BundleError, check_deploy, load_bundle
+from dogi_ml.traces.binfmt import read_binary, write_trace
+from dogi_ml.traces.generators import generate
+from dogi_ml.zns import harness as zh
+
+CAP = 4096
+#: the hybrid keeps 18 group slots open (DOGI's layout): 32-block segments; the frozen scheme
+#: needs K + 2 <= 12 and runs the harness's 64-block zones too
+EXPORT_SIM = {"segment_blocks": 32, "op_ratio": 0.25, "gc_free_segments": 2, "victim": None}
+SIM64 = {**EXPORT_SIM, "segment_blocks": 64}
+PARAMS = {
+    "deployed": "int8", "score": "argmax", "retrain_every": 4096, "min_samples": 300, "max_samples": 20000,
+    "model_params": {"epochs": 4, "patience": 2}, "fallback_compare": "none", "fallback_accuracy": 0.0,
+}  # fmt: skip
+
+pytestmark = pytest.mark.skipif(
+    zh.shutil.which("gcc") is None and zh.shutil.which("cc") is None, reason="no C compiler"
+)
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory):
+    """A skewed 4K-block workload written 6 times over (24K writes), as a .dtr file: the hybrid
+    retrains five times and its planner's plan applies from the third."""
+    t = generate("zipf", capacity_blocks=CAP, n_writes=6 * CAP, seed=3, theta=1.0)
+    t.name = "zipf4k"
+    t = read_binary(write_trace(t, tmp_path_factory.mktemp("trace") / "zipf4k.dtr"))
+    t.meta["capacity_blocks"] = CAP
+    return t
+
+
+@pytest.fixture(scope="module")
+def exported(trace, tmp_path_factory):
+    """(bundle directory, the command's result, the hybrid policy after its run): the bundle of a
+    hybrid run (score=argmax) through replay's mode=bundle path."""
+    import dogi_ml.policies.hybrid_frozen as hf
+
+    seen = {}
+
+    def keep_policy(policy, out, **kw):
+        seen["policy"] = policy
+        return export(policy, out, **kw)
+
+    export = hf.export_bundle
+    out = tmp_path_factory.mktemp("bundle") / "hybrid"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(hf, "export_bundle", keep_policy)
+        r = export_dogi_bundle(trace, {"name": "hybrid", "params": PARAMS}, EXPORT_SIM, out)
+    assert r["scheme"] == "hybrid" and r["mode"] == "ml" and r["retrains"] == 5
+    return out, r, seen["policy"]
+
+
+def _frozen(bundle) -> dict:
+    return {"name": "hybrid_frozen", "n_groups": None, "params": {"bundle": str(bundle)}}
+
+
+def test_bundle_holds_integer_tables(exported):
+    """The bundle's configuration: the planner's K groups folded onto the classes, increasing
+    integer bounds, a relocation table that uses the estimates, and a deploy.h without floating
+    point (the placement is integer-only)."""
+    bundle, r, policy = exported
+    b = load_bundle(bundle, "hybrid")
+    d = b.deploy
+    assert d["class_groups_from"] == "opmodel" and d["n_intermediate"] == r["configuration"]["groups"] == 8
+    assert d["group_hi"][1:8] == r["configuration"]["bounds"][:-1] and d["mu"] == r["mu"] == 31
+    dest = np.asarray(d["reloc_dest"])
+    assert dest.shape == (10, len(d["age_grid"])) and (dest > 0).any() and (dest == -1).any()
+    header = (bundle / "deploy.h").read_text()
+    assert "#define DL_HYBRID 1" in header and '#define HL_RULE "cost_benefit"' in header
+    assert not re.search(r"\d\.\d|\bdouble\b|\bfloat\b|\d[eE][-+]?\d", header)
+    assert "float" not in (bundle / "dogi_model.h").read_text().replace("floating", "")
+
+
+def test_relocation_table_is_the_hybrids_rule():
+    """Table lookup then the floor (hybrid_frozen_gc) against the hybrid's own loop (hybrid_gc:
+    the first group at or above the source, up to G(K-1), whose bound covers the remaining
+    lifetime, else GK) on every cell, source group and estimate, unknown (-1) included."""
+    from dogi_ml.policies.hybrid_frozen import relocation_table
+
+    rng = np.random.default_rng(0)
+    k = 6
+    hi = np.array([31, 31, 64, 200, 900, 5000, 1 << 58, 1 << 58], np.int64)  # G_hot, G1..G6, G_frzn
+    rem = rng.integers(-1, 8000, size=(10, 40))
+    rem[0, :5] = [-1, 0, 31, 32, 5000]
+    dest = relocation_table(rem, hi, k)
+    for (c, j), r in np.ndenumerate(rem):
+        for vg in range(0, k + 2):
+            lo = vg if 1 <= vg <= k else 1
+            want = next((g for g in range(lo, k) if r <= hi[g]), k)
+            got = dest[c, j]
+            if r < 0:
+                assert got == -1
+                continue
+            if 1 <= vg <= k and got < vg:
+                got = vg
+            assert got == want, (c, j, vg, r)
+
+
+def test_frozen_places_as_the_hybrid_decides(trace, exported):
+    """On every write of the export trace, the bundle's group (its class -> group table of the int8
+    class) equals the float hybrid's (its final plan's bucket -> group map of its score=argmax
+    lifetime) wherever the int8 and the float argmax classes agree; they agree on > 99%."""
+    from dogi_ml.features.extract import FEATURES, FeatureConfig, extract_features
+
+    bundle, _, policy = exported
+    b = load_bundle(bundle, "hybrid")
+    cols = [FEATURES.index(f) for f in b.deploy["features"]]
+    X = extract_features(trace, FeatureConfig(capacity_blocks=CAP))[:, cols]
+    proba = policy.model.predict_proba(X)
+    float_group = policy.state.bucket2group[policy._buckets_of(proba)]
+    int8_class = b.qmodel.predict(X)
+    same = int8_class == proba.argmax(axis=1)
+    bundle_group = np.asarray(b.deploy["cat2group"])[int8_class]
+    assert np.array_equal(bundle_group[same], float_group[same])
+    assert same.mean() > 0.99 and len(np.unique(bundle_group)) >= 4
+    src = json.loads((bundle / "manifest.json").read_text())["source"]
+    assert src["class_agreement"] == pytest.approx(same.mean())
+    assert src["group_agreement"] == pytest.approx(np.mean(bundle_group == float_group))
+
+
+def test_frozen_against_the_hybrid_run_that_exported_it(trace, exported):
+    """The same trace, the same geometry: the hybrid learned online (its plan from the third
+    retraining) 2.4552; the frozen bundle places with the final plan from the first write and
+    copies fewer blocks (golden: 33138 GC writes, WAF 2.3484)."""
+    _, r, _ = exported
+    fr = simulate(trace, _frozen(exported[0]), EXPORT_SIM, progress=False)
+    assert r["waf"] == pytest.approx(2.4552001953125, abs=1e-12)
+    assert fr["gc_writes"] == 33138 and fr["user_writes"] == 6 * CAP
+    assert fr["waf"] == pytest.approx(2.348388671875, abs=1e-12)
+    learned = fr["learned"]
+    assert learned["hot_writes"] + sum(learned["class_writes"]) == 6 * CAP
+    assert learned["table_gc_writes"] > 0 and learned["frozen_gc_writes"] > 0 and learned["expired_victims"] > 0
+
+
+def test_harness_counts_equal_the_simulator(trace, exported, tmp_path):
+    """The C harness (features, the exported MLP, the class -> group table, the relocation table,
+    the Frozen Filter, expiry-first victims with the cost-benefit rule) and the Numba simulator's
+    hybrid_frozen on 64-block zones: the same user, GC, reset and placement counts; every block
+    reads back."""
+    zns = {"verify": True, "compare_sim": True, "progress_every": 0}
+    dev = "file:" + str(tmp_path / "dev.zns")
+    r = replay(trace, _frozen(exported[0]), SIM64, dev, zns, progress=False, cache_dir=tmp_path)
+    assert r["parity"]["ok"], r["parity"]
+    for k in (*PARITY_KEYS, "learned"):
+        assert r[k] == r["simulator"][k]
+    assert r["policy"] == "hybrid_frozen" and r["victim"] == "hybrid"
+    assert r["gc_writes"] == 48877 and r["zone_resets"] == r["reclaimed_segments"] > 0
+    learned = r["learned"]
+    assert learned["table_gc_writes"] > 0 and learned["frozen_gc_writes"] > 0 and learned["expired_victims"] > 0
+    assert r["verify"]["ok"] and r["verify"]["lost"] == r["verify"]["corrupt"] == 0
+
+
+def test_bad_bundles_are_refused(trace, exported, tmp_path):
+    """Another capacity (simulator and harness), another scheme, a missing one, an altered one,
+    incomplete or inconsistent tables, and a hybrid run with nothing to deploy: one-line errors
+    naming the fix."""
+    bundle = exported[0]
+    with pytest.raises(BundleError, match="exported for a capacity of 4096 blocks.*this run has 8192; export a bundle"):
+        simulate(trace, _frozen(bundle), {**SIM64, "capacity_blocks": 2 * CAP}, progress=False)
+    exe = zh.build(learned=learned_headers(_frozen(bundle)))
+    path = trace_file(trace, tmp_path)
+    nseg = zh.segment_count(2 * CAP, 0.25, 64)
+    args = zh.harness_args(path, f"file:{tmp_path / 'd.zns'}", capacity=2 * CAP, policy="hybrid_frozen", op_ratio=0.25)
+    with pytest.raises(zh.HarnessError, match="exported for a capacity of 4096 blocks.*this replay has 8192"):
+        zh.run(args + [f"--create={nseg},128,64,14,14"], exe)
+    # a harness built with the hybrid's bundle refuses DOGI's frozen scheme, and the policies the other's bundle
+    args = zh.harness_args(path, f"file:{tmp_path / 'e.zns'}", capacity=CAP, policy="dogi_frozen", op_ratio=0.25)
+    with pytest.raises(zh.HarnessError, match="built with a hybrid bundle .* policy=dogi_frozen policy.params.bundle"):
+        zh.run(args + [f"--create={zh.segment_count(CAP, 0.25, 64)},128,64,14,14"], exe)
+    with pytest.raises(BundleError, match="a hybrid bundle, not a dogi one: .*write one with: .*policy=dogi "):
+        make_policy("dogi_frozen", bundle=str(bundle))
+    with pytest.raises(BundleError, match="hybrid bundle not found: .*policy=hybrid policy.params.deployed=int8"):
+        make_policy("hybrid_frozen", bundle=str(tmp_path / "none"))
+    with pytest.raises(ConfigError, match="policy=hybrid_frozen needs its deployment bundle"):
+        learned_headers({"name": "hybrid_frozen", "params": {}})
+    bad = tmp_path / "bad"
+    shutil.copytree(bundle, bad)
+    with open(bad / "deploy.h", "a") as fh:
+        fh.write("/* edited */\n")
+    with pytest.raises(ExportError, match="corrupted artefact: .*deploy.h"):
+        make_policy("hybrid_frozen", bundle=str(bad))
+    d = json.loads((bundle / "deploy.json").read_text())
+    cases = (
+        ({k: v for k, v in d.items() if k != "reloc_dest"}, "lacks reloc_dest .*re-export it"),
+        ({**d, "reloc_dest": d["reloc_dest"][:9]}, "reloc_dest needs 10 rows"),
+        (
+            {**d, "group_hi": [31, 64, 31, 128, 256, 2048, 4096, 16384, None, None]},
+            "group_hi of G1..G7 must be increasing",
+        ),
+        ({**d, "victim_rule": "lru"}, "victim_rule 'lru' is not one of"),
+        ({**d, "scheme": "x"}, "scheme 'x' is not one of dogi, hybrid"),
+    )
+    for bad_d, match in cases:
+        with pytest.raises(BundleError, match=match):
+            check_deploy(bad_d)
+    # mode=bundle: a hybrid without deployed=int8, and one without a model to deploy
+    with pytest.raises(ConfigError, match="exports the deployed int8 model .* policy.params.deployed=int8"):
+        export_dogi_bundle(trace, {"name": "hybrid", "params": {}}, EXPORT_SIM, tmp_path / "b")
+    oracle = {"name": "hybrid", "params": {"deployed": "int8", "lifetimes": "oracle", "retrain_every": 4096}}
+    with pytest.raises(BundleError, match="lifetimes=oracle has none; run lifetimes=model"):
+        export_dogi_bundle(trace, oracle, EXPORT_SIM, tmp_path / "b")
