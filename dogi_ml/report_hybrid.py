@@ -7,6 +7,13 @@ scheme and NoDaP it closes.
 ``OUT`` is a path prefix: ``OUT.json`` (``{workload: {scheme: {waf, victim, settings}}}`` plus
 ``_summary``), ``OUT.md`` and ``OUT.png``. ``--reuse`` adds the cells of a DOGI-style summary
 (``docs/results/dogi_fig10.json``) that the sweeps do not hold, marked ``reused`` with the file.
+
+    python -m dogi_ml.report_hybrid --closed-form OUT SWEEP_DIR [SWEEP_DIR ...]
+
+writes ``OUT.json`` and ``OUT.md`` instead: the closed form of FIFO groups of independent writes
+(:func:`fifo_groups_waf`) against the runs of the sweeps it applies to (``nosep`` with the FIFO
+victim rule on ``uniform`` and ``zipf``: one group; the hybrid with ``lifetimes=popularity`` on
+``zipf``: its last plan's groups), the workload's write probabilities from its generator.
 """
 
 from __future__ import annotations
@@ -14,6 +21,8 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+
+import numpy as np
 
 from dogi_ml.plotting import save_figure
 from dogi_ml.report import Callback, collect_results, scheme_of, settings_of
@@ -40,7 +49,8 @@ def _cells(results: list[dict]) -> dict:
 def summarise(table: dict) -> dict:
     """Per workload: the best seed scheme, the hybrid's WAF, its GC-write change against that
     scheme (``(WAF_h - 1) / (WAF_best - 1) - 1``) and the share of the best-to-NoDaP gap it closes
-    (``(WAF_best - WAF_h) / (WAF_best - WAF_nodap)``)."""
+    (``(WAF_best - WAF_h) / (WAF_best - WAF_nodap)``); ``variants``: the same GC-write change for
+    every hybrid run of the table (``hybrid[...]``: other switches, other lifetime sources)."""
     out = {}
     for w, row in table.items():
         seeds = {s: row[s]["waf"] for s in SEED_SCHEMES if s in row}
@@ -58,6 +68,11 @@ def summarise(table: dict) -> dict:
             if "nodap" in row and b > row["nodap"]["waf"]:
                 entry["nodap_waf"] = row["nodap"]["waf"]
                 entry["gap_closed"] = (b - h) / (b - row["nodap"]["waf"])
+        if seeds and entry["best_seed_waf"] > 1.0:
+            b = entry["best_seed_waf"]
+            entry["variants"] = {
+                s: (c["waf"] - 1.0) / (b - 1.0) - 1.0 for s, c in row.items() if s.startswith("hybrid")
+            }
         out[w] = entry
     return out
 
@@ -105,6 +120,15 @@ def markdown(table: dict, summary: dict, title: str = "") -> str:
             f"{_fmt(e.get('gc_change_vs_best'), '+.1%')} | {_fmt(e.get('waf_change_vs_best'), '+.1%')} | "
             f"{_fmt(e.get('gap_closed'), '.1%')} |"
         )
+    variants = [s for s in schemes if s.startswith("hybrid")]
+    if len(variants) > 1:
+        lines += ["", "GC writes against the best seed scheme, per hybrid run:", ""]
+        lines += ["| hybrid run | " + " | ".join(workloads) + " |", "|---|" + "---:|" * len(workloads)]
+        for s in variants:
+            cells = [
+                _fmt(summary.get(w, {}).get("variants", {}).get(s), "+.1%") if s in table[w] else "" for w in workloads
+            ]
+            lines.append(f"| {s} | " + " | ".join(cells) + " |")
     victims = sorted({(s, c.get("victim")) for w in workloads for s, c in table[w].items()})
     lines += ["", "Victim rule per scheme: " + ", ".join(f"{s}: {v}" for s, v in victims if v) + "."]
     if any(c.get("reused") for w in workloads for c in table[w].values()):
@@ -171,6 +195,142 @@ def write(
     return [js, md, png]
 
 
+# -- closed form: FIFO groups of independent writes ------------------------------------------------
+
+
+def fifo_group_terms(p: np.ndarray, period: float) -> tuple[float, float]:
+    """One group of LBAs written independently with probabilities ``p`` per user write, its
+    segments reclaimed in FIFO order ``period`` user writes after they were written, survivors
+    rewritten into the group: ``(GC copies per user write, blocks the group occupies)``. A block
+    of rate ``p`` survives a period with probability ``q = exp(-p T)`` (geometric lifetimes, in
+    the continuum), so it is copied ``q / (1 - q)`` times per user write; every written block
+    (user or copy) holds its space for ``T``: ``T sum p / (1 - q)``. (One group of uniform ``p``
+    is Desnoyers' FIFO formula, WAF ``1 / (1 - u)`` with ``u = exp(-(1 - u) / alpha)``.)"""
+    x = p * float(period)
+    alive = np.exp(-x)
+    dead = -np.expm1(-x)
+    return float(np.sum(p * alive / dead)), float(period) * float(np.sum(p / dead))
+
+
+def _fifo_period(p: np.ndarray, multiplier: float) -> float:
+    """The period minimising copies + ``multiplier`` x space (convex in log T), by golden section."""
+    from scipy.optimize import minimize_scalar
+
+    def cost(log_t):
+        copies, space = fifo_group_terms(p, np.exp(log_t))
+        return copies + multiplier * space
+
+    res = minimize_scalar(cost, bounds=(0.0, np.log(1e15)), method="bounded", options={"xatol": 1e-9})
+    return float(np.exp(res.x))
+
+
+def fifo_groups_waf(groups: list[np.ndarray], space_blocks: float) -> tuple[float, list[float]]:
+    """WAF of FIFO groups (:func:`fifo_group_terms`) sharing ``space_blocks`` physical blocks, the
+    space split to minimise the copies (a Lagrange multiplier on the space, by bisection; one
+    group: its period fills the space). Returns ``(WAF, periods)``."""
+    from scipy.optimize import brentq
+
+    groups = [np.asarray(g, np.float64) for g in groups if len(g)]
+    if len(groups) == 1:
+        period = brentq(lambda t: fifo_group_terms(groups[0], t)[1] - space_blocks, 1e-6, 1e15, xtol=1e-9)
+        return 1.0 + fifo_group_terms(groups[0], period)[0], [period]
+    lo, hi = np.log(1e-15), np.log(1e3)
+    for _ in range(80):  # the space used falls as the multiplier grows
+        mid = (lo + hi) / 2
+        used = sum(fifo_group_terms(g, _fifo_period(g, np.exp(mid)))[1] for g in groups)
+        lo, hi = (mid, hi) if used > space_blocks else (lo, mid)
+    periods = [_fifo_period(g, np.exp(hi)) for g in groups]
+    return 1.0 + sum(fifo_group_terms(g, t)[0] for g, t in zip(groups, periods)), periods
+
+
+def _write_probabilities(workload_cfg: dict) -> np.ndarray:
+    """Per LBA, the probability that a user write goes to it, from the workload's generator."""
+    from dogi_ml.policies.hybrid import generator_lifetimes
+    from dogi_ml.traces.workload import load_workload
+
+    cap = int(workload_cfg["capacity_blocks"])
+    if workload_cfg.get("generator") == "uniform":
+        wss = max(1, int(cap * float((workload_cfg.get("params") or {}).get("wss_fraction", 1.0))))
+        return np.r_[np.full(wss, 1.0 / wss), np.zeros(cap - wss)]
+    trace = load_workload(workload_cfg, log=lambda *a: None)
+    expected, _ = generator_lifetimes(trace.meta, cap, int(trace.block_writes.size))
+    if expected.shape[0] != 1:
+        raise SystemExit(
+            f"--closed-form: workload {workload_cfg.get('name')!r} is phased; the closed form is for one law"
+        )
+    return 1.0 / expected[0]
+
+
+def closed_form(results: list[dict]) -> list[dict]:
+    """The closed form against each run it applies to: ``nosep`` with the FIFO rule (one group),
+    the hybrid with ``lifetimes=popularity`` and no Hot Filter on zipf (its last plan's groups, by
+    the bucket of each LBA's expected lifetime). The space is the physical blocks less the GC's free reserve and one
+    open segment per group beyond the first."""
+    from dogi_ml.policies.hybrid import bucket_time, lifetime_bucket
+
+    rows = []
+    for r in results:
+        name, wl = scheme_of(r), r.get("workload_config") or {}
+        one_group = r.get("policy") == "nosep" and r.get("victim") == "fifo"
+        hybrid = r.get("hybrid") or {}
+        # the plan's groups only: with the Hot Filter a hot group outside the plan takes part of the traffic
+        planned = (
+            hybrid.get("lifetimes") == "popularity" and not hybrid.get("hot_filter") and wl.get("generator") == "zipf"
+        )
+        if not (one_group or planned):
+            continue
+        p = _write_probabilities(wl)
+        if one_group:
+            groups, k, plan = [p[p > 0]], 1, None
+        else:
+            plan = r["training_history"][-1]
+            thresholds = np.asarray(plan["planned_thresholds"], np.float64)
+            member = np.searchsorted(thresholds, bucket_time(lifetime_bucket(1.0 / p)), side="left")
+            k = thresholds.size + 1
+            groups = [p[member == i] for i in range(k)]
+        seg = int(r["segment_blocks"])
+        space = (int(r["physical_segments"]) - int(r["config"]["gc_free_segments"]) - (k - 1)) * seg
+        waf, _ = fifo_groups_waf(groups, space)
+        rows.append(
+            {
+                "workload": r["workload"],
+                "scheme": name,
+                "groups": k,
+                "closed_form_waf": waf,
+                "simulated_waf": r["waf"],
+                "planner_modelled_waf": None if plan is None else plan["modelled_waf"],
+                "space_blocks": space,
+            }
+        )
+    return rows
+
+
+def write_closed_form(out: str | Path, results: list[dict]) -> list[Path]:
+    rows = closed_form(results)
+    if not rows:
+        raise SystemExit("--closed-form: no nosep run with the FIFO rule and no hybrid popularity run on zipf")
+    stem = Path(out)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    js = stem.with_suffix(".json")
+    js.write_text(json.dumps(rows, indent=2, default=float))
+    lines = [
+        "# FIFO groups of independent writes: closed form against the simulator",
+        "",
+        "| workload | run | groups | closed form | simulated | simulated / closed form - 1 | planner's modelled WAF |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['workload']} | {row['scheme']} | {row['groups']} | {row['closed_form_waf']:.4f} | "
+            f"{row['simulated_waf']:.4f} | {row['simulated_waf'] / row['closed_form_waf'] - 1:+.2%} | "
+            f"{_fmt(row['planner_modelled_waf'], '.4f')} |"
+        )
+    md = stem.with_suffix(".md")
+    md.write_text("\n".join(lines) + "\n")
+    print(md.read_text())
+    return [js, md]
+
+
 class HybridComparison(Callback):
     """Hydra callback of ``+experiment=hybrid*``: the table above from the sweep, at ``output``
     (default: the sweep directory's ``hybrid``)."""
@@ -192,10 +352,15 @@ def main(argv=None) -> None:
     ap.add_argument("--reuse", action="append", default=[])
     ap.add_argument("--title", default="")
     ap.add_argument("--workload", default=None, help="name every result's workload so")
+    ap.add_argument("--closed-form", action="store_true", help="the FIFO closed form against the sweeps' runs")
     a = ap.parse_args(argv)
     results = [r for d in a.sweeps for r in collect_results(Path(d))]
     if not results:
         raise SystemExit(f"no result.json under {', '.join(a.sweeps)}")
+    if a.closed_form:
+        for p in write_closed_form(a.out, results):
+            print(f"wrote:   {p}")
+        return
     for p in write(a.out, results, a.reuse, a.title, a.workload):
         print(f"wrote:   {p}")
 

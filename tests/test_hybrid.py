@@ -316,3 +316,24 @@ def test_bad_switches_are_refused():
 GOLDEN_WAF = 4.0420684814453125
 #: lifetimes=popularity, hot_filter=False on the same trace, measured when the source landed
 POPULARITY_WAF = 3.3420944213867188
+
+
+def test_report_gives_each_hybrid_runs_gc_change():
+    """report_hybrid: every hybrid run's GC writes against the best seed scheme (here DOGI, 3.0):
+    (WAF - 1) / (3.0 - 1) - 1, one row per run in the markdown."""
+    from dogi_ml.report_hybrid import markdown, summarise
+
+    table = {
+        "zipf": {
+            "dogi": {"waf": 3.0},
+            "minos": {"waf": 3.1},
+            "hybrid": {"waf": 3.2},
+            "hybrid[lifetimes=popularity]": {"waf": 2.5},
+        },
+        "ycsb_a": {"dogi": {"waf": 2.0}, "hybrid": {"waf": 2.5}},
+    }
+    summary = summarise(table)
+    assert summary["zipf"]["variants"] == pytest.approx({"hybrid": 0.1, "hybrid[lifetimes=popularity]": -0.25})
+    md = markdown(table, summary)
+    assert "| hybrid | +10.0% | +50.0% |" in md
+    assert "| hybrid[lifetimes=popularity] | -25.0% |  |" in md
