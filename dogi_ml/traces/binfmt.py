@@ -116,10 +116,11 @@ def _slices(a: np.ndarray, dtype: str):
         yield np.ascontiguousarray(a[i : i + _WRITE_SLICE], dtype=dtype)
 
 
-def write_trace(trace: Trace, path: str | Path, content_hash: str | None = None) -> Path:
+def write_trace(trace: Trace, path: str | Path, content_hash: str | None = None, stats: dict | None = None) -> Path:
     """Write ``trace`` to ``path`` (atomically: a temporary file renamed into place), with a
     CRC32C of the header and of each array. The arrays pass the loader's checks first, so a
-    checksum never vouches for data the loader would refuse."""
+    checksum never vouches for data the loader would refuse. ``stats``: ``trace.stats()``, when
+    the caller has it already (fleet.split_trace: not computed twice)."""
     path = Path(path)
     if trace.n_requests == 0:
         raise DogiMLError(
@@ -134,7 +135,8 @@ def write_trace(trace: Trace, path: str | Path, content_hash: str | None = None)
         fix="the trace is invalid: report the reader or generator that made it",
     )
     path.parent.mkdir(parents=True, exist_ok=True)
-    stats = trace.stats()
+    if stats is None:
+        stats = trace.stats()
     arrays = []
     offset = 0
     for name, dtype in _ARRAYS:
