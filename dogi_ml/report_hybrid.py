@@ -14,6 +14,11 @@ writes ``OUT.json`` and ``OUT.md`` instead: the closed form of FIFO groups of in
 (:func:`fifo_groups_waf`) against the runs of the sweeps it applies to (``nosep`` with the FIFO
 victim rule on ``uniform`` and ``zipf``: one group; the hybrid with ``lifetimes=popularity`` on
 ``zipf``: its last plan's groups), the workload's write probabilities from its generator.
+
+    python -m dogi_ml.report_hybrid --lifetime-shape OUT WORKLOAD [WORKLOAD ...]
+
+writes ``OUT.json`` and ``OUT.md``: how far each workload's lifetimes are from memoryless given
+the LBA's write probability (:func:`lifetime_shape`; ``WORKLOAD`` names a ``conf/workload`` file).
 """
 
 from __future__ import annotations
@@ -331,6 +336,104 @@ def write_closed_form(out: str | Path, results: list[dict]) -> list[Path]:
     return [js, md]
 
 
+# -- how memoryless a workload's lifetimes are ---------------------------------------------------------
+
+#: ages (in units of the LBA's expected lifetime) at which the survival is compared with exp(-a)
+SHAPE_AGES = (0.25, 1.0, 4.0)
+
+
+def lifetime_shape(writes: np.ndarray, n_lbas: int) -> dict:
+    """Whether the lifetimes of a write stream are what independent draws would give: for the
+    writes of the first half of the trace to LBAs whose in-hindsight expected lifetime
+    ``e = N / c`` is at most ``N / 64`` (their lifetimes are rarely censored by the trace's end,
+    cut at ``N / 2``), the lifetime in units of ``e``, ``u = t / e``. Memoryless: ``P(u > a) =
+    exp(-a)`` and a survivor's mean remaining ``E[u - a | u > a] = 1`` at every age ``a``.
+    Also the share of the variance of ``log2 t`` that the LBA's ``e`` (quarter-octave buckets)
+    explains, and with the previous write's interval as well (what a causal predictor sees
+    beyond the rate)."""
+    from dogi_ml.oracles.annotate import annotate
+    from dogi_ml.policies.hybrid import lifetime_bucket
+
+    w = np.asarray(writes, np.int64)
+    n = w.size
+    half = n // 2
+    inv, prev = annotate(w)
+    counts = np.bincount(w, minlength=n_lbas)
+    expected = n / counts[w[:half]]
+    t = np.minimum(inv[:half], half).astype(np.float64)
+    rated = expected <= n / 64
+    u = t[rated] / expected[rated]
+    ages = {}
+    for a in SHAPE_AGES:
+        alive = u > a
+        ages[f"{a:g}"] = {
+            "survival": float(alive.mean()),
+            "memoryless_survival": float(np.exp(-a)),
+            "mean_remaining": float((u[alive] - a).mean()) if alive.any() else None,  # None: no survivor
+        }
+
+    def explained(y, keys):
+        if not y.var() > 0:
+            return None  # every lifetime alike: nothing to explain
+        _, group, size = np.unique(keys, return_inverse=True, return_counts=True)
+        total = np.bincount(group, y)
+        within = np.bincount(group, y * y) - total * total / size
+        return 1.0 - within.sum() / (y.size * y.var())
+
+    seen = prev[:half] >= 0
+    y = np.log2(t[seen])
+    rate = lifetime_bucket(expected[seen])
+    gap = lifetime_bucket((np.arange(half) - prev[:half])[seen])
+    return {
+        "writes": int(n),
+        "rated_share": float(rated.mean()),
+        "ages": ages,
+        "explained_by_rate": explained(y, rate),
+        "explained_by_rate_and_last_interval": explained(y, rate * 1000 + gap),
+    }
+
+
+def write_lifetime_shape(out: str | Path, workloads: list[str], conf_dir: str | Path | None = None) -> list[Path]:
+    import yaml
+
+    from dogi_ml.pipeline.common import CONF_DIR
+    from dogi_ml.traces.workload import load_workload
+
+    conf = Path(conf_dir) if conf_dir else Path(CONF_DIR) / "workload"
+    rows = {}
+    for name in workloads:
+        path = conf / f"{name}.yaml"
+        if not path.exists():
+            raise SystemExit(f"--lifetime-shape: no workload {name!r} ({path} not found)")
+        cfg = yaml.safe_load(path.read_text())
+        trace = load_workload(cfg, log=lambda *a: None)
+        rows[name] = lifetime_shape(trace.block_writes, int(cfg["capacity_blocks"]))
+    stem = Path(out)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    js = stem.with_suffix(".json")
+    js.write_text(json.dumps(rows, indent=2))
+    head = " | ".join(f"P(u>{a:g}) [exp] | E[u-{a:g} given u>{a:g}]" for a in SHAPE_AGES)
+    lines = [
+        "# Lifetimes in units of the LBA's expected lifetime (u = t / e): memoryless or not",
+        "",
+        f"| workload | writes rated | {head} | var(log2 t) explained: rate | rate + last interval |",
+        "|---|---:|" + "---:|---:|" * len(SHAPE_AGES) + "---:|---:|",
+    ]
+    for name, r in rows.items():
+        cells = []
+        for a in SHAPE_AGES:
+            g = r["ages"][f"{a:g}"]
+            cells += [f"{g['survival']:.3f} [{g['memoryless_survival']:.3f}]", _fmt(g["mean_remaining"], ".2f")]
+        lines.append(
+            f"| {name} | {r['rated_share']:.0%} | " + " | ".join(cells) + f" | {_fmt(r['explained_by_rate'], '.1%')} | "
+            f"{_fmt(r['explained_by_rate_and_last_interval'], '.1%')} |"
+        )
+    md = stem.with_suffix(".md")
+    md.write_text("\n".join(lines) + "\n")
+    print(md.read_text())
+    return [js, md]
+
+
 class HybridComparison(Callback):
     """Hydra callback of ``+experiment=hybrid*``: the table above from the sweep, at ``output``
     (default: the sweep directory's ``hybrid``)."""
@@ -348,12 +451,17 @@ class HybridComparison(Callback):
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m dogi_ml.report_hybrid", description=__doc__.splitlines()[0])
     ap.add_argument("out")
-    ap.add_argument("sweeps", nargs="+")
+    ap.add_argument("sweeps", nargs="+", help="sweep directories (--lifetime-shape: workload names)")
     ap.add_argument("--reuse", action="append", default=[])
     ap.add_argument("--title", default="")
     ap.add_argument("--workload", default=None, help="name every result's workload so")
     ap.add_argument("--closed-form", action="store_true", help="the FIFO closed form against the sweeps' runs")
+    ap.add_argument("--lifetime-shape", action="store_true", help="how memoryless the named workloads' lifetimes are")
     a = ap.parse_args(argv)
+    if a.lifetime_shape:
+        for p in write_lifetime_shape(a.out, a.sweeps):
+            print(f"wrote:   {p}")
+        return
     results = [r for d in a.sweeps for r in collect_results(Path(d))]
     if not results:
         raise SystemExit(f"no result.json under {', '.join(a.sweeps)}")

@@ -337,3 +337,40 @@ def test_report_gives_each_hybrid_runs_gc_change():
     md = markdown(table, summary)
     assert "| hybrid | +10.0% | +50.0% |" in md
     assert "| hybrid[lifetimes=popularity] | -25.0% |  |" in md
+
+
+def test_fifo_closed_form_is_desnoyers_for_uniform_writes():
+    """report_hybrid's closed form, one group of U LBAs written uniformly in P blocks: Desnoyers'
+    FIFO formula WAF = 1 / (1 - u), u = exp(-(1 - u) P / U) (solved here by plain fixed-point
+    iteration); two halves of the same LBAs as two groups split the space evenly and give the
+    same WAF (the Lagrange split)."""
+    from dogi_ml.report_hybrid import fifo_groups_waf
+
+    lbas, blocks = 1000, 1100.0
+    u = 0.5
+    for _ in range(2000):
+        u = float(np.exp(-(1 - u) * blocks / lbas))
+    p = np.full(lbas, 1.0 / lbas)
+    waf, (period,) = fifo_groups_waf([p], blocks)
+    assert waf == pytest.approx(1 / (1 - u), rel=1e-9)
+    assert period == pytest.approx(blocks * (1 - u), rel=1e-6)  # user writes per lap of the log
+    split_waf, periods = fifo_groups_waf([p[:500], p[500:]], blocks)
+    assert split_waf == pytest.approx(waf, rel=1e-6) and periods[0] == pytest.approx(periods[1], rel=1e-4)
+
+
+def test_lifetime_shape_tells_memoryless_from_periodic():
+    """report_hybrid.lifetime_shape: uniform random writes are memoryless (P(u > 1) = exp(-1),
+    a survivor's mean remaining lifetime 1 at every age, within sampling error); a cyclic stream
+    (LBA i every n writes) has u = 1 exactly: every write survives a quarter of it, none a whole."""
+    from dogi_ml.report_hybrid import lifetime_shape
+
+    rng = np.random.default_rng(3)
+    n = 512
+    iid = lifetime_shape(rng.integers(0, n, 400 * n), n)
+    assert iid["ages"]["1"]["survival"] == pytest.approx(np.exp(-1), abs=0.005)
+    for a in ("0.25", "1", "4"):
+        assert iid["ages"][a]["mean_remaining"] == pytest.approx(1.0, abs=0.03), a
+    cyclic = lifetime_shape(np.tile(np.arange(n), 400), n)
+    assert cyclic["ages"]["0.25"] == {"survival": 1.0, "memoryless_survival": np.exp(-0.25), "mean_remaining": 0.75}
+    assert cyclic["ages"]["1"] == {"survival": 0.0, "memoryless_survival": np.exp(-1), "mean_remaining": None}
+    assert cyclic["explained_by_rate"] is None  # every lifetime is n
