@@ -396,10 +396,10 @@ def lifetime_shape(writes: np.ndarray, n_lbas: int) -> dict:
 def write_lifetime_shape(out: str | Path, workloads: list[str], conf_dir: str | Path | None = None) -> list[Path]:
     import yaml
 
-    from dogi_ml.pipeline.common import CONF_DIR
+    import dogi_ml.conf
     from dogi_ml.traces.workload import load_workload
 
-    conf = Path(conf_dir) if conf_dir else Path(CONF_DIR) / "workload"
+    conf = Path(conf_dir) if conf_dir else Path(dogi_ml.conf.__file__).resolve().parent / "workload"
     rows = {}
     for name in workloads:
         path = conf / f"{name}.yaml"
