@@ -187,7 +187,9 @@ def test_bad_bundles_are_refused(trace, exported, tmp_path):
         zh.run(args + [f"--create={zh.segment_count(CAP, 0.25, 64)},128,64,14,14"], exe)
     with pytest.raises(BundleError, match="a hybrid bundle, not a dogi one: .*write one with: .*policy=dogi "):
         make_policy("dogi_frozen", bundle=str(bundle))
-    with pytest.raises(BundleError, match="hybrid bundle not found: .*policy=hybrid policy.params.deployed=int8"):
+    with pytest.raises(
+        BundleError, match=r"hybrid bundle not found: .*policy=hybrid \+\+policy.params.deployed=int8 bundle=DIR\)$"
+    ):
         make_policy("hybrid_frozen", bundle=str(tmp_path / "none"))
     with pytest.raises(ConfigError, match="policy=hybrid_frozen needs its deployment bundle"):
         learned_headers({"name": "hybrid_frozen", "params": {}})

@@ -46,9 +46,8 @@ N_CAT = 10
 C_FEATURES = ("lba", "prev_lba", "freq", "chunk_freq", "recency_freq", "latest_inv", "write_count")
 #: the command that writes a bundle (named by the errors of a run that lacks one)
 WRITE_BUNDLE = "python -m dogi_ml replay mode=bundle +workload=NAME policy=dogi policy.params.deployed=int8 bundle=DIR"
-WRITE_HYBRID_BUNDLE = WRITE_BUNDLE.replace("policy=dogi ", "policy=hybrid ")
-#: the victim rules the ZNS harness runs behind the hybrid's expiry scan (zns_replay.c's v_*)
-HYBRID_C_RULES = ("greedy", "cost_benefit", "cost_benefit_sepbit", "fifo")
+#: (``++``: conf/policy/hybrid.yaml lists no ``deployed``, the hybrid's loop runs the float model)
+WRITE_HYBRID_BUNDLE = WRITE_BUNDLE.replace("policy=dogi policy.params.", "policy=hybrid ++policy.params.")
 #: the keys each scheme adds to the common ones
 _SCHEME_KEYS = {
     "dogi": ("group_final", "final_greedy"),
