@@ -3,6 +3,8 @@ does what it says, the victim rule is honoured or refused, and DOGI's parts insi
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from helpers import DOGI_SMALL
@@ -228,23 +230,38 @@ def test_generator_probabilities_agree_with_hindsight_counts(kind):
         generator_lifetimes({"generator": "ycsb_a"}, cap, w.size)
 
 
-def test_frequency_lifetimes_are_the_counts_so_far(trace):
-    """lifetimes=frequency (causal): a sampled write's bucket is that of ceil(t / c_t), t the
-    trace writes so far and c_t the LBA's, both with this write (a plain-Python twin over the
-    trace's prefix); at the end the state's counts are the trace's."""
-    sim, res = run(trace, lifetimes="frequency", hot_filter=False)
+@pytest.mark.parametrize("halflife", [None, 0.5])
+def test_frequency_lifetimes_are_the_counts_so_far(trace, halflife):
+    """lifetimes=frequency (causal): a sampled write's bucket is that of ceil(W_t / c_t), W_t the
+    trace writes so far and c_t the LBA's, both with this write, each write weighted
+    exp(-lambda age) with a half-life (lambda = ln 2 / (halflife x capacity)); a plain-Python twin
+    over the trace's prefix. At the end the state's counts are the trace's (decayed to each
+    LBA's last write)."""
+    sim, res = run(trace, lifetimes="frequency", hot_filter=False, frequency_halflife=halflife)
     p = sim.policy.state
     assert not sim.policy.needs_future and res["planned_groups"] >= 2
+    lam = 0.0 if halflife is None else math.log(2) / (halflife * CAP)
     w = trace.block_writes
-    np.testing.assert_array_equal(p.seen, np.bincount(w, minlength=CAP))
+    times = np.arange(w.size)
+    last = np.zeros(CAP, np.int64)
+    last[w] = times  # each LBA's last trace write
+    decayed = np.bincount(w, weights=np.exp(-lam * (last[w] - times)), minlength=CAP)
+    np.testing.assert_allclose(p.seen, decayed, rtol=1e-9)
+    np.testing.assert_array_equal(p.seen_at[w] - CAP, last[w])
     r = sim.policy.ring
     slots = np.flatnonzero(r.time >= 0)[:500]
     assert slots.size == 500
+    compared = 0
     for slot in slots:
         t = int(r.time[slot]) - CAP  # trace write index
         lba = int(r.lba[slot])
-        c = sum(1 for x in w[: t + 1] if x == lba)
-        assert p.sample_bucket[slot] == lifetime_bucket(-(-(t + 1) // c)), slot
+        ages = t - np.flatnonzero(w[: t + 1] == lba)
+        ratio = sum(math.exp(-lam * a) for a in range(t + 1)) / sum(math.exp(-lam * a) for a in ages)
+        if abs(ratio - round(ratio)) < 1e-9 * ratio and lam > 0:
+            continue  # the ceiling of a sum rounded either way
+        assert p.sample_bucket[slot] == lifetime_bucket(math.ceil(ratio - 1e-9 * ratio)), slot
+        compared += 1
+    assert compared >= 490
 
 
 def test_popularity_lifetimes_between_model_and_oracle(trace, default_run):
@@ -306,6 +323,10 @@ def test_bad_switches_are_refused():
         make_policy("hybrid", lifetimes="frequency", popularity_from="generator")
     with pytest.raises(ValueError, match="popularity_from=generator takes its windows from the generator"):
         make_policy("hybrid", lifetimes="popularity", popularity_from="generator", popularity_window=2)
+    with pytest.raises(ValueError, match="frequency_halflife=1 decays the counts of lifetimes=frequency, not"):
+        make_policy("hybrid", lifetimes="popularity", frequency_halflife=1)
+    with pytest.raises(ValueError, match="frequency_halflife must be > 0"):
+        make_policy("hybrid", lifetimes="frequency", frequency_halflife=-1)
     with pytest.raises(ValueError, match="popularity_window must be > 0"):
         make_policy("hybrid", lifetimes="popularity", popularity_window=0)
     with pytest.raises(ValueError, match="unknown parameter"):

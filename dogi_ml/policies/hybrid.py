@@ -18,7 +18,9 @@ its ghost comparison) with four parts of its own, each a switch (``policy.params
   that is everything a causal predictor could learn, so this source bounds what a better model
   could reach through the same planner (docs/hybrid.md, "What limits the hybrid"); ``frequency``
   -- causal: the same estimate from the past only, ``t / c_t`` at trace write ``t`` for an LBA
-  written ``c_t`` times so far (this write included). Lifetimes are kept as quarter-octave buckets (``bucket = ceil(4 log2 t)``).
+  written ``c_t`` times so far (this write included); with ``frequency_halflife`` both counts
+  decay by half every that many capacities, so the estimate follows a workload whose
+  popularity moves. Lifetimes are kept as quarter-octave buckets (``bucket = ceil(4 log2 t)``).
 - ``groups``: ``opmodel`` -- between chunks (at every retraining) the planner reads the sample
   ring: the samples older than the horizon, each with its predicted and its true (censored at the
   horizon) lifetime. For each number of groups ``K``, the thresholds on the *predicted*
@@ -102,6 +104,7 @@ HYBRID_SCALARS = scalar_fields(
     oracle=np.int64,  # 1: lifetimes from the annotation
     popularity=np.int64,  # 1: each LBA's expected lifetime from its hindsight write count
     frequency=np.int64,  # 1: each LBA's expected lifetime from its write count so far (causal)
+    freq_decay=np.float64,  # frequency: the counts' decay rate per user write (0: none)
     pop_window=np.int64,  # popularity: trace writes per counting window (the whole trace: one window)
     relocation=np.int64,  # 0 predicted, 1 age, 2 DOGI's ML-Reloc
     expiry=np.int64,  # 1: expired segments first (victims=expiry)
@@ -137,7 +140,8 @@ class HybridState(NamedTuple):
     inv: np.ndarray  # oracle: the invalidation time of every write (prefill included); else empty
     death: np.ndarray  # oracle: per LBA, the time its live version dies (NEVER if never); else empty
     expected: np.ndarray  # popularity: float64 per window and LBA, its expected lifetime; else empty
-    seen: np.ndarray  # frequency: int64 per LBA, its trace writes so far; else empty
+    seen: np.ndarray  # frequency: float64 per LBA, its trace writes so far (decayed to seen_at); else empty
+    seen_at: np.ndarray  # frequency: int64 per LBA, when seen was last brought up to date; else empty
     sample_bucket: np.ndarray  # frequency: int8 per ring slot, the sample's lifetime bucket when written; else empty
 
 
@@ -255,14 +259,27 @@ def _expected_lifetime(p, lba, now):
 
 
 @nb.njit(cache=True)
-def _frequency_lifetime(p, lba, now):
+def _frequency_lifetime(p, lba, now, write):
     """``lifetimes=frequency``: ``t / c_t``, the trace writes so far (``now`` included) over the
-    LBA's (``NEVER`` for an LBA the trace has not written yet, and in the prefill)."""
-    c = p.seen[lba]
+    LBA's, both decayed by ``exp(-lambda age)`` when ``freq_decay = lambda > 0``; ``write``: count
+    this write of the LBA first. ``NEVER`` for an LBA the trace has not written yet, and in the
+    prefill."""
     t = now - p.scalars[0].prefill + 1
-    if c <= 0 or t <= 0:
+    if t <= 0:
         return NEVER
-    return np.int64(np.ceil(t / c))
+    lam = p.hyb[0].freq_decay
+    c = p.seen[lba]
+    if lam > 0 and c > 0:
+        c *= np.exp(-lam * (now - p.seen_at[lba]))
+    if write:
+        c += 1.0
+        p.seen[lba] = c
+        p.seen_at[lba] = now
+    if c <= 0:
+        return NEVER
+    total = float(t) if lam == 0 else np.expm1(-lam * t) / np.expm1(-lam)
+    e = np.ceil(total / c)
+    return NEVER if e >= NEVER // 2 else np.int64(e)
 
 
 @nb.njit(cache=True)
@@ -278,8 +295,7 @@ def hybrid_user(s, p, lba, now):
     elif h.popularity:
         b = _bucket_of(_expected_lifetime(p, lba, now))
     elif h.frequency and now >= p.scalars[0].prefill:
-        p.seen[lba] += 1
-        b = _bucket_of(_frequency_lifetime(p, lba, now))
+        b = _bucket_of(_frequency_lifetime(p, lba, now, True))
     ring = p.ring
     sampled = ring.count[0]
     g = dogi_user(s, p, lba, now)
@@ -321,7 +337,7 @@ def hybrid_gc(s, p, lba, victim, now):
                 e = _expected_lifetime(p, lba, now)
                 rem = INF if e >= NEVER // 2 else np.int64(np.ceil(e))
             elif h.frequency:
-                e = _frequency_lifetime(p, lba, now)
+                e = _frequency_lifetime(p, lba, now, False)
                 rem = INF if e >= NEVER // 2 else e
             elif row.lba_class >= 1:
                 rem = _remaining(p, row.lba_class - 1, age)
@@ -559,7 +575,8 @@ class Hybrid(DOGI):
         "open_cost": 1.0,  # OP segments each open segment costs the planner
         "fixed_groups": None,  # plan this many groups instead of the modelled-WAF choice (an ablation)
         "popularity_window": None,  # capacities per counting window of lifetimes=popularity (None: the whole trace)
-        "popularity_from": "counts",  # counts (hindsight, any trace) | generator (the generator's probabilities)
+        "popularity_from": "counts",
+        "frequency_halflife": None,  # capacities after which lifetimes=frequency's counts weigh half (None: never)  # counts (hindsight, any trace) | generator (the generator's probabilities)
     }
 
     def __init__(self, n_groups=N_GROUPS, **params):
@@ -597,6 +614,17 @@ class Hybrid(DOGI):
                 f"policy hybrid: popularity_from={hcfg['popularity_from']} is a source of lifetimes=popularity, "
                 f"not lifetimes={hcfg['lifetimes']}: drop it or set lifetimes=popularity"
             )
+        halflife = hcfg["frequency_halflife"]
+        if halflife is not None:
+            if hcfg["lifetimes"] != "frequency":
+                raise ValueError(
+                    f"policy hybrid: frequency_halflife={halflife} decays the counts of lifetimes=frequency, "
+                    f"not lifetimes={hcfg['lifetimes']}: drop it or set lifetimes=frequency"
+                )
+            if isinstance(halflife, bool) or not isinstance(halflife, (int, float)) or not halflife > 0:
+                raise ValueError(
+                    f"policy hybrid: frequency_halflife must be > 0 (capacities) or null, got {halflife!r}"
+                )
         window = hcfg["popularity_window"]
         if window is not None and hcfg["popularity_from"] == "generator":
             raise ValueError(
@@ -634,6 +662,8 @@ class Hybrid(DOGI):
         hr.oracle = int(h["lifetimes"] == "oracle")
         hr.popularity = int(h["lifetimes"] == "popularity")
         hr.frequency = int(h["lifetimes"] == "frequency")
+        if h["frequency_halflife"] is not None:
+            hr.freq_decay = np.log(2.0) / (float(h["frequency_halflife"]) * ctx.capacity)
         hr.relocation = {"predicted": RELOC_PREDICTED, "age": RELOC_AGE, "dogi": RELOC_DOGI}[h["relocation"]]
         hr.expiry = int(h["victims"] == "expiry")
         hr.rule = RULES.index(self.victim_rule) if self.victim_rule in RULES else RULES.index("cost_benefit")
@@ -670,7 +700,8 @@ class Hybrid(DOGI):
             inv=inv,
             death=death,
             expected=expected,
-            seen=np.zeros(ctx.capacity if hr.frequency else 0, np.int64),
+            seen=np.zeros(ctx.capacity if hr.frequency else 0, np.float64),
+            seen_at=np.zeros(ctx.capacity if hr.frequency else 0, np.int64),
             sample_bucket=np.full(self.ring.row.size if hr.frequency else 0, -1, np.int8),
         )
         self.n_segments = ctx.n_segments
