@@ -103,6 +103,19 @@ def frozen_bundle(trace, tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="module")
+def hybrid_bundle(trace, tmp_path_factory):
+    """hybrid_frozen runs a hybrid deployment bundle: one made on this trace (its final model, int8)."""
+    from dogi_ml.pipeline.replay import export_dogi_bundle
+
+    params = {"deployed": "int8", **LEARNED["dogi"], "fallback_compare": "none", "fallback_accuracy": 0.0}
+    out = tmp_path_factory.mktemp("bundle") / "hybrid"
+    export_dogi_bundle(trace, {"name": "hybrid", "params": params}, sim_config(victim=None), out)
+    return out
+
+
+#: the frozen schemes' bundles (fixtures)
+BUNDLES = {"dogi_frozen": "frozen_bundle", "hybrid_frozen": "hybrid_bundle"}
 _REFERENCES: dict = {}
 
 
@@ -116,7 +129,7 @@ def reference_run(name: str, trace, policy: dict) -> dict:
 @pytest.mark.parametrize("name", POLICIES)
 def test_resumed_run_equals_the_uninterrupted_one(name, trace, tmp_path, monkeypatch, request):
     """Stopped after a random checkpoint (seeded by the scheme's name), rerun: the same outcome."""
-    params = {"bundle": str(request.getfixturevalue("frozen_bundle"))} if name == "dogi_frozen" else {}
+    params = {"bundle": str(request.getfixturevalue(BUNDLES[name]))} if name in BUNDLES else {}
     policy = policy_config(name, **params)
     reference = reference_run(name, trace, policy)
     sim_cfg = sim_config(checkpoint_every=EVERY, checkpoint_dir=str(tmp_path / "ckpt"))
