@@ -319,6 +319,66 @@ def test_zst_and_gz_inputs_split_as_the_text(synthetic, tmp_path):
         _split(cut, "alibaba", tmp_path / "cut", block_bytes=1 << 16)
 
 
+def test_zst_of_several_frames_splits_as_the_text_and_a_cut_frame_is_refused(tmp_path):
+    """A .zst of three frames (one with a checksum) and a skippable frame between them splits as
+    its text; cut inside its last frame, it is refused (the splitter's zstd reader ends quietly
+    there and walks the frames' block headers to tell); cut where a frame ends, it is the text of
+    the frames before."""
+    import struct
+
+    import zstandard
+
+    text = _alibaba_block(5, 400).encode()
+    thirds = [text[: len(text) // 3], text[len(text) // 3 : 2 * len(text) // 3], text[2 * len(text) // 3 :]]
+    thirds = [thirds[0][: thirds[0].rfind(b"\n") + 1], thirds[0][thirds[0].rfind(b"\n") + 1 :] + thirds[1], thirds[2]]
+    frames = [
+        zstandard.ZstdCompressor().compress(thirds[0]),
+        struct.pack("<II", 0x184D2A50, 7) + b"skipped",
+        zstandard.ZstdCompressor(write_checksum=True, write_content_size=False).compress(thirds[1]),
+        zstandard.ZstdCompressor(level=1).compress(thirds[2]),
+    ]
+    plain = tmp_path / "a.csv"
+    plain.write_bytes(text)
+    zst = tmp_path / "a.csv.zst"
+    zst.write_bytes(b"".join(frames))
+    want = {r.volume: _arrays(r.dtr) for r in F.read_fleet(_split(plain, "alibaba", tmp_path / "plain"))}
+    got = {r.volume: _arrays(r.dtr) for r in F.read_fleet(_split(zst, "alibaba", tmp_path / "zst", block_bytes=4096))}
+    assert list(got) == list(want)
+    for volume, arrays in got.items():
+        for k in ARRAYS:
+            assert np.array_equal(arrays[k], want[volume][k]), (volume, k)
+    cut = tmp_path / "cut.csv.zst"
+    cut.write_bytes(b"".join(frames)[: -len(frames[-1]) // 2])
+    with pytest.raises(
+        TraceFormatError, match=rf"cut\.csv\.zst: byte {cut.stat().st_size}: the \.zst file ends inside"
+    ):
+        _split(cut, "alibaba", tmp_path / "cut", block_bytes=4096)
+    whole = tmp_path / "two.csv.zst"
+    whole.write_bytes(b"".join(frames[:3]))
+    prefix = tmp_path / "two.csv"
+    prefix.write_bytes(thirds[0] + thirds[1])
+    manifest = _split(whole, "alibaba", tmp_path / "two", block_bytes=4096)
+    _assert_same_as_single_ingest(prefix, "alibaba", manifest)
+
+
+def test_a_line_longer_than_the_read_slack_and_blocks_of_more_lines_than_the_first(tmp_path):
+    """A 100 KB line (an offset zero-padded to 100,000 digits: the integer parser hands its block
+    on) among short ones, cut in 4 KiB blocks, and a file whose first 64 KiB holds long lines and
+    the rest four times as many short ones (the integer parser's output arrays grow): both equal
+    the readers' single-volume reads."""
+    lines = [f"{i % 3},W,{4096 * i},4096,{1000 + i}" for i in range(200)]
+    lines[50] = f"1,W,{'0' * 100_000}8192,4096,1050"
+    src = tmp_path / "long.csv"
+    src.write_text("\n".join(lines) + "\n")
+    _assert_same_as_single_ingest(src, "alibaba", _split(src, "alibaba", tmp_path / "long", block_bytes=4096))
+
+    padded = [f"{i % 7},W,{4096 * i:018d},000000000000004096,{10**15 + i}" for i in range(2000)]
+    short = [f"{(i * 5) % 11},R,{4096 * (i % 50)},4096,{10**15 + 2000 + i}" for i in range(20000)]
+    src = tmp_path / "growing.csv"
+    src.write_text("\n".join(padded + short) + "\n")
+    _assert_same_as_single_ingest(src, "alibaba", _split(src, "alibaba", tmp_path / "grow", block_bytes=1 << 16))
+
+
 def test_directory_of_per_volume_files(tmp_path):
     src = tmp_path / "dir"
     src.mkdir()

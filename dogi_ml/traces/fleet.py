@@ -119,11 +119,19 @@ def manifest_path(path: str | Path) -> Path:
 
 
 def file_checksum(path: str | Path) -> str:
-    """``crc32c:`` and the 8 hex digits of the CRC32C of the file's bytes."""
+    """``crc32c:`` and the 8 hex digits of the CRC32C of the file's bytes (read through a memory
+    map: no copy of the file, which split_trace has just written and the page cache holds)."""
+    import mmap
+
     crc = 0
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 24), b""):
-            crc = google_crc32c.extend(crc, block)
+        size = os.fstat(fh.fileno()).st_size
+        if size:
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                data = np.frombuffer(mapped, np.uint8)
+                for start in range(0, size, 1 << 24):
+                    crc = google_crc32c.extend(crc, data[start : start + (1 << 24)])
+                del data  # before the map closes
     return f"crc32c:{crc:08x}"
 
 
@@ -606,20 +614,14 @@ def _remap_volume(trace: Trace) -> Trace:
 
 
 @nb.njit(cache=True, nogil=True)
-def _columns(records):
-    """A volume's records as the four arrays of its trace, in one pass over them (numpy would
-    make one strided pass per field)."""
-    n = records.shape[0]
-    ts_us = np.empty(n, np.int64)
-    lba = np.empty(n, np.int64)
-    nblocks = np.empty(n, np.int32)
-    op = np.empty(n, np.uint8)
-    for i in range(n):
-        ts_us[i] = records[i]["ts_us"]
-        lba[i] = records[i]["lba"]
-        nblocks[i] = records[i]["nblocks"]
-        op[i] = records[i]["op"]
-    return ts_us, lba, nblocks, op
+def _fill_columns(records, at, ts_us, lba, nblocks, op):
+    """Records into the four arrays of a trace from index ``at`` on, in one pass over them (numpy
+    would make one strided pass per field)."""
+    for i in range(records.shape[0]):
+        ts_us[at + i] = records[i]["ts_us"]
+        lba[at + i] = records[i]["lba"]
+        nblocks[at + i] = records[i]["nblocks"]
+        op[at + i] = records[i]["op"]
 
 
 class _Spill:
@@ -683,24 +685,32 @@ class _Spill:
 
     def take(self, key: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Every record of ``key`` in order (spilled ones first), freeing them, as (ts_us, lba,
-        nblocks, op)."""
+        nblocks, op). The spilled ones are read through a memory map of their file (no copy of
+        it in memory)."""
+        import mmap
+
         self.free.clear()  # nothing is added once records are taken: the buffers alone keep theirs
         self.in_use.clear()
         parts = self.buffers.pop(key, [])
         spilled = self._file(key)
-        on_disk = spilled.stat().st_size // _RECORD.itemsize if spilled.exists() else 0
-        records = np.empty(on_disk + sum(part.size for part in parts), _RECORD)
-        if on_disk:
+        mapped = None
+        if spilled.exists():
             with open(spilled, "rb") as fh:
-                got = fh.readinto(memoryview(records[:on_disk]).cast("B"))
-            if got != on_disk * _RECORD.itemsize:
-                raise OSError(f"{spilled}: read {got} of its {on_disk * _RECORD.itemsize} bytes")
-            spilled.unlink()
-        at = on_disk
+                if os.fstat(fh.fileno()).st_size:
+                    mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            spilled.unlink()  # the map keeps the data until it is closed
+        if mapped is not None:
+            parts.insert(0, np.frombuffer(mapped, _RECORD))
+        n = sum(part.size for part in parts)
+        columns = (np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int32), np.empty(n, np.uint8))
+        at = 0
         for part in parts:
-            records[at : at + part.size] = part
+            _fill_columns(part, at, *columns)
             at += part.size
-        return _columns(records)
+        if mapped is not None:
+            del part, parts  # the array that views the map goes before the map closes
+            mapped.close()
+        return columns
 
 
 def _binary_stream(path: Path):
