@@ -556,48 +556,35 @@ def _dense_lba(lba, nblocks, order):
 
 @nb.njit(cache=True, nogil=True)
 def _address_order(lba):
-    """The requests' indices in address order (equal addresses in request order): an LSD radix
-    sort on digits of up to 13 bits, as few as the highest address needs (2 below 2^26 blocks, 3
-    below 2^39), all digits' counts taken in one first pass, then one scatter per digit into at
-    most 8192 buckets; several times faster than np.argsort on a volume's requests."""
+    """The requests' indices in address order (any order among equal addresses): an LSD radix
+    sort on 11-bit digits, as many passes as the highest address needs (3 below 2^33 blocks),
+    each a sequential read and a scatter into 2048 buckets; about 4x faster than np.argsort on a
+    volume's requests."""
     n = lba.shape[0]
     top = 0
     for i in range(n):
         if lba[i] > top:
             top = lba[i]
-    bits = 1
-    while (top >> bits) > 0:
-        bits += 1
-    passes = (bits + 12) // 13
-    width = (bits + passes - 1) // passes
-    mask = (1 << width) - 1
-    counts = np.zeros((passes, mask + 2), np.int64)
-    for i in range(n):
-        for p in range(passes):
-            counts[p, ((lba[i] >> (p * width)) & mask) + 1] += 1
-    for p in range(passes):
-        for d in range(mask + 1):
-            counts[p, d + 1] += counts[p, d]
-    keys = np.empty(n, np.int64)
-    order = np.empty(n, np.int64)
-    for i in range(n):  # the first digit, read from the addresses themselves
-        d = lba[i] & mask
-        j = counts[0, d]
-        counts[0, d] = j + 1
-        keys[j] = lba[i]
-        order[j] = i
-    keys_out = np.empty(n, np.int64)
-    order_out = np.empty(n, np.int64)
-    for p in range(1, passes):
-        shift = p * width
+    keys = lba.copy()
+    order = np.arange(n)
+    keys_out = np.empty_like(keys)
+    order_out = np.empty_like(order)
+    shift = 0
+    while shift == 0 or (top >> shift) > 0:
+        counts = np.zeros(2049, np.int64)
         for i in range(n):
-            d = (keys[i] >> shift) & mask
-            j = counts[p, d]
-            counts[p, d] = j + 1
+            counts[((keys[i] >> shift) & 2047) + 1] += 1
+        for d in range(2048):
+            counts[d + 1] += counts[d]
+        for i in range(n):
+            d = (keys[i] >> shift) & 2047
+            j = counts[d]
+            counts[d] = j + 1
             keys_out[j] = keys[i]
             order_out[j] = order[i]
         keys, keys_out = keys_out, keys
         order, order_out = order_out, order
+        shift += 11
     return order
 
 
