@@ -100,6 +100,17 @@ hybrid() {
     sweep hybrid_alt +experiment=hybrid_alt output=$R/hybrid_alt
     sweep hybrid_traces +experiment=hybrid_traces output=$R/hybrid_traces
     sweep hybrid_ablation +experiment=hybrid_ablation output=$R/hybrid_ablation
+    # "What limits the hybrid": other lifetime sources through the same planner, the closed form, the lifetimes' shape
+    local title="Hybrid - what limits it: lifetimes from write probabilities, counts so far and the truth (1 GiB, 10% OP)"
+    sweep hybrid_bound +experiment=hybrid_bound
+    sweep hybrid_bound_generator +experiment=hybrid_bound_generator
+    sweep hybrid_bound_decay +experiment=hybrid_bound_decay
+    sweep hybrid_bound_fifo +experiment=hybrid_bound_fifo
+    "$PY" -m dogi_ml.report_hybrid $R/hybrid_bound $SWEEPS/hybrid_bound $SWEEPS/hybrid_bound_generator \
+        $SWEEPS/hybrid_bound_decay --reuse $R/hybrid.json --title "$title"
+    "$PY" -m dogi_ml.report_hybrid --closed-form $R/hybrid_bound_closed_form $SWEEPS/hybrid_bound_fifo \
+        $SWEEPS/hybrid_bound $SWEEPS/hybrid_bound_generator
+    "$PY" -m dogi_ml.report_hybrid --lifetime-shape $R/hybrid_bound_shape zipf ycsb_a ycsb_f varmail phase_shift
 }
 
 peers() {

@@ -32,10 +32,11 @@ its ghost comparison) with four parts of its own, each a switch (``policy.params
   one with the lowest modelled WAF. ``dogi`` -- DOGI's Markov-chain search over its classes.
 - ``relocation``: ``predicted`` -- a GC survivor goes to the group whose range covers its
   predicted remaining lifetime (DOGI's Kaplan-Meier table of its class at its age; the oracle's
-  true remaining lifetime; for ``popularity`` the LBA's expected lifetime, which for a memoryless
-  block is also its expected remaining lifetime at any age), never hotter than its source (the
-  model's lifetimes only); ``age`` -- its age stands for its
-  remaining lifetime; ``dogi`` -- DOGI's ML-Reloc and Frozen Filter as they are.
+  true remaining lifetime; for ``popularity`` and ``frequency`` the LBA's expected lifetime now,
+  which for a memoryless block is also its expected remaining lifetime at any age), never hotter
+  than its source (the model's lifetimes only; the other sources skip the Frozen Filter too);
+  ``age`` -- its age stands for its remaining lifetime; ``dogi`` -- DOGI's ML-Reloc and Frozen
+  Filter as they are.
 - ``victims``: ``expiry`` -- a dead segment, else the oldest expired segment of a bounded group,
   else the run's victim rule (``policy.victim`` / ``sim.victim``, any general rule); ``rule`` --
   the run's rule only. The rule is the run's: ``sim.victim`` is honoured or refused as for any
