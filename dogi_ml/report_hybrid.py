@@ -393,6 +393,27 @@ def lifetime_shape(writes: np.ndarray, n_lbas: int) -> dict:
     }
 
 
+def counts_against_generator(trace, n_lbas: int) -> dict | None:
+    """For a workload whose generator's probabilities ``p`` are known
+    (:func:`dogi_ml.policies.hybrid.generator_lifetimes`), how its counts ``c`` per window of
+    ``L`` writes agree with them: the z-scores ``(c - L p) / sqrt(L p (1 - p))`` over every window
+    and LBA (mean 0 and variance 1 within sampling error if the counts are draws from ``p``);
+    ``None`` for other workloads."""
+    from dogi_ml.policies.hybrid import PROBABILITY_GENERATORS, generator_lifetimes
+
+    if trace.meta.get("generator") not in PROBABILITY_GENERATORS:
+        return None
+    w = np.asarray(trace.block_writes, np.int64)
+    expected, window = generator_lifetimes(trace.meta, n_lbas, w.size)
+    z = []
+    for j in range(expected.shape[0]):
+        part = w[j * window : (j + 1) * window]
+        p = 1.0 / expected[j]
+        z.append((np.bincount(part, minlength=n_lbas) - part.size * p) / np.sqrt(part.size * p * (1 - p)))
+    z = np.concatenate(z)
+    return {"windows": int(expected.shape[0]), "z_mean": float(z.mean()), "z_var": float(z.var()), "n": int(z.size)}
+
+
 def write_lifetime_shape(out: str | Path, workloads: list[str], conf_dir: str | Path | None = None) -> list[Path]:
     import yaml
 
@@ -408,6 +429,7 @@ def write_lifetime_shape(out: str | Path, workloads: list[str], conf_dir: str | 
         cfg = yaml.safe_load(path.read_text())
         trace = load_workload(cfg, log=lambda *a: None)
         rows[name] = lifetime_shape(trace.block_writes, int(cfg["capacity_blocks"]))
+        rows[name]["counts_against_generator"] = counts_against_generator(trace, int(cfg["capacity_blocks"]))
     stem = Path(out)
     stem.parent.mkdir(parents=True, exist_ok=True)
     js = stem.with_suffix(".json")
@@ -428,6 +450,18 @@ def write_lifetime_shape(out: str | Path, workloads: list[str], conf_dir: str | 
             f"| {name} | {r['rated_share']:.0%} | " + " | ".join(cells) + f" | {_fmt(r['explained_by_rate'], '.1%')} | "
             f"{_fmt(r['explained_by_rate_and_last_interval'], '.1%')} |"
         )
+    checked = {name: r["counts_against_generator"] for name, r in rows.items() if r["counts_against_generator"]}
+    if checked:
+        lines += [
+            "",
+            "Counts per window against the generator's probabilities, z = (c - L p) / sqrt(L p (1 - p)) per "
+            "window and LBA (draws from p: mean 0, variance 1; standard errors 1/sqrt(n) and sqrt(2/n)):",
+            "",
+            "| workload | windows | z mean | z variance | n |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for name, c in checked.items():
+            lines.append(f"| {name} | {c['windows']} | {c['z_mean']:+.4f} | {c['z_var']:.4f} | {c['n']} |")
     md = stem.with_suffix(".md")
     md.write_text("\n".join(lines) + "\n")
     print(md.read_text())
