@@ -293,11 +293,11 @@ def test_filter_on_the_command_line(fleet, tmp_path, monkeypatch, capsys):
         ),
         (
             ["policy=nosep,dogi_frozen"],
-            "error: policy=dogi_frozen deploys a DOGI bundle and none is given -- set study.frozen_bundle=same_trace",
+            "error: policy=dogi_frozen deploys a dogi bundle and none is given -- set study.frozen_bundle=same_trace",
         ),
         (
             ["policy=nosep", "study.frozen_bundle=same_trace"],
-            "error: study.frozen_bundle=same_trace is set and no scheme of policy= is dogi_frozen",
+            "error: study.frozen_bundle=same_trace is set and no scheme of policy= deploys a bundle",
         ),
         (
             ["policy=dogi_frozen", "study.frozen_bundle=trained"],
@@ -489,7 +489,7 @@ def test_dogi_frozen_deploys_the_bundle_its_volume_exports(tmp_path, monkeypatch
         tmp_path,
         capsys,
         f"fleet={fleet}",
-        "policy=sepbit,dogi_frozen",
+        "policy=sepbit,dogi_frozen,hybrid_frozen",
         "study.frozen_bundle=same_trace",
         f"out={out}",
         *FAST,
@@ -500,8 +500,8 @@ def test_dogi_frozen_deploys_the_bundle_its_volume_exports(tmp_path, monkeypatch
     assert rec["config"]["policy"]["params"]["bundle"] == "same_trace"
     bundle = rec["bundle"]
     assert bundle["source"] == "same_trace" and Path(bundle["path"]) == out / "bundles" / "0"
-    assert bundle["dogi_params"] == {"deployed": "int8", "fallback_accuracy": 0.0, "fallback_compare": "none"}
-    assert bundle["dogi_mode"] == "ml" and bundle["dogi_retrains"] >= 1
+    assert bundle["run"] == "dogi" and bundle["run_mode"] == "ml" and bundle["run_retrains"] >= 1
+    assert bundle["run_params"] == {"deployed": "int8", "fallback_accuracy": 0.0, "fallback_compare": "none"}
     trace = read_binary(read_fleet(fleet)[0].dtr)
     trace.name = "0"
     sim_cfg = dict(rec["config"]["sim"])
@@ -511,6 +511,13 @@ def test_dogi_frozen_deploys_the_bundle_its_volume_exports(tmp_path, monkeypatch
         sim_cfg,
     )
     assert rec["waf"] == direct["waf"] and rec["gc_writes"] == direct["gc_writes"]
+    # the hybrid's frozen form the same way, from a hybrid run on the volume
+    rec = json.loads((out / "jobs" / "0" / "hybrid_frozen.json").read_text())
+    assert rec["status"] == "ok" and rec["bundle"]["run"] == "hybrid"
+    assert Path(rec["bundle"]["path"]) == out / "bundles" / "hybrid" / "0"
+    hybrid_cfg = {"name": "hybrid_frozen", "n_groups": None, "victim": "hybrid_frozen"}
+    direct = simulate(trace, {**hybrid_cfg, "params": {"bundle": rec["bundle"]["path"]}}, sim_cfg)
+    assert rec["waf"] == direct["waf"] and rec["gc_writes"] == direct["gc_writes"]
     # the marker is the study's: simulate refuses it, naming where it comes from
     with pytest.raises(ValueError, match="policy.params.bundle=same_trace is made by the study command"):
         simulate(
@@ -518,3 +525,5 @@ def test_dogi_frozen_deploys_the_bundle_its_volume_exports(tmp_path, monkeypatch
             {"name": "dogi_frozen", "n_groups": None, "victim": "dogi_frozen", "params": {"bundle": "same_trace"}},
             sim_cfg,
         )
+    with pytest.raises(ValueError, match="policy hybrid_frozen: policy.params.bundle=same_trace is made by the study"):
+        simulate(trace, {**hybrid_cfg, "params": {"bundle": "same_trace"}}, sim_cfg)

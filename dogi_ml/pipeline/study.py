@@ -43,7 +43,9 @@ GIB = 1 << 30
 #: the code whose version a job's identity includes (docs and results excluded)
 CODE_PATHS = ("dogi_ml", "conf", "features", "models", "export", "markov", "rl", "oracles")
 RECORD_VERSION = 1
-#: the DOGI run that exports a volume's bundle for ``study.frozen_bundle=same_trace``
+#: the run that exports a volume's bundle for ``study.frozen_bundle=same_trace``: its scheme per
+#: frozen scheme, and the settings it runs with over that scheme's config
+BUNDLE_SOURCE = {"dogi_frozen": "dogi", "hybrid_frozen": "hybrid"}
 BUNDLE_RUN_PARAMS = {"deployed": "int8", "fallback_accuracy": 0.0, "fallback_compare": "none"}
 
 
@@ -153,7 +155,7 @@ def _run(cfg, entry, policy_cfg: dict, sim_cfg: dict, record: dict) -> dict:
 
     trace = read_binary(entry.dtr)
     trace.name = entry.volume
-    if policy_cfg.get("name") == "dogi_frozen" and (policy_cfg.get("params") or {}).get("bundle") == SAME_TRACE:
+    if policy_cfg.get("name") in BUNDLE_SOURCE and (policy_cfg.get("params") or {}).get("bundle") == SAME_TRACE:
         policy_cfg = _same_trace_bundle(cfg, trace, policy_cfg, sim_cfg, record)
     return simulate(trace, policy_cfg, sim_cfg, progress=cfg.progress)
 
@@ -161,7 +163,8 @@ def _run(cfg, entry, policy_cfg: dict, sim_cfg: dict, record: dict) -> dict:
 def _same_trace_bundle(cfg, trace, policy_cfg: dict, sim_cfg: dict, record: dict) -> dict:
     """``study.frozen_bundle=same_trace``: a DOGI run (``conf/policy/dogi.yaml``, its int8
     deployed model) over the job's own volume exports the bundle ``dogi_frozen`` then deploys,
-    under ``OUT/bundles/<volume>/``. That run keeps its model on to the end
+    under ``OUT/bundles/<volume>/`` (for ``hybrid_frozen``: a hybrid run, ``conf/policy/hybrid.yaml``,
+    under ``OUT/bundles/hybrid/<volume>/``). That run keeps its model on to the end
     (``fallback_accuracy=0``, ``fallback_compare=none``): a frozen deployment has no base design
     to fall back to, and a run that ended in DOGI's fallback would have no learned configuration
     to export. The record says where the bundle came from and with which settings (the frozen
@@ -172,17 +175,21 @@ def _same_trace_bundle(cfg, trace, policy_cfg: dict, sim_cfg: dict, record: dict
     from dogi_ml.pipeline.replay import export_dogi_bundle
     from dogi_ml.traces.fleet import volume_file_name
 
-    dogi_cfg = OmegaConf.to_container(OmegaConf.load(Path(CONF_DIR) / "policy" / "dogi.yaml"), resolve=True)
-    dogi_cfg["params"].update(BUNDLE_RUN_PARAMS)
-    where = Path(cfg.out) / "bundles" / Path(volume_file_name(record["volume"])).stem
-    made = export_dogi_bundle(trace, dogi_cfg, sim_cfg, where)
+    source = BUNDLE_SOURCE[policy_cfg["name"]]
+    run_cfg = OmegaConf.to_container(OmegaConf.load(Path(CONF_DIR) / "policy" / f"{source}.yaml"), resolve=True)
+    run_cfg["params"].update(BUNDLE_RUN_PARAMS)
+    where = (
+        Path(cfg.out) / "bundles" / ("" if source == "dogi" else source) / Path(volume_file_name(record["volume"])).stem
+    )
+    made = export_dogi_bundle(trace, run_cfg, sim_cfg, where)
     record["bundle"] = {
         "source": "same_trace",
         "path": made["bundle"],
-        "dogi_waf": made["waf"],
-        "dogi_retrains": made["retrains"],
-        "dogi_mode": made["mode"],
-        "dogi_params": BUNDLE_RUN_PARAMS,
+        "run": source,
+        "run_waf": made["waf"],
+        "run_retrains": made["retrains"],
+        "run_mode": made["mode"],
+        "run_params": BUNDLE_RUN_PARAMS,
     }
     return {**policy_cfg, "params": {**policy_cfg["params"], "bundle": made["bundle"]}}
 
@@ -583,11 +590,11 @@ def _study(argv: list[str]) -> int:
         extra = []
         try:
             jc = hydra.config_loader.load_sweep_config(master, [*fixed, f"policy={p}"])
-            if jc.policy.name == "dogi_frozen" and frozen_bundle:
+            if jc.policy.name in BUNDLE_SOURCE and frozen_bundle:
                 if jc.policy.params.bundle:
                     raise ConfigError(
                         f"policy.params.bundle={jc.policy.params.bundle} and study.frozen_bundle={frozen_bundle} "
-                        "both say where dogi_frozen's bundle comes from",
+                        f"both say where {jc.policy.name}'s bundle comes from",
                         "keep one of them",
                     )
                 extra = [f"policy.params.bundle={SAME_TRACE}"]
@@ -596,19 +603,19 @@ def _study(argv: list[str]) -> int:
             raise _composition_error(exc) from None
         pc = OmegaConf.to_container(jc.policy, resolve=True)
         sc = OmegaConf.to_container(jc.sim, resolve=True)
-        if pc["name"] == "dogi_frozen" and not (pc.get("params") or {}).get("bundle"):
+        if pc["name"] in BUNDLE_SOURCE and not (pc.get("params") or {}).get("bundle"):
             raise ConfigError(
-                f"policy={p} deploys a DOGI bundle and none is given",
-                f"set study.frozen_bundle={SAME_TRACE} (a DOGI run on each volume exports its bundle) or "
+                f"policy={p} deploys a {BUNDLE_SOURCE[pc['name']]} bundle and none is given",
+                f"set study.frozen_bundle={SAME_TRACE} (a {BUNDLE_SOURCE[pc['name']]} run on each volume exports its bundle) or "
                 "policy.params.bundle=DIR (one bundle, exported at the volumes' capacity)",
             )
         configured_victim(pc, jc.sim)  # a victim-rule conflict stops the study before any job
         scheme_cfg[p] = (pc, sc)
         scheme_overrides[p] = extra
-    if frozen_bundle and not any(pc["name"] == "dogi_frozen" for pc, _ in scheme_cfg.values()):
+    if frozen_bundle and not any(pc["name"] in BUNDLE_SOURCE for pc, _ in scheme_cfg.values()):
         raise ConfigError(
-            f"study.frozen_bundle={frozen_bundle} is set and no scheme of policy= is dogi_frozen",
-            "add dogi_frozen to policy=, or leave study.frozen_bundle out",
+            f"study.frozen_bundle={frozen_bundle} is set and no scheme of policy= deploys a bundle",
+            f"add {' or '.join(BUNDLE_SOURCE)} to policy=, or leave study.frozen_bundle out",
         )
     plan = []  # (volume entry, scheme, key, previous record)
     for v in kept:

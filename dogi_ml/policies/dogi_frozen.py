@@ -133,11 +133,11 @@ class DOGIFrozen(PlacementPolicy):
         if params:
             raise ValueError(f"policy {self.name}: unknown parameter(s) {sorted(params)}; accepted: ['bundle']")
         self.bundle = None
-        if bundle == SAME_TRACE and self.scheme == "dogi":
+        if bundle == SAME_TRACE:
             raise ValueError(
-                f"policy dogi_frozen: policy.params.bundle={SAME_TRACE} is made by the study command "
-                f"(study.frozen_bundle={SAME_TRACE}: a DOGI run on each volume exports that volume's bundle); "
-                f"elsewhere give a bundle directory (write one with: {WRITE_BUNDLE})"
+                f"policy {self.name}: policy.params.bundle={SAME_TRACE} is made by the study command "
+                f"(study.frozen_bundle={SAME_TRACE}: a {self.scheme} run on each volume exports that volume's "
+                f"bundle); elsewhere give a bundle directory (write one with: {WRITE_BUNDLE})"
             )
         if not bundle:
             # the config without its bundle composes (conf/policy/dogi_frozen.yaml); a run refuses it in bind
