@@ -395,3 +395,17 @@ def test_lifetime_shape_tells_memoryless_from_periodic():
     assert cyclic["ages"]["0.25"] == {"survival": 1.0, "memoryless_survival": np.exp(-0.25), "mean_remaining": 0.75}
     assert cyclic["ages"]["1"] == {"survival": 0.0, "memoryless_survival": np.exp(-1), "mean_remaining": None}
     assert cyclic["explained_by_rate"] is None  # every lifetime is n
+
+
+def test_counts_against_generator_in_the_shape_report():
+    """report_hybrid.counts_against_generator: a zipf trace's counts are draws from its generator's
+    law (z mean within 5 standard errors of 0, variance of 1); a workload without known
+    probabilities gives None."""
+    from dogi_ml.report_hybrid import counts_against_generator
+    from dogi_ml.traces.generators import generate
+
+    cap = 4096
+    check = counts_against_generator(generate("zipf", capacity_blocks=cap, n_writes=10 * cap, seed=2), cap)
+    assert check["windows"] == 1 and check["n"] == cap
+    assert abs(check["z_mean"]) < 5 / np.sqrt(cap) and abs(check["z_var"] - 1) < 5 * np.sqrt(2 / cap)
+    assert counts_against_generator(generate("uniform", capacity_blocks=cap, n_writes=cap, seed=2), cap) is None
