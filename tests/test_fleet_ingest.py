@@ -460,6 +460,15 @@ def test_manifest_reader_refuses_damage(synthetic, tmp_path):
     with pytest.raises(F.FleetFormatError, match="the manifest has no column 'working_set_blocks'"):
         F.read_fleet(tmp_path / "m1.parquet")
     rows = table.to_pylist()
+    for column, value, message in (
+        ("requests", 1.5, r"column 'requests' holds 1\.5 \(float\), not int64"),
+        ("requests", True, r"column 'requests' holds True \(bool\), not int64"),
+        ("span_s", None, r"column 'span_s' holds None \(NoneType\), not float64"),
+        ("volume", 7, "column 'volume' holds a value that is not a string"),
+    ):  # the manifest's writer takes no value its column's type would change or drop
+        with pytest.raises(ValueError, match=message):
+            F.write_fleet(tmp_path / "bad", [{**rows[0], column: value}, *rows[1:]])
+    assert F.read_fleet_table(F.write_fleet(tmp_path / "same", rows)).equals(table)
     rows[0]["path"] = "../outside.dtr"
     F.write_fleet(tmp_path / "m2", rows)
     with pytest.raises(F.FleetFormatError, match="outside the fleet directory"):
