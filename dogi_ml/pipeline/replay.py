@@ -337,6 +337,7 @@ def print_summary(r: dict) -> None:
         lines.append(
             f"  learned        {ln['hot_writes']} hot writes, per predicted category {ln['class_writes']}, "
             f"{ln['frozen_gc_writes']} Frozen-Filter GC writes, {ln['expired_victims']} expired victims"
+            + (f", {ln['table_gc_writes']} GC writes by the relocation table" if "table_gc_writes" in ln else "")
         )
     if "parity" in r:
         p = r["parity"]
