@@ -492,6 +492,8 @@ hwm = [int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:
 print(json.dumps({
     "wall_s": wall,
     "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+    "user_s": after.ru_utime - before.ru_utime,
+    "system_s": after.ru_stime - before.ru_stime,
     "peak_rss_bytes": hwm[0] if hwm else after.ru_maxrss * 1024,
 }))
 """
@@ -574,6 +576,7 @@ def bench_ingest(icfg) -> dict:
         "input",
         "GB of CSV",
         "volumes",
+        "CPU s (user+sys)",
         "MB/s per core",
         "vs target",
         "wall MB/s",
@@ -587,6 +590,7 @@ def bench_ingest(icfg) -> dict:
             r["input"],
             f"{r['csv_bytes'] / 1e9:.2f}",
             f"{r['volumes']:,}",
+            f"{r['cpu_s']:.2f} ({r['user_s']:.2f}+{r['system_s']:.2f})",
             f"{r['mb_per_s_per_core']:.0f}",
             f"{r['vs_target_mb_per_s']:.2f}x",
             f"{r['mb_per_s_wall']:.0f}",
