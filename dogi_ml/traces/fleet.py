@@ -656,13 +656,18 @@ class _Spill:
         """An array for ``n`` records: one the last flush emptied when it is large enough (memory
         written again costs nothing more, fresh memory costs the kernel a page zeroing each time),
         else a new one with a quarter more room, so that the next chunks, of about the same size,
-        fit in it again."""
+        fit in it again. A new one is an anonymous memory map rather than np.empty: numpy asks
+        the kernel for huge pages for arrays of 4 MiB and more, and on a machine whose memory is
+        full of page cache the kernel then compacts memory at each first touch, in this process's
+        system time (measured: 0.4 of the 1.1 system CPU seconds of a 0.5 GB file's split)."""
+        import mmap
+
         while self.free:
             records = self.free.pop()
             if records.size >= n:
                 break
         else:
-            records = np.empty(n + n // 4, _RECORD)
+            records = np.frombuffer(mmap.mmap(-1, (n + n // 4) * _RECORD.itemsize), _RECORD)
         self.in_use.append(records)
         return records[:n]
 
