@@ -1597,6 +1597,7 @@ def _int_chunk(spec, acc, start: int, buf, size: int, state: dict):
         # over the bytes, paid only here
         capacity = buf.count(b"\n", 0, size) * 5 // 4 + 1024
         plan["out"] = tuple(np.empty(capacity, d) for d in _INT_OUT)
+        plan["volume"] = np.empty(capacity, np.int32)
     if status != _OK:
         return None, None
     plan["filled"] += n_new
@@ -1609,7 +1610,9 @@ def _int_chunk(spec, acc, start: int, buf, size: int, state: dict):
         lba=out_lba[:kept],
         nblocks=out_nb[:kept],
         op=out_op[:kept],
-        volume=plan["slot_vals"][out_slot[:kept]],
+        # each request's volume index, into an array kept for the next blocks too ("clip":
+        # the slots are in range, and numpy would buffer the output to check them)
+        volume=np.take(plan["slot_vals"], out_slot[:kept], out=plan["volume"][:kept], mode="clip"),
         zero_length=zero,
         backward=backward,
         first_backward_line=start + first_back if first_back >= 0 else None,
