@@ -15,6 +15,12 @@ writes ``OUT.json`` and ``OUT.md`` instead: the closed form of FIFO groups of in
 victim rule on ``uniform`` and ``zipf``: one group; the hybrid with ``lifetimes=popularity`` on
 ``zipf``: its last plan's groups), the workload's write probabilities from its generator.
 
+    python -m dogi_ml.report_hybrid --planner OUT SWEEP_DIR [SWEEP_DIR ...]
+
+writes ``OUT.json`` and ``OUT.md``: each hybrid run's planner against the simulator
+(:func:`planner_tracking`: every plan's modelled WAF against the WAF measured over the period it
+then ran, averaged over the run's last plans) and the run's WAF.
+
     python -m dogi_ml.report_hybrid --lifetime-shape OUT WORKLOAD [WORKLOAD ...]
 
 writes ``OUT.json`` and ``OUT.md``: how far each workload's lifetimes are from memoryless given
@@ -336,6 +342,70 @@ def write_closed_form(out: str | Path, results: list[dict]) -> list[Path]:
     return [js, md]
 
 
+# -- the planner's WAF model against the simulator -------------------------------------------------
+
+#: plans averaged per run (the last ones: the planner's samples span the whole horizon by then)
+TRACKED_PLANS = 10
+
+
+def planner_tracking(result: dict, last: int = TRACKED_PLANS) -> dict | None:
+    """A hybrid run's plans: each plan's modelled WAF against the WAF measured over the period it
+    then ran (the next retraining's ``measured_waf``), the means over the last ``last`` such pairs;
+    ``None`` for a run without two consecutive planned periods."""
+    history = result.get("training_history") or []
+    pairs = [
+        (h["modelled_waf"], nxt["measured_waf"])
+        for h, nxt in zip(history, history[1:])
+        if h.get("planned_groups") and h.get("modelled_waf") and nxt.get("measured_waf")
+    ][-last:]
+    if not pairs:
+        return None
+    modelled, measured = (float(np.mean(x)) for x in zip(*pairs))
+    # the FIFO-group planner records its Little's-law tail with every plan; MINOS's OP model does not
+    fifo = any(h.get("planned_tail_scale") is not None for h in history)
+    return {
+        "workload": result["workload"],
+        "scheme": scheme_of(result),
+        "planner": "fifo" if fifo else "opmodel",
+        "plans": len(pairs),
+        "modelled_waf": modelled,
+        "measured_waf": measured,
+        "modelled_over_measured": modelled / measured,
+        "groups": history[-1].get("planned_groups"),
+        "waf": result["waf"],
+    }
+
+
+def write_planner(out: str | Path, results: list[dict]) -> list[Path]:
+    rows = [t for r in results if (t := planner_tracking(r)) is not None]
+    if not rows:
+        raise SystemExit("--planner: no hybrid run with planned periods in the sweeps")
+    order = {w: i for i, w in enumerate(WORKLOADS)}
+    rows.sort(key=lambda t: (order.get(t["workload"], len(order)), t["scheme"], t["planner"]))
+    stem = Path(out)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    js = stem.with_suffix(".json")
+    js.write_text(json.dumps(rows, indent=2, default=float))
+    lines = [
+        "# The hybrid's planner: modelled WAF against the simulator",
+        "",
+        f"Means over each run's last {TRACKED_PLANS} plans: a plan's modelled WAF against the WAF measured over the "
+        "period it then ran.",
+        "",
+        "| workload | run | planner | plans | modelled WAF | measured WAF | modelled / measured | K (last plan) | run WAF |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for t in rows:
+        lines.append(
+            f"| {t['workload']} | {t['scheme']} | {t['planner']} | {t['plans']} | {t['modelled_waf']:.3f} | {t['measured_waf']:.3f} | "
+            f"{t['modelled_over_measured']:.3f} | {t['groups']} | {t['waf']:.4f} |"
+        )
+    md = stem.with_suffix(".md")
+    md.write_text("\n".join(lines) + "\n")
+    print(md.read_text())
+    return [js, md]
+
+
 # -- how memoryless a workload's lifetimes are ---------------------------------------------------------
 
 #: ages (in units of the LBA's expected lifetime) at which the survival is compared with exp(-a)
@@ -491,6 +561,7 @@ def main(argv=None) -> None:
     ap.add_argument("--workload", default=None, help="name every result's workload so")
     ap.add_argument("--closed-form", action="store_true", help="the FIFO closed form against the sweeps' runs")
     ap.add_argument("--lifetime-shape", action="store_true", help="how memoryless the named workloads' lifetimes are")
+    ap.add_argument("--planner", action="store_true", help="each hybrid run's modelled WAF against the simulator")
     a = ap.parse_args(argv)
     if a.lifetime_shape:
         for p in write_lifetime_shape(a.out, a.sweeps):
@@ -499,6 +570,10 @@ def main(argv=None) -> None:
     results = [r for d in a.sweeps for r in collect_results(Path(d))]
     if not results:
         raise SystemExit(f"no result.json under {', '.join(a.sweeps)}")
+    if a.planner:
+        for p in write_planner(a.out, results):
+            print(f"wrote:   {p}")
+        return
     if a.closed_form:
         for p in write_closed_form(a.out, results):
             print(f"wrote:   {p}")

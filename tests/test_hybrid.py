@@ -19,6 +19,7 @@ from dogi_ml.policies.hybrid import (
     generator_lifetimes,
     hybrid_gc,
     lifetime_bucket,
+    plan_fifo_groups,
     plan_groups,
     popularity_lifetimes,
 )
@@ -81,6 +82,59 @@ def test_perfect_predictions_expire_at_the_thresholds_and_model_fewer_copies():
     assert noisy.modelled_waf > perfect.modelled_waf  # the confusion is in the groups' CDFs
 
 
+def _geometric_sample(n_lbas=4096, n=40000, seed=3, horizon=None):
+    """Writes of independent draws from Zipf(1.0) rates over ``n_lbas`` LBAs (one user write per
+    unit of time): each sampled write's LBA rate ``p``, its expected lifetime ``1 / p`` (bucketed,
+    the predicted one) and its realised, exponential lifetime; censored (``NEVER``) past
+    ``horizon``."""
+    rng = np.random.default_rng(seed)
+    p = 1.0 / np.arange(1, n_lbas + 1)
+    p /= p.sum()
+    lba = rng.choice(n_lbas, n, p=p)
+    actual = np.ceil(rng.exponential(1.0 / p[lba]))
+    if horizon is not None:
+        actual = np.where(actual > horizon, float(NEVER), actual)
+    return p, lba, bucket_time(lifetime_bucket(1.0 / p[lba])), actual
+
+
+def test_fifo_planner_waf_is_the_closed_form_of_its_groups():
+    """The planner's modelled WAF against report_hybrid.fifo_group_terms (the closed form of FIFO
+    groups of independent writes; Desnoyers' formula for one group) at the planner's own groups and
+    periods, and the space it plans within the device's. The samples outlive a horizon of a
+    quarter of the capacity (60% of them): the planner's Little's-law tail puts a censored one's
+    mean remaining lifetime at its expected lifetime ``1 / p`` (memoryless), within 3%. (On the
+    same samples ``plan_groups``, MINOS's OP model, models 1.05 where the closed form of its groups
+    at its periods gives 4.68: it counts a censored block dead at the horizon and budgets only the
+    dead space of blocks dying inside their group's reclaim age.)"""
+    from dogi_ml.report_hybrid import fifo_group_terms
+
+    n_lbas = 4096
+    p, lba, predicted, actual = _geometric_sample(n_lbas, horizon=n_lbas / 4)
+    plan = plan_fifo_groups(predicted, actual, SEG, op_segments=8.0, max_groups=4, capacity=n_lbas, horizon=n_lbas / 4)
+    censored = actual >= NEVER
+    # the predicted lifetime is its bucket's upper edge: the mean remaining one is 1 / p, 9% below
+    assert plan.tail_scale == pytest.approx(np.sum(1.0 / p[lba[censored]]) / np.sum(predicted[censored]), rel=0.03)
+    assert plan.space <= plan.budget == pytest.approx((8.0 - (plan.k + 2)) * SEG + n_lbas)
+    # each LBA's group: the bucket of its expected lifetime through the plan's thresholds
+    member = np.searchsorted(plan.thresholds, bucket_time(lifetime_bucket(1.0 / p)), side="left")
+    periods = [*plan.expiry, plan.end]
+    terms = [fifo_group_terms(p[member == i], periods[i]) for i in range(plan.k)]
+    closed_form = 1.0 + sum(c for c, _ in terms)
+    assert plan.k >= 2 and plan.modelled_waf == pytest.approx(closed_form, rel=0.03)
+    assert plan.space == pytest.approx(sum(s for _, s in terms), rel=0.03)
+
+
+def test_fifo_planner_noisy_predictions_model_more_copies():
+    p, lba, predicted, actual = _geometric_sample(n=20000)
+    perfect = plan_fifo_groups(predicted, actual, SEG, op_segments=8.0, max_groups=4, capacity=4096)
+    rng = np.random.default_rng(7)
+    noisy_pred = bucket_time(lifetime_bucket(predicted * np.exp(rng.normal(0.0, 1.5, predicted.size))))
+    noisy = plan_fifo_groups(noisy_pred, actual, SEG, op_segments=8.0, max_groups=4, capacity=4096)
+    assert noisy.modelled_waf > perfect.modelled_waf  # the confusion is in the groups' lifetimes
+    assert [k for k, _, _ in perfect.candidates] == [1, 2, 3, 4]
+    assert perfect.modelled_waf == min(w for _, w, _ in perfect.candidates)
+
+
 def test_buckets_are_quarter_octaves():
     assert list(lifetime_bucket([1, 2, 3, 4, 1 << 60])) == [0, 4, 7, 8, 127]
     assert bucket_time(8) == 4.0 and np.isinf(bucket_time(127))
@@ -99,6 +153,17 @@ def test_small_run_golden_and_invariants(default_run):
     assert res["configuration"]["bounds"] == [int(x) for x in np.ceil(sim.policy.plan.thresholds)] + [None]
     assert np.all(np.diff(p.bucket2group) >= 0) and p.bucket2group.min() == 1 and p.bucket2group.max() == k
     assert res["user_writes"] + res["gc_writes"] == pytest.approx(res["waf"] * res["user_writes"])
+
+
+def test_fifo_groups_run_applies_its_plan(trace):
+    """groups=fifo on the small trace: the planner's groups and periods are the run's bounds and
+    expiry ages (golden WAF, measured with this change)."""
+    sim, res = run(trace, groups="fifo")
+    assert res["waf"] == pytest.approx(FIFO_GROUPS_WAF, abs=1e-9)
+    plan = sim.policy.plan
+    assert res["planned_groups"] == plan.k >= 2 and plan.space <= plan.budget
+    assert res["configuration"]["bounds"] == [int(x) for x in np.ceil(plan.thresholds)] + [None]
+    assert res["configuration"]["expiry"] == [int(x) for x in np.ceil(plan.expiry)] + [None]
 
 
 def test_dogi_groups_and_relocation_are_dogi_but_for_the_general_rule(trace):
@@ -337,6 +402,26 @@ def test_bad_switches_are_refused():
 GOLDEN_WAF = 4.0420684814453125
 #: lifetimes=popularity, hot_filter=False on the same trace, measured when the source landed
 POPULARITY_WAF = 3.3420944213867188
+#: groups=fifo on the same trace
+FIFO_GROUPS_WAF = 4.032615661621094
+
+
+def test_report_pairs_each_plan_with_the_period_it_ran():
+    """report_hybrid.planner_tracking: plan j's modelled WAF against retraining j + 1's measured
+    WAF (the period plan j ran), the last ones only; the FIFO planner told by its recorded tail."""
+    from dogi_ml.report_hybrid import planner_tracking
+
+    history = [
+        {"measured_waf": 9.0},  # before any plan
+        {"measured_waf": 3.0, "planned_groups": 2, "modelled_waf": 1.5},
+        {"measured_waf": 2.0, "planned_groups": 3, "modelled_waf": 2.5, "planned_tail_scale": 1.0},
+        {"measured_waf": 4.0, "planned_groups": 3, "modelled_waf": 3.5, "planned_tail_scale": 1.0},
+    ]
+    result = {"workload": "zipf", "policy": "hybrid", "waf": 3.3, "training_history": history}
+    t = planner_tracking(result, last=2)
+    assert (t["plans"], t["modelled_waf"], t["measured_waf"]) == (2, 2.0, 3.0)
+    assert t["planner"] == "fifo" and t["groups"] == 3 and t["modelled_over_measured"] == pytest.approx(2 / 3)
+    assert planner_tracking({**result, "training_history": history[:1]}) is None
 
 
 def test_report_gives_each_hybrid_runs_gc_change():

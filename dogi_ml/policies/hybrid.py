@@ -29,7 +29,12 @@ its ghost comparison) with four parts of its own, each a switch (``policy.params
   open segment per group and the hot group's dead space); then each group's *true* lifetime CDF
   (the blocks the model puts there, mispredictions included) gives its expiry age, the age at
   which it has spent the OP the plan gave it, and the GC share it will really pay. ``K`` is the
-  one with the lowest modelled WAF. ``dogi`` -- DOGI's Markov-chain search over its classes.
+  one with the lowest modelled WAF. Its modelled WAF counts a fraction of the GC writes
+  (docs/hybrid.md: a censored sample dies at the horizon, and the OP budgets only the dead space
+  of blocks dying inside their group's reclaim age). ``fifo`` -- the same samples, groups of
+  consecutive predicted-lifetime buckets each a FIFO log with its own reclaim period, the copies
+  and space from the realised lifetimes (:func:`plan_fifo_groups`: its modelled WAF follows the
+  simulator's). ``dogi`` -- DOGI's Markov-chain search over its classes.
 - ``relocation``: ``predicted`` -- a GC survivor goes to the group whose range covers its
   predicted remaining lifetime (DOGI's Kaplan-Meier table of its class at its age; the oracle's
   true remaining lifetime; for ``popularity`` and ``frequency`` the LBA's expected lifetime now,
@@ -95,7 +100,7 @@ RULE_COST_BENEFIT = RULES.index("cost_benefit")
 CHOICES = {
     "lifetimes": ("model", "oracle", "popularity", "frequency"),
     "score": ("expected", "argmax"),
-    "groups": ("opmodel", "dogi"),
+    "groups": ("opmodel", "fifo", "dogi"),
     "relocation": ("predicted", "age", "dogi"),
     "victims": ("expiry", "rule"),
 }
@@ -425,13 +430,17 @@ class GroupPlan:
 
     k: int
     thresholds: np.ndarray  # k-1 upper bounds of G1..G(k-1) on the predicted lifetime (blocks)
-    expiry: np.ndarray  # k-1 expiry ages of G1..G(k-1) (blocks)
-    modelled_waf: float  # 1 + the GC share the groups' true lifetimes give
-    budget: float  # the OP budget the thresholds were planned for (segments, per non-hot traffic)
+    expiry: np.ndarray  # k-1 expiry ages of G1..G(k-1) (blocks; fifo: their reclaim periods)
+    modelled_waf: float  # 1 + the copies per write the groups' true lifetimes give
+    # opmodel: the OP budget the thresholds were planned for (segments, per non-hot traffic);
+    # fifo: the blocks the groups may fill (physical less reserve, open segments, hot group)
+    budget: float
     traffic: np.ndarray  # k: share of the planned writes per group
     gc_share: np.ndarray  # k: GC copies per write of each group (modelled)
-    end: float  # the last group's reclaim age in the OP model (blocks)
-    last_reclaim: float  # ... and from its members' actual lifetimes (blocks)
+    end: float  # the last group's reclaim age in the OP model (blocks; fifo: its modelled period)
+    last_reclaim: float  # ... and from its members' actual lifetimes (blocks; fifo: the same period)
+    space: float = 0.0  # fifo: blocks the groups fill at their periods (<= budget)
+    tail_scale: float = 1.0  # fifo: a censored sample's mean remaining lifetime / its predicted one
     candidates: list = field(default_factory=list)  # (k, modelled WAF, budget) of every k tried
 
 
@@ -550,6 +559,199 @@ def plan_groups(
     return best
 
 
+#: the planner's reclaim periods: quarter octaves from 2^4 to 2^34 user writes
+PLAN_PERIODS = np.exp2(np.arange(16, 137) / BUCKETS_PER_OCTAVE)
+
+
+def expected_laps(life: np.ndarray, censored: np.ndarray, horizon: float, tail_mean: np.ndarray, period: float):
+    """``E[ceil(t / T)]`` per sample for a FIFO reclaim period ``T``: the times a block of lifetime
+    ``t`` is written into a group whose segments are reclaimed ``T`` after they were written
+    (the user write and a copy per period it outlives). A sample dead within the horizon has its
+    ``t``; a censored one lives ``horizon + X`` with ``X`` exponential of mean ``tail_mean``:
+    ``n0 + exp(-(n0 T - horizon) / m) / (1 - exp(-T / m))``, ``n0 = ceil(horizon / T)``."""
+    laps = np.ceil(life / period)
+    if censored.any():
+        n0 = np.ceil(horizon / period)
+        m = tail_mean[censored]
+        laps[censored] = n0 + np.exp(-(n0 * period - horizon) / m) / -np.expm1(-period / m)
+    return laps
+
+
+def plan_fifo_groups(
+    predicted: np.ndarray,
+    actual: np.ndarray,
+    segment_blocks: int,
+    op_segments: float,
+    max_groups: int = 10,
+    open_cost: float = 1.0,
+    other_open: int = 2,
+    reserve_segments: float = 0.0,
+    hot_share: float = 0.0,
+    hot_bound: float = 0.0,
+    fixed_k: int | None = None,
+    *,
+    capacity: float | None = None,
+    horizon: float | None = None,
+    periods: np.ndarray = PLAN_PERIODS,
+) -> GroupPlan:
+    """The planner of ``groups=fifo``: ``predicted`` and ``actual`` lifetimes (user writes; the
+    actual ones ``NEVER`` or ``inf`` when the block outlived ``horizon``, default the largest
+    actual one) of sampled non-hot writes, for a device of ``capacity`` logical blocks (default:
+    ``predicted``'s mean, i.e. no calibration of the censored tail) and ``op_segments`` of OP.
+
+    Each group is a FIFO log with a reclaim period ``T`` (bounded groups: their expiry age; the
+    last one is reclaimed by the run's rule): a member of realised lifetime ``t`` is written
+    ``ceil(t / T)`` times (copied at every period it outlives) and fills ``T ceil(t / T)`` of
+    space while it and its copies wait, so a group costs ``E[ceil(t / T)] - 1`` copies and ``T
+    E[ceil(t / T)]`` blocks per write, the expectations over the *realised* lifetimes of the
+    samples whose *predicted* lifetime falls in it (the predictor's confusion, exactly). This is
+    the closed form of FIFO groups (``report_hybrid.fifo_group_terms``) with each group's
+    empirical lifetimes in place of geometric ones. A censored sample lives on past the horizon
+    for an exponential time of mean ``tail_scale`` x its predicted lifetime (memoryless blocks
+    with known rates: ``tail_scale = 1``), ``tail_scale`` set so that the samples' mean lifetime
+    is ``capacity / (1 - hot_share)`` (Little's law: every logical block is valid, one user write
+    per unit of time, the hot group's blocks living next to nothing).
+
+    The groups are runs of consecutive quarter-octave buckets of the predicted lifetime; for a
+    multiplier ``lam`` each group's period minimises ``copies + lam space`` and a dynamic program
+    finds the best ``k`` runs; ``lam`` is bisected until the groups fill no more than the space
+    left: ``(n_segments - reserve - open_cost (k + other_open)) S - hot_share hot_bound`` blocks
+    (the logical capacity and the OP; the hot group holds at most ``hot_bound`` per write). The
+    ``k`` of the lowest modelled WAF wins (the smaller on a tie); ``fixed_k`` plans that many."""
+    S = float(segment_blocks)
+    pred = np.asarray(predicted, np.float64)
+    act = np.asarray(actual, np.float64)
+    if pred.shape != act.shape or pred.size == 0:
+        raise ValueError(
+            f"hybrid planner: {pred.size} predicted and {act.size} actual lifetimes; give one of each per sample"
+        )
+    censored = ~np.isfinite(act) | (act >= float(NEVER) / 2)
+    if horizon is None:
+        horizon = float(act[~censored].max()) if (~censored).any() else 1.0
+    horizon = float(horizon)
+    life = np.where(censored, horizon, act)
+    # predicted lifetimes as their buckets; a block predicted never to die: the last bucket
+    bucket = lifetime_bucket(np.where(np.isfinite(pred), pred, float(NEVER)))
+    bucket = np.minimum(bucket, NEVER_BUCKET)
+    tail_pred = np.where(np.isfinite(pred), np.maximum(pred, 1.0), np.nan)
+    finite_tail = tail_pred[np.isfinite(tail_pred)]
+    tail_pred = np.where(np.isfinite(tail_pred), tail_pred, finite_tail.max() if finite_tail.size else horizon)
+    n = pred.size
+    hot = min(max(float(hot_share), 0.0), 0.99)
+    target_mean = (float(capacity) if capacity is not None else float(np.mean(tail_pred))) / (1.0 - hot)
+    tail_scale = 1.0
+    if censored.any():
+        excess = n * target_mean - float(life.sum())  # what the censored samples live past the horizon
+        tail_scale = max(excess, 1e-9 * n) / float(tail_pred[censored].sum())
+    tail_mean = tail_scale * tail_pred
+    used, inverse = np.unique(bucket, return_inverse=True)
+    B, J = used.size, periods.size
+    laps = np.zeros((B, J))
+    for j, T in enumerate(periods):
+        laps[:, j] = np.bincount(inverse, expected_laps(life, censored, horizon, tail_mean, T), minlength=B)
+    count = np.bincount(inverse, minlength=B).astype(np.float64)
+    # prefix sums over buckets: a run of buckets a..b is [a, b + 1) of these
+    laps_cum = np.vstack([np.zeros(J), np.cumsum(laps, axis=0)])
+    count_cum = np.r_[0.0, np.cumsum(count)]
+    lo, hi = np.triu_indices(B)  # every run a..b
+    run_laps = laps_cum[hi + 1] - laps_cum[lo]  # [runs, J]
+    run_count = count_cum[hi + 1] - count_cum[lo]
+    weight = (1.0 - hot) / n  # a sample's share of the user writes
+    run_copies = weight * (run_laps - run_count[:, None])
+    run_space = weight * run_laps * periods[None, :]
+
+    def solve(lam: float, k: int):
+        """The best ``k`` runs for multiplier ``lam``: (runs' [lo, hi], periods' index)."""
+        cost = run_copies + lam * run_space
+        jbest = cost.argmin(axis=1)
+        c = np.full((B, B), np.inf)
+        c[lo, hi] = cost[np.arange(lo.size), jbest]
+        jmat = np.zeros((B, B), np.int64)
+        jmat[lo, hi] = jbest
+        # D[b]: best cost of buckets 0..b in `layer + 1` runs; arg[layer, b]: the last run's start
+        D = c[0].copy()
+        arg = np.zeros((k, B), np.int64)
+        for layer in range(1, k):
+            # last run a..b after `layer` runs of 0..a-1
+            tot = D[:-1, None] + c[1:, :]  # [a - 1, b]
+            best_a = np.argmin(tot, axis=0)
+            Dn = tot[best_a, np.arange(B)]
+            arg[layer] = best_a + 1
+            D = Dn
+        if not np.isfinite(D[B - 1]):
+            return None
+        runs = []
+        b = B - 1
+        for layer in range(k - 1, -1, -1):
+            a = int(arg[layer, b]) if layer > 0 else 0
+            runs.append((a, b, int(jmat[a, b])))
+            b = a - 1
+        runs.reverse()
+        return runs
+
+    idx = np.full((B, B), -1, np.int64)
+    idx[lo, hi] = np.arange(lo.size)
+
+    def measure(runs):
+        """The runs' copies per write (each), the space they fill and their shares of the samples."""
+        copies = np.array([run_copies[idx[a, b], j] for a, b, j in runs])
+        space = float(sum(run_space[idx[a, b], j] for a, b, j in runs))
+        traffic = np.array([count_cum[b + 1] - count_cum[a] for a, b, _ in runs]) / n
+        return copies, space, traffic
+
+    best = None
+    candidates = []
+    for k in range(1, min(int(max_groups), B) + 1):
+        room = (
+            (float(op_segments) - float(reserve_segments) - float(open_cost) * (k + other_open)) * S
+            + (float(capacity) if capacity is not None else target_mean * (1.0 - hot))
+            - hot * float(hot_bound)
+        )
+        if fixed_k is not None and k != fixed_k:
+            continue
+        # lam: small -> long periods, few copies, much space; bisect in log lam for the space
+        lo_l, hi_l = np.log(1e-18), np.log(1e3)
+        runs_hi = solve(np.exp(hi_l), k)
+        if runs_hi is None or measure(runs_hi)[1] > room:
+            candidates.append((k, float("inf"), room))
+            continue
+        for _ in range(50):
+            mid = (lo_l + hi_l) / 2
+            runs = solve(np.exp(mid), k)
+            if runs is not None and measure(runs)[1] <= room:
+                hi_l = mid
+            else:
+                lo_l = mid
+        runs = solve(np.exp(hi_l), k)
+        copies, space, traffic = measure(runs)
+        waf = 1.0 + float(copies.sum())
+        candidates.append((k, waf, room))
+        if best is None or waf < best.modelled_waf - 1e-12:
+            per = np.array([periods[j] for _, _, j in runs])
+            upper = bucket_time(used[[b for _, b, _ in runs]])
+            share = np.divide(copies, traffic * (1.0 - hot), out=np.zeros(k), where=traffic > 0)
+            best = GroupPlan(
+                k=k,
+                thresholds=upper[:-1].astype(np.float64),
+                expiry=per[:-1].astype(np.float64),
+                modelled_waf=waf,
+                budget=room,
+                traffic=traffic,
+                gc_share=share,
+                end=float(per[-1]),
+                last_reclaim=float(per[-1]),
+                space=space,
+                tail_scale=tail_scale,
+            )
+    if best is None:
+        raise ValueError(
+            f"hybrid planner: no plan fits the space ({op_segments:g} OP segments, {reserve_segments:g} reserved, "
+            f"{open_cost:g} per open segment); lower sim.gc_free_segments or raise sim.op_ratio"
+        )
+    best.candidates = candidates
+    return best
+
+
 @register
 class Hybrid(DOGI):
     name = "hybrid"
@@ -566,7 +768,8 @@ class Hybrid(DOGI):
         # model | oracle (true lifetimes) | popularity (oracle: write probabilities) | frequency (causal: counts so far)
         "lifetimes": "model",
         "score": "expected",  # expected (sum_k P_k m_k) | argmax (the argmax class's centre)
-        "groups": "opmodel",  # opmodel (MINOS's OP model on predicted lifetimes) | dogi (DOGI's Markov search)
+        # opmodel (MINOS's OP model on predicted lifetimes) | fifo (FIFO groups of the realised lifetimes) | dogi
+        "groups": "opmodel",
         "relocation": "predicted",  # predicted | age | dogi
         "victims": "expiry",  # expiry (expired segments first, then the rule) | rule
         "hot_filter": True,  # DOGI's Hot Filter in front of the model
@@ -587,7 +790,7 @@ class Hybrid(DOGI):
             if hcfg[key] not in allowed:
                 raise ValueError(f"policy hybrid: {key} must be one of {', '.join(allowed)}, got {hcfg[key]!r}")
         oracle_source = hcfg["lifetimes"] in ("oracle", "popularity")
-        if hcfg["lifetimes"] != "model" and hcfg["groups"] != "opmodel":
+        if hcfg["lifetimes"] != "model" and hcfg["groups"] == "dogi":
             raise ValueError(
                 f"policy hybrid: lifetimes={hcfg['lifetimes']} feeds its lifetimes to the OP-model planner; "
                 f"groups=dogi searches the model's classes: use groups=opmodel with lifetimes={hcfg['lifetimes']}"
@@ -793,7 +996,9 @@ class Hybrid(DOGI):
         S = float(self.segment_blocks)
         op_segments = self.n_segments - self.capacity / S
         hot = float(period["hot_share"]) if self.hcfg["hot_filter"] else 0.0
-        plan = plan_groups(
+        planner = plan_fifo_groups if self.hcfg["groups"] == "fifo" else plan_groups
+        extra = {"capacity": float(self.capacity), "horizon": float(horizon)} if self.hcfg["groups"] == "fifo" else {}
+        plan = planner(
             predicted,
             actual,
             int(S),
@@ -805,8 +1010,11 @@ class Hybrid(DOGI):
             hot_share=min(hot, 0.99),
             hot_bound=float(st.hot_threshold),
             fixed_k=None if self.hcfg["fixed_groups"] is None else int(self.hcfg["fixed_groups"]),
+            **extra,
         )
         entry["modelled_waf"] = plan.modelled_waf
+        entry["planned_space"] = plan.space
+        entry["planned_tail_scale"] = plan.tail_scale
         entry["planned_groups"] = plan.k
         entry["planned_thresholds"] = [int(x) for x in plan.thresholds]
         entry["planned_expiry"] = [int(x) for x in plan.expiry]
