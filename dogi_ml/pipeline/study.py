@@ -394,8 +394,12 @@ def aggregate_markdown(agg: dict, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_cdf(rows: list[dict], schemes: list[str], volumes: list[str], path: Path, title: str) -> Path:
-    """The per-volume WAF CDF of each scheme (over ``volumes``), as the papers draw it."""
+def plot_cdf(
+    rows: list[dict], schemes: list[str], volumes: list[str], path: Path, title: str, oracles: tuple = ()
+) -> Path:
+    """The per-volume WAF CDF of each scheme (over ``volumes``), as the papers draw it. With
+    oracles among many schemes, a second panel zooms on the others (the oracles' curves sit far
+    to the left and squeeze the rest into a sliver)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -404,20 +408,45 @@ def plot_cdf(rows: list[dict], schemes: list[str], volumes: list[str], path: Pat
     from dogi_ml.plotting import save_figure
 
     keep = set(volumes)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    styles = ("-", "--", "-.", ":")  # past the colour cycle's 10 colours, another line style
-    for i, s in enumerate(schemes):
+    curves = {}
+    for s in schemes:
         wafs = sorted(float(r["waf"]) for r in rows if r["scheme"] == s and str(r["volume"]) in keep)
-        if not wafs:
-            continue
-        n = len(wafs)
-        ax.step(wafs, [(k + 1) / n for k in range(n)], where="post", label=s, lw=1.3, ls=styles[i // 10 % 4])
-    ax.set_xlabel("per-volume WAF")
-    ax.set_ylabel("fraction of volumes")
-    ax.set_ylim(0, 1.02)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    ax.set_title(title)
+        if wafs:
+            curves[s] = wafs
+    online = [s for s in curves if s not in oracles]
+    zoom = bool(oracles) and len(online) >= 2 and any(s in curves for s in oracles)
+    fig, axes = plt.subplots(1, 2 if zoom else 1, figsize=(12 if zoom else 7.5, 4.8), squeeze=False)
+    # 20 distinct colours, then the same colours with another line style (tab10 alone repeats
+    # its colours from the 11th scheme on)
+    colours = plt.get_cmap("tab20").colors
+    styles = ("-", "--", "-.", ":")
+    panels = [(axes[0][0], list(curves), "every scheme")]
+    if zoom:
+        panels.append((axes[0][1], online, "without the oracles"))
+    for ax, names, what in panels:
+        for s in names:
+            i = list(curves).index(s)
+            wafs = curves[s]
+            n = len(wafs)
+            ax.step(
+                wafs,
+                [(k + 1) / n for k in range(n)],
+                where="post",
+                label=s,
+                lw=1.3,
+                color=colours[i % 20],
+                ls=styles[i // 20 % 4],
+            )
+        ax.set_xlabel("per-volume WAF")
+        ax.set_ylabel("fraction of volumes")
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+        if zoom:
+            ax.set_title(what, fontsize=10)
+    last = panels[-1][0]
+    handles, labels = panels[0][0].get_legend_handles_labels()
+    last.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    fig.suptitle(title)
     return save_figure(fig, path)
 
 
@@ -800,7 +829,9 @@ def _write_outputs(out: Path, records: list[dict], agg: dict, schemes: list[str]
     volumes = sorted({str(r["volume"]) for r in records} - set(agg["incomplete_volumes"]))
     if plot and agg["volumes"]:
         ok = [r for r in records if r.get("status") == "ok"]
-        files["plot"] = plot_cdf(ok, schemes, volumes, out / "waf_cdf.png", f"{title} ({agg['volumes']} volumes)")
+        files["plot"] = plot_cdf(
+            ok, schemes, volumes, out / "waf_cdf.png", f"{title} ({agg['volumes']} volumes)", tuple(agg["oracles"])
+        )
     return files
 
 
