@@ -115,18 +115,25 @@ hybrid() {
 
 fleet() {
     # docs/fleets.md's worked example: 100 synthetic volumes, every scheme of conf/policy (the two
-    # frozen ones deploy a bundle a dogi / hybrid run exports on each volume). About 2 h on 2 cores.
-    local schemes
-    schemes=$(find conf/policy -name '*.yaml' -printf '%f\n' | sed 's/\.yaml$//' | sort | paste -sd, -)
+    # frozen ones deploy a bundle a dogi / hybrid run exports on each volume): the 22 of the
+    # first run, then hybrid_frozen (added later) beside the four it is read against. ~50 min on
+    # 2 idle cores.
+    local out=$SWEEPS/fleet_study first="nosep,sepgc,sepbit,mida,dac,warcip,midas,minos,adapt,sepbit_ng"
+    first+=",phftl,phftl_ng,mldt,shiro,shiro_ng,shiro_cb,dogi,dogi_frozen,hybrid,fk,kstream_oracle,nodap"
     rm -rf "$SWEEPS/fleet100"
     run fleet out=$SWEEPS/fleet100 n_volumes=100 seed=0 spec.wss_min=4096 spec.wss_median=6144 \
         spec.wss_max=24576 spec.traffic_min=8
-    run study fleet=$SWEEPS/fleet100 policy="$schemes" study.frozen_bundle=same_trace \
-        sim.segment_blocks=16 sim.op_ratio=0.15 out=$SWEEPS/fleet_study
-    cp "$SWEEPS/fleet_study/aggregate.md" $R/fleet_study.md
-    cp "$SWEEPS/fleet_study/aggregate.json" $R/fleet_study.json
-    cp "$SWEEPS/fleet_study/waf_cdf.png" $R/fleet_study_waf_cdf.png
-    cp "$SWEEPS/fleet_study/results.parquet" $R/fleet_study_results.parquet
+    run study fleet=$SWEEPS/fleet100 policy=$first study.frozen_bundle=same_trace \
+        sim.segment_blocks=16 sim.op_ratio=0.15 out="$out"
+    cp "$out/aggregate.md" $R/fleet_study.md
+    cp "$out/aggregate.json" $R/fleet_study.json
+    cp "$out/waf_cdf.png" $R/fleet_study_waf_cdf.png
+    cp "$out/results.parquet" $R/fleet_study_results.parquet
+    run study fleet=$SWEEPS/fleet100 policy=sepbit,dogi,dogi_frozen,hybrid,hybrid_frozen \
+        study.frozen_bundle=same_trace sim.segment_blocks=16 sim.op_ratio=0.15 out="${out}_frozen"
+    cp "${out}_frozen/aggregate.md" $R/fleet_study_frozen.md
+    cp "${out}_frozen/aggregate.json" $R/fleet_study_frozen.json
+    cp "${out}_frozen/results.parquet" $R/fleet_study_frozen_results.parquet
 }
 
 peers() {
