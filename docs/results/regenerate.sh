@@ -111,6 +111,9 @@ hybrid() {
     "$PY" -m dogi_ml.report_hybrid --closed-form $R/hybrid_bound_closed_form $SWEEPS/hybrid_bound_fifo \
         $SWEEPS/hybrid_bound $SWEEPS/hybrid_bound_generator
     "$PY" -m dogi_ml.report_hybrid --lifetime-shape $R/hybrid_bound_shape zipf ycsb_a ycsb_f varmail phase_shift
+    # "The planner's WAF model": the FIFO-group planner against the OP-model one
+    sweep hybrid_planner +experiment=hybrid_planner
+    "$PY" -m dogi_ml.report_hybrid --planner $R/hybrid_bound_planner $SWEEPS/hybrid_planner $SWEEPS/hybrid_bound
 }
 
 fleet() {
