@@ -104,11 +104,20 @@ def frozen_victim(s, p, now):
     blocks that is expired can only come from that rule (the other two apply when no sealed
     segment is expired)."""
     seg = dogi_victim(s, p, now)
-    if seg >= 0 and s.seg_valid[seg] > 0:
+    if seg >= 0:
+        count_if_expired(s, p, seg, now)
+    return seg
+
+
+@nb.njit(cache=True)
+def count_if_expired(s, p, seg, now):
+    """Count ``seg`` in ``expired_victims`` when it holds valid blocks and has outlived its
+    group's expiry age (the frozen selectors' expiry scan is the only rule that picks such a
+    segment while dead or emptier ones wait); shared by ``hybrid_frozen``'s selector."""
+    if s.seg_valid[seg] > 0:
         e = p.group_expiry[s.seg_group[seg]]
         if e < INF and now - s.seg_open_time[seg] > e and s.seg_valid[seg] < s.seg_wp[seg]:
             p.scalars[0].expired_victims += 1
-    return seg
 
 
 register_victim("dogi_frozen", frozen_victim)

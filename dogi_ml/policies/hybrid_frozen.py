@@ -36,7 +36,7 @@ from dogi_ml.sim.victims import register_victim
 from . import register
 from ._dogi_bundle import N_CAT, BundleError, write_bundle
 from .dogi import G_FRZN, G_HOT, INF, MODE_ML
-from .dogi_frozen import DOGIFrozen, frozen_user
+from .dogi_frozen import DOGIFrozen, count_if_expired, frozen_user
 from .hybrid import BUCKETS_PER_OCTAVE, HYBRID_SCALARS, NEVER_BUCKET, RULES, hybrid_victim
 
 FROZEN_SCALARS = scalar_fields(
@@ -117,10 +117,8 @@ def hybrid_frozen_victim(s, p, now):
     """The hybrid's selector, counting the victims the expiry scan chose (with ``victims=rule``
     none: the rule alone picks)."""
     seg = hybrid_victim(s, p, now)
-    if seg >= 0 and p.hyb[0].expiry and s.seg_valid[seg] > 0:
-        e = p.group_expiry[s.seg_group[seg]]
-        if e < INF and now - s.seg_open_time[seg] > e and s.seg_valid[seg] < s.seg_wp[seg]:
-            p.scalars[0].expired_victims += 1
+    if seg >= 0 and p.hyb[0].expiry:
+        count_if_expired(s, p, seg, now)
     return seg
 
 
