@@ -316,14 +316,23 @@ def closed_form(results: list[dict]) -> list[dict]:
     return rows
 
 
-def write_closed_form(out: str | Path, results: list[dict]) -> list[Path]:
-    rows = closed_form(results)
-    if not rows:
-        raise SystemExit("--closed-form: no nosep run with the FIFO rule and no hybrid popularity run on zipf")
+def _write_table(out: str | Path, rows, lines: list[str]) -> list[Path]:
+    """``OUT.json`` (the rows) and ``OUT.md`` (the markdown ``lines``) of one of the
+    report's extra tables; prints the markdown."""
     stem = Path(out)
     stem.parent.mkdir(parents=True, exist_ok=True)
     js = stem.with_suffix(".json")
     js.write_text(json.dumps(rows, indent=2, default=float))
+    md = stem.with_suffix(".md")
+    md.write_text("\n".join(lines) + "\n")
+    print(md.read_text())
+    return [js, md]
+
+
+def write_closed_form(out: str | Path, results: list[dict]) -> list[Path]:
+    rows = closed_form(results)
+    if not rows:
+        raise SystemExit("--closed-form: no nosep run with the FIFO rule and no hybrid popularity run on zipf")
     lines = [
         "# FIFO groups of independent writes: closed form against the simulator",
         "",
@@ -336,10 +345,7 @@ def write_closed_form(out: str | Path, results: list[dict]) -> list[Path]:
             f"{row['simulated_waf']:.4f} | {row['simulated_waf'] / row['closed_form_waf'] - 1:+.2%} | "
             f"{_fmt(row['planner_modelled_waf'], '.4f')} |"
         )
-    md = stem.with_suffix(".md")
-    md.write_text("\n".join(lines) + "\n")
-    print(md.read_text())
-    return [js, md]
+    return _write_table(out, rows, lines)
 
 
 # -- the planner's WAF model against the simulator -------------------------------------------------
@@ -382,10 +388,6 @@ def write_planner(out: str | Path, results: list[dict]) -> list[Path]:
         raise SystemExit("--planner: no hybrid run with planned periods in the sweeps")
     order = {w: i for i, w in enumerate(WORKLOADS)}
     rows.sort(key=lambda t: (order.get(t["workload"], len(order)), t["scheme"], t["planner"]))
-    stem = Path(out)
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    js = stem.with_suffix(".json")
-    js.write_text(json.dumps(rows, indent=2, default=float))
     lines = [
         "# The hybrid's planner: modelled WAF against the simulator",
         "",
@@ -400,10 +402,7 @@ def write_planner(out: str | Path, results: list[dict]) -> list[Path]:
             f"| {t['workload']} | {t['scheme']} | {t['planner']} | {t['plans']} | {t['modelled_waf']:.3f} | {t['measured_waf']:.3f} | "
             f"{t['modelled_over_measured']:.3f} | {t['groups']} | {t['waf']:.4f} |"
         )
-    md = stem.with_suffix(".md")
-    md.write_text("\n".join(lines) + "\n")
-    print(md.read_text())
-    return [js, md]
+    return _write_table(out, rows, lines)
 
 
 # -- how memoryless a workload's lifetimes are ---------------------------------------------------------
@@ -500,10 +499,6 @@ def write_lifetime_shape(out: str | Path, workloads: list[str], conf_dir: str | 
         trace = load_workload(cfg, log=lambda *a: None)
         rows[name] = lifetime_shape(trace.block_writes, int(cfg["capacity_blocks"]))
         rows[name]["counts_against_generator"] = counts_against_generator(trace, int(cfg["capacity_blocks"]))
-    stem = Path(out)
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    js = stem.with_suffix(".json")
-    js.write_text(json.dumps(rows, indent=2))
     head = " | ".join(f"P(u>{a:g}) [exp] | E[u-{a:g} given u>{a:g}]" for a in SHAPE_AGES)
     lines = [
         "# Lifetimes in units of the LBA's expected lifetime (u = t / e): memoryless or not",
@@ -532,10 +527,7 @@ def write_lifetime_shape(out: str | Path, workloads: list[str], conf_dir: str | 
         ]
         for name, c in checked.items():
             lines.append(f"| {name} | {c['windows']} | {c['z_mean']:+.4f} | {c['z_var']:.4f} | {c['n']} |")
-    md = stem.with_suffix(".md")
-    md.write_text("\n".join(lines) + "\n")
-    print(md.read_text())
-    return [js, md]
+    return _write_table(out, rows, lines)
 
 
 class HybridComparison(Callback):
