@@ -220,3 +220,84 @@ def test_bad_bundles_are_refused(trace, exported, tmp_path):
     oracle = {"name": "hybrid", "params": {"deployed": "int8", "lifetimes": "oracle", "retrain_every": 4096}}
     with pytest.raises(BundleError, match="lifetimes=oracle has none; run lifetimes=model"):
         export_dogi_bundle(trace, oracle, EXPORT_SIM, tmp_path / "b")
+
+
+# -- the bundles of one seed deployed on another (report_hybrid --frozen-seeds) ------------------------
+
+#: the tiny scale of the out-of-sample test: the trace fixture's geometry, through the commands' configs
+SEEDS_OVERRIDES = [
+    "workload.capacity_blocks=4096",
+    "workload.write_volume=6",
+    "sim.segment_blocks=32",
+    "sim.op_ratio=0.25",
+]
+SEEDS_HYBRID = [f"++policy.params.{k}={v}" for k, v in PARAMS.items() if k not in ("deployed", "model_params")]
+SEEDS_HYBRID.append("++policy.params.model_params={epochs:4,patience:2}")
+
+
+def test_frozen_seeds_deploys_one_seeds_bundle_on_another(tmp_path):
+    """``--frozen-seeds``: the hybrid's bundle of seed 0 placed on seed 1's trace (and on seed 0's):
+    each deployed run equals ``simulate`` of ``hybrid_frozen`` with that bundle on that seed's
+    generated trace, and the zipf control moves seed 1's ranks to seed 0's addresses."""
+    from dogi_ml.report_hybrid import frozen_seeds, write_frozen_seeds, zipf_rank_map
+    from dogi_ml.traces.generators import ZipfSampler
+
+    table = frozen_seeds(
+        ["zipf"], tmp_path / "runs", overrides=SEEDS_OVERRIDES, scheme_overrides={"hybrid": SEEDS_HYBRID},
+        online=(), frozen=("hybrid_frozen",), log=lambda *a: None,
+    )  # fmt: skip
+    row = table["workloads"]["zipf"]
+    bundle = row["bundles"]["hybrid_frozen"]
+    assert bundle["seed"] == 0 and bundle["path"] == str(tmp_path / "runs" / "bundles" / "zipf" / "hybrid")
+    sim = {**EXPORT_SIM, "victim": "cost_benefit", "victim_for": "followers"}
+    for seed, key in ((1, "out_of_sample"), (0, "in_sample")):
+        t = generate("zipf", capacity_blocks=CAP, n_writes=6 * CAP, seed=seed, theta=1.0)
+        t.meta["capacity_blocks"] = CAP
+        direct = simulate(t, _frozen(bundle["path"]), sim, progress=False)
+        got = row["deployed"]["hybrid_frozen"][key]
+        assert (got["waf"], got["gc_writes"]) == (direct["waf"], direct["gc_writes"]), key
+        kept = json.loads((tmp_path / "runs" / "zipf" / f"hybrid_frozen_seed{seed}.json").read_text())
+        assert kept["workload_seed"] == seed and kept["bundle"] == bundle["path"]
+    a, b = row["deployed"]["hybrid_frozen"]["out_of_sample"], row["deployed"]["hybrid_frozen"]["in_sample"]
+    assert a["gc_writes"] != b["gc_writes"]  # two different traces
+    # seed 1's rank r goes where seed 0 puts rank r: seed 0's hot set again, with seed 1's draws
+    m = zipf_rank_map(1, 0, CAP, 1.0)
+    np.testing.assert_array_equal(m[ZipfSampler(CAP, 1.0, 1).perm], ZipfSampler(CAP, 1.0, 0).perm)
+    assert "out_of_sample_learned_hot_set" in row["deployed"]["hybrid_frozen"]
+    hot = row["hot_set"]
+    assert hot["hot_sets_shared"] < 0.2 < hot["learn_hot_share_of_learn_writes"]  # the seed moves zipf's hot set
+    files = write_frozen_seeds(tmp_path / "out", table)
+    assert "| zipf | hybrid_frozen | " in files[1].read_text()
+
+
+def test_frozen_seeds_refuses_nonsense(tmp_path):
+    """One-line errors naming the fix: the same seed twice, a workload that is not generated, an
+    unknown workload or frozen scheme; the command exits 2 with one ``error:`` line."""
+    import subprocess
+    import sys
+
+    from dogi_ml.report_hybrid import frozen_seeds
+
+    cases = (
+        ({"workloads": ["zipf"], "learn_seed": 1, "deploy_seed": 1}, "both 1: .* -- give two different seeds"),
+        ({"workloads": ["file"]}, "workload 'file' is a trace file, which has no seed to change -- name generated"),
+        ({"workloads": ["zipff"]}, "unknown workload 'zipff' -- use one of: .*zipf"),
+        ({"workloads": []}, "no workload named"),
+        ({"workloads": ["zipf"], "frozen": ("hybrid",)}, "'hybrid' is not a frozen scheme -- use hybrid_frozen or"),
+    )
+    for kw, match in cases:
+        with pytest.raises(ConfigError, match=match):
+            frozen_seeds(runs_dir=tmp_path, **kw)
+    assert not any(tmp_path.iterdir())  # refused before any run
+    cmd = [
+        sys.executable,
+        "-m",
+        "dogi_ml.report_hybrid",
+        "--frozen-seeds",
+        str(tmp_path / "t"),
+        "zipf",
+        "--deploy-seed",
+        "0",
+    ]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and p.stderr.startswith("error: --learn-seed and"), p.stderr
