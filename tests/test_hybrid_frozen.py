@@ -222,7 +222,7 @@ def test_bad_bundles_are_refused(trace, exported, tmp_path):
         export_dogi_bundle(trace, oracle, EXPORT_SIM, tmp_path / "b")
 
 
-# -- the bundles of one seed deployed on another (report_hybrid --frozen-seeds) ------------------------
+# -- the bundles of one seed deployed on another (python -m dogi_ml.pipeline.frozen_seeds) --------------
 
 #: the tiny scale of the out-of-sample test: the trace fixture's geometry, through the commands' configs
 SEEDS_OVERRIDES = [
@@ -236,10 +236,10 @@ SEEDS_HYBRID.append("++policy.params.model_params={epochs:4,patience:2}")
 
 
 def test_frozen_seeds_deploys_one_seeds_bundle_on_another(tmp_path):
-    """``--frozen-seeds``: the hybrid's bundle of seed 0 placed on seed 1's trace (and on seed 0's):
+    """The hybrid's bundle of seed 0 placed on seed 1's trace (and on seed 0's):
     each deployed run equals ``simulate`` of ``hybrid_frozen`` with that bundle on that seed's
     generated trace, and the zipf control moves seed 1's ranks to seed 0's addresses."""
-    from dogi_ml.report_hybrid import frozen_seeds, write_frozen_seeds, zipf_rank_map
+    from dogi_ml.pipeline.frozen_seeds import frozen_seeds, write_frozen_seeds, zipf_rank_map
     from dogi_ml.traces.generators import ZipfSampler
 
     table = frozen_seeds(
@@ -276,7 +276,7 @@ def test_frozen_seeds_refuses_nonsense(tmp_path):
     import subprocess
     import sys
 
-    from dogi_ml.report_hybrid import frozen_seeds
+    from dogi_ml.pipeline.frozen_seeds import frozen_seeds
 
     cases = (
         ({"workloads": ["zipf"], "learn_seed": 1, "deploy_seed": 1}, "both 1: .* -- give two different seeds"),
@@ -292,8 +292,7 @@ def test_frozen_seeds_refuses_nonsense(tmp_path):
     cmd = [
         sys.executable,
         "-m",
-        "dogi_ml.report_hybrid",
-        "--frozen-seeds",
+        "dogi_ml.pipeline.frozen_seeds",
         str(tmp_path / "t"),
         "zipf",
         "--deploy-seed",
