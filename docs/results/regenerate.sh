@@ -114,6 +114,10 @@ hybrid() {
     # "The planner's WAF model": the FIFO-group planner against the OP-model one
     sweep hybrid_planner +experiment=hybrid_planner
     "$PY" -m dogi_ml.report_hybrid --planner $R/hybrid_bound_planner $SWEEPS/hybrid_planner $SWEEPS/hybrid_bound
+    # "Deployment": the hybrid's and DOGI's bundles of seed 0 deployed on seed 1 (out of sample) and on
+    # seed 0, the online schemes on seed 1 (exports the bundles itself; ~35 min on 2 cores)
+    "$PY" -m dogi_ml.pipeline.frozen_seeds $R/hybrid_frozen_seeds zipf ycsb_a phase_shift varmail \
+        --runs $SWEEPS/hybrid_frozen_seeds
 }
 
 fleet() {
