@@ -55,6 +55,7 @@ from typing import NamedTuple
 
 import numba as nb
 import numpy as np
+from scipy.stats import kendalltau
 
 from dogi_ml.markov.opmodel import InvalidationCDF, assign_streams, thresholds_for_op
 from dogi_ml.oracles.annotate import NEVER, annotate
@@ -80,6 +81,7 @@ from .dogi import (
     N_CAT,
     N_GROUPS,
     DogiState,
+    _even_merge,
     _remaining,
     dogi_gc,
     dogi_prefetch,
@@ -98,7 +100,7 @@ assert RULES == ("greedy", "cost_benefit", "cost_benefit_sepbit", "cost_benefit_
 RULE_COST_BENEFIT = RULES.index("cost_benefit")
 
 CHOICES = {
-    "lifetimes": ("model", "oracle", "popularity", "frequency"),
+    "lifetimes": ("model", "oracle", "popularity", "frequency", "select"),
     "score": ("expected", "argmax"),
     "groups": ("opmodel", "fifo", "dogi"),
     "relocation": ("predicted", "age", "dogi"),
@@ -110,7 +112,9 @@ HYBRID_SCALARS = scalar_fields(
     oracle=np.int64,  # 1: lifetimes from the annotation
     popularity=np.int64,  # 1: each LBA's expected lifetime from its hindsight write count
     frequency=np.int64,  # 1: each LBA's expected lifetime from its write count so far (causal)
-    freq_decay=np.float64,  # frequency: the counts' decay rate per user write (0: none)
+    counting=np.int64,  # 1: the per-LBA counts are kept (lifetimes=frequency or select)
+    variant=np.int64,  # the counts the frequency source reads: an index into freq_decays
+    select=np.int64,  # 1: lifetimes=select (the source is chosen at every plan)
     pop_window=np.int64,  # popularity: trace writes per counting window (the whole trace: one window)
     relocation=np.int64,  # 0 predicted, 1 age, 2 DOGI's ML-Reloc
     expiry=np.int64,  # 1: expired segments first (victims=expiry)
@@ -146,9 +150,13 @@ class HybridState(NamedTuple):
     inv: np.ndarray  # oracle: the invalidation time of every write (prefill included); else empty
     death: np.ndarray  # oracle: per LBA, the time its live version dies (NEVER if never); else empty
     expected: np.ndarray  # popularity: float64 per window and LBA, its expected lifetime; else empty
-    seen: np.ndarray  # frequency: float64 per LBA, its trace writes so far (decayed to seen_at); else empty
-    seen_at: np.ndarray  # frequency: int64 per LBA, when seen was last brought up to date; else empty
-    sample_bucket: np.ndarray  # frequency: int8 per ring slot, the sample's lifetime bucket when written; else empty
+    freq_decays: np.ndarray  # counting: float64 per count variant, its decay rate per user write (0: none)
+    seen: np.ndarray  # counting: float64 per variant and LBA, its trace writes so far (decayed to seen_at); else empty
+    seen_at: np.ndarray  # counting: int64 per LBA, when seen was last brought up to date; else empty
+    sample_bucket: np.ndarray  # counting: int8 per variant and ring slot, the sample's lifetime bucket when written
+    sample_model_bucket: (
+        np.ndarray
+    )  # select: int8 per ring slot, the model's bucket for the sample when written (-1: none)
 
 
 assert HybridState._fields[: len(DogiState._fields)] == DogiState._fields
@@ -264,23 +272,47 @@ def _expected_lifetime(p, lba, now):
     return e[j, lba]
 
 
+def _check_halflives(halflives) -> list:
+    """``select_halflives`` as a list of half-lives (> 0 capacities, or None: no decay)."""
+    if isinstance(halflives, (str, bytes)) or not hasattr(halflives, "__iter__"):
+        raise ValueError(f"policy hybrid: select_halflives must be a list of half-lives, got {halflives!r}")
+    out = list(halflives)
+    if not out:
+        raise ValueError("policy hybrid: select_halflives must list at least one half-life (null: no decay)")
+    for hl in out:
+        if hl is not None and (isinstance(hl, bool) or not isinstance(hl, (int, float)) or not hl > 0):
+            raise ValueError(f"policy hybrid: select_halflives entries must be > 0 (capacities) or null, got {hl!r}")
+    if len(set(out)) != len(out):
+        raise ValueError(f"policy hybrid: select_halflives lists a half-life twice: {out}")
+    return out
+
+
 @nb.njit(cache=True)
-def _frequency_lifetime(p, lba, now, write):
-    """``lifetimes=frequency``: ``t / c_t``, the trace writes so far (``now`` included) over the
-    LBA's, both decayed by ``exp(-lambda age)`` when ``freq_decay = lambda > 0``; ``write``: count
-    this write of the LBA first. ``NEVER`` for an LBA the trace has not written yet, and in the
-    prefill."""
+def _count_write(p, lba, now):
+    """Count a trace write of ``lba`` in every count variant: each decays by
+    ``exp(-lambda_v age)`` (``lambda_v = freq_decays[v]``, none when 0) up to ``now``, then gains 1."""
+    decays = p.freq_decays
+    for v in range(decays.shape[0]):
+        c = p.seen[v, lba]
+        lam = decays[v]
+        if lam > 0 and c > 0:
+            c *= np.exp(-lam * (now - p.seen_at[lba]))
+        p.seen[v, lba] = c + 1.0
+    p.seen_at[lba] = now
+
+
+@nb.njit(cache=True)
+def _frequency_lifetime(p, v, lba, now):
+    """``lifetimes=frequency``: ``t / c_t`` from count variant ``v``, the trace writes so far
+    (``now`` included) over the LBA's, both decayed by ``exp(-lambda age)`` when the variant's
+    ``lambda > 0``. ``NEVER`` for an LBA the trace has not written yet, and in the prefill."""
     t = now - p.scalars[0].prefill + 1
     if t <= 0:
         return NEVER
-    lam = p.hyb[0].freq_decay
-    c = p.seen[lba]
+    lam = p.freq_decays[v]
+    c = p.seen[v, lba]
     if lam > 0 and c > 0:
         c *= np.exp(-lam * (now - p.seen_at[lba]))
-    if write:
-        c += 1.0
-        p.seen[lba] = c
-        p.seen_at[lba] = now
     if c <= 0:
         return NEVER
     total = float(t) if lam == 0 else np.expm1(-lam * t) / np.expm1(-lam)
@@ -300,13 +332,19 @@ def hybrid_user(s, p, lba, now):
         b = _bucket_of(t)
     elif h.popularity:
         b = _bucket_of(_expected_lifetime(p, lba, now))
-    elif h.frequency and now >= p.scalars[0].prefill:
-        b = _bucket_of(_frequency_lifetime(p, lba, now, True))
+    elif h.counting and now >= p.scalars[0].prefill:
+        _count_write(p, lba, now)
+        if h.frequency:
+            b = _bucket_of(_frequency_lifetime(p, h.variant, lba, now))
     ring = p.ring
     sampled = ring.count[0]
     g = dogi_user(s, p, lba, now)
-    if h.frequency and ring.count[0] != sampled:  # DOGI sampled this write: keep its bucket for the planner
-        p.sample_bucket[(ring.count[0] - 1) % ring.row.shape[0]] = b
+    if h.counting and ring.count[0] != sampled:  # DOGI sampled this write: keep its buckets for the planner
+        slot = (ring.count[0] - 1) % ring.row.shape[0]
+        for v in range(p.freq_decays.shape[0]):
+            p.sample_bucket[v, slot] = _bucket_of(_frequency_lifetime(p, v, lba, now))
+        if h.select:
+            p.sample_model_bucket[slot] = p.scores[now - p.scalars[0].chunk_start]
     st = p.scalars[0]
     if h.planned and st.mode == MODE_ML and g >= 1 and g <= N_CAT:
         if not h.oracle and not h.popularity and not h.frequency:
@@ -343,7 +381,7 @@ def hybrid_gc(s, p, lba, victim, now):
                 e = _expected_lifetime(p, lba, now)
                 rem = INF if e >= NEVER // 2 else np.int64(np.ceil(e))
             elif h.frequency:
-                e = _frequency_lifetime(p, lba, now, False)
+                e = _frequency_lifetime(p, h.variant, lba, now)
                 rem = INF if e >= NEVER // 2 else e
             elif row.lba_class >= 1:
                 rem = _remaining(p, row.lba_class - 1, age)
@@ -442,6 +480,7 @@ class GroupPlan:
     space: float = 0.0  # fifo: blocks the groups fill at their periods (<= budget)
     tail_scale: float = 1.0  # fifo: a censored sample's mean remaining lifetime / its predicted one
     candidates: list = field(default_factory=list)  # (k, modelled WAF, budget) of every k tried
+    source: str = ""  # lifetimes=select: the lifetime source the plan was made on (source_name)
 
 
 def _expiry_for_op(cdf: InvalidationCDF, target: float) -> float:
@@ -780,7 +819,9 @@ class Hybrid(DOGI):
         "fixed_groups": None,  # plan this many groups instead of the modelled-WAF choice (an ablation)
         "popularity_window": None,  # capacities per counting window of lifetimes=popularity (None: the whole trace)
         "popularity_from": "counts",
-        "frequency_halflife": None,  # capacities after which lifetimes=frequency's counts weigh half (None: never)  # counts (hindsight, any trace) | generator (the generator's probabilities)
+        "frequency_halflife": None,  # capacities after which lifetimes=frequency's counts weigh half (None: never)
+        # lifetimes=select: the count half-lives (capacities, None: no decay) whose sources compete with the model's
+        "select_halflives": [None, 1.0, 0.5],
     }
 
     def __init__(self, n_groups=N_GROUPS, **params):
@@ -829,6 +870,13 @@ class Hybrid(DOGI):
                 raise ValueError(
                     f"policy hybrid: frequency_halflife must be > 0 (capacities) or null, got {halflife!r}"
                 )
+        if hcfg["select_halflives"] != self.HYBRID_DEFAULTS["select_halflives"] or hcfg["lifetimes"] == "select":
+            if hcfg["lifetimes"] != "select":
+                raise ValueError(
+                    f"policy hybrid: select_halflives lists the count sources of lifetimes=select, not "
+                    f"lifetimes={hcfg['lifetimes']}: drop it or set lifetimes=select"
+                )
+            hcfg["select_halflives"] = _check_halflives(hcfg["select_halflives"])
         window = hcfg["popularity_window"]
         if window is not None and hcfg["popularity_from"] == "generator":
             raise ValueError(
@@ -845,7 +893,7 @@ class Hybrid(DOGI):
                 raise ValueError(f"policy hybrid: popularity_window must be > 0 (capacities) or null, got {window!r}")
         if params.get("deployed", "float") != "float":
             raise ValueError("policy hybrid: deployed must be float (the planner reads the model's probabilities)")
-        if hcfg["lifetimes"] != "model":
+        if hcfg["lifetimes"] not in ("model", "select"):
             if params.get("predictor", "latest") != "latest":
                 raise ValueError(
                     f"policy hybrid: lifetimes={hcfg['lifetimes']} trains no model; leave params.predictor unset"
@@ -866,8 +914,14 @@ class Hybrid(DOGI):
         hr.oracle = int(h["lifetimes"] == "oracle")
         hr.popularity = int(h["lifetimes"] == "popularity")
         hr.frequency = int(h["lifetimes"] == "frequency")
-        if h["frequency_halflife"] is not None:
-            hr.freq_decay = np.log(2.0) / (float(h["frequency_halflife"]) * ctx.capacity)
+        hr.select = int(h["lifetimes"] == "select")
+        hr.counting = int(hr.frequency or hr.select)
+        self.count_halflives = (
+            [h["frequency_halflife"]] if hr.frequency else list(h["select_halflives"]) if hr.select else []
+        )
+        freq_decays = np.array(
+            [0.0 if hl is None else np.log(2.0) / (float(hl) * ctx.capacity) for hl in self.count_halflives], np.float64
+        )
         hr.relocation = {"predicted": RELOC_PREDICTED, "age": RELOC_AGE, "dogi": RELOC_DOGI}[h["relocation"]]
         hr.expiry = int(h["victims"] == "expiry")
         hr.rule = RULES.index(self.victim_rule) if self.victim_rule in RULES else RULES.index("cost_benefit")
@@ -904,10 +958,21 @@ class Hybrid(DOGI):
             inv=inv,
             death=death,
             expected=expected,
-            seen=np.zeros(ctx.capacity if hr.frequency else 0, np.float64),
-            seen_at=np.zeros(ctx.capacity if hr.frequency else 0, np.int64),
-            sample_bucket=np.full(self.ring.row.size if hr.frequency else 0, -1, np.int8),
+            freq_decays=freq_decays,
+            seen=np.zeros((freq_decays.size, ctx.capacity if hr.counting else 0), np.float64),
+            seen_at=np.zeros(ctx.capacity if hr.counting else 0, np.int64),
+            sample_bucket=np.full((freq_decays.size, self.ring.row.size if hr.counting else 0), -1, np.int8),
+            sample_model_bucket=np.full(self.ring.row.size if hr.select else 0, -1, np.int8),
         )
+        self.source_counts: dict[str, int] = {}
+        if hr.select and self.user_ml:
+            # until a source is chosen, DOGI's Latest places (as for lifetimes=frequency, which
+            # trains no model) rather than the base design: the counts need no model to start
+            st.mode = MODE_ML
+            st.predictor_latest = 1
+            self._apply_configuration(
+                _even_merge(int(self.cfg["intermediate_groups"])) if self.cfg["intermediate_groups"] else None, None
+            )
         self.n_segments = ctx.n_segments
         self.gc_free_segments = ctx.gc_free_segments
         self.centres = None
@@ -950,6 +1015,7 @@ class Hybrid(DOGI):
         self._last_buckets = None
         super().before_chunk(sim, start, n_writes)
         if self._last_buckets is None:
+            self.state.scores[:] = -1  # no buckets for this chunk (no model or classes yet)
             return
         C = max(1, min(int(sim.cfg.chunk_blocks), int(self.max_chunk_blocks)))
         j = start // C
@@ -957,6 +1023,47 @@ class Hybrid(DOGI):
         lo, hi = max(a, 0), min(a + n_writes, self.n_trace_writes)
         r0 = lo + self.prefill - j * C
         self.state.scores[r0 : r0 + hi - lo] = self._last_buckets
+
+    def source_names(self) -> list[str]:
+        """``lifetimes=select``'s candidates: the model, then one count source per half-life."""
+        return ["model"] + ["frequency" if hl is None else f"frequency(halflife={hl:g})" for hl in self.count_halflives]
+
+    def _select_source(self, mature: np.ndarray, inv: np.ndarray, horizon: int, now: int, entry: dict):
+        """``lifetimes=select``: the source whose predicted lifetimes ordered the mature samples'
+        true lifetimes best, and its predictions now. Each source is judged on the buckets it gave
+        the samples when they were written (the model then deployed, the counts then), on the
+        samples every source predicted: neither is judged in hindsight (the model on the samples it
+        was trained on, the counts with the writes since). The score is Kendall's tau-b between
+        that bucket and the lifetime censored at the horizon: every sample has lived the horizon,
+        so the censoring time is common and a pair's order is known unless both outlived it (a
+        tie), which makes tau-b Harrell's concordance rescaled. The planner reads only the order
+        of the predictions (each group's true lifetimes come from the samples), so the order is
+        what a source brings."""
+        self.centres = self._class_centres(now)
+        proba = self.model.predict_proba(self.state.sample_features[mature])
+        now_buckets = [self._buckets_of(proba)] + [
+            self.state.sample_bucket[v, mature].astype(np.int64) for v in range(len(self.count_halflives))
+        ]
+        then = [self.state.sample_model_bucket[mature].astype(np.int64)] + now_buckets[1:]
+        judged = then[0] >= 0
+        # a model without a track record (fewer mature samples it predicted when written than
+        # DOGI trains its first model on) is not a candidate yet: the counts compete on them all
+        model_judged = int(judged.sum()) >= int(self.cfg["min_samples"])
+        if not model_judged:
+            judged[:] = True
+        entry["source_samples"] = int(judged.sum())
+        censored = np.where((inv >= 0) & (inv <= horizon), inv, horizon + 1)[judged]
+        scores = []
+        for i, b in enumerate(then):
+            b = b[judged]
+            ok = (i > 0 or model_judged) and b.size > 1 and np.ptp(b) > 0
+            tau = kendalltau(b, censored, variant="b").statistic if ok else np.nan
+            scores.append(float(tau) if np.isfinite(tau) else -1.0)
+        best = int(np.argmax(scores))  # ties: the first (the model, then the count sources in their order)
+        names = self.source_names()
+        entry["source_scores"] = dict(zip(names, scores))
+        entry["source"] = names[best]
+        return names[best], bucket_time(now_buckets[best])
 
     # -- planning --------------------------------------------------------------------------------
     def _search_and_apply(self, plog: dict, entry: dict, sim, period: dict, reloc: dict, apply: bool = True) -> None:
@@ -987,7 +1094,9 @@ class Hybrid(DOGI):
             j = np.clip((r.time[mature] - self.prefill) // window, 0, e.shape[0] - 1)
             predicted = bucket_time(lifetime_bucket(e[j, r.lba[mature]]))
         elif self.hcfg["lifetimes"] == "frequency":
-            predicted = bucket_time(self.state.sample_bucket[mature].astype(np.int64))
+            predicted = bucket_time(self.state.sample_bucket[0, mature].astype(np.int64))
+        elif self.hcfg["lifetimes"] == "select":
+            source, predicted = self._select_source(mature, inv, horizon, now, entry)
         else:
             self.centres = self._class_centres(now)
             proba = self.model.predict_proba(self.state.sample_features[mature])
@@ -1019,6 +1128,8 @@ class Hybrid(DOGI):
         entry["planned_thresholds"] = [int(x) for x in plan.thresholds]
         entry["planned_expiry"] = [int(x) for x in plan.expiry]
         entry["planner_candidates"] = plan.candidates
+        if self.hcfg["lifetimes"] == "select":
+            plan.source = source
         self._pending_groups, self._pending_reloc = plan, reloc
         if apply:
             self._apply_configuration(plan, reloc)
@@ -1058,6 +1169,15 @@ class Hybrid(DOGI):
             p.remaining[:] = remaining_table(
                 plog["pred"], plog["inv"], plog.get("event"), p.age_grid, self.cfg["reloc_estimate"]
             )
+        if hr.select:
+            # the plan's source places from now on (the model's buckets come from before_chunk)
+            variant = self.source_names().index(plan.source) - 1
+            hr.frequency = int(variant >= 0)
+            hr.variant = max(variant, 0)
+            record(p.scalars).predictor_latest = int(
+                variant >= 0
+            )  # the model's classes feed DOGI's rows only when it places
+            self.source_counts[plan.source] = self.source_counts.get(plan.source, 0) + 1
         hr.planned = 1
         self.plan = plan
         self.configuration = {
@@ -1078,4 +1198,7 @@ class Hybrid(DOGI):
         out["hybrid"] = dict(self.hcfg)
         out["planned_groups"] = self.plan.k if self.plan is not None else None
         out["planned_modelled_waf"] = self.plan.modelled_waf if self.plan is not None else None
+        if self.hcfg["lifetimes"] == "select":
+            out["lifetime_source"] = self.plan.source if self.plan is not None else None
+            out["lifetime_sources_applied"] = dict(self.source_counts)
         return out
