@@ -724,3 +724,30 @@ def minos_cluster_adjacent(W, I, k, weights):
         for v in members:
             out[v] = c
     return out
+
+
+def concordance_tau_b(predicted, lifetimes, horizon):
+    """The hybrid's ``lifetimes=select`` score in plain Python, pair by pair: Kendall's tau-b
+    between predicted buckets and lifetimes censored at ``horizon`` (a negative lifetime or one
+    beyond the horizon: outlived it). Two samples that both outlived the horizon are tied in
+    lifetime (their order is unknown). ``(concordant - discordant) / sqrt((n0 - t_pred) x (n0 -
+    t_life))``, ``n0`` the pairs, ``t_*`` the pairs tied in that variable."""
+    life = [x if 0 <= x <= horizon else horizon + 1 for x in lifetimes]
+    conc = disc = tied_pred = tied_life = pairs = 0
+    n = len(life)
+    for i in range(n):
+        for j in range(i + 1, n):
+            pairs += 1
+            dp = predicted[i] - predicted[j]
+            dl = life[i] - life[j]
+            if dp == 0:
+                tied_pred += 1
+            if dl == 0:
+                tied_life += 1
+            if dp == 0 or dl == 0:
+                continue
+            if (dp > 0) == (dl > 0):
+                conc += 1
+            else:
+                disc += 1
+    return (conc - disc) / math.sqrt((pairs - tied_pred) * (pairs - tied_life))

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 from helpers import DOGI_SMALL
+from naive import concordance_tau_b
 
 from dogi_ml.errors import ConfigError
 from dogi_ml.markov.opmodel import InvalidationCDF, thresholds_for_op
@@ -19,6 +20,7 @@ from dogi_ml.policies.hybrid import (
     generator_lifetimes,
     hybrid_gc,
     lifetime_bucket,
+    order_scores,
     plan_fifo_groups,
     plan_groups,
     popularity_lifetimes,
@@ -394,6 +396,16 @@ def test_bad_switches_are_refused():
         make_policy("hybrid", lifetimes="frequency", frequency_halflife=-1)
     with pytest.raises(ValueError, match="popularity_window must be > 0"):
         make_policy("hybrid", lifetimes="popularity", popularity_window=0)
+    with pytest.raises(ValueError, match="select_halflives lists the count sources of lifetimes=select, not"):
+        make_policy("hybrid", lifetimes="frequency", select_halflives=[None])
+    with pytest.raises(ValueError, match="select_halflives must list at least one half-life"):
+        make_policy("hybrid", lifetimes="select", select_halflives=[])
+    with pytest.raises(ValueError, match="select_halflives entries must be > 0"):
+        make_policy("hybrid", lifetimes="select", select_halflives=[None, 0])
+    with pytest.raises(ValueError, match="select_halflives lists a half-life twice"):
+        make_policy("hybrid", lifetimes="select", select_halflives=[1.0, 1.0])
+    with pytest.raises(ValueError, match="select_halflives must be a list of half-lives, got '1'"):
+        make_policy("hybrid", lifetimes="select", select_halflives="1")
     with pytest.raises(ValueError, match="unknown parameter"):
         make_policy("hybrid", colour="blue")
 
@@ -494,3 +506,63 @@ def test_counts_against_generator_in_the_shape_report():
     assert check["windows"] == 1 and check["n"] == cap
     assert abs(check["z_mean"]) < 5 / np.sqrt(cap) and abs(check["z_var"] - 1) < 5 * np.sqrt(2 / cap)
     assert counts_against_generator(generate("uniform", capacity_blocks=cap, n_writes=cap, seed=2), cap) is None
+
+
+def test_order_scores_are_kendalls_tau_b_of_the_censored_lifetimes():
+    """lifetimes=select's score against its plain-Python twin (tests/naive.py), pair by pair, with
+    ties in the buckets, samples never invalidated (-1) and lifetimes beyond the horizon (both
+    outlived it: tied); a constant prediction has no order (-1)."""
+    rng = np.random.default_rng(3)
+    n, horizon = 300, 1000
+    inv = rng.integers(-1, 2 * horizon, n)
+    good = lifetime_bucket(np.where(inv >= 0, inv, 4 * horizon) * rng.uniform(0.5, 2.0, n))
+    noise = rng.integers(0, 8, n)
+    scores = order_scores([good, noise, np.full(n, 5)], inv, horizon)
+    assert scores[0] == pytest.approx(concordance_tau_b(list(good), list(inv), horizon), abs=1e-12)
+    assert scores[1] == pytest.approx(concordance_tau_b(list(noise), list(inv), horizon), abs=1e-12)
+    assert scores[2] == -1.0
+    assert scores[0] > 0.5 > abs(scores[1])
+
+
+@pytest.fixture(scope="module")
+def select_run(trace):
+    return run(trace, lifetimes="select")
+
+
+def test_select_plans_on_the_best_ordered_source(trace, select_run):
+    """lifetimes=select: every plan names its candidates' scores and takes the best; the model is
+    judged on the buckets it gave the samples when written (-1 before it had classes), and is no
+    candidate before that record covers min_samples; the counts are those of lifetimes=frequency
+    for each half-life; the source of the last plan places the writes (golden WAF, measured with
+    this change: on the small zipf trace a count source wins every plan)."""
+    sim, res = select_run
+    pol = sim.policy
+    plans = [e for e in pol.history if "source_scores" in e]
+    assert len(plans) >= 3
+    names = ["model", "frequency", "frequency(halflife=1)", "frequency(halflife=0.5)"]
+    for e in plans:
+        assert list(e["source_scores"]) == names
+        assert e["source"] == names[int(np.argmax(list(e["source_scores"].values())))]
+    assert any(e["source_scores"]["model"] == -1.0 for e in plans)  # not judged yet at the first plans
+    assert any(e["source_scores"]["model"] > 0 for e in plans)  # then judged on its own record
+    p = pol.state
+    h = record(p.hyb)
+    assert h.select == 1 and h.counting == 1
+    assert sum(res["lifetime_sources_applied"].values()) == sum(
+        e.get("action") in ("model deployed", "configuration applied") and "source" in e for e in pol.history
+    )
+    assert res["lifetime_source"] == plans[-1]["source"]
+    assert h.frequency == int(res["lifetime_source"] != "model")
+    # write-time model buckets: none before the model had classes, some after
+    r = pol.ring
+    slots = np.flatnonzero(r.time >= 0)
+    first_plan = min(e["user_writes"] for e in plans)
+    before = slots[r.time[slots] - CAP < first_plan - pol.retrain_every]
+    after = slots[r.time[slots] - CAP > first_plan]
+    assert before.size and (p.sample_model_bucket[before] == -1).all()
+    assert after.size and (p.sample_model_bucket[after] >= 0).mean() > 0.9
+    # the no-decay counts are lifetimes=frequency's (tests above: the counts so far)
+    w = trace.block_writes
+    np.testing.assert_allclose(p.seen[0], np.bincount(w, minlength=CAP).astype(float))
+    # golden: between lifetimes=frequency's 3.5996 and the model's 4.0421 on this trace
+    assert res["waf"] == pytest.approx(3.77985, abs=5e-5)

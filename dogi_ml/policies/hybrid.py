@@ -81,7 +81,6 @@ from .dogi import (
     N_CAT,
     N_GROUPS,
     DogiState,
-    _even_merge,
     _remaining,
     dogi_gc,
     dogi_prefetch,
@@ -270,6 +269,21 @@ def _expected_lifetime(p, lba, now):
     t = now - p.scalars[0].prefill
     j = 0 if t < 0 else min(t // p.hyb[0].pop_window, e.shape[0] - 1)
     return e[j, lba]
+
+
+def order_scores(candidates: list, inv: np.ndarray, horizon: int) -> list[float]:
+    """``lifetimes=select``'s score of each candidate's predicted buckets: Kendall's tau-b against
+    the samples' lifetimes ``inv`` (user writes; negative: not invalidated yet) censored at
+    ``horizon``. Every sample has lived the horizon, so the censoring time is common: a pair's
+    order is known unless both outlived it, a tie, which makes tau-b Harrell's concordance
+    rescaled. -1 for a constant prediction or fewer than two samples (no order to judge)."""
+    censored = np.where((inv >= 0) & (inv <= horizon), inv, horizon + 1)
+    scores = []
+    for b in candidates:
+        ok = b.size > 1 and np.ptp(b) > 0
+        tau = kendalltau(b, censored, variant="b").statistic if ok else np.nan
+        scores.append(float(tau) if np.isfinite(tau) else -1.0)
+    return scores
 
 
 def _check_halflives(halflives) -> list:
@@ -965,14 +979,6 @@ class Hybrid(DOGI):
             sample_model_bucket=np.full(self.ring.row.size if hr.select else 0, -1, np.int8),
         )
         self.source_counts: dict[str, int] = {}
-        if hr.select and self.user_ml:
-            # until a source is chosen, DOGI's Latest places (as for lifetimes=frequency, which
-            # trains no model) rather than the base design: the counts need no model to start
-            st.mode = MODE_ML
-            st.predictor_latest = 1
-            self._apply_configuration(
-                _even_merge(int(self.cfg["intermediate_groups"])) if self.cfg["intermediate_groups"] else None, None
-            )
         self.n_segments = ctx.n_segments
         self.gc_free_segments = ctx.gc_free_segments
         self.centres = None
@@ -1030,15 +1036,12 @@ class Hybrid(DOGI):
 
     def _select_source(self, mature: np.ndarray, inv: np.ndarray, horizon: int, now: int, entry: dict):
         """``lifetimes=select``: the source whose predicted lifetimes ordered the mature samples'
-        true lifetimes best, and its predictions now. Each source is judged on the buckets it gave
-        the samples when they were written (the model then deployed, the counts then), on the
-        samples every source predicted: neither is judged in hindsight (the model on the samples it
-        was trained on, the counts with the writes since). The score is Kendall's tau-b between
-        that bucket and the lifetime censored at the horizon: every sample has lived the horizon,
-        so the censoring time is common and a pair's order is known unless both outlived it (a
-        tie), which makes tau-b Harrell's concordance rescaled. The planner reads only the order
-        of the predictions (each group's true lifetimes come from the samples), so the order is
-        what a source brings."""
+        true lifetimes best (:func:`order_scores`), and its predictions now. Each source is judged
+        on the buckets it gave the samples when they were written (the model then deployed, the
+        counts then), on the samples every source predicted: neither is judged in hindsight (the
+        model on the samples it was trained on, the counts with the writes since). The planner
+        reads only the order of the predictions (each group's true lifetimes come from the
+        samples), so the order is what a source brings."""
         self.centres = self._class_centres(now)
         proba = self.model.predict_proba(self.state.sample_features[mature])
         now_buckets = [self._buckets_of(proba)] + [
@@ -1052,13 +1055,9 @@ class Hybrid(DOGI):
         if not model_judged:
             judged[:] = True
         entry["source_samples"] = int(judged.sum())
-        censored = np.where((inv >= 0) & (inv <= horizon), inv, horizon + 1)[judged]
-        scores = []
-        for i, b in enumerate(then):
-            b = b[judged]
-            ok = (i > 0 or model_judged) and b.size > 1 and np.ptp(b) > 0
-            tau = kendalltau(b, censored, variant="b").statistic if ok else np.nan
-            scores.append(float(tau) if np.isfinite(tau) else -1.0)
+        scores = order_scores([b[judged] for b in then], inv[judged], horizon)
+        if not model_judged:
+            scores[0] = -1.0
         best = int(np.argmax(scores))  # ties: the first (the model, then the count sources in their order)
         names = self.source_names()
         entry["source_scores"] = dict(zip(names, scores))
@@ -1174,9 +1173,6 @@ class Hybrid(DOGI):
             variant = self.source_names().index(plan.source) - 1
             hr.frequency = int(variant >= 0)
             hr.variant = max(variant, 0)
-            record(p.scalars).predictor_latest = int(
-                variant >= 0
-            )  # the model's classes feed DOGI's rows only when it places
             self.source_counts[plan.source] = self.source_counts.get(plan.source, 0) + 1
         hr.planned = 1
         self.plan = plan
