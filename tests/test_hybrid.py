@@ -27,7 +27,7 @@ from dogi_ml.policies.hybrid import (
 )
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.sim.policy_api import record
-from dogi_ml.traces.generators import zipf
+from dogi_ml.traces.generators import varmail, zipf
 
 CAP, SEG = 16384, 64
 SMALL = DOGI_SMALL  # tests/helpers.py
@@ -566,3 +566,30 @@ def test_select_plans_on_the_best_ordered_source(trace, select_run):
     np.testing.assert_allclose(p.seen[0], np.bincount(w, minlength=CAP).astype(float))
     # golden: between lifetimes=frequency's 3.5996 and the model's 4.0421 on this trace
     assert res["waf"] == pytest.approx(3.77985, abs=5e-5)
+
+
+def test_hot_filter_auto_switches_off_when_a_hot_write_costs_more_than_the_average(trace, select_run):
+    """hot_filter=auto: the Hot Filter stays on while a hot write costs fewer GC copies (copies
+    out of G_hot per hot write) than the average user write (the period's WAF - 1), so on the
+    small zipf trace the run equals hot_filter=true's to the last digit; on a small varmail
+    trace it goes off at the first period where it costs more (the history's own measurements),
+    and from then on nothing is hot."""
+    _, zres = run(trace, lifetimes="select", hot_filter="auto")
+    assert zres["hot_filter_off_at"] is None
+    assert zres["waf"] == select_run[1]["waf"] and zres["gc_writes"] == select_run[1]["gc_writes"]
+    mail = varmail(CAP, 8 * CAP, seed=1)
+    sim, res = run(mail, lifetimes="select", hot_filter="auto")
+    losing = [
+        e["user_writes"]
+        for e in sim.policy.history
+        if e["measured_waf"] is not None and e["hot_share"] > 0 and e["hot_valid_ratio"] > e["measured_waf"] - 1
+    ]
+    assert losing and res["hot_filter_off_at"] == losing[0]
+    st = record(sim.policy.state.scalars)
+    assert st.hot_threshold == 0 and st.adapt_mu == 0
+    hot_before = res["hot_threshold"]
+    assert hot_before == 0
+    # golden (measured with this change): between the filter always on (1.41283) and always off (1.60766)
+    assert res["waf"] == pytest.approx(1.41750, abs=5e-5)
+    with pytest.raises(ValueError, match="hot_filter must be true, false or auto, got 'sometimes'"):
+        make_policy("hybrid", hot_filter="sometimes")
