@@ -100,6 +100,11 @@ hybrid() {
     sweep hybrid_alt +experiment=hybrid_alt output=$R/hybrid_alt
     sweep hybrid_traces +experiment=hybrid_traces output=$R/hybrid_traces
     sweep hybrid_ablation +experiment=hybrid_ablation output=$R/hybrid_ablation
+    # the same at 16 GiB on zipf and ycsb_a, with the causal lifetimes=select hybrid (a second sweep)
+    sweep hybrid_16g +experiment=hybrid_16g
+    sweep hybrid_16g_select +experiment=hybrid_16g policy=hybrid policy.params.lifetimes=select
+    "$PY" -m dogi_ml.report_hybrid $R/hybrid_16g $SWEEPS/hybrid_16g $SWEEPS/hybrid_16g_select \
+        --title "Hybrid - WAF per scheme (16 GiB, 10% OP)"
     # "What limits the hybrid": other lifetime sources through the same planner, the closed form, the lifetimes' shape
     local title="Hybrid - what limits it: lifetimes from write probabilities, counts so far and the truth (1 GiB, 10% OP)"
     sweep hybrid_bound +experiment=hybrid_bound
