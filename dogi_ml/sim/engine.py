@@ -71,6 +71,15 @@ from .victims import get_victim, resolve_victim, victim_label
 _NO_TIMES = np.empty(0, np.int64)  # the times argument of an untimed run
 
 
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """``a`` itself if it is read-only, else a read-only view of it."""
+    if not a.flags.writeable:
+        return a
+    view = a.view()
+    view.setflags(write=False)
+    return view
+
+
 class SimulationError(DogiMLError, RuntimeError):
     """The run cannot continue (impossible configuration or exhausted space)."""
 
@@ -397,7 +406,11 @@ class Simulator:
         st, su, sg = (np.empty(cap, np.int64) for _ in range(3))
         if times is None:
             times = _NO_TIMES
-        rc, ns = self._run_chunk(self.state, self.pstate, writes, times, st, su, sg)
+        # the loop only reads writes and times: hand it read-only views always, so it has one
+        # signature whether the writes are a trace's read-only memory map or a plain array. With
+        # two, a cold kernel cache compiled the loop a second time inside the first chunk (and
+        # its CPU time counted as the loop's: 4.06 s against 0.87 s warm, hybrid on zipf 1 GiB)
+        rc, ns = self._run_chunk(self.state, self.pstate, _read_only(writes), _read_only(times), st, su, sg)
         if ns:
             self.series_t.append(st[:ns])
             self.series_user.append(su[:ns])
