@@ -100,9 +100,9 @@ hybrid() {
     sweep hybrid_alt +experiment=hybrid_alt output=$R/hybrid_alt
     sweep hybrid_traces +experiment=hybrid_traces output=$R/hybrid_traces
     sweep hybrid_ablation +experiment=hybrid_ablation output=$R/hybrid_ablation
-    # the same at 16 GiB on zipf and ycsb_a, with the causal lifetimes=select hybrid (a second sweep)
+    # the same at 16 GiB on zipf and ycsb_a, with the causal lifetimes=select hot_filter=auto hybrid (a second sweep)
     sweep hybrid_16g +experiment=hybrid_16g
-    sweep hybrid_16g_select +experiment=hybrid_16g policy=hybrid policy.params.lifetimes=select
+    sweep hybrid_16g_select +experiment=hybrid_16g policy=hybrid policy.params.lifetimes=select policy.params.hot_filter=auto
     "$PY" -m dogi_ml.report_hybrid $R/hybrid_16g $SWEEPS/hybrid_16g $SWEEPS/hybrid_16g_select \
         --title "Hybrid - WAF per scheme (16 GiB, 10% OP)"
     # "What limits the hybrid": other lifetime sources through the same planner, the closed form, the lifetimes' shape
@@ -119,6 +119,15 @@ hybrid() {
     # "The planner's WAF model": the FIFO-group planner against the OP-model one
     sweep hybrid_planner +experiment=hybrid_planner
     "$PY" -m dogi_ml.report_hybrid --planner $R/hybrid_bound_planner $SWEEPS/hybrid_planner $SWEEPS/hybrid_bound
+    # "Choosing the lifetime source online": lifetimes=select (Hot Filter auto, on, off) on the
+    # generated workloads, the samples and the alternating workload, beside the tables above
+    sweep hybrid_select +experiment=hybrid_select
+    "$PY" -m dogi_ml.report_hybrid $R/hybrid_select $SWEEPS/hybrid_select --reuse $R/hybrid.json
+    sweep hybrid_select_traces +experiment=hybrid_select_traces
+    "$PY" -m dogi_ml.report_hybrid $R/hybrid_select_traces $SWEEPS/hybrid_select_traces --reuse $R/hybrid_traces.json
+    sweep hybrid_select_alt +experiment=hybrid_select_alt
+    "$PY" -m dogi_ml.report_hybrid $R/hybrid_select_alt $SWEEPS/hybrid_select_alt --reuse $R/hybrid_alt.json \
+        --workload zipf_hc_alternating --title "Hybrid - the lifetime source chosen online, alternating Zipf-H / Zipf-C (1 GiB, 10% OP)"
     # "Deployment": the hybrid's and DOGI's bundles of seed 0 deployed on seed 1 (out of sample) and on
     # seed 0, the online schemes on seed 1 (exports the bundles itself; ~35 min on 2 cores)
     "$PY" -m dogi_ml.pipeline.frozen_seeds $R/hybrid_frozen_seeds zipf ycsb_a phase_shift varmail \

@@ -121,6 +121,9 @@ HYBRID_SCALARS = scalar_fields(
     reloc_floor=np.int64,  # 1: a survivor never goes to a hotter group than its source
 )
 RELOC_PREDICTED, RELOC_AGE, RELOC_DOGI = 0, 1, 2
+#: the hybrid's default sampling: one in this many non-hot writes per GiB of capacity (never fewer)
+SAMPLE_EVERY_PER_GIB = 10
+GIB_BLOCKS = 262_144  # 1 GiB in 4 KiB blocks
 
 
 class HybridState(NamedTuple):
@@ -923,6 +926,11 @@ class Hybrid(DOGI):
                     f"policy hybrid: lifetimes={hcfg['lifetimes']} trains no model; leave params.predictor unset"
                 )
             params["predictor"] = "latest"  # DOGI's bookkeeping without a model
+        # unless set: one sample in 10 non-hot writes per GiB of capacity (bind), so that the ring's
+        # max_samples span the same ~9 capacities at every scale and the planner's horizon
+        # (4 capacities, at most half the span) is reached: with DOGI's fixed 1 in 10 the 100K
+        # samples spanned 0.58 capacities at 16 GiB and the planner never ran
+        self.scaled_sampling = "sample_every" not in params
         super().__init__(n_groups, **params)
         self.hcfg = hcfg
         self.needs_future = oracle_source
@@ -931,6 +939,10 @@ class Hybrid(DOGI):
         return (*self.DEFAULTS, *self.HYBRID_DEFAULTS)
 
     def bind(self, ctx: SimContext) -> tuple:
+        if self.scaled_sampling:
+            self.cfg["sample_every"] = max(
+                SAMPLE_EVERY_PER_GIB, round(SAMPLE_EVERY_PER_GIB * ctx.capacity / GIB_BLOCKS)
+            )
         dogi_state = super().bind(ctx)
         h = self.hcfg
         hyb = new_scalars(HYBRID_SCALARS)
