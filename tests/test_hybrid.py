@@ -24,6 +24,7 @@ from dogi_ml.policies.hybrid import (
     plan_fifo_groups,
     plan_groups,
     popularity_lifetimes,
+    scaled_sample_every,
 )
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.sim.policy_api import record
@@ -593,3 +594,13 @@ def test_hot_filter_auto_switches_off_when_a_hot_write_costs_more_than_the_avera
     assert res["waf"] == pytest.approx(1.41750, abs=5e-5)
     with pytest.raises(ValueError, match="hot_filter must be true, false or auto, got 'sometimes'"):
         make_policy("hybrid", hot_filter="sometimes")
+
+
+def test_sampling_scales_with_capacity_unless_set(trace, select_run):
+    """One sample in 10 non-hot writes per GiB (so the 100K-sample ring spans the same capacities
+    at 16 GiB as at 1 GiB and the planner's horizon is reached), never fewer than 1 in 10; a
+    sample_every the user sets is honoured."""
+    assert [scaled_sample_every(c) for c in (16384, 262_144, 4_194_304, 33_554_432)] == [10, 10, 160, 1280]
+    assert select_run[0].policy.cfg["sample_every"] == 10
+    sim, _ = run(trace, sample_every=7)
+    assert sim.policy.cfg["sample_every"] == 7 and record(sim.policy.state.scalars).sample_every == 7

@@ -274,6 +274,12 @@ def _expected_lifetime(p, lba, now):
     return e[j, lba]
 
 
+def scaled_sample_every(capacity: int) -> int:
+    """The hybrid's default sampling rate: one in 10 non-hot writes per GiB of ``capacity``
+    (blocks), never fewer than 1 in 10."""
+    return max(SAMPLE_EVERY_PER_GIB, round(SAMPLE_EVERY_PER_GIB * capacity / GIB_BLOCKS))
+
+
 def _hot_filter_off(state) -> None:
     """Switch DOGI's Hot Filter off: no lifetime is <= 0, so nothing goes to G_hot, and mu no
     longer adapts."""
@@ -940,9 +946,7 @@ class Hybrid(DOGI):
 
     def bind(self, ctx: SimContext) -> tuple:
         if self.scaled_sampling:
-            self.cfg["sample_every"] = max(
-                SAMPLE_EVERY_PER_GIB, round(SAMPLE_EVERY_PER_GIB * ctx.capacity / GIB_BLOCKS)
-            )
+            self.cfg["sample_every"] = scaled_sample_every(ctx.capacity)
         dogi_state = super().bind(ctx)
         h = self.hcfg
         hyb = new_scalars(HYBRID_SCALARS)
