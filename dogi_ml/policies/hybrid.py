@@ -153,6 +153,8 @@ class HybridState(NamedTuple):
     death: np.ndarray  # oracle: per LBA, the time its live version dies (NEVER if never); else empty
     expected: np.ndarray  # popularity: float64 per window and LBA, its expected lifetime; else empty
     freq_decays: np.ndarray  # counting: float64 per count variant, its decay rate per user write (0: none)
+    freq_total: np.ndarray  # counting: float64 per variant, the (decayed) trace writes up to freq_total_at
+    freq_total_at: np.ndarray  # counting: int64 per variant, the time freq_total is for (-1: none yet)
     seen: np.ndarray  # counting: float64 per variant and LBA, its trace writes so far (decayed to seen_at); else empty
     seen_at: np.ndarray  # counting: int64 per LBA, when seen was last brought up to date; else empty
     sample_bucket: np.ndarray  # counting: int8 per variant and ring slot, the sample's lifetime bucket when written
@@ -348,8 +350,10 @@ def _frequency_lifetime(p, v, lba, now):
         c *= np.exp(-lam * (now - p.seen_at[lba]))
     if c <= 0:
         return NEVER
-    total = float(t) if lam == 0 else np.expm1(-lam * t) / np.expm1(-lam)
-    e = np.ceil(total / c)
+    if p.freq_total_at[v] != now:  # once per time step: a GC burst's survivors share it
+        p.freq_total[v] = float(t) if lam == 0 else np.expm1(-lam * t) / np.expm1(-lam)
+        p.freq_total_at[v] = now
+    e = np.ceil(p.freq_total[v] / c)
     return NEVER if e >= NEVER // 2 else np.int64(e)
 
 
@@ -997,6 +1001,8 @@ class Hybrid(DOGI):
             death=death,
             expected=expected,
             freq_decays=freq_decays,
+            freq_total=np.zeros(freq_decays.size, np.float64),
+            freq_total_at=np.full(freq_decays.size, -1, np.int64),
             seen=np.zeros((freq_decays.size, ctx.capacity if hr.counting else 0), np.float64),
             seen_at=np.zeros(ctx.capacity if hr.counting else 0, np.int64),
             sample_bucket=np.full((freq_decays.size, self.ring.row.size if hr.counting else 0), -1, np.int8),
