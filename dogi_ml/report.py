@@ -582,6 +582,20 @@ DOGI_DETAIL_KEYS = (
 )
 
 
+def write_table(out: str | Path, rows, lines: list[str]) -> list[Path]:
+    """``OUT.json`` (the rows) and ``OUT.md`` (the markdown ``lines``) of a table that is not a
+    sweep's comparison (:mod:`dogi_ml.report_hybrid`'s extra tables,
+    :mod:`dogi_ml.pipeline.frozen_seeds`); prints the markdown."""
+    stem = Path(out)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    js = stem.with_suffix(".json")
+    js.write_text(json.dumps(rows, indent=2, default=float))
+    md = stem.with_suffix(".md")
+    md.write_text("\n".join(lines) + "\n")
+    print(md.read_text())
+    return [js, md]
+
+
 def write_paper_files(results: list[dict], summary: dict, output, sweep_dir: Path, title: str = "") -> list[Path]:
     """The DOGI presets' files: ``PATH.json`` (the summary), ``PATH_reductions.json`` (DOGI vs the
     best baseline per workload), ``PATH_accuracy.json`` (DOGI's details per workload) and

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from dogi_ml.plotting import save_figure
-from dogi_ml.report import Callback, collect_results, scheme_of, settings_of
+from dogi_ml.report import Callback, collect_results, scheme_of, settings_of, write_table
 
 #: the seed papers' schemes (what "the best seed scheme" is taken over)
 SEED_SCHEMES = ("sepbit", "midas", "dogi", "minos", "shiro", "adapt", "phftl", "mldt")
@@ -316,19 +316,6 @@ def closed_form(results: list[dict]) -> list[dict]:
     return rows
 
 
-def _write_table(out: str | Path, rows, lines: list[str]) -> list[Path]:
-    """``OUT.json`` (the rows) and ``OUT.md`` (the markdown ``lines``) of one of the
-    report's extra tables; prints the markdown."""
-    stem = Path(out)
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    js = stem.with_suffix(".json")
-    js.write_text(json.dumps(rows, indent=2, default=float))
-    md = stem.with_suffix(".md")
-    md.write_text("\n".join(lines) + "\n")
-    print(md.read_text())
-    return [js, md]
-
-
 def write_closed_form(out: str | Path, results: list[dict]) -> list[Path]:
     rows = closed_form(results)
     if not rows:
@@ -345,7 +332,7 @@ def write_closed_form(out: str | Path, results: list[dict]) -> list[Path]:
             f"{row['simulated_waf']:.4f} | {row['simulated_waf'] / row['closed_form_waf'] - 1:+.2%} | "
             f"{_fmt(row['planner_modelled_waf'], '.4f')} |"
         )
-    return _write_table(out, rows, lines)
+    return write_table(out, rows, lines)
 
 
 # -- the planner's WAF model against the simulator -------------------------------------------------
@@ -402,7 +389,7 @@ def write_planner(out: str | Path, results: list[dict]) -> list[Path]:
             f"| {t['workload']} | {t['scheme']} | {t['planner']} | {t['plans']} | {t['modelled_waf']:.3f} | {t['measured_waf']:.3f} | "
             f"{t['modelled_over_measured']:.3f} | {t['groups']} | {t['waf']:.4f} |"
         )
-    return _write_table(out, rows, lines)
+    return write_table(out, rows, lines)
 
 
 # -- how memoryless a workload's lifetimes are ---------------------------------------------------------
@@ -527,7 +514,7 @@ def write_lifetime_shape(out: str | Path, workloads: list[str], conf_dir: str | 
         ]
         for name, c in checked.items():
             lines.append(f"| {name} | {c['windows']} | {c['z_mean']:+.4f} | {c['z_var']:.4f} | {c['n']} |")
-    return _write_table(out, rows, lines)
+    return write_table(out, rows, lines)
 
 
 class HybridComparison(Callback):

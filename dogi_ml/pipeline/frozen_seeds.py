@@ -17,7 +17,6 @@ Writes ``OUT.json`` and ``OUT.md`` (:func:`write_frozen_seeds`).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from dogi_ml.errors import ConfigError, DogiMLError
 from dogi_ml.pipeline.common import CONF_DIR, available
 from dogi_ml.pipeline.replay import export_dogi_bundle
 from dogi_ml.pipeline.simulate import simulate, write_json
-from dogi_ml.report import scheme_of
+from dogi_ml.report import scheme_of, write_table
 
 #: the frozen schemes and the online run that exports each one's bundle (``replay mode=bundle``)
 FROZEN_SOURCES = {"hybrid_frozen": "hybrid", "dogi_frozen": "dogi"}
@@ -308,19 +307,7 @@ def write_frozen_seeds(out: str | Path, table: dict) -> list[Path]:
             f"| {w} | {h['learn_hot_share_of_learn_writes']:.1%} | {h['deploy_hot_share_of_deploy_writes']:.1%} | "
             f"{h['learn_hot_share_of_deploy_writes']:.1%} | {h['hot_sets_shared']:.1%} |"
         )
-    return _write_table(out, table, lines)
-
-
-def _write_table(out: str | Path, table: dict, lines: list[str]) -> list[Path]:
-    """``OUT.json`` (the table) and ``OUT.md`` (the markdown ``lines``); prints the markdown."""
-    stem = Path(out)
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    js = stem.with_suffix(".json")
-    js.write_text(json.dumps(table, indent=2, default=float))
-    md = stem.with_suffix(".md")
-    md.write_text("\n".join(lines) + "\n")
-    print(md.read_text())
-    return [js, md]
+    return write_table(out, table, lines)
 
 
 def main(argv=None) -> None:
