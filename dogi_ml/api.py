@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from dogi_ml.errors import ConfigError
-from dogi_ml.pipeline.common import CONF_DIR, available
+from dogi_ml.pipeline.common import available, compose_config
 
 __all__ = [
     "SimResult",
@@ -70,24 +70,7 @@ def compose(command: str, overrides: Sequence[str] = ()):
     >>> cfg.policy.name, cfg.sim.victim, cfg.workload.capacity_blocks
     ('nosep', 'fifo', 262144)
     """
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    if not (Path(CONF_DIR) / f"{command}.yaml").exists():
-        raise ConfigError(
-            f"unknown command {command!r}",
-            "use one of: " + ", ".join(sorted(p.stem for p in Path(CONF_DIR).glob("*.yaml"))),
-        )
-    try:
-        with initialize_config_dir(config_dir=CONF_DIR, job_name=command, version_base="1.3"):
-            return hydra_compose(config_name=command, overrides=list(overrides))
-    except (HydraException, OmegaConfBaseException) as exc:
-        raise ConfigError(
-            f"{command}: {' '.join(str(exc).split())}",
-            "check the setting names (python -m dogi_ml " + command + " --cfg job shows them)",
-        ) from None
+    return compose_config(command, overrides)
 
 
 def _workload_overrides(workload: str | Mapping, extra: Mapping | None = None, plus: bool = True) -> list[str]:

@@ -3,6 +3,7 @@ workload check."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import dogi_ml.conf
@@ -15,6 +16,30 @@ CONF_DIR = str(Path(dogi_ml.conf.__file__).resolve().parent)
 def available(group: str) -> list[str]:
     """The config names of a Hydra config group (``workload``, ``policy``, ...)."""
     return sorted(p.stem for p in (Path(CONF_DIR) / group).glob("*.yaml"))
+
+
+def compose_config(command: str, overrides: Sequence[str] = ()):
+    """The config ``python -m dogi_ml COMMAND OVERRIDES...`` runs with (an OmegaConf DictConfig);
+    an unknown command or a bad override is a :class:`ConfigError` (``dogi_ml.api.compose`` and
+    ``pipeline/frozen_seeds`` compose through it)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    if not (Path(CONF_DIR) / f"{command}.yaml").exists():
+        raise ConfigError(
+            f"unknown command {command!r}",
+            "use one of: " + ", ".join(sorted(p.stem for p in Path(CONF_DIR).glob("*.yaml"))),
+        )
+    try:
+        with initialize_config_dir(config_dir=CONF_DIR, job_name=command, version_base="1.3"):
+            return hydra_compose(config_name=command, overrides=list(overrides))
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise ConfigError(
+            f"{command}: {' '.join(str(exc).split())}",
+            "check the setting names (python -m dogi_ml " + command + " --cfg job shows them)",
+        ) from None
 
 
 def require_workload(cfg) -> None:

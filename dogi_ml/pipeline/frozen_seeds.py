@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from dogi_ml.errors import ConfigError, DogiMLError
-from dogi_ml.pipeline.common import CONF_DIR, available
+from dogi_ml.pipeline.common import available, compose_config
 from dogi_ml.pipeline.replay import export_dogi_bundle
 from dogi_ml.pipeline.simulate import simulate, write_json
 from dogi_ml.report import scheme_of, write_table
@@ -37,21 +37,6 @@ FROZEN_SEEDS_SIM = ("sim.victim=cost_benefit", "sim.victim_for=followers")
 FROZEN_SEEDS_ONLINE = ("hybrid", "dogi", "minos")
 
 
-def compose(command: str, overrides) -> object:
-    """The config ``python -m dogi_ml COMMAND OVERRIDES`` runs with; a bad override is a
-    :class:`ConfigError`."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
-
-    try:
-        with initialize_config_dir(config_dir=CONF_DIR, job_name=command, version_base="1.3"):
-            return hydra_compose(config_name=command, overrides=list(overrides))
-    except (HydraException, OmegaConfBaseException) as exc:
-        raise ConfigError(f"{command}: {' '.join(str(exc).split())}", "check the setting names") from None
-
-
 def _seeded_run_config(command: str, workload: str, seed: int, policy: str, overrides) -> tuple:
     """(workload trace, policy config, sim config) of ``python -m dogi_ml COMMAND +workload=W
     workload.seed=SEED policy=P OVERRIDES``, composed as the command line composes it."""
@@ -60,7 +45,7 @@ def _seeded_run_config(command: str, workload: str, seed: int, policy: str, over
     from dogi_ml.policies import configured_victim
     from dogi_ml.traces.workload import load_workload
 
-    cfg = compose(command, [f"+workload={workload}", f"workload.seed={seed}", f"policy={policy}", *overrides])
+    cfg = compose_config(command, [f"+workload={workload}", f"workload.seed={seed}", f"policy={policy}", *overrides])
     policy_cfg = OmegaConf.to_container(cfg.policy, resolve=True)
     sim_cfg = OmegaConf.to_container(cfg.sim, resolve=True)
     configured_victim(policy_cfg, sim_cfg)  # a victim-rule conflict fails before the trace is built
@@ -124,7 +109,7 @@ def frozen_seeds(
             raise ConfigError(
                 f"--frozen-seeds: unknown workload {w!r}", "use one of: " + ", ".join(available("workload"))
             )
-        if compose("simulate", [f"+workload={w}"]).workload.get("source", "generator") != "generator":
+        if compose_config("simulate", [f"+workload={w}"]).workload.get("source", "generator") != "generator":
             raise ConfigError(
                 f"--frozen-seeds: workload {w!r} is a trace file, which has no seed to change",
                 "name generated workloads (conf/workload files with source: generator)",
@@ -158,7 +143,7 @@ def frozen_seeds(
             out, t1 = _seeded_simulate(runs, w, frozen_scheme, deploy_seed, deploy)
             inside, _ = _seeded_simulate(runs, w, frozen_scheme, learn_seed, deploy)
             row["deployed"][frozen_scheme] = {"out_of_sample": out, "in_sample": inside}
-            wcfg = compose("simulate", [f"+workload={w}", *overrides]).workload
+            wcfg = compose_config("simulate", [f"+workload={w}", *overrides]).workload
             moved = zipf_relabelled(t1, dict(wcfg), learn_seed, deploy_seed) if wcfg.generator == "zipf" else None
             if moved is not None:
                 label = f"{frozen_scheme}_seed{deploy_seed}_hotset{learn_seed}"
