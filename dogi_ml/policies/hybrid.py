@@ -307,6 +307,11 @@ def order_scores(candidates: list, inv: np.ndarray, horizon: int) -> list[float]
     return scores
 
 
+def _positive_number(x) -> bool:
+    """``x`` is an int or float (not a bool) above 0: the half-lives' and windows' check."""
+    return not isinstance(x, bool) and isinstance(x, (int, float)) and x > 0
+
+
 def _check_halflives(halflives) -> list:
     """``select_halflives`` as a list of half-lives (> 0 capacities, or None: no decay)."""
     if isinstance(halflives, (str, bytes)) or not hasattr(halflives, "__iter__"):
@@ -315,7 +320,7 @@ def _check_halflives(halflives) -> list:
     if not out:
         raise ValueError("policy hybrid: select_halflives must list at least one half-life (null: no decay)")
     for hl in out:
-        if hl is not None and (isinstance(hl, bool) or not isinstance(hl, (int, float)) or not hl > 0):
+        if hl is not None and not _positive_number(hl):
             raise ValueError(f"policy hybrid: select_halflives entries must be > 0 (capacities) or null, got {hl!r}")
     if len(set(out)) != len(out):
         raise ValueError(f"policy hybrid: select_halflives lists a half-life twice: {out}")
@@ -903,7 +908,7 @@ class Hybrid(DOGI):
                     f"policy hybrid: frequency_halflife={halflife} decays the counts of lifetimes=frequency, "
                     f"not lifetimes={hcfg['lifetimes']}: drop it or set lifetimes=frequency"
                 )
-            if isinstance(halflife, bool) or not isinstance(halflife, (int, float)) or not halflife > 0:
+            if not _positive_number(halflife):
                 raise ValueError(
                     f"policy hybrid: frequency_halflife must be > 0 (capacities) or null, got {halflife!r}"
                 )
@@ -926,7 +931,7 @@ class Hybrid(DOGI):
                     f"policy hybrid: popularity_window={window} counts the writes of lifetimes=popularity, "
                     f"not lifetimes={hcfg['lifetimes']}: drop it or set lifetimes=popularity"
                 )
-            if isinstance(window, bool) or not isinstance(window, (int, float)) or not window > 0:
+            if not _positive_number(window):
                 raise ValueError(f"policy hybrid: popularity_window must be > 0 (capacities) or null, got {window!r}")
         if params.get("deployed", "float") != "float":
             raise ValueError("policy hybrid: deployed must be float (the planner reads the model's probabilities)")
