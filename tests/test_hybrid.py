@@ -314,7 +314,7 @@ def test_frequency_lifetimes_are_the_counts_so_far(trace, halflife):
     last = np.zeros(CAP, np.int64)
     last[w] = times  # each LBA's last trace write
     decayed = np.bincount(w, weights=np.exp(-lam * (last[w] - times)), minlength=CAP)
-    np.testing.assert_allclose(p.seen[0], decayed, rtol=1e-9)
+    np.testing.assert_allclose(p.seen[:, 0], decayed, rtol=1e-9)
     np.testing.assert_array_equal(p.seen_at[w] - CAP, last[w])
     r = sim.policy.ring
     slots = np.flatnonzero(r.time >= 0)[:500]
@@ -564,7 +564,7 @@ def test_select_plans_on_the_best_ordered_source(trace, select_run):
     assert after.size and (p.sample_model_bucket[after] >= 0).mean() > 0.9
     # the no-decay counts are lifetimes=frequency's (tests above: the counts so far)
     w = trace.block_writes
-    np.testing.assert_allclose(p.seen[0], np.bincount(w, minlength=CAP).astype(float))
+    np.testing.assert_allclose(p.seen[:, 0], np.bincount(w, minlength=CAP).astype(float))
     # golden: between lifetimes=frequency's 3.5996 and the model's 4.0421 on this trace
     assert res["waf"] == pytest.approx(3.77985, abs=5e-5)
 
@@ -604,3 +604,45 @@ def test_sampling_scales_with_capacity_unless_set(trace, select_run):
     assert select_run[0].policy.cfg["sample_every"] == 10
     sim, _ = run(trace, sample_every=7)
     assert sim.policy.cfg["sample_every"] == 7 and record(sim.policy.state.scalars).sample_every == 7
+
+
+def test_bench_measures_the_per_block_cost_against_dogi(tmp_path):
+    """``bench``'s hybrid section (issue 40's per-block cost target): each scheme's appends per
+    CPU second of the loop, back to back on the cached Zipf trace, its WAF that of an ordinary
+    run on that trace, and the reference's rate over each scheme's as the cost ratio."""
+    from omegaconf import OmegaConf
+
+    from dogi_ml.bench import bench_hybrid
+    from dogi_ml.traces.workload import load_workload
+
+    schemes = {
+        "dogi": {"name": "dogi", "params": SMALL},
+        "select": {"name": "hybrid", "params": {**SMALL, "lifetimes": "select", "hot_filter": "auto"}},
+    }
+    hcfg = OmegaConf.create(
+        {
+            "capacity_blocks": CAP,
+            "write_volume": 4,
+            "theta": 1.0,
+            "segment_blocks": SEG,
+            "op_ratio": 0.1,
+            "repeats": 1,
+            "reference": "dogi",
+            "target_vs_dogi": 2.0,
+            "schemes": schemes,
+        }
+    )
+    res = bench_hybrid(hcfg, seed=0, cache_dir=str(tmp_path))
+    aps = res["appends_per_cpu_second"]
+    assert res["trace"]["user_writes"] == 4 * CAP and min(aps.values()) > 0
+    assert res["cost_vs_reference"] == {"dogi": 1.0, "select": aps["dogi"] / aps["select"]}
+    trace = load_workload(
+        {"name": "zipf", "generator": "zipf", "capacity_blocks": CAP, "write_volume": 4.0, "params": {"theta": 1.0}},
+        cache_dir=tmp_path,
+    )
+    for label, spec in schemes.items():
+        pol = make_policy(spec["name"], **spec["params"])
+        sim = Simulator(pol, SimConfig(segment_blocks=SEG), CAP, trace=trace)
+        assert sim.run(trace.block_writes)["waf"] == res["waf"][label]  # the timed runs are ordinary runs
+    with pytest.raises(ValueError, match="hybrid.reference='sepbit' is not one of hybrid.schemes"):
+        bench_hybrid(OmegaConf.merge(hcfg, {"reference": "sepbit"}), seed=0, cache_dir=str(tmp_path))

@@ -59,6 +59,7 @@ from scipy.stats import kendalltau
 
 from dogi_ml.markov.opmodel import InvalidationCDF, assign_streams, thresholds_for_op
 from dogi_ml.oracles.annotate import NEVER, annotate
+from dogi_ml.intrinsics import prefetch
 from dogi_ml.sim.policy_api import SimContext, new_scalars, record, scalar_fields
 from dogi_ml.sim.state import P_NSEG, P_SEG_BLOCKS, SEG_SEALED
 from dogi_ml.sim.victims import (
@@ -155,7 +156,7 @@ class HybridState(NamedTuple):
     freq_decays: np.ndarray  # counting: float64 per count variant, its decay rate per user write (0: none)
     freq_total: np.ndarray  # counting: float64 per variant, the (decayed) trace writes up to freq_total_at
     freq_total_at: np.ndarray  # counting: int64 per variant, the time freq_total is for (-1: none yet)
-    seen: np.ndarray  # counting: float64 per variant and LBA, its trace writes so far (decayed to seen_at); else empty
+    seen: np.ndarray  # counting: float64 per LBA and variant (one LBA's variants side by side: one cache line), its trace writes so far (decayed to seen_at); else empty
     seen_at: np.ndarray  # counting: int64 per LBA, when seen was last brought up to date; else empty
     sample_bucket: np.ndarray  # counting: int8 per variant and ring slot, the sample's lifetime bucket when written
     sample_model_bucket: (
@@ -333,11 +334,11 @@ def _count_write(p, lba, now):
     ``exp(-lambda_v age)`` (``lambda_v = freq_decays[v]``, none when 0) up to ``now``, then gains 1."""
     decays = p.freq_decays
     for v in range(decays.shape[0]):
-        c = p.seen[v, lba]
+        c = p.seen[lba, v]
         lam = decays[v]
         if lam > 0 and c > 0:
             c *= np.exp(-lam * (now - p.seen_at[lba]))
-        p.seen[v, lba] = c + 1.0
+        p.seen[lba, v] = c + 1.0
     p.seen_at[lba] = now
 
 
@@ -350,7 +351,7 @@ def _frequency_lifetime(p, v, lba, now):
     if t <= 0:
         return NEVER
     lam = p.freq_decays[v]
-    c = p.seen[v, lba]
+    c = p.seen[lba, v]
     if lam > 0 and c > 0:
         c *= np.exp(-lam * (now - p.seen_at[lba]))
     if c <= 0:
@@ -360,6 +361,19 @@ def _frequency_lifetime(p, v, lba, now):
         p.freq_total_at[v] = now
     e = np.ceil(p.freq_total[v] / c)
     return NEVER if e >= NEVER // 2 else np.int64(e)
+
+
+@nb.njit(cache=True, inline="always")
+def hybrid_prefetch(p, lba):
+    """DOGI's cache hint (the LBA's row), and with per-LBA counts the LBA's count in every
+    variant and its ``seen_at``: a user write counts them, a survivor of lifetimes=frequency or
+    select reads them (no effect on results)."""
+    dogi_prefetch(p, lba)
+    if p.seen_at.shape[0] > 0:
+        prefetch(p.seen_at, lba)
+        nv = p.seen.shape[1]
+        prefetch(p.seen, lba * nv)  # the first and last count: the LBA's counts may straddle two lines
+        prefetch(p.seen, lba * nv + nv - 1)
 
 
 @nb.njit(cache=True)
@@ -843,7 +857,7 @@ class Hybrid(DOGI):
     victim_note = "a dead segment, else the oldest expired segment of a bounded group, else the victim rule"
     place_user = hybrid_user
     place_gc = hybrid_gc
-    prefetch_lba = dogi_prefetch
+    prefetch_lba = hybrid_prefetch
 
     HYBRID_DEFAULTS = {
         # model | oracle (true lifetimes) | popularity (oracle: write probabilities) | frequency (causal: counts so far)
@@ -1008,7 +1022,7 @@ class Hybrid(DOGI):
             freq_decays=freq_decays,
             freq_total=np.zeros(freq_decays.size, np.float64),
             freq_total_at=np.full(freq_decays.size, -1, np.int64),
-            seen=np.zeros((freq_decays.size, ctx.capacity if hr.counting else 0), np.float64),
+            seen=np.zeros((ctx.capacity if hr.counting else 0, freq_decays.size), np.float64),
             seen_at=np.zeros(ctx.capacity if hr.counting else 0, np.int64),
             sample_bucket=np.full((freq_decays.size, self.ring.row.size if hr.counting else 0), -1, np.int8),
             sample_model_bucket=np.full(self.ring.row.size if hr.select else 0, -1, np.int8),
