@@ -523,9 +523,7 @@ def bench_hybrid(hcfg, seed: int, cache_dir: str | None = None) -> dict:
     ref = str(hcfg.reference)
     if ref not in schemes:
         raise ValueError(f"bench: hybrid.reference={ref!r} is not one of hybrid.schemes ({', '.join(schemes)})")
-    res = per_block_cost(
-        trace, cap, int(hcfg.segment_blocks), float(hcfg.op_ratio), schemes, repeats=int(hcfg.repeats)
-    )
+    res = per_block_cost(trace, cap, int(hcfg.segment_blocks), float(hcfg.op_ratio), schemes, repeats=int(hcfg.repeats))
     aps = res["appends_per_cpu_second"]
     res["cost_vs_reference"] = {k: aps[ref] / v for k, v in aps.items() if v > 0}
     res["reference"] = ref

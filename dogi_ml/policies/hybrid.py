@@ -57,9 +57,9 @@ import numba as nb
 import numpy as np
 from scipy.stats import kendalltau
 
+from dogi_ml.intrinsics import prefetch
 from dogi_ml.markov.opmodel import InvalidationCDF, assign_streams, thresholds_for_op
 from dogi_ml.oracles.annotate import NEVER, annotate
-from dogi_ml.intrinsics import prefetch
 from dogi_ml.sim.policy_api import SimContext, new_scalars, record, scalar_fields
 from dogi_ml.sim.state import P_NSEG, P_SEG_BLOCKS, SEG_SEALED
 from dogi_ml.sim.victims import (
