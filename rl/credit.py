@@ -17,6 +17,12 @@ credited with what happened to the block it placed:
   further copy until the block dies. The sum over blocks of their copies is the run's GC writes,
   so the per-block objective adds up to the device's.
 
+With ``share=True`` (Shiro's ``credit_reward=segment``) the reclaim of a segment with ``v`` valid
+blocks of ``S`` instead credits every decision whose block was in it, dead or alive, ``-v/S``
+(the dead ones at the reclaim, terminal; the live ones at their relocation, with the bootstrap):
+the credits still add up to the GC writes, and a block that dies early in a segment of long-lived
+ones pays its share of their copies instead of nothing. ``on_reclaim`` then needs ``valid``.
+
 A block is relocated only from the segment its previous relocation wrote it to (a user write
 clears its pending decision), so the reclaim is seen exactly at the block's next relocation: no
 per-segment list is kept, one pending ``(state, action)`` per LBA (5 bytes) is all.
@@ -66,6 +72,8 @@ SCALARS = np.dtype(
         ("alpha", np.float64),  # learning rate once a pair has 1/alpha outcomes
         ("gamma", np.float64),  # discount of further copies
         ("dead_cost", np.float64),  # weight of a dead block's idle share (its slot's time dead before the reclaim)
+        ("share", np.int64),  # 1: each decision whose block was in a reclaimed segment is credited its valid share
+        ("cost", np.float64),  # share=1: the segment being reclaimed's valid blocks / its size
         ("epsilon", np.float64),  # exploration probability
         ("learn", np.int64),  # 1: record and credit decisions; 0: frozen table
         ("rng", np.uint64),  # splitmix64 state of the exploration draws
@@ -148,7 +156,7 @@ def on_invalidate(agent, lba, segment, now):
         return
     st = agent.scalars[0]
     agent.pend_state[lba] = NO_DECISION
-    if st.dead_cost == 0.0:
+    if st.dead_cost == 0.0 and st.share == 0:
         _credit(agent, s, agent.pend_action[lba], 0.0, 0.0)
         st.died += 1
         return
@@ -164,22 +172,26 @@ def on_invalidate(agent, lba, segment, now):
 
 
 @nb.njit(cache=True)
-def on_reclaim(agent, segment, now):
+def on_reclaim(agent, segment, now, valid=0):
     """``segment`` is reclaimed at time ``now``: every decision whose block died in it is credited
     ``-dead_cost x (now - died) / (now - placed)``, the share of the block's time in the segment
     its slot spent dead (terminal): a block that dies long before its segment is reclaimed wasted
     its slot, one that dies just before fitted it. Nothing to do with ``dead_cost == 0``."""
     st = agent.scalars[0]
-    if st.dead_cost == 0.0:
+    if st.share != 0:
+        st.cost = valid / agent.dead_state.shape[1]
+    if st.dead_cost == 0.0 and st.share == 0:
         return  # deaths were credited as they happened (no per-segment lists)
     n = agent.dead_len[segment]
     if n == 0:
         return
     agent.dead_len[segment] = 0
     for i in range(n):
-        span = now - agent.dead_placed[segment, i]
-        idle = (now - agent.dead_time[segment, i]) / span if span > 0 else 0.0
-        reward = -st.dead_cost * idle
+        reward = -st.cost if st.share != 0 else 0.0
+        if st.dead_cost != 0.0:
+            span = now - agent.dead_placed[segment, i]
+            idle = (now - agent.dead_time[segment, i]) / span if span > 0 else 0.0
+            reward -= st.dead_cost * idle
         _credit(agent, agent.dead_state[segment, i], agent.dead_action[segment, i], reward, reward)
     st.died += n
 
@@ -207,10 +219,11 @@ def on_relocate(agent, lba, state, action, now):
         return True
     s = agent.pend_state[lba]
     if s != NO_DECISION:
-        target = -1.0
+        reward = -st.cost if st.share != 0 else -1.0
+        target = reward
         if st.gamma != 0.0:
             target += st.gamma * q[state, greedy_action(q, state)]
-        _credit(agent, s, agent.pend_action[lba], -1.0, target)
+        _credit(agent, s, agent.pend_action[lba], reward, target)
         st.copied += 1
     agent.pend_state[lba] = state
     agent.pend_action[lba] = action
@@ -239,6 +252,7 @@ def new_credit_agent(
     dead_cost: float = 0.0,
     n_segments: int = 1,
     segment_blocks: int = 1,
+    share: bool = False,
 ) -> CreditAgent:
     """A fresh agent for LBAs ``0 .. capacity - 1``.
 
@@ -258,7 +272,7 @@ def new_credit_agent(
         raise ValueError(f"epsilon (exploration probability) must be in [0, 1], got {epsilon}")
     if not 0.0 <= dead_cost < float("inf"):
         raise ValueError(f"dead_cost (weight of a dead block's idle share) must be >= 0, got {dead_cost}")
-    if dead_cost > 0 and (int(n_segments) < 1 or int(segment_blocks) < 1):
+    if (dead_cost > 0 or share) and (int(n_segments) < 1 or int(segment_blocks) < 1):
         raise ValueError(f"dead_cost > 0 needs n_segments and segment_blocks >= 1, got {n_segments}, {segment_blocks}")
     q = initial_table(gamma) if initial is None else np.array(initial, dtype=np.float64)
     if q.ndim != 2 or q.shape[0] < 1 or not 1 <= q.shape[1] <= 127:
@@ -269,7 +283,8 @@ def new_credit_agent(
     st = scalars.view(np.recarray)[0]
     st.alpha, st.gamma, st.epsilon, st.learn = float(alpha), float(gamma), float(epsilon), int(bool(learn))
     st.dead_cost = float(dead_cost)
-    rows, cols = (int(n_segments), int(segment_blocks)) if dead_cost > 0 else (1, 1)
+    st.share = int(bool(share))
+    rows, cols = (int(n_segments), int(segment_blocks)) if dead_cost > 0 or share else (1, 1)
     # the paper agent's seeding (dogi_ml.rl.qlearning.new_qtable): the same seed draws the same numbers
     st.rng = np.uint64((int(seed) * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) & 0xFFFFFFFFFFFFFFFF)
     return CreditAgent(

@@ -751,3 +751,25 @@ def concordance_tau_b(predicted, lifetimes, horizon):
             else:
                 disc += 1
     return (conc - disc) / math.sqrt((pairs - tied_pred) * (pairs - tied_life))
+
+
+def shiro_count_state(writes, counted, age, t, seg_type, bins=24, offset=8, n_groups=8):
+    """Shiro's credit_state=counts (dogi_ml.policies.shiro.count_state), spelled out: the LBA's
+    expected lifetime ``counted / writes`` and the block's ``age`` each in half-octave bins of their
+    ratio to the threshold ``t`` (``floor(2 log2(x / t)) + offset``, clipped to ``0 .. bins - 1``;
+    the count's bin is ``bins`` when ``writes`` is 0), then the victim's segment type."""
+
+    def half_octave(x):
+        return min(max(math.floor(2 * math.log2(x / t)) + offset, 0), bins - 1)
+
+    count_bin = bins if writes == 0 else half_octave(counted / writes)
+    return (count_bin * bins + half_octave(max(age, 1))) * n_groups + seg_type
+
+
+def shiro_frequency_level(writes, counted, t, bands=(1, 4, 16, 64)):
+    """Shiro's agent=frequency: the GC level (0-based) of the band of ``t`` that holds the LBA's
+    expected lifetime ``counted / writes``; the top level for an LBA with no counted write."""
+    if writes == 0:
+        return len(bands)
+    e = counted / writes
+    return sum(e >= b * t for b in bands)

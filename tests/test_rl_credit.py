@@ -39,11 +39,13 @@ class TwinAgent:
     time in the segment spent dead); a relocation credits -1 + gamma max Q(new state); the rate
     is max(alpha, 1/n)."""
 
-    def __init__(self, q, alpha, gamma, dead_cost):
+    def __init__(self, q, alpha, gamma, dead_cost, share=False, segment_blocks=8):
         self.q = [list(map(float, row)) for row in q]
         self.n = {}
         self.rsum = {}
         self.alpha, self.gamma, self.dead_cost = alpha, gamma, dead_cost
+        # share: every decision whose block was in a reclaimed segment pays its valid share
+        self.share, self.segment_blocks, self.cost = share, segment_blocks, 0.0
         self.pending = {}  # lba -> (state, action, time)
         self.dead = {}  # segment -> [(state, action, placed, died)]
 
@@ -57,21 +59,26 @@ class TwinAgent:
     def relocate(self, lba, s, a, now):
         if lba in self.pending:
             ps, pa, _ = self.pending.pop(lba)
-            self.credit(ps, pa, -1.0, -1.0 + self.gamma * max(self.q[s]))
+            r = -self.cost if self.share else -1.0
+            self.credit(ps, pa, r, r + self.gamma * max(self.q[s]))
         self.pending[lba] = (s, a, now)
 
     def invalidate(self, lba, seg, now):
         if lba not in self.pending:
             return
         s, a, placed = self.pending.pop(lba)
-        if self.dead_cost == 0:
+        if self.dead_cost == 0 and not self.share:
             self.credit(s, a, 0.0, 0.0)
         else:
             self.dead.setdefault(seg, []).append((s, a, placed, now))
 
-    def reclaim(self, seg, now):
+    def reclaim(self, seg, now, valid):
+        if self.share:
+            self.cost = valid / self.segment_blocks
         for s, a, placed, died in self.dead.pop(seg, []):
-            r = -self.dead_cost * (now - died) / (now - placed)
+            r = -self.cost if self.share else 0.0
+            if self.dead_cost:
+                r -= self.dead_cost * (now - died) / (now - placed)
             self.credit(s, a, r, r)
 
 
@@ -96,20 +103,24 @@ def _events(seed, n_lbas=6, n_segs=3, n_states=4, n_actions=3, n=400):
         else:
             seg = int(rng.integers(n_segs))
             # the reclaim relocates the segment's live blocks: their relocations follow it
-            out.append(("reclaim", seg, now))
-            for lba in [x for x, s in where.items() if s == seg]:
+            live = [x for x, s in where.items() if s == seg]
+            out.append(("reclaim", seg, now, len(live)))
+            for lba in live:
                 dest = int(rng.integers(n_segs))
                 where[lba] = dest
                 out.append(("relocate", lba, int(rng.integers(n_states)), int(rng.integers(n_actions)), now))
     return out
 
 
-@pytest.mark.parametrize("gamma,dead_cost", [(0.0, 0.0), (0.5, 0.0), (0.5, 1.0), (0.9, 0.3)])
-def test_credit_equals_a_plain_python_twin(gamma, dead_cost):
+@pytest.mark.parametrize(
+    "gamma,dead_cost,share", [(0.0, 0.0, False), (0.5, 0.0, False), (0.5, 1.0, False), (0.9, 0.3, False),
+                              (0.5, 0.0, True), (0.9, 0.3, True)]
+)  # fmt: skip
+def test_credit_equals_a_plain_python_twin(gamma, dead_cost, share):
     q0 = np.random.default_rng(1).uniform(-2.0, 0.0, (4, 3))
     agent = credit.new_credit_agent(6, gamma=gamma, alpha=0.2, epsilon=0.0, initial=q0, dead_cost=dead_cost,
-                                    n_segments=3, segment_blocks=8)  # fmt: skip
-    twin = TwinAgent(q0, 0.2, gamma, dead_cost)
+                                    n_segments=3, segment_blocks=8, share=share)  # fmt: skip
+    twin = TwinAgent(q0, 0.2, gamma, dead_cost, share, segment_blocks=8)
     events = _events(seed=7)
     for ev in events:
         if ev[0] == "relocate":
@@ -121,9 +132,9 @@ def test_credit_equals_a_plain_python_twin(gamma, dead_cost):
             credit.on_invalidate(agent, lba, seg, now)
             twin.invalidate(lba, seg, now)
         else:
-            _, seg, now = ev
-            credit.on_reclaim(agent, seg, now)
-            twin.reclaim(seg, now)
+            _, seg, now, valid = ev
+            credit.on_reclaim(agent, seg, now, valid)
+            twin.reclaim(seg, now, valid)
     visits = np.zeros((4, 3), np.int64)
     rsum = np.zeros((4, 3))
     for (s, a), n in twin.n.items():
@@ -135,8 +146,8 @@ def test_credit_equals_a_plain_python_twin(gamma, dead_cost):
     assert c["credited"] == visits.sum() and c["opened"] == sum(e[0] == "relocate" for e in events)
     assert c["pending"] == len(twin.pending)
     assert c["copied"] > 0 and c["died"] > 0
-    if dead_cost > 0:
-        assert (rsum[visits > 0] < 0).any()  # idle shares were charged
+    if dead_cost > 0 or share:
+        assert (rsum[visits > 0] < 0).any()  # idle or valid shares were charged
 
 
 def test_credit_on_a_hand_computed_sequence():
@@ -166,6 +177,18 @@ def test_credit_on_a_hand_computed_sequence():
     assert agent.visits.sum() == 0  # waits for the reclaim
     credit.on_reclaim(agent, 0, 140)
     assert agent.q[1, 0] == -2.0 * 30 / 40 and agent.visits[1, 0] == 1
+    # share: the dead and the copied block of a segment reclaimed with 1 valid block of 4 pay 1/4 each
+    agent = credit.new_credit_agent(2, gamma=0.0, epsilon=0.0, initial=q0, n_segments=1, segment_blocks=4,
+                                    share=True)  # fmt: skip
+    credit.on_relocate(agent, 0, 0, 1, 100)
+    credit.on_relocate(agent, 1, 1, 0, 100)
+    credit.on_invalidate(agent, 0, 0, 110)
+    assert agent.visits.sum() == 0  # waits for the reclaim
+    credit.on_reclaim(agent, 0, 140, 1)  # block 1 still valid: it is copied next
+    assert agent.q[0, 1] == -0.25 and agent.visits[0, 1] == 1
+    credit.on_relocate(agent, 1, 1, 0, 140)
+    assert agent.q[1, 0] == -0.25 and agent.visits[1, 0] == 1
+    assert credit.counters(agent)["died"] == 1 and credit.counters(agent)["copied"] == 1
 
 
 def test_parameters_are_checked():

@@ -48,7 +48,13 @@ decision credited with its own block's outcome, died before its segment's reclai
 ``credit_gamma`` discounts further copies), ``oracle`` (a measurement, not a scheme: perfect
 knowledge of each block's remaining lifetime, GC level by bands of ``T`` (``ORACLE_BANDS``), each
 state's levels counted so that :func:`oracle_table` projects the rule on Table I's states; needs the
-write stream in advance; ``save_qtable`` with a rule agent saves its projection likewise). ``deployed``: ``float`` runs a given Q-table (``qtable``)
+write stream in advance; ``save_qtable`` with a rule agent saves its projection likewise), ``frequency`` (the
+band of ``T``, as the oracle's, holding the LBA's expected lifetime from its write count: user
+writes since the prefill over the LBA's; a causal rule). ``credit_state=counts`` gives the credit
+agent :func:`count_state` (the LBA's count bin, the block's age bin, the victim's segment type)
+instead of Table I's, starting from the hierarchical rule or ``credit_start=frequency``'s;
+``credit_reward=segment`` credits each decision with its segment's valid share at the reclaim.
+``deployed``: ``float`` runs a given Q-table (``qtable``)
 frozen and greedy, ``int8`` its integer form (:func:`dogi_ml.rl.export.quantize_table`).
 
 **Readings of the text** (switches; the defaults are the paper's text where it gives a value;
@@ -112,8 +118,17 @@ from ._shiro_rows import DigitRowStream, encode_digits
 G_SHORT, G_LONG, G_UNSEEN, G_GC1 = 0, 1, 2, 3
 N_GC = 5
 N_GROUPS = 3 + N_GC
-AGENTS = ("qlearning", "hierarchical", "sepbit_age", "single", "credit", "oracle")
-A_QLEARNING, A_HIERARCHICAL, A_SEPBIT_AGE, A_SINGLE, A_CREDIT, A_ORACLE = range(6)
+AGENTS = ("qlearning", "hierarchical", "sepbit_age", "single", "credit", "oracle", "frequency")
+A_QLEARNING, A_HIERARCHICAL, A_SEPBIT_AGE, A_SINGLE, A_CREDIT, A_ORACLE, A_FREQUENCY = range(7)
+#: agent=credit's state: Table I's (``table1``) or the block's write count and age (``counts``:
+#: :func:`count_state`)
+CREDIT_STATES = ("table1", "counts")
+#: credit_state=counts: half-octave bins of x / T from 2^-4 T (bin 0) to 2^8 T (bin 23), for the
+#: LBA's expected lifetime from its write count (bin 24: no user write counted yet) and its age
+RATIO_BINS = 24
+RATIO_OFFSET = 8  # bin of x = T
+N_COUNT_BINS = RATIO_BINS + 1
+N_COUNT_STATES = N_COUNT_BINS * RATIO_BINS * N_GROUPS
 #: agent=oracle's bands: a block whose true remaining lifetime is below ORACLE_BANDS[k] x T goes to
 #: GC level k + 1 (SepBIT's age classes' multiples of T, on the future instead of the past)
 ORACLE_BANDS = (1, 4, 16, 64)
@@ -148,6 +163,8 @@ SCALARS = sequence_scalars(
     eq1_segments=np.int64,  # Adjusted Greedy's discounted segments: EQ1_SEGMENTS index
     eq1_flash=np.int64,  # 1: Eq. 1's C counts every block written (eq1_clock=flash)
     flash_clock=np.int64,  # blocks written so far, user and GC (kept with eq1_clock=flash)
+    freq_clock=np.int64,  # user writes after the prefill (agent=frequency, credit_state=counts)
+    count_state=np.int64,  # 1: agent=credit's state is count_state's
 )
 
 
@@ -188,6 +205,7 @@ class ShiroState(NamedTuple):
     qint: np.ndarray  # int8 Q-table of deployed=int8 (a 1 x 5 placeholder otherwise)
     seg_short: np.ndarray  # int32 per segment: valid blocks predicted short (eq1_segments=short_pages)
     seal_clock: np.ndarray  # int64 per segment: flash_clock at its seal (eq1_clock=flash)
+    lba_writes: np.ndarray  # int64 per LBA: its user writes after the prefill (agent=frequency, credit_state=counts)
     ring: RingArrays
     ring_windows: np.ndarray
     windows: np.ndarray
@@ -377,6 +395,44 @@ def _eq1_place(s, p, st, g, short):
         p.seg_short[seg] += 1
 
 
+@nb.njit(cache=True, inline="always")
+def ratio_bin(x, t):
+    """Half-octave bin of ``x / t`` (both > 0): ``floor(2 log2(x / t)) + RATIO_OFFSET`` clipped to
+    ``0 .. RATIO_BINS - 1``."""
+    if x <= 0 or t <= 0:
+        return 0
+    b = np.int64(np.floor(2.0 * np.log2(x / t))) + RATIO_OFFSET
+    return min(max(b, 0), RATIO_BINS - 1)
+
+
+@nb.njit(cache=True)
+def count_state(writes, counted, age, t, seg_type):
+    """credit_state=counts: the state of a block about to be relocated from the LBA's ``writes``
+    among ``counted`` user writes (its expected lifetime ``counted / writes``, bin ``RATIO_BINS``
+    when none is counted), its ``age`` (since its user write), both binned against the threshold
+    ``t``, and its victim's segment type; ``(count_bin x RATIO_BINS + age_bin) x 8 + seg_type``."""
+    cb = RATIO_BINS if writes <= 0 else ratio_bin(counted / writes, t)
+    return (cb * RATIO_BINS + ratio_bin(max(age, 1), t)) * N_GROUPS + seg_type
+
+
+def count_state_table(gamma: float, start: str = "hierarchical") -> np.ndarray:
+    """credit_state=counts' starting table, as :func:`dogi_ml.rl.credit.initial_table` for Table I:
+    the rule's level at 0, the others at ``-1/(1-gamma)``; the rule is the hierarchical one (by the
+    victim's segment type) or agent=frequency's (by the count bin: its bands of T)."""
+    states = np.arange(N_COUNT_STATES)
+    if start == "frequency":
+        cb = states // (RATIO_BINS * N_GROUPS)
+        edges = [RATIO_OFFSET + 2 * int(np.log2(b)) for b in ORACLE_BANDS]  # bins where E = band x T
+        rule = np.searchsorted(np.asarray(edges), cb, side="right")
+        rule[cb == RATIO_BINS] = N_GC - 1
+    else:
+        seg_type = states % N_GROUPS
+        rule = np.array([ql.hierarchical_action(t) for t in range(N_GROUPS)])[seg_type]
+    q = np.full((N_COUNT_STATES, ql.N_ACTIONS), -1.0 / (1.0 - float(gamma)))
+    q[np.arange(N_COUNT_STATES), rule] = 0.0
+    return q
+
+
 @nb.njit(cache=True)
 def shiro_user(s, p, lba, now):
     st = p.scalars[0]
@@ -394,6 +450,9 @@ def shiro_user(s, p, lba, now):
             p.life[st.n_life] = v  # one lifetime sample (lifetime_window: a rewrite inside the window / any rewrite)
             st.n_life += 1
     row.prev = ql.PREV_NEVER
+    if now >= st.prefill and p.lba_writes.shape[0] > 1:
+        p.lba_writes[lba] += 1
+        st.freq_clock += 1
     if st.agent == A_CREDIT and s.l2p[lba] >= 0:
         rl_credit.on_invalidate(p.credit, lba, segment_of(s, s.l2p[lba]), now)  # its old copy died
     elif st.agent == A_ORACLE:
@@ -430,9 +489,12 @@ def shiro_gc(s, p, lba, victim, now):
         if a < 0:
             return -1
     elif mode == A_CREDIT:
-        state = ql.encode_binned_state(
-            ql.lifetime_bin(now - s.lba_time[lba]), st.victim_bin, seg_type, row.pred, row.prev
-        )
+        if st.count_state != 0:
+            state = count_state(p.lba_writes[lba], st.freq_clock, now - s.lba_time[lba], st.hot_threshold, seg_type)
+        else:
+            state = ql.encode_binned_state(
+                ql.lifetime_bin(now - s.lba_time[lba]), st.victim_bin, seg_type, row.pred, row.prev
+            )
         if st.int8 != 0:
             a = ql.greedy_action(p.qint, state)
         else:
@@ -446,6 +508,16 @@ def shiro_gc(s, p, lba, victim, now):
         a = 0
         while a < len(ORACLE_BANDS) and left >= ORACLE_BANDS[a] * st.hot_threshold:
             a += 1
+    elif mode == A_FREQUENCY:
+        # the band of the LBA's expected lifetime from its write count (memoryless: also its
+        # expected remaining lifetime); the top level for an LBA with no counted write
+        c = p.lba_writes[lba]
+        a = N_GC - 1
+        if c > 0:
+            e = st.freq_clock / c
+            a = 0
+            while a < len(ORACLE_BANDS) and e >= ORACLE_BANDS[a] * st.hot_threshold:
+                a += 1
     elif mode == A_HIERARCHICAL:
         a = 0 if seg_type < G_GC1 else min(seg_type - G_GC1 + 1, N_GC - 1)
     elif mode == A_SEPBIT_AGE:
@@ -481,7 +553,7 @@ def shiro_reclaim(s, p, victim, now):
     if st.agent == A_QLEARNING and st.int8 == 0:
         ql.on_gc(p.agent, s.prm[P_SEG_BLOCKS] - valid)
     elif st.agent == A_CREDIT:
-        rl_credit.on_reclaim(p.credit, victim, now)
+        rl_credit.on_reclaim(p.credit, victim, now, valid)
 
 
 @nb.njit(cache=True, inline="always")
@@ -611,6 +683,9 @@ class Shiro(SequencePolicy):
         "horizon": ql.DEFAULT_HORIZON,
         "credit_gamma": rl_credit.DEFAULT_GAMMA,  # agent=credit: discount of a block's further copies
         "credit_dead_cost": 0.0,  # agent=credit: weight of a dead block's idle share (its slot dead until the reclaim)
+        "credit_reward": "block",  # agent=credit: block (-1 per further copy of the block) | segment (its segment's valid share at reclaim)
+        "credit_state": "table1",
+        "credit_start": "hierarchical",  # credit_state=counts: the starting rule, hierarchical | frequency  # agent=credit: Table I's state | counts (the LBA's write count and age, count_state)
         "retrain_every": None,  # None = window x capacity
         "sample_every": None,  # None: 10 (Shiro's 10% sample), fewer if a window would give < min_window_samples
         "min_window_samples": 1000,
@@ -678,6 +753,32 @@ class Shiro(SequencePolicy):
         # credit's own parameters (dogi_ml.rl.credit): fail here, not at bind
         rl_credit.new_credit_agent(1, gamma=float(c["credit_gamma"]), alpha=float(c["alpha"]),
                                    epsilon=float(c["epsilon"]), initial=np.zeros((1, 1)))  # fmt: skip
+        if c["credit_state"] not in CREDIT_STATES:
+            raise ValueError(
+                f"policy shiro: credit_state must be one of {', '.join(CREDIT_STATES)}, got {c['credit_state']!r}"
+            )
+        for key, known in (("credit_reward", ("block", "segment")), ("credit_start", ("hierarchical", "frequency"))):
+            if c[key] not in known:
+                raise ValueError(f"policy shiro: {key} must be one of {', '.join(known)}, got {c[key]!r}")
+        if c["credit_start"] != "hierarchical" and c["credit_state"] != "counts":
+            raise ValueError(
+                f"policy shiro: credit_start={c['credit_start']} starts the count state's table; "
+                "set credit_state=counts or drop credit_start"
+            )
+        if c["credit_reward"] != "block" and c["agent"] != "credit":
+            raise ValueError(
+                f"policy shiro: credit_reward={c['credit_reward']} is agent=credit's; set agent=credit or drop "
+                f"credit_reward (got agent={c['agent']})"
+            )
+        if c["credit_state"] != "table1" and c["agent"] != "credit":
+            raise ValueError(
+                f"policy shiro: credit_state={c['credit_state']} is agent=credit's state; set agent=credit "
+                f"or drop credit_state (got agent={c['agent']})"
+            )
+        if c["credit_state"] == "counts" and (c["qtable"] is not None or c["deployed"] is not None):
+            raise ValueError(
+                "policy shiro: credit_state=counts learns online only; qtable and deployed take Table I's tables"
+            )
         self.initial_q = self._load_qtable(c["qtable"])
         if c["deployed"] is not None and self.initial_q is None:
             raise ValueError(
@@ -731,6 +832,10 @@ class Shiro(SequencePolicy):
             tag.append(c["deployed"])
             if c["agent"] == "credit" and isinstance(c["qtable"], (str, Path)):
                 tag.append(Path(c["qtable"]).stem)  # which saved table (the credit agent's or the oracle's)
+        if c["agent"] == "credit":
+            for key, short in (("credit_state", "state"), ("credit_reward", "reward"), ("credit_start", "start")):
+                if c[key] != self.DEFAULTS[key]:
+                    tag.append(f"{short}={c[key]}")
         tag += readings
         if victim != "adjusted_greedy":
             tag.append(str(victim))
@@ -792,6 +897,8 @@ class Shiro(SequencePolicy):
         frozen = c["deployed"] is not None or c["agent"] != "qlearning"
         credit_on = c["agent"] == "credit"
         oracle = c["agent"] == "oracle"
+        counts = c["agent"] == "frequency" or c["credit_state"] == "counts"
+        st.count_state = int(c["credit_state"] == "counts")
         # a rule's levels are logged per state when its table is to be saved (always for the oracle)
         log_rule = oracle or (c["agent"] not in LEARNED_AGENTS and bool(c["save_qtable"]))
         credit = rl_credit.new_credit_agent(
@@ -801,8 +908,15 @@ class Shiro(SequencePolicy):
             epsilon=float(c["epsilon"]) if credit_on and c["deployed"] is None else 0.0,
             seed=int(c["seed"]) + 1,
             learn=credit_on and c["deployed"] is None,
-            initial=self.initial_q if credit_on else np.zeros((ql.N_STATES if log_rule else 1, ql.N_ACTIONS)),
+            initial=(
+                count_state_table(float(c["credit_gamma"]), c["credit_start"])
+                if credit_on and st.count_state
+                else self.initial_q
+                if credit_on
+                else np.zeros((ql.N_STATES if log_rule else 1, ql.N_ACTIONS))
+            ),
             dead_cost=float(c["credit_dead_cost"]) if credit_on else 0.0,
+            share=credit_on and c["credit_reward"] == "segment",
             n_segments=ctx.n_segments,
             segment_blocks=ctx.segment_blocks,
         )
@@ -835,6 +949,7 @@ class Shiro(SequencePolicy):
             qint=qint,
             seg_short=np.zeros(ctx.n_segments, np.int32),
             seal_clock=np.zeros(ctx.n_segments, np.int64),
+            lba_writes=np.zeros(ctx.capacity if counts else 1, np.int64),
             **self._sampling_arrays(),
         )
 
@@ -1071,8 +1186,8 @@ class Shiro(SequencePolicy):
             counts = ql.counters(state.agent) if c["agent"] == "qlearning" else rl_credit.counters(state.credit)
             out["agent_counters"] = counts
             out["qtable_bytes"] = int(self.int_table.nbytes if self.int_table is not None else q.nbytes)
-            out["qtable_int8_bytes"] = ql.N_STATES * ql.N_ACTIONS
-            rule = ql.greedy_actions(ql.hierarchical_table())
+            out["qtable_int8_bytes"] = q.size
+            rule = ql.greedy_actions(ql.hierarchical_table() if q.shape[0] == ql.N_STATES else count_state_table(0.0))
             out["states_departing_from_rule"] = int(np.sum(ql.greedy_actions(q) != rule))
             if c["save_qtable"]:
                 path = Path(c["save_qtable"])
