@@ -211,6 +211,12 @@ def _hydra_task(command: str):
     body = _BODIES[command]
 
     def task(cfg):
+        from hydra.core.hydra_config import HydraConfig
+
+        from dogi_ml.pipeline.common import check_preset_order
+
+        # this job's overrides in command-line order (a sweep job's own, its sweep values included)
+        _guarded(check_preset_order, cfg, list(HydraConfig.get().overrides.task))
         return _guarded(body, cfg)
 
     task.__name__ = body.__name__.lstrip("_")

@@ -8,6 +8,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from dogi_ml.cli import CONF_DIR, available
+from dogi_ml.pipeline.common import check_preset_order
 from dogi_ml.policies import make_policy, policy_names
 from dogi_ml.sim import SimConfig
 from dogi_ml.traces.workload import load_workload
@@ -200,5 +201,42 @@ def test_every_regenerate_sh_command_composes(command, args):
     with initialize_config_dir(config_dir=CONF_DIR, version_base=None):
         cfg = compose(config_name=command, overrides=plain, return_hydra_config=True)
         params = cfg.hydra.sweeper.get("params") or {}
-        job = compose(config_name=command, overrides=_first_job([f"{k}={v}" for k, v in params.items()] + overrides))
+        first = _first_job([f"{k}={v}" for k, v in params.items()] + overrides)
+        job = compose(config_name=command, overrides=first)
     assert job is not None
+    check_preset_order(job, first)  # no group added after the preset replaces one of its values
+
+
+def test_a_group_added_after_a_preset_may_not_replace_its_values(tmp_path):
+    """+workload=zipf after +experiment=shiro_agent: zipf's defaults (1 GiB, 16 capacities) would
+    replace the preset's 65,536 blocks written 8 times without a word; refused with the key and the
+    fix, in the API's composition and on the command line (exit 2, one line). The other order, or
+    the value set explicitly, runs; a preset with nothing replaced passes."""
+    import subprocess
+    import sys
+
+    from dogi_ml.errors import ConfigError
+    from dogi_ml.pipeline.common import compose_config
+
+    msg = (
+        r"\+workload=zipf comes after \+experiment=shiro_agent, so its defaults replaced the preset's "
+        r"workload.capacity_blocks=65536 \(the run would use 262144\) -- put \+workload=zipf before "
+        r"\+experiment=shiro_agent, or set workload.capacity_blocks explicitly"
+    )
+    with pytest.raises(ConfigError, match=msg):
+        compose_config("simulate", ["+experiment=shiro_agent", "+workload=zipf"])
+    assert compose_config("simulate", ["+workload=zipf", "+experiment=shiro_agent"]).workload.capacity_blocks == 65536
+    cfg = compose_config(
+        "simulate",
+        ["+experiment=shiro_agent", "+workload=zipf", "workload.capacity_blocks=4096", "workload.write_volume=16.0"],
+    )
+    assert cfg.workload.capacity_blocks == 4096
+    assert compose_config("simulate", ["+experiment=hybrid_select", "+workload=zipf"]).workload.name == "zipf"
+    proc = subprocess.run(
+        [sys.executable, "-m", "dogi_ml", "simulate", "+experiment=shiro_agent", "+workload=zipf",
+         f"hydra.run.dir={tmp_path}"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    lines = [ln for ln in proc.stderr.splitlines() if "comes after" in ln]
+    assert len(lines) == 1 and "put +workload=zipf before +experiment=shiro_agent" in lines[0]

@@ -34,12 +34,96 @@ def compose_config(command: str, overrides: Sequence[str] = ()):
         )
     try:
         with initialize_config_dir(config_dir=CONF_DIR, job_name=command, version_base="1.3"):
-            return hydra_compose(config_name=command, overrides=list(overrides))
+            cfg = hydra_compose(config_name=command, overrides=list(overrides))
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(
             f"{command}: {' '.join(str(exc).split())}",
             "check the setting names (python -m dogi_ml " + command + " --cfg job shows them)",
         ) from None
+    check_preset_order(cfg, overrides)
+    return cfg
+
+
+def _package_of(group: str, option: str) -> str:
+    """Where a group option's keys land: its ``# @package`` header, else the group's name
+    (``_global_``: the top level, returned as "")."""
+    path = Path(CONF_DIR) / group / f"{option}.yaml"
+    package = group
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.startswith("# @package"):
+                package = line.split(None, 2)[2].strip()
+                break
+            if line.strip() and not line.startswith("#"):
+                break
+    return "" if package == "_global_" else package
+
+
+def _preset_content(name: str, seen: tuple = ()) -> dict:
+    """The keys an ``experiment`` preset sets itself: its file over the presets its ``defaults``
+    name from the same group (``- hybrid_traces``), without ``defaults`` and ``hydra``."""
+    from omegaconf import OmegaConf
+
+    path = Path(CONF_DIR) / "experiment" / f"{name}.yaml"
+    if not path.exists() or name in seen:
+        return {}
+    raw = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+    merged: dict = {}
+    for entry in raw.get("defaults") or []:
+        if isinstance(entry, str) and entry != "_self_" and (Path(CONF_DIR) / "experiment" / f"{entry}.yaml").exists():
+            merged = OmegaConf.to_container(OmegaConf.merge(merged, _preset_content(entry, (*seen, name))))
+    own = {k: v for k, v in raw.items() if k not in ("defaults", "hydra")}
+    return OmegaConf.to_container(OmegaConf.merge(merged, own), resolve=False)
+
+
+def _leaves(node, prefix: str = ""):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _leaves(value, f"{prefix}.{key}" if prefix else str(key))
+    else:
+        yield prefix, node
+
+
+def check_preset_order(cfg, overrides: Sequence[str]) -> None:
+    """Refuse a run in which a config group added after ``+experiment=NAME`` (``+workload=zipf``
+    after it) replaced a value the preset sets: Hydra merges the defaults in command-line order, so
+    the group's defaults win and the preset's value (its capacity, say) is silently dropped. A value
+    the command line sets explicitly (``workload.capacity_blocks=...``) is the user's and passes."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except Exception:  # noqa: BLE001 - Hydra reports a bad override itself
+        return
+    keys = [p.get_key_element().lstrip("+~") for p in parsed]
+    # values the command line sets itself (a group's selection, workload=..., sets none)
+    explicit = {k for k in keys if not (Path(CONF_DIR) / k).is_dir()}
+    for i, (key, p) in enumerate(zip(keys, parsed, strict=True)):
+        if key != "experiment" or p.is_sweep_override() or p.value() is None:
+            continue
+        preset = str(p.value())
+        content = _preset_content(preset)
+        for q_key, q in zip(keys[i + 1 :], parsed[i + 1 :], strict=True):
+            group_dir = Path(CONF_DIR) / q_key
+            if q_key == "experiment" or not group_dir.is_dir() or q.is_sweep_override() or q.value() is None:
+                continue
+            option = str(q.value())
+            package = _package_of(q_key, option)
+            for path, value in _leaves(content):
+                if package and not (path == package or path.startswith(package + ".")):
+                    continue
+                if isinstance(value, str) and "${" in value:
+                    continue
+                if any(path == k or path.startswith(k + ".") for k in explicit):
+                    continue
+                actual = OmegaConf.select(cfg, path, default=None)
+                if actual != value:
+                    raise ConfigError(
+                        f"+{q_key}={option} comes after +experiment={preset}, so its defaults replaced the "
+                        f"preset's {path}={value} (the run would use {actual})",
+                        f"put +{q_key}={option} before +experiment={preset}, or set {path} explicitly",
+                    )
 
 
 def require_workload(cfg) -> None:
