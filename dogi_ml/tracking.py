@@ -1,12 +1,15 @@
 """MLflow tracking: one local database per working directory unless MLFLOW_TRACKING_URI says
 otherwise; artifacts in ``mlartifacts/`` beside it; crashed runs end FAILED; sweeps get a
-parent run with one child per job."""
+parent run with one child per job, which ends KILLED if the sweep is stopped (Ctrl-C, SIGTERM)."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import signal
 import sys
+import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -215,6 +218,20 @@ class SweepParentRun(Callback):
         self.experiment = experiment
         self._jobs: int | None = None
         self._done = 0
+        self._open_run: str | None = None  # the parent run until on_multirun_end closes it
+        self._previous_sigterm = None
+
+    def _close_if_stopped(self) -> None:
+        """At exit: a parent run the sweep's end never closed (Ctrl-C, SIGTERM) ends KILLED
+        instead of RUNNING forever."""
+        run_id, self._open_run = self._open_run, None
+        if run_id is None:
+            return
+        try:
+            _mlflow().MlflowClient().set_terminated(run_id, status="KILLED")
+            print(f"sweep stopped: its MLflow parent run {run_id} ends KILLED", file=sys.stderr, flush=True)
+        except Exception as exc:  # noqa: BLE001 - at exit: say so, do not mask the stop
+            print(f"sweep stopped: could not end its MLflow parent run {run_id}: {exc}", file=sys.stderr)
 
     def on_multirun_start(self, config, **kwargs) -> None:
         self._jobs, self._done = _sweep_size(config), 0
@@ -227,6 +244,11 @@ class SweepParentRun(Callback):
             run_name=f"sweep {sweep_dir.name}",
             tags={"sweep_dir": str(sweep_dir), "kind": "sweep"},
         )
+        self._open_run = run.info.run_id
+        atexit.register(self._close_if_stopped)
+        if threading.current_thread() is threading.main_thread():
+            # SIGTERM (a scheduler, kill) exits through the interpreter's exit, so the parent is closed
+            self._previous_sigterm = signal.signal(signal.SIGTERM, _exit_on_sigterm)
         (sweep_dir / PARENT_FILE).write_text(json.dumps({"run_id": run.info.run_id}))
 
     def on_job_end(self, config, job_return, **kwargs) -> None:
@@ -244,6 +266,12 @@ class SweepParentRun(Callback):
         print(f"job {self._done}{of} {word}: {overrides}", file=sys.stderr, flush=True)
 
     def on_multirun_end(self, config, **kwargs) -> None:
+        # the sweep ended: its parent is closed below, not at exit
+        self._open_run = None
+        atexit.unregister(self._close_if_stopped)
+        if self._previous_sigterm is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self._previous_sigterm)
+            self._previous_sigterm = None
         path = Path(config.hydra.sweep.dir) / PARENT_FILE
         if not path.exists():
             return
@@ -257,6 +285,10 @@ class SweepParentRun(Callback):
         client.log_metric(run_id, "jobs", len(children))
         client.log_metric(run_id, "failed_jobs", failed)
         client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
+
+
+def _exit_on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)
 
 
 # ---------------------------------------------------------------------------------------------

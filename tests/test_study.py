@@ -5,6 +5,7 @@ aggregates checked against a plain-Python recomputation from the per-job records
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -406,6 +407,49 @@ def test_joblib_launcher_and_mlflow_parent_run(fleet, tmp_path, monkeypatch, cap
     # the joblib launcher left its last job's HydraConfig in this process: the Python API's train
     # then read it as its own ('NoneType' object has no attribute 'name' in tests/test_api.py)
     assert multirun() is False
+
+
+@pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
+def test_a_stopped_study_ends_its_mlflow_parent_killed(fleet, tmp_path, monkeypatch, capsys, stop):
+    """A study stopped while its jobs run (Ctrl-C, or SIGTERM from a scheduler or kill) ends its
+    MLflow parent run KILLED, not RUNNING forever, says so, and stops (SIGTERM: exit 143); the
+    SIGTERM handler is the previous one again afterwards."""
+    import os
+    import signal
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlruns.db'}")
+    import importlib
+
+    import dogi_ml.tracking
+
+    importlib.reload(dogi_ml.tracking)  # it reads MLFLOW_TRACKING_URI once, at import
+
+    def interrupted(hydra, master, job_overrides):
+        if stop == "ctrl-c":
+            raise KeyboardInterrupt
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the handler raises first
+        return None
+
+    monkeypatch.setattr("dogi_ml.pipeline.study._launch", interrupted)
+    before = signal.getsignal(signal.SIGTERM)
+    vol = read_fleet(fleet)[0].volume
+    args = [f"fleet={fleet}", "policy=sepbit", f"volume=[{vol}]", f"out={tmp_path / 'o'}", *FAST[:3]]
+    if stop == "ctrl-c":
+        with pytest.raises(KeyboardInterrupt):
+            study(monkeypatch, tmp_path, capsys, *args)
+        err = capsys.readouterr().err
+    else:
+        status, _, err = study(monkeypatch, tmp_path, capsys, *args)
+        assert status == 143
+    assert signal.getsignal(signal.SIGTERM) == before
+    import mlflow
+
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'mlruns.db'}")
+    exp = client.get_experiment_by_name("study")
+    (parent,) = [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("kind") == "sweep"]
+    assert parent.info.status == "KILLED"
+    assert f"its MLflow parent run {parent.info.run_id} ends KILLED" in err
 
 
 def test_winners_without_oracles():

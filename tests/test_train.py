@@ -173,3 +173,38 @@ def test_submitit_local_launcher(tmp_path):
     _, _, found = runs(tmp_path)
     children = [r for r in found if r.data.tags.get("mlflow.parentRunId")]
     assert len(children) == 1 and children[0].info.status == "FINISHED"
+
+
+def test_a_stopped_sweep_ends_its_parent_run_killed(tmp_path):
+    """SIGTERM (a scheduler, kill) to a running ``-m`` sweep: the process exits 143 through the
+    interpreter's exit, and the sweep's MLflow parent run ends KILLED instead of RUNNING forever."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import mlflow
+    from helpers import REPO
+
+    sweep = tmp_path / "sweep"
+    env = dict(os.environ, PYTHONPATH=str(REPO), DOGI_ML_CACHE=str(tmp_path / "cache"))
+    args = ["simulate", "-m", "+workload=zipf", "workload.capacity_blocks=65536", "workload.write_volume=64",
+            "policy=sepbit,nosep,sepgc", "plot=false", "hydra/launcher=basic", f"hydra.sweep.dir={sweep}"]  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dogi_ml", *args], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    parent_file = sweep / "mlflow_parent_run.json"
+    deadline = time.monotonic() + 300
+    while not parent_file.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert parent_file.exists(), proc.communicate()[1].decode()[-2000:]
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err.decode()[-2000:]
+    run_id = json.loads(parent_file.read_text())["run_id"]
+    run = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlruns.db'}").get_run(run_id)
+    assert run.info.status == "KILLED"
+    assert f"its MLflow parent run {run_id} ends KILLED" in err.decode()

@@ -26,12 +26,15 @@ overrides)``), so only the jobs left to do are launched, whatever the launcher.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import secrets
+import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -679,72 +682,79 @@ def _study(argv: list[str]) -> int:
     )
 
     parent = _parent_run(master, out, policies, fleet_path, batch) if master.mlflow else None
-    launch_error = None
-    if to_run:
-        # the user's settings (paths made absolute), then the job's own
-        settings = [o for o in fixed if o.split("=", 1)[0] not in ("fleet", "out", "volume", "only")]
-        job_overrides = [
-            [
-                *settings,
-                f"policy={p}",
-                *scheme_overrides[p],
-                f"fleet={_quoted(Path(fleet_path).resolve())}",
-                f"out={_quoted(out)}",
-                f"study.job.volume={_quoted(v.volume)}",
-                f"study.job.scheme={_quoted(p)}",
-                f"study.job.batch={_quoted(batch)}",
-                f"study.job.code_version={_quoted(code)}",
-                f"study.job.parent_run={_quoted(parent) if parent else 'null'}",
-            ]
-            for v, p in to_run
-        ]
-        launch_error = _launch(hydra, master, job_overrides)
-        for v, p in to_run:  # a job that died before writing its record (killed, out of memory)
-            rec = read_record(record_path(out, v.volume, p))
-            if rec is None or rec.get("batch") != batch:
-                why = launch_error or "the launcher returned no result"
-                _write_atomic(
-                    record_path(out, v.volume, p),
-                    json.dumps(
-                        {
-                            "volume": v.volume,
-                            "scheme": p,
-                            "batch": batch,
-                            "status": "failed",
-                            "error": f"no record: {why}",
-                        }
-                    ),
-                )
+    try:
+        # a Ctrl-C or a kill (SIGTERM, as a scheduler's) ends the parent run KILLED, not RUNNING forever
+        with _terminate_as_exit():
+            launch_error = None
+            if to_run:
+                # the user's settings (paths made absolute), then the job's own
+                settings = [o for o in fixed if o.split("=", 1)[0] not in ("fleet", "out", "volume", "only")]
+                job_overrides = [
+                    [
+                        *settings,
+                        f"policy={p}",
+                        *scheme_overrides[p],
+                        f"fleet={_quoted(Path(fleet_path).resolve())}",
+                        f"out={_quoted(out)}",
+                        f"study.job.volume={_quoted(v.volume)}",
+                        f"study.job.scheme={_quoted(p)}",
+                        f"study.job.batch={_quoted(batch)}",
+                        f"study.job.code_version={_quoted(code)}",
+                        f"study.job.parent_run={_quoted(parent) if parent else 'null'}",
+                    ]
+                    for v, p in to_run
+                ]
+                launch_error = _launch(hydra, master, job_overrides)
+                for v, p in to_run:  # a job that died before writing its record (killed, out of memory)
+                    rec = read_record(record_path(out, v.volume, p))
+                    if rec is None or rec.get("batch") != batch:
+                        why = launch_error or "the launcher returned no result"
+                        _write_atomic(
+                            record_path(out, v.volume, p),
+                            json.dumps(
+                                {
+                                    "volume": v.volume,
+                                    "scheme": p,
+                                    "batch": batch,
+                                    "status": "failed",
+                                    "error": f"no record: {why}",
+                                }
+                            ),
+                        )
 
-    # the study's state: every job's record, current or not
-    rows, failed, missing = [], [], []
-    for v, p, key, _ in plan:
-        rec = read_record(record_path(out, v.volume, p))
-        if rec is not None and rec.get("status") == "failed":
-            failed.append(rec)
-        elif done(rec, key):
-            rows.append(rec)
-        else:
-            missing.append((v.volume, p))
-    oracles = [p for p in policies if getattr(policy_class(scheme_cfg[p][0]["name"]), "needs_future", False)]
-    agg = aggregate(rows, policies, baseline, percentiles, oracles)
-    agg.update(
-        {
-            "fleet": str(Path(fleet_path).resolve()),
-            "fleet_volumes": len(fleet),
-            "filter": {**rule, "kept": len(kept), "dropped": {why: len(ids) for why, ids in dropped.items()}},
-            "code_version": code,
-            "numerics_mode": numerics,
-            "jobs": len(plan),
-            "failed": [{"volume": r["volume"], "scheme": r["scheme"], "error": r.get("error")} for r in failed],
-            "not_run": [{"volume": v, "scheme": p} for v, p in missing],
-        }
-    )
-    files = _write_outputs(out, rows + failed, agg, policies, master.plot, fleet_path)
-    wall = time.perf_counter() - wall
-    _print_summary(agg, files, len(to_run), skipped, wall)
-    if parent:
-        _close_parent(parent, files, agg, len(to_run), skipped, wall)
+            # the study's state: every job's record, current or not
+            rows, failed, missing = [], [], []
+            for v, p, key, _ in plan:
+                rec = read_record(record_path(out, v.volume, p))
+                if rec is not None and rec.get("status") == "failed":
+                    failed.append(rec)
+                elif done(rec, key):
+                    rows.append(rec)
+                else:
+                    missing.append((v.volume, p))
+            oracles = [p for p in policies if getattr(policy_class(scheme_cfg[p][0]["name"]), "needs_future", False)]
+            agg = aggregate(rows, policies, baseline, percentiles, oracles)
+            agg.update(
+                {
+                    "fleet": str(Path(fleet_path).resolve()),
+                    "fleet_volumes": len(fleet),
+                    "filter": {**rule, "kept": len(kept), "dropped": {why: len(ids) for why, ids in dropped.items()}},
+                    "code_version": code,
+                    "numerics_mode": numerics,
+                    "jobs": len(plan),
+                    "failed": [{"volume": r["volume"], "scheme": r["scheme"], "error": r.get("error")} for r in failed],
+                    "not_run": [{"volume": v, "scheme": p} for v, p in missing],
+                }
+            )
+            files = _write_outputs(out, rows + failed, agg, policies, master.plot, fleet_path)
+            wall = time.perf_counter() - wall
+            _print_summary(agg, files, len(to_run), skipped, wall)
+            if parent:
+                _close_parent(parent, files, agg, len(to_run), skipped, wall)
+    except BaseException:
+        if parent:
+            _kill_parent(parent)
+        raise
     if failed:
         again = " ".join(a for a in argv if not a.startswith("only="))
         print(
@@ -872,6 +882,35 @@ def _parent_run(master, out: Path, policies: list[str], fleet_path, batch: str) 
         tags={"kind": "sweep", "command": "study", "dogi_ml.source": "cli", "study_out": str(out), "batch": batch},
     )
     return run.info.run_id
+
+
+@contextlib.contextmanager
+def _terminate_as_exit():
+    """SIGTERM raises SystemExit(143) inside (the main thread only), so the study's cleanup runs
+    when a scheduler or ``kill`` stops it; the previous handler comes back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _kill_parent(run_id: str) -> None:
+    """End the study's parent run KILLED (it was stopped before its jobs' aggregate)."""
+    import mlflow
+
+    from dogi_ml.tracking import experiment_id
+
+    experiment_id("study")  # points mlflow at the project's tracking URI
+    mlflow.MlflowClient().set_terminated(run_id, status="KILLED")
+    print(f"study: stopped; its MLflow parent run {run_id} ends KILLED", file=sys.stderr)
 
 
 def _close_parent(run_id: str, files: dict, agg: dict, ran: int, skipped: int, wall: float) -> None:
