@@ -518,11 +518,20 @@ def bench_hybrid(hcfg, seed: int, cache_dir: str | None = None) -> dict:
         # conf/workload/zipf.yaml's parameters: at its capacity and volume, the same cached trace
         "params": {"theta": float(hcfg.theta), "wss_fraction": 1.0, "request_blocks": 1},
     }
-    trace = load_workload(workload, cache_dir=cache_dir, log=console.print)
     schemes = OmegaConf.to_container(hcfg.schemes, resolve=True)
     ref = str(hcfg.reference)
+    if isinstance(hcfg.repeats, bool) or not isinstance(hcfg.repeats, int) or hcfg.repeats < 1:
+        raise ValueError(f"bench: hybrid.repeats must be a whole number >= 1, got {hcfg.repeats!r}")
+    for label, spec in schemes.items():
+        if not isinstance(spec, dict) or "name" not in spec:
+            raise ValueError(
+                f"bench: hybrid.schemes.{label} needs a name (e.g. {{name: hybrid, params: {{...}}}}), got {spec!r}"
+            )
     if ref not in schemes:
         raise ValueError(f"bench: hybrid.reference={ref!r} is not one of hybrid.schemes ({', '.join(schemes)})")
+    for spec in schemes.values():  # an unknown scheme or parameter fails here, before the trace is made
+        make_policy(str(spec["name"]), **dict(spec.get("params") or {}))
+    trace = load_workload(workload, cache_dir=cache_dir, log=console.print)
     res = per_block_cost(trace, cap, int(hcfg.segment_blocks), float(hcfg.op_ratio), schemes, repeats=int(hcfg.repeats))
     aps = res["appends_per_cpu_second"]
     res["cost_vs_reference"] = {k: aps[ref] / v for k, v in aps.items() if v > 0}

@@ -646,3 +646,7 @@ def test_bench_measures_the_per_block_cost_against_dogi(tmp_path):
         assert sim.run(trace.block_writes)["waf"] == res["waf"][label]  # the timed runs are ordinary runs
     with pytest.raises(ValueError, match="hybrid.reference='sepbit' is not one of hybrid.schemes"):
         bench_hybrid(OmegaConf.merge(hcfg, {"reference": "sepbit"}), seed=0, cache_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="hybrid.repeats must be a whole number >= 1, got 0"):
+        bench_hybrid(OmegaConf.merge(hcfg, {"repeats": 0}), seed=0, cache_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="hybrid.schemes.x needs a name"):
+        bench_hybrid(OmegaConf.merge(hcfg, {"schemes": {"x": {"params": {}}}}), seed=0, cache_dir=str(tmp_path))
