@@ -694,9 +694,9 @@ def test_memory_breakdown_matches_a_hand_count():
     sampling = t * (8 + 8) + g.scalars.nbytes
     sealed_rows = 5 * (-(-n_seg // 64) * 8 + 8)  # sealed segments by valid count 0..4: bitmap rows, counts
     per_ghost = t * 4 + n_seg * 4 * 4 + n_seg * (4 + 4 + 1 + 4) + sealed_rows
-    per_ghost += 2 * 4 + 9 * 8 + 2 * 2 * 8 + 2 * 8 + 2 * 8 + 2 * 2 * 8
+    per_ghost += 2 * 4 + 8 * 8 + 2 * 2 * 8 + 2 * 8 + 2 * 8 + 2 * 2 * 8
     # per ghost: its slot of each table entry; p2l; seg_valid, seg_wp, seg_sealed, free_stack;
-    # open_seg; n_free, invalid, sealed_invalid, log_blocks, written, discarded, padding, shadow, reclaimed; chunk_fill,
+    # open_seg; n_free, sealed_invalid, log_blocks, written, discarded, padding, shadow, reclaimed; chunk_fill,
     # chunk_due; chunk_ts (one slot per group untimed); chunk_sh; pad_sum, pad_n
     ghosts = m * per_ghost + m * 8  # + the thresholds
     filters = 2 * (1 << 14) + 16 * 8 + 4 * 8 + 4 + c.scalars.nbytes  # slices (2 groups a byte), counts, heads, live

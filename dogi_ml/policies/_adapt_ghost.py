@@ -141,8 +141,7 @@ class GhostSets(NamedTuple):
     life_sum: np.ndarray  # int64[M]: lifespans (sampled writes) of the hot segments reclaimed in this window
     life_n: np.ndarray  # int64[M]: ... how many
     life_window: np.ndarray  # int64[M]: the last full window's sum (16 l), -1 none yet
-    invalid: np.ndarray  # int64[M]: invalid blocks in used segments (padding included)
-    sealed_invalid: np.ndarray  # int64[M]: ... of them in sealed segments (the GC trigger's garbage)
+    sealed_invalid: np.ndarray  # int64[M]: invalid blocks in sealed segments, padding included (the GC trigger's garbage)
     log_blocks: np.ndarray  # int64[M]: blocks written into the segments in use (the trigger's whole)
     written: np.ndarray  # int64[M]: user blocks written since the last adjustment
     discarded: np.ndarray  # int64[M]: valid blocks discarded by ghost GC since then
@@ -288,7 +287,6 @@ def new_ghost_sets(
         life_sum=np.zeros(m if gc_groups else 0, np.int64),
         life_n=np.zeros(m if gc_groups else 0, np.int64),
         life_window=np.full(m if gc_groups else 0, -1, np.int64),
-        invalid=np.zeros(m, np.int64),
         sealed_invalid=np.zeros(m, np.int64),
         log_blocks=np.zeros(m, np.int64),
         written=np.zeros(m, np.int64),
@@ -395,7 +393,6 @@ def _collect(g, i):
                 g.loc[i, slot] = -1
                 g.p2l[i, base + off] = -1
     g.discarded[i] += best_valid
-    g.invalid[i] -= g.seg_wp[i, best] - best_valid
     g.sealed_invalid[i] -= g.seg_wp[i, best] - best_valid
     g.log_blocks[i] -= g.seg_wp[i, best]
     g.reclaimed[i] += 1
@@ -492,7 +489,6 @@ def _fillers(g, i, grp, n):
         if _slot_for(g, i, grp) < 0:
             g.scalars[0].no_space += 1
             break
-        g.invalid[i] += 1
 
 
 @nb.njit(cache=True)
@@ -577,7 +573,6 @@ def _ghost_write(g, i, slot, hot, time_us):
     if old >= 0:
         g.p2l[i, old] = -1
         _invalidate(g, i, old // st.ghost_seg)
-        g.invalid[i] += 1
         g.loc[i, slot] = -1
     grp = HOT if hot else COLD
     phys = _slot_for(g, i, grp)
