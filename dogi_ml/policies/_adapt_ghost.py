@@ -141,7 +141,7 @@ class GhostSets(NamedTuple):
     life_sum: np.ndarray  # int64[M]: lifespans (sampled writes) of the hot segments reclaimed in this window
     life_n: np.ndarray  # int64[M]: ... how many
     life_window: np.ndarray  # int64[M]: the last full window's sum (16 l), -1 none yet
-    sealed_invalid: np.ndarray  # int64[M]: invalid blocks in sealed segments, padding included (the GC trigger's garbage)
+    sealed_invalid: np.ndarray  # int64[M]: invalid blocks of sealed segments, padding too (GC trigger)
     log_blocks: np.ndarray  # int64[M]: blocks written into the segments in use (the trigger's whole)
     written: np.ndarray  # int64[M]: user blocks written since the last adjustment
     discarded: np.ndarray  # int64[M]: valid blocks discarded by ghost GC since then

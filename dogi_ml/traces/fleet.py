@@ -922,16 +922,22 @@ def _fast_chunk(spec, acc, start: int, data, n_lines: int, state: dict):
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    from .readers import IGNORE, TS_TO_US, _finish, arrow_extents, arrow_op_kinds
-    from .trace import MAX_TS_US
+    from .readers import (
+        IGNORE,
+        _finish,
+        arrow_dictionary,
+        arrow_extents,
+        arrow_op_kinds,
+        arrow_timestamps,
+        arrow_unsafe,
+        arrow_volume_ids,
+    )
 
     sep = spec.sep.encode()
     if b"\xef" in data and _UTF8_BOM in data:  # (the first test is a fast memchr)
         return None  # a byte-order mark inside the file: the line parser reads it as data
-    if spec.sep == " " and (data[:1] == b" " or b"  " in data or b"\t" in data or b"\n " in data or b"\r " in data):
-        return None  # runs of whitespace: the line parser splits on any
-    if (b"x" in data and b"0x" in data) or (b"X" in data and b"0X" in data):
-        return None  # pyarrow reads 0x10 as a hex integer; the formats' numbers are decimal
+    if arrow_unsafe(spec, data):
+        return None
     if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
         return None  # a lone CR ends a line for the text reader: let it count the lines
     head_end = data.find(b"\n")
@@ -982,57 +988,18 @@ def _fast_chunk(spec, acc, start: int, data, n_lines: int, state: dict):
     if extents is None:
         return None
     off, size = extents
-    kinds, codes = arrow_op_kinds(*_dictionary(table.column(f"f{spec.columns['op']}")), spec)
+    kinds, codes = arrow_op_kinds(*arrow_dictionary(table.column(f"f{spec.columns['op']}")), spec)
     if kinds is None:
         return None
-    if "ts" in spec.columns:
-        raw = table.column(f"f{spec.columns['ts']}").to_numpy()
-        ts_mul = TS_TO_US[spec.units.get("ts", "s")]
-        if filetime:
-            ts = raw // 10
-        elif raw.dtype == np.int64 and ts_mul == 1.0 and -(2**53) <= raw.min() and raw.max() <= 2**53:
-            ts = raw  # whole µs that a float64 holds exactly: what the float path below gives
-        else:
-            ts = raw.astype(np.float64) * ts_mul
-            if not np.isfinite(ts).all() or np.abs(ts).max() >= MAX_TS_US:
-                return None
-            ts = np.rint(ts)
-    else:
-        ts = np.arange(start, start + n_rows, dtype=np.float64)
-    if spec.vol_cols:
-        names, combo = [], np.zeros(n_rows, np.int64)
-        for i in spec.vol_cols:
-            values, index = _dictionary(table.column(f"f{i}"))
-            stripped = [v.strip() for v in values]
-            if not all(stripped):
-                return None  # an empty volume field: malformed, the line parser says where
-            names.append(stripped)
-            combo = combo * len(stripped) + index
-        if len(names) == 1:
-            joined, first_row, inverse = names[0], None, combo
-            order = range(len(joined))  # dictionary order is the order of first appearance
-        else:
-            combos, first_row, inverse = np.unique(combo, return_index=True, return_inverse=True)
-            joined = []
-            for code in combos.tolist():
-                parts = []
-                for stripped in reversed(names):
-                    code, k = divmod(code, len(stripped))
-                    parts.append(stripped[k])
-                joined.append("_".join(reversed(parts)))
-            order = np.argsort(first_row, kind="stable")
-        if acc.fields is None and spec.fields is None:
-            acc.fields_line = start
-        acc.fields = n_fields
-        ids = np.empty(len(joined), np.int32)
-        for j in order:  # volumes numbered in order of first appearance
-            ids[j] = acc.vol(joined[j])
-        vols = ids[inverse.reshape(-1)]
-    else:
-        if acc.fields is None and spec.fields is None:
-            acc.fields_line = start
-        acc.fields = n_fields
-        vols = np.full(n_rows, acc.vol("0"), np.int32)
+    ts = arrow_timestamps(table, spec, start)
+    if ts is None:
+        return None
+    vols = arrow_volume_ids(table, spec, acc)
+    if vols is None:
+        return None  # an empty volume field: malformed, the line parser says where
+    if acc.fields is None and spec.fields is None:
+        acc.fields_line = start
+    acc.fields = n_fields
     if max(codes) <= OP_TRIM and size.min() > 0:
         return _data_chunk(ts, off, size, kinds, vols, start)
     keep = kinds != IGNORE
@@ -1060,12 +1027,6 @@ def _data_chunk(ts, off, size, kinds, vols, start: int):
         first_backward_line=start + int(np.argmax(back)) + 1 if backward else None,
         first_line=start,
     )
-
-
-def _dictionary(column) -> tuple[list[str], np.ndarray]:
-    """(distinct values in order of first appearance, each row's index) of a string column."""
-    encoded = column.combine_chunks().dictionary_encode()
-    return encoded.dictionary.to_pylist(), encoded.indices.to_numpy(zero_copy_only=False)
 
 
 def _fast_delimited_chunks(spec, acc, path: Path, block_bytes: int, on_bytes=None):

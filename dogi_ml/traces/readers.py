@@ -589,12 +589,78 @@ def _delimited_lines(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str
     return _finish(acc, ts, off, size, kind, vol, skipped, line_no.__getitem__)
 
 
-def _dict_encode(column) -> tuple[list, np.ndarray]:
-    """(distinct values, index of each row's value) of a pyarrow string column."""
+def arrow_dictionary(column) -> tuple[list, np.ndarray]:
+    """(distinct values in order of first appearance, index of each row's value) of a pyarrow
+    string column. Shared with ``fleet``'s splitter."""
     import pyarrow as pa
 
     enc = pa.chunked_array(column).combine_chunks().dictionary_encode()
     return enc.dictionary.to_pylist(), enc.indices.to_numpy(zero_copy_only=False)
+
+
+def arrow_unsafe(spec: DelimitedSpec, data: bytes) -> bool:
+    """Whether a block of a delimited file holds what pyarrow reads otherwise than the line parser:
+    with a space separator a run of whitespace or a line starting with one (the line parser splits
+    on any), or a hexadecimal number (pyarrow reads 0x10 as 16; the formats' numbers are decimal).
+    The caller then hands the block to the line parser. Shared with ``fleet``'s splitter."""
+    if spec.sep == " " and (data[:1] == b" " or b"  " in data or b"\t" in data or b"\n " in data or b"\r " in data):
+        return True
+    return (b"x" in data and b"0x" in data) or (b"X" in data and b"0X" in data)  # "x" first: "0" is everywhere
+
+
+def arrow_timestamps(table, spec: DelimitedSpec, start: int) -> np.ndarray | None:
+    """Each row's time stamp in µs from a chunk pyarrow parsed (FILETIME's 100 ns units floored,
+    the others scaled and rounded to nearest), or the row's line number (``start`` on) for a format
+    without one; None when one is not finite or beyond ``MAX_TS_US`` (the line parser names it).
+    Integer stamps in µs within 2^53 are taken as they are: what the float path gives them.
+    Shared with ``fleet``'s splitter."""
+    if "ts" not in spec.columns:
+        return np.arange(start, start + table.num_rows, dtype=np.float64)
+    raw = table.column(f"f{spec.columns['ts']}").to_numpy()
+    ts_mul = TS_TO_US[spec.units.get("ts", "s")]
+    if spec.units.get("ts") == "filetime":
+        return raw // 10
+    if raw.dtype == np.int64 and ts_mul == 1.0 and -(2**53) <= raw.min() and raw.max() <= 2**53:
+        return raw  # whole µs that a float64 holds exactly: what the float path below gives
+    ts = raw.astype(np.float64) * ts_mul
+    if not np.isfinite(ts).all() or np.abs(ts).max() >= MAX_TS_US:
+        return None
+    return np.rint(ts)
+
+
+def arrow_volume_ids(table, spec: DelimitedSpec, acc: _Acc) -> np.ndarray | None:
+    """Each row's volume id (``acc.vol``, volumes numbered in order of first appearance) from the
+    volume columns of a chunk pyarrow parsed: each column's values stripped as the line parser
+    strips them, several columns joined with ``_``; None when a volume field is empty (the line
+    parser then names the line). Shared with ``fleet``'s splitter."""
+    n_rows = table.num_rows
+    if not spec.vol_cols:
+        return np.full(n_rows, acc.vol("0"), np.int32)
+    names, combo = [], np.zeros(n_rows, np.int64)
+    for i in spec.vol_cols:
+        values, index = arrow_dictionary(table.column(f"f{i}"))
+        stripped = [str(v).strip() for v in values]
+        if not all(stripped):
+            return None
+        names.append(stripped)
+        combo = combo * len(stripped) + index
+    if len(names) == 1:
+        joined, inverse = names[0], combo
+        order = range(len(joined))  # dictionary order is the order of first appearance
+    else:
+        combos, first_row, inverse = np.unique(combo, return_index=True, return_inverse=True)
+        joined = []
+        for code in combos.tolist():
+            parts = []
+            for stripped in reversed(names):
+                code, k = divmod(code, len(stripped))
+                parts.append(stripped[k])
+            joined.append("_".join(reversed(parts)))
+        order = np.argsort(first_row, kind="stable")
+    ids = np.empty(len(joined), np.int32)
+    for j in order:
+        ids[j] = acc.vol(joined[j])
+    return ids[inverse.reshape(-1)]
 
 
 def _delimited_arrow(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str]) -> Chunk | None:
@@ -608,8 +674,9 @@ def _delimited_arrow(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str
     text = "".join(lines)
     if text[:1] == BOM:
         return None  # a second byte-order mark: pyarrow would drop it, the line parser reads it as data
-    if spec.sep == " " and (text[:1] == " " or "  " in text or "\t" in text or "\n " in text or "\r " in text):
-        return None  # runs of whitespace, or a line starting with one: the line parser splits on any
+    data = text.encode()
+    if arrow_unsafe(spec, data):
+        return None
     # pyarrow takes the column count from the chunk's first line and fails on any row with
     # another; that line must have the format's count (or the file's first line's)
     head = next((k for k, ln in enumerate(lines) if ln.strip()), None)
@@ -626,9 +693,6 @@ def _delimited_arrow(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str
     filetime = spec.units.get("ts") == "filetime"
     if "ts" in spec.columns:
         types[f"c{spec.columns['ts']}"] = pa.int64() if filetime else pa.float64()
-    data = text.encode()
-    if (b"x" in data and b"0x" in data) or (b"X" in data and b"0X" in data):  # "x" first: "0" is everywhere
-        return None  # pyarrow reads 0x10 as a hex integer; the formats' numbers are decimal
     try:
         # rows with another column count fail the read (-> fallback); only the used columns are
         # converted
@@ -654,49 +718,18 @@ def _delimited_arrow(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str
     if extents is None:
         return None
     off, size = extents
-    kinds, _ = arrow_op_kinds(*_dict_encode(table.column(f"f{spec.columns['op']}")), spec)
+    kinds, _ = arrow_op_kinds(*arrow_dictionary(table.column(f"f{spec.columns['op']}")), spec)
     if kinds is None:
         return None
-    if "ts" in spec.columns:
-        raw = table.column(f"f{spec.columns['ts']}").to_numpy()
-        if filetime:
-            ts = raw // 10
-        else:
-            ts = raw * TS_TO_US[spec.units.get("ts", "s")]
-            if not np.isfinite(ts).all() or np.abs(ts).max() >= MAX_TS_US:
-                return None
-            ts = np.rint(ts)
-    else:
-        ts = np.arange(start, start + n_rows, dtype=np.float64)
-    if spec.vol_cols:
-        # each volume column's distinct values stripped as the line parser strips them, then
-        # joined per distinct combination; an empty one goes to the line parser (malformed)
-        names, codes = [], np.zeros(n_rows, np.int64)
-        for i in spec.vol_cols:
-            values, inv = _dict_encode(table.column(f"f{i}"))
-            stripped = [str(v).strip() for v in values]
-            if not all(stripped):
-                return None
-            names.append(stripped)
-            codes = codes * len(stripped) + inv
-        combos, first_row, vinv = np.unique(codes, return_index=True, return_inverse=True)
-        joined = []
-        for code in combos.tolist():
-            parts = []
-            for stripped in reversed(names):
-                code, k = divmod(code, len(stripped))
-                parts.append(stripped[k])
-            joined.append("_".join(reversed(parts)))
+    ts = arrow_timestamps(table, spec, start)
+    if ts is None:
+        return None
+    vols = arrow_volume_ids(table, spec, acc)
+    if vols is None:
+        return None  # an empty volume field: malformed, the line parser says where
     if acc.fields is None and spec.fields is None:
         acc.fields_line = start + head
     acc.fields = n_fields
-    if spec.vol_cols:
-        ids = np.empty(len(joined), np.int32)
-        for j in np.argsort(first_row, kind="stable"):  # volumes numbered in order of appearance
-            ids[j] = acc.vol(joined[j])
-        vols = ids[vinv.reshape(-1)]
-    else:
-        vols = np.full(n_rows, acc.vol("0"), np.int32)
     keep = kinds != IGNORE
     rows = np.flatnonzero(keep)
 
