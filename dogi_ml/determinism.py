@@ -26,8 +26,8 @@ and per scheme, and the speed each level costs.
 * :func:`numerics_record`: which path this process runs (``mode`` ``portable``, ``avx2``,
   ``native`` or ``mixed``, each library's choice, the CPU's best, thread counts); every result
   JSON and MLflow run carries it as ``numerics``.
-* :func:`outcome_digest`: a hash of a result without its timings and without that record; two
-  runs with equal digests had equal outcomes.
+* :func:`outcome_digest`: a hash of a result without its timings (and counts of results read back
+  from a journal) and without that record; two runs with equal digests had equal outcomes.
 
 A Python API user gets the command line's numbers by starting Python in the pinned environment
 (``eval "$(python -m dogi_ml.determinism env)"``), or by calling :func:`pin_process` at the top of
@@ -87,7 +87,9 @@ GLIBC_HWCAPS = "glibc.cpu.hwcaps=-FMA_Usable,-FMA4_Usable,-FMA,-FMA4"
 _NUMPY_AVX2 = {"X86_V3", "SSSE3", "SSE41", "POPCNT", "SSE42", "AVX", "F16C", "FMA3", "AVX2"}
 
 #: result keys that measure time or depend on it (a background build's progress), not outcome
-TIMING_KEYS = re.compile(r"seconds?|_s$|_s_|ns_per|elapsed|wall|latency|per_s$|int8_blocks_by_runtime|mlflow_run_id")
+TIMING_KEYS = re.compile(
+    r"seconds?|_s$|_s_|ns_per|elapsed|wall|latency|per_s$|int8_blocks_by_runtime|mlflow_run_id|read_back"
+)
 
 
 def _numpy_dispatch() -> list[str]:

@@ -19,7 +19,9 @@ is whatever its traffic and BIR keep alive. :func:`search` tunes the BIRs per N,
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 from typing import NamedTuple
 
 import numba as nb
@@ -209,10 +211,32 @@ class NoDaP(PlacementPolicy):
         return {"nodap_bounds": [int(x) for x in self.bounds], "nodap_sizes": self.sizes, "nodap_mean_segments": mean}
 
 
-class _Evaluator:
-    """Memoised NoDaP runs: (bounds, sizes) -> result, on a prefix or the whole trace."""
+def search_fingerprint(writes: np.ndarray, capacity: int, sim_config) -> str:
+    """What a NoDaP evaluation's result depends on, as 16 hex digits: the writes, the capacity,
+    every simulator setting and the code version (``dogi_ml.sim.checkpoint.code_version``)."""
+    import dataclasses
+    import hashlib
 
-    def __init__(self, writes, capacity, sim_config, bar):
+    from dogi_ml.sim.checkpoint import array_digest, code_version
+
+    settings = dataclasses.asdict(sim_config) if dataclasses.is_dataclass(sim_config) else dict(sim_config)
+    payload = {
+        "writes": array_digest(writes),
+        "capacity": int(capacity),
+        "sim": settings,
+        "code": code_version(),
+    }
+    return hashlib.blake2b(json.dumps(payload, sort_keys=True, default=repr).encode(), digest_size=8).hexdigest()
+
+
+class _Evaluator:
+    """Memoised NoDaP runs: (bounds, sizes) -> result, on a prefix or the whole trace. With a
+    ``journal`` file every result is appended to it as it is made (one JSON line, flushed), and a
+    journal of the same trace, settings and code (its first line's fingerprint) is read back first:
+    a search stopped part-way resumes from its last simulation, and the search being deterministic
+    it takes the same path to the same result. A journal of anything else is refused."""
+
+    def __init__(self, writes, capacity, sim_config, bar, journal: Path | None = None):
         from dogi_ml.sim import Simulator
 
         self._simulator = Simulator
@@ -222,11 +246,68 @@ class _Evaluator:
         self.bar = bar
         self.cache: dict = {}
         self.inv: dict = {}
-        self.runs = 0
+        self.runs = 0  # simulations made by this process
+        self.evaluated = 0  # distinct settings asked for (simulated now or read back from the journal)
+        self._asked: set = set()
+        self.resumed = 0
+        self.journal = None
+        if journal is not None:
+            self._open_journal(Path(journal), search_fingerprint(writes, capacity, sim_config))
+
+    def _open_journal(self, path: Path, fingerprint: str) -> None:
+        if path.exists() and path.stat().st_size > 0:
+            with path.open() as f:
+                lines = f.read().splitlines()
+            try:
+                header = json.loads(lines[0])
+            except (json.JSONDecodeError, IndexError):
+                header = {}
+            if header.get("fingerprint") != fingerprint:
+                raise ValueError(
+                    f"nodap search: the journal {path} belongs to another trace, setting or code version "
+                    f"(fingerprint {header.get('fingerprint')!r}, this search's {fingerprint!r}); delete it "
+                    "or give another path"
+                )
+            for line in lines[1:]:
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    break  # a line cut short by the stop: the simulations from there run again
+                key = (tuple(rec["bounds"]), None if rec["sizes"] is None else tuple(rec["sizes"]), int(rec["n"]))
+                self.cache[key] = {"waf": float(rec["waf"]), "mean_segments": rec["mean_segments"]}
+            self.resumed = len(self.cache)
+            # drop a cut-short last line before appending
+            with path.open("w") as f:
+                f.write(lines[0] + "\n")
+                for key, res in self.cache.items():
+                    f.write(json.dumps(self._record(key, res)) + "\n")
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"fingerprint": fingerprint}) + "\n")
+        self.journal = path.open("a")
+
+    @staticmethod
+    def _record(key, res) -> dict:
+        bounds, sizes, n = key
+        return {
+            "bounds": [int(b) for b in bounds],
+            "sizes": None if sizes is None else [int(x) for x in sizes],
+            "n": n,
+            "waf": res["waf"],
+            "mean_segments": res["mean_segments"],
+        }
+
+    def close(self) -> None:
+        if self.journal is not None:
+            self.journal.close()
+            self.journal = None
 
     def __call__(self, bounds, sizes=None, n_writes=None) -> dict:
         n = self.writes.size if n_writes is None else int(n_writes)
         key = (tuple(bounds), None if sizes is None else tuple(sizes), n)
+        if key not in self._asked:
+            self._asked.add(key)
+            self.evaluated += 1
         if key not in self.cache:
             w = self.writes[:n]
             if n not in self.inv:
@@ -235,6 +316,9 @@ class _Evaluator:
             pol = NoDaP(bounds=list(bounds), sizes=None if sizes is None else list(sizes), inv=self.inv[n])
             r = self._simulator(pol, self.cfg, self.capacity, stream=w).run(w)
             self.cache[key] = {"waf": float(r["waf"]), "mean_segments": r["nodap_mean_segments"]}
+            if self.journal is not None:
+                self.journal.write(json.dumps(self._record(key, self.cache[key])) + "\n")
+                self.journal.flush()
             self.runs += 1
             if self.bar is not None:
                 self.bar.update(1)
@@ -290,6 +374,7 @@ def search(
     max_evals_per_n: int = 120,
     explore_fraction: float = 1.0,
     progress: bool = True,
+    journal: str | Path | None = None,
 ) -> dict:
     """Offline configuration search with the simulator (DOGI §3).
 
@@ -305,19 +390,16 @@ def search(
 
     Candidates (the coarse grid) default to powers of two from one segment to four capacities.
     ``explore_fraction`` < 1 explores on that prefix of the trace; each N's choice is then
-    verified on the whole trace. Deterministic. Returns bounds, sizes (None: shared pool), WAF,
-    n_groups, the per-N history, the number of simulations and the wall time."""
+    verified on the whole trace. Deterministic. ``journal``: a file that keeps every simulation's
+    result as it is made, so that the same search run again (same trace, settings and code)
+    resumes where it stopped (:class:`_Evaluator`). Returns bounds, sizes (None: shared pool),
+    WAF, n_groups, the per-N history, the number of simulations (and of results read back from the
+    journal) and the wall time."""
     writes = np.ascontiguousarray(writes, dtype=np.int64)
     capacity = int(capacity)
     _check_search_args(
         writes, capacity, max_groups, min_gain, candidates, group_sizes, steps, max_evals_per_n, explore_fraction
     )
-    seg = int(sim_config.segment_blocks)
-    hi = 4 * capacity
-    if candidates is None:
-        candidates = np.array([seg * 2**k for k in range(64) if seg * 2**k <= hi], np.int64)
-    grid = sorted({int(c) for c in candidates})
-    hi = max(hi, grid[-1])
     n_explore = max(1, int(round(writes.size * float(explore_fraction))))
     t0 = time.perf_counter()
 
@@ -325,7 +407,30 @@ def search(
 
     # off with --quiet, when stderr is not a terminal, or progress=False
     bar = progress_bar(None, "NoDaP search", "sim", requested=progress)
-    ev = _Evaluator(writes, capacity, sim_config, bar)
+    ev = _Evaluator(writes, capacity, sim_config, bar, journal)
+    if ev.resumed and log is not None:
+        log(f"NoDaP search: {ev.resumed} simulations read back from {journal}")
+    try:
+        return _search(
+            ev, bar, writes, capacity, sim_config, max_groups, min_gain, candidates, log, group_sizes, steps,
+            max_evals_per_n, n_explore, t0,
+        )  # fmt: skip
+    finally:
+        ev.close()
+        bar.close()
+
+
+def _search(
+    ev, bar, writes, capacity, sim_config, max_groups, min_gain, candidates, log, group_sizes, steps,
+    max_evals_per_n, n_explore, t0,
+) -> dict:  # fmt: skip
+    """:func:`search`'s body, on its evaluator."""
+    seg = int(sim_config.segment_blocks)
+    hi = 4 * capacity
+    if candidates is None:
+        candidates = np.array([seg * 2**k for k in range(64) if seg * 2**k <= hi], np.int64)
+    grid = sorted({int(c) for c in candidates})
+    hi = max(hi, grid[-1])
 
     def waf(bounds, sizes=None):
         return ev(bounds, sizes, n_explore)["waf"]
@@ -415,7 +520,7 @@ def search(
     n = 2
     while n <= int(max_groups):
         bar.set_postfix_str(f"N={n}")
-        before = ev.runs
+        before = ev.evaluated
         starts = []
         if greedy_running:
             g_b, g_w = insert_best(greedy)
@@ -452,7 +557,7 @@ def search(
             "start": start,
             # the optimum with one shared pool (before the size search) for comparison
             "shared_pool_best": {"bounds": shared_bounds, "waf": full(shared_bounds, None)},
-            "tried": ev.runs - before,
+            "tried": ev.evaluated - before,
         }
         history.append(entry)
         if log:
@@ -480,7 +585,10 @@ def search(
         "waf": overall["waf"],
         "n_groups": overall["n_groups"],
         "history": history,
-        "simulations": ev.runs,
+        # the settings simulated, whether in this process or read back from a journal (the same
+        # number for the same search); of them read back (not part of the outcome: TIMING_KEYS)
+        "simulations": ev.evaluated,
+        "simulations_read_back": ev.evaluated - ev.runs,
         "seconds": round(time.perf_counter() - t0, 2),
         "greedy": {"bounds": g_bounds, "waf": g_full},
     }

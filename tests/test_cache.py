@@ -275,6 +275,7 @@ def caches(tmp_path, monkeypatch):
     traces = base / "traces"
     _file(traces / "zipf-abc.dtr", 4096, 20)
     _file(traces / "annotations" / "annot-def.npz", 512, 2)
+    _file(traces / "nodap" / "search-0123456789abcdef.jsonl", 300, 1)
     return kc, traces
 
 
@@ -299,6 +300,7 @@ def test_info_counts_sizes_and_oldest(caches, capsys):
     assert t["kinds"] == {
         "trace": {"entries": 1, "files": 1, "bytes": 4096},
         "annotation": {"entries": 1, "files": 1, "bytes": 512},
+        "nodap": {"entries": 1, "files": 1, "bytes": 300},
     }
     assert t["oldest"][0]["name"] == "zipf-abc.dtr"
 
@@ -331,7 +333,7 @@ def test_clear_all_leaves_only_foreign_files_and_is_idempotent(caches, capsys):
     kc, traces = caches
     assert cache_cmd.main(["clear"]) == 0
     out = capsys.readouterr().out
-    assert "removed 5 entries (10 files" in out and "removed 2 entries (2 files" in out
+    assert "removed 5 entries (10 files" in out and "removed 3 entries (3 files" in out
     assert [p for p in kc.rglob("*")] == [kc / "notes.txt"]  # emptied folders go too
     assert [p for p in traces.rglob("*")] == []
     assert cache_cmd.main(["clear", "--json"]) == 0

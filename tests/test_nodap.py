@@ -192,3 +192,29 @@ def test_nodap_command_refuses_a_search_knob_beside_explicit_bounds(tmp_path):
     res = run_cli(args, tmp_path, check=False)
     assert res.returncode == 2, res.stderr
     assert "policy.params.min_gain=0.1 steers NoDaP's offline search" in res.stderr
+
+
+def test_a_stopped_search_resumes_from_its_journal(tmp_path):
+    """search(journal=FILE) writes every simulation's result as it is made; run again it reads
+    them back and takes the same path to the same result without simulating them again; a journal
+    cut short (a stop in the middle of a line) resumes from its last whole line; a journal of
+    another trace is refused, naming the file."""
+    writes = hotcold_writes(CAP, 6 * CAP)
+    cfg = SimConfig(segment_blocks=SEG)
+    journal = tmp_path / "nodap" / "search.jsonl"
+    plain = search(writes, CAP, cfg, max_groups=4, progress=False)
+    first = search(writes, CAP, cfg, max_groups=4, progress=False, journal=journal)
+    lines = journal.read_text().splitlines()
+    assert len(lines) == 1 + first["simulations"] and first["simulations_read_back"] == 0
+    again = search(writes, CAP, cfg, max_groups=4, progress=False, journal=journal)
+    assert again["simulations"] == first["simulations"] == again["simulations_read_back"]
+    # stopped after 10 simulations, the 11th line half written
+    journal.write_text("\n".join(lines[:11]) + "\n" + lines[11][: len(lines[11]) // 2])
+    resumed = search(writes, CAP, cfg, max_groups=4, progress=False, journal=journal)
+    assert resumed["simulations_read_back"] == 10
+    for r in (first, again, resumed):
+        for k in ("bounds", "sizes", "waf", "n_groups", "history", "greedy", "simulations"):
+            assert r[k] == plain[k], k
+    other = hotcold_writes(CAP, 6 * CAP, seed=9)
+    with pytest.raises(ValueError, match=r"the journal .*search.jsonl belongs to another trace, setting or code"):
+        search(other, CAP, cfg, max_groups=4, progress=False, journal=journal)

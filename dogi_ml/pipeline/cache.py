@@ -8,8 +8,9 @@ Two caches:
   module import records that keys them (see :mod:`dogi_ml.numba_cache`). An edit to a source
   gives new keys; the old entries stay until cleared, which is what ``clear --older-than`` is for.
 * traces (``$DOGI_ML_CACHE/traces``, default ``.cache/dogi_ml/traces`` under the working
-  directory, as the commands' ``cache_dir`` config): generated and converted traces (``*.dtr``)
-  and oracle annotations (``annotations/annot-*.npz``).
+  directory, as the commands' ``cache_dir`` config): generated and converted traces (``*.dtr``),
+  oracle annotations (``annotations/annot-*.npz``) and NoDaP search journals
+  (``nodap/search-*.jsonl``: every simulation of a search, so a stopped search resumes).
 
 Entries are dated by their newest file, i.e. when they were last compiled or written; a cache
 hit does not change that, so ``--older-than`` may drop an entry still in use (it is rebuilt).
@@ -39,6 +40,7 @@ KINDS = {
     "records": "import records",
     "trace": "traces (.dtr)",
     "annotation": "annotations",
+    "nodap": "NoDaP search journals",
     "partial": "unfinished writes",
 }
 
@@ -47,6 +49,16 @@ def trace_cache_dir() -> Path:
     """The trace cache the commands use by default: ``$DOGI_ML_CACHE/traces`` (default
     ``.cache/dogi_ml/traces``, relative to the working directory)."""
     return Path(os.environ.get("DOGI_ML_CACHE", ".cache/dogi_ml")) / "traces"
+
+
+def nodap_journal(writes, capacity: int, sim_config, root: str | Path | None = None) -> Path:
+    """Where NoDaP's offline search on these writes and settings keeps its journal (every
+    simulation's result, :func:`dogi_ml.oracles.nodap.search`): ``nodap/search-<fingerprint>.jsonl``
+    under the trace cache (``root``, default :func:`trace_cache_dir`)."""
+    from dogi_ml.oracles.nodap import search_fingerprint
+
+    base = trace_cache_dir() if root is None else Path(root)
+    return base / "nodap" / f"search-{search_fingerprint(writes, capacity, sim_config)}.jsonl"
 
 
 def cache_dir(cache: str) -> Path:
@@ -116,6 +128,8 @@ def scan(cache: str, root: Path | None = None) -> tuple[list[Entry], list[Path]]
             take("partial", f.name, [f])
         for f in sorted((root / "annotations").glob("annot-*.npz")):
             take("partial" if f.name.endswith(".tmp.npz") else "annotation", f"annotations/{f.name}", [f])
+        for f in sorted((root / "nodap").glob("search-*.jsonl")):
+            take("nodap", f"nodap/{f.name}", [f])
     else:
         raise ValueError(f"unknown cache {cache!r}; use one of {', '.join(CACHES)}")
     return entries, sorted(files)
@@ -185,7 +199,7 @@ def _remove_empty_dirs(cache: str, root: Path) -> None:
     dirs = (
         [*(root / "numba").glob("*/"), root / "numba", root / "__pycache__"]
         if cache == "kernels"
-        else [root / "annotations"]
+        else [root / "annotations", root / "nodap"]
     )
     for d in dirs:
         try:

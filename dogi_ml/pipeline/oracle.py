@@ -36,6 +36,7 @@ def run_oracle(cfg, out_dir: Path) -> dict:
     from omegaconf import OmegaConf
 
     from dogi_ml.oracles.nodap import search
+    from dogi_ml.pipeline.cache import nodap_journal
     from dogi_ml.report import console
     from dogi_ml.sim import SimConfig
     from dogi_ml.traces.workload import load_workload
@@ -59,6 +60,7 @@ def run_oracle(cfg, out_dir: Path) -> dict:
         max_evals_per_n=int(o.max_evals_per_n),
         explore_fraction=float(o.explore_fraction),
         progress=bool(cfg.get("progress", True)),
+        journal=nodap_journal(writes, cap, sim_cfg, cfg.cache_dir),
     )
     console.print(
         f"NoDaP on {cfg.workload.name}: {res['n_groups']} groups, BIR bounds {res['bounds']}, WAF {res['waf']:.4f}"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -94,15 +95,23 @@ def build_simulator(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping) -> tupl
     if policy_cfg["name"] == "nodap" and params.get("bounds") == "search":
         # NoDaP's offline configuration search (grow N until WAF improves < 5%) on this very trace
         from dogi_ml.oracles.nodap import search
+        from dogi_ml.pipeline.cache import nodap_journal
 
         max_groups, min_gain = params.pop("max_groups", None), params.pop("min_gain", None)
+        journal = nodap_journal(writes, cap, config)
         search_info = search(
             writes,
             cap,
             config,
             max_groups=NODAP_SEARCH_DEFAULTS["max_groups"] if max_groups is None else int(max_groups),
             min_gain=NODAP_SEARCH_DEFAULTS["min_gain"] if min_gain is None else float(min_gain),
+            journal=journal,
         )
+        if search_info["simulations_read_back"]:
+            print(
+                f"NoDaP search: {search_info['simulations_read_back']} simulations read back from {journal}",
+                file=sys.stderr,
+            )
         params["bounds"] = search_info["bounds"]
         params["sizes"] = search_info["sizes"]  # None: the shared pool won
         n_groups = search_info["n_groups"]
