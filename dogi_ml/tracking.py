@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -248,7 +249,7 @@ class SweepParentRun(Callback):
         atexit.register(self._close_if_stopped)
         if threading.current_thread() is threading.main_thread():
             # SIGTERM (a scheduler, kill) exits through the interpreter's exit, so the parent is closed
-            self._previous_sigterm = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+            self._previous_sigterm = signal.signal(signal.SIGTERM, exit_on_sigterm(self._close_if_stopped))
         (sweep_dir / PARENT_FILE).write_text(json.dumps({"run_id": run.info.run_id}))
 
     def on_job_end(self, config, job_return, **kwargs) -> None:
@@ -287,8 +288,29 @@ class SweepParentRun(Callback):
         client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
 
 
-def _exit_on_sigterm(signum, frame):
-    raise SystemExit(128 + signum)
+#: seconds a SIGTERM's SystemExit has to end the process before the watchdog ends it
+SIGTERM_GRACE_S = 5.0
+
+
+def exit_on_sigterm(cleanup):
+    """A SIGTERM handler that raises ``SystemExit(128 + signum)`` (so ``finally`` blocks, ``except``
+    clauses and ``atexit`` run) and starts a watchdog thread: Python drops an exception raised while
+    a finalizer or a weakref callback runs ("Exception ignored in ..."), and a signal can land
+    there, so if the process still lives ``SIGTERM_GRACE_S`` later the watchdog calls ``cleanup``
+    and ends it with the same status (``os._exit``)."""
+
+    def handler(signum, frame):
+        def force():
+            time.sleep(SIGTERM_GRACE_S)
+            try:
+                cleanup()
+            finally:
+                os._exit(128 + signum)
+
+        threading.Thread(target=force, daemon=True, name="sigterm-watchdog").start()
+        raise SystemExit(128 + signum)
+
+    return handler
 
 
 # ---------------------------------------------------------------------------------------------

@@ -190,7 +190,8 @@ def test_a_stopped_sweep_ends_its_parent_run_killed(tmp_path):
 
     sweep = tmp_path / "sweep"
     env = dict(os.environ, PYTHONPATH=str(REPO), DOGI_ML_CACHE=str(tmp_path / "cache"))
-    args = ["simulate", "-m", "+workload=zipf", "workload.capacity_blocks=65536", "workload.write_volume=64",
+    # jobs long enough (3 x ~5 s) that the sweep cannot end on its own before the watchdog would
+    args = ["simulate", "-m", "+workload=zipf", "workload.capacity_blocks=65536", "workload.write_volume=256",
             "policy=sepbit,nosep,sepgc", "plot=false", "hydra/launcher=basic", f"hydra.sweep.dir={sweep}"]  # fmt: skip
     proc = subprocess.Popen(
         [sys.executable, "-m", "dogi_ml", *args], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -208,3 +209,35 @@ def test_a_stopped_sweep_ends_its_parent_run_killed(tmp_path):
     run = mlflow.MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlruns.db'}").get_run(run_id)
     assert run.info.status == "KILLED"
     assert f"its MLflow parent run {run_id} ends KILLED" in err.decode()
+
+
+def test_a_sigterm_lost_in_a_finalizer_still_ends_the_process(tmp_path):
+    """A SIGTERM whose SystemExit lands inside a finalizer is dropped by Python ("Exception
+    ignored in ..."); exit_on_sigterm's watchdog then runs the cleanup and ends the process with
+    143 after SIGTERM_GRACE_S (here 0.5 s) instead of letting it run on."""
+    import subprocess
+    import sys
+
+    from helpers import REPO
+
+    marker = tmp_path / "cleaned"
+    script = f"""
+import os, signal, time
+import dogi_ml.tracking as tracking
+tracking.SIGTERM_GRACE_S = 0.5
+signal.signal(signal.SIGTERM, tracking.exit_on_sigterm(lambda: open({str(marker)!r}, "w").close()))
+class Finalized:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)  # the handler runs here, inside the finalizer
+        for _ in range(1000):
+            pass
+Finalized()
+for _ in range(100):
+    time.sleep(0.1)
+print("ran on")
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env={"PYTHONPATH": str(REPO)}
+    )
+    assert "Exception ignored" in proc.stderr and "SystemExit: 143" in proc.stderr
+    assert proc.returncode == 143 and marker.exists() and "ran on" not in proc.stdout

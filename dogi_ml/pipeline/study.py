@@ -684,7 +684,7 @@ def _study(argv: list[str]) -> int:
     parent = _parent_run(master, out, policies, fleet_path, batch) if master.mlflow else None
     try:
         # a Ctrl-C or a kill (SIGTERM, as a scheduler's) ends the parent run KILLED, not RUNNING forever
-        with _terminate_as_exit():
+        with _terminate_as_exit(parent):
             launch_error = None
             if to_run:
                 # the user's settings (paths made absolute), then the job's own
@@ -885,17 +885,17 @@ def _parent_run(master, out: Path, policies: list[str], fleet_path, batch: str) 
 
 
 @contextlib.contextmanager
-def _terminate_as_exit():
+def _terminate_as_exit(parent: str | None):
     """SIGTERM raises SystemExit(143) inside (the main thread only), so the study's cleanup runs
-    when a scheduler or ``kill`` stops it; the previous handler comes back after."""
+    when a scheduler or ``kill`` stops it, with a watchdog that ends the parent run KILLED and the
+    process if that exception is lost (:func:`dogi_ml.tracking.exit_on_sigterm`); the previous
+    handler comes back after."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    from dogi_ml.tracking import exit_on_sigterm
 
-    def stop(signum, frame):
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, stop)
+    previous = signal.signal(signal.SIGTERM, exit_on_sigterm(lambda: _kill_parent(parent) if parent else None))
     try:
         yield
     finally:
