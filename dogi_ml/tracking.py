@@ -10,7 +10,6 @@ import os
 import signal
 import sys
 import threading
-import time
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -221,11 +220,19 @@ class SweepParentRun(Callback):
         self._done = 0
         self._open_run: str | None = None  # the parent run until on_multirun_end closes it
         self._previous_sigterm = None
+        self._sigterm_handler = None
+
+    def __getstate__(self) -> dict:
+        # a launcher (joblib) pickles the callbacks for its workers: the signal handlers (a lock
+        # inside) stay in this process, where the sweep runs
+        return {**self.__dict__, "_sigterm_handler": None, "_previous_sigterm": None}
 
     def _close_if_stopped(self) -> None:
         """At exit: a parent run the sweep's end never closed (Ctrl-C, SIGTERM) ends KILLED
         instead of RUNNING forever."""
         run_id, self._open_run = self._open_run, None
+        if self._sigterm_handler is not None:
+            self._sigterm_handler.handled()  # the process is ending through its exit: no watchdog
         if run_id is None:
             return
         try:
@@ -249,7 +256,8 @@ class SweepParentRun(Callback):
         atexit.register(self._close_if_stopped)
         if threading.current_thread() is threading.main_thread():
             # SIGTERM (a scheduler, kill) exits through the interpreter's exit, so the parent is closed
-            self._previous_sigterm = signal.signal(signal.SIGTERM, exit_on_sigterm(self._close_if_stopped))
+            self._sigterm_handler = exit_on_sigterm(self._close_if_stopped)
+            self._previous_sigterm = signal.signal(signal.SIGTERM, self._sigterm_handler)
         (sweep_dir / PARENT_FILE).write_text(json.dumps({"run_id": run.info.run_id}))
 
     def on_job_end(self, config, job_return, **kwargs) -> None:
@@ -296,12 +304,16 @@ def exit_on_sigterm(cleanup):
     """A SIGTERM handler that raises ``SystemExit(128 + signum)`` (so ``finally`` blocks, ``except``
     clauses and ``atexit`` run) and starts a watchdog thread: Python drops an exception raised while
     a finalizer or a weakref callback runs ("Exception ignored in ..."), and a signal can land
-    there, so if the process still lives ``SIGTERM_GRACE_S`` later the watchdog calls ``cleanup``
-    and ends it with the same status (``os._exit``)."""
+    there, so unless ``handler.handled()`` is called within ``SIGTERM_GRACE_S`` (where the
+    SystemExit's own cleanup runs) the watchdog calls ``cleanup`` and ends the process with the
+    same status (``os._exit``)."""
+
+    handled = threading.Event()
 
     def handler(signum, frame):
         def force():
-            time.sleep(SIGTERM_GRACE_S)
+            if handled.wait(SIGTERM_GRACE_S):
+                return  # the SystemExit reached its handlers: the process is ending as it should
             try:
                 cleanup()
             finally:
@@ -310,6 +322,7 @@ def exit_on_sigterm(cleanup):
         threading.Thread(target=force, daemon=True, name="sigterm-watchdog").start()
         raise SystemExit(128 + signum)
 
+    handler.handled = handled.set  # the caller's cleanup ran: call this, and no watchdog fires
     return handler
 
 

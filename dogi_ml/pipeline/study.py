@@ -895,10 +895,12 @@ def _terminate_as_exit(parent: str | None):
         return
     from dogi_ml.tracking import exit_on_sigterm
 
-    previous = signal.signal(signal.SIGTERM, exit_on_sigterm(lambda: _kill_parent(parent) if parent else None))
+    handler = exit_on_sigterm(lambda: _kill_parent(parent) if parent else None)
+    previous = signal.signal(signal.SIGTERM, handler)
     try:
         yield
     finally:
+        handler.handled()  # left the block (a SIGTERM's SystemExit reached it too): no watchdog
         signal.signal(signal.SIGTERM, previous)
 
 
