@@ -137,6 +137,20 @@ def _peak_rss_bytes() -> int:
         return int(psutil.Process().memory_info().rss)
 
 
+def zipf_workload(capacity: int, write_volume: float, theta: float, seed: int) -> dict:
+    """``conf/workload/zipf.yaml`` at this capacity, volume, exponent and seed: the workload (and so
+    the cached trace) ``simulate +workload=zipf`` with those settings uses."""
+    from omegaconf import OmegaConf
+
+    import dogi_ml.conf
+
+    conf_dir = Path(dogi_ml.conf.__file__).resolve().parent
+    wl = OmegaConf.to_container(OmegaConf.load(conf_dir / "workload" / "zipf.yaml"), resolve=True)
+    wl.update(capacity_blocks=int(capacity), write_volume=float(write_volume), seed=int(seed))
+    wl["params"] = {**wl["params"], "theta": float(theta)}
+    return wl
+
+
 def bench_paper_scale(
     pcfg, theta: float, op_ratio: float, seed: int, policy_cfg=None, cache_dir: str | None = None
 ) -> dict:
@@ -178,16 +192,7 @@ def bench_paper_scale(
         from dogi_ml.traces.workload import load_workload
 
         g0 = time.perf_counter()
-        workload = {
-            "name": "zipf",
-            "source": "generator",
-            "generator": "zipf",
-            "capacity_blocks": cap,
-            "write_volume": total / cap,
-            "seed": seed,
-            "params": {"theta": theta},
-        }
-        trace = load_workload(workload, cache_dir=cache_dir, log=console.print)
+        trace = load_workload(zipf_workload(cap, total / cap, theta, seed), cache_dir=cache_dir, log=console.print)
         gen_s = time.perf_counter() - g0
     sim = Simulator(policy, cfg, cap, trace=trace)
     sim.prefill()
@@ -508,16 +513,7 @@ def bench_hybrid(hcfg, seed: int, cache_dir: str | None = None) -> dict:
     from dogi_ml.traces.workload import load_workload
 
     cap = int(hcfg.capacity_blocks)
-    workload = {
-        "name": "zipf",
-        "source": "generator",
-        "generator": "zipf",
-        "capacity_blocks": cap,
-        "write_volume": float(hcfg.write_volume),
-        "seed": seed,
-        # conf/workload/zipf.yaml's parameters: at its capacity and volume, the same cached trace
-        "params": {"theta": float(hcfg.theta), "wss_fraction": 1.0, "request_blocks": 1},
-    }
+    workload = zipf_workload(cap, float(hcfg.write_volume), float(hcfg.theta), seed)
     schemes = OmegaConf.to_container(hcfg.schemes, resolve=True)
     ref = str(hcfg.reference)
     if isinstance(hcfg.repeats, bool) or not isinstance(hcfg.repeats, int) or hcfg.repeats < 1:
@@ -702,26 +698,27 @@ def _all_cpus():
         return None
 
 
+def _write_result(cfg, out_dir: Path, result: dict) -> dict:
+    """``result`` as JSON at ``cfg.output`` (default ``<run dir>/bench.json``); returns it."""
+    out = Path(cfg.output) if cfg.output else out_dir / "bench.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2))
+    console.print(f"bench: {out}")
+    return result
+
+
 def run_bench(cfg, out_dir: Path) -> dict:
     cpus = _all_cpus()
     pin = _pin_one_core()
     ingest_cfg = cfg.get("ingest")
     if ingest_cfg is not None and ingest_cfg.enabled and ingest_cfg.only:
         result = {"cpu": pin, "ingest": bench_ingest(ingest_cfg)}
-        out = Path(cfg.output) if cfg.output else out_dir / "bench.json"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2))
-        console.print(f"bench: {out}")
-        return result
+        return _write_result(cfg, out_dir, result)
     hybrid_cfg = cfg.get("hybrid")
     if hybrid_cfg is not None and hybrid_cfg.enabled and hybrid_cfg.get("only"):
         result = {"cpu": pin, "hybrid": bench_hybrid(hybrid_cfg, int(cfg.seed), cache_dir=cfg.get("cache_dir"))}
         result["numerics"] = numerics_record()
-        out = Path(cfg.output) if cfg.output else out_dir / "bench.json"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2))
-        console.print(f"bench: {out}")
-        return result
+        return _write_result(cfg, out_dir, result)
     console.print(
         f"bench: Zipf({cfg.theta}) over {cfg.capacity_blocks:,} blocks, "
         f"{cfg.n_writes:,} user writes, segments of {cfg.segment_blocks}, OP {cfg.op_ratio:.0%} ({pin}; "
@@ -826,8 +823,4 @@ def run_bench(cfg, out_dir: Path) -> dict:
         result["paper_scale"] = ps
         print_paper_scale(ps)
     result["numerics"] = numerics_record()  # speed depends on the code path: portable is the slowest
-    out = Path(cfg.output) if cfg.output else out_dir / "bench.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2))
-    console.print(f"bench: {out}")
-    return result
+    return _write_result(cfg, out_dir, result)
