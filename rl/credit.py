@@ -173,10 +173,12 @@ def on_invalidate(agent, lba, segment, now):
 
 @nb.njit(cache=True)
 def on_reclaim(agent, segment, now, valid=0):
-    """``segment`` is reclaimed at time ``now``: every decision whose block died in it is credited
-    ``-dead_cost x (now - died) / (now - placed)``, the share of the block's time in the segment
-    its slot spent dead (terminal): a block that dies long before its segment is reclaimed wasted
-    its slot, one that dies just before fitted it. Nothing to do with ``dead_cost == 0``."""
+    """``segment`` is reclaimed at time ``now`` with ``valid`` valid blocks: every decision whose
+    block died in it is credited (terminal) ``-dead_cost x (now - died) / (now - placed)``, the
+    share of the block's time in the segment its slot spent dead (a block that dies long before
+    its segment is reclaimed wasted its slot, one that dies just before fitted it), and with
+    ``share`` also ``-valid / segment_blocks``, which the segment's live blocks are then credited at
+    their relocation. Nothing to do with neither (deaths were credited as they happened)."""
     st = agent.scalars[0]
     if st.share != 0:
         st.cost = valid / agent.dead_state.shape[1]
@@ -273,7 +275,9 @@ def new_credit_agent(
     if not 0.0 <= dead_cost < float("inf"):
         raise ValueError(f"dead_cost (weight of a dead block's idle share) must be >= 0, got {dead_cost}")
     if (dead_cost > 0 or share) and (int(n_segments) < 1 or int(segment_blocks) < 1):
-        raise ValueError(f"dead_cost > 0 needs n_segments and segment_blocks >= 1, got {n_segments}, {segment_blocks}")
+        raise ValueError(
+            f"dead_cost > 0 and share need n_segments and segment_blocks >= 1, got {n_segments}, {segment_blocks}"
+        )
     q = initial_table(gamma) if initial is None else np.array(initial, dtype=np.float64)
     if q.ndim != 2 or q.shape[0] < 1 or not 1 <= q.shape[1] <= 127:
         raise ValueError(f"initial table must be [n_states >= 1, 1..127 actions], got shape {q.shape}")

@@ -396,6 +396,17 @@ def _eq1_place(s, p, st, g, short):
 
 
 @nb.njit(cache=True, inline="always")
+def band_level(x, t):
+    """The GC level (0-based) of ``x`` in ``ORACLE_BANDS`` of the threshold ``t``: below ``t`` the
+    first, below ``4t`` the second, ..., at or above ``64t`` the last (agent=oracle on the true
+    remaining lifetime, agent=frequency on the expected one)."""
+    a = 0
+    while a < len(ORACLE_BANDS) and x >= ORACLE_BANDS[a] * t:
+        a += 1
+    return a
+
+
+@nb.njit(cache=True, inline="always")
 def ratio_bin(x, t):
     """Half-octave bin of ``x / t`` (both > 0): ``floor(2 log2(x / t)) + RATIO_OFFSET`` clipped to
     ``0 .. RATIO_BINS - 1``."""
@@ -504,20 +515,12 @@ def shiro_gc(s, p, lba, victim, now):
             return -1
     elif mode == A_ORACLE:
         # perfect knowledge: the band of the block's true remaining lifetime
-        left = p.death[lba] - now
-        a = 0
-        while a < len(ORACLE_BANDS) and left >= ORACLE_BANDS[a] * st.hot_threshold:
-            a += 1
+        a = band_level(p.death[lba] - now, st.hot_threshold)
     elif mode == A_FREQUENCY:
         # the band of the LBA's expected lifetime from its write count (memoryless: also its
         # expected remaining lifetime); the top level for an LBA with no counted write
         c = p.lba_writes[lba]
-        a = N_GC - 1
-        if c > 0:
-            e = st.freq_clock / c
-            a = 0
-            while a < len(ORACLE_BANDS) and e >= ORACLE_BANDS[a] * st.hot_threshold:
-                a += 1
+        a = band_level(st.freq_clock / c, st.hot_threshold) if c > 0 else N_GC - 1
     elif mode == A_HIERARCHICAL:
         a = 0 if seg_type < G_GC1 else min(seg_type - G_GC1 + 1, N_GC - 1)
     elif mode == A_SEPBIT_AGE:
@@ -684,8 +687,8 @@ class Shiro(SequencePolicy):
         "credit_gamma": rl_credit.DEFAULT_GAMMA,  # agent=credit: discount of a block's further copies
         "credit_dead_cost": 0.0,  # agent=credit: weight of a dead block's idle share (its slot dead until the reclaim)
         "credit_reward": "block",  # agent=credit: block (-1 per further copy of the block) | segment (its segment's valid share at reclaim)
-        "credit_state": "table1",
-        "credit_start": "hierarchical",  # credit_state=counts: the starting rule, hierarchical | frequency  # agent=credit: Table I's state | counts (the LBA's write count and age, count_state)
+        "credit_state": "table1",  # agent=credit: Table I's state | counts (the LBA's write count and age, count_state)
+        "credit_start": "hierarchical",  # credit_state=counts: the starting rule, hierarchical | frequency
         "retrain_every": None,  # None = window x capacity
         "sample_every": None,  # None: 10 (Shiro's 10% sample), fewer if a window would give < min_window_samples
         "min_window_samples": 1000,
@@ -901,6 +904,12 @@ class Shiro(SequencePolicy):
         st.count_state = int(c["credit_state"] == "counts")
         # a rule's levels are logged per state when its table is to be saved (always for the oracle)
         log_rule = oracle or (c["agent"] not in LEARNED_AGENTS and bool(c["save_qtable"]))
+        if credit_on:
+            initial = (
+                count_state_table(float(c["credit_gamma"]), c["credit_start"]) if st.count_state else self.initial_q
+            )
+        else:
+            initial = np.zeros((ql.N_STATES if log_rule else 1, ql.N_ACTIONS))  # a rule's log, or nothing
         credit = rl_credit.new_credit_agent(
             self.capacity if credit_on else 1,
             gamma=float(c["credit_gamma"]),
@@ -908,13 +917,7 @@ class Shiro(SequencePolicy):
             epsilon=float(c["epsilon"]) if credit_on and c["deployed"] is None else 0.0,
             seed=int(c["seed"]) + 1,
             learn=credit_on and c["deployed"] is None,
-            initial=(
-                count_state_table(float(c["credit_gamma"]), c["credit_start"])
-                if credit_on and st.count_state
-                else self.initial_q
-                if credit_on
-                else np.zeros((ql.N_STATES if log_rule else 1, ql.N_ACTIONS))
-            ),
+            initial=initial,
             dead_cost=float(c["credit_dead_cost"]) if credit_on else 0.0,
             share=credit_on and c["credit_reward"] == "segment",
             n_segments=ctx.n_segments,
