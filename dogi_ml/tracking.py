@@ -219,25 +219,23 @@ class SweepParentRun(Callback):
         self._jobs: int | None = None
         self._done = 0
         self._open_run: str | None = None  # the parent run until on_multirun_end closes it
-        self._previous_sigterm = None
-        self._sigterm_handler = None
+        self._sigterm: SigtermExit | None = None
 
     def __getstate__(self) -> dict:
-        # a launcher (joblib) pickles the callbacks for its workers: the signal handlers (a lock
-        # inside) stay in this process, where the sweep runs
-        return {**self.__dict__, "_sigterm_handler": None, "_previous_sigterm": None}
+        # a launcher (joblib) pickles the callbacks for its workers: the signal handling (a lock
+        # inside) stays in this process, where the sweep runs
+        return {**self.__dict__, "_sigterm": None}
 
     def _close_if_stopped(self) -> None:
         """At exit: a parent run the sweep's end never closed (Ctrl-C, SIGTERM) ends KILLED
         instead of RUNNING forever."""
         run_id, self._open_run = self._open_run, None
-        if self._sigterm_handler is not None:
-            self._sigterm_handler.handled()  # the process is ending through its exit: no watchdog
+        if self._sigterm is not None:
+            self._sigterm.handled()  # the process is ending through its exit: no watchdog
         if run_id is None:
             return
         try:
-            _mlflow().MlflowClient().set_terminated(run_id, status="KILLED")
-            print(f"sweep stopped: its MLflow parent run {run_id} ends KILLED", file=sys.stderr, flush=True)
+            end_parent_killed(run_id, "sweep")
         except Exception as exc:  # noqa: BLE001 - at exit: say so, do not mask the stop
             print(f"sweep stopped: could not end its MLflow parent run {run_id}: {exc}", file=sys.stderr)
 
@@ -254,10 +252,8 @@ class SweepParentRun(Callback):
         )
         self._open_run = run.info.run_id
         atexit.register(self._close_if_stopped)
-        if threading.current_thread() is threading.main_thread():
-            # SIGTERM (a scheduler, kill) exits through the interpreter's exit, so the parent is closed
-            self._sigterm_handler = exit_on_sigterm(self._close_if_stopped)
-            self._previous_sigterm = signal.signal(signal.SIGTERM, self._sigterm_handler)
+        # SIGTERM (a scheduler, kill) exits through the interpreter's exit, so the parent is closed
+        self._sigterm = SigtermExit(self._close_if_stopped).install()
         (sweep_dir / PARENT_FILE).write_text(json.dumps({"run_id": run.info.run_id}))
 
     def on_job_end(self, config, job_return, **kwargs) -> None:
@@ -278,9 +274,9 @@ class SweepParentRun(Callback):
         # the sweep ended: its parent is closed below, not at exit
         self._open_run = None
         atexit.unregister(self._close_if_stopped)
-        if self._previous_sigterm is not None and threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, self._previous_sigterm)
-            self._previous_sigterm = None
+        if self._sigterm is not None:
+            self._sigterm.restore()
+            self._sigterm = None
         path = Path(config.hydra.sweep.dir) / PARENT_FILE
         if not path.exists():
             return
@@ -324,6 +320,45 @@ def exit_on_sigterm(cleanup):
 
     handler.handled = handled.set  # the caller's cleanup ran: call this, and no watchdog fires
     return handler
+
+
+class SigtermExit:
+    """:func:`exit_on_sigterm` as the process's SIGTERM handler while installed: ``install()`` (in
+    the main thread only, the one a handler can be set in), ``handled()`` once the cleanup ran,
+    ``restore()`` the previous handler (the SIGTERM, if any, handled). Also a context manager."""
+
+    def __init__(self, cleanup):
+        self.handler = exit_on_sigterm(cleanup)
+        self._previous = None
+        self._installed = False
+
+    def install(self) -> SigtermExit:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGTERM, self.handler)
+            self._installed = True
+        return self
+
+    def handled(self) -> None:
+        self.handler.handled()
+
+    def restore(self) -> None:
+        self.handled()
+        if self._installed:
+            signal.signal(signal.SIGTERM, self._previous)
+            self._installed = False
+
+    def __enter__(self) -> SigtermExit:
+        return self.install()
+
+    def __exit__(self, *exc) -> None:
+        self.restore()
+
+
+def end_parent_killed(run_id: str, what: str) -> None:
+    """End the parent run ``run_id`` KILLED (its ``what``, a sweep or a study, was stopped before
+    its end closed it) and say so on stderr."""
+    _mlflow().MlflowClient().set_terminated(run_id, status="KILLED")
+    print(f"{what} stopped: its MLflow parent run {run_id} ends KILLED", file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -26,15 +26,12 @@ overrides)``), so only the jobs left to do are launched, whatever the launcher.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import secrets
-import signal
 import subprocess
 import sys
-import threading
 import time
 import traceback
 from pathlib import Path
@@ -681,10 +678,13 @@ def _study(argv: list[str]) -> int:
         + (f", {len(plan) - len(to_run) - skipped} not selected" if len(plan) - len(to_run) - skipped else "")
     )
 
+    from dogi_ml.tracking import SigtermExit, end_parent_killed
+
     parent = _parent_run(master, out, policies, fleet_path, batch) if master.mlflow else None
     try:
-        # a Ctrl-C or a kill (SIGTERM, as a scheduler's) ends the parent run KILLED, not RUNNING forever
-        with _terminate_as_exit(parent):
+        # a Ctrl-C or a kill (SIGTERM, as a scheduler's) ends the parent run KILLED, not RUNNING
+        # forever; SIGTERM raises SystemExit(143) in here, with a watchdog should it be lost
+        with SigtermExit(lambda: end_parent_killed(parent, "study") if parent else None):
             launch_error = None
             if to_run:
                 # the user's settings (paths made absolute), then the job's own
@@ -753,7 +753,7 @@ def _study(argv: list[str]) -> int:
                 _close_parent(parent, files, agg, len(to_run), skipped, wall)
     except BaseException:
         if parent:
-            _kill_parent(parent)
+            end_parent_killed(parent, "study")
         raise
     if failed:
         again = " ".join(a for a in argv if not a.startswith("only="))
@@ -882,37 +882,6 @@ def _parent_run(master, out: Path, policies: list[str], fleet_path, batch: str) 
         tags={"kind": "sweep", "command": "study", "dogi_ml.source": "cli", "study_out": str(out), "batch": batch},
     )
     return run.info.run_id
-
-
-@contextlib.contextmanager
-def _terminate_as_exit(parent: str | None):
-    """SIGTERM raises SystemExit(143) inside (the main thread only), so the study's cleanup runs
-    when a scheduler or ``kill`` stops it, with a watchdog that ends the parent run KILLED and the
-    process if that exception is lost (:func:`dogi_ml.tracking.exit_on_sigterm`); the previous
-    handler comes back after."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    from dogi_ml.tracking import exit_on_sigterm
-
-    handler = exit_on_sigterm(lambda: _kill_parent(parent) if parent else None)
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        handler.handled()  # left the block (a SIGTERM's SystemExit reached it too): no watchdog
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _kill_parent(run_id: str) -> None:
-    """End the study's parent run KILLED (it was stopped before its jobs' aggregate)."""
-    import mlflow
-
-    from dogi_ml.tracking import experiment_id
-
-    experiment_id("study")  # points mlflow at the project's tracking URI
-    mlflow.MlflowClient().set_terminated(run_id, status="KILLED")
-    print(f"study: stopped; its MLflow parent run {run_id} ends KILLED", file=sys.stderr)
 
 
 def _close_parent(run_id: str, files: dict, agg: dict, ran: int, skipped: int, wall: float) -> None:
