@@ -922,16 +922,7 @@ def _fast_chunk(spec, acc, start: int, data, n_lines: int, state: dict):
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    from .readers import (
-        IGNORE,
-        _finish,
-        arrow_dictionary,
-        arrow_extents,
-        arrow_op_kinds,
-        arrow_timestamps,
-        arrow_unsafe,
-        arrow_volume_ids,
-    )
+    from .readers import IGNORE, _finish, arrow_columns, arrow_unsafe
 
     sep = spec.sep.encode()
     if b"\xef" in data and _UTF8_BOM in data:  # (the first test is a fast memchr)
@@ -984,22 +975,10 @@ def _fast_chunk(spec, acc, start: int, data, n_lines: int, state: dict):
         or any(table.column(f"f{i}").null_count for i in used)
     ):
         return None  # blank lines (the line parser skips them and counts lines) or empty fields
-    extents = arrow_extents(table, spec)
-    if extents is None:
+    columns = arrow_columns(table, spec, acc, start, start, n_fields)
+    if columns is None:
         return None
-    off, size = extents
-    kinds, codes = arrow_op_kinds(*arrow_dictionary(table.column(f"f{spec.columns['op']}")), spec)
-    if kinds is None:
-        return None
-    ts = arrow_timestamps(table, spec, start)
-    if ts is None:
-        return None
-    vols = arrow_volume_ids(table, spec, acc)
-    if vols is None:
-        return None  # an empty volume field: malformed, the line parser says where
-    if acc.fields is None and spec.fields is None:
-        acc.fields_line = start
-    acc.fields = n_fields
+    off, size, kinds, codes, ts, vols = columns
     if max(codes) <= OP_TRIM and size.min() > 0:
         return _data_chunk(ts, off, size, kinds, vols, start)
     keep = kinds != IGNORE

@@ -608,6 +608,29 @@ def arrow_unsafe(spec: DelimitedSpec, data: bytes) -> bool:
     return (b"x" in data and b"0x" in data) or (b"X" in data and b"0X" in data)  # "x" first: "0" is everywhere
 
 
+def arrow_columns(table, spec: DelimitedSpec, acc: _Acc, start: int, first_line: int, n_fields: int):
+    """(offsets, sizes, kinds, op codes, time stamps, volume ids) of a chunk pyarrow parsed, its
+    rows numbered from line ``start``, or None when one of them breaks the line parser's rules
+    (which then names the line); a chunk taken records its field count (``n_fields``, first seen
+    on line ``first_line``) in ``acc`` as the line parser does. Shared with ``fleet``'s splitter."""
+    extents = arrow_extents(table, spec)
+    if extents is None:
+        return None
+    kinds, codes = arrow_op_kinds(*arrow_dictionary(table.column(f"f{spec.columns['op']}")), spec)
+    if kinds is None:
+        return None
+    ts = arrow_timestamps(table, spec, start)
+    if ts is None:
+        return None
+    vols = arrow_volume_ids(table, spec, acc)
+    if vols is None:
+        return None  # an empty volume field: malformed, the line parser says where
+    if acc.fields is None and spec.fields is None:
+        acc.fields_line = first_line
+    acc.fields = n_fields
+    return (*extents, kinds, codes, ts, vols)
+
+
 def arrow_timestamps(table, spec: DelimitedSpec, start: int) -> np.ndarray | None:
     """Each row's time stamp in µs from a chunk pyarrow parsed (FILETIME's 100 ns units floored,
     the others scaled and rounded to nearest), or the row's line number (``start`` on) for a format
@@ -714,22 +737,10 @@ def _delimited_arrow(spec: DelimitedSpec, acc: _Acc, start: int, lines: list[str
         return None
     if any(table.column(f"f{i}").null_count for i in used):
         return None
-    extents = arrow_extents(table, spec)
-    if extents is None:
+    columns = arrow_columns(table, spec, acc, start, start + head, n_fields)
+    if columns is None:
         return None
-    off, size = extents
-    kinds, _ = arrow_op_kinds(*arrow_dictionary(table.column(f"f{spec.columns['op']}")), spec)
-    if kinds is None:
-        return None
-    ts = arrow_timestamps(table, spec, start)
-    if ts is None:
-        return None
-    vols = arrow_volume_ids(table, spec, acc)
-    if vols is None:
-        return None  # an empty volume field: malformed, the line parser says where
-    if acc.fields is None and spec.fields is None:
-        acc.fields_line = start + head
-    acc.fields = n_fields
+    off, size, kinds, _, ts, vols = columns
     keep = kinds != IGNORE
     rows = np.flatnonzero(keep)
 
