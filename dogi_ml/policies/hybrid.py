@@ -352,7 +352,7 @@ def _frequency_lifetime(p, v, lba, now):
         return NEVER
     lam = p.freq_decays[v]
     c = p.seen[lba, v]
-    if lam > 0 and c > 0:
+    if lam > 0 and c > 0 and p.seen_at[lba] != now:  # (a user write's own count is current: no exp)
         c *= np.exp(-lam * (now - p.seen_at[lba]))
     if c <= 0:
         return NEVER
