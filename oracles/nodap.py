@@ -19,6 +19,7 @@ is whatever its traffic and BIR keep alive. :func:`search` tunes the BIRs per N,
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from pathlib import Path
@@ -32,6 +33,10 @@ from dogi_ml.sim.state import P_NGROUPS, P_NSEG, SEG_FREE, SEG_SEALED
 from dogi_ml.sim.victims import register_victim
 
 from .annotate import NEVER, annotate
+
+#: a search's simulation is fed in this many slices; after each, one that can no longer beat the
+#: WAF it is compared with stops (a group capped far below its need can copy 70x its writes)
+PRUNE_SLICES = 64
 
 
 class NodapState(NamedTuple):
@@ -213,20 +218,36 @@ class NoDaP(PlacementPolicy):
 
 def search_fingerprint(writes: np.ndarray, capacity: int, sim_config) -> str:
     """What a NoDaP evaluation's result depends on, as 16 hex digits: the writes, the capacity,
-    every simulator setting and the code version (``dogi_ml.sim.checkpoint.code_version``)."""
+    every simulator setting and :func:`simulation_code_version`."""
     import dataclasses
     import hashlib
 
-    from dogi_ml.sim.checkpoint import array_digest, code_version
+    from dogi_ml.sim.checkpoint import array_digest
 
     settings = dataclasses.asdict(sim_config) if dataclasses.is_dataclass(sim_config) else dict(sim_config)
     payload = {
         "writes": array_digest(writes),
         "capacity": int(capacity),
         "sim": settings,
-        "code": code_version(),
+        "code": simulation_code_version(),
     }
     return hashlib.blake2b(json.dumps(payload, sort_keys=True, default=repr).encode(), digest_size=8).hexdigest()
+
+
+@functools.cache
+def simulation_code_version() -> str:
+    """16 hex digits over the sources a NoDaP simulation runs: this module and what it imports
+    (the engine, its kernels, the annotation; ``dogi_ml.sim.checkpoint.import_closure``), and the
+    engine's loop template, read as text. An edit elsewhere in the project (a report, another
+    policy) keeps a search's journal usable; an edit of any of these starts it again. Computed
+    once per process, like ``code_version``."""
+    from dogi_ml.sim import kernels
+    from dogi_ml.sim.checkpoint import import_closure, sources_version
+
+    sim_dir = Path(kernels.__file__).resolve().parent
+    return sources_version(
+        import_closure("dogi_ml.oracles.nodap") + [sim_dir / "_loop_template.py", sim_dir / "_placeholders.py"]
+    )
 
 
 class _Evaluator:
@@ -246,9 +267,10 @@ class _Evaluator:
         self.bar = bar
         self.cache: dict = {}
         self.inv: dict = {}
-        self.runs = 0  # simulations made by this process
+        self.runs = 0  # simulations made by this process (a stopped one run again counts twice)
+        self.read_back = 0  # settings answered from the journal when first asked
         self.evaluated = 0  # distinct settings asked for (simulated now or read back from the journal)
-        self._asked: set = set()
+        self.asked: set = set()
         self.resumed = 0
         self.journal = None
         if journal is not None:
@@ -275,6 +297,8 @@ class _Evaluator:
                     break  # a line cut short by the stop: the simulations from there run again
                 key = (tuple(rec["bounds"]), None if rec["sizes"] is None else tuple(rec["sizes"]), int(rec["n"]))
                 self.cache[key] = {"waf": float(rec["waf"]), "mean_segments": rec["mean_segments"]}
+                if rec.get("pruned"):
+                    self.cache[key]["pruned"] = True
             self.resumed = len(self.cache)
             # drop a cut-short last line before appending
             with path.open("w") as f:
@@ -295,6 +319,7 @@ class _Evaluator:
             "n": n,
             "waf": res["waf"],
             "mean_segments": res["mean_segments"],
+            **({"pruned": True} if res.get("pruned") else {}),
         }
 
     def close(self) -> None:
@@ -302,20 +327,22 @@ class _Evaluator:
             self.journal.close()
             self.journal = None
 
-    def __call__(self, bounds, sizes=None, n_writes=None) -> dict:
+    def __call__(self, bounds, sizes=None, n_writes=None, above: float | None = None) -> dict:
+        """The run's ``{"waf", "mean_segments"}``. ``above``: the WAF the caller must beat. A
+        simulation that provably ends above it (its GC writes so far already make a higher WAF)
+        stops there and returns ``{"waf": that lower bound, "pruned": True}``: the search's
+        choices are the same, since it only asks whether the run is better."""
         n = self.writes.size if n_writes is None else int(n_writes)
         key = (tuple(bounds), None if sizes is None else tuple(sizes), n)
-        if key not in self._asked:
-            self._asked.add(key)
+        known = self.cache.get(key)
+        if key not in self.asked:
+            self.asked.add(key)
             self.evaluated += 1
-        if key not in self.cache:
-            w = self.writes[:n]
-            if n not in self.inv:
-                stream = np.concatenate([np.arange(self.capacity, dtype=np.int64), w]) if self.cfg.prefill else w
-                self.inv[n] = annotate(stream)[0]
-            pol = NoDaP(bounds=list(bounds), sizes=None if sizes is None else list(sizes), inv=self.inv[n])
-            r = self._simulator(pol, self.cfg, self.capacity, stream=w).run(w)
-            self.cache[key] = {"waf": float(r["waf"]), "mean_segments": r["nodap_mean_segments"]}
+            self.read_back += known is not None  # asked for the first time: known from the journal
+
+        # a stopped run answers only callers whose bar it already cleared
+        if known is None or (known.get("pruned") and (above is None or known["waf"] <= above)):
+            self.cache[key] = self._simulate(bounds, sizes, n, above)
             if self.journal is not None:
                 self.journal.write(json.dumps(self._record(key, self.cache[key])) + "\n")
                 self.journal.flush()
@@ -323,6 +350,27 @@ class _Evaluator:
             if self.bar is not None:
                 self.bar.update(1)
         return self.cache[key]
+
+    def _simulate(self, bounds, sizes, n: int, above: float | None) -> dict:
+        w = self.writes[:n]
+        if n not in self.inv:
+            stream = np.concatenate([np.arange(self.capacity, dtype=np.int64), w]) if self.cfg.prefill else w
+            self.inv[n] = annotate(stream)[0]
+        pol = NoDaP(bounds=list(bounds), sizes=None if sizes is None else list(sizes), inv=self.inv[n])
+        sim = self._simulator(pol, self.cfg, self.capacity, stream=w)
+        sim.prefill(0)
+        # the run's user writes when it ends: WAF = (user + GC + padding) / user only grows with
+        # the GC writes, so (user + GC so far) / user is a lower bound of the final WAF
+        user_at_end = sim.user_writes + n
+        step = max(1, -(-n // PRUNE_SLICES))
+        for start in range(0, n, step):
+            sim.feed(w[start : start + step])
+            if above is not None and start + step < n:
+                floor = (user_at_end + sim.gc_writes + sim.padding_writes) / user_at_end
+                if floor > above:
+                    return {"waf": floor, "mean_segments": None, "pruned": True}
+        r = sim.result()
+        return {"waf": float(r["waf"]), "mean_segments": r["nodap_mean_segments"]}
 
 
 def _check_search_args(
@@ -432,18 +480,21 @@ def _search(
     grid = sorted({int(c) for c in candidates})
     hi = max(hi, grid[-1])
 
-    def waf(bounds, sizes=None):
-        return ev(bounds, sizes, n_explore)["waf"]
+    def waf(bounds, sizes=None, above=None):
+        """WAF on the explored prefix; with ``above``, any figure above it may be a lower bound."""
+        return ev(bounds, sizes, n_explore, above)["waf"]
 
     def full(bounds, sizes=None):
         return ev(bounds, sizes)["waf"]
 
     def insert_best(base):
         """The best of ``base`` plus one coarse-grid bound (the greedy step)."""
-        trials = [sorted(base + [c]) for c in grid if c not in base]
-        if not trials:
-            return None, float("inf")
-        return min(((waf(b), b) for b in trials), key=lambda x: x[0])[::-1]
+        best, best_w = None, float("inf")
+        for trial in (sorted(base + [c]) for c in grid if c not in base):
+            w = waf(trial, above=best_w)
+            if w < best_w:  # the first of equals, as min() would
+                best, best_w = trial, w
+        return best, best_w
 
     # invalidation times of the measured writes (the prefill's blocks are all rewritten or NEVER)
     inv = annotate(writes[:n_explore])[0]
@@ -474,7 +525,7 @@ def _search(
                             continue
                         trial = best[:i] + [x] + best[i + 1 :]
                         used += 1
-                        w = waf(trial, sizes)
+                        w = waf(trial, sizes, above=best_w)
                         if w < best_w - 1e-12:
                             best, best_w, improved = trial, w, True
                             break
@@ -504,7 +555,7 @@ def _search(
                         continue
                     trial = sizes[:g] + [x] + sizes[g + 1 :]
                     used += 1
-                    w = waf(bounds, as_sizes(trial))
+                    w = waf(bounds, as_sizes(trial), above=best_w)
                     if w < best_w - 1e-12:
                         sizes, best_w = trial, w
         return as_sizes(sizes), best_w, used
@@ -588,7 +639,9 @@ def _search(
         # the settings simulated, whether in this process or read back from a journal (the same
         # number for the same search); of them read back (not part of the outcome: TIMING_KEYS)
         "simulations": ev.evaluated,
-        "simulations_read_back": ev.evaluated - ev.runs,
+        "simulations_read_back": ev.read_back,
+        # ... of them known only as worse than the figure compared with: stopped part-way
+        "simulations_pruned": sum(1 for key in ev.asked if ev.cache[key].get("pruned")),
         "seconds": round(time.perf_counter() - t0, 2),
         "greedy": {"bounds": g_bounds, "waf": g_full},
     }

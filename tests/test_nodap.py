@@ -1,5 +1,7 @@
 """NoDaP oracle: ordering against the other schemes, its victim rule, the offline search."""
 
+import json
+
 import numba as nb
 import pytest
 from helpers import hotcold_writes, run_cli, zipf_writes
@@ -205,7 +207,10 @@ def test_a_stopped_search_resumes_from_its_journal(tmp_path):
     plain = search(writes, CAP, cfg, max_groups=4, progress=False)
     first = search(writes, CAP, cfg, max_groups=4, progress=False, journal=journal)
     lines = journal.read_text().splitlines()
-    assert len(lines) == 1 + first["simulations"] and first["simulations_read_back"] == 0
+    # one line per simulation: a setting stopped early and later needed exactly has two
+    settings = {(tuple(r["bounds"]), str(r["sizes"]), r["n"]) for r in map(json.loads, lines[1:])}
+    assert len(settings) == first["simulations"] and first["simulations_read_back"] == 0
+    assert sum('"pruned": true' in line for line in lines) >= first["simulations_pruned"] > 0
     again = search(writes, CAP, cfg, max_groups=4, progress=False, journal=journal)
     assert again["simulations"] == first["simulations"] == again["simulations_read_back"]
     # stopped after 10 simulations, the 11th line half written
@@ -213,8 +218,60 @@ def test_a_stopped_search_resumes_from_its_journal(tmp_path):
     resumed = search(writes, CAP, cfg, max_groups=4, progress=False, journal=journal)
     assert resumed["simulations_read_back"] == 10
     for r in (first, again, resumed):
-        for k in ("bounds", "sizes", "waf", "n_groups", "history", "greedy", "simulations"):
+        for k in ("bounds", "sizes", "waf", "n_groups", "history", "greedy", "simulations", "simulations_pruned"):
             assert r[k] == plain[k], k
     other = hotcold_writes(CAP, 6 * CAP, seed=9)
     with pytest.raises(ValueError, match=r"the journal .*search.jsonl belongs to another trace, setting or code"):
         search(other, CAP, cfg, max_groups=4, progress=False, journal=journal)
+
+
+def test_pruned_simulations_leave_the_search_unchanged(monkeypatch):
+    """A search's simulation stops once its GC writes so far make a WAF above the one it must beat
+    (oracles.nodap.PRUNE_SLICES slices); the search takes the same path to the same result as with
+    every simulation run to the end (one slice: no stop possible), and says how many it stopped."""
+    import dogi_ml.oracles.nodap as nodap
+
+    writes = zipf_writes(CAP, 8 * CAP, seed=11)
+    cfg = SimConfig(segment_blocks=SEG)
+    pruned = search(writes, CAP, cfg, max_groups=6, progress=False)
+    monkeypatch.setattr(nodap, "PRUNE_SLICES", 1)
+    whole = search(writes, CAP, cfg, max_groups=6, progress=False)
+    for k in ("bounds", "sizes", "waf", "n_groups", "history", "greedy", "simulations"):
+        assert pruned[k] == whole[k], k
+    assert whole["simulations_pruned"] == 0 < pruned["simulations_pruned"] < pruned["simulations"]
+
+
+def test_a_stopped_simulation_is_a_lower_bound_and_runs_again_when_needed():
+    """ev(..., above=x) of a setting worse than x returns a WAF > x that is at most its real one;
+    asked again without a bar (or with one above that figure) it runs to the end, and then gives
+    exactly what one uninterrupted Simulator.run gives: feeding in slices changes nothing."""
+    from dogi_ml.oracles.nodap import _Evaluator
+
+    writes = zipf_writes(CAP, 8 * CAP, seed=11)
+    cfg = SimConfig(segment_blocks=SEG)
+    ev = _Evaluator(writes, CAP, cfg, None)
+    bounds, sizes = [4096], [2]  # G1 capped far below its need: it copies many times its writes
+    _, exact = run("nodap", writes, bounds=bounds, sizes=sizes)
+    stopped = ev(bounds, sizes, above=1.5)
+    assert stopped["pruned"] and 1.5 < stopped["waf"] <= exact["waf"]
+    assert ev(bounds, sizes, above=stopped["waf"] + 100) == {
+        "waf": exact["waf"],
+        "mean_segments": exact["nodap_mean_segments"],
+    }
+    assert ev.runs == 2 and ev.evaluated == 1
+
+
+def test_the_journal_fingerprint_covers_the_simulation_code_only():
+    """A NoDaP search's journal is keyed by the sources its simulations run (the engine, the
+    kernels and their loop template, NoDaP, the annotation), not by every project file: editing a
+    report or another policy keeps a long search resumable."""
+    from dogi_ml.oracles.nodap import simulation_code_version
+    from dogi_ml.sim.checkpoint import _PACKAGE_ROOT, import_closure
+
+    files = {str(p.relative_to(_PACKAGE_ROOT)) for p in import_closure("dogi_ml.oracles.nodap")}
+    for needed in ("dogi_ml/sim/engine.py", "dogi_ml/sim/kernels.py", "dogi_ml/sim/state.py",
+                   "dogi_ml/sim/victims.py", "dogi_ml/sim/policy_api.py", "dogi_ml/intrinsics.py",
+                   "oracles/nodap.py", "oracles/annotate.py"):  # fmt: skip
+        assert needed in files, needed
+    assert not any(f.startswith(("dogi_ml/pipeline", "dogi_ml/policies", "dogi_ml/report", "export/")) for f in files)
+    assert len(simulation_code_version()) == 16

@@ -24,6 +24,7 @@ job's is refused naming the first differing key; it is never resumed silently.
 
 from __future__ import annotations
 
+import ast
 import concurrent.futures
 import hashlib
 import json
@@ -56,13 +57,77 @@ def code_version() -> str:
     process, so the code a run started with is the code it is checked against."""
     global _code_version
     if _code_version is None:
-        h = hashlib.sha256()
-        for d in _CODE_DIRS:
-            for path in sorted((_PACKAGE_ROOT / d).rglob("*.py")):
-                h.update(str(path.relative_to(_PACKAGE_ROOT)).encode() + b"\0")
-                h.update(path.read_bytes() + b"\0")
-        _code_version = h.hexdigest()[:16]
+        _code_version = sources_version(path for d in _CODE_DIRS for path in (_PACKAGE_ROOT / d).rglob("*.py"))
     return _code_version
+
+
+def sources_version(paths) -> str:
+    """16 hex digits of SHA-256 over the files' paths (relative to the project) and contents, in
+    path order."""
+    h = hashlib.sha256()
+    for path in sorted({Path(p).resolve() for p in paths}):
+        h.update(str(path.relative_to(_PACKAGE_ROOT)).encode() + b"\0")
+        h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def import_closure(module: str) -> list[Path]:
+    """The source files of ``module`` and of every project module it imports, directly or not, with
+    the packages each import runs (their ``__init__``): ``module``'s own ``import`` statements
+    anywhere in the file, and the module-level ones of the modules it reaches (an import inside
+    one of their functions, such as ``dogi_ml``'s lazily loaded API, runs only when called). What
+    a result computed by ``module``'s functions depends on, short of files read as text (the
+    simulator's loop template: add it by hand) and functions of theirs that import lazily."""
+    import importlib.util
+
+    def origin(name: str) -> Path | None:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            return None
+        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+            return None
+        path = Path(spec.origin).resolve()
+        return path if path.is_relative_to(_PACKAGE_ROOT) and "site-packages" not in path.parts else None
+
+    seen: dict[str, Path] = {}
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        if name in seen or not name.startswith("dogi_ml"):
+            continue
+        path = origin(name)
+        if path is None:
+            continue
+        seen[name] = path
+        parts = name.split(".")
+        todo += [".".join(parts[:k]) for k in range(1, len(parts))]  # the packages it runs
+        package = name if path.name == "__init__.py" else ".".join(parts[:-1])
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree) if name == module else _module_level(tree):
+            if isinstance(node, ast.Import):
+                todo += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(anchor + ([base] if base else []))
+                todo.append(base)
+                # ``from package import module`` imports the module
+                todo += [f"{base}.{alias.name}" for alias in node.names if alias.name != "*"]
+    return sorted(set(seen.values()))
+
+
+def _module_level(tree):
+    """The statements of a module run on import: its body, into ``if``/``try``/``with`` blocks but
+    not into functions or classes' methods."""
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, (ast.If, ast.Try, ast.With, ast.ClassDef, ast.ExceptHandler)):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                todo += getattr(node, field, [])
 
 
 def array_digest(*arrays) -> str:
