@@ -17,7 +17,7 @@ _API = (
     "simulate",
     "compare",
     "train",
-    "export",
+    "export_model",
     "compose",
     "SimResult",
     "TrainResult",
@@ -33,23 +33,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'dogi_ml' has no attribute {name!r}")
 
 
-from types import ModuleType as _ModuleType  # noqa: E402
-
-
-# `dogi_ml.export` is both the deployment subpackage and the API's export(): once any module
-# imports the subpackage, Python binds it to that name, so the subpackage itself is made
-# callable (calling it runs dogi_ml.api.export). Its __init__ only lists lazy names: cheap.
-class _CallableExport(_ModuleType):
-    def __call__(self, *args, **kwargs):
-        from .api import export
-
-        return export(*args, **kwargs)
-
-
-import importlib as _importlib  # noqa: E402
-
-# (not `from . import export`: that would find the API function through __getattr__ above)
-_importlib.import_module(f"{__name__}.export").__class__ = _CallableExport
+# (``dogi_ml.export`` is the deployment subpackage, export/; the API's function is export_model)
 
 
 def __dir__():

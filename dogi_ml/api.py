@@ -33,7 +33,7 @@ __all__ = [
     "annotate",
     "compare",
     "compose",
-    "export",
+    "export_model",
     "generate",
     "load_trace",
     "simulate",
@@ -511,7 +511,7 @@ def train(
     return TrainResult(metrics=summary, confusion=confusion, out_dir=out, run_id=summary["mlflow_run_id"])
 
 
-def export(
+def export_model(
     source, *, overrides: Sequence[str] = (), out: str | Path | None = None, quiet: bool = True, **settings
 ) -> dict:
     """Deploy a trained model, as ``python -m dogi_ml export``: the integer C header, ONNX, the
@@ -523,7 +523,7 @@ def export(
     >>> import dogi_ml
     >>> wl = {"name": "zipf", "capacity_blocks": 16384, "write_volume": 6}
     >>> t = dogi_ml.train(wl, overrides=["model.params.epochs=2", "latency_budget_s=0.01"], out_dir=TMP / "m")
-    >>> rep = dogi_ml.export(t, out=TMP / "x", onnx=False, bench=False, parity_rows=2000)
+    >>> rep = dogi_ml.export_model(t, out=TMP / "x", onnx=False, bench=False, parity_rows=2000)
     >>> "int" in rep["accuracy"], rep["accuracy"]["float"] == t.accuracy
     (True, True)
     """

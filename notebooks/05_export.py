@@ -40,7 +40,7 @@ warnings.filterwarnings("ignore", message="IProgress not found")
 workload = {"name": "ycsb_a", "capacity_blocks": int(16384 * scale), "write_volume": 6}
 fast = ["latency_budget_s=0.02", f"model.params.epochs={int(10 * scale)}"] if scale < 4 else []
 model = dogi_ml.train(workload, model="mlp", out_dir="train/mlp", overrides=fast)
-report = dogi_ml.export(model, out="export/mlp", parity_rows=20000 if scale < 4 else 100000,
+report = dogi_ml.export_model(model, out="export/mlp", parity_rows=20000 if scale < 4 else 100000,
                         bench_seconds=0.05 if scale < 4 else 0.3)
 model
 

@@ -42,14 +42,17 @@ def test_reexported_from_the_package():
     for name in ("load_trace", "generate", "annotate", "simulate", "train", "compare"):
         assert getattr(dogi_ml, name) is getattr(api, name)
         assert name in dir(dogi_ml)
-    # dogi_ml.export is also the deployment subpackage: it stays one, and calling it is api.export
+    # dogi_ml.export is the deployment subpackage, a plain module; the API's function is export_model
+    import types
+
     from dogi_ml.export import quantize
 
-    assert dogi_ml.export.quantize is quantize and callable(dogi_ml.export)
+    assert dogi_ml.export.quantize is quantize and type(dogi_ml.export) is types.ModuleType
+    assert dogi_ml.export_model is api.export_model and "export_model" in dir(dogi_ml)
     from dogi_ml.errors import ConfigError
 
     with pytest.raises(ConfigError, match="cannot export from 3"):
-        dogi_ml.export(3)
+        dogi_ml.export_model(3)
     with pytest.raises(AttributeError, match="no attribute 'simulat'"):
         dogi_ml.simulat  # noqa: B018
 
