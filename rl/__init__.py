@@ -17,8 +17,10 @@ agent is a field of the policy's Numba state)::
     a = credit.choose_action(agent, state); credit.on_relocate(agent, lba, state, a, now)
     # place_user (before the engine appends; s.l2p[lba] is still its old copy):
     credit.on_invalidate(agent, lba, segment_of(s, s.l2p[lba]), now)
-    # on_reclaim (only needed with dead_cost > 0):
+    # on_reclaim (only needed with dead_cost > 0 or share):
     credit.on_reclaim(agent, victim, now)
+    # hindsight credit instead: new_credit_agent(..., hindsight_edges=(1, 4, 16, 64)) and keep
+    # agent.scalars[0].unit current (the edges' scale, e.g. Shiro's T); no on_reclaim needed
     # frozen: new_credit_agent(..., learn=False, epsilon=0.0, initial=table), or greedy lookup of
     # dogi_ml.rl.export.quantize_table(table).table with credit.greedy_action
 """

@@ -23,6 +23,19 @@ blocks of ``S`` instead credits every decision whose block was in it, dead or al
 the credits still add up to the GC writes, and a block that dies early in a segment of long-lived
 ones pays its share of their copies instead of nothing. ``on_reclaim`` then needs ``valid``.
 
+With ``hindsight_edges`` (Shiro's ``credit_reward=hindsight``) a decision is credited instead at its
+block's death, every action at once: the block's remaining lifetime ``r`` after the decision names
+the right action ``b`` (the number of ``edges x unit`` at or below ``r``), and action ``a`` is
+credited minus ``q (b - a)`` if it was too low (the block would be copied again) or
+``(1 - q) (a - b)`` if too high (its slot idles among longer-lived blocks), ``q`` =
+``hindsight_quantile``; ``Q(s, a)`` estimates minus that expected loss, so the greedy action is the
+``q``-quantile of the right actions of the state's blocks. The outcome does not depend on the
+action taken: the actions of a state are compared on the same blocks, which the per-copy credit
+cannot do (there a level's outcome depends on what else is sent to it). Each LBA keeps its
+decisions since its user write (``CHAIN``, the oldest dropped and counted as ``censored``); a
+decision whose block has outlived the last edge is credited at the LBA's next relocation (its
+right action is known: the last), so the longest-lived blocks are not credited last or never.
+
 A block is relocated only from the segment its previous relocation wrote it to (a user write
 clears its pending decision), so the reclaim is seen exactly at the block's next relocation: no
 per-segment list is kept, one pending ``(state, action)`` per LBA (5 bytes) is all.
@@ -66,6 +79,7 @@ DEFAULT_GAMMA = 0.5
 DEFAULT_ALPHA = 0.1
 DEFAULT_EPSILON = 0.01
 NO_DECISION = -1  # pend_state of an LBA with no pending decision
+CHAIN = 16  # hindsight: decisions kept per LBA until its block dies (the oldest dropped beyond)
 
 SCALARS = np.dtype(
     [
@@ -73,6 +87,10 @@ SCALARS = np.dtype(
         ("gamma", np.float64),  # discount of further copies
         ("dead_cost", np.float64),  # weight of a dead block's idle share (its slot's time dead before the reclaim)
         ("share", np.int64),  # 1: each decision whose block was in a reclaimed segment is credited its valid share
+        ("hindsight", np.int64),  # 1: at a block's death every action of each of its decisions is credited (below)
+        ("unit", np.float64),  # hindsight: the scale of edges (the caller keeps it current)
+        ("quantile", np.float64),  # hindsight: a level too low costs quantile, too high 1 - quantile
+        ("censored", np.int64),  # hindsight: decisions dropped from a full chain before their block died
         ("cost", np.float64),  # share=1: the segment being reclaimed's valid blocks / its size
         ("epsilon", np.float64),  # exploration probability
         ("learn", np.int64),  # 1: record and credit decisions; 0: frozen table
@@ -102,6 +120,12 @@ class CreditAgent(NamedTuple):
     dead_placed: np.ndarray  # int64 [n_segments, segment_blocks]: when the decision was made
     dead_time: np.ndarray  # int64 [n_segments, segment_blocks]: when its block died
     dead_len: np.ndarray  # int32 per segment
+    edges: (
+        np.ndarray
+    )  # float64[n_actions - 1], hindsight: the best action for a remaining lifetime r is #{edges <= r / unit}
+    chain_state: np.ndarray  # int32 [capacity, CHAIN], hindsight: the LBA's decisions since its user write ...
+    chain_time: np.ndarray  # int64 [capacity, CHAIN]   ... and when each was made
+    chain_len: np.ndarray  # int8 per LBA
 
 
 @nb.njit(cache=True, inline="always")
@@ -146,11 +170,83 @@ def _credit(agent, state, action, reward, target):
     agent.q[state, action] += rate * (target - agent.q[state, action])
 
 
+@nb.njit(cache=True, inline="always")
+def hindsight_action(agent, remaining):
+    """The action a decision should have taken for a block that then lived ``remaining``: the
+    number of ``edges x unit`` at or below it."""
+    st = agent.scalars[0]
+    a = 0
+    while a < agent.edges.shape[0] and remaining >= agent.edges[a] * st.unit:
+        a += 1
+    return a
+
+
+@nb.njit(cache=True, inline="always")
+def _hindsight_loss(agent, a, b):
+    """What action ``a`` cost a block whose right action was ``b``: ``q`` per level too low (the
+    block is copied again), ``1 - q`` per level too high (its slot idles in a longer-lived
+    segment); ``q = scalars.quantile``. The action of least expected loss is the state's
+    ``q``-quantile right action."""
+    q = agent.scalars[0].quantile
+    return (b - a) * q if a < b else (a - b) * (1.0 - q)
+
+
+@nb.njit(cache=True)
+def _credit_hindsight(agent, lba, now):
+    """``lba``'s block died at ``now``: each decision of its chain, made at ``t`` in state ``s``,
+    learns what every action would have been worth, ``-|a - b|`` for the action ``b`` that the
+    block's remaining lifetime ``now - t`` called for (:func:`hindsight_action`). The outcome does
+    not depend on the action taken, so the actions of a state are compared on the same blocks, and
+    ``Q(s, a)`` estimates minus the expected distance from ``a`` to the right action: its argmax is
+    the median right action of the state's blocks."""
+    st = agent.scalars[0]
+    n = agent.chain_len[lba]
+    agent.chain_len[lba] = 0
+    agent.pend_state[lba] = NO_DECISION
+    for i in range(n):
+        s = agent.chain_state[lba, i]
+        b = hindsight_action(agent, now - agent.chain_time[lba, i])
+        for a in range(agent.q.shape[1]):
+            loss = _hindsight_loss(agent, a, b)
+            _credit(agent, s, a, -loss, -loss)
+    st.died += n
+
+
+@nb.njit(cache=True)
+def _credit_known(agent, lba, now):
+    """Credit now the decisions of ``lba``'s chain whose block has already outlived the last edge:
+    their right action is the last whatever happens next (waiting for the death would credit the
+    longest-lived blocks last, or never, and bias every state towards short lifetimes). Returns
+    the chain's new length."""
+    st = agent.scalars[0]
+    last = agent.q.shape[1] - 1
+    n = agent.chain_len[lba]
+    kept = 0
+    for i in range(n):
+        s = agent.chain_state[lba, i]
+        t = agent.chain_time[lba, i]
+        if hindsight_action(agent, now - t) == last:
+            for a in range(last + 1):
+                loss = _hindsight_loss(agent, a, last)
+                _credit(agent, s, a, -loss, -loss)
+            st.died += 1
+        else:
+            agent.chain_state[lba, kept] = s
+            agent.chain_time[lba, kept] = t
+            kept += 1
+    agent.chain_len[lba] = kept
+    return kept
+
+
 @nb.njit(cache=True)
 def on_invalidate(agent, lba, segment, now):
     """``lba``'s live block, in ``segment``, is invalidated at time ``now``: its pending decision (if
     any) cost no further copy. With ``dead_cost == 0`` it is credited now (reward 0, terminal);
-    otherwise it waits in the segment's list for :func:`on_reclaim`."""
+    otherwise it waits in the segment's list for :func:`on_reclaim`. With ``hindsight`` every
+    decision of the block's chain is credited now (:func:`_credit_hindsight`)."""
+    if agent.scalars[0].hindsight != 0:
+        _credit_hindsight(agent, lba, now)
+        return
     s = agent.pend_state[lba]
     if s == NO_DECISION:
         return
@@ -219,6 +315,21 @@ def on_relocate(agent, lba, state, action, now):
         return False
     if st.learn == 0:
         return True
+    if st.hindsight != 0:
+        n = _credit_known(agent, lba, now)
+        if n == agent.chain_state.shape[1]:  # full: the oldest decision is dropped uncredited
+            for i in range(n - 1):
+                agent.chain_state[lba, i] = agent.chain_state[lba, i + 1]
+                agent.chain_time[lba, i] = agent.chain_time[lba, i + 1]
+            n -= 1
+            st.censored += 1
+        agent.chain_state[lba, n] = state
+        agent.chain_time[lba, n] = now
+        agent.chain_len[lba] = n + 1
+        agent.pend_state[lba] = state
+        agent.pend_action[lba] = action
+        st.opened += 1
+        return True
     s = agent.pend_state[lba]
     if s != NO_DECISION:
         reward = -st.cost if st.share != 0 else -1.0
@@ -255,6 +366,8 @@ def new_credit_agent(
     n_segments: int = 1,
     segment_blocks: int = 1,
     share: bool = False,
+    hindsight_edges=None,
+    hindsight_quantile: float = 0.5,
 ) -> CreditAgent:
     """A fresh agent for LBAs ``0 .. capacity - 1``.
 
@@ -262,7 +375,9 @@ def new_credit_agent(
     ``alpha`` in (0, 1]: the learning rate once a pair has ``1/alpha`` outcomes; ``epsilon`` in
     [0, 1]: exploration probability; ``seed`` of the exploration draws; ``learn=False`` freezes
     the table; ``initial``: the starting table, any ``[n_states, n_actions]`` (default
-    :func:`initial_table`, Table I's 90,000 x 5).
+    :func:`initial_table`, Table I's 90,000 x 5). ``hindsight_edges`` (``n_actions - 1``
+    increasing positive numbers, in units the caller sets in ``scalars.unit``) turns on the
+    hindsight credit (:func:`_credit_hindsight`) instead of the per-copy one.
     """
     if int(capacity) < 1:
         raise ValueError(f"capacity must be >= 1 LBA, got {capacity}")
@@ -283,11 +398,27 @@ def new_credit_agent(
         raise ValueError(f"initial table must be [n_states >= 1, 1..127 actions], got shape {q.shape}")
     if not np.all(np.isfinite(q)):
         raise ValueError("initial table holds NaN or infinite values")
+    if not 0.0 < hindsight_quantile < 1.0:
+        raise ValueError(f"hindsight_quantile must be in (0, 1), got {hindsight_quantile}")
+    if hindsight_edges is not None:
+        edges = np.asarray(hindsight_edges, dtype=np.float64)
+        if edges.shape != (q.shape[1] - 1,) or np.any(edges <= 0) or np.any(np.diff(edges) <= 0):
+            raise ValueError(
+                f"hindsight_edges must be {q.shape[1] - 1} increasing positive numbers (one per action but "
+                f"the last), got {hindsight_edges!r}"
+            )
+        if share or dead_cost > 0:
+            raise ValueError("hindsight_edges replace the per-copy credit: drop share and dead_cost")
+    else:
+        edges = np.zeros(0, np.float64)
     scalars = np.zeros(1, SCALARS)
     st = scalars.view(np.recarray)[0]
     st.alpha, st.gamma, st.epsilon, st.learn = float(alpha), float(gamma), float(epsilon), int(bool(learn))
     st.dead_cost = float(dead_cost)
     st.share = int(bool(share))
+    st.hindsight = int(hindsight_edges is not None)
+    st.unit = 1.0
+    st.quantile = float(hindsight_quantile)
     rows, cols = (int(n_segments), int(segment_blocks)) if dead_cost > 0 or share else (1, 1)
     # the paper agent's seeding (dogi_ml.rl.qlearning.new_qtable): the same seed draws the same numbers
     st.rng = np.uint64((int(seed) * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) & 0xFFFFFFFFFFFFFFFF)
@@ -304,6 +435,10 @@ def new_credit_agent(
         dead_placed=np.zeros((rows, cols), np.int64),
         dead_time=np.zeros((rows, cols), np.int64),
         dead_len=np.zeros(rows, np.int32),
+        edges=edges,
+        chain_state=np.zeros((int(capacity), CHAIN) if st.hindsight else (1, 1), np.int32),
+        chain_time=np.zeros((int(capacity), CHAIN) if st.hindsight else (1, 1), np.int64),
+        chain_len=np.zeros(int(capacity) if st.hindsight else 1, np.int8),
     )
 
 
@@ -311,10 +446,12 @@ def counters(agent: CreditAgent) -> dict:
     """The agent's counters as plain ints: decisions, explorations, opened, died, copied,
     rejected, credited (died + copied) and pending (decisions whose block is still where it was put)."""
     st = agent.scalars[0]
-    names = ("decisions", "explorations", "opened", "died", "copied", "rejected")
+    names = ("decisions", "explorations", "opened", "died", "copied", "rejected", "censored")
     out = {n: int(st[n]) for n in names}
     out["credited"] = out["died"] + out["copied"]
-    out["pending"] = int(np.count_nonzero(agent.pend_state != NO_DECISION))
+    out["pending"] = (
+        int(agent.chain_len.sum()) if st["hindsight"] else int(np.count_nonzero(agent.pend_state != NO_DECISION))
+    )
     return out
 
 

@@ -163,7 +163,7 @@ def test_credit_on_a_hand_computed_sequence():
     credit.on_invalidate(agent, 1, 0, 31)  # nothing pending any more
     assert credit.counters(agent) == {
         "decisions": 0, "explorations": 0, "opened": 2, "died": 1, "copied": 1, "rejected": 0,
-        "credited": 2, "pending": 0,
+        "censored": 0, "credited": 2, "pending": 0,
     }  # fmt: skip
     # out of range: rejected, counted
     assert not credit.on_relocate(agent, 5, 0, 0, 40) and not credit.on_relocate(agent, 0, 2, 0, 40)
@@ -191,6 +191,95 @@ def test_credit_on_a_hand_computed_sequence():
     assert credit.counters(agent)["died"] == 1 and credit.counters(agent)["copied"] == 1
 
 
+class HindsightTwin:
+    """The hindsight credit as rl/credit's docstrings state it, in plain Python: each LBA keeps the
+    decisions made since its user write (at most CHAIN, the oldest dropped); a decision whose block
+    has outlived the last edge is credited at the LBA's next relocation; a death credits every
+    decision left; each credit updates every action of the state towards minus the asymmetric
+    distance to the right action (q per level too low, 1 - q per level too high)."""
+
+    def __init__(self, q, alpha, edges, quantile, unit, chain):
+        self.q = [list(map(float, row)) for row in q]
+        self.n = {}
+        self.alpha, self.edges, self.quantile, self.unit, self.chain = alpha, edges, quantile, unit, chain
+        self.decisions = {}  # lba -> [(state, time)]
+        self.censored = 0
+
+    def right(self, lived):
+        return sum(lived >= e * self.unit for e in self.edges)
+
+    def credit(self, s, b):
+        for a in range(len(self.q[s])):
+            loss = (b - a) * self.quantile if a < b else (a - b) * (1 - self.quantile)
+            n = self.n.get((s, a), 0) + 1
+            self.n[(s, a)] = n
+            self.q[s][a] += max(self.alpha, 1.0 / n) * (-loss - self.q[s][a])
+
+    def relocate(self, lba, s, now):
+        kept = []
+        for ds, t in self.decisions.get(lba, []):
+            if self.right(now - t) == len(self.edges):
+                self.credit(ds, len(self.edges))
+            else:
+                kept.append((ds, t))
+        if len(kept) == self.chain:
+            kept.pop(0)
+            self.censored += 1
+        self.decisions[lba] = kept + [(s, now)]
+
+    def invalidate(self, lba, now):
+        for ds, t in self.decisions.pop(lba, []):
+            self.credit(ds, self.right(now - t))
+
+
+@pytest.mark.parametrize("quantile", [0.5, 0.8])
+def test_hindsight_credit_equals_a_plain_python_twin(quantile):
+    q0 = np.random.default_rng(3).uniform(-2.0, 0.0, (4, 3))
+    edges, unit = (2.0, 6.0), 40.0
+    agent = credit.new_credit_agent(6, alpha=0.2, epsilon=0.0, initial=q0, hindsight_edges=edges,
+                                    hindsight_quantile=quantile)  # fmt: skip
+    agent.scalars[0]["unit"] = unit
+    twin = HindsightTwin(q0, 0.2, edges, quantile, unit, credit.CHAIN)
+    # a longer script: some blocks are relocated more than CHAIN times before they die
+    events = _events(seed=11, n=3000)
+    for ev in events:
+        if ev[0] == "relocate":
+            _, lba, s, a, now = ev
+            assert credit.on_relocate(agent, lba, s, a, now)
+            twin.relocate(lba, s, now)
+        elif ev[0] == "invalidate":
+            _, lba, seg, now = ev
+            credit.on_invalidate(agent, lba, seg, now)
+            twin.invalidate(lba, now)
+        else:
+            credit.on_reclaim(agent, ev[1], ev[2], ev[3])  # nothing for the hindsight credit
+    visits = np.zeros((4, 3), np.int64)
+    for (s, a), n in twin.n.items():
+        visits[s, a] = n
+    assert np.array_equal(agent.visits, visits) and visits.sum() > 300
+    np.testing.assert_allclose(agent.q, np.array(twin.q), rtol=1e-12, atol=1e-12)
+    c = credit.counters(agent)
+    assert c["censored"] == twin.censored > 0
+    assert c["pending"] == sum(len(d) for d in twin.decisions.values())
+    assert c["died"] == visits[:, 0].sum() and c["copied"] == 0
+
+
+def test_hindsight_credit_learns_each_state_s_median_band():
+    """Blocks of state 0 live 1, 1 or 30; of state 1 always 12; edges (5, 20): the right actions are
+    0, 0, 2 and 1. The median of state 0's is 0 (quantile 0.5), its 0.8-quantile 2."""
+    for quantile, expected in ((0.5, [0, 1]), (0.8, [2, 1])):
+        agent = credit.new_credit_agent(8, alpha=0.01, epsilon=0.0, initial=np.zeros((2, 3)),
+                                        hindsight_edges=(5.0, 20.0), hindsight_quantile=quantile)  # fmt: skip
+        now = 0
+        for k in range(300):
+            lba = k % 8
+            now += 40
+            state, life = (0, (1, 1, 30)[k % 3]) if k % 2 == 0 else (1, 12)
+            credit.on_relocate(agent, lba, state, 0, now)
+            credit.on_invalidate(agent, lba, 0, now + life)
+        assert [credit.greedy_action(agent.q, s) for s in (0, 1)] == expected, quantile
+
+
 def test_parameters_are_checked():
     with pytest.raises(ValueError, match="gamma"):
         credit.new_credit_agent(4, gamma=1.0)
@@ -198,6 +287,14 @@ def test_parameters_are_checked():
         credit.new_credit_agent(4, alpha=0.0)
     with pytest.raises(ValueError, match="epsilon"):
         credit.new_credit_agent(4, epsilon=-0.1)
+    with pytest.raises(ValueError, match=r"hindsight_edges must be 4 increasing positive numbers"):
+        credit.new_credit_agent(4, hindsight_edges=(1.0, 4.0, 16.0))
+    with pytest.raises(ValueError, match=r"hindsight_edges must be 4 increasing"):
+        credit.new_credit_agent(4, hindsight_edges=(1.0, 4.0, 4.0, 16.0))
+    with pytest.raises(ValueError, match="drop share and dead_cost"):
+        credit.new_credit_agent(4, hindsight_edges=(1.0, 4.0, 16.0, 64.0), share=True, n_segments=2, segment_blocks=2)
+    with pytest.raises(ValueError, match="hindsight_quantile"):
+        credit.new_credit_agent(4, hindsight_edges=(1.0, 4.0, 16.0, 64.0), hindsight_quantile=1.0)
     with pytest.raises(ValueError, match="capacity"):
         credit.new_credit_agent(0)
     with pytest.raises(ValueError, match="dead_cost"):

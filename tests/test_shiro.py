@@ -506,7 +506,15 @@ def test_cached_state_step_equals_torch_window_forward(learned):
         ({"agent": "credit", "credit_start": "frequency"}, "credit_start=frequency starts the count state's table"),
         ({"agent": "credit", "credit_start": "oracle", "credit_state": "counts"}, "credit_start must be one of"),
         ({"agent": "sepbit_age", "credit_reward": "segment"}, "credit_reward=segment is agent=credit's"),
-        ({"agent": "credit", "credit_reward": "copies"}, "credit_reward must be one of block, segment"),
+        ({"agent": "credit", "credit_reward": "copies"}, "credit_reward must be one of block, segment, hindsight"),
+        (
+            {"agent": "credit", "credit_reward": "hindsight", "credit_quantile": 1.5},
+            "credit_quantile must be a number in",
+        ),
+        (
+            {"agent": "credit", "credit_quantile": 0.7},
+            r"credit_quantile=0.7 weighs the hindsight credit's levels; set credit_reward=hindsight or drop",
+        ),
         (
             {"agent": "credit", "credit_state": "counts", "deployed": "float", "qtable": np.zeros((90000, 5))},
             "credit_state=counts learns online only",
@@ -750,8 +758,24 @@ def test_frequency_agent_and_the_credit_agent_started_from_it(trace):
     for name in ("l2p", "p2l", "seg_group"):
         assert np.array_equal(getattr(sim_f.state, name), getattr(sim_c.state, name)), name
     assert r_c["waf"] == r_f["waf"] and r_c["agent_counters"]["credited"] > 0
-    assert sim_c.policy.label() == "shiro[credit,state=counts,start=frequency]"
+    assert sim_c.policy.label() == "shiro[credit,state=counts,start=frequency,epsilon=0.0]"
     _, r_e = simulate(trace, agent="credit", credit_state="counts", credit_start="frequency", credit_reward="segment")
     assert r_e["agent_counters"]["explorations"] > 0 and r_e["gc_destinations"] != r_f["gc_destinations"]
     # golden (measured with this change, the module's small hot/cold trace)
     assert r_f["waf"] == pytest.approx(2.48220, abs=5e-5)
+
+
+def test_hindsight_credit_agent_learns_from_every_death(trace):
+    """credit_reward=hindsight: each decision is credited at its block's death (or once it has
+    outlived the last band), every level at once, so the table moves away from the rule it started
+    at without any exploration; the label names what differs from the defaults."""
+    sim, r = simulate(trace, agent="credit", credit_state="counts", credit_reward="hindsight", epsilon=0.0, alpha=0.001)
+    c = r["agent_counters"]
+    assert c["explorations"] == 0 and c["copied"] == 0 and c["died"] > 0
+    assert c["died"] + c["censored"] + c["pending"] == c["opened"]
+    q = sim.pstate.credit
+    visited = q.visits.sum(axis=1) > 0
+    assert (q.visits[visited] == q.visits[visited][:, :1]).all()  # every level of a state credited together
+    start = count_state_table(float(sim.policy.cfg["credit_gamma"]))
+    assert (q.q[visited].argmax(axis=1) != start[visited].argmax(axis=1)).any()
+    assert sim.policy.label() == "shiro[credit,state=counts,reward=hindsight,alpha=0.001,epsilon=0.0]"

@@ -79,7 +79,10 @@ The plot's right panel is the cumulative accuracy at each window's end (Fig. 8).
         --title "Shiro - the per-decision credit agent vs the paper agent, its rule, SepBIT age classes and the oracle"
     # relocation by write counts (agent=frequency) and the credit agent on a count state (issue 40)
     sweep shiro_agent_counts +experiment=shiro_agent_counts
+    # the hindsight credit's Table I table (saved by the sweep above) frozen, float and int8
+    sweep shiro_agent_hindsight_deployed +experiment=shiro_agent_credit_deployed qtable_from=credit_hindsight
     "$PY" -m dogi_ml.report_shiro $R/shiro_agent_counts $SWEEPS/shiro_agent_credit $SWEEPS/shiro_agent_counts \
+        $SWEEPS/shiro_agent_hindsight_deployed \
         --title "Shiro - relocation by write counts and the credit agent on a count state, against the rule, SepBIT age classes and the oracle"
     sweep shiro_bggc +experiment=shiro_bggc output=$R/shiro_bggc
     sweep shiro_readings +experiment=shiro_readings output=$R/shiro_readings

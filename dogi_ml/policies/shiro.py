@@ -53,7 +53,10 @@ band of ``T``, as the oracle's, holding the LBA's expected lifetime from its wri
 writes since the prefill over the LBA's; a causal rule). ``credit_state=counts`` gives the credit
 agent :func:`count_state` (the LBA's count bin, the block's age bin, the victim's segment type)
 instead of Table I's, starting from the hierarchical rule or ``credit_start=frequency``'s;
-``credit_reward=segment`` credits each decision with its segment's valid share at the reclaim.
+``credit_reward=segment`` credits each decision with its segment's valid share at the reclaim,
+``credit_reward=hindsight`` every level of each decision, at its block's death, with minus its
+distance to the band of ``T`` (``ORACLE_BANDS``, the oracle's) the block's remaining lifetime fell
+in: the outcome does not depend on the level taken, so the levels are compared on the same blocks.
 ``deployed``: ``float`` runs a given Q-table (``qtable``)
 frozen and greedy, ``int8`` its integer form (:func:`dogi_ml.rl.export.quantize_table`).
 
@@ -132,6 +135,10 @@ N_COUNT_STATES = N_COUNT_BINS * RATIO_BINS * N_GROUPS
 #: agent=oracle's bands: a block whose true remaining lifetime is below ORACLE_BANDS[k] x T goes to
 #: GC level k + 1 (SepBIT's age classes' multiples of T, on the future instead of the past)
 ORACLE_BANDS = (1, 4, 16, 64)
+#: agent=credit's credit: block (-1 per further copy of the block), segment (its segment's valid
+#: share at the reclaim), hindsight (at the block's death, every level against the band of
+#: ORACLE_BANDS its remaining lifetime fell in: dogi_ml.rl.credit._credit_hindsight)
+CREDIT_REWARDS = ("block", "segment", "hindsight")
 LEARNED_AGENTS = ("qlearning", "credit")  # the agents a Q-table drives (deployed needs one)
 DEPLOYED = (None, "float", "int8")
 #: Algorithm 1's lifetime samples (``lifetime_window``): a rewrite of a page written earlier in the
@@ -465,6 +472,7 @@ def shiro_user(s, p, lba, now):
         p.lba_writes[lba] += 1
         st.freq_clock += 1
     if st.agent == A_CREDIT and s.l2p[lba] >= 0:
+        p.credit.scalars[0].unit = st.hot_threshold  # hindsight: bands of the current T, as the oracle's
         rl_credit.on_invalidate(p.credit, lba, segment_of(s, s.l2p[lba]), now)  # its old copy died
     elif st.agent == A_ORACLE:
         d = p.inv[now]
@@ -686,7 +694,8 @@ class Shiro(SequencePolicy):
         "horizon": ql.DEFAULT_HORIZON,
         "credit_gamma": rl_credit.DEFAULT_GAMMA,  # agent=credit: discount of a block's further copies
         "credit_dead_cost": 0.0,  # agent=credit: weight of a dead block's idle share (its slot dead until the reclaim)
-        "credit_reward": "block",  # agent=credit: block (-1 per further copy of the block) | segment (its segment's valid share at reclaim)
+        "credit_reward": "block",  # agent=credit: block (-1 per further copy) | segment (its segment's valid share at reclaim) | hindsight (every level against the band its block's remaining lifetime fell in)
+        "credit_quantile": 0.5,  # credit_reward=hindsight: a level too low costs this, too high 1 - this (the level chosen: this quantile of the right ones)
         "credit_state": "table1",  # agent=credit: Table I's state | counts (the LBA's write count and age, count_state)
         "credit_start": "hierarchical",  # credit_state=counts: the starting rule, hierarchical | frequency
         "retrain_every": None,  # None = window x capacity
@@ -760,7 +769,7 @@ class Shiro(SequencePolicy):
             raise ValueError(
                 f"policy shiro: credit_state must be one of {', '.join(CREDIT_STATES)}, got {c['credit_state']!r}"
             )
-        for key, known in (("credit_reward", ("block", "segment")), ("credit_start", ("hierarchical", "frequency"))):
+        for key, known in (("credit_reward", CREDIT_REWARDS), ("credit_start", ("hierarchical", "frequency"))):
             if c[key] not in known:
                 raise ValueError(f"policy shiro: {key} must be one of {', '.join(known)}, got {c[key]!r}")
         if c["credit_start"] != "hierarchical" and c["credit_state"] != "counts":
@@ -772,6 +781,14 @@ class Shiro(SequencePolicy):
             raise ValueError(
                 f"policy shiro: credit_reward={c['credit_reward']} is agent=credit's; set agent=credit or drop "
                 f"credit_reward (got agent={c['agent']})"
+            )
+        q = c["credit_quantile"]
+        if isinstance(q, bool) or not isinstance(q, (int, float)) or not 0.0 < q < 1.0:
+            raise ValueError(f"policy shiro: credit_quantile must be a number in (0, 1), got {q!r}")
+        if q != self.DEFAULTS["credit_quantile"] and c["credit_reward"] != "hindsight":
+            raise ValueError(
+                f"policy shiro: credit_quantile={q} weighs the hindsight credit's levels; set "
+                f"credit_reward=hindsight or drop credit_quantile (got credit_reward={c['credit_reward']})"
             )
         if c["credit_state"] != "table1" and c["agent"] != "credit":
             raise ValueError(
@@ -836,7 +853,14 @@ class Shiro(SequencePolicy):
             if c["agent"] == "credit" and isinstance(c["qtable"], (str, Path)):
                 tag.append(Path(c["qtable"]).stem)  # which saved table (the credit agent's or the oracle's)
         if c["agent"] == "credit":
-            for key, short in (("credit_state", "state"), ("credit_reward", "reward"), ("credit_start", "start")):
+            for key, short in (
+                ("credit_state", "state"),
+                ("credit_reward", "reward"),
+                ("credit_start", "start"),
+                ("credit_quantile", "quantile"),
+                ("alpha", "alpha"),
+                ("epsilon", "epsilon"),
+            ):
                 if c[key] != self.DEFAULTS[key]:
                     tag.append(f"{short}={c[key]}")
         tag += readings
@@ -920,6 +944,8 @@ class Shiro(SequencePolicy):
             initial=initial,
             dead_cost=float(c["credit_dead_cost"]) if credit_on else 0.0,
             share=credit_on and c["credit_reward"] == "segment",
+            hindsight_edges=ORACLE_BANDS if credit_on and c["credit_reward"] == "hindsight" else None,
+            hindsight_quantile=float(c["credit_quantile"]),
             n_segments=ctx.n_segments,
             segment_blocks=ctx.segment_blocks,
         )
