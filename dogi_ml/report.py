@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -326,10 +327,60 @@ class ComparisonTable(Callback):
         console.print(f"comparison: {out}\nplot:       {png}")
 
 
-def collect_results(sweep_dir: Path) -> list[dict]:
+def collect_results(*sweep_dirs: Path) -> list[dict]:
+    """Every ``*/result.json`` of the sweep directories, in order, with :func:`tell_apart` applied
+    over all of them."""
     results = []
-    for path in sorted(Path(sweep_dir).glob("*/result.json")):
-        results.append(json.loads(path.read_text()))
+    for sweep_dir in sweep_dirs:
+        for path in sorted(Path(sweep_dir).glob("*/result.json")):
+            results.append(json.loads(path.read_text()))
+    return tell_apart(results)
+
+
+def _flat(prefix: str, value) -> dict:
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            out.update(_flat(f"{prefix}.{k}" if prefix else str(k), v))
+        return out
+    return {prefix: json.dumps(value, sort_keys=True, default=str)}
+
+
+#: policy parameters that only name where an output goes: runs differing in them ran alike
+OUTPUT_ONLY_PARAMS = frozenset({"params.save_qtable"})
+
+
+def tell_apart(results: list[dict]) -> list[dict]:
+    """Runs of one workload whose scheme labels agree but whose policies were configured
+    differently (``policy_config``: a swept parameter the label does not name, such as
+    ``policy.params.epsilon``) get the differing settings appended to their label,
+    ``shiro{params.epsilon=0.1}``, so a table keyed by scheme shows each instead of keeping the last
+    one. Runs configured alike whose WAF differs are reported on stderr (a rerun that did not
+    reproduce). Results written before ``policy_config`` was recorded are left as they are."""
+    groups: dict = {}
+    for r in results:
+        groups.setdefault((str(r.get("workload")), scheme_of(r)), []).append(r)
+    for (workload, scheme), runs in groups.items():
+        configured = [r for r in runs if isinstance(r.get("policy_config"), dict)]
+        if len(configured) < 2:
+            continue
+        flats = [
+            {k: v for k, v in _flat("", r["policy_config"]).items() if k not in OUTPUT_ONLY_PARAMS} for r in configured
+        ]
+        keys = sorted({k for f in flats for k in f})
+        differing = [k for k in keys if len({f.get(k) for f in flats}) > 1]
+        if not differing:
+            wafs = {r.get("waf") for r in configured}
+            if len(wafs) > 1:
+                print(
+                    f"report: {len(configured)} runs of {scheme} on {workload} configured alike give different "
+                    f"WAFs ({', '.join(str(w) for w in sorted(wafs, key=str))}); the tables keep the last",
+                    file=sys.stderr,
+                )
+            continue
+        for r, f in zip(configured, flats):
+            tags = ",".join(f"{k}={json.loads(f[k]) if k in f else None}" for k in differing)
+            r["scheme"] = f"{scheme}{{{tags}}}"
     return results
 
 

@@ -312,7 +312,7 @@ def main(argv: list[str] | None = None) -> None:
         help="an earlier PREFIX.json: schemes and settings missing from the sweeps are taken from it",
     )
     a = ap.parse_args(argv)
-    results = [r for d in a.sweeps for r in collect_results(d)]
+    results = collect_results(*a.sweeps)
     if not results:
         raise SystemExit(f"no */result.json under {', '.join(map(str, a.sweeps))}: run the sweep first")
     reuse = _earlier_summary(a.reuse) if a.reuse else None

@@ -546,7 +546,7 @@ def main(argv=None) -> None:
         for p in write_lifetime_shape(a.out, a.sweeps):
             print(f"wrote:   {p}")
         return
-    results = [r for d in a.sweeps for r in collect_results(Path(d))]
+    results = collect_results(*(Path(d) for d in a.sweeps))
     if not results:
         raise SystemExit(f"no result.json under {', '.join(a.sweeps)}")
     if a.planner:

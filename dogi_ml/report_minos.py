@@ -330,7 +330,7 @@ def main(argv: list[str] | None = None) -> None:
         )
         Console().print(f"moments: {out['moments']}\nplot: {a.prefix.with_suffix('.png')}")
         return
-    results = [r for d in a.sweeps for r in collect_results(d)]
+    results = collect_results(*a.sweeps)
     if not results:
         raise SystemExit(f"no */result.json under {', '.join(map(str, a.sweeps))}: run the sweep first")
     labels = sorted({scheme_of(r) for r in results})

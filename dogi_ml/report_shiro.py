@@ -481,7 +481,7 @@ def main(argv=None) -> None:
     ap.add_argument("--note", default="")
     ap.add_argument("--readings", action="store_true", help="the readings report (readings_report), not Figs. 7-9")
     a = ap.parse_args(argv)
-    results = [r for d in a.sweeps for r in collect_results(Path(d))]
+    results = collect_results(*(Path(d) for d in a.sweeps))
     if not results:
         raise SystemExit(f"no */result.json under {a.sweeps}")
     note = Path(a.note).read_text() if a.note and Path(a.note).exists() else a.note

@@ -92,3 +92,45 @@ def test_paper_files_carry_every_figure_the_docs_cite(tmp_path):
     assert red["best_baseline"] == "sepbit" and red["reduction_pct"] == 100 * (1 - 2.0 / 2.5)
     acc = json.loads((tmp_path / "fig_accuracy.json").read_text())["zipf"]
     assert acc == {"waf": 2.0, "user_accuracy": 0.6, "user_recall_per_class": {"hot": 0.9}}
+
+
+def test_runs_whose_labels_agree_are_told_apart_by_their_configuration(tmp_path, capsys):
+    """A sweep over a parameter the label does not name (Shiro's epsilon) used to leave one row per
+    workload in every table keyed by scheme (the last run). collect_results names the differing
+    settings in each such run's label; an output path (save_qtable) does not count; runs configured
+    alike with different WAFs are reported; results without policy_config are left alone."""
+    import json
+
+    from dogi_ml.report import collect_results
+
+    def run(i, sweep, eps, waf, save=None, configured=True):
+        r = _r("shiro", "shiro", waf)
+        if configured:
+            r["policy_config"] = {"name": "shiro", "params": {"epsilon": eps, "save_qtable": save, "alpha": 0.1}}
+        d = tmp_path / sweep / str(i)
+        d.mkdir(parents=True)
+        (d / "result.json").write_text(json.dumps(r))
+
+    run(0, "a", 0.01, 5.2, save="x.npy")
+    run(1, "a", 0.1, 5.4)
+    run(0, "b", 0.01, 5.2, save="y.npy")  # the same run in another sweep, saving its table elsewhere
+    results = collect_results(tmp_path / "a", tmp_path / "b")
+    assert [r["scheme"] for r in results] == [
+        "shiro{params.epsilon=0.01}",
+        "shiro{params.epsilon=0.1}",
+        "shiro{params.epsilon=0.01}",
+    ]
+    summary = paper_summary(results)
+    assert {k: v["waf"] for k, v in summary["zipf_h"].items()} == {
+        "shiro{params.epsilon=0.01}": 5.2,
+        "shiro{params.epsilon=0.1}": 5.4,
+    }
+    # configured alike, different WAFs: kept as they are, and said
+    run(0, "c", 0.01, 5.2)
+    run(1, "c", 0.01, 5.3)
+    assert [r["scheme"] for r in collect_results(tmp_path / "c")] == ["shiro", "shiro"]
+    assert "2 runs of shiro on zipf_h configured alike give different WAFs (5.2, 5.3)" in capsys.readouterr().err
+    # results written before policy_config was recorded: nothing to tell them apart by
+    run(0, "d", 0.01, 5.2, configured=False)
+    run(1, "d", 0.1, 5.4, configured=False)
+    assert [r["scheme"] for r in collect_results(tmp_path / "d")] == ["shiro", "shiro"]

@@ -324,6 +324,8 @@ def run_simulate(cfg, out_dir: Path) -> float:
     if cfg.get("output") and not multirun():
         out = Path(cfg.output)  # a single run: output=PATH.json is the result itself
     result["workload_config"] = OmegaConf.to_container(cfg.workload, resolve=True)
+    # the policy as configured: two runs whose labels agree are told apart by it in the reports
+    result["policy_config"] = policy_cfg
     write_json(result, out)
     print_sim_summary(result)
     print(f"result: {out}")
