@@ -337,15 +337,6 @@ def collect_results(*sweep_dirs: Path) -> list[dict]:
     return tell_apart(results)
 
 
-def _flat(prefix: str, value) -> dict:
-    if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            out.update(_flat(f"{prefix}.{k}" if prefix else str(k), v))
-        return out
-    return {prefix: json.dumps(value, sort_keys=True, default=str)}
-
-
 #: policy parameters that only name where an output goes: runs differing in them ran alike
 OUTPUT_ONLY_PARAMS = frozenset({"params.save_qtable"})
 
@@ -357,6 +348,8 @@ def tell_apart(results: list[dict]) -> list[dict]:
     ``shiro{params.epsilon=0.1}``, so a table keyed by scheme shows each instead of keeping the last
     one. Runs configured alike whose WAF differs are reported on stderr (a rerun that did not
     reproduce). Results written before ``policy_config`` was recorded are left as they are."""
+    from dogi_ml.sim.checkpoint import flat_identity
+
     groups: dict = {}
     for r in results:
         groups.setdefault((str(r.get("workload")), scheme_of(r)), []).append(r)
@@ -365,7 +358,8 @@ def tell_apart(results: list[dict]) -> list[dict]:
         if len(configured) < 2:
             continue
         flats = [
-            {k: v for k, v in _flat("", r["policy_config"]).items() if k not in OUTPUT_ONLY_PARAMS} for r in configured
+            {k: v for k, v in flat_identity("", r["policy_config"]).items() if k not in OUTPUT_ONLY_PARAMS}
+            for r in configured
         ]
         keys = sorted({k for f in flats for k in f})
         differing = [k for k in keys if len({f.get(k) for f in flats}) > 1]
