@@ -99,7 +99,7 @@ SCALARS = np.dtype(
         ("explorations", np.int64),  # of which random
         ("opened", np.int64),  # decisions left pending on their LBA
         ("rejected", np.int64),  # on_relocate with a state, action or LBA out of range
-        ("died", np.int64),  # credited: invalidated before its segment was reclaimed (reward 0)
+        ("died", np.int64),  # credited: invalidated before its segment was reclaimed (hindsight: every credit)
         ("copied", np.int64),  # credited: copied again (reward -1)
     ]
 )
@@ -120,9 +120,7 @@ class CreditAgent(NamedTuple):
     dead_placed: np.ndarray  # int64 [n_segments, segment_blocks]: when the decision was made
     dead_time: np.ndarray  # int64 [n_segments, segment_blocks]: when its block died
     dead_len: np.ndarray  # int32 per segment
-    edges: (
-        np.ndarray
-    )  # float64[n_actions - 1], hindsight: the best action for a remaining lifetime r is #{edges <= r / unit}
+    edges: np.ndarray  # float64[n_actions - 1], hindsight: the right action of lifetime r is #{edges <= r / unit}
     chain_state: np.ndarray  # int32 [capacity, CHAIN], hindsight: the LBA's decisions since its user write ...
     chain_time: np.ndarray  # int64 [capacity, CHAIN]   ... and when each was made
     chain_len: np.ndarray  # int8 per LBA
@@ -194,11 +192,11 @@ def _hindsight_loss(agent, a, b):
 @nb.njit(cache=True)
 def _credit_hindsight(agent, lba, now):
     """``lba``'s block died at ``now``: each decision of its chain, made at ``t`` in state ``s``,
-    learns what every action would have been worth, ``-|a - b|`` for the action ``b`` that the
-    block's remaining lifetime ``now - t`` called for (:func:`hindsight_action`). The outcome does
-    not depend on the action taken, so the actions of a state are compared on the same blocks, and
-    ``Q(s, a)`` estimates minus the expected distance from ``a`` to the right action: its argmax is
-    the median right action of the state's blocks."""
+    learns what every action would have been worth, minus :func:`_hindsight_loss` against the
+    action ``b`` that the block's remaining lifetime ``now - t`` called for
+    (:func:`hindsight_action`). The outcome does not depend on the action taken, so the actions of
+    a state are compared on the same blocks, and ``Q(s, a)`` estimates minus the expected loss: its
+    argmax is the ``quantile``-quantile right action of the state's blocks (the median at 0.5)."""
     st = agent.scalars[0]
     n = agent.chain_len[lba]
     agent.chain_len[lba] = 0
