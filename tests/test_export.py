@@ -439,3 +439,19 @@ def test_export_without_workload_says_how(tmp_path):
 def test_log2_table_is_the_documented_one():
     assert fx.LOG2_TABLE[0] == 0 and fx.LOG2_TABLE[-1] == 256
     assert all(fx.LOG2_TABLE[i] == round(256 * math.log2(1 + i / 256)) for i in range(257))
+
+
+def test_a_failed_optional_build_is_said_not_dropped(capsys):
+    """The -march=native build only adds a timing row: when the compiler refuses it, the export goes
+    on, and the report and the console say so (it used to vanish without a word)."""
+    from dogi_ml.export.quantize import ExportError
+    from dogi_ml.pipeline.export import optional_build
+
+    def refuse():
+        raise ExportError("cc: error: unrecognized -march=native")
+
+    report_c: dict = {}
+    assert optional_build(report_c, "march_native", refuse) is None
+    assert report_c == {"march_native_skipped": "cc: error: unrecognized -march=native"}
+    assert "the march_native build failed, its row skipped" in capsys.readouterr().out
+    assert optional_build(report_c, "other", lambda: 7) == 7 and "other_skipped" not in report_c

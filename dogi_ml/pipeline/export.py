@@ -129,6 +129,21 @@ def _bounds(ds) -> dict | None:
     }
 
 
+def optional_build(report_c: dict, name: str, build):
+    """``build()``, or None when it fails with an ExportError: an optional build (the host-tuned
+    ``-march=native`` one only adds a timing row) is said, in ``report_c[name + "_skipped"]`` and on
+    the console, not fatal."""
+    from dogi_ml.export.quantize import ExportError
+    from dogi_ml.report import console
+
+    try:
+        return build()
+    except ExportError as err:
+        report_c[f"{name}_skipped"] = str(err)[-500:]
+        console.print(f"  [yellow]the {name} build failed, its row skipped: {str(err)[-200:]}[/yellow]")
+        return None
+
+
 def run_export(cfg, work_dir: Path) -> dict:
     """The ``export`` command body (see the module docstring)."""
     from omegaconf import OmegaConf
@@ -276,12 +291,15 @@ def run_export(cfg, work_dir: Path) -> dict:
                 cmodels["c_O2_sse2_only"] = build_shared(
                     out / header, q.kind, q.n_features, q.n_classes, extra_flags=(f"-D{e.prefix.upper()}_NO_AVX2",)
                 )
-            try:
-                cmodels["c_O2_march_native"] = build_shared(
+            native = optional_build(
+                report["c"],
+                "march_native",
+                lambda: build_shared(
                     out / header, q.kind, q.n_features, q.n_classes, hidden=hidden, extra_flags=("-march=native",)
-                )
-            except ExportError:
-                pass
+                ),
+            )
+            if native is not None:
+                cmodels["c_O2_march_native"] = native
         flat_ref = X_test.reshape(-1, model.n_features)
         X_par = extreme_features(model.n_features, int(e.parity_rows), seed=int(cfg.seed), reference=flat_ref)
         t0 = time.perf_counter()
