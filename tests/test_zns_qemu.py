@@ -8,7 +8,8 @@ One boot: the statically linked harness replays a small trace with SepBIT on ``/
 equal the Numba simulator's and every live block must read back; the same under ``--durability=fua``
 (every write with the FUA bit); the same with the frozen
 learned scheme (a DOGI run's bundle: its int8 header compiled into a second static harness,
-``policy=dogi_frozen``), whose placement counts must equal the simulator's too; then a replay is
+``policy=dogi_frozen``), whose placement counts must equal the simulator's too, and likewise the
+frozen hybrid (a hybrid run's bundle, ``policy=hybrid_frozen``); then a replay is
 killed with SIGKILL at a random point inside the guest (which stays up, so the drive keeps its zone
 state): the kill must land before the run's end, and recovery, reading the count of acknowledged
 writes from the journal (not from this test), must find every one intact; last, every zone is
@@ -57,6 +58,21 @@ def _dogi_bundle(trace, out):
     return out
 
 
+def _hybrid_bundle(trace, out):
+    """A hybrid run's deployment bundle (score=argmax, int8; 32-block segments for the export run's
+    18 group slots, as tests/test_hybrid_frozen.py)."""
+    from dogi_ml.pipeline.replay import export_dogi_bundle
+
+    params = {
+        "deployed": "int8", "score": "argmax", "retrain_every": 4096, "min_samples": 300, "max_samples": 20000,
+        "model_params": {"epochs": 4, "patience": 2}, "fallback_compare": "none", "fallback_accuracy": 0.0,
+    }  # fmt: skip
+    sim = {"segment_blocks": 32, "op_ratio": OP, "gc_free_segments": 2, "victim": None}
+    r = export_dogi_bundle(trace, {"name": "hybrid", "params": params}, sim, out)
+    assert r["mode"] == "ml" and r["retrains"] >= 2, r  # the model placed: the bundle holds a trained one
+    return out
+
+
 def test_sepbit_on_a_qemu_zns_namespace_matches_the_simulator_and_survives_a_kill(tmp_path):
     trace = generate("zipf", capacity_blocks=CAP, n_writes=3 * CAP, seed=3, theta=1.0)
     path = write_trace(trace, tmp_path / "t.dtr")
@@ -64,6 +80,12 @@ def test_sepbit_on_a_qemu_zns_namespace_matches_the_simulator_and_survives_a_kil
     bundle = _dogi_bundle(trace, tmp_path / "bundle")
     frozen = {"name": "dogi_frozen", "n_groups": None, "params": {"bundle": str(bundle)}}
     dogi_exe = zh.build(static=True, learned=learned_headers(frozen))
+    hybrid = {
+        "name": "hybrid_frozen",
+        "n_groups": None,
+        "params": {"bundle": str(_hybrid_bundle(trace, tmp_path / "h"))},
+    }
+    hybrid_exe = zh.build(static=True, learned=learned_headers(hybrid))
     args = (
         f"--trace=/trace.dtr --device=/dev/nvme0n1 --capacity={CAP} --policy=sepbit --op-ratio={OP} --segments={nseg}"
     )
@@ -80,6 +102,7 @@ def test_sepbit_on_a_qemu_zns_namespace_matches_the_simulator_and_survives_a_kil
         ("sepbit", f"/zns_replay {args} --verify-every=50"),
         ("fua", f"/zns_replay {args} --durability=fua"),
         ("dogi", "/zns_replay_dogi " + args.replace("--policy=sepbit", "--policy=dogi_frozen --victim=dogi")),
+        ("hybrid", "/zns_replay_hybrid " + args.replace("--policy=sepbit", "--policy=hybrid_frozen --victim=hybrid")),
         ("crash", crash),
         ("recover", f"/zns_replay {args} --recover"),
         ("empty", f"/zns_replay --device=/dev/nvme0n1 --reset-all > /dev/null; /zns_replay {args} --recover"),
@@ -91,7 +114,10 @@ def test_sepbit_on_a_qemu_zns_namespace_matches_the_simulator_and_survives_a_kil
         zone_size_mb=0.5,
         zone_capacity_mb=SEG * 4 / 1024,
         work_dir=tmp_path,
-        extra_files={"/zns_replay_dogi": (dogi_exe.read_bytes(), 0o755)},
+        extra_files={
+            "/zns_replay_dogi": (dogi_exe.read_bytes(), 0o755),
+            "/zns_replay_hybrid": (hybrid_exe.read_bytes(), 0o755),
+        },
     )
     res = run["results"]
     assert run["exit_status"] == 1, run["log"][-3000:]  # qexit 0 -> QEMU exits 2*0+1
@@ -133,6 +159,17 @@ def test_sepbit_on_a_qemu_zns_namespace_matches_the_simulator_and_survives_a_kil
     assert d["learned"]["hot_writes"] > 0 and sum(c > 0 for c in d["learned"]["class_writes"]) >= 2
     dv = d["verify"]
     assert dv["ok"] and dv["checked"] == CAP and dv["lost"] == dv["corrupt"] == 0
+    # the frozen hybrid: its counts, its table's and the Frozen Filter's placements, its victims
+    h = res["hybrid"]
+    assert h is not None, run["log"][-3000:]
+    hsim = simulate(trace, hybrid, frozen_cfg, progress=False)
+    for k in (*PARITY_KEYS, "learned"):
+        assert h[k] == hsim[k], k
+    assert h["policy"] == "hybrid_frozen" and h["backend"] == "zoned-block-device" and h["gc_writes"] > 0
+    assert h["learned"]["table_gc_writes"] > 0
+    hv = h["verify"]
+    assert hv["ok"] and hv["checked"] == CAP and hv["lost"] == hv["corrupt"] == 0
+    assert run["exit_statuses"]["hybrid"] == exit_codes.OK
 
     assert res["crash"] is not None, run["log"][-3000:]
     acked = res["crash"]["acked"]
