@@ -317,6 +317,29 @@ def test_workload_settings_are_checked_by_name(tmp_path, workload, message):
         load_workload(cfg, cache_dir=None)
 
 
+def test_a_workload_key_its_source_does_not_read_is_refused(tmp_path):
+    """+workload.thetaa=0.9 (meant: workload.params.theta) and write_volume on a file workload
+    were ignored without a word."""
+    from dogi_ml.traces.workload import WorkloadError
+
+    gen = {"name": "zipf", "source": "generator", "generator": "zipf", "capacity_blocks": 1024}
+    with pytest.raises(WorkloadError) as err:
+        load_workload({**gen, "thetaa": 0.9}, cache_dir=None)
+    assert str(err.value) == (
+        "workload.thetaa: no such workload setting -- a generator's parameter goes under workload.params "
+        "(workload.params.thetaa=...)"
+    )
+    p = write(tmp_path, "w.txt", MSR_LINES)
+    file_cfg = {"source": "file", "path": str(p), "format": "flashnet_msr"}
+    with pytest.raises(WorkloadError, match=r"workload.write_volume is read by generator workloads only; this one is "):
+        load_workload({**file_cfg, "write_volume": 3}, cache_dir=None)
+    with pytest.raises(WorkloadError, match=r"workload.path is read by file workloads only"):
+        load_workload({**gen, "path": str(p)}, cache_dir=None)
+    with pytest.raises(WorkloadError, match=r"workload.bogus: no such workload setting -- one of workload.name"):
+        load_workload({**file_cfg, "bogus": 1}, cache_dir=None)
+    assert load_workload(file_cfg, cache_dir=None).block_writes.size > 0
+
+
 def test_file_workload_capacity_zero_is_not_the_default(tmp_path):
     p = write(tmp_path, "w.txt", MSR_LINES)
     cfg = {"source": "file", "path": str(p), "format": "flashnet_msr", "capacity_blocks": 0}

@@ -41,10 +41,42 @@ def workload_capacity(trace: Trace) -> int:
     return int(trace.meta.get("wss_blocks") or trace.stats()["wss_blocks"])
 
 
+#: the keys a workload config may hold, per source (conf/workload/*.yaml)
+_COMMON_KEYS = ("name", "source", "capacity_blocks")
+WORKLOAD_KEYS = {
+    "generator": (*_COMMON_KEYS, "generator", "write_volume", "seed", "params"),
+    "file": (*_COMMON_KEYS, "path", "format", "volumes", "skip_malformed", "delimited"),
+}
+
+
+def _check_keys(cfg: dict, source: str) -> None:
+    """A key the source does not read would be ignored without a word: refused, naming it."""
+    allowed = WORKLOAD_KEYS.get(source)
+    if allowed is None:
+        return  # an unknown source is refused below
+    for key in cfg:
+        if key in allowed:
+            continue
+        other = next((s for s, keys in WORKLOAD_KEYS.items() if s != source and key in keys), None)
+        if other is not None:
+            raise WorkloadError(
+                f"workload.{key} is read by {other} workloads only; this one is source={source}",
+                f"drop workload.{key}",
+            )
+        hint = (
+            f"a generator's parameter goes under workload.params (workload.params.{key}=...)"
+            if source == "generator"
+            else f"one of workload.{', workload.'.join(allowed)}"
+        )
+        raise WorkloadError(f"workload.{key}: no such workload setting", hint)
+
+
 def load_workload(cfg: Mapping, cache_dir: str | Path | None = ".cache/dogi_ml/traces", log=print) -> Trace:
-    """Build or load the trace a ``workload`` config describes."""
+    """Build or load the trace a ``workload`` config describes (a key its source does not read is
+    refused)."""
     cfg = dict(_plain(cfg))
     source = cfg.get("source", "generator")
+    _check_keys(cfg, source)
     if source == "generator":
         kind = cfg.get("generator")
         if kind not in GENERATORS:
