@@ -297,6 +297,28 @@ def test_sim_settings_are_checked_by_name(settings, message):
     assert str(info.value) == message
 
 
+def test_a_sim_or_policy_key_no_one_reads_is_refused():
+    """+sim.victm=greedy and +policy.bogus=1 used to run with the key ignored."""
+    from dogi_ml.pipeline.common import sim_config
+    from dogi_ml.policies import policy_params
+
+    with pytest.raises(ConfigError) as info:
+        sim_config({"segment_blocks": 64, "victm": "greedy"})
+    assert str(info.value) == "sim.victm: no such simulator setting -- did you mean sim.victim?"
+    with pytest.raises(ConfigError, match=r"sim.zzz: no such simulator setting -- see conf/sim/default.yaml"):
+        sim_config({"zzz": 1})
+    assert sim_config({"segment_blocks": 64, "output": None}).segment_blocks == 64  # the pipeline's own key
+    with pytest.raises(ConfigError) as info:
+        policy_params({"name": "sepbit", "params": {}, "bogus": 1})
+    assert str(info.value) == (
+        "policy.bogus: no such policy setting (policy=sepbit) -- a scheme's parameter goes under policy.params "
+        "(policy.params.bogus=...); the others are policy.name, policy.n_groups, policy.victim, policy.params"
+    )
+    assert policy_params({"name": "sepbit", "n_groups": 6, "victim": None, "params": {"variant": "code"}}) == {
+        "variant": "code"
+    }
+
+
 def test_sim_settings_keep_good_values():
     cfg = SimConfig.from_mapping({"capacity_blocks": None, "segment_blocks": 64.0, "op_ratio": 0, "prefill": False})
     assert (cfg.capacity_blocks, cfg.segment_blocks, cfg.op_ratio, cfg.prefill) == (None, 64, 0, False)

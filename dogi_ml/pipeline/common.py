@@ -3,6 +3,7 @@ workload check."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -124,6 +125,30 @@ def check_preset_order(cfg, overrides: Sequence[str]) -> None:
                         f"preset's {path}={value} (the run would use {actual})",
                         f"put +{q_key}={option} before +experiment={preset}, or set {path} explicitly",
                     )
+
+
+#: keys of the ``sim`` config group that the pipeline reads itself, not the simulator
+SIM_PIPELINE_KEYS = ("output",)
+
+
+def sim_config(sim_cfg):
+    """The ``sim`` group as a :class:`~dogi_ml.sim.SimConfig`; a key that is neither a simulator
+    setting nor read by the pipeline (``+sim.bogus=1``, a misspelt one) is refused, naming it:
+    ``SimConfig.from_mapping`` alone would drop it without a word."""
+    from dataclasses import fields
+
+    from dogi_ml.sim import SimConfig
+
+    data = dict(sim_cfg)
+    known = {f.name for f in fields(SimConfig)} | set(SIM_PIPELINE_KEYS)
+    unknown = sorted(set(data) - known)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
+        raise ConfigError(
+            f"sim.{unknown[0]}: no such simulator setting",
+            f"did you mean sim.{close[0]}?" if close else "see conf/sim/default.yaml for the settings",
+        )
+    return SimConfig.from_mapping(data)
 
 
 def require_workload(cfg) -> None:

@@ -24,8 +24,9 @@ from dogi_ml.errors import ConfigError
 from dogi_ml.markov import opmodel as om
 from dogi_ml.oracles import minos_oracles as mo
 from dogi_ml.oracles.annotate import annotate
+from dogi_ml.pipeline.common import sim_config
 from dogi_ml.policies import make_policy
-from dogi_ml.sim import SimConfig, Simulator
+from dogi_ml.sim import Simulator
 
 LABELS = {
     "segment": "Segment Oracle",
@@ -87,7 +88,7 @@ class OracleBench:
             "thresholds": "search" if thresholds_blocks is None else [int(x) for x in thresholds_blocks],
         }
         pol = make_policy("kstream_oracle", None, victim=victim, **params)
-        cfg = SimConfig.from_mapping({**self.sim, "op_ratio": float(op_ratio)})
+        cfg = sim_config({**self.sim, "op_ratio": float(op_ratio)})
         r = Simulator(pol, cfg, self.capacity, stream=self.writes).run(self.writes)
         return {
             "waf": float(r["waf"]),

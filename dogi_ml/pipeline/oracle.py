@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dogi_ml.pipeline.common import require_workload
+from dogi_ml.pipeline.common import require_workload, sim_config
 from dogi_ml.pipeline.simulate import simulation_writes
 
 
@@ -38,12 +38,11 @@ def run_oracle(cfg, out_dir: Path) -> dict:
     from dogi_ml.oracles.nodap import search
     from dogi_ml.pipeline.cache import nodap_journal
     from dogi_ml.report import console
-    from dogi_ml.sim import SimConfig
     from dogi_ml.traces.workload import load_workload
 
     require_workload(cfg)
     trace = load_workload(cfg.workload, cache_dir=cfg.cache_dir)
-    sim_cfg = SimConfig.from_mapping(OmegaConf.to_container(cfg.sim, resolve=True))
+    sim_cfg = sim_config(OmegaConf.to_container(cfg.sim, resolve=True))
     writes, cap = simulation_writes(trace, sim_cfg.capacity_blocks)
     o = cfg.oracle
     cands = np.asarray(list(o.candidates), np.int64) if o.candidates else None

@@ -12,9 +12,9 @@ import numpy as np
 
 from dogi_ml.determinism import numerics_record
 from dogi_ml.errors import ConfigError
-from dogi_ml.pipeline.common import multirun, require_workload, sweep_dir
+from dogi_ml.pipeline.common import multirun, require_workload, sim_config, sweep_dir
 from dogi_ml.policies import KEEP_VICTIM, configured_victim, make_policy, policy_params
-from dogi_ml.sim import SimConfig, Simulator
+from dogi_ml.sim import Simulator
 from dogi_ml.traces.trace import Trace
 from dogi_ml.traces.workload import workload_capacity
 
@@ -85,7 +85,7 @@ def check_nodap_search_knobs(params: Mapping) -> None:
 def build_simulator(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping) -> tuple[Simulator, np.ndarray]:
     """A ready :class:`Simulator` and the writes to feed it (``sim.times`` holds the writes'
     wall-clock times when the run is timed: chunk layer or background GC)."""
-    config = SimConfig.from_mapping(sim_cfg)
+    config = sim_config(sim_cfg)
     writes, cap = simulation_writes(trace, config.capacity_blocks)
     params = policy_params(policy_cfg)
     n_groups = policy_cfg.get("n_groups")
@@ -196,7 +196,7 @@ def _checkpointer(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, checkpoin
     from dogi_ml.sim.checkpoint import Checkpointer, array_digest, code_version, flat_identity
     from dogi_ml.sim.engine import CHECKPOINT_KEYS
 
-    config = SimConfig.from_mapping(sim_cfg)
+    config = sim_config(sim_cfg)
     if config.checkpoint_every is None and config.checkpoint_minutes is None:
         if config.checkpoint_dir is not None:
             raise ConfigError(

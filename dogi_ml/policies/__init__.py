@@ -64,8 +64,20 @@ def make_policy(name: str, n_groups: int | None = None, victim=KEEP_VICTIM, **pa
     return policy
 
 
+#: the keys of a ``policy`` config (conf/policy/*.yaml)
+POLICY_KEYS = ("name", "n_groups", "victim", "params")
+
+
 def policy_params(policy_cfg) -> dict:
-    """A policy config's ``params`` as a dict, refusing the place the victim rule used to live."""
+    """A policy config's ``params`` as a dict, refusing the place the victim rule used to live and
+    a key beside ``params`` that no one reads (``+policy.bogus=1``, ignored without a word else)."""
+    unknown = sorted(set(policy_cfg) - set(POLICY_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"policy.{unknown[0]}: no such policy setting (policy={policy_cfg.get('name')})",
+            f"a scheme's parameter goes under policy.params (policy.params.{unknown[0]}=...); the others are "
+            + ", ".join(f"policy.{k}" for k in POLICY_KEYS),
+        )
     params = dict(policy_cfg.get("params") or {})
     if "victim" in params:
         raise ConfigError(
