@@ -70,3 +70,21 @@ def checked_setting(
     if above is not None and value <= above:
         raise ConfigError(f"{key}={value} must be above {above}", f"give e.g. {key}={example}")
     return value
+
+
+def refuse_unknown_keys(cfg, allowed, group: str, hint: str | None = None, what: str | None = None) -> None:
+    """A ConfigError naming the first key of ``cfg`` (a config group as a mapping) not in
+    ``allowed`` (``what`` names the group in the message), with the nearest allowed name, or ``hint``: a key no one reads would otherwise be
+    ignored without a word (``+data.bogus=1``, a misspelt ``+sim.victm=greedy``)."""
+    import difflib
+
+    unknown = sorted(set(cfg) - set(allowed))
+    if not unknown:
+        return
+    close = difflib.get_close_matches(unknown[0], sorted(allowed), n=1)
+    fix = (
+        f"did you mean {group}.{close[0]}?"
+        if close
+        else hint or "one of " + ", ".join(f"{group}.{k}" for k in sorted(allowed))
+    )
+    raise ConfigError(f"{group}.{unknown[0]}: no such {what or group} setting", fix)

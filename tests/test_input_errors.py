@@ -319,6 +319,20 @@ def test_a_sim_or_policy_key_no_one_reads_is_refused():
     }
 
 
+def test_a_data_or_model_key_no_one_reads_is_refused():
+    """train +data.bogus=1 and +model.bogus=1 used to train with the key ignored."""
+    from dogi_ml.pipeline.train import build_dataset, train_and_evaluate
+    from dogi_ml.traces.generators import generate
+
+    trace = generate("zipf", capacity_blocks=1024, n_writes=4096, seed=1)
+    with pytest.raises(ConfigError) as info:
+        build_dataset(trace, {"labels": "dogi", "sample_evry": 3}, cache_dir=None)
+    assert str(info.value) == "data.sample_evry: no such data setting -- did you mean data.sample_every?"
+    with pytest.raises(ConfigError) as info:
+        train_and_evaluate(None, {"name": "mlp", "params": {}, "zzz": 1})
+    assert str(info.value) == "model.zzz: no such model setting -- a model's parameter goes under model.params"
+
+
 def test_sim_settings_keep_good_values():
     cfg = SimConfig.from_mapping({"capacity_blocks": None, "segment_blocks": 64.0, "op_ratio": 0, "prefill": False})
     assert (cfg.capacity_blocks, cfg.segment_blocks, cfg.op_ratio, cfg.prefill) == (None, 64, 0, False)

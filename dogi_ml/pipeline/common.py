@@ -3,12 +3,11 @@ workload check."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 from pathlib import Path
 
 import dogi_ml.conf
-from dogi_ml.errors import ConfigError
+from dogi_ml.errors import ConfigError, refuse_unknown_keys
 
 # The configs ship inside the package (dogi_ml.conf), so wheels and editable installs find them alike.
 CONF_DIR = str(Path(dogi_ml.conf.__file__).resolve().parent)
@@ -141,13 +140,7 @@ def sim_config(sim_cfg):
 
     data = dict(sim_cfg)
     known = {f.name for f in fields(SimConfig)} | set(SIM_PIPELINE_KEYS)
-    unknown = sorted(set(data) - known)
-    if unknown:
-        close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
-        raise ConfigError(
-            f"sim.{unknown[0]}: no such simulator setting",
-            f"did you mean sim.{close[0]}?" if close else "see conf/sim/default.yaml for the settings",
-        )
+    refuse_unknown_keys(data, known, "sim", hint="see conf/sim/default.yaml for the settings", what="simulator")
     return SimConfig.from_mapping(data)
 
 

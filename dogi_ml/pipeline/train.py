@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from dogi_ml.determinism import numerics_record
-from dogi_ml.errors import ConfigError, checked_setting
+from dogi_ml.errors import ConfigError, checked_setting, refuse_unknown_keys
 from dogi_ml.features import labels as L
 from dogi_ml.features.extract import (
     FEATURES,
@@ -52,10 +52,18 @@ def _latest_inv(prev: np.ndarray) -> np.ndarray:
     return np.where(prev >= 0, t - prev, NO_PREVIOUS)
 
 
+#: the keys of the ``data`` config group (conf/data/*.yaml)
+DATA_KEYS = (
+    "binary_threshold", "capacity_blocks", "features", "labels", "max_samples", "mu", "quantile_bins",
+    "sample_every", "sample_start", "train_fraction", "val_fraction", "window_blocks",
+)  # fmt: skip
+
+
 def build_dataset(
     trace: Trace, cfg: dict, sequence_history: int | None = None, cache_dir: str | Path | None = None, log=print
 ) -> Dataset:
     """Annotate, sample, extract features and label; ``cfg`` is the ``data`` config group."""
+    refuse_unknown_keys(cfg, DATA_KEYS, "data")
     writes = trace.block_writes
     n = writes.size
     # null means "the trace's working set"; 0 or a string must not quietly mean the same
@@ -155,6 +163,9 @@ def train_and_evaluate(ds: Dataset, model_cfg: dict, seed: int = 0, latency_budg
     from dogi_ml.models import make_model
     from dogi_ml.models.evaluate import classification_metrics, inference_latency
 
+    refuse_unknown_keys(
+        model_cfg, ("name", "params", "history"), "model", hint="a model's parameter goes under model.params"
+    )
     n_classes = len(ds.class_names)
     params = dict(model_cfg.get("params") or {})
     model = make_model(model_cfg["name"], n_classes, len(ds.feature_names), seed=seed, **params)
