@@ -213,10 +213,12 @@ def _hydra_task(command: str):
     def task(cfg):
         from hydra.core.hydra_config import HydraConfig
 
-        from dogi_ml.pipeline.common import check_preset_order
+        from dogi_ml.pipeline.common import check_appended_keys, check_preset_order
 
         # this job's overrides in command-line order (a sweep job's own, its sweep values included)
-        _guarded(check_preset_order, cfg, list(HydraConfig.get().overrides.task))
+        overrides = list(HydraConfig.get().overrides.task)
+        _guarded(check_preset_order, cfg, overrides)
+        _guarded(check_appended_keys, command, overrides)
         return _guarded(body, cfg)
 
     task.__name__ = body.__name__.lstrip("_")

@@ -333,6 +333,22 @@ def test_a_data_or_model_key_no_one_reads_is_refused():
     assert str(info.value) == "model.zzz: no such model setting -- a model's parameter goes under model.params"
 
 
+def test_a_key_added_to_a_commands_own_section_is_refused():
+    """+zns.verfy=true (replay) and +model.bogus=1 (simulate's model section) used to run with the
+    key ignored: conf/COMMAND.yaml lists every key the command reads there."""
+    from dogi_ml.pipeline.common import check_appended_keys, compose_config
+
+    with pytest.raises(ConfigError) as info:
+        check_appended_keys("replay", ["+workload=zipf", "+zns.verfy=true"])
+    assert (
+        str(info.value) == "zns.verfy: the replay command has no setting 'verfy' under zns -- did you mean zns.verify?"
+    )
+    with pytest.raises(ConfigError, match=r"model.bogus: the simulate command has no setting 'bogus' under model"):
+        compose_config("simulate", ["+workload=zipf", "+model.bogus=1"])
+    # groups check their own keys; existing keys and plain overrides pass
+    check_appended_keys("simulate", ["+workload=zipf", "+workload.params.theta=0.9", "model.deployed=int8"])
+
+
 def test_sim_settings_keep_good_values():
     cfg = SimConfig.from_mapping({"capacity_blocks": None, "segment_blocks": 64.0, "op_ratio": 0, "prefill": False})
     assert (cfg.capacity_blocks, cfg.segment_blocks, cfg.op_ratio, cfg.prefill) == (None, 64, 0, False)

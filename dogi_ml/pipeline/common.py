@@ -41,6 +41,7 @@ def compose_config(command: str, overrides: Sequence[str] = ()):
             "check the setting names (python -m dogi_ml " + command + " --cfg job shows them)",
         ) from None
     check_preset_order(cfg, overrides)
+    check_appended_keys(command, overrides)
     return cfg
 
 
@@ -124,6 +125,45 @@ def check_preset_order(cfg, overrides: Sequence[str]) -> None:
                         f"preset's {path}={value} (the run would use {actual})",
                         f"put +{q_key}={option} before +experiment={preset}, or set {path} explicitly",
                     )
+
+
+def check_appended_keys(command: str, overrides: Sequence[str]) -> None:
+    """Refuse ``+section.key=value`` that adds a key to one of the command's own sections
+    (``conf/COMMAND.yaml``'s ``zns``, ``export``, ``oracle``, ...: not a config group, whose keys
+    their readers check): that file lists every key the command reads there, so an added one (a
+    misspelt ``+zns.verfy=true``) would be ignored without a word."""
+    import difflib
+
+    import yaml
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    primary = yaml.safe_load((Path(CONF_DIR) / f"{command}.yaml").read_text()) or {}
+    groups = set()
+    for entry in primary.get("defaults") or []:
+        if isinstance(entry, dict):
+            groups.update(str(k).split("@")[0].lstrip("/").split("/")[0].removeprefix("override ") for k in entry)
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except Exception:  # noqa: BLE001 - Hydra reports a bad override itself
+        return
+    for p in parsed:
+        raw = p.get_key_element()
+        if not raw.startswith("+"):
+            continue
+        path = raw.lstrip("+").split(".")
+        if len(path) < 2 or path[0] in groups or path[0] == "hydra":
+            continue
+        section = primary.get(path[0])
+        for part in path[1:-1]:
+            section = section.get(part) if isinstance(section, dict) else None
+        if not isinstance(section, dict) or path[-1] in section:
+            continue
+        where = ".".join(path[:-1])
+        close = difflib.get_close_matches(path[-1], sorted(map(str, section)), n=1)
+        raise ConfigError(
+            f"{raw.lstrip('+')}: the {command} command has no setting {path[-1]!r} under {where}",
+            f"did you mean {where}.{close[0]}?" if close else "one of " + ", ".join(f"{where}.{k}" for k in section),
+        )
 
 
 #: keys of the ``sim`` config group that the pipeline reads itself, not the simulator
