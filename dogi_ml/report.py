@@ -337,8 +337,10 @@ def collect_results(*sweep_dirs: Path) -> list[dict]:
     return tell_apart(results)
 
 
-#: policy parameters that only name where an output goes: runs differing in them ran alike
-OUTPUT_ONLY_PARAMS = frozenset({"params.save_qtable"})
+#: policy settings tell_apart does not name: an output path (runs differing in it ran alike), and
+#: the group count and victim rule, which every result carries as its own fields (``n_groups``,
+#: ``victim``) and the reports that sweep them key their rows by (MINOS's stream sweep)
+UNNAMED_POLICY_KEYS = frozenset({"params.save_qtable", "n_groups", "victim"})
 
 
 def tell_apart(results: list[dict]) -> list[dict]:
@@ -358,24 +360,37 @@ def tell_apart(results: list[dict]) -> list[dict]:
         if len(configured) < 2:
             continue
         flats = [
-            {k: v for k, v in flat_identity("", r["policy_config"]).items() if k not in OUTPUT_ONLY_PARAMS}
+            {k: v for k, v in flat_identity("", r["policy_config"]).items() if k not in UNNAMED_POLICY_KEYS}
             for r in configured
         ]
         keys = sorted({k for f in flats for k in f})
         differing = [k for k in keys if len({f.get(k) for f in flats}) > 1]
         if not differing:
-            wafs = {r.get("waf") for r in configured}
-            if len(wafs) > 1:
-                print(
-                    f"report: {len(configured)} runs of {scheme} on {workload} configured alike give different "
-                    f"WAFs ({', '.join(str(w) for w in sorted(wafs, key=str))}); the tables keep the last",
-                    file=sys.stderr,
-                )
+            _report_unreproduced(workload, scheme, configured)
             continue
         for r, f in zip(configured, flats):
             tags = ",".join(f"{k}={json.loads(f[k]) if k in f else None}" for k in differing)
             r["scheme"] = f"{scheme}{{{tags}}}"
     return results
+
+
+def _report_unreproduced(workload: str, scheme: str, runs: list[dict]) -> None:
+    """Say (stderr) when runs configured alike in every respect (the whole policy config but its
+    output path, the effective settings, the workload config) give different WAFs."""
+    from dogi_ml.sim.checkpoint import flat_identity
+
+    alike: dict = {}
+    for r in runs:
+        policy = {k: v for k, v in flat_identity("", r["policy_config"]).items() if k != "params.save_qtable"}
+        identity = json.dumps([policy, settings_of(r), r.get("workload_config")], sort_keys=True, default=str)
+        alike.setdefault(identity, set()).add(r.get("waf"))
+    for wafs in alike.values():
+        if len(wafs) > 1:
+            print(
+                f"report: runs of {scheme} on {workload} configured alike give different WAFs "
+                f"({', '.join(str(w) for w in sorted(wafs, key=str))}); the tables keep the last",
+                file=sys.stderr,
+            )
 
 
 # -- paper comparison (DOGI Figs. 10-14) ---------------------------------------------------------

@@ -129,7 +129,17 @@ def test_runs_whose_labels_agree_are_told_apart_by_their_configuration(tmp_path,
     run(0, "c", 0.01, 5.2)
     run(1, "c", 0.01, 5.3)
     assert [r["scheme"] for r in collect_results(tmp_path / "c")] == ["shiro", "shiro"]
-    assert "2 runs of shiro on zipf_h configured alike give different WAFs (5.2, 5.3)" in capsys.readouterr().err
+    assert "runs of shiro on zipf_h configured alike give different WAFs (5.2, 5.3)" in capsys.readouterr().err
+    # a sweep over what the results carry themselves (MINOS's streams, policy.n_groups; an OP ratio):
+    # labels kept, and no alarm
+    for i, (groups, op) in enumerate(((6, 0.1), (7, 0.1), (6, 0.2))):
+        r = _r("minos", "minos", 2.0 + i / 10)
+        r.update(n_groups=groups, op_ratio=op, policy_config={"name": "minos", "n_groups": groups, "params": {}})
+        r["settings"] = {"op_ratio": op}
+        (tmp_path / "e" / str(i)).mkdir(parents=True)
+        (tmp_path / "e" / str(i) / "result.json").write_text(json.dumps(r))
+    assert [r["scheme"] for r in collect_results(tmp_path / "e")] == ["minos"] * 3
+    assert capsys.readouterr().err == ""
     # results written before policy_config was recorded: nothing to tell them apart by
     run(0, "d", 0.01, 5.2, configured=False)
     run(1, "d", 0.1, 5.4, configured=False)
