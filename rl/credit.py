@@ -112,7 +112,9 @@ class CreditAgent(NamedTuple):
     q: np.ndarray  # float64[n_states, n_actions]
     visits: np.ndarray  # int64[n_states, n_actions]: outcomes credited
     reward_sum: np.ndarray  # float64[n_states, n_actions]: rewards credited (-1 per copy)
-    pend_state: np.ndarray  # int32 per LBA: the state of its pending decision, NO_DECISION if none
+    pend_state: (
+        np.ndarray
+    )  # int32 per LBA: the state of its pending decision, NO_DECISION if none (unused by hindsight: chain_*)
     pend_action: np.ndarray  # int8 per LBA: ... and its action
     pend_time: np.ndarray  # int64 per LBA: ... and when it was made (dead_cost > 0)
     dead_state: np.ndarray  # int32 [n_segments, segment_blocks]: decisions whose block died in the segment
@@ -189,6 +191,15 @@ def _hindsight_loss(agent, a, b):
     return (b - a) * q if a < b else (a - b) * (1.0 - q)
 
 
+@nb.njit(cache=True, inline="always")
+def _credit_every_action(agent, state, right):
+    """One decision in ``state`` whose right action turned out ``right``: every action credited
+    minus its :func:`_hindsight_loss`."""
+    for a in range(agent.q.shape[1]):
+        loss = _hindsight_loss(agent, a, right)
+        _credit(agent, state, a, -loss, -loss)
+
+
 @nb.njit(cache=True)
 def _credit_hindsight(agent, lba, now):
     """``lba``'s block died at ``now``: each decision of its chain, made at ``t`` in state ``s``,
@@ -200,13 +211,8 @@ def _credit_hindsight(agent, lba, now):
     st = agent.scalars[0]
     n = agent.chain_len[lba]
     agent.chain_len[lba] = 0
-    agent.pend_state[lba] = NO_DECISION
     for i in range(n):
-        s = agent.chain_state[lba, i]
-        b = hindsight_action(agent, now - agent.chain_time[lba, i])
-        for a in range(agent.q.shape[1]):
-            loss = _hindsight_loss(agent, a, b)
-            _credit(agent, s, a, -loss, -loss)
+        _credit_every_action(agent, agent.chain_state[lba, i], hindsight_action(agent, now - agent.chain_time[lba, i]))
     st.died += n
 
 
@@ -224,9 +230,7 @@ def _credit_known(agent, lba, now):
         s = agent.chain_state[lba, i]
         t = agent.chain_time[lba, i]
         if hindsight_action(agent, now - t) == last:
-            for a in range(last + 1):
-                loss = _hindsight_loss(agent, a, last)
-                _credit(agent, s, a, -loss, -loss)
+            _credit_every_action(agent, s, last)
             st.died += 1
         else:
             agent.chain_state[lba, kept] = s
@@ -324,8 +328,6 @@ def on_relocate(agent, lba, state, action, now):
         agent.chain_state[lba, n] = state
         agent.chain_time[lba, n] = now
         agent.chain_len[lba] = n + 1
-        agent.pend_state[lba] = state
-        agent.pend_action[lba] = action
         st.opened += 1
         return True
     s = agent.pend_state[lba]
