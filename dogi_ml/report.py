@@ -337,10 +337,12 @@ def collect_results(*sweep_dirs: Path) -> list[dict]:
     return tell_apart(results)
 
 
-#: policy settings tell_apart does not name: an output path (runs differing in it ran alike), and
-#: the group count and victim rule, which every result carries as its own fields (``n_groups``,
-#: ``victim``) and the reports that sweep them key their rows by (MINOS's stream sweep)
-UNNAMED_POLICY_KEYS = frozenset({"params.save_qtable", "n_groups", "victim"})
+#: a policy parameter that only names where an output goes: runs differing in it ran alike
+OUTPUT_ONLY_POLICY_KEYS = frozenset({"params.save_qtable"})
+#: policy settings tell_apart does not name besides those: the group count and victim rule, which
+#: every result carries as its own fields (``n_groups``, ``victim``) and the reports that sweep
+#: them key their rows by (MINOS's stream sweep)
+UNNAMED_POLICY_KEYS = OUTPUT_ONLY_POLICY_KEYS | {"n_groups", "victim"}
 
 
 def tell_apart(results: list[dict]) -> list[dict]:
@@ -359,29 +361,28 @@ def tell_apart(results: list[dict]) -> list[dict]:
         configured = [r for r in runs if isinstance(r.get("policy_config"), dict)]
         if len(configured) < 2:
             continue
-        flats = [
-            {k: v for k, v in flat_identity("", r["policy_config"]).items() if k not in UNNAMED_POLICY_KEYS}
+        policies = [
+            {k: v for k, v in flat_identity("", r["policy_config"]).items() if k not in OUTPUT_ONLY_POLICY_KEYS}
             for r in configured
         ]
-        keys = sorted({k for f in flats for k in f})
-        differing = [k for k in keys if len({f.get(k) for f in flats}) > 1]
+        named = [{k: v for k, v in p.items() if k not in UNNAMED_POLICY_KEYS} for p in policies]
+        keys = sorted({k for f in named for k in f})
+        differing = [k for k in keys if len({f.get(k) for f in named}) > 1]
         if not differing:
-            _report_unreproduced(workload, scheme, configured)
+            _report_unreproduced(workload, scheme, configured, policies)
             continue
-        for r, f in zip(configured, flats):
+        for r, f in zip(configured, named):
             tags = ",".join(f"{k}={json.loads(f[k]) if k in f else None}" for k in differing)
             r["scheme"] = f"{scheme}{{{tags}}}"
     return results
 
 
-def _report_unreproduced(workload: str, scheme: str, runs: list[dict]) -> None:
-    """Say (stderr) when runs configured alike in every respect (the whole policy config but its
-    output path, the effective settings, the workload config) give different WAFs."""
-    from dogi_ml.sim.checkpoint import flat_identity
-
+def _report_unreproduced(workload: str, scheme: str, runs: list[dict], policies: list[dict]) -> None:
+    """Say (stderr) when runs configured alike in every respect (``policies``: each run's policy
+    config, flat, without its output path; the effective settings; the workload config) give
+    different WAFs."""
     alike: dict = {}
-    for r in runs:
-        policy = {k: v for k, v in flat_identity("", r["policy_config"]).items() if k != "params.save_qtable"}
+    for r, policy in zip(runs, policies):
         identity = json.dumps([policy, settings_of(r), r.get("workload_config")], sort_keys=True, default=str)
         alike.setdefault(identity, set()).add(r.get("waf"))
     for wafs in alike.values():
