@@ -72,19 +72,26 @@ def checked_setting(
     return value
 
 
-def refuse_unknown_keys(cfg, allowed, group: str, hint: str | None = None, what: str | None = None) -> None:
-    """A ConfigError naming the first key of ``cfg`` (a config group as a mapping) not in
-    ``allowed`` (``what`` names the group in the message), with the nearest allowed name, or ``hint``: a key no one reads would otherwise be
-    ignored without a word (``+data.bogus=1``, a misspelt ``+sim.victm=greedy``)."""
+def did_you_mean(prefix: str, key: str, names) -> str | None:
+    """``"did you mean PREFIX.NAME?"`` for the name in ``names`` nearest to a mistyped ``key``
+    (difflib's closest match), or None when none is close."""
     import difflib
 
+    close = difflib.get_close_matches(key, sorted(map(str, names)), n=1)
+    return f"did you mean {prefix}.{close[0]}?" if close else None
+
+
+def refuse_unknown_keys(cfg, allowed, group: str, hint: str | None = None, what: str | None = None) -> None:
+    """A ConfigError naming the first key of ``cfg`` (a config group as a mapping) not in
+    ``allowed`` (``what`` names the group in the message), with the nearest allowed name
+    (:func:`did_you_mean`), or ``hint``: a key no one reads would otherwise be ignored without a
+    word (``+data.bogus=1``, a misspelt ``+sim.victm=greedy``)."""
     unknown = sorted(set(cfg) - set(allowed))
     if not unknown:
         return
-    close = difflib.get_close_matches(unknown[0], sorted(allowed), n=1)
     fix = (
-        f"did you mean {group}.{close[0]}?"
-        if close
-        else hint or "one of " + ", ".join(f"{group}.{k}" for k in sorted(allowed))
+        did_you_mean(group, unknown[0], allowed)
+        or hint
+        or "one of " + ", ".join(f"{group}.{k}" for k in sorted(allowed))
     )
     raise ConfigError(f"{group}.{unknown[0]}: no such {what or group} setting", fix)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import dogi_ml.conf
-from dogi_ml.errors import ConfigError, refuse_unknown_keys
+from dogi_ml.errors import ConfigError, did_you_mean, refuse_unknown_keys
 
 # The configs ship inside the package (dogi_ml.conf), so wheels and editable installs find them alike.
 CONF_DIR = str(Path(dogi_ml.conf.__file__).resolve().parent)
@@ -132,8 +132,6 @@ def check_appended_keys(command: str, overrides: Sequence[str]) -> None:
     (``conf/COMMAND.yaml``'s ``zns``, ``export``, ``oracle``, ...: not a config group, whose keys
     their readers check): that file lists every key the command reads there, so an added one (a
     misspelt ``+zns.verfy=true``) would be ignored without a word."""
-    import difflib
-
     import yaml
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
@@ -159,10 +157,9 @@ def check_appended_keys(command: str, overrides: Sequence[str]) -> None:
         if not isinstance(section, dict) or path[-1] in section:
             continue
         where = ".".join(path[:-1])
-        close = difflib.get_close_matches(path[-1], sorted(map(str, section)), n=1)
         raise ConfigError(
             f"{raw.lstrip('+')}: the {command} command has no setting {path[-1]!r} under {where}",
-            f"did you mean {where}.{close[0]}?" if close else "one of " + ", ".join(f"{where}.{k}" for k in section),
+            did_you_mean(where, path[-1], section) or "one of " + ", ".join(f"{where}.{k}" for k in section),
         )
 
 
