@@ -269,8 +269,7 @@ class _Evaluator:
         self.inv: dict = {}
         self.runs = 0  # simulations made by this process (a stopped one run again counts twice)
         self.read_back = 0  # settings answered from the journal when first asked
-        self.evaluated = 0  # distinct settings asked for (simulated now or read back from the journal)
-        self.asked: set = set()
+        self.asked: set = set()  # distinct settings asked for (simulated now or read back from the journal)
         self.resumed = 0
         self.journal = None
         if journal is not None:
@@ -296,9 +295,11 @@ class _Evaluator:
                 except json.JSONDecodeError:
                     break  # a line cut short by the stop: the simulations from there run again
                 key = (tuple(rec["bounds"]), None if rec["sizes"] is None else tuple(rec["sizes"]), int(rec["n"]))
-                self.cache[key] = {"waf": float(rec["waf"]), "mean_segments": rec["mean_segments"]}
-                if rec.get("pruned"):
-                    self.cache[key]["pruned"] = True
+                self.cache[key] = {
+                    "waf": float(rec["waf"]),
+                    "mean_segments": rec["mean_segments"],
+                    **({"pruned": True} if rec.get("pruned") else {}),
+                }
             self.resumed = len(self.cache)
             # drop a cut-short last line before appending
             with path.open("w") as f:
@@ -322,6 +323,11 @@ class _Evaluator:
             **({"pruned": True} if res.get("pruned") else {}),
         }
 
+    @property
+    def evaluated(self) -> int:
+        """Distinct settings asked for so far."""
+        return len(self.asked)
+
     def close(self) -> None:
         if self.journal is not None:
             self.journal.close()
@@ -337,7 +343,6 @@ class _Evaluator:
         known = self.cache.get(key)
         if key not in self.asked:
             self.asked.add(key)
-            self.evaluated += 1
             self.read_back += known is not None  # asked for the first time: known from the journal
 
         # a stopped run answers only callers whose bar it already cleared
