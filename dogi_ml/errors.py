@@ -78,7 +78,9 @@ def did_you_mean(prefix: str, key: str, names) -> str | None:
     import difflib
 
     close = difflib.get_close_matches(key, sorted(map(str, names)), n=1)
-    return f"did you mean {prefix}.{close[0]}?" if close else None
+    if not close:
+        return None
+    return f"did you mean {prefix}.{close[0]}?" if prefix else f"did you mean {close[0]}?"
 
 
 def refuse_unknown_keys(cfg, allowed, group: str, hint: str | None = None, what: str | None = None) -> None:

@@ -349,6 +349,23 @@ def test_a_key_added_to_a_commands_own_section_is_refused():
     check_appended_keys("simulate", ["+workload=zipf", "+workload.params.theta=0.9", "model.deployed=int8"])
 
 
+def test_a_top_level_key_no_config_declares_is_refused():
+    """simulate +progess=false (and +bogus=1) ran with the key ignored; a top-level key some
+    preset declares (+title, +report_workload) and a group selection (+dogi_gap=dogi) pass."""
+    from dogi_ml.pipeline.common import check_appended_keys, declared_root_keys
+
+    with pytest.raises(ConfigError) as info:
+        check_appended_keys("simulate", ["+workload=zipf", "+progess=false"])
+    assert str(info.value) == (
+        "progess: no config file declares a top-level setting 'progess', so the simulate command would "
+        "ignore it -- did you mean progress?"
+    )
+    with pytest.raises(ConfigError, match=r"^bogus: .* a setting goes under its section \(e.g. \+policy.params.bogus"):
+        check_appended_keys("simulate", ["+bogus=1"])
+    assert {"report_workload", "qtable_from", "title", "progress"} <= declared_root_keys()
+    check_appended_keys("simulate", ["+workload=zipf", "+title=x", "+report_workload=w", "+dogi_gap=dogi"])
+
+
 def test_sim_settings_keep_good_values():
     cfg = SimConfig.from_mapping({"capacity_blocks": None, "segment_blocks": 64.0, "op_ratio": 0, "prefill": False})
     assert (cfg.capacity_blocks, cfg.segment_blocks, cfg.op_ratio, cfg.prefill) == (None, 64, 0, False)

@@ -3,6 +3,7 @@ workload check."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -149,7 +150,12 @@ def check_appended_keys(command: str, overrides: Sequence[str]) -> None:
         if not raw.startswith("+"):
             continue
         path = raw.lstrip("+").split(".")
-        if len(path) < 2 or path[0] in groups or path[0] == "hydra":
+        if path[0] in groups or path[0] == "hydra":
+            continue
+        if len(path) == 1:
+            # a group selection (+experiment=NAME, +dogi_gap=NAME) is Hydra's to check
+            if not (Path(CONF_DIR) / path[0]).is_dir():
+                _check_root_key(command, path[0])
             continue
         section = primary.get(path[0])
         for part in path[1:-1]:
@@ -161,6 +167,36 @@ def check_appended_keys(command: str, overrides: Sequence[str]) -> None:
             f"{raw.lstrip('+')}: the {command} command has no setting {path[-1]!r} under {where}",
             did_you_mean(where, path[-1], section) or "one of " + ", ".join(f"{where}.{k}" for k in section),
         )
+
+
+@functools.cache
+def declared_root_keys() -> frozenset[str]:
+    """Every top-level key a config file declares: the commands' own files (``conf/*.yaml``) and
+    the presets that write at the top level (``# @package _global_``, e.g. ``report_workload``,
+    ``qtable_from``). Some of these are read only when a preset sets them, so a command's own file
+    alone is not the list."""
+    import yaml
+
+    conf = Path(CONF_DIR)
+    keys: set[str] = set()
+    for path in conf.rglob("*.yaml"):
+        text = path.read_text()
+        if path.parent == conf or "# @package _global_" in text:
+            keys.update(str(k) for k in (yaml.safe_load(text) or {}) if k != "defaults")
+    return frozenset(keys)
+
+
+def _check_root_key(command: str, key: str) -> None:
+    """Refuse ``+KEY=value`` at the top level when no config file declares ``KEY``: nothing
+    reads it, and the run would go on without it (``simulate +progess=false``)."""
+    if key in declared_root_keys():
+        return
+    raise ConfigError(
+        f"{key}: no config file declares a top-level setting {key!r}, so the {command} command would ignore it",
+        did_you_mean("", key, declared_root_keys())
+        or f"a setting goes under its section (e.g. +policy.params.{key}=..., +workload.params.{key}=...); "
+        f"python -m dogi_ml {command} --cfg job lists them",
+    )
 
 
 #: keys of the ``sim`` config group that the pipeline reads itself, not the simulator
