@@ -6,7 +6,8 @@ scheme and NoDaP it closes.
 
 ``OUT`` is a path prefix: ``OUT.json`` (``{workload: {scheme: {waf, victim, settings}}}`` plus
 ``_summary``), ``OUT.md`` and ``OUT.png``. ``--reuse`` adds the cells of a DOGI-style summary
-(``docs/results/dogi_fig10.json``) that the sweeps do not hold, marked ``reused`` with the file.
+(``docs/results/dogi_fig10.json``) that the sweeps do not hold, marked ``reused`` with the file (a
+cell that file had itself reused keeps the name of the file it came from).
 
     python -m dogi_ml.report_hybrid --closed-form OUT SWEEP_DIR [SWEEP_DIR ...]
 
@@ -189,7 +190,8 @@ def write(
                         "waf": c["waf"],
                         "victim": (c.get("settings") or {}).get("victim"),
                         "settings": c.get("settings"),
-                        "reused": str(path),
+                        # a cell the reused file itself took from another keeps that file's name
+                        "reused": c.get("reused") or str(path),
                     }
     order = {w: i for i, w in enumerate(WORKLOADS)}
     table = dict(sorted(table.items(), key=lambda kv: order.get(kv[0], len(order))))

@@ -458,6 +458,34 @@ def test_report_gives_each_hybrid_runs_gc_change():
     assert "| hybrid[lifetimes=popularity] | -25.0% |  |" in md
 
 
+def test_report_reuse_keeps_the_file_a_cell_came_from(tmp_path):
+    """report_hybrid --reuse: a cell the reused table had itself reused (DOGI's from
+    dogi_fig10.json) keeps that file's name; one it ran is marked with the reused table; a scheme the
+    new sweep ran replaces the reused cell."""
+    import json
+
+    from dogi_ml.report_hybrid import write
+
+    old = tmp_path / "hybrid.json"
+    old.write_text(
+        json.dumps(
+            {
+                "zipf": {
+                    "dogi": {"waf": 3.0, "settings": {"victim": "dogi"}, "reused": "docs/results/dogi_fig10.json"},
+                    "minos": {"waf": 3.2, "settings": {"victim": "cost_benefit_sepbit"}},
+                    "shiro": {"waf": 5.0, "settings": {"victim": "adjusted_greedy"}},
+                }
+            }
+        )
+    )
+    new = {"policy": "shiro", "scheme": "shiro", "workload": "zipf", "waf": 4.9, "victim": "adjusted_greedy"}
+    write(tmp_path / "out", [new], reuse=[str(old)])
+    table = json.loads((tmp_path / "out.json").read_text())["zipf"]
+    assert table["dogi"]["reused"] == "docs/results/dogi_fig10.json"
+    assert table["minos"]["reused"] == str(old)
+    assert table["shiro"]["waf"] == 4.9 and not table["shiro"].get("reused")
+
+
 def test_fifo_closed_form_is_desnoyers_for_uniform_writes():
     """report_hybrid's closed form, one group of U LBAs written uniformly in P blocks: Desnoyers'
     FIFO formula WAF = 1 / (1 - u), u = exp(-(1 - u) P / U) (solved here by plain fixed-point
