@@ -32,9 +32,10 @@ from dogi_ml.report import scheme_of, write_table
 FROZEN_SOURCES = {"hybrid_frozen": "hybrid", "dogi_frozen": "dogi"}
 #: conf/experiment/hybrid.yaml's victim rule: cost-benefit wherever a scheme follows the run's rule
 FROZEN_SEEDS_SIM = ("sim.victim=cost_benefit", "sim.victim_for=followers")
-#: online schemes run on the deployment seed beside the frozen ones (MINOS: the best seed scheme of
-#: the hybrid table that needs no bundle)
-FROZEN_SEEDS_ONLINE = ("hybrid", "dogi", "minos")
+#: online schemes run on the deployment seed beside the frozen ones (MINOS and Shiro, with its own
+#: Adjusted Greedy: the best seed schemes of the hybrid table that need no bundle, on phase_shift and
+#: varmail)
+FROZEN_SEEDS_ONLINE = ("hybrid", "dogi", "minos", "shiro")
 
 
 def _seeded_run_config(command: str, workload: str, seed: int, policy: str, overrides) -> tuple:
