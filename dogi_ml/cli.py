@@ -213,12 +213,16 @@ def _hydra_task(command: str):
     def task(cfg):
         from hydra.core.hydra_config import HydraConfig
 
-        from dogi_ml.pipeline.common import check_appended_keys, check_preset_order
+        from dogi_ml.pipeline.common import check_appended_keys, check_preset_order, kept_victim_note
 
         # this job's overrides in command-line order (a sweep job's own, its sweep values included)
         overrides = list(HydraConfig.get().overrides.task)
         _guarded(check_preset_order, cfg, overrides)
         _guarded(check_appended_keys, command, overrides)
+        if command in ("simulate", "replay"):
+            note = _guarded(kept_victim_note, cfg, overrides)
+            if note:
+                print(note, file=sys.stderr)
         return _guarded(body, cfg)
 
     task.__name__ = body.__name__.lstrip("_")

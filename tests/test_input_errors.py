@@ -366,6 +366,24 @@ def test_a_top_level_key_no_config_declares_is_refused():
     check_appended_keys("simulate", ["+workload=zipf", "+title=x", "+report_workload=w", "+dogi_gap=dogi"])
 
 
+def test_a_victim_rule_a_scheme_does_not_follow_is_reported():
+    """simulate +experiment=hybrid policy=hybrid sim.victim=greedy ran the hybrid with its own
+    cost-benefit rule (the preset's sim.victim_for=followers) and said nothing: the command now
+    prints a note naming the rule kept and the fix; a follower (SepBIT) honours the rule silently,
+    and a rule the command line did not set is the preset's own business."""
+    from dogi_ml.pipeline.common import compose_config, kept_victim_note
+
+    overrides = ["+workload=zipf", "+experiment=hybrid", "policy=hybrid", "sim.victim=greedy"]
+    assert kept_victim_note(compose_config("simulate", overrides), overrides) == (
+        "note: policy=hybrid keeps its own victim rule cost_benefit: sim.victim=greedy applies only to schemes "
+        "that follow the run's rule (sim.victim_for=followers); set policy.victim=greedy to run hybrid with it"
+    )
+    follower = ["+workload=zipf", "+experiment=hybrid", "policy=sepbit", "sim.victim=greedy"]
+    assert kept_victim_note(compose_config("simulate", follower), follower) is None
+    preset_only = ["+workload=zipf", "+experiment=hybrid", "policy=hybrid"]
+    assert kept_victim_note(compose_config("simulate", preset_only), preset_only) is None
+
+
 def test_sim_settings_keep_good_values():
     cfg = SimConfig.from_mapping({"capacity_blocks": None, "segment_blocks": 64.0, "op_ratio": 0, "prefill": False})
     assert (cfg.capacity_blocks, cfg.segment_blocks, cfg.op_ratio, cfg.prefill) == (None, 64, 0, False)

@@ -199,6 +199,31 @@ def _check_root_key(command: str, key: str) -> None:
     )
 
 
+def kept_victim_note(cfg, overrides: Sequence[str]) -> str | None:
+    """The line to print when the command line sets ``sim.victim`` and the run's scheme keeps a
+    rule of its own instead (``sim.victim_for=followers``, which comparison presets set: the rule
+    applies to the schemes that follow one). The result's ``victim`` field names the rule used;
+    without this line a user who changed the rule would see the scheme's figures unchanged and not
+    know why."""
+    from omegaconf import OmegaConf
+
+    from dogi_ml.policies import configured_victim
+
+    keys = {str(o).split("=", 1)[0].lstrip("+~") for o in overrides}
+    if "sim.victim" not in keys or cfg.get("policy") is None or cfg.get("sim") is None:
+        return None
+    wanted = cfg.sim.get("victim")
+    policy_cfg = OmegaConf.to_container(cfg.policy, resolve=True)
+    rule, _ = configured_victim(policy_cfg, OmegaConf.to_container(cfg.sim, resolve=True))
+    if wanted is None or rule == wanted:
+        return None
+    return (
+        f"note: policy={policy_cfg['name']} keeps its own victim rule {rule}: sim.victim={wanted} applies only to "
+        f"schemes that follow the run's rule (sim.victim_for={cfg.sim.get('victim_for')}); set "
+        f"policy.victim={wanted} to run {policy_cfg['name']} with it"
+    )
+
+
 #: keys of the ``sim`` config group that the pipeline reads itself, not the simulator
 SIM_PIPELINE_KEYS = ("output",)
 
