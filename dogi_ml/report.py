@@ -327,31 +327,36 @@ class ComparisonTable(Callback):
         console.print(f"comparison: {out}\nplot:       {png}")
 
 
-def collect_results(*sweep_dirs: Path) -> list[dict]:
+def collect_results(*sweep_dirs: Path, rows_by_victim: bool = True) -> list[dict]:
     """Every ``*/result.json`` of the sweep directories, in order, with :func:`tell_apart` applied
-    over all of them."""
+    over all of them (``rows_by_victim``: see there)."""
     results = []
     for sweep_dir in sweep_dirs:
         for path in sorted(Path(sweep_dir).glob("*/result.json")):
             results.append(json.loads(path.read_text()))
-    return tell_apart(results)
+    return tell_apart(results, rows_by_victim=rows_by_victim)
 
 
 #: a policy parameter that only names where an output goes: runs differing in it ran alike
 OUTPUT_ONLY_POLICY_KEYS = frozenset({"params.save_qtable"})
 #: policy settings tell_apart does not name besides those: the group count and victim rule, which
 #: every result carries as its own fields (``n_groups``, ``victim``) and the reports that sweep
-#: them key their rows by (MINOS's stream sweep)
+#: them key their rows by (MINOS's stream sweep, ADAPT's victim rules); for a report whose rows are
+#: keyed by scheme alone, runs that differ in nothing but the victim rule are told apart by it
 UNNAMED_POLICY_KEYS = OUTPUT_ONLY_POLICY_KEYS | {"n_groups", "victim"}
 
 
-def tell_apart(results: list[dict]) -> list[dict]:
+def tell_apart(results: list[dict], rows_by_victim: bool = True) -> list[dict]:
     """Runs of one workload whose scheme labels agree but whose policies were configured
     differently (``policy_config``: a swept parameter the label does not name, such as
     ``policy.params.epsilon``) get the differing settings appended to their label,
     ``shiro{params.epsilon=0.1}``, so a table keyed by scheme shows each instead of keeping the last
     one. Runs configured alike whose WAF differs are reported on stderr (a rerun that did not
-    reproduce). Results written before ``policy_config`` was recorded are left as they are."""
+    reproduce). Results written before ``policy_config`` was recorded are left as they are.
+    ``rows_by_victim=False`` (a report keyed by scheme alone, e.g. the hybrid's): runs that differ
+    in nothing but their victim rule (``policy.victim`` or ``sim.victim`` swept) get the rule each
+    ran, ``hybrid{victim=hybrid(cost_benefit_sepbit)}``; with True such a report keys them by the
+    rule itself."""
     from dogi_ml.sim.checkpoint import flat_identity
 
     groups: dict = {}
@@ -359,8 +364,6 @@ def tell_apart(results: list[dict]) -> list[dict]:
         groups.setdefault((str(r.get("workload")), scheme_of(r)), []).append(r)
     for (workload, scheme), runs in groups.items():
         configured = [r for r in runs if isinstance(r.get("policy_config"), dict)]
-        if len(configured) < 2:
-            continue
         policies = [
             {k: v for k, v in flat_identity("", r["policy_config"]).items() if k not in OUTPUT_ONLY_POLICY_KEYS}
             for r in configured
@@ -368,6 +371,14 @@ def tell_apart(results: list[dict]) -> list[dict]:
         named = [{k: v for k, v in p.items() if k not in UNNAMED_POLICY_KEYS} for p in policies]
         keys = sorted({k for f in named for k in f})
         differing = [k for k in keys if len({f.get(k) for f in named}) > 1]
+        if not differing and not rows_by_victim and len({str(r.get("victim")) for r in runs}) > 1:
+            # nothing but the victim rule tells them apart (policy.victim or sim.victim swept, the
+            # label silent on it; every result names its rule, with or without policy_config)
+            for r in runs:
+                r["scheme"] = f"{scheme}{{victim={r.get('victim')}}}"
+            continue
+        if len(configured) < 2:
+            continue
         if not differing:
             _report_unreproduced(workload, scheme, configured, policies)
             continue
@@ -609,7 +620,7 @@ class PaperComparison(Callback):
 
     def on_multirun_end(self, config, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
-        results = collect_results(sweep_dir)
+        results = collect_results(sweep_dir, rows_by_victim=False)
         if not results:
             return
         summary = paper_summary(results)

@@ -525,7 +525,7 @@ class HybridComparison(Callback):
 
     def on_multirun_end(self, config, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
-        results = collect_results(sweep_dir)
+        results = collect_results(sweep_dir, rows_by_victim=False)
         if results:
             out = config.get("output") or sweep_dir / "hybrid"
             title = str(config.get("title") or "")
@@ -548,7 +548,7 @@ def main(argv=None) -> None:
         for p in write_lifetime_shape(a.out, a.sweeps):
             print(f"wrote:   {p}")
         return
-    results = collect_results(*(Path(d) for d in a.sweeps))
+    results = collect_results(*(Path(d) for d in a.sweeps), rows_by_victim=False)
     if not results:
         raise SystemExit(f"no result.json under {', '.join(a.sweeps)}")
     if a.planner:

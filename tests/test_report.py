@@ -94,6 +94,36 @@ def test_paper_files_carry_every_figure_the_docs_cite(tmp_path):
     assert acc == {"waf": 2.0, "user_accuracy": 0.6, "user_recall_per_class": {"hot": 0.9}}
 
 
+def test_runs_differing_only_in_their_victim_rule_are_told_apart_where_rows_are_keyed_by_scheme(tmp_path, capsys):
+    """The hybrid's table (rows keyed by scheme) kept one of two select/auto runs whose only
+    difference was policy.victim (cost_benefit / cost_benefit_sepbit), without a word: they are
+    named by the rule each ran; a report that keys its rows by the victim rule itself (ADAPT's) keeps
+    the labels."""
+    import json
+
+    from dogi_ml.report import collect_results
+
+    for i, (victim, waf) in enumerate((("cost_benefit", 2.895), ("cost_benefit_sepbit", 2.855))):
+        r = _r("hybrid", "hybrid[lifetimes=select]", waf)
+        r["victim"] = f"hybrid({victim})"
+        r["policy_config"] = {"name": "hybrid", "victim": victim, "params": {"lifetimes": "select"}}
+        (tmp_path / str(i)).mkdir()
+        (tmp_path / str(i) / "result.json").write_text(json.dumps(r))
+    assert [r["scheme"] for r in collect_results(tmp_path, rows_by_victim=False)] == [
+        "hybrid[lifetimes=select]{victim=hybrid(cost_benefit)}",
+        "hybrid[lifetimes=select]{victim=hybrid(cost_benefit_sepbit)}",
+    ]
+    assert [r["scheme"] for r in collect_results(tmp_path)] == ["hybrid[lifetimes=select]"] * 2
+    assert capsys.readouterr().err == ""
+    # a result written before policy_config was recorded still names its rule
+    old = json.loads((tmp_path / "0" / "result.json").read_text())
+    del old["policy_config"]
+    (tmp_path / "0" / "result.json").write_text(json.dumps(old))
+    assert [r["scheme"] for r in collect_results(tmp_path, rows_by_victim=False)][0] == (
+        "hybrid[lifetimes=select]{victim=hybrid(cost_benefit)}"
+    )
+
+
 def test_runs_whose_labels_agree_are_told_apart_by_their_configuration(tmp_path, capsys):
     """A sweep over a parameter the label does not name (Shiro's epsilon) used to leave one row per
     workload in every table keyed by scheme (the last run). collect_results names the differing

@@ -129,11 +129,16 @@ hybrid() {
     # "Choosing the lifetime source online": lifetimes=select (Hot Filter auto, on, off) on the
     # generated workloads, the samples and the alternating workload, beside the tables above
     sweep hybrid_select +experiment=hybrid_select
-    "$PY" -m dogi_ml.report_hybrid $R/hybrid_select $SWEEPS/hybrid_select --reuse $R/hybrid.json
+    # the same select/auto hybrid with CB [SepBIT] behind its expiry selector
+    sweep hybrid_select_cbsepbit +experiment=hybrid_select "policy.params={lifetimes: select, hot_filter: auto}" \
+        policy.victim=cost_benefit_sepbit
+    "$PY" -m dogi_ml.report_hybrid $R/hybrid_select $SWEEPS/hybrid_select $SWEEPS/hybrid_select_cbsepbit --reuse $R/hybrid.json
     sweep hybrid_select_traces +experiment=hybrid_select_traces
     "$PY" -m dogi_ml.report_hybrid $R/hybrid_select_traces $SWEEPS/hybrid_select_traces --reuse $R/hybrid_traces.json
     sweep hybrid_select_alt +experiment=hybrid_select_alt
-    "$PY" -m dogi_ml.report_hybrid $R/hybrid_select_alt $SWEEPS/hybrid_select_alt --reuse $R/hybrid_alt.json \
+    sweep hybrid_select_alt_cbsepbit +experiment=hybrid_select_alt policy.params.hot_filter=auto policy.victim=cost_benefit_sepbit
+    "$PY" -m dogi_ml.report_hybrid $R/hybrid_select_alt $SWEEPS/hybrid_select_alt $SWEEPS/hybrid_select_alt_cbsepbit \
+        --reuse $R/hybrid_alt.json \
         --workload zipf_hc_alternating --title "Hybrid - the lifetime source chosen online, alternating Zipf-H / Zipf-C (1 GiB, 10% OP)"
     # "Deployment": the hybrid's and DOGI's bundles of seed 0 deployed on seed 1 (out of sample) and on
     # seed 0, the online schemes on seed 1 (exports the bundles itself; ~35 min on 2 cores)
