@@ -766,6 +766,19 @@ def shiro_count_state(writes, counted, age, t, seg_type, bins=24, offset=8, n_gr
     return (count_bin * bins + half_octave(max(age, 1))) * n_groups + seg_type
 
 
+def decayed_write_counts(lbas, decay):
+    """Shiro's count_halflife counts, spelled out: for each LBA of the write stream ``lbas`` (the
+    user writes after the prefill, numbered 1, 2, ...), the sum over its writes of
+    ``exp(-decay x (its last write's number - that write's number))``, and that last number (0 for
+    an LBA never written)."""
+    counts, last = {}, {}
+    for k, lba in enumerate(lbas, start=1):
+        last[int(lba)] = k
+    for k, lba in enumerate(lbas, start=1):
+        counts[int(lba)] = counts.get(int(lba), 0.0) + math.exp(-decay * (last[int(lba)] - k))
+    return counts, last
+
+
 def shiro_frequency_level(writes, counted, t, bands=(1, 4, 16, 64)):
     """Shiro's agent=frequency: the GC level (0-based) of the band of ``t`` that holds the LBA's
     expected lifetime ``counted / writes``; the top level for an LBA with no counted write."""

@@ -746,6 +746,29 @@ def test_count_state_equals_its_plain_python_twin():
     assert set(np.unique(table)) == {0.0, -2.0}
 
 
+def test_decayed_counts_are_the_sum_of_their_writes_weights(trace):
+    """count_halflife=H: each LBA's count weighs a write k user writes old by 2^(-k / (H capacities)),
+    kept lazily (decayed at the LBA's next write); equal to the sum over its writes written out
+    (tests/naive.py)."""
+    from naive import decayed_write_counts
+
+    sim, r = simulate(trace, agent="frequency", count_halflife=0.5)
+    st = sim.pstate
+    decay = record(st.scalars).count_decay
+    assert decay == pytest.approx(np.log(2) / (0.5 * CAP), rel=1e-15)
+    counts, last = decayed_write_counts(trace.block_writes, decay)
+    lbas = np.fromiter(counts, np.int64)
+    assert np.allclose(st.lba_decayed[lbas], [counts[x] for x in lbas], rtol=1e-12, atol=0)
+    assert np.array_equal(st.lba_counted_at[lbas], [last[x] for x in lbas])
+    assert sim.policy.label() == "shiro[frequency,halflife=0.5]"
+    _, r_none = simulate(trace, agent="frequency")
+    assert r_none["gc_writes"] != r["gc_writes"]
+    with pytest.raises(ValueError, match="count_halflife=0.5 decays the write counts of agent=frequency and"):
+        make_policy("shiro", count_halflife=0.5)
+    with pytest.raises(ValueError, match="count_halflife must be > 0"):
+        make_policy("shiro", agent="frequency", count_halflife=0)
+
+
 def test_frequency_agent_and_the_credit_agent_started_from_it(trace):
     """agent=frequency counts every user write after the prefill and relocates by the band of the
     LBA's expected lifetime; the credit agent on the count state, started from that rule, relocates

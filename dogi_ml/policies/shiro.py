@@ -172,6 +172,7 @@ SCALARS = sequence_scalars(
     flash_clock=np.int64,  # blocks written so far, user and GC (kept with eq1_clock=flash)
     freq_clock=np.int64,  # user writes after the prefill (agent=frequency, credit_state=counts)
     count_state=np.int64,  # 1: agent=credit's state is count_state's
+    count_decay=np.float64,  # count_halflife: each count's decay rate per user write, ln 2 / half-life (0: none)
 )
 
 
@@ -213,6 +214,8 @@ class ShiroState(NamedTuple):
     seg_short: np.ndarray  # int32 per segment: valid blocks predicted short (eq1_segments=short_pages)
     seal_clock: np.ndarray  # int64 per segment: flash_clock at its seal (eq1_clock=flash)
     lba_writes: np.ndarray  # int64 per LBA: its user writes after the prefill (agent=frequency, credit_state=counts)
+    lba_decayed: np.ndarray  # float64 per LBA: count_halflife's decayed count, as of lba_counted_at (else 1 entry)
+    lba_counted_at: np.ndarray  # int64 per LBA: the user write (after the prefill) it was last counted at
     ring: RingArrays
     ring_windows: np.ndarray
     windows: np.ndarray
@@ -429,8 +432,38 @@ def count_state(writes, counted, age, t, seg_type):
     among ``counted`` user writes (its expected lifetime ``counted / writes``, bin ``RATIO_BINS``
     when none is counted), its ``age`` (since its user write), both binned against the threshold
     ``t``, and its victim's segment type; ``(count_bin x RATIO_BINS + age_bin) x 8 + seg_type``."""
-    cb = RATIO_BINS if writes <= 0 else ratio_bin(counted / writes, t)
+    expected = counted / writes if writes > 0 else 0.0
+    return count_state_of(expected, writes > 0, age, t, seg_type)
+
+
+@nb.njit(cache=True, inline="always")
+def count_state_of(expected, counted, age, t, seg_type):
+    """:func:`count_state` from the LBA's ``expected`` lifetime (``counted``: False when none is
+    counted: bin ``RATIO_BINS``)."""
+    cb = ratio_bin(expected, t) if counted else RATIO_BINS
     return (cb * RATIO_BINS + ratio_bin(max(age, 1), t)) * N_GROUPS + seg_type
+
+
+@nb.njit(cache=True, inline="always")
+def decayed_count(p, st, lba):
+    """count_halflife: the LBA's count decayed to now (``st.freq_clock`` user writes after the
+    prefill), each of its writes weighing ``exp(-lambda x its age)``."""
+    return p.lba_decayed[lba] * np.exp(-st.count_decay * (st.freq_clock - p.lba_counted_at[lba]))
+
+
+@nb.njit(cache=True, inline="always")
+def expected_lifetime(p, st, lba):
+    """The LBA's expected lifetime from its write count (agent=frequency, credit_state=counts):
+    the user writes counted over the LBA's, ``freq_clock / c``; with count_halflife both decay
+    (``lambda = ln 2 / half-life``): ``(1 - exp(-lambda freq_clock)) / lambda`` over the decayed
+    count, so the estimate follows a workload whose popularity moves. 0.0 when none is counted."""
+    c = p.lba_writes[lba]
+    if c <= 0:
+        return 0.0
+    lam = st.count_decay
+    if lam <= 0.0:
+        return st.freq_clock / c
+    return -np.expm1(-lam * st.freq_clock) / lam / decayed_count(p, st, lba)
 
 
 def count_state_table(gamma: float, start: str = "hierarchical") -> np.ndarray:
@@ -471,6 +504,9 @@ def shiro_user(s, p, lba, now):
     if now >= st.prefill and p.lba_writes.shape[0] > 1:
         p.lba_writes[lba] += 1
         st.freq_clock += 1
+        if st.count_decay > 0.0:
+            p.lba_decayed[lba] = decayed_count(p, st, lba) + 1.0
+            p.lba_counted_at[lba] = st.freq_clock
     if st.agent == A_CREDIT and s.l2p[lba] >= 0:
         p.credit.scalars[0].unit = st.hot_threshold  # hindsight: bands of the current T, as the oracle's
         rl_credit.on_invalidate(p.credit, lba, segment_of(s, s.l2p[lba]), now)  # its old copy died
@@ -509,7 +545,8 @@ def shiro_gc(s, p, lba, victim, now):
             return -1
     elif mode == A_CREDIT:
         if st.count_state != 0:
-            state = count_state(p.lba_writes[lba], st.freq_clock, now - s.lba_time[lba], st.hot_threshold, seg_type)
+            e = expected_lifetime(p, st, lba)
+            state = count_state_of(e, p.lba_writes[lba] > 0, now - s.lba_time[lba], st.hot_threshold, seg_type)
         else:
             state = ql.encode_binned_state(
                 ql.lifetime_bin(now - s.lba_time[lba]), st.victim_bin, seg_type, row.pred, row.prev
@@ -527,8 +564,7 @@ def shiro_gc(s, p, lba, victim, now):
     elif mode == A_FREQUENCY:
         # the band of the LBA's expected lifetime from its write count (memoryless: also its
         # expected remaining lifetime); the top level for an LBA with no counted write
-        c = p.lba_writes[lba]
-        a = band_level(st.freq_clock / c, st.hot_threshold) if c > 0 else N_GC - 1
+        a = band_level(expected_lifetime(p, st, lba), st.hot_threshold) if p.lba_writes[lba] > 0 else N_GC - 1
     elif mode == A_HIERARCHICAL:
         a = 0 if seg_type < G_GC1 else min(seg_type - G_GC1 + 1, N_GC - 1)
     elif mode == A_SEPBIT_AGE:
@@ -698,6 +734,7 @@ class Shiro(SequencePolicy):
         "credit_quantile": 0.5,  # credit_reward=hindsight: a level too low costs this, too high 1 - this (the level chosen: this quantile of the right ones)
         "credit_state": "table1",  # agent=credit: Table I's state | counts (the LBA's write count and age, count_state)
         "credit_start": "hierarchical",  # credit_state=counts: the starting rule, hierarchical | frequency
+        "count_halflife": None,  # agent=frequency / credit_state=counts: capacities after which a write counts half (None: never)
         "retrain_every": None,  # None = window x capacity
         "sample_every": None,  # None: 10 (Shiro's 10% sample), fewer if a window would give < min_window_samples
         "min_window_samples": 1000,
@@ -795,6 +832,15 @@ class Shiro(SequencePolicy):
                 f"policy shiro: credit_state={c['credit_state']} is agent=credit's state; set agent=credit "
                 f"or drop credit_state (got agent={c['agent']})"
             )
+        halflife = c["count_halflife"]
+        if halflife is not None:
+            if isinstance(halflife, bool) or not isinstance(halflife, (int, float)) or not halflife > 0:
+                raise ValueError(f"policy shiro: count_halflife must be > 0 (capacities) or null, got {halflife!r}")
+            if c["agent"] != "frequency" and c["credit_state"] != "counts":
+                raise ValueError(
+                    f"policy shiro: count_halflife={halflife} decays the write counts of agent=frequency and "
+                    f"credit_state=counts; set one of them or drop count_halflife (got agent={c['agent']})"
+                )
         if c["credit_state"] == "counts" and (c["qtable"] is not None or c["deployed"] is not None):
             raise ValueError(
                 "policy shiro: credit_state=counts learns online only; qtable and deployed take Table I's tables"
@@ -863,6 +909,8 @@ class Shiro(SequencePolicy):
             ):
                 if c[key] != self.DEFAULTS[key]:
                     tag.append(f"{short}={c[key]}")
+        if c["count_halflife"] is not None:
+            tag.append(f"halflife={c['count_halflife']}")
         tag += readings
         if victim != "adjusted_greedy":
             tag.append(str(victim))
@@ -926,6 +974,8 @@ class Shiro(SequencePolicy):
         oracle = c["agent"] == "oracle"
         counts = c["agent"] == "frequency" or c["credit_state"] == "counts"
         st.count_state = int(c["credit_state"] == "counts")
+        if counts and c["count_halflife"] is not None:
+            st.count_decay = np.log(2.0) / (float(c["count_halflife"]) * ctx.capacity)
         # a rule's levels are logged per state when its table is to be saved (always for the oracle)
         log_rule = oracle or (c["agent"] not in LEARNED_AGENTS and bool(c["save_qtable"]))
         if credit_on:
@@ -979,6 +1029,8 @@ class Shiro(SequencePolicy):
             seg_short=np.zeros(ctx.n_segments, np.int32),
             seal_clock=np.zeros(ctx.n_segments, np.int64),
             lba_writes=np.zeros(ctx.capacity if counts else 1, np.int64),
+            lba_decayed=np.zeros(ctx.capacity if st.count_decay > 0 else 1, np.float64),
+            lba_counted_at=np.zeros(ctx.capacity if st.count_decay > 0 else 1, np.int64),
             **self._sampling_arrays(),
         )
 
