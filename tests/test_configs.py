@@ -165,9 +165,9 @@ def _regenerate_commands() -> list[tuple[str, list[str]]]:
 
 def test_regenerate_sh_lists_every_preset_it_should():
     commands = _regenerate_commands()
-    # 7 DOGI, 14 MINOS (3 x 2 layouts), 13 Shiro, 6 ADAPT, 14 hybrid (4 the bound, 1 the planner,
-    # 2 at 16 GiB, 3 the lifetime source chosen online)
-    assert len(commands) == 54
+    # 7 DOGI, 14 MINOS (3 x 2 layouts), 13 Shiro, 6 ADAPT, 16 hybrid (4 the bound, 1 the planner,
+    # 2 at 16 GiB, 5 the lifetime source chosen online: 2 of them with CB [SepBIT] behind expiry)
+    assert len(commands) == 56
     assert (
         "simulate",
         ["+experiment=adapt_fig11", "++workload.capacity_blocks=1048576", "output=$R/adapt_fig11_1m"],

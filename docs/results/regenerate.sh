@@ -136,7 +136,8 @@ hybrid() {
     sweep hybrid_select_traces +experiment=hybrid_select_traces
     "$PY" -m dogi_ml.report_hybrid $R/hybrid_select_traces $SWEEPS/hybrid_select_traces --reuse $R/hybrid_traces.json
     sweep hybrid_select_alt +experiment=hybrid_select_alt
-    sweep hybrid_select_alt_cbsepbit +experiment=hybrid_select_alt policy.params.hot_filter=auto policy.victim=cost_benefit_sepbit
+    sweep hybrid_select_alt_cbsepbit +experiment=hybrid_select_alt policy=hybrid policy.params.hot_filter=auto \
+        policy.victim=cost_benefit_sepbit
     "$PY" -m dogi_ml.report_hybrid $R/hybrid_select_alt $SWEEPS/hybrid_select_alt $SWEEPS/hybrid_select_alt_cbsepbit \
         --reuse $R/hybrid_alt.json \
         --workload zipf_hc_alternating --title "Hybrid - the lifetime source chosen online, alternating Zipf-H / Zipf-C (1 GiB, 10% OP)"
