@@ -57,6 +57,9 @@ instead of Table I's, starting from the hierarchical rule or ``credit_start=freq
 ``credit_reward=hindsight`` every level of each decision, at its block's death, with minus its
 distance to the band of ``T`` (``ORACLE_BANDS``, the oracle's) the block's remaining lifetime fell
 in: the outcome does not depend on the level taken, so the levels are compared on the same blocks.
+``count_halflife`` (capacities; ``frequency`` and ``credit_state=counts``) decays the counts: a
+write ``k`` user writes old weighs ``2^(-k / half-life)``, the elapsed writes likewise
+(:func:`expected_lifetime`), so the estimate follows a workload whose popularity moves.
 ``deployed``: ``float`` runs a given Q-table (``qtable``)
 frozen and greedy, ``int8`` its integer form (:func:`dogi_ml.rl.export.quantize_table`).
 
