@@ -378,6 +378,11 @@ def test_a_victim_rule_a_scheme_does_not_follow_is_reported():
         "note: policy=hybrid keeps its own victim rule cost_benefit: sim.victim=greedy applies only to schemes "
         "that follow the run's rule (sim.victim_for=followers); set policy.victim=greedy to run hybrid with it"
     )
+    own_selector = ["+workload=zipf", "+experiment=hybrid", "policy=dogi", "sim.victim=greedy"]
+    assert kept_victim_note(compose_config("simulate", own_selector), own_selector).endswith(
+        "keeps its own victim rule dogi: sim.victim=greedy applies only to schemes that follow the run's rule "
+        "(sim.victim_for=followers); dogi cannot run with greedy"
+    )
     follower = ["+workload=zipf", "+experiment=hybrid", "policy=sepbit", "sim.victim=greedy"]
     assert kept_victim_note(compose_config("simulate", follower), follower) is None
     preset_only = ["+workload=zipf", "+experiment=hybrid", "policy=hybrid"]

@@ -214,14 +214,20 @@ def kept_victim_note(cfg, overrides: Sequence[str]) -> str | None:
         return None
     wanted = cfg.sim.get("victim")
     policy_cfg = OmegaConf.to_container(cfg.policy, resolve=True)
-    rule, _ = configured_victim(policy_cfg, OmegaConf.to_container(cfg.sim, resolve=True))
+    sim_cfg = OmegaConf.to_container(cfg.sim, resolve=True)
+    rule, _ = configured_victim(policy_cfg, sim_cfg)
     if wanted is None or rule == wanted:
         return None
-    return (
-        f"note: policy={policy_cfg['name']} keeps its own victim rule {rule}: sim.victim={wanted} applies only to "
-        f"schemes that follow the run's rule (sim.victim_for={cfg.sim.get('victim_for')}); set "
-        f"policy.victim={wanted} to run {policy_cfg['name']} with it"
+    name = policy_cfg["name"]
+    note = (
+        f"note: policy={name} keeps its own victim rule {rule}: sim.victim={wanted} applies only to schemes "
+        f"that follow the run's rule (sim.victim_for={sim_cfg.get('victim_for')})"
     )
+    try:  # the fix, if the scheme can take the rule at all (DOGI and NoDaP choose their victims themselves)
+        configured_victim({**policy_cfg, "victim": wanted}, sim_cfg)
+    except ConfigError:
+        return f"{note}; {name} cannot run with {wanted}"
+    return f"{note}; set policy.victim={wanted} to run {name} with it"
 
 
 #: keys of the ``sim`` config group that the pipeline reads itself, not the simulator
