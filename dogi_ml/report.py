@@ -376,10 +376,10 @@ def tell_apart(results: list[dict], rows_by_victim: bool = True) -> list[dict]:
             # label silent on it; every result names its rule, with or without policy_config)
             for r in runs:
                 r["scheme"] = f"{scheme}{{victim={r.get('victim')}}}"
-            continue
         if len(configured) < 2:
             continue
         if not differing:
+            # runs alike in everything, the victim rule included, still have to agree
             _report_unreproduced(workload, scheme, configured, policies)
             continue
         for r, f in zip(configured, named):

@@ -115,6 +115,15 @@ def test_runs_differing_only_in_their_victim_rule_are_told_apart_where_rows_are_
     ]
     assert [r["scheme"] for r in collect_results(tmp_path)] == ["hybrid[lifetimes=select]"] * 2
     assert capsys.readouterr().err == ""
+    # a rerun with the same rule is still checked against its twin
+    twin = json.loads((tmp_path / "1" / "result.json").read_text())
+    twin["waf"] = 2.86
+    (tmp_path / "2").mkdir()
+    (tmp_path / "2" / "result.json").write_text(json.dumps(twin))
+    collect_results(tmp_path, rows_by_victim=False)
+    assert "configured alike give different WAFs (2.855, 2.86)" in capsys.readouterr().err
+    (tmp_path / "2" / "result.json").unlink()
+    (tmp_path / "2").rmdir()
     # a result written before policy_config was recorded still names its rule
     old = json.loads((tmp_path / "0" / "result.json").read_text())
     del old["policy_config"]
