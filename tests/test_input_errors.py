@@ -349,21 +349,51 @@ def test_a_key_added_to_a_commands_own_section_is_refused():
     check_appended_keys("simulate", ["+workload=zipf", "+workload.params.theta=0.9", "model.deployed=int8"])
 
 
-def test_a_top_level_key_no_config_declares_is_refused():
-    """simulate +progess=false (and +bogus=1) ran with the key ignored; a top-level key some
-    preset declares (+title, +report_workload) and a group selection (+dogi_gap=dogi) pass."""
-    from dogi_ml.pipeline.common import check_appended_keys, declared_root_keys
+def test_a_top_level_key_the_command_does_not_read_is_refused():
+    """simulate +progess=false (and +bogus=1) ran with the key ignored, and so did train +title=x:
+    title is simulate's setting, and any key some config declared used to pass on every command.
+    A key passes only if the command's own file declares it; a group selection (+dogi_gap=dogi)
+    is Hydra's to check."""
+    from dogi_ml.pipeline.common import check_appended_keys, command_root_keys
 
     with pytest.raises(ConfigError) as info:
         check_appended_keys("simulate", ["+workload=zipf", "+progess=false"])
     assert str(info.value) == (
-        "progess: no config file declares a top-level setting 'progess', so the simulate command would "
-        "ignore it -- did you mean progress?"
+        "progess: the simulate command reads no top-level setting 'progess' (conf/simulate.yaml lists them), "
+        "so it would ignore it -- did you mean progress?"
     )
     with pytest.raises(ConfigError, match=r"^bogus: .* a setting goes under its section \(e.g. \+policy.params.bogus"):
         check_appended_keys("simulate", ["+bogus=1"])
-    assert {"report_workload", "qtable_from", "title", "progress"} <= declared_root_keys()
-    check_appended_keys("simulate", ["+workload=zipf", "+title=x", "+report_workload=w", "+dogi_gap=dogi"])
+    with pytest.raises(ConfigError, match=r"^title: the train command reads no top-level setting 'title'"):
+        check_appended_keys("train", ["+workload=zipf", "+title=x"])
+    # a preset's own variable is no setting of any command
+    with pytest.raises(ConfigError, match=r"^qtable_from: the simulate command reads no top-level setting"):
+        check_appended_keys("simulate", ["+workload=zipf", "+qtable_from=credit"])
+    assert {"report_workload", "title", "progress"} <= command_root_keys("simulate")
+    assert {"progress", "output"} <= command_root_keys("oracle")
+    check_appended_keys("simulate", ["+workload=zipf", "+dogi_gap=dogi"])
+
+
+def test_a_preset_for_another_command_is_refused():
+    """replay +experiment=hybrid ran with the preset's plot=false and title ignored (replay reads
+    neither), simulate +experiment=minos_table1 with its oracle section ignored: the command now
+    refuses the setting it would not read. The documented pairs still compose, and a preset's
+    own variable (qtable_from, read through an interpolation) passes."""
+    from dogi_ml.pipeline.common import compose_config
+
+    with pytest.raises(ConfigError) as info:
+        compose_config("replay", ["+workload=zipf", "+experiment=hybrid"])
+    assert str(info.value) == (
+        "plot: the replay command reads no top-level setting 'plot', yet the config sets it "
+        "(a preset written for another command?) -- run the preset with the command its first comment line "
+        "names, or drop the setting"
+    )
+    with pytest.raises(ConfigError, match=r"^oracle: the simulate command reads no top-level setting 'oracle'"):
+        compose_config("simulate", ["+workload=zipf", "+experiment=minos_table1"])
+    compose_config("oracle", ["+experiment=minos_table1"])
+    compose_config("train", ["+experiment=fig7_models"])
+    compose_config("simulate", ["+workload=zipf", "+experiment=shiro_agent_credit_deployed"])
+    compose_config("simulate", ["+workload=zipf", "+experiment=hybrid_alt"])
 
 
 def test_a_victim_rule_a_scheme_does_not_follow_is_reported():

@@ -43,6 +43,7 @@ def compose_config(command: str, overrides: Sequence[str] = ()):
         ) from None
     check_preset_order(cfg, overrides)
     check_appended_keys(command, overrides)
+    check_root_keys_read(command, cfg)
     return cfg
 
 
@@ -170,33 +171,52 @@ def check_appended_keys(command: str, overrides: Sequence[str]) -> None:
 
 
 @functools.cache
-def declared_root_keys() -> frozenset[str]:
-    """Every top-level key a config file declares: the commands' own files (``conf/*.yaml``) and
-    the presets that write at the top level (``# @package _global_``, e.g. ``report_workload``,
-    ``qtable_from``). Some of these are read only when a preset sets them, so a command's own file
-    alone is not the list."""
+def command_root_keys(command: str) -> frozenset[str]:
+    """The top-level settings the command reads: the keys of its own file, ``conf/COMMAND.yaml``
+    (which lists each of them, with its default, also those that only a preset sets, such as
+    simulate's ``report_workload``)."""
     import yaml
 
-    conf = Path(CONF_DIR)
-    keys: set[str] = set()
-    for path in conf.rglob("*.yaml"):
-        text = path.read_text()
-        if path.parent == conf or "# @package _global_" in text:
-            keys.update(str(k) for k in (yaml.safe_load(text) or {}) if k != "defaults")
-    return frozenset(keys)
+    own = yaml.safe_load((Path(CONF_DIR) / f"{command}.yaml").read_text()) or {}
+    return frozenset(str(k) for k in own if k not in ("defaults", "hydra"))
 
 
 def _check_root_key(command: str, key: str) -> None:
-    """Refuse ``+KEY=value`` at the top level when no config file declares ``KEY``: nothing
-    reads it, and the run would go on without it (``simulate +progess=false``)."""
-    if key in declared_root_keys():
+    """Refuse ``+KEY=value`` at the top level when the command does not read ``KEY``: the run would
+    go on without it (``simulate +progess=false``, ``train +title=x``). A key the command's file
+    declares is already in the config, and Hydra itself refuses to add it again."""
+    keys = command_root_keys(command)
+    if key in keys:
         return
     raise ConfigError(
-        f"{key}: no config file declares a top-level setting {key!r}, so the {command} command would ignore it",
-        did_you_mean("", key, declared_root_keys())
+        f"{key}: the {command} command reads no top-level setting {key!r} (conf/{command}.yaml lists them), "
+        "so it would ignore it",
+        did_you_mean("", key, keys)
         or f"a setting goes under its section (e.g. +policy.params.{key}=..., +workload.params.{key}=...); "
         f"python -m dogi_ml {command} --cfg job lists them",
     )
+
+
+def check_root_keys_read(command: str, cfg) -> None:
+    """Refuse a run whose config holds a top-level setting the command does not read: a preset
+    written for another command (``train +experiment=hybrid`` sets simulate's ``title`` and
+    ``plot``) would otherwise run with those values ignored. Config groups (``workload``,
+    ``policy``, ...) and a preset's own variables (a key its other values interpolate, such as
+    ``qtable_from``) are not settings of the command and pass."""
+    from omegaconf import OmegaConf
+
+    raw = OmegaConf.to_container(cfg, resolve=False)
+    strings = [str(v) for _, v in _leaves(raw) if isinstance(v, str) and "${" in v]
+    for key in raw:
+        if key in command_root_keys(command) or key == "hydra" or (Path(CONF_DIR) / key).is_dir():
+            continue
+        if any("${" + key + "}" in s or "${" + key + "." in s for s in strings):
+            continue
+        raise ConfigError(
+            f"{key}: the {command} command reads no top-level setting {key!r}, yet the config sets it "
+            "(a preset written for another command?)",
+            "run the preset with the command its first comment line names, or drop the setting",
+        )
 
 
 def kept_victim_note(cfg, overrides: Sequence[str]) -> str | None:
