@@ -9,6 +9,7 @@ learning, C header) are in ``test_rl.py``.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import NamedTuple
 
@@ -517,7 +518,7 @@ def test_cached_state_step_equals_torch_window_forward(learned):
         ),
         (
             {"agent": "credit", "credit_state": "counts", "deployed": "float", "qtable": np.zeros((90000, 5))},
-            "credit_state=counts learns online only",
+            r"qtable must have shape \(4800, 5\) for credit_state=counts, got \(90000, 5\)",
         ),
     ],
 )
@@ -802,3 +803,23 @@ def test_hindsight_credit_agent_learns_from_every_death(trace):
     start = count_state_table(float(sim.policy.cfg["credit_gamma"]))
     assert (q.q[visited].argmax(axis=1) != start[visited].argmax(axis=1)).any()
     assert sim.policy.label() == "shiro[credit,state=counts,reward=hindsight,alpha=0.001,epsilon=0.0]"
+
+
+def test_count_state_table_deploys_frozen_and_as_int8(trace, tmp_path):
+    """The hindsight agent on the count state saves its table with the state it indexes
+    (PATH.json: credit_state, count_halflife); frozen, as float and as int8, it relocates alike
+    (the same WAF and the same final mapping), credits nothing, and a run that would read the
+    table with another half-life (other states) is refused, naming the key."""
+    path = tmp_path / "counts.npy"
+    learn = dict(agent="credit", credit_state="counts", credit_reward="hindsight", epsilon=0.0, alpha=0.001)
+    _, r = simulate(trace, **learn, count_halflife=0.5, save_qtable=str(path))
+    assert r["qtable_path"] == str(path) and np.load(path).shape == (N_COUNT_STATES, 5)
+    assert json.loads(path.with_suffix(".json").read_text())["count_halflife"] == 0.5
+    frozen = dict(agent="credit", credit_state="counts", count_halflife=0.5, qtable=str(path))
+    sim_f, r_f = simulate(trace, **frozen, deployed="float")
+    sim_i, r_i = simulate(trace, **frozen, deployed="int8")
+    assert r_i["waf"] == r_f["waf"] and np.array_equal(sim_i.state.p2l, sim_f.state.p2l)
+    assert r_f["agent_counters"]["opened"] == 0 and r_i["qtable_bytes"] == N_COUNT_STATES * 5
+    assert r_f["states_departing_from_rule"] > 0  # a learned table, not the starting rule
+    with pytest.raises(ValueError, match=r"learned with count_halflife=0.5 .* set policy.params.count_halflife=0.5"):
+        make_policy("shiro", **{**frozen, "count_halflife": 0.25}, deployed="float")

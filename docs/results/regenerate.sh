@@ -84,6 +84,13 @@ The plot's right panel is the cumulative accuracy at each window's end (Fig. 8).
     "$PY" -m dogi_ml.report_shiro $R/shiro_agent_counts $SWEEPS/shiro_agent_credit $SWEEPS/shiro_agent_counts \
         $SWEEPS/shiro_agent_hindsight_deployed \
         --title "Shiro - relocation by write counts and the credit agent on a count state, against the rule, SepBIT age classes and the oracle"
+    # the count-state hindsight agent with decaying counts: its table (saved by the counts sweep) frozen, float and int8
+    sweep shiro_agent_counts_decay_learn +experiment=shiro_agent_counts +shiro_agent_variant=credit_counts_hindsight_decay
+    sweep shiro_agent_counts_decay_deployed +experiment=shiro_agent_credit_deployed qtable_from=credit_counts_hindsight_decay \
+        ++policy.params.credit_state=counts ++policy.params.count_halflife=0.25
+    "$PY" -m dogi_ml.report_shiro $R/shiro_agent_counts_deployed $SWEEPS/shiro_agent_counts_decay_learn \
+        $SWEEPS/shiro_agent_counts_decay_deployed \
+        --title "Shiro - the count-state hindsight agent (count_halflife=0.25), learning and its table frozen (float, int8)"
     sweep shiro_bggc +experiment=shiro_bggc output=$R/shiro_bggc
     sweep shiro_readings +experiment=shiro_readings output=$R/shiro_readings
     sweep shiro_watermarks +experiment=shiro_watermarks output=$R/shiro_watermarks

@@ -97,6 +97,7 @@ are the simulator's ``sim.gc_free_ratio`` / ``sim.gc_background_free_ratio`` /
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -844,11 +845,7 @@ class Shiro(SequencePolicy):
                     f"policy shiro: count_halflife={halflife} decays the write counts of agent=frequency and "
                     f"credit_state=counts; set one of them or drop count_halflife (got agent={c['agent']})"
                 )
-        if c["credit_state"] == "counts" and (c["qtable"] is not None or c["deployed"] is not None):
-            raise ValueError(
-                "policy shiro: credit_state=counts learns online only; qtable and deployed take Table I's tables"
-            )
-        self.initial_q = self._load_qtable(c["qtable"])
+        self.initial_q = self._load_qtable(c["qtable"], c["credit_state"], c["count_halflife"])
         if c["deployed"] is not None and self.initial_q is None:
             raise ValueError(
                 f"policy shiro: deployed={c['deployed']} needs params.qtable (a float Q-table saved with "
@@ -860,18 +857,48 @@ class Shiro(SequencePolicy):
         self.window_from_share = c["retrain_every"] is None
 
     @staticmethod
-    def _load_qtable(q):
+    def _load_qtable(q, credit_state: str = "table1", count_halflife=None):
+        """The float Q-table ``qtable`` names (a ``.npy`` path or an array), checked against the
+        state it will be read with: Table I's 90,000 states, or the count state's
+        ``N_COUNT_STATES`` (``credit_state=counts``). A table a run saved has its state beside it
+        (``PATH.json``, :meth:`_save_qtable`): a count-state table read with another half-life
+        would put every block in another state's row, so that is refused too."""
         if q is None:
             return None
         if isinstance(q, (str, Path)):
             path = Path(q)
             if not path.exists():
                 raise ValueError(f"policy shiro: qtable file {path} does not exist (save one with params.save_qtable)")
+            saved = path.with_suffix(".json")
+            if saved.exists():
+                meta = json.loads(saved.read_text())
+                run = {"credit_state": credit_state, "count_halflife": count_halflife}
+                for key, value in run.items():
+                    if key in meta and meta[key] != value:
+                        raise ValueError(
+                            f"policy shiro: qtable {path} was learned with {key}={meta[key]} ({saved}), "
+                            f"this run has {key}={value}: set policy.params.{key}={meta[key]}"
+                        )
             q = np.load(path)
         q = np.asarray(q, np.float64)
-        if q.shape != (ql.N_STATES, ql.N_ACTIONS):
-            raise ValueError(f"policy shiro: qtable must have shape ({ql.N_STATES}, {ql.N_ACTIONS}), got {q.shape}")
+        n_states = N_COUNT_STATES if credit_state == "counts" else ql.N_STATES
+        if q.shape != (n_states, ql.N_ACTIONS):
+            raise ValueError(
+                f"policy shiro: qtable must have shape ({n_states}, {ql.N_ACTIONS}) for credit_state={credit_state}, "
+                f"got {q.shape}"
+            )
         return q
+
+    def _save_qtable(self, q: np.ndarray) -> str:
+        """``save_qtable``: the float table as ``PATH.npy`` and the state it indexes as
+        ``PATH.json`` (read back by :meth:`_load_qtable`)."""
+        c = self.cfg
+        path = Path(c["save_qtable"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.save(path, q)
+        meta = {"credit_state": c["credit_state"], "count_halflife": c["count_halflife"], "shape": list(q.shape)}
+        path.with_suffix(".json").write_text(json.dumps(meta) + "\n")
+        return str(path)
 
     #: the readings of the paper's text a label names when off their default (Algorithm 1's
     #: samples, the classifier's count features, Eq. 1's discounted segments and clock)
@@ -982,9 +1009,9 @@ class Shiro(SequencePolicy):
         # a rule's levels are logged per state when its table is to be saved (always for the oracle)
         log_rule = oracle or (c["agent"] not in LEARNED_AGENTS and bool(c["save_qtable"]))
         if credit_on:
-            initial = (
-                count_state_table(float(c["credit_gamma"]), c["credit_start"]) if st.count_state else self.initial_q
-            )
+            initial = self.initial_q
+            if st.count_state and initial is None:
+                initial = count_state_table(float(c["credit_gamma"]), c["credit_start"])
         else:
             initial = np.zeros((ql.N_STATES if log_rule else 1, ql.N_ACTIONS))  # a rule's log, or nothing
         credit = rl_credit.new_credit_agent(
@@ -1010,7 +1037,7 @@ class Shiro(SequencePolicy):
             epsilon=0.0 if frozen else float(c["epsilon"]),
             seed=int(c["seed"]) + 1,
             learn=not frozen,
-            initial=self.initial_q,
+            initial=None if st.count_state else self.initial_q,  # a count-state table is the credit agent's
         )
         qint = np.zeros((1, ql.N_ACTIONS), np.int8)
         self.int_table = None
@@ -1274,10 +1301,7 @@ class Shiro(SequencePolicy):
             rule = ql.greedy_actions(ql.hierarchical_table() if q.shape[0] == ql.N_STATES else count_state_table(0.0))
             out["states_departing_from_rule"] = int(np.sum(ql.greedy_actions(q) != rule))
             if c["save_qtable"]:
-                path = Path(c["save_qtable"])
-                path.parent.mkdir(parents=True, exist_ok=True)
-                np.save(path, q)
-                out["qtable_path"] = str(path)
+                out["qtable_path"] = self._save_qtable(q)
         if c["agent"] not in LEARNED_AGENTS and state.credit.visits.shape[0] > 1:
             # the rule's table: each visited state's most frequent level, the hierarchical rule elsewhere
             counts = state.credit.visits
