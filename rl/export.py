@@ -52,9 +52,7 @@ def quantize_table(q: np.ndarray, bits: int = 8, keep_greedy: bool = True) -> In
         raise ValueError(f"bits must be one of {sorted(INT_TYPES)}, got {bits}")
     q = np.asarray(q, dtype=np.float64)
     if q.ndim != 2 or q.shape[1] != N_ACTIONS:
-        raise ValueError(
-            f"Q-table must have shape (states, {N_ACTIONS}) (Table I: {N_STATES} states), got {q.shape}"
-        )
+        raise ValueError(f"Q-table must have shape (states, {N_ACTIONS}) (Table I: {N_STATES} states), got {q.shape}")
     if not np.all(np.isfinite(q)):
         raise ValueError("Q-table holds NaN or infinite values; it cannot be quantised")
     top = (1 << (bits - 1)) - 1
