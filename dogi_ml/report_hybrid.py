@@ -172,18 +172,29 @@ def plot(table: dict, summary: dict, path: Path, title: str = "") -> Path:
 
 
 def write(
-    out: str | Path, results: list[dict], reuse: list[str] = (), title: str = "", workload: str | None = None
+    out: str | Path,
+    results: list[dict],
+    reuse: list[str] = (),
+    title: str = "",
+    workload: str | None = None,
+    keep_workloads: bool = False,
 ) -> list[Path]:
     """The files above; ``workload`` names every result's workload (a preset's ``report_workload``,
-    e.g. phase_shift run with ``reshuffle=false``)."""
+    e.g. phase_shift run with ``reshuffle=false``). A reused file fills the cells of the workloads
+    the results ran; with ``keep_workloads`` its other workloads are kept too (a table updated with
+    runs of some of its workloads)."""
     if workload:
         results = [{**r, "workload": workload} for r in results]
     table = _cells(results)
     for path in reuse:
         old = json.loads(Path(path).read_text())
         for w, row in old.items():
+            if w.startswith("_"):
+                continue  # the reused file's summary: made anew below
             if w not in table:
-                continue
+                if not keep_workloads:
+                    continue
+                table[w] = {}
             for s, c in row.items():
                 if s not in table[w]:
                     table[w][s] = {
@@ -538,6 +549,9 @@ def main(argv=None) -> None:
     ap.add_argument("out")
     ap.add_argument("sweeps", nargs="+", help="sweep directories (--lifetime-shape: workload names)")
     ap.add_argument("--reuse", action="append", default=[])
+    ap.add_argument(
+        "--keep-workloads", action="store_true", help="keep the reused files' workloads the sweeps did not run"
+    )
     ap.add_argument("--title", default="")
     ap.add_argument("--workload", default=None, help="name every result's workload so")
     ap.add_argument("--closed-form", action="store_true", help="the FIFO closed form against the sweeps' runs")
@@ -559,7 +573,7 @@ def main(argv=None) -> None:
         for p in write_closed_form(a.out, results):
             print(f"wrote:   {p}")
         return
-    for p in write(a.out, results, a.reuse, a.title, a.workload):
+    for p in write(a.out, results, a.reuse, a.title, a.workload, a.keep_workloads):
         print(f"wrote:   {p}")
 
 

@@ -485,6 +485,15 @@ def test_report_reuse_keeps_the_file_a_cell_came_from(tmp_path):
     assert table["minos"]["reused"] == str(old)
     assert table["shiro"]["waf"] == 4.9 and not table["shiro"].get("reused")
 
+    # a workload the new runs did not touch is dropped, unless the table is updated in place
+    other = {"policy": "nodap", "scheme": "nodap", "workload": "ycsb_a", "waf": 1.2, "victim": "nodap"}
+    write(tmp_path / "only", [other], reuse=[str(old)])
+    assert set(json.loads((tmp_path / "only.json").read_text())) == {"ycsb_a", "_summary"}
+    write(tmp_path / "kept", [other], reuse=[str(old)], keep_workloads=True)
+    kept = json.loads((tmp_path / "kept.json").read_text())
+    assert set(kept) == {"zipf", "ycsb_a", "_summary"} and kept["zipf"]["minos"]["reused"] == str(old)
+    assert kept["ycsb_a"] == {"nodap": kept["ycsb_a"]["nodap"]} and kept["ycsb_a"]["nodap"]["waf"] == 1.2
+
 
 def test_fifo_closed_form_is_desnoyers_for_uniform_writes():
     """report_hybrid's closed form, one group of U LBAs written uniformly in P blocks: Desnoyers'
