@@ -889,14 +889,13 @@ class Shiro(SequencePolicy):
             )
         return q
 
-    def _save_qtable(self, q: np.ndarray) -> str:
+    def _save_qtable(self, q: np.ndarray, credit_state: str, count_halflife) -> str:
         """``save_qtable``: the float table as ``PATH.npy`` and the state it indexes as
         ``PATH.json`` (read back by :meth:`_load_qtable`)."""
-        c = self.cfg
-        path = Path(c["save_qtable"])
+        path = Path(self.cfg["save_qtable"])
         path.parent.mkdir(parents=True, exist_ok=True)
         np.save(path, q)
-        meta = {"credit_state": c["credit_state"], "count_halflife": c["count_halflife"], "shape": list(q.shape)}
+        meta = {"credit_state": credit_state, "count_halflife": count_halflife}
         path.with_suffix(".json").write_text(json.dumps(meta) + "\n")
         return str(path)
 
@@ -1301,17 +1300,14 @@ class Shiro(SequencePolicy):
             rule = ql.greedy_actions(ql.hierarchical_table() if q.shape[0] == ql.N_STATES else count_state_table(0.0))
             out["states_departing_from_rule"] = int(np.sum(ql.greedy_actions(q) != rule))
             if c["save_qtable"]:
-                out["qtable_path"] = self._save_qtable(q)
+                out["qtable_path"] = self._save_qtable(q, c["credit_state"], c["count_halflife"])
         if c["agent"] not in LEARNED_AGENTS and state.credit.visits.shape[0] > 1:
             # the rule's table: each visited state's most frequent level, the hierarchical rule elsewhere
             counts = state.credit.visits
             out["table_states"] = int(np.count_nonzero(counts.sum(axis=1)))
             out["table_levels"] = counts.sum(axis=0).tolist()
-            if c["save_qtable"]:
-                path = Path(c["save_qtable"])
-                path.parent.mkdir(parents=True, exist_ok=True)
-                np.save(path, oracle_table(counts))
-                out["qtable_path"] = str(path)
+            if c["save_qtable"]:  # projected on Table I's states, whatever the rule read
+                out["qtable_path"] = self._save_qtable(oracle_table(counts), "table1", None)
         tw = [s for s in self.window_train_s]
         out["train_seconds_per_window"] = float(np.mean(tw)) if tw else None
         out["background_train_seconds"] = self.background_train_s  # on the second thread, within train_seconds
