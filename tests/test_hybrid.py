@@ -15,8 +15,10 @@ from dogi_ml.markov.opmodel import InvalidationCDF, thresholds_for_op
 from dogi_ml.oracles.annotate import NEVER
 from dogi_ml.policies import KEEP_VICTIM, configured_victim, make_policy
 from dogi_ml.policies.hybrid import (
+    MIN_OCTAVE_SAMPLES,
     RULES,
     bucket_time,
+    censored_residuals,
     generator_lifetimes,
     hybrid_gc,
     lifetime_bucket,
@@ -298,6 +300,69 @@ def test_generator_probabilities_agree_with_hindsight_counts(kind):
         generator_lifetimes({"generator": "ycsb_a"}, cap, w.size)
 
 
+def _restricted_residual(survival, a: float, h: float) -> float:
+    """int_a^h S / S(a) by the trapezoid rule on a fine grid (the closed forms' twin)."""
+    u = np.linspace(a, h, 200001)
+    s = survival(u)
+    return float(np.sum((s[1:] + s[:-1]) / 2 * np.diff(u)) / survival(np.array([a]))[0])
+
+
+@pytest.mark.parametrize("shape", ["exponential", "mixture"])
+def test_censored_residuals_against_the_closed_form(shape):
+    """relocation=censored's tables from samples censored at the horizon: the restricted mean
+    remaining lifetime int_a^h S / S(a) and the share alive at the horizon S(h) / S(a) match the
+    survival function the samples were drawn from (exponential: residual + tail x e = e at every
+    age, the memoryless estimate; a 50/50 mixture of means 100 and 10,000, whose hazard falls
+    with age: the estimate, memoryless at e beyond the horizon, lies above e and grows with the
+    age), within sampling error."""
+    rng = np.random.default_rng(7)
+    n, h, e = 200_000, 3000.0, 1000.0
+    if shape == "exponential":
+        life = rng.exponential(e, n)
+
+        def survival(u):
+            return np.exp(-u / e)
+    else:
+        life = np.where(rng.random(n) < 0.5, rng.exponential(100.0, n), rng.exponential(10_000.0, n))
+
+        def survival(u):
+            return 0.5 * np.exp(-u / 100.0) + 0.5 * np.exp(-u / 10_000.0)
+
+    inv = np.where(life <= h, np.ceil(life), -1).astype(np.int64)  # -1: alive at the horizon
+    ages = np.array([1.0, 50.0, 200.0, 1000.0, 2500.0, 3000.0, 5000.0])
+    bucket = int(lifetime_bucket(e))
+    residual, tail = censored_residuals(np.full(n, bucket), inv, h, ages)
+    row = bucket // 4
+    assert (np.delete(residual, row, axis=0) == -1).all()  # octaves without samples: no value
+    assert (residual[row, ages >= h] == -1).all() and (tail[row, ages >= h] == -1).all()
+    for j, a in enumerate(ages[ages < h]):
+        want_tail = survival(np.array([h]))[0] / survival(np.array([a]))[0]
+        assert tail[row, j] == pytest.approx(want_tail, rel=0.03, abs=2e-3)
+        assert residual[row, j] == pytest.approx(_restricted_residual(survival, a, h), rel=0.02)
+        if shape == "exponential":
+            assert residual[row, j] + tail[row, j] * e == pytest.approx(e, rel=0.02)
+    if shape == "mixture":
+        # above the memoryless e, and growing with the age while the horizon is far
+        estimate = residual[row, :3] + tail[row, :3] * e
+        assert estimate[0] > 1.5 * e and (np.diff(estimate) > 0).all() and estimate[2] > 1.5 * estimate[0]
+    few = censored_residuals(np.full(MIN_OCTAVE_SAMPLES - 1, bucket), inv[: MIN_OCTAVE_SAMPLES - 1], h, ages)
+    assert (few[0] == -1).all() and (few[1] == -1).all()
+
+
+def test_censored_relocation_applies_its_tables_and_changes_the_run(trace):
+    """relocation=censored with lifetimes=frequency: every applied plan carries the tables made
+    from its samples, the state holds the last plan's, and survivors move (a different WAF from
+    relocation=predicted's memoryless estimate on the same trace)."""
+    sim, res = run(trace, lifetimes="frequency", hot_filter=False, relocation="censored")
+    pol = sim.policy
+    assert pol.plan is not None and pol.plan.count_residual is not None
+    np.testing.assert_array_equal(pol.state.count_residual, pol.plan.count_residual)
+    np.testing.assert_array_equal(pol.state.count_tail, pol.plan.count_tail)
+    assert (pol.state.count_residual >= 0).sum() > 100
+    _, plain = run(trace, lifetimes="frequency", hot_filter=False)
+    assert res["waf"] != plain["waf"]
+
+
 @pytest.mark.parametrize("halflife", [None, 0.5])
 def test_frequency_lifetimes_are_the_counts_so_far(trace, halflife):
     """lifetimes=frequency (causal): a sampled write's bucket is that of ceil(W_t / c_t), W_t the
@@ -377,8 +442,10 @@ def test_victim_rule_is_honoured_or_refused(trace):
 
 
 def test_bad_switches_are_refused():
-    with pytest.raises(ValueError, match="relocation must be one of predicted, age, dogi"):
+    with pytest.raises(ValueError, match="relocation must be one of predicted, censored, age, dogi"):
         make_policy("hybrid", relocation="random")
+    with pytest.raises(ValueError, match="relocation=censored corrects the count sources.*use relocation=predicted"):
+        make_policy("hybrid", lifetimes="oracle", relocation="censored")
     with pytest.raises(ValueError, match="lifetimes=oracle .* use groups=opmodel"):
         make_policy("hybrid", lifetimes="oracle", groups="dogi")
     with pytest.raises(ValueError, match="lifetimes=popularity .* use groups=opmodel with lifetimes=popularity"):

@@ -140,6 +140,10 @@ hybrid() {
     sweep hybrid_select_cbsepbit +experiment=hybrid_select "policy.params={lifetimes: select, hot_filter: auto}" \
         policy.victim=cost_benefit_sepbit
     "$PY" -m dogi_ml.report_hybrid $R/hybrid_select $SWEEPS/hybrid_select $SWEEPS/hybrid_select_cbsepbit --reuse $R/hybrid.json
+    # its ablation: one part at a time taken out of the select/auto hybrid
+    sweep hybrid_ablation_select +experiment=hybrid_ablation_select
+    "$PY" -m dogi_ml.report_hybrid $R/hybrid_ablation_select $SWEEPS/hybrid_ablation_select \
+        --reuse $R/hybrid_select.json --title "Hybrid - ablation of lifetimes=select hot_filter=auto (1 GiB, 10% OP)"
     sweep hybrid_select_traces +experiment=hybrid_select_traces
     "$PY" -m dogi_ml.report_hybrid $R/hybrid_select_traces $SWEEPS/hybrid_select_traces --reuse $R/hybrid_traces.json
     sweep hybrid_select_alt +experiment=hybrid_select_alt

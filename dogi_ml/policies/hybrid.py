@@ -40,6 +40,11 @@ its ghost comparison) with four parts of its own, each a switch (``policy.params
   true remaining lifetime; for ``popularity`` and ``frequency`` the LBA's expected lifetime now,
   which for a memoryless block is also its expected remaining lifetime at any age), never hotter
   than its source (the model's lifetimes only; the other sources skip the Frozen Filter too);
+  ``censored`` -- for a count source (``frequency``, or ``select`` when it chose the counts) the
+  Kaplan-Meier mean remaining lifetime of the survivor's predicted-lifetime octave at its age,
+  from the plan's samples, memoryless beyond their horizon (:func:`censored_residuals`), instead
+  of the memoryless ``e``; for the model's lifetimes the same as ``predicted`` (its class's
+  Kaplan-Meier table); refused with the oracles, which know their lifetimes;
   ``age`` -- its age stands for its remaining lifetime; ``dogi`` -- DOGI's ML-Reloc and Frozen
   Filter as they are.
 - ``victims``: ``expiry`` -- a dead segment, else the oldest expired segment of a bounded group,
@@ -86,6 +91,7 @@ from .dogi import (
     dogi_gc,
     dogi_prefetch,
     dogi_user,
+    kaplan_meier,
     remaining_table,
 )
 
@@ -103,7 +109,7 @@ CHOICES = {
     "lifetimes": ("model", "oracle", "popularity", "frequency", "select"),
     "score": ("expected", "argmax"),
     "groups": ("opmodel", "fifo", "dogi"),
-    "relocation": ("predicted", "age", "dogi"),
+    "relocation": ("predicted", "censored", "age", "dogi"),
     "victims": ("expiry", "rule"),
 }
 
@@ -116,12 +122,14 @@ HYBRID_SCALARS = scalar_fields(
     variant=np.int64,  # the counts the frequency source reads: an index into freq_decays
     select=np.int64,  # 1: lifetimes=select (the source is chosen at every plan)
     pop_window=np.int64,  # popularity: trace writes per counting window (the whole trace: one window)
-    relocation=np.int64,  # 0 predicted, 1 age, 2 DOGI's ML-Reloc
+    relocation=np.int64,  # 0 predicted, 1 age, 2 DOGI's ML-Reloc, 3 censored
     expiry=np.int64,  # 1: expired segments first (victims=expiry)
     rule=np.int64,  # the run's victim rule, an index into RULES
     reloc_floor=np.int64,  # 1: a survivor never goes to a hotter group than its source
 )
-RELOC_PREDICTED, RELOC_AGE, RELOC_DOGI = 0, 1, 2
+RELOC_PREDICTED, RELOC_AGE, RELOC_DOGI, RELOC_CENSORED = 0, 1, 2, 3
+#: relocation=censored's table rows: octaves of the count source's predicted lifetime
+N_OCTAVES = N_BUCKETS // BUCKETS_PER_OCTAVE
 #: the hybrid's default sampling: one in this many non-hot writes per GiB of capacity (never fewer)
 SAMPLE_EVERY_PER_GIB = 10
 GIB_BLOCKS = 262_144  # 1 GiB in 4 KiB blocks
@@ -162,6 +170,8 @@ class HybridState(NamedTuple):
     sample_model_bucket: (
         np.ndarray
     )  # select: int8 per ring slot, the model's bucket for the sample when written (-1: none)
+    count_residual: np.ndarray  # relocation=censored: float64 [N_OCTAVES, N_AGE_GRID], see censored_residuals
+    count_tail: np.ndarray  # relocation=censored: float64, the same shape: the share alive at the horizon
 
 
 assert HybridState._fields[: len(DogiState._fields)] == DogiState._fields
@@ -308,6 +318,67 @@ def order_scores(candidates: list, inv: np.ndarray, horizon: int) -> list[float]
     return scores
 
 
+#: relocation=censored: an octave with fewer mature samples than this keeps the memoryless estimate
+MIN_OCTAVE_SAMPLES = 64
+
+
+def censored_residuals(
+    buckets: np.ndarray, inv: np.ndarray, horizon: float, ages: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``relocation=censored``'s tables for a count source, per octave of the samples' predicted
+    lifetime (row ``bucket // 4``) and age (columns: ``ages``): ``residual``, the Kaplan-Meier
+    mean remaining lifetime restricted to the horizon, ``int_a^h S / S(a)``, and ``tail``, the
+    share of those alive at ``a`` still alive at the horizon, ``S(h) / S(a)``; -1 where no sample
+    tells (an octave with fewer than ``MIN_OCTAVE_SAMPLES``, ``S(a) = 0`` or ``a >= h``). ``inv``
+    is each sample's lifetime (user writes; negative or beyond ``horizon``: alive at the horizon,
+    which every sample has lived).
+
+    A survivor of predicted lifetime ``e`` and age ``a`` is then expected to live
+    ``residual + tail x e`` more: beyond the horizon, which no sample has seen, memoryless at
+    ``e``. For memoryless lifetimes (zipf) that is ``e`` at every age, relocation=predicted's
+    estimate; where the hazard falls with age (ycsb: a survivor of one expected lifetime has 2.8
+    of them left, docs/hybrid.md) it grows with the age, which the counts alone cannot see."""
+    buckets = np.asarray(buckets, np.int64)
+    inv = np.asarray(inv, np.float64)
+    ages = np.asarray(ages, np.float64)
+    died = (inv >= 0) & (inv <= horizon)
+    times = np.where(died, inv, float(horizon))
+    residual = np.full((N_OCTAVES, ages.size), -1.0)
+    tail = np.full((N_OCTAVES, ages.size), -1.0)
+    octave = np.minimum(buckets, NEVER_BUCKET) // BUCKETS_PER_OCTAVE
+    for o in np.unique(octave):
+        sel = octave == o
+        if int(sel.sum()) < MIN_OCTAVE_SAMPLES:
+            continue
+        t, S = kaplan_meier(times[sel], died[sel])
+        # S is a step function: 1 on [0, t_0), S[i] on [t_i, t_i+1), and S[-1] up to the horizon
+        knots = np.concatenate([[0.0], t])
+        level = np.concatenate([[1.0], S])
+        area = np.concatenate([[0.0], np.cumsum(level[:-1] * np.diff(knots))])  # int_0^knot S
+        area_h = area[-1] + level[-1] * (horizon - knots[-1])
+        i = np.searchsorted(knots, ages, side="right") - 1
+        s_a = level[i]
+        ok = (ages < horizon) & (s_a > 0)
+        int_a = area[i] + level[i] * (ages - knots[i])
+        residual[o, ok] = (area_h - int_a[ok]) / s_a[ok]
+        tail[o, ok] = level[-1] / s_a[ok]
+    return residual, tail
+
+
+@nb.njit(cache=True)
+def _censored_remaining(p, e, age):
+    """``relocation=censored``: the remaining lifetime of a survivor the count source gives
+    ``e`` (:func:`censored_residuals`), ``e`` itself where the table has no value."""
+    j = np.searchsorted(p.age_grid, age, side="right") - 1
+    if j < 0:
+        j = 0
+    o = _bucket_of(e) // BUCKETS_PER_OCTAVE
+    r = p.count_residual[o, j]
+    if r < 0:
+        return e
+    return np.int64(np.ceil(r + p.count_tail[o, j] * e))
+
+
 def _positive_number(x) -> bool:
     """``x`` is an int or float (not a bool) above 0: the half-lives' and windows' check."""
     return not isinstance(x, bool) and isinstance(x, (int, float)) and x > 0
@@ -428,7 +499,7 @@ def hybrid_gc(s, p, lba, victim, now):
         g = G_FRZN  # DOGI's Frozen Filter: not updated since its clock last cleared
     else:
         rem = -1
-        if h.relocation == RELOC_PREDICTED:
+        if h.relocation == RELOC_PREDICTED or h.relocation == RELOC_CENSORED:
             if h.oracle:
                 d = p.death[lba]
                 rem = d - now if d < NEVER else INF
@@ -438,7 +509,12 @@ def hybrid_gc(s, p, lba, victim, now):
                 rem = INF if e >= NEVER // 2 else np.int64(np.ceil(e))
             elif h.frequency:
                 e = _frequency_lifetime(p, h.variant, lba, now)
-                rem = INF if e >= NEVER // 2 else e
+                if e >= NEVER // 2:
+                    rem = INF
+                elif h.relocation == RELOC_CENSORED:
+                    rem = _censored_remaining(p, e, age)
+                else:
+                    rem = e
             elif row.lba_class >= 1:
                 rem = _remaining(p, row.lba_class - 1, age)
         if rem < 0:
@@ -537,6 +613,9 @@ class GroupPlan:
     tail_scale: float = 1.0  # fifo: a censored sample's mean remaining lifetime / its predicted one
     candidates: list = field(default_factory=list)  # (k, modelled WAF, budget) of every k tried
     source: str = ""  # lifetimes=select: the lifetime source the plan was made on (source_name)
+    # relocation=censored with a count source: censored_residuals' tables (None: the memoryless estimate)
+    count_residual: np.ndarray | None = None
+    count_tail: np.ndarray | None = None
 
 
 def _expiry_for_op(cdf: InvalidationCDF, target: float) -> float:
@@ -906,6 +985,12 @@ class Hybrid(DOGI):
                 f"policy hybrid: horizon must be > 0, min_horizon and open_cost >= 0, got {hcfg['horizon']}, "
                 f"{hcfg['min_horizon']} and {hcfg['open_cost']}"
             )
+        if hcfg["relocation"] == "censored" and oracle_source:
+            raise ValueError(
+                f"policy hybrid: relocation=censored corrects the count sources' memoryless estimate "
+                f"(lifetimes=frequency or select); lifetimes={hcfg['lifetimes']} knows its lifetimes: "
+                "use relocation=predicted"
+            )
         if hcfg["popularity_from"] not in ("counts", "generator"):
             raise ValueError(
                 f"policy hybrid: popularity_from must be one of counts, generator, got {hcfg['popularity_from']!r}"
@@ -985,7 +1070,12 @@ class Hybrid(DOGI):
         freq_decays = np.array(
             [0.0 if hl is None else np.log(2.0) / (float(hl) * ctx.capacity) for hl in self.count_halflives], np.float64
         )
-        hr.relocation = {"predicted": RELOC_PREDICTED, "age": RELOC_AGE, "dogi": RELOC_DOGI}[h["relocation"]]
+        hr.relocation = {
+            "predicted": RELOC_PREDICTED,
+            "censored": RELOC_CENSORED,
+            "age": RELOC_AGE,
+            "dogi": RELOC_DOGI,
+        }[h["relocation"]]
         hr.expiry = int(h["victims"] == "expiry")
         hr.rule = RULES.index(self.victim_rule) if self.victim_rule in RULES else RULES.index("cost_benefit")
         if self.victim_rule is not None and self.victim_rule not in RULES:
@@ -1026,6 +1116,8 @@ class Hybrid(DOGI):
             seen_at=np.zeros(ctx.capacity if hr.counting else 0, np.int64),
             sample_bucket=np.full((freq_decays.size, self.ring.row.size if hr.counting else 0), -1, np.int8),
             sample_model_bucket=np.full(self.ring.row.size if hr.select else 0, -1, np.int8),
+            count_residual=np.full((N_OCTAVES, dogi_state.age_grid.size), -1.0),
+            count_tail=np.full((N_OCTAVES, dogi_state.age_grid.size), -1.0),
         )
         self.source_counts: dict[str, int] = {}
         self.n_segments = ctx.n_segments
@@ -1100,7 +1192,7 @@ class Hybrid(DOGI):
 
     def _select_source(self, mature: np.ndarray, inv: np.ndarray, horizon: int, now: int, entry: dict):
         """``lifetimes=select``: the source whose predicted lifetimes ordered the mature samples'
-        true lifetimes best (:func:`order_scores`), and its predictions now. Each source is judged
+        true lifetimes best (:func:`order_scores`), and its predictions now (lifetime buckets). Each source is judged
         on the buckets it gave the samples when they were written (the model then deployed, the
         counts then), on the samples every source predicted: neither is judged in hindsight (the
         model on the samples it was trained on, the counts with the writes since). The planner
@@ -1126,7 +1218,7 @@ class Hybrid(DOGI):
         names = self.source_names()
         entry["source_scores"] = dict(zip(names, scores))
         entry["source"] = names[best]
-        return names[best], bucket_time(now_buckets[best])
+        return names[best], now_buckets[best]
 
     # -- planning --------------------------------------------------------------------------------
     def _search_and_apply(self, plog: dict, entry: dict, sim, period: dict, reloc: dict, apply: bool = True) -> None:
@@ -1157,9 +1249,12 @@ class Hybrid(DOGI):
             j = np.clip((r.time[mature] - self.prefill) // window, 0, e.shape[0] - 1)
             predicted = bucket_time(lifetime_bucket(e[j, r.lba[mature]]))
         elif self.hcfg["lifetimes"] == "frequency":
-            predicted = bucket_time(self.state.sample_bucket[0, mature].astype(np.int64))
+            count_buckets = self.state.sample_bucket[0, mature].astype(np.int64)
+            predicted = bucket_time(count_buckets)
         elif self.hcfg["lifetimes"] == "select":
-            source, predicted = self._select_source(mature, inv, horizon, now, entry)
+            source, source_buckets = self._select_source(mature, inv, horizon, now, entry)
+            predicted = bucket_time(source_buckets)
+            count_buckets = source_buckets if source != "model" else None
         else:
             self.centres = self._class_centres(now)
             proba = self.model.predict_proba(self.state.sample_features[mature])
@@ -1193,6 +1288,11 @@ class Hybrid(DOGI):
         entry["planner_candidates"] = plan.candidates
         if self.hcfg["lifetimes"] == "select":
             plan.source = source
+        if self.hcfg["relocation"] == "censored" and self.hcfg["lifetimes"] in ("frequency", "select"):
+            if count_buckets is not None:
+                plan.count_residual, plan.count_tail = censored_residuals(
+                    count_buckets, inv, float(horizon), self.state.age_grid
+                )
         self._pending_groups, self._pending_reloc = plan, reloc
         if apply:
             self._apply_configuration(plan, reloc)
@@ -1228,6 +1328,8 @@ class Hybrid(DOGI):
         edges = bucket_time(np.arange(N_BUCKETS)) / float(self.segment_blocks)
         p.bucket2group[:] = 1 + assign_streams(edges, plan.thresholds / float(self.segment_blocks))
         p.remaining[:] = -1
+        p.count_residual[:] = -1.0 if plan.count_residual is None else plan.count_residual
+        p.count_tail[:] = -1.0 if plan.count_tail is None else plan.count_tail
         if plog is not None and len(plog["pred"]):
             p.remaining[:] = remaining_table(
                 plog["pred"], plog["inv"], plog.get("event"), p.age_grid, self.cfg["reloc_estimate"]
