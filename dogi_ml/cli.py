@@ -213,18 +213,11 @@ def _hydra_task(command: str):
     def task(cfg):
         from hydra.core.hydra_config import HydraConfig
 
-        from dogi_ml.pipeline.common import (
-            check_appended_keys,
-            check_preset_order,
-            check_root_keys_read,
-            kept_victim_note,
-        )
+        from dogi_ml.pipeline.common import check_run_config, kept_victim_note
 
         # this job's overrides in command-line order (a sweep job's own, its sweep values included)
         overrides = list(HydraConfig.get().overrides.task)
-        _guarded(check_preset_order, cfg, overrides)
-        _guarded(check_appended_keys, command, overrides)
-        _guarded(check_root_keys_read, command, cfg)
+        _guarded(check_run_config, command, cfg, overrides)
         if command in ("simulate", "replay"):
             note = _guarded(kept_victim_note, cfg, overrides)
             if note:

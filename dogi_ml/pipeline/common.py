@@ -41,10 +41,18 @@ def compose_config(command: str, overrides: Sequence[str] = ()):
             f"{command}: {' '.join(str(exc).split())}",
             "check the setting names (python -m dogi_ml " + command + " --cfg job shows them)",
         ) from None
+    check_run_config(command, cfg, overrides)
+    return cfg
+
+
+def check_run_config(command: str, cfg, overrides: Sequence[str]) -> None:
+    """Every check a composed config passes before its command runs, in one place for the two
+    that compose one (the command line's Hydra task, ``dogi_ml/cli.py``, and :func:`compose_config`):
+    a preset's values not replaced by a group named after it, no key appended to one of the
+    command's own sections that it would ignore, no top-level setting it does not read."""
     check_preset_order(cfg, overrides)
     check_appended_keys(command, overrides)
     check_root_keys_read(command, cfg)
-    return cfg
 
 
 def _package_of(group: str, option: str) -> str:
