@@ -117,7 +117,9 @@ hybrid() {
     # the same at 16 GiB on zipf and ycsb_a, with the causal lifetimes=select hot_filter=auto hybrid (a second sweep)
     sweep hybrid_16g +experiment=hybrid_16g
     sweep hybrid_16g_select +experiment=hybrid_16g policy=hybrid policy.params.lifetimes=select policy.params.hot_filter=auto
-    "$PY" -m dogi_ml.report_hybrid $R/hybrid_16g $SWEEPS/hybrid_16g $SWEEPS/hybrid_16g_select \
+    sweep hybrid_16g_select_mh05 +experiment=hybrid_16g policy=hybrid policy.params.lifetimes=select \
+        policy.params.hot_filter=auto policy.params.min_horizon=0.5
+    "$PY" -m dogi_ml.report_hybrid $R/hybrid_16g $SWEEPS/hybrid_16g $SWEEPS/hybrid_16g_select $SWEEPS/hybrid_16g_select_mh05 \
         --title "Hybrid - WAF per scheme (16 GiB, 10% OP)"
     # "What limits the hybrid": other lifetime sources through the same planner, the closed form, the lifetimes' shape
     local title="Hybrid - what limits it: lifetimes from write probabilities, counts so far and the truth (1 GiB, 10% OP)"
@@ -145,11 +147,17 @@ hybrid() {
     "$PY" -m dogi_ml.report_hybrid $R/hybrid_ablation_select $SWEEPS/hybrid_ablation_select \
         --reuse $R/hybrid_select.json --title "Hybrid - ablation of lifetimes=select hot_filter=auto (1 GiB, 10% OP)"
     sweep hybrid_select_traces +experiment=hybrid_select_traces
-    "$PY" -m dogi_ml.report_hybrid $R/hybrid_select_traces $SWEEPS/hybrid_select_traces --reuse $R/hybrid_traces.json
+    sweep hybrid_select_traces_mh05 +experiment=hybrid_select_traces policy=hybrid policy.params.hot_filter=auto \
+        policy.params.min_horizon=0.5
+    "$PY" -m dogi_ml.report_hybrid $R/hybrid_select_traces $SWEEPS/hybrid_select_traces $SWEEPS/hybrid_select_traces_mh05 \
+        --reuse $R/hybrid_traces.json
     sweep hybrid_select_alt +experiment=hybrid_select_alt
     sweep hybrid_select_alt_cbsepbit +experiment=hybrid_select_alt policy=hybrid policy.params.hot_filter=auto \
         policy.victim=cost_benefit_sepbit
+    sweep hybrid_select_alt_mh05 +experiment=hybrid_select_alt policy=hybrid policy.params.hot_filter=auto \
+        policy.params.min_horizon=0.5
     "$PY" -m dogi_ml.report_hybrid $R/hybrid_select_alt $SWEEPS/hybrid_select_alt $SWEEPS/hybrid_select_alt_cbsepbit \
+        $SWEEPS/hybrid_select_alt_mh05 \
         --reuse $R/hybrid_alt.json \
         --workload zipf_hc_alternating --title "Hybrid - the lifetime source chosen online, alternating Zipf-H / Zipf-C (1 GiB, 10% OP)"
     # "Deployment": the hybrid's and DOGI's bundles of seed 0 deployed on seed 1 (out of sample) and on
