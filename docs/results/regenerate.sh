@@ -141,7 +141,10 @@ hybrid() {
     # the same select/auto hybrid with CB [SepBIT] behind its expiry selector
     sweep hybrid_select_cbsepbit +experiment=hybrid_select "policy.params={lifetimes: select, hot_filter: auto}" \
         policy.victim=cost_benefit_sepbit
-    "$PY" -m dogi_ml.report_hybrid $R/hybrid_select $SWEEPS/hybrid_select $SWEEPS/hybrid_select_cbsepbit --reuse $R/hybrid.json
+    sweep hybrid_select_cbsepbit_mh05 +experiment=hybrid_select \
+        "policy.params={lifetimes: select, hot_filter: auto, min_horizon: 0.5}" policy.victim=cost_benefit_sepbit
+    "$PY" -m dogi_ml.report_hybrid $R/hybrid_select $SWEEPS/hybrid_select $SWEEPS/hybrid_select_cbsepbit \
+        $SWEEPS/hybrid_select_cbsepbit_mh05 --reuse $R/hybrid.json
     # its ablation: one part at a time taken out of the select/auto hybrid
     sweep hybrid_ablation_select +experiment=hybrid_ablation_select
     "$PY" -m dogi_ml.report_hybrid $R/hybrid_ablation_select $SWEEPS/hybrid_ablation_select \
@@ -156,8 +159,10 @@ hybrid() {
         policy.victim=cost_benefit_sepbit
     sweep hybrid_select_alt_mh05 +experiment=hybrid_select_alt policy=hybrid policy.params.hot_filter=auto \
         policy.params.min_horizon=0.5
+    sweep hybrid_select_alt_cbsepbit_mh05 +experiment=hybrid_select_alt policy=hybrid policy.params.hot_filter=auto \
+        policy.params.min_horizon=0.5 policy.victim=cost_benefit_sepbit
     "$PY" -m dogi_ml.report_hybrid $R/hybrid_select_alt $SWEEPS/hybrid_select_alt $SWEEPS/hybrid_select_alt_cbsepbit \
-        $SWEEPS/hybrid_select_alt_mh05 \
+        $SWEEPS/hybrid_select_alt_mh05 $SWEEPS/hybrid_select_alt_cbsepbit_mh05 \
         --reuse $R/hybrid_alt.json \
         --workload zipf_hc_alternating --title "Hybrid - the lifetime source chosen online, alternating Zipf-H / Zipf-C (1 GiB, 10% OP)"
     # "Deployment": the hybrid's and DOGI's bundles of seed 0 deployed on seed 1 (out of sample) and on
