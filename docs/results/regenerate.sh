@@ -119,7 +119,10 @@ hybrid() {
     sweep hybrid_16g_select +experiment=hybrid_16g policy=hybrid policy.params.lifetimes=select policy.params.hot_filter=auto
     sweep hybrid_16g_select_mh05 +experiment=hybrid_16g policy=hybrid policy.params.lifetimes=select \
         policy.params.hot_filter=auto policy.params.min_horizon=0.5
+    sweep hybrid_16g_select_cbsepbit_mh05 +experiment=hybrid_16g policy=hybrid policy.params.lifetimes=select \
+        policy.params.hot_filter=auto policy.params.min_horizon=0.5 policy.victim=cost_benefit_sepbit
     "$PY" -m dogi_ml.report_hybrid $R/hybrid_16g $SWEEPS/hybrid_16g $SWEEPS/hybrid_16g_select $SWEEPS/hybrid_16g_select_mh05 \
+        $SWEEPS/hybrid_16g_select_cbsepbit_mh05 \
         --title "Hybrid - WAF per scheme (16 GiB, 10% OP)"
     # "What limits the hybrid": other lifetime sources through the same planner, the closed form, the lifetimes' shape
     local title="Hybrid - what limits it: lifetimes from write probabilities, counts so far and the truth (1 GiB, 10% OP)"
