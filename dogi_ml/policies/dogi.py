@@ -508,20 +508,27 @@ def kaplan_meier(times: np.ndarray, event: np.ndarray) -> tuple[np.ndarray, np.n
     return t, np.cumprod(1.0 - deaths / at_risk)
 
 
+def km_steps(times: np.ndarray, event: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The Kaplan–Meier curve of :func:`kaplan_meier` as a step function: ``(knots, level, area)``
+    with ``knots`` 0 and the observed times, ``level[i]`` the survival on ``[knots[i], knots[i+1])``
+    (1 before the first time, the last level after the last) and ``area[i] = int_0^knots[i] S``."""
+    t, S = kaplan_meier(times, event)
+    knots = np.concatenate([[0.0], t])
+    level = np.concatenate([[1.0], S])
+    area = np.concatenate([[0.0], np.cumsum(level[:-1] * np.diff(knots))])
+    return knots, level, area
+
+
 def km_mean_residual(times: np.ndarray, event: np.ndarray, ages: np.ndarray) -> np.ndarray:
     """Mean remaining lifetime at each of ``ages`` from the Kaplan–Meier curve, restricted to
     the last observed time ``tau``: ``int_a^tau S(u) du / S(a)``; NaN where ``S(a) = 0`` or
     ``a >= tau`` (no record tells what happens beyond)."""
-    t, S = kaplan_meier(times, event)
+    knots, level, area = km_steps(times, event)
     ages = np.asarray(ages, np.float64)
     out = np.full(ages.shape, np.nan)
-    if t.size == 0:
+    if knots.size == 1:
         return out
-    # S is a step function: 1 on [0, t0), S[i] on [t_i, t_{i+1})
-    knots = np.concatenate([[0.0], t])
-    level = np.concatenate([[1.0], S])
-    area = np.concatenate([[0.0], np.cumsum(level[:-1] * np.diff(knots))])  # int_0^knot S
-    tau = t[-1]
+    tau = knots[-1]
     i = np.searchsorted(knots, ages, side="right") - 1
     ok = (ages < tau) & (i >= 0)
     i = np.clip(i, 0, knots.size - 1)

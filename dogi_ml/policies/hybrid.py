@@ -91,7 +91,7 @@ from .dogi import (
     dogi_gc,
     dogi_prefetch,
     dogi_user,
-    kaplan_meier,
+    km_steps,
     remaining_table,
 )
 
@@ -350,12 +350,8 @@ def censored_residuals(
         sel = octave == o
         if int(sel.sum()) < MIN_OCTAVE_SAMPLES:
             continue
-        t, S = kaplan_meier(times[sel], died[sel])
-        # S is a step function: 1 on [0, t_0), S[i] on [t_i, t_i+1), and S[-1] up to the horizon
-        knots = np.concatenate([[0.0], t])
-        level = np.concatenate([[1.0], S])
-        area = np.concatenate([[0.0], np.cumsum(level[:-1] * np.diff(knots))])  # int_0^knot S
-        area_h = area[-1] + level[-1] * (horizon - knots[-1])
+        knots, level, area = km_steps(times[sel], died[sel])
+        area_h = area[-1] + level[-1] * (horizon - knots[-1])  # the last level holds up to the horizon
         i = np.searchsorted(knots, ages, side="right") - 1
         s_a = level[i]
         ok = (ages < horizon) & (s_a > 0)
