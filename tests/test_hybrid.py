@@ -55,6 +55,13 @@ def default_run(trace):
     return run(trace, debug=True)
 
 
+@pytest.fixture(scope="module")
+def frequency_run(trace):
+    """The counts so far with no half-life and no Hot Filter (the planner's defaults otherwise):
+    three tests compare against or inspect this one run."""
+    return run(trace, lifetimes="frequency", hot_filter=False)
+
+
 # -- the planner ----------------------------------------------------------------------------------
 
 
@@ -349,7 +356,7 @@ def test_censored_residuals_against_the_closed_form(shape):
     assert (few[0] == -1).all() and (few[1] == -1).all()
 
 
-def test_censored_relocation_applies_its_tables_and_changes_the_run(trace):
+def test_censored_relocation_applies_its_tables_and_changes_the_run(trace, frequency_run):
     """relocation=censored with lifetimes=frequency: every applied plan carries the tables made
     from its samples, the state holds the last plan's, and survivors move (a different WAF from
     relocation=predicted's memoryless estimate on the same trace)."""
@@ -359,18 +366,21 @@ def test_censored_relocation_applies_its_tables_and_changes_the_run(trace):
     np.testing.assert_array_equal(pol.state.count_residual, pol.plan.count_residual)
     np.testing.assert_array_equal(pol.state.count_tail, pol.plan.count_tail)
     assert (pol.state.count_residual >= 0).sum() > 100
-    _, plain = run(trace, lifetimes="frequency", hot_filter=False)
+    _, plain = frequency_run
     assert res["waf"] != plain["waf"]
 
 
 @pytest.mark.parametrize("halflife", [None, 0.5])
-def test_frequency_lifetimes_are_the_counts_so_far(trace, halflife):
+def test_frequency_lifetimes_are_the_counts_so_far(trace, frequency_run, halflife):
     """lifetimes=frequency (causal): a sampled write's bucket is that of ceil(W_t / c_t), W_t the
     trace writes so far and c_t the LBA's, both with this write, each write weighted
     exp(-lambda age) with a half-life (lambda = ln 2 / (halflife x capacity)); a plain-Python twin
     over the trace's prefix. At the end the state's counts are the trace's (decayed to each
     LBA's last write)."""
-    sim, res = run(trace, lifetimes="frequency", hot_filter=False, frequency_halflife=halflife)
+    if halflife is None:
+        sim, res = frequency_run
+    else:
+        sim, res = run(trace, lifetimes="frequency", hot_filter=False, frequency_halflife=halflife)
     p = sim.policy.state
     assert not sim.policy.needs_future and res["planned_groups"] >= 2
     lam = 0.0 if halflife is None else math.log(2) / (halflife * CAP)
@@ -756,14 +766,14 @@ def test_bench_measures_the_per_block_cost_against_dogi(tmp_path):
         bench_hybrid(OmegaConf.merge(hcfg, {"schemes": {"x": {"params": {}}}}), seed=0, cache_dir=str(tmp_path))
 
 
-def test_min_horizon_sets_when_the_planner_first_plans(trace):
+def test_min_horizon_sets_when_the_planner_first_plans(trace, frequency_run):
     """The planner waits (DOGI's search meanwhile) while its samples' horizon is below
     min_horizon capacities or too few have lived it, and plans at the first retraining after;
     at half a capacity the first plan comes earlier than at one (docs/hybrid.md, "The first plan
     at half a capacity")."""
     first = {}
     for mh in (1.0, 0.5):
-        sim, _ = run(trace, lifetimes="frequency", hot_filter=False, min_horizon=mh)
+        sim, _ = frequency_run if mh == 1.0 else run(trace, lifetimes="frequency", hot_filter=False, min_horizon=mh)
         pol = sim.policy
         entries = [e for e in pol.history if "planner_horizon" in e]
         planned = [e for e in entries if "planned_groups" in e]  # the planner's (DOGI's search: no such key)

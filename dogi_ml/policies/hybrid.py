@@ -1237,6 +1237,7 @@ class Hybrid(DOGI):
             return
         inv = r.inv[mature]
         actual = np.where((inv >= 0) & (inv <= horizon), inv, NEVER).astype(np.float64)
+        count_buckets = None  # the samples' buckets when a count source predicts (censored relocation's input)
         if self.hcfg["lifetimes"] == "oracle":
             predicted = bucket_time(lifetime_bucket(self.state.inv[r.time[mature]]))
         elif self.hcfg["lifetimes"] == "popularity":
@@ -1284,11 +1285,10 @@ class Hybrid(DOGI):
         entry["planner_candidates"] = plan.candidates
         if self.hcfg["lifetimes"] == "select":
             plan.source = source
-        if self.hcfg["relocation"] == "censored" and self.hcfg["lifetimes"] in ("frequency", "select"):
-            if count_buckets is not None:
-                plan.count_residual, plan.count_tail = censored_residuals(
-                    count_buckets, inv, float(horizon), self.state.age_grid
-                )
+        if self.hcfg["relocation"] == "censored" and count_buckets is not None:
+            plan.count_residual, plan.count_tail = censored_residuals(
+                count_buckets, inv, float(horizon), self.state.age_grid
+            )
         self._pending_groups, self._pending_reloc = plan, reloc
         if apply:
             self._apply_configuration(plan, reloc)
