@@ -218,8 +218,159 @@ def test_bad_bundles_are_refused(trace, exported, tmp_path):
     with pytest.raises(ConfigError, match="exports the deployed int8 model .* policy.params.deployed=int8"):
         export_dogi_bundle(trace, {"name": "hybrid", "params": {}}, EXPORT_SIM, tmp_path / "b")
     oracle = {"name": "hybrid", "params": {"deployed": "int8", "lifetimes": "oracle", "retrain_every": 4096}}
-    with pytest.raises(BundleError, match="lifetimes=oracle has none; run lifetimes=model"):
+    with pytest.raises(BundleError, match="lifetimes=oracle trains none; run lifetimes=select .* or lifetimes=model$"):
         export_dogi_bundle(trace, oracle, EXPORT_SIM, tmp_path / "b")
+
+
+# -- the count bundle: a lifetimes=select run whose last plan placed by the write counts ------------
+
+SELECT = {**PARAMS, "lifetimes": "select", "hot_filter": "auto"}
+
+
+def _twin_decay(x: int, dt: int, half: int, pow_table) -> int:
+    """count_decay in plain Python (the spec the C harness follows too)."""
+    if half == 0:
+        return x
+    if dt // half >= 48:
+        return 0
+    x >>= dt // half
+    f = ((dt % half) << 16) // half
+    x = (x * pow_table[f >> 8]) >> 16
+    return (x * pow_table[256 + (f & 255)]) >> 16
+
+
+@pytest.fixture(scope="module")
+def count_export(trace, tmp_path_factory):
+    """(bundle directory, the command's result, the select hybrid after its run)."""
+    import dogi_ml.policies.hybrid_frozen as hf
+
+    seen = {}
+
+    def keep_policy(policy, out, **kw):
+        seen["policy"] = policy
+        return export(policy, out, **kw)
+
+    export = hf.export_bundle
+    out = tmp_path_factory.mktemp("bundle") / "counts"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(hf, "export_bundle", keep_policy)
+        r = export_dogi_bundle(trace, {"name": "hybrid", "params": SELECT}, EXPORT_SIM, out)
+    return out, r, seen["policy"]
+
+
+def test_count_arithmetic_against_closed_forms():
+    """count_decay is 2^(-dt/half) to within the tables' rounding (exact at whole half-lives);
+    the decayed writes so far, total_inf - decay(total_inf, t), are the geometric sum
+    (1 - 2^(-t/H)) / (1 - 2^(-1/H)) (1% at the first write, 0.1% from the hundredth: the sum is a
+    difference of two large numbers); bucket_highs puts every lifetime in lifetime_bucket's bucket."""
+    from dogi_ml.policies.hybrid import lifetime_bucket
+    from dogi_ml.policies.hybrid_frozen import (
+        COUNT_ONE,
+        bucket_highs,
+        count_decay,
+        count_pow_table,
+        count_total_inf,
+    )
+
+    pow_table = np.asarray(count_pow_table(), np.int64)
+    assert pow_table[0] == pow_table[256] == COUNT_ONE and (np.diff(pow_table[:256]) < 0).all()
+    assert (np.diff(pow_table[256:]) <= 0).all() and pow_table[511] >= pow_table[1]
+    half, x = 2048, 1000 * COUNT_ONE
+    for dt in (0, 1, 7, 1000, 2047, 2048, 3 * 2048, 5000, 40000, 48 * 2048):
+        got = int(count_decay(np.int64(x), np.int64(dt), np.int64(half), pow_table))
+        assert got == _twin_decay(x, dt, half, list(pow_table))
+        want = x * 2.0 ** (-dt / half)
+        assert got == pytest.approx(want, rel=2e-5, abs=2), dt  # (each shift and product rounds down)
+        if dt % half == 0:
+            assert got == x >> (dt // half)
+    assert int(count_decay(np.int64(x), np.int64(10**9), np.int64(0), pow_table)) == x  # no half-life: no decay
+    total_inf = count_total_inf(half)
+    for t in (1, 100, 2048, 10000, 10**6):
+        total = total_inf - int(count_decay(np.int64(total_inf), np.int64(t), np.int64(half), pow_table))
+        want = COUNT_ONE * -np.expm1(-t * np.log(2) / half) / -np.expm1(-np.log(2) / half)
+        assert total == pytest.approx(want, rel=1e-2 if t == 1 else 1e-3), t
+    highs = np.asarray(bucket_highs(), np.int64)
+    t = np.unique(np.concatenate([np.arange(1, 200000), 2 ** np.arange(1, 40), 2 ** np.arange(1, 40) + 1]))
+    np.testing.assert_array_equal(np.searchsorted(highs, t, side="left"), lifetime_bucket(t))
+
+
+def test_count_bundle_places_by_the_integer_counts(trace, count_export):
+    """A select/auto hybrid whose last plan chose the counts (no half-life) exports a count
+    bundle: the plan's bucket -> group map, no Frozen Filter, no floor, integer tables only. The
+    integer counts give the float counts' group on every write of the trace; the frozen run
+    places by them (golden: 23324 GC writes, WAF 1.9491 against the online run's 2.1357), and its
+    final counts are a plain-Python replay of the trace's writes."""
+    from dogi_ml.pipeline.simulate import build_simulator
+    from dogi_ml.policies.hybrid_frozen import COUNT_ONE
+
+    bundle, r, policy = count_export
+    assert policy.plan.source == "frequency" and r["waf"] == pytest.approx(2.1357421875, abs=1e-12)
+    d = load_bundle(bundle, "hybrid").deploy
+    assert d["lifetimes"] == "counts" and d["count_halflife_blocks"] is None and d["count_total_inf"] is None
+    assert d["frozen_filter"] == d["reloc_floor"] == 0 and d["relocation"] == "predicted"
+    assert d["bucket2group"] == [int(g) for g in policy.state.bucket2group]
+    assert (np.asarray(d["reloc_dest"]) == -1).all()
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert manifest["source"]["count_group_agreement"] == 1.0 and "group_agreement" not in manifest["source"]
+    header = (bundle / "deploy.h").read_text()
+    assert not re.search(r"\d\.\d|\bdouble\b|\bfloat\b|\d[eE][-+]?\d", header)
+    sim, writes = build_simulator(trace, _frozen(bundle), EXPORT_SIM)
+    sim.prefill()
+    sim.feed(writes)
+    fr = sim.result()
+    assert fr["gc_writes"] == 23324 and fr["waf"] == pytest.approx(1.9490559895833333, abs=1e-12)
+    learned = fr["learned"]
+    assert learned["frozen_gc_writes"] == 0 and learned["table_gc_writes"] > 0 and learned["expired_victims"] > 0
+    assert learned["hot_writes"] + sum(learned["class_writes"]) == 6 * CAP
+    # the final counts: each LBA's number of trace writes (no half-life), at its last write's time
+    p = sim.policy.state
+    prefill = sim.policy.prefill
+    raw = np.asarray(trace.block_writes, np.int64)
+    last = {int(a): i for i, a in enumerate(raw)}
+    counts = {}
+    for a in raw:
+        counts[int(a)] = counts.get(int(a), 0) + COUNT_ONE
+    by_time = dict(zip(p.count_at.tolist(), p.count.tolist()))
+    assert len(by_time) == len(last) + (0 in by_time and all(t != prefill for t in last.values()))
+    for a, i in last.items():
+        assert by_time[prefill + i] == counts[a]
+
+
+def test_count_bundle_with_a_half_life_tracks_the_float_counts(trace, tmp_path):
+    """With the half-life of 0.5 capacities as the only count source: the bundle's half-life is
+    2048 writes, its integer groups equal the float counts' on >= 99.9% of the trace's writes,
+    and its final counts are a plain-Python replay with the same integer decay."""
+    from dogi_ml.pipeline.simulate import build_simulator
+    from dogi_ml.policies.hybrid_frozen import COUNT_ONE
+
+    params = {**SELECT, "select_halflives": [0.5]}
+    r = export_dogi_bundle(trace, {"name": "hybrid", "params": params}, EXPORT_SIM, tmp_path / "b")
+    d = load_bundle(tmp_path / "b", "hybrid").deploy
+    assert d["lifetimes"] == "counts" and d["count_halflife_blocks"] == CAP // 2, r
+    manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    assert manifest["source"]["count_group_agreement"] >= 0.999
+    sim, writes = build_simulator(trace, _frozen(tmp_path / "b"), EXPORT_SIM)
+    sim.prefill()
+    sim.feed(writes)
+    p, prefill, half, pw = sim.policy.state, sim.policy.prefill, CAP // 2, d["count_pow"]
+    count, at = {}, {}
+    for i, a in enumerate(np.asarray(trace.block_writes, np.int64).tolist()):
+        count[a] = _twin_decay(count.get(a, 0), i - at.get(a, -prefill), half, pw) + COUNT_ONE
+        at[a] = i
+    by_time = dict(zip(p.count_at.tolist(), p.count.tolist()))
+    for a, i in at.items():
+        assert by_time[prefill + i] == count[a]
+
+
+def test_count_bundles_refused_where_they_cannot_deploy(trace, tmp_path):
+    """lifetimes=frequency trains no model for the bundle to hold; a count source with
+    relocation=censored has no integer form: one-line errors naming the fix."""
+    freq = {"name": "hybrid", "params": {**PARAMS, "lifetimes": "frequency"}}
+    with pytest.raises(BundleError, match="lifetimes=frequency trains none; run lifetimes=select"):
+        export_dogi_bundle(trace, freq, EXPORT_SIM, tmp_path / "f")
+    censored = {"name": "hybrid", "params": {**SELECT, "relocation": "censored"}}
+    with pytest.raises(BundleError, match="relocation=censored has no integer form; run relocation=predicted or age"):
+        export_dogi_bundle(trace, censored, EXPORT_SIM, tmp_path / "c")
 
 
 # -- the bundles of one seed deployed on another (python -m dogi_ml.pipeline.frozen_seeds) --------------

@@ -22,6 +22,12 @@ table ``reloc_dest`` (per class and age-grid column ``age_grid``: the destinatio
 survivor, ``-1`` where the class has no remaining-lifetime estimate and the age stands for it),
 ``reloc_floor``, ``frozen_filter``, ``expiry_victims`` and the victim rule ``victim_rule``. Every
 value is an integer (the rule a name): the placement runs without floating point.
+
+A hybrid count bundle (``lifetimes: counts``; ``model``, the default, is the above) places the
+non-hot user writes and the survivors by each LBA's decayed write count instead of the class:
+it adds the counts' half-life ``count_halflife_blocks`` and ``count_total_inf`` (null: no decay),
+the Q16 power tables ``count_pow`` (fractions of a half-life: high byte, low byte), the buckets' upper bounds ``bucket_hi``, the final plan's
+``bucket2group`` and ``relocation`` (``predicted``: by the count estimate, or ``age``).
 """
 
 from __future__ import annotations
@@ -48,6 +54,16 @@ C_FEATURES = ("lba", "prev_lba", "freq", "chunk_freq", "recency_freq", "latest_i
 WRITE_BUNDLE = "python -m dogi_ml replay mode=bundle +workload=NAME policy=dogi policy.params.deployed=int8 bundle=DIR"
 #: (``++``: conf/policy/hybrid.yaml lists no ``deployed``, the hybrid's loop runs the float model)
 WRITE_HYBRID_BUNDLE = WRITE_BUNDLE.replace("policy=dogi policy.params.", "policy=hybrid ++policy.params.")
+#: where a hybrid bundle's lifetimes come from: its int8 MLP's class, or per-LBA write counts
+LIFETIMES = ("model", "counts")
+#: a count bundle's tables: the power table (two halves of 256 entries: 2^(-i/256) and 2^(-j/65536)
+#: in Q16, each starting at 1.0), the buckets (the last, NEVER_BUCKET, unbounded)
+COUNT_POW_STEPS = 256
+COUNT_POW = 2 * COUNT_POW_STEPS
+COUNT_ONE = 1 << 16
+N_BUCKETS = 128
+#: a count bundle's relocation of a survivor: its count estimate, or its age
+COUNT_RELOCATION = ("predicted", "age")
 #: the keys each scheme adds to the common ones
 _SCHEME_KEYS = {
     "dogi": ("group_final", "final_greedy"),
@@ -160,6 +176,64 @@ def _check_hybrid(d: dict, n: int, where: str) -> None:
 
     if d["victim_rule"] not in GENERAL_VICTIMS:
         raise BundleError(f"{where}: victim_rule {d['victim_rule']!r} is not one of {', '.join(GENERAL_VICTIMS)}")
+    lifetimes = d.get("lifetimes", "model")
+    if lifetimes not in LIFETIMES:
+        raise BundleError(
+            f"{where}: lifetimes {lifetimes!r} is not one of {', '.join(LIFETIMES)}; re-export the bundle"
+        )
+    if lifetimes == "counts":
+        _check_counts(d, n, where)
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _int_list(d: dict, key: str, size: int, where: str) -> list:
+    v = d[key]
+    if not isinstance(v, list) or len(v) != size or not all(_is_int(x) for x in v):
+        got = f"{len(v)} entries" if isinstance(v, list) else repr(v)
+        raise BundleError(f"{where}: {key} must be a list of {size} integers, got {got}; re-export the bundle")
+    return v
+
+
+def _check_counts(d: dict, n: int, where: str) -> None:
+    """A count bundle's keys: the counts' decay (half-life and the Q16 total of an endless trace,
+    both null without decay), the Q16 power table, the buckets' bounds and groups, the relocation."""
+    missing = [
+        k for k in ("count_halflife_blocks", "count_total_inf", "count_pow", "bucket_hi", "bucket2group", "relocation")
+        if k not in d
+    ]  # fmt: skip
+    if missing:
+        raise BundleError(f"{where}: a count bundle (lifetimes counts) lacks {', '.join(missing)}; re-export it")
+    half, total = d["count_halflife_blocks"], d["count_total_inf"]
+    if half is not None and (not _is_int(half) or half < 1):
+        raise BundleError(f"{where}: count_halflife_blocks must be an integer >= 1 or null (no decay), got {half!r}")
+    if half is None and total is not None:
+        raise BundleError(
+            f"{where}: count_total_inf must be null when count_halflife_blocks is (no decay), got {total!r}"
+        )
+    if half is not None and (not _is_int(total) or total < 1):
+        raise BundleError(
+            f"{where}: count_total_inf must be an integer >= 1 (Q16) with count_halflife_blocks {half}, got {total!r}"
+        )
+    pw = _int_list(d, "count_pow", COUNT_POW, where)
+    for half in (pw[:COUNT_POW_STEPS], pw[COUNT_POW_STEPS:]):
+        if half[0] != COUNT_ONE or any(a < b for a, b in zip(half, half[1:])):
+            raise BundleError(
+                f"{where}: count_pow's two halves of {COUNT_POW_STEPS} must each start at {COUNT_ONE} (1.0 in Q16) "
+                "and not increase; re-export the bundle"
+            )
+    hi = _int_list(d, "bucket_hi", N_BUCKETS - 1, where)
+    if hi[0] != 1 or any(a > b for a, b in zip(hi, hi[1:])):  # (buckets 1..3 hold no integer lifetime: 1, 1, 1)
+        raise BundleError(f"{where}: bucket_hi must start at 1 and not decrease; re-export the bundle")
+    b2g = _int_list(d, "bucket2group", N_BUCKETS, where)
+    if any(not 1 <= g <= n for g in b2g):
+        raise BundleError(f"{where}: bucket2group must map the {N_BUCKETS} buckets to groups 1..{n}, got {b2g}")
+    if d["relocation"] not in COUNT_RELOCATION:
+        raise BundleError(
+            f"{where}: relocation {d['relocation']!r} is not one of {', '.join(COUNT_RELOCATION)}; re-export the bundle"
+        )
 
 
 def _c_int64s(values) -> str:
@@ -207,6 +281,24 @@ def deploy_header(d: dict, n_classes: int) -> str:
             f"static const int64_t hl_age_grid[HL_N_AGES] = {{{_c_int64s(grid)}}};",
             f"static const int8_t hl_reloc_dest[10][HL_N_AGES] = {{\n    {rows}}};",
         ]
+        if d.get("lifetimes", "model") == "counts":
+            half, total = d["count_halflife_blocks"], d["count_total_inf"]
+            lines += [
+                "#define HL_COUNTS 1",
+                f"#define HL_RELOC_AGE {int(d['relocation'] == 'age')}",
+                "/* the counts' half-life (user writes; 0: no decay) and the Q16 decayed writes of an endless trace */",
+                f"#define HL_COUNT_HALF INT64_C({int(half or 0)})",
+                f"#define HL_COUNT_TOTAL_INF INT64_C({int(total or 0)})",
+                "/* Q16: round(65536 * 2^(-i/256)), then round(65536 * 2^(-j/65536)); the buckets' longest lifetimes;",
+                "   the final plan's bucket -> group */",
+                f"static const int64_t hl_count_pow[{COUNT_POW}] = {{{_c_int64s(d['count_pow'])}}};",
+                f"static const int64_t hl_bucket_hi[{N_BUCKETS - 1}] = {{{_c_int64s(d['bucket_hi'])}}};",
+                f"static const int hl_bucket2group[{N_BUCKETS}] = {{"
+                + ", ".join(str(int(g)) for g in d["bucket2group"])
+                + "};",
+            ]
+        else:
+            lines.append("#define HL_COUNTS 0")
     else:
         lines += [
             f"#define DL_FINAL_GREEDY {int(bool(d['final_greedy']))}",

@@ -20,11 +20,24 @@ written from a hybrid run by :func:`export_bundle`) and places, with integers on
 - victims: the hybrid's selector itself (:func:`dogi_ml.policies.hybrid.hybrid_victim`): a dead
   segment, else the oldest expired segment of a bounded group, else the run's victim rule.
 
+A **count bundle** (``lifetimes: counts``, written from a ``lifetimes=select`` hybrid run whose
+last plan placed by per-LBA write counts) places by the counts instead of the MLP's class, in integers (Q16 fixed point, the decay by
+halves as a shift and two 256-entry power tables; :func:`count_decay`):
+
+- user writes: each LBA's count (decayed by half every ``count_halflife_blocks``) gains one; a
+  non-hot write's expected lifetime is the decayed number of writes so far over its count
+  (:func:`count_estimate`, the hybrid's ``t / c_t``), whose quarter-octave bucket the final plan
+  maps to a group (``bucket_hi``, ``bucket2group``). The int8 class is still computed and counted;
+- GC survivors: the same estimate at the time of the copy (memoryless, as the hybrid's counts
+  relocate) against the groups' bounds, or the age with ``relocation: age``; no Frozen Filter and
+  no floor (the hybrid applies neither to a count source).
+
 The group layout is compact: G_hot, G1..GK, G_frzn (K + 2 <= 12 groups).
 """
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numba as nb
@@ -37,12 +50,30 @@ from . import register
 from ._dogi_bundle import N_CAT, BundleError, write_bundle
 from .dogi import G_FRZN, G_HOT, INF, MODE_ML
 from .dogi_frozen import DOGIFrozen, count_if_expired, frozen_user
-from .hybrid import BUCKETS_PER_OCTAVE, HYBRID_SCALARS, NEVER_BUCKET, RULES, hybrid_victim
+from .hybrid import (
+    BUCKETS_PER_OCTAVE,
+    HYBRID_SCALARS,
+    N_BUCKETS,
+    NEVER_BUCKET,
+    RULES,
+    hybrid_victim,
+    lifetime_bucket,
+)
+
+#: the count bundle's fixed point: a count of one write
+COUNT_ONE = 1 << 16
+#: the power table: 2^(-i/256) for the fraction's high byte (i = 0..255), then 2^(-j/65536) for its
+#: low byte (j = 0..255), both Q16: the fraction of a half-life resolved to 1/65536 of it
+COUNT_POW_STEPS = 256
 
 FROZEN_SCALARS = scalar_fields(
     frozen_filter=np.int64,  # 1: survivors not overwritten since the clock's last clear go to G_frzn
     reloc_floor=np.int64,  # 1: a survivor never goes to a hotter group than its source
-    table_gc=np.int64,  # GC writes whose group came from the relocation table
+    table_gc=np.int64,  # GC writes whose group came from the relocation table (count bundle: from a finite estimate)
+    counts=np.int64,  # 1: a count bundle (lifetimes from per-LBA write counts)
+    reloc_age=np.int64,  # count bundle: 1 relocates by age, 0 by the count estimate
+    count_half=np.int64,  # count bundle: the counts' half-life in user writes (0: no decay)
+    count_total_inf=np.int64,  # count bundle: Q16, the decayed writes of an endless trace (0: no decay)
 )
 
 
@@ -62,21 +93,104 @@ class HybridFrozenState(NamedTuple):
     reloc_dest: np.ndarray  # int8 [class, age column]: the survivor's group, -1 without an estimate
     frozen: np.ndarray  # one FROZEN_SCALARS record
     hyb: np.ndarray  # one HYBRID_SCALARS record: the victim selector's switches (expiry, rule)
+    count: np.ndarray  # count bundle: int64 per LBA, its decayed write count (Q16); empty otherwise
+    count_at: np.ndarray  # count bundle: int64 per LBA, the time its count is for
+    count_pow: np.ndarray  # count bundle: int64 [2 x COUNT_POW_STEPS], count_pow_table()
+    bucket_hi: np.ndarray  # count bundle: int64 [NEVER_BUCKET], the longest lifetime of each bucket
+    bucket2group: np.ndarray  # count bundle: int64 [N_BUCKETS], the final plan's group of each bucket
+
+
+@nb.njit(cache=True)
+def count_decay(x, dt, half, pow_table):
+    """``x * 2^(-dt / half)`` in integers: a shift per whole half-life, then the power table's two
+    entries for the fraction (rounded down to 1/65536 of a half-life, each factor rounded to
+    Q16); ``half == 0``: no decay."""
+    if half == 0:
+        return x
+    n = dt // half
+    if n >= 48:
+        return np.int64(0)
+    x = x >> n
+    f = ((dt % half) << 16) // half
+    x = (x * pow_table[f >> 8]) >> 16
+    return (x * pow_table[COUNT_POW_STEPS + (f & 255)]) >> 16
+
+
+@nb.njit(cache=True)
+def count_write(p, lba, now):
+    """A user write of ``lba``: its count decays to ``now`` and gains one write."""
+    f = p.frozen[0]
+    p.count[lba] = count_decay(p.count[lba], now - p.count_at[lba], f.count_half, p.count_pow) + COUNT_ONE
+    p.count_at[lba] = now
+
+
+@nb.njit(cache=True)
+def count_estimate(p, lba, now):
+    """The LBA's expected lifetime from the counts: the (decayed) user writes so far over its
+    (decayed) count, rounded up; ``INF`` before the trace and for an LBA it has not written."""
+    f = p.frozen[0]
+    t = now - p.scalars[0].prefill + 1
+    if t <= 0:
+        return INF
+    c = p.count[lba]
+    if p.count_at[lba] != now:
+        c = count_decay(c, now - p.count_at[lba], f.count_half, p.count_pow)
+    if c <= 0:
+        return INF
+    if f.count_half == 0:
+        total = t * COUNT_ONE
+    else:
+        total = f.count_total_inf - count_decay(f.count_total_inf, t, f.count_half, p.count_pow)
+    return (total + c - 1) // c
+
+
+@nb.njit(cache=True)
+def count_group(p, e):
+    """The final plan's group of lifetime ``e`` (its quarter-octave bucket's)."""
+    hi = p.bucket_hi
+    b = np.searchsorted(hi, e, side="left")  # the first bucket whose longest lifetime is >= e
+    return p.bucket2group[b]  # (b == NEVER_BUCKET beyond the last bounded bucket)
 
 
 @nb.njit(cache=True)
 def hybrid_frozen_user(s, p, lba, now):
     """dogi_frozen's user placement (Hot Filter, class -> group), and the block's class kept for
-    the relocation table."""
-    g = frozen_user(s, p, lba, now)
+    the relocation table; a count bundle counts the write first and places a non-hot write by
+    its count estimate."""
     st = p.scalars[0]
+    counts = p.frozen[0].counts
+    if counts and now >= st.prefill:
+        count_write(p, lba, now)
+    g = frozen_user(s, p, lba, now)
     if now < st.prefill:
         p.lba_class[lba] = -1
     elif g == G_HOT:
         p.lba_class[lba] = 0
     else:
         p.lba_class[lba] = p.preds[now - st.chunk_start] + 1
+        if counts:
+            g = count_group(p, count_estimate(p, lba, now))
     return g
+
+
+@nb.njit(cache=True)
+def _count_gc(p, lba, age, now):
+    """A count bundle's survivor: the first bounded group covering its count estimate (or its
+    age), the coldest if none; no Frozen Filter, no floor."""
+    f = p.frozen[0]
+    k = p.scalars[0].n_intermediate
+    rem = age
+    if not f.reloc_age:
+        e = count_estimate(p, lba, now)
+        if e < INF:
+            rem = e
+            f.table_gc += 1
+        else:
+            rem = INF
+    for i in range(1, k):
+        if rem <= p.group_hi[i]:
+            return i
+    return k
 
 
 @nb.njit(cache=True)
@@ -89,6 +203,8 @@ def hybrid_frozen_gc(s, p, lba, victim, now):
     f = p.frozen[0]
     k = st.n_intermediate
     vg = s.seg_group[victim]
+    if f.counts:
+        return _count_gc(p, lba, now - s.lba_time[lba], now)
     if f.frozen_filter and p.updated[lba] == 0:
         st.frozen_gc += 1
         return k + 1
@@ -147,6 +263,13 @@ class HybridFrozen(DOGIFrozen):
         h = record(hyb)
         h.expiry = int(bool(d["expiry_victims"]))
         h.rule = RULES.index(d["victim_rule"])
+        counts = d.get("lifetimes", "model") == "counts"
+        f.counts = int(counts)
+        if counts:
+            f.reloc_age = int(d["relocation"] == "age")
+            f.count_half = int(d["count_halflife_blocks"] or 0)
+            f.count_total_inf = int(d["count_total_inf"] or 0)
+        n_counted = ctx.capacity if counts else 0
         self.state = HybridFrozenState(
             *base,
             lba_class=np.full(ctx.capacity, -1, np.int8),
@@ -155,6 +278,11 @@ class HybridFrozen(DOGIFrozen):
             reloc_dest=np.asarray(d["reloc_dest"], np.int8).reshape(N_CAT, -1),
             frozen=frozen,
             hyb=hyb,
+            count=np.zeros(n_counted, np.int64),
+            count_at=np.zeros(n_counted, np.int64),
+            count_pow=np.asarray(d["count_pow"] if counts else [COUNT_ONE], np.int64),
+            bucket_hi=np.asarray(d["bucket_hi"] if counts else [1], np.int64),
+            bucket2group=np.asarray(d["bucket2group"] if counts else [1, 1], np.int64),
         )
         return self.state
 
@@ -200,14 +328,22 @@ def export_bundle(policy, out_dir, trace=None, source: dict | None = None):
     h = policy.hcfg
     st = record(policy.state.scalars)
     hr = record(policy.state.hyb)
-    if h["lifetimes"] != "model":
+    if h["lifetimes"] not in ("model", "select"):
         raise BundleError(
-            f"a hybrid bundle deploys the learned model: lifetimes={h['lifetimes']} has none; run lifetimes=model"
+            f"a hybrid bundle holds the learned int8 MLP (and places by it or by the write counts): "
+            f"lifetimes={h['lifetimes']} trains none; run lifetimes=select (a count source that wins its last plan "
+            "deploys as a count bundle) or lifetimes=model"
         )
-    if h["relocation"] == "dogi":
+    if h["lifetimes"] == "select" and not hr.planned:
         raise BundleError(
-            "a hybrid bundle deploys relocation by predicted remaining lifetime (or age): relocation=dogi is "
-            "dogi_frozen's; run relocation=predicted or age"
+            "the hybrid run (lifetimes=select) made no plan: its bundle deploys the last plan's source and "
+            "bucket -> group map; use a longer trace (or a smaller policy.params.min_horizon)"
+        )
+    counts = h["lifetimes"] == "select" and bool(hr.frequency)  # the last plan's source: a count variant
+    if h["relocation"] == "dogi" or (counts and h["relocation"] == "censored"):
+        raise BundleError(
+            f"a hybrid bundle deploys relocation by predicted remaining lifetime (or age): relocation={h['relocation']} "
+            f"{'is dogi_frozen' if h['relocation'] == 'dogi' else 'has no integer form'}; run relocation=predicted or age"
         )
     if policy.model is None or int(st.mode) != MODE_ML:
         raise BundleError(
@@ -225,7 +361,7 @@ def export_bundle(policy, out_dir, trace=None, source: dict | None = None):
     group_hi = p.group_hi[groups]
     dest = (
         relocation_table(p.remaining, group_hi, n)
-        if h["relocation"] == "predicted"
+        if h["relocation"] in ("predicted", "censored")  # (censored reads the model's estimate as predicted does)
         else np.full(p.remaining.shape, -1, np.int8)
     )
     cfg = FeatureConfig(capacity_blocks=policy.capacity)
@@ -255,11 +391,117 @@ def export_bundle(policy, out_dir, trace=None, source: dict | None = None):
         "capacity_blocks": int(policy.capacity),
         "hybrid": dict(h),
         "configuration": policy.configuration,
+        "lifetimes": "model",
     }
+    if counts:
+        deploy.update(count_tables(policy))
     source = dict(source or {})
     if trace is not None:
         source.update(decision_agreement(policy, qmodel, cat2group, trace))
+        if counts:  # the writes are placed by the counts: the class -> group table places none
+            del source["group_agreement"]
+            source.update(count_agreement(deploy, policy.count_halflives[int(hr.variant)], policy.capacity, trace))
     return write_bundle(out_dir, qmodel, policy.model, deploy, source=source)
+
+
+def count_pow_table() -> list[int]:
+    """``round(2^16 * 2^(-i / 256))`` for i in 0..255, then ``round(2^16 * 2^(-j / 65536))`` for j
+    in 0..255: the decay of a fraction of a half-life, high byte and low byte."""
+    coarse = [int(round(COUNT_ONE * 2.0 ** (-i / COUNT_POW_STEPS))) for i in range(COUNT_POW_STEPS)]
+    fine = [int(round(COUNT_ONE * 2.0 ** (-j / COUNT_POW_STEPS**2))) for j in range(COUNT_POW_STEPS)]
+    return coarse + fine
+
+
+def count_total_inf(half: int) -> int:
+    """Q16: the decayed writes of an endless trace, ``sum_i 2^(-i / half)``, so that the first
+    ``t`` writes weigh ``total_inf - decay(total_inf, t)``."""
+    return int(round(COUNT_ONE / -math.expm1(-math.log(2.0) / half)))
+
+
+def bucket_highs() -> list[int]:
+    """The longest lifetime (user writes) of each bounded quarter-octave bucket: the largest
+    integer ``t`` with ``lifetime_bucket(t) <= b`` (non-decreasing: buckets 1..3 hold no integer);
+    the last bounded bucket holds every finite lifetime beyond (``INF - 1``: the estimate of an
+    LBA without a count, ``INF``, falls in ``NEVER_BUCKET``)."""
+    highs = []
+    for b in range(NEVER_BUCKET - 1):
+        t = max(int(np.floor(2.0 ** (b / BUCKETS_PER_OCTAVE))), 1)
+        while lifetime_bucket(t + 1) <= b:
+            t += 1
+        while t > 1 and lifetime_bucket(t) > b:
+            t -= 1
+        highs.append(t)
+    return [*highs, int(INF) - 1]
+
+
+def count_tables(policy) -> dict:
+    """A count bundle's keys: the final plan's count source (its half-life in user writes), the
+    integer tables and the plan's bucket -> group map; a count source uses no Frozen Filter and
+    no floor, and no relocation table."""
+    hl = policy.count_halflives[int(record(policy.state.hyb).variant)]
+    half = None if hl is None else max(int(round(float(hl) * policy.capacity)), 1)
+    return {
+        "lifetimes": "counts",
+        "count_halflife_blocks": half,
+        "count_total_inf": None if half is None else count_total_inf(half),
+        "count_pow": count_pow_table(),
+        "bucket_hi": bucket_highs(),
+        "bucket2group": [int(g) for g in policy.state.bucket2group[:N_BUCKETS]],
+        "relocation": policy.hcfg["relocation"],
+        "frozen_filter": 0,
+        "reloc_floor": 0,
+        "reloc_dest": np.full((N_CAT, len(policy.state.age_grid)), -1).tolist(),
+    }
+
+
+@nb.njit(cache=True)
+def _count_groups_float_and_int(lbas, n_lbas, lam, half, total_inf, pow_table, bucket_hi, bucket2group):
+    """Per trace write, the group of its count estimate in floats (the hybrid's
+    ``_frequency_lifetime``: decay ``exp(-lam dt)``, ``ceil(total / c)``, its bucket) and in the
+    bundle's integers; returns the number of writes on which they agree."""
+    seen = np.zeros(n_lbas, np.float64)
+    count = np.zeros(n_lbas, np.int64)
+    at = np.zeros(n_lbas, np.int64)
+    agree = 0
+    for i in range(lbas.shape[0]):
+        a = lbas[i]
+        c = seen[a]
+        if lam > 0 and c > 0:
+            c *= np.exp(-lam * (i - at[a]))
+        seen[a] = c + 1.0
+        t = i + 1
+        total = float(t) if lam == 0 else np.expm1(-lam * t) / np.expm1(-lam)
+        e = np.ceil(total / seen[a])
+        b = 0 if e <= 1 else min(int(np.ceil(BUCKETS_PER_OCTAVE * np.log2(e))), NEVER_BUCKET - 1)
+        g_float = bucket2group[b]
+        count[a] = count_decay(count[a], i - at[a], half, pow_table) + COUNT_ONE
+        at[a] = i
+        itotal = t * COUNT_ONE if half == 0 else total_inf - count_decay(total_inf, t, half, pow_table)
+        ie = (itotal + count[a] - 1) // count[a]
+        g_int = bucket2group[np.searchsorted(bucket_hi, ie, side="left")]
+        agree += g_float == g_int
+    return agree
+
+
+def count_agreement(deploy: dict, halflife, capacity: int, trace) -> dict:
+    """On every write of ``trace``: the share whose group from the bundle's integer counts equals
+    the group from the hybrid's float counts (the same final plan's bucket -> group map)."""
+    lbas = np.asarray(trace.block_writes, np.int64)
+    if lbas.size == 0:
+        return {"count_group_agreement": None}
+    _, dense = np.unique(lbas, return_inverse=True)
+    lam = 0.0 if halflife is None else math.log(2.0) / (float(halflife) * capacity)
+    agree = _count_groups_float_and_int(
+        dense.astype(np.int64),
+        int(dense.max()) + 1,
+        lam,
+        int(deploy["count_halflife_blocks"] or 0),
+        int(deploy["count_total_inf"] or 0),
+        np.asarray(deploy["count_pow"], np.int64),
+        np.asarray(deploy["bucket_hi"], np.int64),
+        np.asarray(deploy["bucket2group"], np.int64),
+    )
+    return {"count_group_agreement": float(agree) / lbas.size}
 
 
 def decision_agreement(policy, qmodel, cat2group, trace) -> dict:

@@ -16,8 +16,11 @@
  * zns_replay.c calls are dogi_ngroups, dogi_setup, dogi_victim and dogi_json.
  *
  * A hybrid bundle's deploy.h defines DL_HYBRID: the features, the int8 MLP, the Hot Filter, the
- * class -> group table and the Frozen Filter's clock below are shared, and hybrid_place.h brings
- * the hybrid's survivor and victim rules (policy=hybrid_frozen) in place of DOGI's.
+ * class -> group table and the Frozen Filter's clock below are shared, and hybrid_place.h
+ * (included before dl_user) brings the hybrid's survivor and victim rules (policy=hybrid_frozen)
+ * in place of DOGI's. A hybrid count bundle (HL_COUNTS) also counts each user write per LBA
+ * (DL_COUNT_WRITE) and places a non-hot one by its count estimate (DL_USER_GROUP) instead of the
+ * class's group; the class is still computed and counted.
  *
  * DOGI_ZNS_CLASSES=PATH in the environment writes the model's category of every trace write
  * (one byte each, hot writes included) to PATH: tests compare it with the Python reference. */
@@ -45,7 +48,8 @@ static struct {
     uint8_t *updated;    /* per LBA: overwritten since the Frozen Filter's last clear */
 #ifdef DL_HYBRID
     int8_t *lba_class;   /* per LBA: class + 1 of its last user write, 0 hot, -1 prefill (the relocation table's row) */
-    int64_t table_gc;    /* GC writes whose group came from the relocation table */
+    int64_t table_gc;    /* GC writes whose group came from the relocation table (counts: from a finite estimate) */
+    int64_t *cnt, *at;   /* count bundle (HL_COUNTS): per LBA its decayed write count (Q16) and the time of it */
 #endif
     int64_t cap;
     FILE *dump;          /* DOGI_ZNS_CLASSES: every write's category, one byte each */
@@ -97,8 +101,11 @@ static void dl_features(int64_t t, int64_t *row)
 
 #ifdef DL_HYBRID
 #define DL_KEEP_CLASS(lba, c) (dl.lba_class[lba] = (int8_t)(c))
+#include "hybrid_place.h" /* the hybrid's survivors and victims (dl_gc, dogi_victim, DL_POLICY, ...), its count hooks */
 #else
 #define DL_KEEP_CLASS(lba, c) ((void)0)
+#define DL_COUNT_WRITE(lba, now) ((void)0)
+#define DL_USER_GROUP(lba, now, c) dl_cat2group[c]
 #endif
 
 static int dl_user(sim_t *s, int64_t lba, int64_t now)
@@ -112,6 +119,7 @@ static int dl_user(sim_t *s, int64_t lba, int64_t now)
         DL_KEEP_CLASS(lba, -1);
         return DL_N_INTERMEDIATE;
     }
+    DL_COUNT_WRITE(lba, now); /* a count bundle counts every user write, hot or not */
     int64_t u = now - dl.prefill; /* user writes before this one = its trace index */
     if (u >= dl.next_clock_at) {
         memset(dl.updated, 0, (size_t)dl.cap);
@@ -133,12 +141,10 @@ static int dl_user(sim_t *s, int64_t lba, int64_t now)
         c = dl_classify(row);
     dl.class_writes[c] += 1;
     DL_KEEP_CLASS(lba, c + 1);
-    return dl_cat2group[c];
+    return DL_USER_GROUP(lba, now, c); /* the class's group; a count bundle's: its count estimate's */
 }
 
-#ifdef DL_HYBRID
-#include "hybrid_place.h" /* the hybrid's survivors and victims: dl_gc, dogi_victim, DL_POLICY, ... */
-#else
+#ifndef DL_HYBRID
 #define DL_POLICY "dogi_frozen"
 #define DL_VICTIM "dogi"
 #define DL_VICTIM_RULE "DOGI's expiry-first rule"
