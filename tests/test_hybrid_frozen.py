@@ -451,3 +451,6 @@ def test_frozen_seeds_refuses_nonsense(tmp_path):
     ]
     p = subprocess.run(cmd, capture_output=True, text=True)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and p.stderr.startswith("error: --learn-seed and"), p.stderr
+    bad = subprocess.run([*cmd[:5], "--scheme-set", "++policy.params.lifetimes"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+    assert bad.stderr.startswith("error: --scheme-set '++policy.params.lifetimes' names no policy and override -- write")

@@ -172,6 +172,10 @@ hybrid() {
     # seed 0, the online schemes on seed 1 (exports the bundles itself; ~35 min on 2 cores)
     "$PY" -m dogi_ml.pipeline.frozen_seeds $R/hybrid_frozen_seeds zipf ycsb_a phase_shift varmail \
         --runs $SWEEPS/hybrid_frozen_seeds
+    # the count bundle: the select/auto hybrid's last plan (per-LBA write counts) frozen, the same way
+    "$PY" -m dogi_ml.pipeline.frozen_seeds $R/hybrid_frozen_counts_seeds zipf ycsb_a phase_shift varmail \
+        --runs $SWEEPS/hybrid_frozen_counts_seeds --frozen hybrid_frozen \
+        --scheme-set hybrid=++policy.params.lifetimes=select --scheme-set hybrid=++policy.params.hot_filter=auto
 }
 
 fleet() {

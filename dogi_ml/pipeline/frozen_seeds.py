@@ -5,6 +5,13 @@ the unseen seed.
 
     python -m dogi_ml.pipeline.frozen_seeds OUT WORKLOAD [WORKLOAD ...] [--runs DIR]
         [--learn-seed 0] [--deploy-seed 1] [--set HYDRA_OVERRIDE ...]
+        [--scheme-set POLICY=HYDRA_OVERRIDE ...] [--frozen hybrid_frozen,dogi_frozen]
+        [--online hybrid,dogi,minos,shiro]
+
+``--scheme-set hybrid=++policy.params.lifetimes=select`` applies an override to one policy's runs
+only (the hybrid's bundle run and its online run): the count bundle's table is made with
+``--scheme-set hybrid=++policy.params.lifetimes=select --scheme-set hybrid=++policy.params.hot_filter=auto
+--frozen hybrid_frozen``.
 
 Every run is composed as the command line composes it (``replay mode=bundle +workload=W
 workload.seed=S policy=hybrid ++policy.params.deployed=int8`` for a bundle, ``simulate +workload=W
@@ -163,6 +170,7 @@ def frozen_seeds(
         "learn_seed": learn_seed,
         "deploy_seed": deploy_seed,
         "settings": common,
+        "scheme_settings": {k: list(v) for k, v in scheme_overrides.items()},
         "online": list(online),
         "workloads": rows,
     }
@@ -229,7 +237,9 @@ def write_frozen_seeds(out: str | Path, table: dict) -> list[Path]:
         "",
         f"Each bundle is exported by an online run on seed {a} (`replay mode=bundle ... "
         f"policy.params.deployed=int8`) and deployed on seed {b} (out of sample) and on seed {a} (in sample). "
-        f"Settings: `{' '.join(table['settings'])}`. GC writes in blocks.",
+        f"Settings: `{' '.join(table['settings'])}`"
+        + "".join(f"; {p} only: `{' '.join(v)}`" for p, v in table.get("scheme_settings", {}).items())
+        + ". GC writes in blocks.",
         "",
         f"| workload | frozen scheme | bundle's run, seed {a} (online) | in sample, seed {a} | out of sample, seed {b} "
         f"| WAF out / in | GC writes in | GC writes out | GC writes out / in | online on seed {b} | "
@@ -304,12 +314,39 @@ def main(argv=None) -> None:
     ap.add_argument("--learn-seed", type=int, default=0, help="the seed the bundles are learned on")
     ap.add_argument("--deploy-seed", type=int, default=1, help="the unseen seed they are deployed on")
     ap.add_argument("--set", action="append", default=[], help="a Hydra override for every run")
+    ap.add_argument(
+        "--scheme-set",
+        action="append",
+        default=[],
+        metavar="POLICY=OVERRIDE",
+        help="a Hydra override for one policy's runs (a frozen scheme's source: its bundle run)",
+    )
+    ap.add_argument("--frozen", default=",".join(FROZEN_SOURCES), help="the frozen schemes, comma-separated")
+    ap.add_argument("--online", default=",".join(FROZEN_SEEDS_ONLINE), help="the online schemes on the unseen seed")
     a = ap.parse_args(argv)
     from dogi_ml.determinism import pin_process
 
     try:
+        scheme_overrides: dict = {}
+        for item in a.scheme_set:
+            policy, sep, override = item.partition("=")
+            if not sep or not policy or not override:
+                raise ConfigError(
+                    f"--scheme-set {item!r} names no policy and override",
+                    "write --scheme-set POLICY=OVERRIDE, e.g. --scheme-set hybrid=++policy.params.lifetimes=select",
+                )
+            scheme_overrides.setdefault(policy, []).append(override)
         pin_process()  # may run this command line again, pinned: the command line's numerics
-        table = frozen_seeds(a.workloads, a.runs, a.learn_seed, a.deploy_seed, overrides=a.set)
+        table = frozen_seeds(
+            a.workloads,
+            a.runs,
+            a.learn_seed,
+            a.deploy_seed,
+            overrides=a.set,
+            scheme_overrides=scheme_overrides,
+            online=tuple(p for p in a.online.split(",") if p),
+            frozen=tuple(f for f in a.frozen.split(",") if f),
+        )
     except DogiMLError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
