@@ -785,3 +785,19 @@ def test_min_horizon_sets_when_the_planner_first_plans(trace, frequency_run):
             assert waiting != ready, (mh, e["planner_horizon"], e["planner_samples"])
         first[mh] = planned[0]["user_writes"]
     assert first[0.5] < first[1.0]
+
+
+def test_early_plan_plans_on_the_counts_before_samples_mature(trace, frequency_run):
+    """early_plan=True: while the samples are too young for the planner, each retraining plans on
+    the counts' own predictions taken as the lifetimes (a perfect predictor's plan, censored at the
+    full horizon), so the first plan comes before the one of the default, which waits (DOGI's
+    search meanwhile); once the samples mature the planner plans on their outcomes as before."""
+    sim, _ = run(trace, lifetimes="frequency", hot_filter=False, early_plan=True)
+    entries = [e for e in sim.policy.history if "planner_horizon" in e]
+    early = [e for e in entries if e.get("planner", "").startswith("early: frequency's predictions")]
+    assert early and all("planned_groups" in e for e in early)
+    assert not any(e.get("planner", "").startswith("waiting") for e in entries)
+    later = [e for e in entries if "planned_groups" in e and e not in early]
+    assert later and min(e["user_writes"] for e in later) > max(e["user_writes"] for e in early)
+    waited = [e for e in frequency_run[0].policy.history if "planned_groups" in e]
+    assert early[0]["user_writes"] < waited[0]["user_writes"]

@@ -945,6 +945,8 @@ class Hybrid(DOGI):
         "hot_filter": True,  # DOGI's Hot Filter in front of the model
         "horizon": 4.0,  # capacities: the planner's samples are at least this old (at most half the ring's span)
         "min_horizon": 1.0,  # capacities: below this horizon the planner waits (DOGI's search meanwhile)
+        # frequency/select: while waiting, plan on the counts' own predictions taken as the lifetimes
+        "early_plan": False,
         "max_groups": 10,  # groups G1..GK the planner may use
         "open_cost": 1.0,  # OP segments each open segment costs the planner
         "fixed_groups": None,  # plan this many groups instead of the modelled-WAF choice (an ablation)
@@ -1230,32 +1232,50 @@ class Hybrid(DOGI):
         mature = slots[r.time[slots] <= now - horizon]
         entry["planner_samples"] = int(mature.size)
         entry["planner_horizon"] = horizon
-        if mature.size < int(self.cfg["min_samples"]) or horizon < float(self.hcfg["min_horizon"]) * self.capacity:
+        waiting = (
+            mature.size < int(self.cfg["min_samples"]) or horizon < float(self.hcfg["min_horizon"]) * self.capacity
+        )
+        early = (
+            waiting
+            and self.hcfg["early_plan"]
+            and self.hcfg["lifetimes"] in ("frequency", "select")
+            and slots.size >= int(self.cfg["min_samples"])
+        )
+        if waiting and not early:
             # too few samples have lived long enough yet: DOGI's search meanwhile
             entry["planner"] = "waiting for mature samples (DOGI's search meanwhile)"
             super()._search_and_apply(plog, entry, sim, period, reloc, apply)
             return
-        inv = r.inv[mature]
-        actual = np.where((inv >= 0) & (inv <= horizon), inv, NEVER).astype(np.float64)
         count_buckets = None  # the samples' buckets when a count source predicts (censored relocation's input)
-        if self.hcfg["lifetimes"] == "oracle":
-            predicted = bucket_time(lifetime_bucket(self.state.inv[r.time[mature]]))
-        elif self.hcfg["lifetimes"] == "popularity":
-            e = self.state.expected
-            window = int(record(self.state.hyb).pop_window)
-            j = np.clip((r.time[mature] - self.prefill) // window, 0, e.shape[0] - 1)
-            predicted = bucket_time(lifetime_bucket(e[j, r.lba[mature]]))
-        elif self.hcfg["lifetimes"] == "frequency":
-            count_buckets = self.state.sample_bucket[0, mature].astype(np.int64)
-            predicted = bucket_time(count_buckets)
-        elif self.hcfg["lifetimes"] == "select":
-            source, source_buckets = self._select_source(mature, inv, horizon, now, entry)
-            predicted = bucket_time(source_buckets)
-            count_buckets = source_buckets if source != "model" else None
+        if early:
+            # no outcome yet: the first count source's predictions of every sample stand for its
+            # lifetime (a perfect predictor's plan), censored at the full horizon
+            horizon = int(float(self.hcfg["horizon"]) * self.capacity)
+            predicted = bucket_time(self.state.sample_bucket[0, slots].astype(np.int64))
+            actual = np.where(predicted <= horizon, predicted, NEVER).astype(np.float64)
+            source = self.source_names()[1]
+            entry["planner"] = f"early: {source}'s predictions as the lifetimes"
         else:
-            self.centres = self._class_centres(now)
-            proba = self.model.predict_proba(self.state.sample_features[mature])
-            predicted = bucket_time(self._buckets_of(proba))
+            inv = r.inv[mature]
+            actual = np.where((inv >= 0) & (inv <= horizon), inv, NEVER).astype(np.float64)
+            if self.hcfg["lifetimes"] == "oracle":
+                predicted = bucket_time(lifetime_bucket(self.state.inv[r.time[mature]]))
+            elif self.hcfg["lifetimes"] == "popularity":
+                e = self.state.expected
+                window = int(record(self.state.hyb).pop_window)
+                j = np.clip((r.time[mature] - self.prefill) // window, 0, e.shape[0] - 1)
+                predicted = bucket_time(lifetime_bucket(e[j, r.lba[mature]]))
+            elif self.hcfg["lifetimes"] == "frequency":
+                count_buckets = self.state.sample_bucket[0, mature].astype(np.int64)
+                predicted = bucket_time(count_buckets)
+            elif self.hcfg["lifetimes"] == "select":
+                source, source_buckets = self._select_source(mature, inv, horizon, now, entry)
+                predicted = bucket_time(source_buckets)
+                count_buckets = source_buckets if source != "model" else None
+            else:
+                self.centres = self._class_centres(now)
+                proba = self.model.predict_proba(self.state.sample_features[mature])
+                predicted = bucket_time(self._buckets_of(proba))
         st = record(self.state.scalars)
         S = float(self.segment_blocks)
         op_segments = self.n_segments - self.capacity / S
