@@ -132,3 +132,49 @@ def odd_shape_mlp(n_rows: int, seed: int = 4):
     model.scaler.log_columns = [1, 3]
     model.fit(X, y)
     return quantize_model(model, X), X
+
+
+#: the frozen bundles' test scale (tests/test_hybrid_frozen.py, tests/test_hybrid_frozen_counts_zns.py):
+#: 4K blocks written 6 times over, exported on 32-block segments (the hybrid keeps 18 group slots
+#: open), deployed on those or on the harness's 64-block zones
+FROZEN_CAP = 4096
+FROZEN_EXPORT_SIM = {"segment_blocks": 32, "op_ratio": 0.25, "gc_free_segments": 2, "victim": None}
+#: the hybrid runs that export the bundles: small enough to retrain five times on the trace
+FROZEN_HYBRID_PARAMS = {
+    "deployed": "int8", "score": "argmax", "retrain_every": 4096, "min_samples": 300, "max_samples": 20000,
+    "model_params": {"epochs": 4, "patience": 2}, "fallback_compare": "none", "fallback_accuracy": 0.0,
+}  # fmt: skip
+
+
+def frozen_test_trace(directory: Path):
+    """A skewed 4K-block workload (zipf 1.0, seed 3) written 6 times over (24K writes), as a .dtr
+    file in ``directory``: the hybrid retrains five times and its plan applies from the third."""
+    from dogi_ml.traces.binfmt import read_binary, write_trace
+    from dogi_ml.traces.generators import generate
+
+    t = generate("zipf", capacity_blocks=FROZEN_CAP, n_writes=6 * FROZEN_CAP, seed=3, theta=1.0)
+    t.name = "zipf4k"
+    t = read_binary(write_trace(t, Path(directory) / "zipf4k.dtr"))
+    t.meta["capacity_blocks"] = FROZEN_CAP
+    return t
+
+
+def export_keeping_policy(trace, params: dict, out: Path) -> tuple:
+    """(bundle directory, replay mode=bundle's result, the hybrid policy after its run): a hybrid
+    run's bundle through replay's mode=bundle path, the policy kept for the tests to inspect."""
+    import pytest
+
+    import dogi_ml.policies.hybrid_frozen as hf
+    from dogi_ml.pipeline.replay import export_dogi_bundle
+
+    seen = {}
+    export = hf.export_bundle
+
+    def keep_policy(policy, bundle_dir, **kw):
+        seen["policy"] = policy
+        return export(policy, bundle_dir, **kw)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(hf, "export_bundle", keep_policy)
+        r = export_dogi_bundle(trace, {"name": "hybrid", "params": params}, FROZEN_EXPORT_SIM, out)
+    return out, r, seen["policy"]

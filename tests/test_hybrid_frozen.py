@@ -10,6 +10,7 @@ import shutil
 
 import numpy as np
 import pytest
+from helpers import FROZEN_CAP, FROZEN_EXPORT_SIM, FROZEN_HYBRID_PARAMS, export_keeping_policy, frozen_test_trace
 
 from dogi_ml.errors import ConfigError
 from dogi_ml.export.integer import ExportError
@@ -17,19 +18,15 @@ from dogi_ml.pipeline.replay import PARITY_KEYS, export_dogi_bundle, learned_hea
 from dogi_ml.pipeline.simulate import simulate
 from dogi_ml.policies import make_policy
 from dogi_ml.policies._dogi_bundle import BundleError, check_deploy, load_bundle
-from dogi_ml.traces.binfmt import read_binary, write_trace
 from dogi_ml.traces.generators import generate
 from dogi_ml.zns import harness as zh
 
-CAP = 4096
+CAP = FROZEN_CAP
 #: the hybrid keeps 18 group slots open (DOGI's layout): 32-block segments; the frozen scheme
 #: needs K + 2 <= 12 and runs the harness's 64-block zones too
-EXPORT_SIM = {"segment_blocks": 32, "op_ratio": 0.25, "gc_free_segments": 2, "victim": None}
+EXPORT_SIM = FROZEN_EXPORT_SIM
 SIM64 = {**EXPORT_SIM, "segment_blocks": 64}
-PARAMS = {
-    "deployed": "int8", "score": "argmax", "retrain_every": 4096, "min_samples": 300, "max_samples": 20000,
-    "model_params": {"epochs": 4, "patience": 2}, "fallback_compare": "none", "fallback_accuracy": 0.0,
-}  # fmt: skip
+PARAMS = FROZEN_HYBRID_PARAMS
 
 pytestmark = pytest.mark.skipif(
     zh.shutil.which("gcc") is None and zh.shutil.which("cc") is None, reason="no C compiler"
@@ -38,34 +35,16 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def trace(tmp_path_factory):
-    """A skewed 4K-block workload written 6 times over (24K writes), as a .dtr file: the hybrid
-    retrains five times and its planner's plan applies from the third."""
-    t = generate("zipf", capacity_blocks=CAP, n_writes=6 * CAP, seed=3, theta=1.0)
-    t.name = "zipf4k"
-    t = read_binary(write_trace(t, tmp_path_factory.mktemp("trace") / "zipf4k.dtr"))
-    t.meta["capacity_blocks"] = CAP
-    return t
+    return frozen_test_trace(tmp_path_factory.mktemp("trace"))
 
 
 @pytest.fixture(scope="module")
 def exported(trace, tmp_path_factory):
     """(bundle directory, the command's result, the hybrid policy after its run): the bundle of a
     hybrid run (score=argmax) through replay's mode=bundle path."""
-    import dogi_ml.policies.hybrid_frozen as hf
-
-    seen = {}
-
-    def keep_policy(policy, out, **kw):
-        seen["policy"] = policy
-        return export(policy, out, **kw)
-
-    export = hf.export_bundle
-    out = tmp_path_factory.mktemp("bundle") / "hybrid"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(hf, "export_bundle", keep_policy)
-        r = export_dogi_bundle(trace, {"name": "hybrid", "params": PARAMS}, EXPORT_SIM, out)
+    out, r, policy = export_keeping_policy(trace, PARAMS, tmp_path_factory.mktemp("bundle") / "hybrid")
     assert r["scheme"] == "hybrid" and r["mode"] == "ml" and r["retrains"] == 5
-    return out, r, seen["policy"]
+    return out, r, policy
 
 
 def _frozen(bundle) -> dict:
@@ -242,20 +221,7 @@ def _twin_decay(x: int, dt: int, half: int, pow_table) -> int:
 @pytest.fixture(scope="module")
 def count_export(trace, tmp_path_factory):
     """(bundle directory, the command's result, the select hybrid after its run)."""
-    import dogi_ml.policies.hybrid_frozen as hf
-
-    seen = {}
-
-    def keep_policy(policy, out, **kw):
-        seen["policy"] = policy
-        return export(policy, out, **kw)
-
-    export = hf.export_bundle
-    out = tmp_path_factory.mktemp("bundle") / "counts"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(hf, "export_bundle", keep_policy)
-        r = export_dogi_bundle(trace, {"name": "hybrid", "params": SELECT}, EXPORT_SIM, out)
-    return out, r, seen["policy"]
+    return export_keeping_policy(trace, SELECT, tmp_path_factory.mktemp("bundle") / "counts")
 
 
 def test_count_arithmetic_against_closed_forms():
@@ -453,4 +419,6 @@ def test_frozen_seeds_refuses_nonsense(tmp_path):
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and p.stderr.startswith("error: --learn-seed and"), p.stderr
     bad = subprocess.run([*cmd[:5], "--scheme-set", "++policy.params.lifetimes"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
-    assert bad.stderr.startswith("error: --scheme-set '++policy.params.lifetimes' names no policy and override -- write")
+    assert bad.stderr.startswith(
+        "error: --scheme-set '++policy.params.lifetimes' names no policy and override -- write"
+    )

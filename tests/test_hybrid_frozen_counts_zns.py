@@ -8,29 +8,24 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import FROZEN_CAP, FROZEN_EXPORT_SIM, FROZEN_HYBRID_PARAMS, frozen_test_trace
 
 from dogi_ml.pipeline.replay import PARITY_KEYS, export_dogi_bundle, replay
 from dogi_ml.policies._dogi_bundle import BundleError, check_deploy, deploy_header, load_bundle
-from dogi_ml.traces.binfmt import read_binary, write_trace
-from dogi_ml.traces.generators import generate
 from dogi_ml.zns import harness as zh
 
 pytestmark = pytest.mark.skipif(
     zh.shutil.which("gcc") is None and zh.shutil.which("cc") is None, reason="no C compiler"
 )
 
-# tests/test_hybrid_frozen.py's scale: 4K blocks written 6 times, exported on 32-block segments,
-# deployed on the harness's 64-block zones
-CAP = 4096
-EXPORT_SIM = {"segment_blocks": 32, "op_ratio": 0.25, "gc_free_segments": 2, "victim": None}
+# tests/test_hybrid_frozen.py's scale (tests/helpers.py): 4K blocks written 6 times, exported on
+# 32-block segments, deployed on the harness's 64-block zones
+CAP = FROZEN_CAP
+EXPORT_SIM = FROZEN_EXPORT_SIM
 SIM64 = {**EXPORT_SIM, "segment_blocks": 64}
 #: the hybrid choosing its lifetimes' source per plan (the model or the write counts): on this
 #: trace its last plan places by the counts
-SELECT_PARAMS = {
-    "deployed": "int8", "score": "argmax", "retrain_every": 4096, "min_samples": 300, "max_samples": 20000,
-    "model_params": {"epochs": 4, "patience": 2}, "fallback_compare": "none", "fallback_accuracy": 0.0,
-    "lifetimes": "select",
-}  # fmt: skip
+SELECT_PARAMS = {**FROZEN_HYBRID_PARAMS, "lifetimes": "select"}
 #: the count sources the select runs weigh: counts halved every half capacity of user writes (2048
 #: blocks), and (the default's first) counts that never decay
 HALFLIVES = {"decay": [0.5], "no_decay": [None]}
@@ -42,12 +37,7 @@ def _frozen(bundle) -> dict:
 
 @pytest.fixture(scope="module")
 def trace(tmp_path_factory):
-    """tests/test_hybrid_frozen.py's skewed workload (zipf 1.0, seed 3), as a .dtr file."""
-    t = generate("zipf", capacity_blocks=CAP, n_writes=6 * CAP, seed=3, theta=1.0)
-    t.name = "zipf4k"
-    t = read_binary(write_trace(t, tmp_path_factory.mktemp("trace") / "zipf4k.dtr"))
-    t.meta["capacity_blocks"] = CAP
-    return t
+    return frozen_test_trace(tmp_path_factory.mktemp("trace"))
 
 
 @pytest.fixture(scope="module")
