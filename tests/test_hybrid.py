@@ -484,6 +484,14 @@ def test_bad_switches_are_refused():
         make_policy("hybrid", lifetimes="select", select_halflives=[1.0, 1.0])
     with pytest.raises(ValueError, match="select_halflives must be a list of half-lives, got '1'"):
         make_policy("hybrid", lifetimes="select", select_halflives="1")
+    with pytest.raises(
+        ValueError,
+        match="early_plan=true plans on the counts of lifetimes=frequency or select, not "
+        "lifetimes=model: drop it or set lifetimes=select",
+    ):
+        make_policy("hybrid", early_plan=True)
+    with pytest.raises(ValueError, match="early_plan must be true or false, got 'yes'"):
+        make_policy("hybrid", lifetimes="select", early_plan="yes")
     with pytest.raises(ValueError, match="unknown parameter"):
         make_policy("hybrid", colour="blue")
 

@@ -99,6 +99,8 @@ from .dogi import (
 N_BUCKETS = 128
 NEVER_BUCKET = N_BUCKETS - 1
 BUCKETS_PER_OCTAVE = 4
+#: the lifetime sources that count each LBA's writes (early_plan plans on their predictions)
+COUNTING = ("frequency", "select")
 #: the victim rules the hybrid's selector can fall back to, in the order of its rule codes
 RULES = tuple(GENERAL_VICTIMS)
 # _rule_victim's codes are these positions
@@ -1009,6 +1011,13 @@ class Hybrid(DOGI):
                 raise ValueError(
                     f"policy hybrid: frequency_halflife must be > 0 (capacities) or null, got {halflife!r}"
                 )
+        if not isinstance(hcfg["early_plan"], bool):
+            raise ValueError(f"policy hybrid: early_plan must be true or false, got {hcfg['early_plan']!r}")
+        if hcfg["early_plan"] and hcfg["lifetimes"] not in COUNTING:
+            raise ValueError(
+                f"policy hybrid: early_plan=true plans on the counts of lifetimes=frequency or select, not "
+                f"lifetimes={hcfg['lifetimes']}: drop it or set lifetimes=select"
+            )
         if hcfg["select_halflives"] != self.HYBRID_DEFAULTS["select_halflives"] or hcfg["lifetimes"] == "select":
             if hcfg["lifetimes"] != "select":
                 raise ValueError(
@@ -1235,12 +1244,7 @@ class Hybrid(DOGI):
         waiting = (
             mature.size < int(self.cfg["min_samples"]) or horizon < float(self.hcfg["min_horizon"]) * self.capacity
         )
-        early = (
-            waiting
-            and self.hcfg["early_plan"]
-            and self.hcfg["lifetimes"] in ("frequency", "select")
-            and slots.size >= int(self.cfg["min_samples"])
-        )
+        early = waiting and self.hcfg["early_plan"] and slots.size >= int(self.cfg["min_samples"])
         if waiting and not early:
             # too few samples have lived long enough yet: DOGI's search meanwhile
             entry["planner"] = "waiting for mature samples (DOGI's search meanwhile)"
