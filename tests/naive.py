@@ -786,3 +786,19 @@ def shiro_frequency_level(writes, counted, t, bands=(1, 4, 16, 64)):
         return len(bands)
     e = counted / writes
     return sum(e >= b * t for b in bands)
+
+
+def count_decay(x: int, dt: int, half: int, pow_table) -> int:
+    """A hybrid count bundle's integer decay (``dogi_ml.policies.hybrid_frozen.count_decay``, the
+    harness's ``hl_decay``): ``x * 2^(-dt / half)`` with a shift per whole half-life, then the Q16
+    power table's entries for the fraction's high byte (``pow_table[f >> 8]``) and low byte
+    (``pow_table[256 + (f & 255)]``), ``f`` the fraction in 1/65536 of a half-life, each product
+    rounded down; ``half == 0``: no decay; 48 or more half-lives: 0."""
+    if half == 0:
+        return x
+    if dt // half >= 48:
+        return 0
+    x >>= dt // half
+    f = ((dt % half) << 16) // half
+    x = (x * pow_table[f >> 8]) >> 16
+    return (x * pow_table[256 + (f & 255)]) >> 16

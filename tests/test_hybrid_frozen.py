@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 
+import naive
 import numpy as np
 import pytest
 from helpers import FROZEN_CAP, FROZEN_EXPORT_SIM, FROZEN_HYBRID_PARAMS, export_keeping_policy, frozen_test_trace
@@ -206,18 +207,6 @@ def test_bad_bundles_are_refused(trace, exported, tmp_path):
 SELECT = {**PARAMS, "lifetimes": "select", "hot_filter": "auto"}
 
 
-def _twin_decay(x: int, dt: int, half: int, pow_table) -> int:
-    """count_decay in plain Python (the spec the C harness follows too)."""
-    if half == 0:
-        return x
-    if dt // half >= 48:
-        return 0
-    x >>= dt // half
-    f = ((dt % half) << 16) // half
-    x = (x * pow_table[f >> 8]) >> 16
-    return (x * pow_table[256 + (f & 255)]) >> 16
-
-
 @pytest.fixture(scope="module")
 def count_export(trace, tmp_path_factory):
     """(bundle directory, the command's result, the select hybrid after its run)."""
@@ -244,7 +233,7 @@ def test_count_arithmetic_against_closed_forms():
     half, x = 2048, 1000 * COUNT_ONE
     for dt in (0, 1, 7, 1000, 2047, 2048, 3 * 2048, 5000, 40000, 48 * 2048):
         got = int(count_decay(np.int64(x), np.int64(dt), np.int64(half), pow_table))
-        assert got == _twin_decay(x, dt, half, list(pow_table))
+        assert got == naive.count_decay(x, dt, half, list(pow_table))
         want = x * 2.0 ** (-dt / half)
         assert got == pytest.approx(want, rel=2e-5, abs=2), dt  # (each shift and product rounds down)
         if dt % half == 0:
@@ -321,7 +310,7 @@ def test_count_bundle_with_a_half_life_tracks_the_float_counts(trace, tmp_path):
     p, prefill, half, pw = sim.policy.state, sim.policy.prefill, CAP // 2, d["count_pow"]
     count, at = {}, {}
     for i, a in enumerate(np.asarray(trace.block_writes, np.int64).tolist()):
-        count[a] = _twin_decay(count.get(a, 0), i - at.get(a, -prefill), half, pw) + COUNT_ONE
+        count[a] = naive.count_decay(count.get(a, 0), i - at.get(a, -prefill), half, pw) + COUNT_ONE
         at[a] = i
     by_time = dict(zip(p.count_at.tolist(), p.count.tolist()))
     for a, i in at.items():

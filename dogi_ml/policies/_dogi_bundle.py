@@ -56,12 +56,12 @@ WRITE_BUNDLE = "python -m dogi_ml replay mode=bundle +workload=NAME policy=dogi 
 WRITE_HYBRID_BUNDLE = WRITE_BUNDLE.replace("policy=dogi policy.params.", "policy=hybrid ++policy.params.")
 #: where a hybrid bundle's lifetimes come from: its int8 MLP's class, or per-LBA write counts
 LIFETIMES = ("model", "counts")
-#: a count bundle's tables: the power table (two halves of 256 entries: 2^(-i/256) and 2^(-j/65536)
-#: in Q16, each starting at 1.0), the buckets (the last, NEVER_BUCKET, unbounded)
+#: a count bundle's fixed point: a count of one write (Q16)
+COUNT_ONE = 1 << 16
+#: its power table: two halves of 256 entries, 2^(-i/256) for the fraction of a half-life's high
+#: byte and 2^(-j/65536) for its low byte, in Q16, each starting at 1.0
 COUNT_POW_STEPS = 256
 COUNT_POW = 2 * COUNT_POW_STEPS
-COUNT_ONE = 1 << 16
-N_BUCKETS = 128
 #: a count bundle's relocation of a survivor: its count estimate, or its age
 COUNT_RELOCATION = ("predicted", "age")
 #: the keys each scheme adds to the common ones
@@ -217,9 +217,11 @@ def _check_counts(d: dict, n: int, where: str) -> None:
         raise BundleError(
             f"{where}: count_total_inf must be an integer >= 1 (Q16) with count_halflife_blocks {half}, got {total!r}"
         )
+    from .hybrid import N_BUCKETS  # the hybrid's lifetime buckets (the last, NEVER_BUCKET, unbounded)
+
     pw = _int_list(d, "count_pow", COUNT_POW, where)
-    for half in (pw[:COUNT_POW_STEPS], pw[COUNT_POW_STEPS:]):
-        if half[0] != COUNT_ONE or any(a < b for a, b in zip(half, half[1:])):
+    for part in (pw[:COUNT_POW_STEPS], pw[COUNT_POW_STEPS:]):
+        if part[0] != COUNT_ONE or any(a < b for a, b in zip(part, part[1:])):
             raise BundleError(
                 f"{where}: count_pow's two halves of {COUNT_POW_STEPS} must each start at {COUNT_ONE} (1.0 in Q16) "
                 "and not increase; re-export the bundle"
@@ -282,6 +284,8 @@ def deploy_header(d: dict, n_classes: int) -> str:
             f"static const int8_t hl_reloc_dest[10][HL_N_AGES] = {{\n    {rows}}};",
         ]
         if d.get("lifetimes", "model") == "counts":
+            from .hybrid import N_BUCKETS
+
             half, total = d["count_halflife_blocks"], d["count_total_inf"]
             lines += [
                 "#define HL_COUNTS 1",

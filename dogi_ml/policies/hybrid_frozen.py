@@ -47,7 +47,7 @@ from dogi_ml.sim.policy_api import new_scalars, record, scalar_fields
 from dogi_ml.sim.victims import register_victim
 
 from . import register
-from ._dogi_bundle import N_CAT, BundleError, write_bundle
+from ._dogi_bundle import COUNT_ONE, COUNT_POW_STEPS, N_CAT, BundleError, write_bundle
 from .dogi import G_FRZN, G_HOT, INF, MODE_ML
 from .dogi_frozen import DOGIFrozen, count_if_expired, frozen_user
 from .hybrid import (
@@ -56,15 +56,10 @@ from .hybrid import (
     N_BUCKETS,
     NEVER_BUCKET,
     RULES,
+    _bucket_of,
     hybrid_victim,
     lifetime_bucket,
 )
-
-#: the count bundle's fixed point: a count of one write
-COUNT_ONE = 1 << 16
-#: the power table: 2^(-i/256) for the fraction's high byte (i = 0..255), then 2^(-j/65536) for its
-#: low byte (j = 0..255), both Q16: the fraction of a half-life resolved to 1/65536 of it
-COUNT_POW_STEPS = 256
 
 FROZEN_SCALARS = scalar_fields(
     frozen_filter=np.int64,  # 1: survivors not overwritten since the clock's last clear go to G_frzn
@@ -125,31 +120,40 @@ def count_write(p, lba, now):
 
 
 @nb.njit(cache=True)
-def count_estimate(p, lba, now):
-    """The LBA's expected lifetime from the counts: the (decayed) user writes so far over its
-    (decayed) count, rounded up; ``INF`` before the trace and for an LBA it has not written."""
-    f = p.frozen[0]
-    t = now - p.scalars[0].prefill + 1
-    if t <= 0:
+def count_lifetime(c, t, half, total_inf, pow_table):
+    """The expected lifetime of a write from its LBA's decayed count ``c`` (Q16) after ``t`` user
+    writes: the decayed writes so far over ``c``, rounded up; ``INF`` for ``t <= 0`` or ``c <= 0``."""
+    if t <= 0 or c <= 0:
         return INF
-    c = p.count[lba]
-    if p.count_at[lba] != now:
-        c = count_decay(c, now - p.count_at[lba], f.count_half, p.count_pow)
-    if c <= 0:
-        return INF
-    if f.count_half == 0:
-        total = t * COUNT_ONE
-    else:
-        total = f.count_total_inf - count_decay(f.count_total_inf, t, f.count_half, p.count_pow)
+    total = t * COUNT_ONE if half == 0 else total_inf - count_decay(total_inf, t, half, pow_table)
     return (total + c - 1) // c
 
 
 @nb.njit(cache=True)
-def count_group(p, e):
+def count_estimate(p, lba, now):
+    """The LBA's expected lifetime from the counts (:func:`count_lifetime`, its count decayed to
+    ``now``); ``INF`` before the trace and for an LBA it has not written."""
+    f = p.frozen[0]
+    c = p.count[lba]
+    if p.count_at[lba] != now:
+        c = count_decay(c, now - p.count_at[lba], f.count_half, p.count_pow)
+    return count_lifetime(c, now - p.scalars[0].prefill + 1, f.count_half, f.count_total_inf, p.count_pow)
+
+
+@nb.njit(cache=True)
+def count_group(bucket_hi, bucket2group, e):
     """The final plan's group of lifetime ``e`` (its quarter-octave bucket's)."""
-    hi = p.bucket_hi
-    b = np.searchsorted(hi, e, side="left")  # the first bucket whose longest lifetime is >= e
-    return p.bucket2group[b]  # (b == NEVER_BUCKET beyond the last bounded bucket)
+    b = np.searchsorted(bucket_hi, e, side="left")  # the first bucket whose longest lifetime is >= e
+    return bucket2group[b]  # (b == NEVER_BUCKET beyond the last bounded bucket)
+
+
+@nb.njit(cache=True)
+def covering_group(group_hi, rem, k):
+    """The first bounded group G1..G(k-1) whose upper bound covers ``rem``, else Gk."""
+    for i in range(1, k):
+        if rem <= group_hi[i]:
+            return i
+    return k
 
 
 @nb.njit(cache=True)
@@ -169,7 +173,7 @@ def hybrid_frozen_user(s, p, lba, now):
     else:
         p.lba_class[lba] = p.preds[now - st.chunk_start] + 1
         if counts:
-            g = count_group(p, count_estimate(p, lba, now))
+            g = count_group(p.bucket_hi, p.bucket2group, count_estimate(p, lba, now))
     return g
 
 
@@ -187,10 +191,7 @@ def _count_gc(p, lba, age, now):
             f.table_gc += 1
         else:
             rem = INF
-    for i in range(1, k):
-        if rem <= p.group_hi[i]:
-            return i
-    return k
+    return covering_group(p.group_hi, rem, k)
 
 
 @nb.njit(cache=True)
@@ -216,11 +217,7 @@ def hybrid_frozen_gc(s, p, lba, victim, now):
         j = np.searchsorted(grid, age, side="right") - 1
         g = p.reloc_dest[c - 1, max(j, 0)]
     if g < 0:
-        g = k  # no estimate: the age stands for the remaining lifetime
-        for i in range(1, k):
-            if age <= p.group_hi[i]:
-                g = i
-                break
+        g = covering_group(p.group_hi, age, k)  # no estimate: the age stands for the remaining lifetime
     else:
         f.table_gc += 1
     if f.reloc_floor and vg >= 1 and vg <= k and g < vg:
@@ -456,9 +453,10 @@ def count_tables(policy) -> dict:
 
 @nb.njit(cache=True)
 def _count_groups_float_and_int(lbas, n_lbas, lam, half, total_inf, pow_table, bucket_hi, bucket2group):
-    """Per trace write, the group of its count estimate in floats (the hybrid's
-    ``_frequency_lifetime``: decay ``exp(-lam dt)``, ``ceil(total / c)``, its bucket) and in the
-    bundle's integers; returns the number of writes on which they agree."""
+    """Per trace write, the group of its count estimate in floats (the formula of the hybrid's
+    ``_count_write`` and ``_frequency_lifetime``, which read the policy's state: decay
+    ``exp(-lam dt)``, ``ceil(total / c)``, its bucket) and in the bundle's integers
+    (:func:`count_lifetime`, :func:`count_group`); returns the number of writes on which they agree."""
     seen = np.zeros(n_lbas, np.float64)
     count = np.zeros(n_lbas, np.int64)
     at = np.zeros(n_lbas, np.int64)
@@ -471,14 +469,10 @@ def _count_groups_float_and_int(lbas, n_lbas, lam, half, total_inf, pow_table, b
         seen[a] = c + 1.0
         t = i + 1
         total = float(t) if lam == 0 else np.expm1(-lam * t) / np.expm1(-lam)
-        e = np.ceil(total / seen[a])
-        b = 0 if e <= 1 else min(int(np.ceil(BUCKETS_PER_OCTAVE * np.log2(e))), NEVER_BUCKET - 1)
-        g_float = bucket2group[b]
+        g_float = bucket2group[_bucket_of(np.ceil(total / seen[a]))]
         count[a] = count_decay(count[a], i - at[a], half, pow_table) + COUNT_ONE
         at[a] = i
-        itotal = t * COUNT_ONE if half == 0 else total_inf - count_decay(total_inf, t, half, pow_table)
-        ie = (itotal + count[a] - 1) // count[a]
-        g_int = bucket2group[np.searchsorted(bucket_hi, ie, side="left")]
+        g_int = count_group(bucket_hi, bucket2group, count_lifetime(count[a], t, half, total_inf, pow_table))
         agree += g_float == g_int
     return agree
 

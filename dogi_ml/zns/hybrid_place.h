@@ -101,6 +101,15 @@ static int hl_count_group(int64_t lba, int64_t now)
 #define DL_USER_GROUP(lba, now, c) dl_cat2group[c]
 #endif
 
+/* the first bounded group G1..G(K-1) whose upper bound covers rem, else GK */
+static int hl_covering_group(int64_t rem)
+{
+    for (int i = 1; i < DL_N_INTERMEDIATE; ++i)
+        if (rem <= hl_group_hi[i])
+            return i;
+    return DL_N_INTERMEDIATE;
+}
+
 /* the relocation table's column of a block of this age: the last grid age <= it (the first if none) */
 static int hl_age_column(int64_t age)
 {
@@ -125,11 +134,8 @@ static int dl_gc(sim_t *s, int64_t lba, int64_t victim, int64_t now)
         if (rem < DL_INF)
             dl.table_gc += 1;
     }
-    for (int i = 1; i < k; ++i)
-        if (rem <= hl_group_hi[i])
-            return i;
     (void)vg;
-    return (int)k;
+    return hl_covering_group(rem);
 #endif
     if (HL_FROZEN_FILTER && !dl.updated[lba]) {
         dl.frozen_gc += 1;
@@ -140,12 +146,7 @@ static int dl_gc(sim_t *s, int64_t lba, int64_t victim, int64_t now)
     if (c >= 1)
         g = hl_reloc_dest[c - 1][hl_age_column(age)];
     if (g < 0) { /* no estimate: the age stands for the remaining lifetime */
-        g = (int)k;
-        for (int i = 1; i < k; ++i)
-            if (age <= hl_group_hi[i]) {
-                g = i;
-                break;
-            }
+        g = hl_covering_group(age);
     } else {
         dl.table_gc += 1;
     }
