@@ -76,7 +76,7 @@ struct blk_hdr {
 };
 
 /* -- errors --------------------------------------------------------------------------------- */
-static void vdie(int status, const char *fmt, va_list ap)
+__attribute__((noreturn)) static void vdie(int status, const char *fmt, va_list ap)
 {
     fputs("error: ", stderr);
     vfprintf(stderr, fmt, ap);
@@ -85,7 +85,7 @@ static void vdie(int status, const char *fmt, va_list ap)
 }
 
 /* a usage error: arguments, or a configuration the device cannot run (exit status 2) */
-static void die(const char *fmt, ...)
+__attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -94,7 +94,7 @@ static void die(const char *fmt, ...)
 }
 
 /* any other failure, with its exit status (exit_codes.h) */
-static void die_status(int status, const char *fmt, ...)
+__attribute__((noreturn, format(printf, 2, 3))) static void die_status(int status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -1163,7 +1163,7 @@ static uint64_t block_seq(const void *b)
 static const char *json_bool(int x) { return x ? "true" : "false"; }
 
 /* -- main ----------------------------------------------------------------------------------- */
-static void usage(void)
+__attribute__((noreturn)) static void usage(void)
 {
     fputs("usage: zns_replay --trace FILE.dtr --device file:PATH|/dev/ZNS --capacity BLOCKS [options]\n"
           "  --policy nosep|sepgc|sepbit|sepbit_paper|dogi_frozen|hybrid_frozen\n"
