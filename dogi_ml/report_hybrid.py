@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -157,17 +158,20 @@ def plot(table: dict, summary: dict, path: Path, title: str = "") -> Path:
 
     workloads = list(table)
     shown = [s for s in (*SEED_SCHEMES, "hybrid", *ORACLES) if any(s in table[w] for w in workloads)]
-    fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(workloads)), 4.5))
+    fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(workloads)) + 2, 4.5))
     width = 0.8 / max(1, len(shown))
+    # tab20: up to 20 schemes without a colour repeating (the default cycle repeats after 10)
+    colours = plt.get_cmap("tab20").colors
     for i, s in enumerate(shown):
         xs = [j + i * width for j, w in enumerate(workloads) if s in table[w]]
         ys = [table[w][s]["waf"] for w in workloads if s in table[w]]
-        ax.bar(xs, ys, width, label=s, hatch="//" if s == "hybrid" else None)
+        ax.bar(xs, ys, width, label=s, color=colours[i % len(colours)], hatch="//" if s == "hybrid" else None)
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(workloads))], workloads)
     ax.set_ylabel("WAF")
-    ax.legend(fontsize=7, ncol=4)
+    # beside the axes, so it hides no bar
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(axis="y", alpha=0.3)
-    ax.set_title(title)
+    ax.set_title(textwrap.fill(title, 90), fontsize=10)
     return save_figure(fig, path)
 
 

@@ -163,6 +163,12 @@ hybrid() {
         policy.params.min_horizon=0.5
     "$PY" -m dogi_ml.report_hybrid $R/hybrid_select_traces $SWEEPS/hybrid_select_traces $SWEEPS/hybrid_select_traces_mh05 \
         --reuse $R/hybrid_traces.json
+    # the samples again with MiDAS's cost-benefit with the square root of age for every follower and the hybrid
+    sweep hybrid_traces_sqrt +experiment=hybrid_traces_sqrt
+    sweep hybrid_traces_sqrt_hybrid +experiment=hybrid_traces_sqrt policy=hybrid policy.victim=cost_benefit_sqrt \
+        policy.params.lifetimes=model,select policy.params.hot_filter=true,auto
+    "$PY" -m dogi_ml.report_hybrid $R/hybrid_traces_sqrt $SWEEPS/hybrid_traces_sqrt $SWEEPS/hybrid_traces_sqrt_hybrid \
+        --title "Hybrid - WAF per scheme, real trace samples, cost-benefit by the square root of age (32-block segments, 15% OP)"
     sweep hybrid_select_alt +experiment=hybrid_select_alt
     sweep hybrid_select_alt_cbsepbit +experiment=hybrid_select_alt policy=hybrid policy.params.hot_filter=auto \
         policy.victim=cost_benefit_sepbit
