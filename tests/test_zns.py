@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import skip_or_fail_in_ci
 
 from dogi_ml.errors import ConfigError
 from dogi_ml.pipeline.replay import PARITY_KEYS, replay
@@ -22,7 +23,6 @@ from dogi_ml.traces.binfmt import write_trace
 from dogi_ml.traces.generators import generate
 from dogi_ml.zns import exit_codes
 from dogi_ml.zns import harness as zh
-from helpers import skip_or_fail_in_ci
 
 CAP = 4096
 SEG = 64
