@@ -492,8 +492,13 @@ def test_bad_switches_are_refused():
         make_policy("hybrid", early_plan=True)
     with pytest.raises(ValueError, match="early_plan must be true or false, got 'yes'"):
         make_policy("hybrid", lifetimes="select", early_plan="yes")
-    with pytest.raises(ValueError, match="unknown parameter"):
+    # the error names the hybrid (not the DOGI it is built on) and lists its own switches as accepted
+    with pytest.raises(
+        ValueError, match=r"policy hybrid: unknown parameter\(s\) \['colour'\]; accepted: .*'lifetimes'"
+    ):
         make_policy("hybrid", colour="blue")
+    with pytest.raises(ValueError, match="policy hybrid: sample_every must be >= 1, got 0"):
+        make_policy("hybrid", sample_every=0)
 
 
 #: tests/test_hybrid.py's default run (zipf 16384 blocks x 8, 64-block segments), measured at 01f1079

@@ -705,7 +705,9 @@ class DOGI(PlacementPolicy):
     def __init__(self, n_groups=N_GROUPS, **params):
         unknown = set(params) - set(self.DEFAULTS)
         if unknown:
-            raise ValueError(f"policy dogi: unknown parameter(s) {sorted(unknown)}; accepted: {sorted(self.DEFAULTS)}")
+            raise ValueError(
+                f"policy {self.name}: unknown parameter(s) {sorted(unknown)}; accepted: {sorted(self.accepted_params())}"
+            )
         if int(n_groups) != N_GROUPS:
             raise ValueError(
                 f"policy dogi allocates {N_GROUPS} group slots (hot, ten intermediate, frozen, "
@@ -714,42 +716,50 @@ class DOGI(PlacementPolicy):
             )
         cfg = {**self.DEFAULTS, **params}
         if cfg["variant"] not in VARIANTS:
-            raise ValueError(f"policy dogi: variant must be one of {sorted(VARIANTS)}, got {cfg['variant']!r}")
+            raise ValueError(f"policy {self.name}: variant must be one of {sorted(VARIANTS)}, got {cfg['variant']!r}")
         for key, allowed in CHOICES.items():
             if cfg[key] not in allowed:
                 words = ", ".join(allowed[:-1]) + " or " + allowed[-1]
-                raise ValueError(f"policy dogi: {key} must be {words}, got {cfg[key]!r}")
+                raise ValueError(f"policy {self.name}: {key} must be {words}, got {cfg[key]!r}")
         if cfg["relocation"] not in (None, "ml", "next_group", "age_groups"):
-            raise ValueError(f"policy dogi: relocation must be ml, next_group or age_groups, got {cfg['relocation']!r}")
+            raise ValueError(
+                f"policy {self.name}: relocation must be ml, next_group or age_groups, got {cfg['relocation']!r}"
+            )
         if cfg["deployed"] == "int8" and cfg["model"] != "mlp":
-            raise ValueError(f"policy dogi: deployed=int8 runs the exported integer MLP; model is {cfg['model']!r}")
+            raise ValueError(
+                f"policy {self.name}: deployed=int8 runs the exported integer MLP; model is {cfg['model']!r}"
+            )
         if cfg["intermediate_groups"] is not None and not 1 <= int(cfg["intermediate_groups"]) <= N_CAT:
             raise ValueError(
-                f"policy dogi: params.intermediate_groups must lie in [1, {N_CAT}], got {cfg['intermediate_groups']}"
+                f"policy {self.name}: params.intermediate_groups must lie in [1, {N_CAT}], got {cfg['intermediate_groups']}"
             )
         if not 0 <= float(cfg["fallback_accuracy"]) < 1:
-            raise ValueError(f"policy dogi: fallback_accuracy must lie in [0, 1), got {cfg['fallback_accuracy']}")
+            raise ValueError(
+                f"policy {self.name}: fallback_accuracy must lie in [0, 1), got {cfg['fallback_accuracy']}"
+            )
         if cfg["reloc_estimate"] not in RELOC_ESTIMATES:
             raise ValueError(
-                f"policy dogi: reloc_estimate must be one of {RELOC_ESTIMATES}, got {cfg['reloc_estimate']!r}"
+                f"policy {self.name}: reloc_estimate must be one of {RELOC_ESTIMATES}, got {cfg['reloc_estimate']!r}"
             )
         if not 0 <= float(cfg["fallback_margin"]) < 1:
-            raise ValueError(f"policy dogi: fallback_margin must lie in [0, 1), got {cfg['fallback_margin']}")
+            raise ValueError(f"policy {self.name}: fallback_margin must lie in [0, 1), got {cfg['fallback_margin']}")
         if cfg["ghost_process"] not in ("auto", True, False, "thread"):
             raise ValueError(
-                f"policy dogi: ghost_process must be auto, true, false or thread, got {cfg['ghost_process']!r}"
+                f"policy {self.name}: ghost_process must be auto, true, false or thread, got {cfg['ghost_process']!r}"
             )
         if not isinstance(cfg["feature_thread"], bool):
-            raise ValueError(f"policy dogi: feature_thread must be true or false, got {cfg['feature_thread']!r}")
+            raise ValueError(f"policy {self.name}: feature_thread must be true or false, got {cfg['feature_thread']!r}")
         if int(cfg["sample_every"]) < 1:
-            raise ValueError(f"policy dogi: sample_every must be >= 1, got {cfg['sample_every']}")
+            raise ValueError(f"policy {self.name}: sample_every must be >= 1, got {cfg['sample_every']}")
         if cfg["train_span"] is not None and not float(cfg["train_span"]) > 0:
             raise ValueError(
-                f"policy dogi: train_span must be > 0 (capacities of user writes) or null (the whole ring), "
+                f"policy {self.name}: train_span must be > 0 (capacities of user writes) or null (the whole ring), "
                 f"got {cfg['train_span']}"
             )
         if not float(cfg["label_lag"]) >= 0:
-            raise ValueError(f"policy dogi: label_lag must be >= 0 (capacities of user writes), got {cfg['label_lag']}")
+            raise ValueError(
+                f"policy {self.name}: label_lag must be >= 0 (capacities of user writes), got {cfg['label_lag']}"
+            )
         self.cfg = cfg
         super().__init__(n_groups)
         self.user_ml, self.group_search, self.gc_reloc = VARIANTS[cfg["variant"]]
@@ -782,7 +792,7 @@ class DOGI(PlacementPolicy):
                 )
             unknown = [f for f in c["features"] if f not in FEATURES]
             if unknown:
-                raise ValueError(f"policy dogi: unknown feature(s) {unknown}; known: {', '.join(FEATURES)}")
+                raise ValueError(f"policy {self.name}: unknown feature(s) {unknown}; known: {', '.join(FEATURES)}")
             # features are computed chunk by chunk as the writes arrive (causal, bounded memory)
             self.stream = FeatureStream(ctx.trace, FeatureConfig(capacity_blocks=cap))
             self.columns = [FEATURES.index(f) for f in c["features"]]
