@@ -1012,11 +1012,13 @@ class DOGI(PlacementPolicy):
         t0 = time.thread_time()
         lo, hi = self._chunk_rows(j, C)
         if self.stream.position != lo:
-            raise RuntimeError(f"policy dogi: features at write {self.stream.position}, chunk {j} starts at {lo}")
+            raise RuntimeError(
+                f"policy {self.name}: features at write {self.stream.position}, chunk {j} starts at {lo}"
+            )
         r0 = lo + self.prefill - j * C
         got = self.stream.next_into(self.state.chunk_features[buf, r0 : r0 + hi - lo], self._columns)
         if got != hi - lo:
-            raise RuntimeError(f"policy dogi: the trace ended after {lo + got} block writes, expected {hi}")
+            raise RuntimeError(f"policy {self.name}: the trace ended after {lo + got} block writes, expected {hi}")
         return time.thread_time() - t0
 
     def _features_of_chunk(self, j: int, C: int) -> None:
@@ -1039,7 +1041,7 @@ class DOGI(PlacementPolicy):
                 self.ahead_s += ahead_s
             self.feature_rows += int(np.subtract(*self._chunk_rows(pj, C)[::-1]))
             if pj != j:
-                raise RuntimeError(f"policy dogi: feature thread computed chunk {pj}, the loop is at chunk {j}")
+                raise RuntimeError(f"policy {self.name}: feature thread computed chunk {pj}, the loop is at chunk {j}")
             st.feat_buf = pbuf
         else:
             self._ahead_of[int(st.feat_buf)] = None
@@ -1474,7 +1476,7 @@ class DOGI(PlacementPolicy):
 
         if find_compiler() is None:
             if runtime == "c":
-                raise RuntimeError("policy dogi: int8_runtime=c needs a C compiler (set CC or install gcc)")
+                raise RuntimeError(f"policy {self.name}: int8_runtime=c needs a C compiler (set CC or install gcc)")
             return
         self._cbuild = BackgroundBuild(emit_header(self.qmodel), "mlp", self.qmodel.n_features, self.qmodel.n_classes)
         if runtime == "c":
@@ -1484,7 +1486,7 @@ class DOGI(PlacementPolicy):
         from dogi_ml.export.quantize import quantize_model
 
         if getattr(model, "name", None) != "mlp":
-            raise ValueError(f"policy dogi: deployed=int8 runs the integer MLP; model is {model.name!r}")
+            raise ValueError(f"policy {self.name}: deployed=int8 runs the integer MLP; model is {model.name!r}")
         return quantize_model(model, X_calib, feature_names=list(self.cfg["features"]))
 
     # -- results ---------------------------------------------------------------------------
