@@ -526,9 +526,11 @@ def plot_paper(summary: dict, path: Path, title: str = "") -> Path:
     ax = axes[0][0]
     x = np.arange(len(workloads))
     width = 0.8 / max(1, len(schemes))
+    # tab20: up to 20 schemes without a colour repeating (the default cycle repeats after 10)
+    colours = plt.get_cmap("tab20").colors
     for i, s in enumerate(schemes):
         vals = [summary[w].get(s, {}).get("waf") or np.nan for w in workloads]
-        ax.bar(x + i * width, vals, width, label=s)
+        ax.bar(x + i * width, vals, width, label=s, color=colours[i % len(colours)])
     ax.set_xticks(x + 0.4 - width / 2, workloads, rotation=20)
     ax.set_ylabel("WAF")
     ax.set_title("WAF per scheme (Fig. 10)")
