@@ -157,7 +157,14 @@ def plot(table: dict, summary: dict, path: Path, title: str = "") -> Path:
     import matplotlib.pyplot as plt
 
     workloads = list(table)
-    shown = [s for s in (*SEED_SCHEMES, "hybrid", *ORACLES) if any(s in table[w] for w in workloads)]
+    # the hybrid runs this report ran itself (a reused table's are in their own plot), after the default
+    ran = [
+        s
+        for s in dict.fromkeys(s for w in workloads for s in table[w])
+        if s.startswith("hybrid[") and any(s in table[w] and not table[w][s].get("reused") for w in workloads)
+    ]
+    hybrids = ["hybrid", *sorted(ran)]
+    shown = [s for s in (*SEED_SCHEMES, *hybrids, *ORACLES) if any(s in table[w] for w in workloads)]
     fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(workloads)) + 2, 4.5))
     width = 0.8 / max(1, len(shown))
     # tab20: up to 20 schemes without a colour repeating (the default cycle repeats after 10)
@@ -165,13 +172,14 @@ def plot(table: dict, summary: dict, path: Path, title: str = "") -> Path:
     for i, s in enumerate(shown):
         xs = [j + i * width for j, w in enumerate(workloads) if s in table[w]]
         ys = [table[w][s]["waf"] for w in workloads if s in table[w]]
-        ax.bar(xs, ys, width, label=s, color=colours[i % len(colours)], hatch="//" if s == "hybrid" else None)
+        ax.bar(xs, ys, width, label=textwrap.fill(s, 40), color=colours[i % len(colours)], hatch="//" if s in hybrids else None)
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(workloads))], workloads)
     ax.set_ylabel("WAF")
     # beside the axes, so it hides no bar
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(axis="y", alpha=0.3)
-    ax.set_title(textwrap.fill(title, 90), fontsize=10)
+    if title:
+        fig.suptitle(textwrap.fill(title, 110), fontsize=10)  # over the whole figure: the legend takes a side
     return save_figure(fig, path)
 
 
