@@ -158,11 +158,7 @@ def plot(table: dict, summary: dict, path: Path, title: str = "") -> Path:
 
     workloads = list(table)
     # the hybrid runs this report ran itself (a reused table's are in their own plot), after the default
-    ran = [
-        s
-        for s in dict.fromkeys(s for w in workloads for s in table[w])
-        if s.startswith("hybrid[") and any(s in table[w] and not table[w][s].get("reused") for w in workloads)
-    ]
+    ran = {s for w in workloads for s, cell in table[w].items() if s.startswith("hybrid[") and not cell.get("reused")}
     hybrids = ["hybrid", *sorted(ran)]
     shown = [s for s in (*SEED_SCHEMES, *hybrids, *ORACLES) if any(s in table[w] for w in workloads)]
     fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(workloads)) + 2, 4.5))
@@ -172,7 +168,14 @@ def plot(table: dict, summary: dict, path: Path, title: str = "") -> Path:
     for i, s in enumerate(shown):
         xs = [j + i * width for j, w in enumerate(workloads) if s in table[w]]
         ys = [table[w][s]["waf"] for w in workloads if s in table[w]]
-        ax.bar(xs, ys, width, label=textwrap.fill(s, 40), color=colours[i % len(colours)], hatch="//" if s in hybrids else None)
+        ax.bar(
+            xs,
+            ys,
+            width,
+            label=textwrap.fill(s, 40),
+            color=colours[i % len(colours)],
+            hatch="//" if s in hybrids else None,
+        )
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(workloads))], workloads)
     ax.set_ylabel("WAF")
     # beside the axes, so it hides no bar
