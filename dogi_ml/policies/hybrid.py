@@ -480,6 +480,16 @@ def hybrid_user(s, p, lba, now):
 
 
 @nb.njit(cache=True)
+def covering_group(group_hi, rem, lo, k):
+    """The first bounded group G(lo)..G(k-1) whose upper bound covers ``rem``, else Gk (the
+    relocation of the online hybrid and of its frozen bundles, policies/hybrid_frozen.py)."""
+    for i in range(lo, k):
+        if rem <= group_hi[i]:
+            return i
+    return k
+
+
+@nb.njit(cache=True)
 def hybrid_gc(s, p, lba, victim, now):
     """A survivor to the group whose range covers its predicted remaining lifetime (or its age),
     never hotter than its source (the model's lifetimes: the oracles' estimates stand as they are);
@@ -520,12 +530,7 @@ def hybrid_gc(s, p, lba, victim, now):
         lo = 1
         if h.reloc_floor and not known and vg >= 1 and vg <= nint:
             lo = vg
-        ghi = p.group_hi
-        g = nint
-        for k in range(lo, nint):
-            if rem <= ghi[k]:
-                g = k
-                break
+        g = covering_group(p.group_hi, rem, lo, nint)
     if row.reloc_count < 255:
         row.reloc_count += 1
     row.reloc_group = g

@@ -57,6 +57,7 @@ from .hybrid import (
     NEVER_BUCKET,
     RULES,
     _bucket_of,
+    covering_group,
     hybrid_victim,
     lifetime_bucket,
 )
@@ -148,15 +149,6 @@ def count_group(bucket_hi, bucket2group, e):
 
 
 @nb.njit(cache=True)
-def covering_group(group_hi, rem, k):
-    """The first bounded group G1..G(k-1) whose upper bound covers ``rem``, else Gk."""
-    for i in range(1, k):
-        if rem <= group_hi[i]:
-            return i
-    return k
-
-
-@nb.njit(cache=True)
 def hybrid_frozen_user(s, p, lba, now):
     """dogi_frozen's user placement (Hot Filter, class -> group), and the block's class kept for
     the relocation table; a count bundle counts the write first and places a non-hot write by
@@ -191,7 +183,7 @@ def _count_gc(p, lba, age, now):
             f.table_gc += 1
         else:
             rem = INF
-    return covering_group(p.group_hi, rem, k)
+    return covering_group(p.group_hi, rem, 1, k)
 
 
 @nb.njit(cache=True)
@@ -217,7 +209,7 @@ def hybrid_frozen_gc(s, p, lba, victim, now):
         j = np.searchsorted(grid, age, side="right") - 1
         g = p.reloc_dest[c - 1, max(j, 0)]
     if g < 0:
-        g = covering_group(p.group_hi, age, k)  # no estimate: the age stands for the remaining lifetime
+        g = covering_group(p.group_hi, age, 1, k)  # no estimate: the age stands for the remaining lifetime
     else:
         f.table_gc += 1
     if f.reloc_floor and vg >= 1 and vg <= k and g < vg:
