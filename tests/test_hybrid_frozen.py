@@ -29,9 +29,7 @@ EXPORT_SIM = FROZEN_EXPORT_SIM
 SIM64 = {**EXPORT_SIM, "segment_blocks": 64}
 PARAMS = FROZEN_HYBRID_PARAMS
 
-pytestmark = pytest.mark.skipif(
-    zh.shutil.which("gcc") is None and zh.shutil.which("cc") is None, reason="no C compiler"
-)
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None, reason="no C compiler")
 
 
 @pytest.fixture(scope="module")

@@ -6,17 +6,15 @@ relocate the survivors, decision for decision as the simulator's hybrid_frozen."
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from helpers import FROZEN_CAP, FROZEN_EXPORT_SIM, FROZEN_HYBRID_PARAMS, frozen_test_trace
 
 from dogi_ml.pipeline.replay import PARITY_KEYS, export_dogi_bundle, replay
 from dogi_ml.policies._dogi_bundle import BundleError, check_deploy, deploy_header, load_bundle
-from dogi_ml.zns import harness as zh
 
-pytestmark = pytest.mark.skipif(
-    zh.shutil.which("gcc") is None and zh.shutil.which("cc") is None, reason="no C compiler"
-)
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None, reason="no C compiler")
 
 # tests/test_hybrid_frozen.py's scale (tests/helpers.py): 4K blocks written 6 times, exported on
 # 32-block segments, deployed on the harness's 64-block zones

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import struct
 import subprocess
@@ -33,9 +34,7 @@ POLICY = {
     "sepbit": {"name": "sepbit", "n_groups": 6, "params": {"variant": "code"}},
 }
 
-pytestmark = pytest.mark.skipif(
-    zh.shutil.which("gcc") is None and zh.shutil.which("cc") is None, reason="no C compiler"
-)
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None, reason="no C compiler")
 
 
 @pytest.fixture(scope="module")
@@ -578,7 +577,7 @@ def test_the_harness_builds_and_runs_with_clang(trace, bundle, tmp_path, monkeyp
     """``CC=clang``: the harness compiles under its -Werror flags and gives the simulator's counts.
     Clang warns where GCC does not (a group count it could not prove set, before die() was marked
     noreturn), and the warning stopped the build."""
-    clang = zh.shutil.which("clang")
+    clang = shutil.which("clang")
     if clang is None:
         skip_or_fail_in_ci("clang is not installed (apt install clang; .ci/run installs it)")
     monkeypatch.setenv("CC", clang)

@@ -7,7 +7,6 @@ import hashlib
 import json
 import math
 import os
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -55,10 +54,13 @@ def build_dir() -> Path:
 
 
 def find_cc() -> str:
-    for name in (os.environ.get("CC"), "gcc", "cc", "clang"):
-        if name and shutil.which(name):
-            return shutil.which(name)
-    raise HarnessError("no C compiler found for the ZNS harness", "install gcc or set CC")
+    """The compiler the exported headers are built with too (``$CC``, else gcc, cc or clang)."""
+    from dogi_ml.export.cbuild import find_compiler
+
+    cc = find_compiler()
+    if cc is None:
+        raise HarnessError("no C compiler found for the ZNS harness", "install gcc or set CC")
+    return cc
 
 
 def build(static: bool = False, out_dir: str | Path | None = None, learned: dict | None = None) -> Path:
