@@ -183,7 +183,7 @@ class DogiState(NamedTuple):
     sample_features: np.ndarray  # int64 [ring slot, feature]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _class_of(bounds, v):
     """0 = hot (``v <= mu``), k = c_k (``v <= bounds[k]``), 10 = c10."""
     for k in range(bounds.shape[0]):
@@ -243,7 +243,9 @@ def _adapt_mu(s, p):
         p.group_expiry[G_HOT] = mu
 
 
-@nb.njit(cache=True)
+# dogi_user, dogi_gc and their helpers are inlined into their callers (the loop, and the
+# hybrid's hybrid_user/hybrid_gc): see the note above policies/hybrid.py's _bucket_of.
+@nb.njit(cache=True, inline="always")
 def dogi_user(s, p, lba, now):
     st = p.scalars[0]
     bounds = p.bounds
@@ -315,7 +317,7 @@ def dogi_user(s, p, lba, now):
     return g
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _next_group(vg, nint):
     """Age-based relocation: one group further (G_hot -> G1, GN and G_frzn stay)."""
     if vg == G_HOT:
@@ -327,7 +329,7 @@ def _next_group(vg, nint):
     return nint
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _remaining(p, cat, age):
     """ML-Reloc's mean remaining lifetime of a category-``cat`` block that has lived ``age``
     (the table's value at the largest tabulated age <= ``age``), -1 if unknown."""
@@ -338,7 +340,7 @@ def _remaining(p, cat, age):
     return p.remaining[cat, j]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _ml_reloc(p, st, row, vg, age):
     """ML-Reloc's destination among G1..GN, -1 without an estimate (§4.4): the group whose BIR
     covers the category's mean remaining lifetime, counted from the source group's BIR bound
@@ -367,7 +369,7 @@ def _ml_reloc(p, st, row, vg, age):
     return nint
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def dogi_gc(s, p, lba, victim, now):
     st = p.scalars[0]
     vg = s.seg_group[victim]
