@@ -344,7 +344,7 @@ def _sealed_count(s, p, g):
     return n
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _stamp_if_sealing(s, p, g, t):
     """The engine seals group ``g``'s open segment at this append if it is full: stamp it with
     ``t``, their write count at the time (a user write's own number, counted from 1; during GC
@@ -383,7 +383,7 @@ def _hf_rollover(s, p):
     cfg.user_traffic = 0.0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _hf_active(s, p, now):
     """Common start of a hot-filter update (their hf_generate): after the prefill, the warm-up,
     then the period's end."""
@@ -398,7 +398,7 @@ def _hf_active(s, p, now):
     return True
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _hf_overwrite(s, p, lba, old, now):
     """A user overwrite: was the old copy short-lived (in G0, or young in G1)?"""
     if not _hf_active(s, p, now):
@@ -419,7 +419,7 @@ def _hf_overwrite(s, p, lba, old, now):
             hf[lba] -= 1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _hf_relocated(s, p, lba, g, now):
     """GC found the block still valid in G0 or G1: less hot (a G0 block doubly so)."""
     if not _hf_active(s, p, now):
@@ -457,7 +457,7 @@ def _double_epoch(p):
         p.counts[i] = 0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _check_time_window(cfg):
     """Their check_time_window: advance the model's clock; True when the write is counted."""
     if cfg.current_time == cfg.tw:
@@ -739,7 +739,7 @@ def _err_handling(s, p):
     _clear_err(p)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _checking_err_time(s, p):
     cfg = p.scalars[0]
     if cfg.err_flag == 1:
@@ -795,7 +795,11 @@ def _gc_overrun(s, p, target):
 
 
 # -- the three placement functions and the victim selector ------------------------------------
-@nb.njit(cache=True)
+# midas_user, midas_gc and their small per-write helpers are inlined into the loop
+# (inline="always"), and _checking_ginfo is called only when there is a configuration to check: a
+# call passes the state flattened into its arrays' fields, on every write. Same results; on zipf
+# 1 GiB the loop ran 5.2 M appends per CPU second before, 7.3 M after (docs/performance.md).
+@nb.njit(cache=True, inline="always")
 def midas_user(s, p, lba, now):
     cfg = p.scalars[0]
     if now % cfg.device_blocks == 2 % cfg.device_blocks:
@@ -824,12 +828,13 @@ def midas_user(s, p, lba, now):
     # their modeling_check (after the write; the write's group is already chosen)
     if cfg.model_on == 1 and _check_time_window(cfg):
         _check_interval(s, p, lba, now)
-    _checking_ginfo(s, p, now)
+    if cfg.ginfo_valid != 0:
+        _checking_ginfo(s, p, now)
     _checking_err_time(s, p)
     return group
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def midas_gc(s, p, lba, victim, now):
     cfg = p.scalars[0]
     g = cfg.victim_group
