@@ -209,7 +209,7 @@ def sequence_scalars(**extra) -> np.dtype:
     )
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def count_and_sample(st, ring, ring_windows, windows, lba, now, pred):
     """Count a user write; every ``st.sample_every``-th becomes a training sample: the ring
     records it and keeps its window (``windows[now - st.chunk_start]``, this chunk's, unless
