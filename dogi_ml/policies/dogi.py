@@ -243,8 +243,8 @@ def _adapt_mu(s, p):
         p.group_expiry[G_HOT] = mu
 
 
-# dogi_user, dogi_gc and their helpers are inlined into their callers (the loop, and the
-# hybrid's hybrid_user/hybrid_gc): see the note above policies/hybrid.py's _bucket_of.
+# dogi_user, dogi_gc and their helpers are inline="always" (dogi_ml/sim/_loop_template.py says
+# why): the loop and the hybrid's hybrid_user/hybrid_gc call them on every block.
 @nb.njit(cache=True, inline="always")
 def dogi_user(s, p, lba, now):
     st = p.scalars[0]

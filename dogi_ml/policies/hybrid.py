@@ -193,11 +193,9 @@ def bucket_time(b) -> np.ndarray:
     return np.where(b >= NEVER_BUCKET, np.inf, np.exp2(b / BUCKETS_PER_OCTAVE))
 
 
-# The functions the loop runs per block (hybrid_user, hybrid_gc and what they call, here and in
-# policies/dogi.py) are inlined into it (inline="always"). A call passes both states as their
-# arrays, each flattened into its fields: some 480 arguments for hybrid_user. Left to LLVM, the
-# loop called hybrid_user (its IR at 498ccbd); inlined, the default hybrid's loop CPU time on
-# zipf 1 GiB fell from 1.28 s to 0.48 s, the same results (docs/performance.md).
+# The per-block functions (hybrid_user, hybrid_gc and what they call) are inline="always";
+# dogi_ml/sim/_loop_template.py says why. Left to LLVM, the loop called hybrid_user
+# (its IR at 498ccbd), and the default hybrid's loop took 1.28 s on zipf 1 GiB against 0.48 s.
 @nb.njit(cache=True, inline="always")
 def _bucket_of(t):
     if t >= NEVER // 2:

@@ -8,6 +8,11 @@ arguments would recompile in every process.
 Both loops are compiled with ``_nrt=False``: the state is a tuple of arrays, and every inlined
 helper that takes it would otherwise cost a reference-count increment and decrement per array
 per block (measured: 5 M -> 70 M appends/s). The loops allocate nothing, so they need no NRT.
+A policy's per-block functions (its ``place_user``/``place_gc`` and what they call on every
+write) are declared ``inline="always"``: a Numba call passes every tuple argument flattened into
+its arrays' fields (some 480 arguments for the hybrid's ``hybrid_user``), and LLVM left such
+calls out of line once a function grew (hybrid 2.2x DOGI's loop cost per block, inlined 1.1x;
+Shiro 5.7 M -> 19.2 M appends per CPU second; docs/performance.md).
 ``run_chunk`` releases the GIL (``nogil``): a Python thread may run another simulator (DOGI's
 ghost) or a policy's next-chunk features while it runs.
 """
