@@ -5,16 +5,30 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import CAP, shared_data_dir, zipf_writes
+from helpers import CAP, require_compiler, shared_data_dir, skip_or_fail_in_ci, zipf_writes
 
 
 @pytest.fixture
 def shared_traces() -> Path:
-    """The real trace samples in ../shared/data/traces; the test is skipped without them."""
+    """The real trace samples in ../shared/data/traces; without them the test is skipped (failed
+    under CI=true, which runs with ../shared beside the checkout)."""
     d = shared_data_dir() / "traces"
     if not d.is_dir():
-        pytest.skip(f"real trace samples not found at {d} (they live in ../shared/data beside the repo)")
+        skip_or_fail_in_ci(f"real trace samples not found at {d} (they live in ../shared/data beside the repo)")
     return d
+
+
+@pytest.fixture(scope="session")
+def c_compiler() -> str:
+    """The C compiler's path. Session-scoped so that, requested with ``usefixtures`` by a module,
+    it is checked before the module's own fixtures build anything with it."""
+    return require_compiler()
+
+
+@pytest.fixture(scope="session")
+def cxx_compiler() -> str:
+    """The C++ compiler's path (as ``c_compiler``)."""
+    return require_compiler(cxx=True)
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,6 @@ Import as ``from dtr_cases import ...`` (pytest puts ``tests/`` on ``sys.path``)
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import struct
 import subprocess
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import google_crc32c
 import numpy as np
-import pytest
+from helpers import skip_or_fail_in_ci
 
 from dogi_ml.traces.binfmt import write_trace
 from dogi_ml.traces.trace import Trace
@@ -27,17 +26,11 @@ ARRAYS = (("ts_us", "<i8"), ("lba", "<i8"), ("nblocks", "<i4"), ("op", "|u1"), (
 C_SOURCES = ("dtr_load.h", "crc32c.h", "exit_codes.h", "fuzz_dtr.c")
 
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
 def require(ok: bool, why: str) -> None:
     """Skip with the reason where a tool is missing; under ``CI=true`` fail instead (``.ci/run``
     installs what the tests need, so a missing tool there is a broken setup, not a skip)."""
     if not ok:
-        if in_ci():
-            pytest.fail(why + " (CI=true: .ci/run installs it)")
-        pytest.skip(why)
+        skip_or_fail_in_ci(why)
 
 
 def small_trace(n: int = 400, seed: int = 5) -> Trace:

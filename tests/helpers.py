@@ -55,14 +55,31 @@ def shared_data_dir() -> Path:
     return Path(os.environ.get("DOGI_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
+def in_ci() -> bool:
+    """``CI=true`` (or 1/yes): the run is CI's, which installs every prerequisite (``.ci/run``)."""
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
 def skip_or_fail_in_ci(why: str) -> None:
     """A prerequisite is missing: skip the test with ``why``, but fail it under ``CI=true`` (CI
     installs every prerequisite, so a skip there would pass a test that never ran)."""
     import pytest
 
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+    if in_ci():
         pytest.fail(f"{why} (CI=true: a missing prerequisite fails the run instead of skipping it)")
     pytest.skip(why)
+
+
+def require_compiler(cxx: bool = False) -> str:
+    """The C (``cxx``: C++) compiler the toolkit would build with (``export.cbuild.find_compiler``:
+    ``$CC``/``$CXX`` or gcc/cc/clang on PATH); without one the test skips, or fails under CI=true."""
+    from dogi_ml.export.cbuild import find_compiler
+
+    cc = find_compiler(cxx=cxx)
+    if cc is None:
+        what, var = ("C++", "CXX") if cxx else ("C", "CC")
+        skip_or_fail_in_ci(f"no {what} compiler on PATH (apt-get install {'g++' if cxx else 'gcc'}, or set {var})")
+    return cc
 
 
 def zipf_writes(capacity: int, n: int, theta: float = 1.0, seed: int = 7) -> np.ndarray:

@@ -5,7 +5,7 @@ import doctest
 import json
 
 import pytest
-from helpers import run_cli, shared_data_dir
+from helpers import run_cli, shared_data_dir, skip_or_fail_in_ci
 
 SMALL_WL = {"name": "zipf", "capacity_blocks": 8192, "write_volume": 4}
 SMALL_CLI = [
@@ -23,7 +23,7 @@ def test_docstring_examples(tmp_path, monkeypatch):
     """Every example in dogi_ml.api runs (tiny workloads; a private working directory)."""
     traces = shared_data_dir() / "traces"
     if not (traces / "msr_cut_105.txt").exists():
-        pytest.skip(f"real trace samples not found at {traces} (load_trace's example reads one)")
+        skip_or_fail_in_ci(f"real trace samples not found at {traces} (load_trace's example reads one)")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("DOGI_ML_CACHE", raising=False)
     import dogi_ml.api as api

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from dogi_ml.determinism import outcome_digest
-from dogi_ml.export.cbuild import BackgroundBuild, find_compiler
+from dogi_ml.export.cbuild import BackgroundBuild
 from dogi_ml.policies import make_policy
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.traces.generators import generate, zipf
@@ -76,7 +76,7 @@ def _at_once_and_late(monkeypatch, run, late_methods, late_setup=None):
     return at_once, late
 
 
-@pytest.mark.skipif(find_compiler() is None, reason="no C compiler")
+@pytest.mark.usefixtures("c_compiler")
 def test_dogi_outcome_does_not_depend_on_its_background_work(monkeypatch):
     """DOGI with the integer model, the feature thread (features and predictions of the next
     chunk), the C header's background build and the base design's ghost on a worker thread,

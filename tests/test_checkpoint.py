@@ -314,7 +314,8 @@ def test_a_preempted_submitit_job_checkpoints_requeues_and_resumes(trace, tmp_pa
     submitit's local executor: the signal arrives while the job is about to write a checkpoint; the job finishes that checkpoint first (the signal waits for the chunk boundary),
     then submitit requeues it, and the requeued job resumes from it to the uninterrupted result.
     Without the deferral the signal ends the job before the checkpoint is written."""
-    submitit = pytest.importorskip("submitit")
+    import submitit
+
     policy = policy_config("sepbit")
     reference = reference_run("sepbit", trace, policy)
     ckdir = tmp_path / "ckpt"

@@ -22,7 +22,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import REPO
+from helpers import REPO, skip_or_fail_in_ci
 
 from dogi_ml import determinism
 from dogi_ml.errors import ConfigError
@@ -101,10 +101,10 @@ def train_digest(cpu: str, mode: str, cwd) -> tuple[str, dict]:
 def two_levels() -> None:
     """Skip (fail under CI=true) where the machine's best level is the baseline itself."""
     if not determinism.x86_64() or determinism.cpu_best() == "default":
-        why = f"no SIMD level above the baseline to compare with on this CPU ({determinism._host_cpu()[0]})"
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(why + " -- run CI on a CPU with AVX2 or AVX-512")
-        pytest.skip(why)
+        skip_or_fail_in_ci(
+            f"no SIMD level above the baseline to compare with on this CPU ({determinism._host_cpu()[0]})"
+            " -- run CI on a CPU with AVX2 or AVX-512"
+        )
 
 
 @pytest.mark.parametrize("case", [simulate_digest, train_digest], ids=["simulate-mldt", "train-mlp"])

@@ -25,7 +25,7 @@ import sys
 import naive
 import numpy as np
 import pytest
-from helpers import REPO
+from helpers import REPO, skip_or_fail_in_ci
 
 from dogi_ml import determinism
 from dogi_ml.policies import _minos_cluster as mc
@@ -111,10 +111,10 @@ print(json.dumps({{"weights": digest([wt]), "distances": digest(distances), "lab
 def _runs_avx2() -> None:
     """Skip (fail under CI=true) where this CPU cannot run the AVX2 build."""
     if not determinism.x86_64() or determinism.cpu_best() == "default":
-        why = f"this CPU ({determinism._host_cpu()[0]}) cannot run code compiled for Haswell (AVX2, FMA)"
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(why + " -- run CI on a CPU with AVX2 or AVX-512")
-        pytest.skip(why)
+        skip_or_fail_in_ci(
+            f"this CPU ({determinism._host_cpu()[0]}) cannot run code compiled for Haswell (AVX2, FMA)"
+            " -- run CI on a CPU with AVX2 or AVX-512"
+        )
 
 
 def test_the_clustering_gives_the_same_bits_on_every_target(tmp_path):

@@ -18,7 +18,6 @@ from helpers import hotcold_writes
 
 from dogi_ml.export.c_common import COMPILE_FLAGS
 from dogi_ml.export.c_header import emit_header
-from dogi_ml.export.cbuild import find_compiler
 from dogi_ml.export.integer import ExportError
 from dogi_ml.export.qtable import emit_qtable
 from dogi_ml.rl import qlearning as ql
@@ -389,15 +388,8 @@ def test_int8_table_run_equals_float_table_run(writes, trained):
     assert np.any(ql.greedy_actions(trained.q)[visited] != ql.greedy_actions(ql.hierarchical_table())[visited])
 
 
-def _cc_or_skip():
-    cc = find_compiler()
-    if cc is None:
-        pytest.skip("no C compiler (gcc/cc/clang) on PATH")
-    return cc
-
-
-def test_c_header_compiles_freestanding_and_matches_python(tmp_path, trained):
-    cc = _cc_or_skip()
+def test_c_header_compiles_freestanding_and_matches_python(tmp_path, trained, c_compiler):
+    cc = c_compiler
     iq = quantize_table(trained.q)
     text = emit_header(iq, "shiro")
     assert "float" not in text and "double" not in text and "#include <stdint.h>" in text

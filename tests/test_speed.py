@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from helpers import odd_shape_mlp
 
-from dogi_ml.export.cbuild import find_compiler
 from dogi_ml.export.numba_kernel import TILE, batch_scratch, int8_mlp_classes, int8_mlp_classes_into, int8_mlp_logits
 from dogi_ml.export.parity import extreme_features
 
@@ -221,7 +220,7 @@ def _dogi(trace, chunk=16384, **params):
     return sim.run(trace.block_writes)
 
 
-@pytest.mark.skipif(find_compiler() is None, reason="no C compiler")
+@pytest.mark.usefixtures("c_compiler")
 def test_dogi_c_header_and_feature_thread_change_nothing(varmail):
     """deployed=int8 run by the compiled C header (ctypes, one call per chunk) with the feature
     thread (features and predictions of the next chunk) and the base design's ghost in a child process places every write as the Numba
