@@ -1065,7 +1065,8 @@ class Hybrid(DOGI):
         self.needs_future = oracle_source
 
     def accepted_params(self):
-        return (*self.DEFAULTS, *self.HYBRID_DEFAULTS)
+        # DOGI's keys, then the hybrid's; `relocation` is in both (the hybrid's switch), listed once
+        return tuple(dict.fromkeys((*self.DEFAULTS, *self.HYBRID_DEFAULTS)))
 
     def bind(self, ctx: SimContext) -> tuple:
         if self.scaled_sampling:
