@@ -15,10 +15,12 @@ from dogi_ml.markov.opmodel import InvalidationCDF, thresholds_for_op
 from dogi_ml.oracles.annotate import NEVER
 from dogi_ml.policies import KEEP_VICTIM, configured_victim, make_policy
 from dogi_ml.policies.hybrid import (
+    COUNTED_AT,
     MIN_OCTAVE_SAMPLES,
     RULES,
     bucket_time,
     censored_residuals,
+    counts_table,
     generator_lifetimes,
     hybrid_gc,
     lifetime_bucket,
@@ -370,6 +372,19 @@ def test_censored_relocation_applies_its_tables_and_changes_the_run(trace, frequ
     assert res["waf"] != plain["waf"]
 
 
+@pytest.mark.parametrize("n_variants", [1, 3, 4, 7])
+def test_each_lbas_counts_lie_in_one_cache_line(n_variants):
+    """counts_table: a row holds the time and every variant, padded to a power of two, rows
+    laid out from a 64-byte boundary, so no row of up to 8 fields straddles two cache lines."""
+    t = counts_table(1000, n_variants)
+    width = t.shape[1]
+    assert t.shape[0] == 1000 and width >= n_variants + 1 and width & (width - 1) == 0 and width <= 8
+    assert t.flags.c_contiguous and not t.any()
+    starts = t.ctypes.data + np.arange(1000) * t.strides[0]
+    assert (starts // 64 == (starts + t.strides[0] - 1) // 64).all()
+    assert counts_table(0, n_variants).shape == (0, width)
+
+
 @pytest.mark.parametrize("halflife", [None, 0.5])
 def test_frequency_lifetimes_are_the_counts_so_far(trace, frequency_run, halflife):
     """lifetimes=frequency (causal): a sampled write's bucket is that of ceil(W_t / c_t), W_t the
@@ -389,8 +404,8 @@ def test_frequency_lifetimes_are_the_counts_so_far(trace, frequency_run, halflif
     last = np.zeros(CAP, np.int64)
     last[w] = times  # each LBA's last trace write
     decayed = np.bincount(w, weights=np.exp(-lam * (last[w] - times)), minlength=CAP)
-    np.testing.assert_allclose(p.seen[:, 0], decayed, rtol=1e-9)
-    np.testing.assert_array_equal(p.seen_at[w] - CAP, last[w])
+    np.testing.assert_allclose(p.counts[:, 1], decayed, rtol=1e-9)  # the first (only) variant
+    np.testing.assert_array_equal(p.counts[w, COUNTED_AT] - CAP, last[w])
     r = sim.policy.ring
     slots = np.flatnonzero(r.time >= 0)[:500]
     assert slots.size == 500
@@ -692,7 +707,7 @@ def test_select_plans_on_the_best_ordered_source(trace, select_run):
     assert after.size and (p.sample_model_bucket[after] >= 0).mean() > 0.9
     # the no-decay counts are lifetimes=frequency's (tests above: the counts so far)
     w = trace.block_writes
-    np.testing.assert_allclose(p.seen[:, 0], np.bincount(w, minlength=CAP).astype(float))
+    np.testing.assert_allclose(p.counts[:, 1], np.bincount(w, minlength=CAP).astype(float))
     # golden: between lifetimes=frequency's 3.5996 and the model's 4.0421 on this trace
     assert res["waf"] == pytest.approx(3.77985, abs=5e-5)
 

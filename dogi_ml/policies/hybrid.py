@@ -62,7 +62,7 @@ import numba as nb
 import numpy as np
 from scipy.stats import kendalltau
 
-from dogi_ml.intrinsics import prefetch
+from dogi_ml.intrinsics import prefetch_span
 from dogi_ml.markov.opmodel import InvalidationCDF, assign_streams, thresholds_for_op
 from dogi_ml.oracles.annotate import NEVER, annotate
 from dogi_ml.sim.policy_api import SimContext, new_scalars, record, scalar_fields
@@ -166,8 +166,7 @@ class HybridState(NamedTuple):
     freq_decays: np.ndarray  # counting: float64 per count variant, its decay rate per user write (0: none)
     freq_total: np.ndarray  # counting: float64 per variant, the (decayed) trace writes up to freq_total_at
     freq_total_at: np.ndarray  # counting: int64 per variant, the time freq_total is for (-1: none yet)
-    seen: np.ndarray  # counting: float64 per LBA and variant (one LBA's variants side by side: one cache line), its trace writes so far (decayed to seen_at); else empty
-    seen_at: np.ndarray  # counting: int64 per LBA, when seen was last brought up to date; else empty
+    counts: np.ndarray  # counting: float64 row per LBA (counts_table): [COUNTED_AT] when its counts were last brought up to date, [1 + v] its trace writes so far in variant v (decayed to then); else no rows
     sample_bucket: np.ndarray  # counting: int8 per variant and ring slot, the sample's lifetime bucket when written
     sample_model_bucket: (
         np.ndarray
@@ -400,18 +399,38 @@ def _check_halflives(halflives) -> list:
     return out
 
 
+#: the column of an LBA's row of counts (HybridState.counts) that holds when they were last
+#: brought up to date; the variants' counts follow it
+COUNTED_AT = 0
+
+
+def counts_table(n_lbas: int, n_variants: int) -> np.ndarray:
+    """Zeroed float64 rows of counts, one per LBA: its time (``COUNTED_AT``) and each variant's
+    count. A row is padded to a power of two of 8-byte fields and the first one starts on a
+    64-byte boundary, so that a row of up to 8 fields lies in one cache line: a write and a
+    survivor touch one line, where a counts row and a separate time array (24 B rows at numpy's
+    16-byte alignment, 3 of 8 straddling two lines) took two to three. Times up to 2^53 are exact
+    in float64, so the arithmetic and every result are those of an int64 time. (A run resumed
+    from a checkpoint gets the rows back at numpy's alignment: the same results, the old speed.)"""
+    width = 1 << n_variants.bit_length()  # >= n_variants + 1
+    flat = np.zeros(n_lbas * width + 8, np.float64)
+    skip = (-flat.ctypes.data % 64) // 8
+    return flat[skip : skip + n_lbas * width].reshape(n_lbas, width)
+
+
 @nb.njit(cache=True, inline="always")
 def _count_write(p, lba, now):
     """Count a trace write of ``lba`` in every count variant: each decays by
     ``exp(-lambda_v age)`` (``lambda_v = freq_decays[v]``, none when 0) up to ``now``, then gains 1."""
     decays = p.freq_decays
+    row = p.counts[lba]
     for v in range(decays.shape[0]):
-        c = p.seen[lba, v]
+        c = row[1 + v]
         lam = decays[v]
         if lam > 0 and c > 0:
-            c *= np.exp(-lam * (now - p.seen_at[lba]))
-        p.seen[lba, v] = c + 1.0
-    p.seen_at[lba] = now
+            c *= np.exp(-lam * (now - row[COUNTED_AT]))
+        row[1 + v] = c + 1.0
+    row[COUNTED_AT] = now
 
 
 @nb.njit(cache=True, inline="always")
@@ -423,9 +442,10 @@ def _frequency_lifetime(p, v, lba, now):
     if t <= 0:
         return NEVER
     lam = p.freq_decays[v]
-    c = p.seen[lba, v]
-    if lam > 0 and c > 0 and p.seen_at[lba] != now:  # (a user write's own count is current: no exp)
-        c *= np.exp(-lam * (now - p.seen_at[lba]))
+    counted_at = p.counts[lba, COUNTED_AT]
+    c = p.counts[lba, 1 + v]
+    if lam > 0 and c > 0 and counted_at != now:  # (a user write's own count is current: no exp)
+        c *= np.exp(-lam * (now - counted_at))
     if c <= 0:
         return NEVER
     if p.freq_total_at[v] != now:  # once per time step: a GC burst's survivors share it
@@ -437,15 +457,13 @@ def _frequency_lifetime(p, v, lba, now):
 
 @nb.njit(cache=True, inline="always")
 def hybrid_prefetch(p, lba):
-    """DOGI's cache hint (the LBA's row), and with per-LBA counts the LBA's count in every
-    variant and its ``seen_at``: a user write counts them, a survivor of lifetimes=frequency or
-    select reads them (no effect on results)."""
+    """DOGI's cache hint (the LBA's row), and with per-LBA counts the LBA's row of counts: a user
+    write counts them, a survivor of lifetimes=frequency or select reads them (no effect on
+    results)."""
     dogi_prefetch(p, lba)
-    if p.seen_at.shape[0] > 0:
-        prefetch(p.seen_at, lba)
-        nv = p.seen.shape[1]
-        prefetch(p.seen, lba * nv)  # the first and last count: the LBA's counts may straddle two lines
-        prefetch(p.seen, lba * nv + nv - 1)
+    if p.counts.shape[0] > 0:
+        width = p.counts.shape[1]
+        prefetch_span(p.counts, lba * width, width)  # one cache line (counts_table)
 
 
 @nb.njit(cache=True, inline="always")
@@ -1128,8 +1146,7 @@ class Hybrid(DOGI):
             freq_decays=freq_decays,
             freq_total=np.zeros(freq_decays.size, np.float64),
             freq_total_at=np.full(freq_decays.size, -1, np.int64),
-            seen=np.zeros((ctx.capacity if hr.counting else 0, freq_decays.size), np.float64),
-            seen_at=np.zeros(ctx.capacity if hr.counting else 0, np.int64),
+            counts=counts_table(ctx.capacity if hr.counting else 0, freq_decays.size),
             sample_bucket=np.full((freq_decays.size, self.ring.row.size if hr.counting else 0), -1, np.int8),
             sample_model_bucket=np.full(self.ring.row.size if hr.select else 0, -1, np.int8),
             count_residual=np.full((N_OCTAVES, dogi_state.age_grid.size), -1.0),
