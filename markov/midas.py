@@ -239,6 +239,25 @@ def chain_waf(vr, gn, real_flag, g0_valid, g0_traffic, calc_traffic, pgnum, v2, 
     return (tmp_tot + past) / past
 
 
+@nb.njit(cache=True, inline="always")
+def _first_bucket_at(past, tw, unit, pps):
+    """The first bucket ``j < tw`` whose start ``j * unit / pps`` (segments) is not before
+    ``past``, else ``tw``: what their scan of every bucket from 0 finds. Their code walks
+    ``j = 0, 1, ...`` once per group of each of the search's evaluations; without the walk
+    MiDAS's loop on zipf 1 GiB (three searches) takes 1.61 s instead of 1.77 s, the same
+    configurations. A bucket's start grows with ``j``, so a guess from ``past`` corrected one
+    bucket at a time by the same comparison lands on the same bucket, including for a NaN
+    ``past`` (0) and an infinite one (``tw``)."""
+    j = 0
+    if past > 0:
+        j = tw if not (past < tw * unit / pps) else min(tw, np.int64(past * pps / unit))
+        while j > 0 and (j - 1) * unit / pps >= past:
+            j -= 1
+    while j < tw and j * unit / pps < past:
+        j += 1
+    return j
+
+
 @nb.njit(cache=True, error_model="numpy")
 def predict_valid(st, counts, tw, unit, pps, segnum, cfg, gn, tot_cnt, extra_cnt, vr, ninv):
     """Their ``two_valid_ratio_predictor``: valid ratios ``vr[:gn]`` of the groups ``cfg[:gn]`` (G1..Gn,
@@ -327,10 +346,8 @@ def predict_valid(st, counts, tw, unit, pps, segnum, cfg, gn, tot_cnt, extra_cnt
         dead_before = 0
         for q in range(i):
             dead_before += ninv[q]
-        # buckets j with past <= j*step < past + group_time (their scan of every bucket)
-        j = 0
-        while j < tw and j * unit / pps < past:
-            j += 1
+        # buckets j with past <= j*step < past + group_time
+        j = _first_bucket_at(past, tw, unit, pps)
         while j < tw:
             cur = j * unit / pps
             if cur >= group_time + past:
@@ -341,10 +358,7 @@ def predict_valid(st, counts, tw, unit, pps, segnum, cfg, gn, tot_cnt, extra_cnt
                 global_valid += tmp_vr * ref_rate * unit
             j += 1
         if i == gn - 1:
-            j = 0
-            while j < tw and j * unit / pps < past:
-                j += 1
-            first = j
+            first = _first_bucket_at(past, tw, unit, pps)
             for q in range(first, tw):
                 cur = q * unit / pps
                 lg_req = np.int64(np.uint64(lg_req + counts[q] * cur))

@@ -138,6 +138,26 @@ def test_uid_resizing_follows_their_integer_arithmetic():
 
 
 # -- the update intervals as the policy counts them ------------------------------------------------
+def test_first_bucket_at_is_their_scan_from_zero():
+    """The search's first bucket at or after ``past`` (markov/midas.py ``_first_bucket_at``) is
+    the bucket their walk from bucket 0 stops at, for pasts on, just around and between bucket
+    starts, beyond the last bucket, zero, negative, NaN and infinite."""
+
+    def their_scan(past, tw, unit, pps):
+        j = 0
+        while j < tw and j * unit / pps < past:
+            j += 1
+        return j
+
+    rng = np.random.default_rng(5)
+    for tw, unit, pps in ((9008, 128, 512), (100, 3, 7), (50, 16, 16), (1, 5, 3)):
+        starts = np.arange(tw + 2) * unit / pps
+        pasts = [0.0, -1.0, np.nan, np.inf, -np.inf, *starts, *np.nextafter(starts, -np.inf)]
+        pasts += [*np.nextafter(starts, np.inf), *rng.uniform(-1, starts[-1] * 1.1, 300)]
+        for past in pasts:
+            assert mm._first_bucket_at(past, tw, unit, pps) == their_scan(past, tw, unit, pps), (past, tw)
+
+
 def test_policy_counts_update_intervals_like_an_offline_count():
     """The first epoch (after the prefill and one capacity, 4 device capacities long): intervals
     between writes of the sampled LBAs (one in 100), in buckets of a quarter segment, and the
