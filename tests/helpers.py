@@ -55,17 +55,12 @@ def shared_data_dir() -> Path:
     return Path(os.environ.get("DOGI_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
-def in_ci() -> bool:
-    """``CI=true`` (or 1/yes): the run is CI's, which installs every prerequisite (``.ci/run``)."""
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
 def skip_or_fail_in_ci(why: str) -> None:
     """A prerequisite is missing: skip the test with ``why``, but fail it under ``CI=true`` (CI
     installs every prerequisite, so a skip there would pass a test that never ran)."""
     import pytest
 
-    if in_ci():
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         pytest.fail(f"{why} (CI=true: a missing prerequisite fails the run instead of skipping it)")
     pytest.skip(why)
 

@@ -726,6 +726,16 @@ def minos_cluster_adjacent(W, I, k, weights):
     return out
 
 
+def midas_first_bucket(past, tw, unit, pps):
+    """MiDAS's search (markov/midas.py ``_first_bucket_at``) as the authors' code finds a group's
+    first update-interval bucket: a walk from bucket 0 to the first whose start ``j * unit / pps``
+    is not before ``past`` (``tw`` if none)."""
+    j = 0
+    while j < tw and j * unit / pps < past:
+        j += 1
+    return j
+
+
 def concordance_tau_b(predicted, lifetimes, horizon):
     """The hybrid's ``lifetimes=select`` score in plain Python, pair by pair: Kendall's tau-b
     between predicted buckets and lifetimes censored at ``horizon`` (a negative lifetime or one

@@ -6,6 +6,7 @@ import json
 import math
 from pathlib import Path
 
+import naive
 import numpy as np
 import pytest
 from helpers import hotcold_writes, zipf_writes
@@ -140,22 +141,15 @@ def test_uid_resizing_follows_their_integer_arithmetic():
 # -- the update intervals as the policy counts them ------------------------------------------------
 def test_first_bucket_at_is_their_scan_from_zero():
     """The search's first bucket at or after ``past`` (markov/midas.py ``_first_bucket_at``) is
-    the bucket their walk from bucket 0 stops at, for pasts on, just around and between bucket
-    starts, beyond the last bucket, zero, negative, NaN and infinite."""
-
-    def their_scan(past, tw, unit, pps):
-        j = 0
-        while j < tw and j * unit / pps < past:
-            j += 1
-        return j
-
+    the bucket their walk from bucket 0 stops at (tests/naive.py), for pasts on, just around and
+    between bucket starts, beyond the last bucket, zero, negative, NaN and infinite."""
     rng = np.random.default_rng(5)
     for tw, unit, pps in ((9008, 128, 512), (100, 3, 7), (50, 16, 16), (1, 5, 3)):
         starts = np.arange(tw + 2) * unit / pps
         pasts = [0.0, -1.0, np.nan, np.inf, -np.inf, *starts, *np.nextafter(starts, -np.inf)]
         pasts += [*np.nextafter(starts, np.inf), *rng.uniform(-1, starts[-1] * 1.1, 300)]
         for past in pasts:
-            assert mm._first_bucket_at(past, tw, unit, pps) == their_scan(past, tw, unit, pps), (past, tw)
+            assert mm._first_bucket_at(past, tw, unit, pps) == naive.midas_first_bucket(past, tw, unit, pps), (past, tw)
 
 
 def test_policy_counts_update_intervals_like_an_offline_count():

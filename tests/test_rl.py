@@ -389,7 +389,6 @@ def test_int8_table_run_equals_float_table_run(writes, trained):
 
 
 def test_c_header_compiles_freestanding_and_matches_python(tmp_path, trained, c_compiler):
-    cc = c_compiler
     iq = quantize_table(trained.q)
     text = emit_header(iq, "shiro")
     assert "float" not in text and "double" not in text and "#include <stdint.h>" in text
@@ -403,7 +402,7 @@ def test_c_header_compiles_freestanding_and_matches_python(tmp_path, trained, c_
     )
     obj = tmp_path / "use.o"
     proc = subprocess.run(
-        [cc, *COMPILE_FLAGS, "-O2", str(src), "-o", str(obj)], capture_output=True, text=True, check=False
+        [c_compiler, *COMPILE_FLAGS, "-O2", str(src), "-o", str(obj)], capture_output=True, text=True, check=False
     )
     assert proc.returncode == 0, proc.stderr
     nm = subprocess.run(["nm", "-u", str(obj)], capture_output=True, text=True, check=False)
@@ -419,7 +418,7 @@ def test_c_header_compiles_freestanding_and_matches_python(tmp_path, trained, c_
     )
     so = tmp_path / "drv.so"
     proc = subprocess.run(
-        [cc, "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", str(drv), "-o", str(so)],
+        [c_compiler, "-O2", "-std=c99", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", str(drv), "-o", str(so)],
         capture_output=True,
         text=True,
         check=False,
