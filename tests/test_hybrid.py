@@ -830,3 +830,36 @@ def test_early_plan_plans_on_the_counts_before_samples_mature(trace, frequency_r
     assert later and min(e["user_writes"] for e in later) > max(e["user_writes"] for e in early)
     waited = [e for e in frequency_run[0].policy.history if "planned_groups" in e]
     assert early[0]["user_writes"] < waited[0]["user_writes"]
+
+
+def test_docs_early_plan_table_is_the_results_files():
+    """docs/hybrid.md's early_plan table is written by hand: each cell's GC-write change and WAF
+    must be the ones docs/results/hybrid_select{,_alt}_early.json hold for that run, against the
+    best seed scheme those files name (the alternating column once quoted MINOS, not DOGI)."""
+    import json
+    import re
+
+    from helpers import REPO
+
+    results = {}
+    for name in ("hybrid_select_early", "hybrid_select_alt_early"):
+        data = json.loads((REPO / "docs/results" / f"{name}.json").read_text())
+        for workload, summary in data["_summary"].items():
+            results[workload] = (data[workload], summary)
+    columns = ["zipf", "ycsb_a", "ycsb_f", "varmail", "phase_shift", "zipf_hc_alternating"]
+    rules = {"cost-benefit, `early_plan`": "cost_benefit", "CB [SepBIT], `early_plan`": "cost_benefit_sepbit"}
+    text = (REPO / "docs/hybrid.md").read_text()
+    checked = 0
+    for label, rule in rules.items():
+        row = re.search(rf"^\s*\| {re.escape(label)} \|(.*)\|\s*$", text, re.M)
+        assert row, f"docs/hybrid.md has no row {label!r}"
+        cells = [c.strip() for c in row.group(1).split("|")]
+        assert len(cells) == len(columns), cells
+        run = f"hybrid[lifetimes=select,hot_filter=auto,early_plan=True]{{victim=hybrid({rule})}}"
+        for workload, cell in zip(columns, cells):
+            change, waf = re.fullmatch(r"([+-]\d+\.\d)% \((\d\.\d{4})\)", cell).groups()
+            table, summary = results[workload]
+            assert waf == f"{table[run]['waf']:.4f}", (label, workload)
+            assert change == f"{100 * summary['variants'][run]:+.1f}", (label, workload)
+            checked += 1
+    assert checked == 12
