@@ -3,11 +3,13 @@ does what it says, the victim rule is honoured or refused, and DOGI's parts insi
 
 from __future__ import annotations
 
+import json
 import math
+import re
 
 import numpy as np
 import pytest
-from helpers import DOGI_SMALL
+from helpers import DOGI_SMALL, REPO
 from naive import concordance_tau_b
 
 from dogi_ml.errors import ConfigError
@@ -832,34 +834,84 @@ def test_early_plan_plans_on_the_counts_before_samples_mature(trace, frequency_r
     assert early[0]["user_writes"] < waited[0]["user_writes"]
 
 
+def _results(*names):
+    """Workload -> (its runs, its ``_summary``) over docs/results/NAME.json files (later ones add
+    runs to a workload)."""
+    out: dict = {}
+    for name in names:
+        data = json.loads((REPO / "docs/results" / f"{name}.json").read_text())
+        for workload, summary in data["_summary"].items():
+            runs, _ = out.get(workload, ({}, None))
+            out[workload] = ({**runs, **data[workload]}, summary)
+    return out
+
+
+def _docs_row(label: str) -> list[str]:
+    """The cells after the first of the docs/hybrid.md table row whose first cell is ``label``."""
+    text = (REPO / "docs/hybrid.md").read_text()
+    row = re.search(rf"^\s*\| {re.escape(label)} \|(.*)\|\s*$", text, re.M)
+    assert row, f"docs/hybrid.md has no row {label!r}"
+    return [c.strip() for c in row.group(1).split("|")]
+
+
+def _docs_percent(change: float) -> str:
+    """A change as the docs print it: one decimal with its sign, an unsigned 0.0 for none."""
+    text = f"{100 * change:+.1f}"
+    return "0.0" if text in ("+0.0", "-0.0") else text
+
+
 def test_docs_early_plan_table_is_the_results_files():
     """docs/hybrid.md's early_plan table is written by hand: each cell's GC-write change and WAF
     must be the ones docs/results/hybrid_select{,_alt}_early.json hold for that run, against the
     best seed scheme those files name (the alternating column once quoted MINOS, not DOGI)."""
-    import json
-    import re
-
-    from helpers import REPO
-
-    results = {}
-    for name in ("hybrid_select_early", "hybrid_select_alt_early"):
-        data = json.loads((REPO / "docs/results" / f"{name}.json").read_text())
-        for workload, summary in data["_summary"].items():
-            results[workload] = (data[workload], summary)
+    results = _results("hybrid_select_early", "hybrid_select_alt_early")
     columns = ["zipf", "ycsb_a", "ycsb_f", "varmail", "phase_shift", "zipf_hc_alternating"]
     rules = {"cost-benefit, `early_plan`": "cost_benefit", "CB [SepBIT], `early_plan`": "cost_benefit_sepbit"}
-    text = (REPO / "docs/hybrid.md").read_text()
     checked = 0
     for label, rule in rules.items():
-        row = re.search(rf"^\s*\| {re.escape(label)} \|(.*)\|\s*$", text, re.M)
-        assert row, f"docs/hybrid.md has no row {label!r}"
-        cells = [c.strip() for c in row.group(1).split("|")]
+        cells = _docs_row(label)
         assert len(cells) == len(columns), cells
         run = f"hybrid[lifetimes=select,hot_filter=auto,early_plan=True]{{victim=hybrid({rule})}}"
         for workload, cell in zip(columns, cells):
             change, waf = re.fullmatch(r"([+-]\d+\.\d)% \((\d\.\d{4})\)", cell).groups()
             table, summary = results[workload]
             assert waf == f"{table[run]['waf']:.4f}", (label, workload)
-            assert change == f"{100 * summary['variants'][run]:+.1f}", (label, workload)
+            assert change == _docs_percent(summary["variants"][run]), (label, workload)
             checked += 1
     assert checked == 12
+
+
+def test_docs_causal_ablation_table_is_the_results_files():
+    """docs/hybrid.md's ablation of the causal hybrid is written by hand: each cell's WAF and its
+    GC-write change against the full scheme must be docs/results/hybrid_ablation_select.json's
+    (the full scheme and its Hot Filter rows: hybrid_select.json's)."""
+    results = _results("hybrid_select", "hybrid_ablation_select")
+    columns = ["zipf", "ycsb_a", "ycsb_f", "varmail", "phase_shift"]
+    full = "hybrid[lifetimes=select,hot_filter=auto]{victim=hybrid(cost_benefit)}"
+    rows = {
+        "`lifetimes=model`": "hybrid[hot_filter=auto]",
+        "`hot_filter=true`": "hybrid[lifetimes=select]",
+        "`hot_filter=false`": "hybrid[lifetimes=select,hot_filter=False]",
+        "`relocation=censored`": "hybrid[lifetimes=select,relocation=censored,hot_filter=auto]",
+        "`relocation=age`": "hybrid[lifetimes=select,relocation=age,hot_filter=auto]",
+        "`relocation=dogi`": "hybrid[lifetimes=select,relocation=dogi,hot_filter=auto]",
+        "`victims=rule`": "hybrid[lifetimes=select,victims=rule,hot_filter=auto]",
+        "`groups=fifo`": "hybrid[lifetimes=select,groups=fifo,hot_filter=auto]",
+        "DOGI": "dogi",
+    }
+    full_cells = _docs_row("full: `lifetimes=select hot_filter=auto`")[1:]
+    checked = 0
+    for workload, cell in zip(columns, full_cells):
+        assert cell == f"{results[workload][0][full]['waf']:.4f}", workload
+        checked += 1
+    for label, run in rows.items():
+        cells = _docs_row(label)[1:]  # after "what is taken out"
+        assert len(cells) == len(columns), (label, cells)
+        for workload, cell in zip(columns, cells):
+            waf, change = re.fullmatch(r"(\d\.\d{4}) \(([+-]?\d+\.\d)%\)", cell).groups()
+            runs = results[workload][0]
+            measured, reference = runs[run]["waf"], runs[full]["waf"]
+            assert waf == f"{measured:.4f}", (label, workload)
+            assert change == _docs_percent((measured - 1) / (reference - 1) - 1), (label, workload)
+            checked += 1
+    assert checked == 5 + 9 * 5
