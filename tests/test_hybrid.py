@@ -915,3 +915,16 @@ def test_docs_causal_ablation_table_is_the_results_files():
             assert change == _docs_percent((measured - 1) / (reference - 1) - 1), (label, workload)
             checked += 1
     assert checked == 5 + 9 * 5
+
+
+@pytest.mark.parametrize("name", ["hybrid", "hybrid_alt", "hybrid_traces"])
+def test_docs_main_tables_are_the_report_tables(name):
+    """docs/hybrid.md's tables of every seed scheme and the oracles are the report's own
+    (docs/results/NAME.md, written by dogi_ml.report_hybrid): each of its tables appears in the
+    page verbatim, so a regenerated result cannot leave the page quoting the old one."""
+    page = (REPO / "docs/hybrid.md").read_text()
+    report = (REPO / "docs/results" / f"{name}.md").read_text()
+    tables = re.findall(r"(?:^\|.*\|\n)+", report, re.M)
+    assert len(tables) == 2
+    for table in tables:
+        assert table in page, f"docs/hybrid.md does not quote docs/results/{name}.md's table {table.splitlines()[0]!r}"
