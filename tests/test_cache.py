@@ -360,3 +360,12 @@ def test_bad_arguments_are_usage_errors(capsys):
     assert cache_cmd.main([]) == 2
     assert cache_cmd.main(["--help"]) == 0
     assert "info" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("days", ["-1", "nan"])
+def test_clear_older_than_refuses_a_negative_or_nan_age(caches, capsys, days):
+    """NaN compared false with every age, so nothing was removed and the command said so, exit 0."""
+    kc, _ = caches
+    assert cache_cmd.main(["clear", "kernels", "--older-than", days]) != 0
+    assert f"--older-than must be >= 0 days, got {float(days)}" in capsys.readouterr().err
+    assert (kc / "loop_old.py").exists()

@@ -496,9 +496,15 @@ SMALL = ["+workload=uniform", "++workload.capacity_blocks=2048", "++workload.wri
             ["simulate", "+workload=file", "workload.path={tmp}/empty.txt", "workload.format=flashnet_msr"],
             "error: {tmp}/empty.txt: the file is empty",
         ),
+        (["ingest", "path={tmp}/t.npy", "format=delimited", "out={tmp}/o", "delimited=hello"],
+         "error: delimited='hello' is not a mapping -- give delimited={columns:"),
+        (["ingest", "path={tmp}/t.npy", "format=alibaba", "out={tmp}/o", "delimited={columns:{offset:0}}"],
+         "error: delimited= is read only with format=delimited, not format=alibaba -- drop delimited="),
+        (["fleet", "out={tmp}/f", "n_volumes=1", "spec=hello"], "error: spec='hello' is not a mapping -- give spec={"),
     ],
     ids=["ingest-no-path", "stats-no-path", "stats-dir", "print-head-str", "ingest-cut-zst", "ingest-empty",
-         "segment-str", "capacity-0", "simulate-empty-trace"],
+         "segment-str", "capacity-0", "simulate-empty-trace", "delimited-scalar", "delimited-with-a-preset",
+         "fleet-spec-scalar"],
 )  # fmt: skip
 def test_cli_error_paths_are_one_line(tmp_path, args, expected):
     data = zstandard.ZstdCompressor().compress(MSR_LINES.encode() * 50)

@@ -153,6 +153,35 @@ def test_delimited_mapping(tmp_path):
         read_trace(p, "delimited")
 
 
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        # a negative index was Python's from-the-end index: the offsets came from another column
+        ({"columns": {"ts": 0, "op": 2, "offset": -1, "size": 4}}, "columns.offset must be a 0-based column index"),
+        ({"columns": {"ts": 0, "op": 2, "offset": "abc", "size": 4}}, "columns.offset must be a 0-based column index"),
+        ({"columns": {"ts": 0, "volume": [1, -2], "op": 2, "offset": 3, "size": 4}}, "columns.volume must be"),
+        ({"columns": {"ts": 0, "op": 2, "offset": 3, "size": 4, "lenght": 4}}, "columns has unknown field(s) ['lenght']"),
+        ({"columns": [0, 1, 2]}, "columns must be a mapping such as"),
+        ({"units": "ms"}, "units must be a mapping such as"),
+        ({"op_map": ["PUT", "GET"]}, "op_map must be a mapping such as"),
+        # any non-empty string was true: "false" dropped the first data line
+        ({"header": "false"}, "header must be true or false, got 'false'"),
+        ({"op_case_insensitive": "yes"}, "op_case_insensitive must be true or false"),
+    ],
+)
+def test_delimited_mapping_values_are_checked_by_name(tmp_path, change, message):
+    p = write(tmp_path, "d.csv", "1.5;x;PUT;0;8\n")
+    spec = {
+        "sep": ";",
+        "columns": {"ts": 0, "volume": 1, "op": 2, "offset": 3, "size": 4},
+        "units": {"ts": "s", "offset": "sectors", "size": "sectors"},
+        "op_map": {"PUT": "write", "GET": "read"},
+    }
+    with pytest.raises(ValueError) as info:
+        read_trace(p, "delimited", delimited={**spec, **change})
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
 def test_unaligned_requests_cover_every_touched_block(tmp_path):
     p = write(tmp_path, "u.csv", "1,W,4095,2,0\n1,W,100,4096,1\n1,W,8192,4097,2\n")
     t = read_trace(p, "alibaba")

@@ -167,7 +167,7 @@ def info(caches: Iterable[str] = CACHES, oldest: int = 5) -> dict:
 def clear(caches: Iterable[str] = CACHES, older_than_days: float | None = None, dry_run: bool = False) -> dict:
     """Remove the entries of ``caches`` (only those last written more than ``older_than_days``
     ago, if given). Returns, per cache, what was (or, with ``dry_run``, would be) removed."""
-    if older_than_days is not None and older_than_days < 0:
+    if older_than_days is not None and not older_than_days >= 0:  # NaN too
         raise ValueError(f"--older-than must be >= 0 days, got {older_than_days}")
     cutoff = None if older_than_days is None else time.time() - older_than_days * 86400.0
     out = {}

@@ -34,6 +34,29 @@ def _input_file(cfg, what: str) -> Path:
     return path
 
 
+def _mapping(cfg, key: str, example: str) -> dict | None:
+    """``key=`` as a plain dict (None when not given); a scalar or a list is refused by key."""
+    from omegaconf import DictConfig, OmegaConf
+
+    value = cfg.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, DictConfig):
+        raise UsageError(f"{key}={value!r} is not a mapping", f"give {key}={example}")
+    return OmegaConf.to_container(value, resolve=True)
+
+
+def _delimited(cfg) -> dict | None:
+    """``delimited=``, which only ``format=delimited`` reads (a preset has its own columns)."""
+    delimited = _mapping(cfg, "delimited", "{columns: {ts: 0, offset: 1, size: 2, op: 3}, units: {...}, op_map: {...}}")
+    if delimited is not None and str(cfg.format) != "delimited":
+        raise UsageError(
+            f"delimited= is read only with format=delimited, not format={cfg.format}",
+            "drop delimited=, or give format=delimited with the full mapping",
+        )
+    return delimited or None
+
+
 def _volume_list(cfg) -> list | None:
     from omegaconf import OmegaConf
 
@@ -45,7 +68,6 @@ def _volume_list(cfg) -> list | None:
 def run_ingest(cfg, out_dir: Path) -> Path:
     """Convert ``path`` (``format``) into ``out``; returns the binary trace's path (with
     ``split=true``: the fleet manifest's)."""
-    from omegaconf import OmegaConf
 
     from dogi_ml.report import print_stats
     from dogi_ml.traces.binfmt import ingest
@@ -70,8 +92,9 @@ def run_ingest(cfg, out_dir: Path) -> Path:
     opts = {"skip_malformed": cfg.skip_malformed}
     if cfg.volumes:
         opts["volumes"] = _volume_list(cfg)
-    if cfg.delimited:
-        opts["delimited"] = OmegaConf.to_container(cfg.delimited, resolve=True)
+    delimited = _delimited(cfg)
+    if delimited:
+        opts["delimited"] = delimited
     with warnings.catch_warnings():  # the reader's warnings print below, also for a cached result
         warnings.simplefilter("ignore", TraceWarning)
         binary, stats = ingest(path, cfg.format, cfg.out, **opts)
@@ -86,7 +109,6 @@ def run_ingest(cfg, out_dir: Path) -> Path:
 def _run_split(cfg) -> Path:
     """``ingest split=true``: ``path`` (a multi-volume trace or a directory of per-volume files)
     -> ``out/volumes/<id>.dtr`` and ``out/fleet.parquet``; prints the fleet's totals."""
-    from omegaconf import OmegaConf
 
     from dogi_ml.traces.fleet import fleet_metadata, read_fleet, split_trace
     from dogi_ml.traces.trace import TraceWarning
@@ -100,7 +122,7 @@ def _run_split(cfg) -> Path:
     skip = checked_setting(cfg.skip_malformed, "skip_malformed", bool)
     block_mb = checked_setting(cfg.get("block_mb", 32), "block_mb", minimum=1, example=32)
     spill_mb = checked_setting(cfg.get("spill_mb", 256), "spill_mb", minimum=1, example=256)
-    delimited = OmegaConf.to_container(cfg.delimited, resolve=True) if cfg.delimited else None
+    delimited = _delimited(cfg)
     with warnings.catch_warnings(record=True) as caught:  # printed below as one line each
         warnings.simplefilter("always", TraceWarning)
         manifest = split_trace(
@@ -148,7 +170,6 @@ def _print_fleet(rows, meta: dict, title: str) -> None:
 
 def run_fleet(cfg, out_dir: Path) -> Path:
     """``fleet``: write a synthetic fleet (``conf/fleet.yaml``) to ``out``; returns its manifest."""
-    from omegaconf import OmegaConf
 
     from dogi_ml.traces.fleet import FleetSpec, fleet_metadata, generate_fleet, read_fleet
 
@@ -160,7 +181,9 @@ def run_fleet(cfg, out_dir: Path) -> Path:
         raise UsageError(f"out={out} is a file", "give out=DIR, a directory for the fleet")
     if (out / "fleet.parquet").exists():
         raise UsageError(f"out={out} already holds a fleet", "give a new directory, or delete the old fleet first")
-    spec = FleetSpec.from_mapping(OmegaConf.to_container(cfg.spec, resolve=True))
+    spec = FleetSpec.from_mapping(
+        _mapping(cfg, "spec", "{wss_median: 4096, traffic_median: 4.0} or spec.KEY=VALUE") or {}
+    )
     manifest = generate_fleet(out, n_volumes, seed, spec, csv=csv)
     _print_fleet(read_fleet(manifest), fleet_metadata(manifest), f"synthetic fleet ({n_volumes} volumes, seed {seed})")
     if csv:

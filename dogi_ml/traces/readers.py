@@ -394,7 +394,30 @@ class DelimitedSpec:
         return spec
 
     def validate(self) -> None:
+        for key, example in (
+            ("columns", "{ts: 0, offset: 1, size: 2, op: 3}"),
+            ("units", "{ts: s, offset: bytes, size: bytes}"),
+            ("op_map", "{R: read, W: write}"),
+        ):
+            if not isinstance(getattr(self, key), Mapping):
+                raise ValueError(
+                    f"delimited mapping: {key} must be a mapping such as {example}, got {getattr(self, key)!r}"
+                )
+        for key in ("header", "op_case_insensitive"):
+            if not isinstance(getattr(self, key), bool):
+                raise ValueError(f"delimited mapping: {key} must be true or false, got {getattr(self, key)!r}")
         cols = dict(self.columns)
+        unknown = sorted(set(cols) - {"ts", "offset", "size", "op", "volume"})
+        if unknown:
+            raise ValueError(
+                f"delimited mapping: columns has unknown field(s) {unknown}; map ts, offset, size, op, volume"
+            )
+        for name, index in cols.items():
+            for i in index if name == "volume" and isinstance(index, (list, tuple)) else [index]:
+                if isinstance(i, bool) or not isinstance(i, int) or i < 0:
+                    raise ValueError(
+                        f"delimited mapping: columns.{name} must be a 0-based column index (a whole number >= 0), got {i!r}"
+                    )
         for need in ("offset", "size", "op"):
             if need not in cols:
                 raise ValueError(f"delimited mapping: columns needs {need!r} (a 0-based column index)")
