@@ -160,7 +160,10 @@ def test_delimited_mapping(tmp_path):
         ({"columns": {"ts": 0, "op": 2, "offset": -1, "size": 4}}, "columns.offset must be a 0-based column index"),
         ({"columns": {"ts": 0, "op": 2, "offset": "abc", "size": 4}}, "columns.offset must be a 0-based column index"),
         ({"columns": {"ts": 0, "volume": [1, -2], "op": 2, "offset": 3, "size": 4}}, "columns.volume must be"),
-        ({"columns": {"ts": 0, "op": 2, "offset": 3, "size": 4, "lenght": 4}}, "columns has unknown field(s) ['lenght']"),
+        (
+            {"columns": {"ts": 0, "op": 2, "offset": 3, "size": 4, "lenght": 4}},
+            "columns has unknown field(s) ['lenght']",
+        ),
         ({"columns": [0, 1, 2]}, "columns must be a mapping such as"),
         ({"units": "ms"}, "units must be a mapping such as"),
         ({"op_map": ["PUT", "GET"]}, "op_map must be a mapping such as"),
