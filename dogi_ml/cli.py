@@ -83,7 +83,10 @@ def user_error_line(exc: BaseException) -> str | None:
         text = f"{exc} -- check the path (relative paths start from {os.getcwd()})"
     elif isinstance(exc, (IsADirectoryError, NotADirectoryError, PermissionError)) and exc.filename:
         # a directory where a file is expected (or the reverse), a file we may not read
-        text = f"{exc.filename}: {exc.strerror.lower()} -- give the path of a file you can read"
+        text = (
+            f"{exc.filename}: {exc.strerror.lower()} -- check the path: an input must be a file you can read, "
+            "an output (out=) a directory you can write"
+        )
     elif _missing_value(exc):
         key = getattr(exc, "full_key", None) or "a required setting"
         text = f"no value for {key} (the command needs it) -- give it on the command line, e.g. {key}=VALUE"
@@ -228,6 +231,53 @@ def _hydra_task(command: str):
     return hydra.main(config_path=CONF_DIR, config_name=command, version_base="1.3")(task)
 
 
+def unknown_key_error(command: str, overrides: list[str]) -> UsageError | None:
+    """A plain ``key=value`` override of a key ``conf/<command>.yaml`` does not have, as one
+    line naming the key and the nearest ones it does have; None when the overrides compose (or
+    fail for another reason, which Hydra then reports). Hydra's own message is several lines and
+    suggests ``+key=value``, which the run's check then refuses as a key no one reads."""
+    import difflib
+
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import ConfigCompositionException
+    from omegaconf import DictConfig, OmegaConf
+
+    if any(a in ("-m", "--multirun") or a.startswith("-") for a in overrides):
+        return None  # sweeps, --cfg, --help: Hydra's own handling
+    try:
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            compose(config_name=command, overrides=overrides)
+            return None
+    except ConfigCompositionException as exc:
+        cause = str(exc.__cause__ or "")
+        if "not in struct" not in cause or not str(exc).startswith("Could not override '"):
+            return None
+        key = str(exc).split("'")[1]
+    except Exception:  # noqa: BLE001 - anything else is Hydra's to report, as before
+        return None
+    parent, _, leaf = key.rpartition(".")
+    names: list[str] = []
+    try:
+        rest = [o for o in overrides if o.split("=", 1)[0] != key]
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            node = compose(config_name=command, overrides=rest)
+        node = OmegaConf.select(node, parent) if parent else node
+        if isinstance(node, DictConfig):
+            names = [str(k) for k in node.keys()]
+    except Exception:  # noqa: BLE001 - no suggestion then
+        pass
+    close = difflib.get_close_matches(leaf, names, n=3, cutoff=0.6)
+    listing = f"python -m dogi_ml {command} --cfg job lists the settings"
+    fix = (
+        f"did you mean {' or '.join(f'{parent}.{c}' if parent else c for c in close)}? ({listing})"
+        if close
+        else listing
+    )
+    if key.startswith("policy.params."):
+        fix += f"; ++{key}=VALUE adds a parameter the scheme reads that its config file does not list"
+    return UsageError(f"{key}: the {command} command's config has no setting {key!r}", fix)
+
+
 # -- plain-argument commands -------------------------------------------------------------------
 def _stage(args: list[str]) -> None:
     """DVC stages take plain ``key=value`` arguments and read params.yaml (what DVC tracks)."""
@@ -343,6 +393,9 @@ def main(argv: list[str] | None = None) -> None:
         _fail(
             UsageError(f"unknown command {command!r}", f"use one of: {', '.join(COMMANDS)} (python -m dogi_ml --help)")
         )
+    error = unknown_key_error(command, rest)
+    if error is not None:
+        _fail(error)
     task = _hydra_task(command)
     if quiet and not any(a.startswith(("--cfg", "-c", "--help", "--hydra-help", "--info")) for a in rest):
         rest = [*rest, *QUIET_HYDRA_OVERRIDES]

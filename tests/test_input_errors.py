@@ -501,10 +501,20 @@ SMALL = ["+workload=uniform", "++workload.capacity_blocks=2048", "++workload.wri
         (["ingest", "path={tmp}/t.npy", "format=alibaba", "out={tmp}/o", "delimited={columns:{offset:0}}"],
          "error: delimited= is read only with format=delimited, not format=alibaba -- drop delimited="),
         (["fleet", "out={tmp}/f", "n_volumes=1", "spec=hello"], "error: spec='hello' is not a mapping -- give spec={"),
+        # a misspelt key was Hydra's seven lines suggesting +heda=3, which the run then refuses
+        (["print", "path={tmp}/t.dtr", "heda=3"],
+         "error: heda: the print command's config has no setting 'heda' -- did you mean head? (python -m"),
+        (["simulate", *SMALL, "sim.segmnt_blocks=64"],
+         "error: sim.segmnt_blocks: the simulate command's config has no setting 'sim.segmnt_blocks' -- did you mean "
+         "sim.segment_blocks"),
+        (["simulate", *SMALL, "policy=hybrid", "policy.params.lifetime=select"],
+         "error: policy.params.lifetime: the simulate command's config has no setting 'policy.params.lifetime' -- did "
+         "you mean policy.params.lifetimes? (python -m dogi_ml simulate --cfg job lists the settings); "
+         "++policy.params.lifetime=VALUE adds a parameter"),
     ],
     ids=["ingest-no-path", "stats-no-path", "stats-dir", "print-head-str", "ingest-cut-zst", "ingest-empty",
          "segment-str", "capacity-0", "simulate-empty-trace", "delimited-scalar", "delimited-with-a-preset",
-         "fleet-spec-scalar"],
+         "fleet-spec-scalar", "misspelt-key", "misspelt-sim-key", "misspelt-policy-param"],
 )  # fmt: skip
 def test_cli_error_paths_are_one_line(tmp_path, args, expected):
     data = zstandard.ZstdCompressor().compress(MSR_LINES.encode() * 50)
@@ -552,7 +562,8 @@ def test_a_missing_mandatory_setting_is_one_line():
         "error: no value for path (the command needs it) -- give it on the command line, e.g. path=VALUE"
     )
     assert user_error_line(IsADirectoryError(21, "Is a directory", "/tmp")) == (
-        "error: /tmp: is a directory -- give the path of a file you can read"
+        "error: /tmp: is a directory -- check the path: an input must be a file you can read, an output (out=) a "
+        "directory you can write"
     )
 
 
