@@ -116,6 +116,12 @@ def test_fio_v2_and_v3(tmp_path):
     )
     t = read_trace(v3, "fio")
     assert t.ts_us.tolist() == [5000, 7000] and t.stats()["write_blocks"] == 2
+    # wait is parsed with the data actions (fio's read_iolog2: its delay where the offset stands)
+    waits = write(tmp_path, "w.log", "fio version 2 iolog\n/dev/sdb wait 1000 0\n/dev/sdb write 0 4096\n")
+    assert read_trace(waits, "fio").op.tolist() == [OP_WRITE]
+    bare = write(tmp_path, "bare.log", "fio version 2 iolog\n/dev/sdb wait\n/dev/sdb write 0 4096\n")
+    with pytest.raises(TraceFormatError, match="bare.log:2: wait needs 'filename wait delay_us 0' \\(4 fields\\)"):
+        read_trace(bare, "fio")
     bad = write(tmp_path, "bad.log", "0 /dev/sdb write 1 1\n")
     with pytest.raises(TraceFormatError, match="bad.log:1: missing 'fio version 2 iolog'"):
         read_trace(bad, "fio")

@@ -928,13 +928,15 @@ def _iter_blkparse(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
 
 # -- fio iolog v2/v3 --------------------------------------------------------------------------------
 _FIO_ACTIONS = {"read": OP_READ, "write": OP_WRITE, "trim": OP_TRIM, "sync": FLUSH, "datasync": FLUSH}
-_FIO_FILE_ACTIONS = {"add", "open", "close", "wait"}
+_FIO_FILE_ACTIONS = {"add", "open", "close"}
 _FIO_HEADER = re.compile(r"fio version (\S+) iolog$")
 
 
 def _iter_fio(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
     """fio iolog: ``filename action [offset length]`` (v3: a timestamp in ms first); a file
-    action has no offset and length, a data action has both, a sync may have them (as zeros)."""
+    action has no offset and length, a data action has both, a sync may have them (as zeros).
+    ``wait`` has both fields too (fio's read_iolog2 parses it with the data actions: its delay
+    where the offset stands) and moves no block, so it is read and dropped."""
     version = None
     for start, lines in _line_chunks(fh, chunk_lines, acc):
         ts, off, size, kind, vol, line_no = [], [], [], [], [], []
@@ -979,10 +981,16 @@ def _iter_fio(acc: _Acc, fh, chunk_lines: int) -> Iterator[Chunk]:
                     if len(parts) != 2:
                         raise ValueError(f"{action} takes no offset or length, got {len(parts)} fields")
                     continue
+                if action == "wait":
+                    if len(parts) != 4:
+                        raise ValueError(f"wait needs 'filename wait delay_us 0' (4 fields), got {len(parts)} fields")
+                    _parse_number(parts[2], "wait delay", True)
+                    continue
                 code = _FIO_ACTIONS.get(action)
                 if code is None:
                     raise ValueError(
-                        f"unknown action {action!r} (known: {', '.join(sorted(_FIO_ACTIONS) + sorted(_FIO_FILE_ACTIONS))})"
+                        f"unknown action {action!r} (known: "
+                        f"{', '.join(sorted(_FIO_ACTIONS) + sorted(_FIO_FILE_ACTIONS) + ['wait'])})"
                     )
                 if len(parts) not in ((2, 4) if code == FLUSH else (4,)):
                     raise ValueError(f"{action} needs 'filename {action} offset length', got {len(parts)} fields")
