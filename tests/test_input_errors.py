@@ -604,3 +604,25 @@ def test_train_data_capacity_zero_is_not_the_default(value, message):
     trace = generate("uniform", capacity_blocks=512, n_writes=2048, seed=1)
     with pytest.raises(ConfigError, match=re.escape(message)):
         build_dataset(trace, {"capacity_blocks": value}, log=lambda *a: None)
+
+
+@pytest.mark.parametrize(
+    ("policy", "params", "message"),
+    [
+        # the simulate pipeline popped NoDaP's search knobs from every scheme's parameters: MiDAS's
+        # and the hybrid's max_groups were silently replaced by their defaults, another scheme's
+        # unknown max_groups silently dropped
+        ("midas", {"max_groups": -4}, "max_groups (groups after G0 the search may use) must be in [2, 60], got -4"),
+        ("hybrid", {"max_groups": 11}, "max_groups must lie in [1, 10], got 11"),
+        ("sepbit", {"max_groups": 3}, "unknown parameter(s) ['max_groups']"),
+        ("sepbit", {"min_gain": 0.1}, "unknown parameter(s) ['min_gain']"),
+    ],
+)
+def test_max_groups_reaches_the_scheme_that_reads_it(policy, params, message):
+    from dogi_ml.pipeline.simulate import build_simulator
+    from dogi_ml.traces.generators import zipf
+
+    trace = zipf(8192, 8192, seed=1)
+    with pytest.raises(ValueError) as info:
+        build_simulator(trace, {"name": policy, "params": params}, {"segment_blocks": 32, "op_ratio": 0.3})
+    assert message in str(info.value)

@@ -115,8 +115,9 @@ def build_simulator(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping) -> tupl
         params["bounds"] = search_info["bounds"]
         params["sizes"] = search_info["sizes"]  # None: the shared pool won
         n_groups = search_info["n_groups"]
-    params.pop("max_groups", None)
-    params.pop("min_gain", None)
+    if policy_cfg["name"] == "nodap":  # its search's knobs (null here: check_nodap_search_knobs), not the policy's
+        params.pop("max_groups", None)
+        params.pop("min_gain", None)
     policy = make_policy(policy_cfg["name"], n_groups, victim=policy_cfg.get("victim", KEEP_VICTIM), **params)
     policy.search_info = search_info
     stream = writes if policy.needs_future else None
