@@ -81,7 +81,7 @@ def user_error_line(exc: BaseException) -> str | None:
         text = str(exc)
     elif isinstance(exc, FileNotFoundError):
         text = f"{exc} -- check the path (relative paths start from {os.getcwd()})"
-    elif isinstance(exc, (IsADirectoryError, NotADirectoryError, PermissionError)) and exc.filename:
+    elif isinstance(exc, (IsADirectoryError, NotADirectoryError, PermissionError, FileExistsError)) and exc.filename:
         # a directory where a file is expected (or the reverse), a file we may not read
         text = (
             f"{exc.filename}: {exc.strerror.lower()} -- check the path: an input must be a file you can read, "
@@ -231,15 +231,16 @@ def _hydra_task(command: str):
     return hydra.main(config_path=CONF_DIR, config_name=command, version_base="1.3")(task)
 
 
-def unknown_key_error(command: str, overrides: list[str]) -> UsageError | None:
-    """A plain ``key=value`` override of a key ``conf/<command>.yaml`` does not have, as one
-    line naming the key and the nearest ones it does have; None when the overrides compose (or
-    fail for another reason, which Hydra then reports). Hydra's own message is several lines and
-    suggests ``+key=value``, which the run's check then refuses as a key no one reads."""
+def override_error(command: str, overrides: list[str]) -> UsageError | None:
+    """A plain ``key=value`` override of a key ``conf/<command>.yaml`` does not have, or a config
+    group option that does not exist (``policy=sepbitt``), as one line naming it and the nearest
+    real ones; None when the overrides compose (or fail for another reason, which Hydra then
+    reports). Hydra's own messages are several lines (thirty for a group option), and for a key
+    suggest ``+key=value``, which the run's check then refuses as a key no one reads."""
     import difflib
 
     from hydra import compose, initialize_config_dir
-    from hydra.errors import ConfigCompositionException
+    from hydra.errors import ConfigCompositionException, MissingConfigException
     from omegaconf import DictConfig, OmegaConf
 
     if any(a in ("-m", "--multirun") or a.startswith("-") for a in overrides):
@@ -248,6 +249,14 @@ def unknown_key_error(command: str, overrides: list[str]) -> UsageError | None:
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
             compose(config_name=command, overrides=overrides)
             return None
+    except MissingConfigException as exc:
+        group, _, option = str(exc.missing_cfg_file or "").rpartition("/")
+        options = available(group) if group else []
+        if not options:
+            return None
+        close = difflib.get_close_matches(option, options, n=1, cutoff=0.6)
+        hint = f"did you mean {group}={close[0]}? " if close else ""
+        return UsageError(f"{group}={option}: no such {group} option", f"{hint}{group} options: {', '.join(options)}")
     except ConfigCompositionException as exc:
         cause = str(exc.__cause__ or "")
         if "not in struct" not in cause or not str(exc).startswith("Could not override '"):
@@ -393,7 +402,7 @@ def main(argv: list[str] | None = None) -> None:
         _fail(
             UsageError(f"unknown command {command!r}", f"use one of: {', '.join(COMMANDS)} (python -m dogi_ml --help)")
         )
-    error = unknown_key_error(command, rest)
+    error = override_error(command, rest)
     if error is not None:
         _fail(error)
     task = _hydra_task(command)

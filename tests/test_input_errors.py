@@ -511,10 +511,18 @@ SMALL = ["+workload=uniform", "++workload.capacity_blocks=2048", "++workload.wri
          "error: policy.params.lifetime: the simulate command's config has no setting 'policy.params.lifetime' -- did "
          "you mean policy.params.lifetimes? (python -m dogi_ml simulate --cfg job lists the settings); "
          "++policy.params.lifetime=VALUE adds a parameter"),
+        (["simulate", *SMALL, "mlflow=abc"], "error: mlflow='abc' is not true or false -- give mlflow=true or"),
+        (["simulate", "+workload=zipff"], "error: workload=zipff: no such workload option -- did you mean workload=zipf?"),
+        (["simulate", *SMALL, "policy=sepbitt"], "error: policy=sepbitt: no such policy option -- did you mean policy=sepbit?"),
+        (["oracle", *SMALL, "oracle=opmin"], "error: oracle=opmin replaces the oracle section, which is a mapping"),
+        (["export", *SMALL, "export.batch=0"], "error: export.batch=0 must be positive -- give e.g. export.batch=128"),
+        (["simulate", *SMALL, "sim.segment_blocks=16", "sim.op_ratio=0.3", "mlflow=false", "output={tmp}/t.npy/r.json"],
+         "error: {tmp}/t.npy: file exists -- check the path: an input must be a file you can read, an output"),
     ],
     ids=["ingest-no-path", "stats-no-path", "stats-dir", "print-head-str", "ingest-cut-zst", "ingest-empty",
          "segment-str", "capacity-0", "simulate-empty-trace", "delimited-scalar", "delimited-with-a-preset",
-         "fleet-spec-scalar", "misspelt-key", "misspelt-sim-key", "misspelt-policy-param"],
+         "fleet-spec-scalar", "misspelt-key", "misspelt-sim-key", "misspelt-policy-param", "switch-not-bool",
+         "misspelt-workload", "misspelt-policy", "oracle-as-a-value", "export-batch-0", "output-under-a-file"],
 )  # fmt: skip
 def test_cli_error_paths_are_one_line(tmp_path, args, expected):
     data = zstandard.ZstdCompressor().compress(MSR_LINES.encode() * 50)

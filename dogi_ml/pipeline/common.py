@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import dogi_ml.conf
-from dogi_ml.errors import ConfigError, did_you_mean, refuse_unknown_keys
+from dogi_ml.errors import ConfigError, checked_setting, did_you_mean, refuse_unknown_keys
 
 # The configs ship inside the package (dogi_ml.conf), so wheels and editable installs find them alike.
 CONF_DIR = str(Path(dogi_ml.conf.__file__).resolve().parent)
@@ -53,6 +53,18 @@ def check_run_config(command: str, cfg, overrides: Sequence[str]) -> None:
     check_preset_order(cfg, overrides)
     check_appended_keys(command, overrides)
     check_root_keys_read(command, cfg)
+    check_root_switches(cfg)
+
+
+#: top-level on/off settings of the commands that have them (a string such as mlflow=abc was true)
+ROOT_SWITCHES = ("mlflow", "plot", "progress")
+
+
+def check_root_switches(cfg) -> None:
+    """Each of :data:`ROOT_SWITCHES` the config has is true or false (or null: the default)."""
+    for key in ROOT_SWITCHES:
+        if key in cfg:
+            checked_setting(cfg[key], key, bool, nullable=True)
 
 
 def _package_of(group: str, option: str) -> str:

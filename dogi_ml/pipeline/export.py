@@ -144,6 +144,22 @@ def optional_build(report_c: dict, name: str, build):
         return None
 
 
+def _check_export_settings(e) -> None:
+    """The export's switches and sizes, by key, before anything is built (``export.batch=0``
+    stopped the C benchmark with a floating-point exception, no message)."""
+    from dogi_ml.errors import ConfigError, checked_setting
+
+    for key in ("onnx", "bench"):
+        checked_setting(e[key], f"export.{key}", bool)
+    checked_setting(e.batch, "export.batch", minimum=1, example=128)
+    checked_setting(e.parity_rows, "export.parity_rows", minimum=1, example=100000)
+    checked_setting(e.bench_seconds, "export.bench_seconds", float, above=0, example=0.3)
+    checked_setting(e.target_ns_per_block, "export.target_ns_per_block", float, above=0, example=50)
+    percentile = checked_setting(e.act_percentile, "export.act_percentile", float, above=0, example=99.99)
+    if percentile > 100:
+        raise ConfigError(f"export.act_percentile={percentile} is above 100", "give a percentile, e.g. 99.99")
+
+
 def run_export(cfg, work_dir: Path) -> dict:
     """The ``export`` command body (see the module docstring)."""
     from omegaconf import OmegaConf
@@ -161,6 +177,7 @@ def run_export(cfg, work_dir: Path) -> dict:
     from dogi_ml.tracking import flatten, log_artifacts_to_run, mlflow_run
 
     e = cfg.export
+    _check_export_settings(e)
     targets = _targets(e)
     firmware_targets = [t for t in targets if t != "x86_64"]
     if firmware_targets:

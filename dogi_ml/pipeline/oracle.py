@@ -19,6 +19,15 @@ def run_oracle(cfg, out_dir: Path) -> dict:
     """Search the group bounds (``oracle.max_groups``, ``oracle.min_gain``, ``oracle.candidates``),
     write ``nodap.json`` and print the ``simulate`` command that replays the result. Other
     ``oracle.kind`` values go to :mod:`dogi_ml.pipeline.minos_table`."""
+    from omegaconf import DictConfig
+
+    if not isinstance(cfg.oracle, DictConfig):  # oracle=opmin replaced the whole section
+        from dogi_ml.errors import ConfigError
+
+        raise ConfigError(
+            f"oracle={cfg.oracle} replaces the oracle section, which is a mapping of settings",
+            f"give oracle.kind={cfg.oracle}",
+        )
     kind = str(cfg.oracle.get("kind", "nodap"))
     if kind != "nodap":
         from dogi_ml.errors import ConfigError
