@@ -634,3 +634,24 @@ def test_max_groups_reaches_the_scheme_that_reads_it(policy, params, message):
     with pytest.raises(ValueError) as info:
         build_simulator(trace, {"name": policy, "params": params}, {"segment_blocks": 32, "op_ratio": 0.3})
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        # a run that is not timed ignores the write times, so a misspelt arrival process passed
+        ({"arrival": "foo"}, "sim.arrival='foo': unknown density 'foo'"),
+        ({"arrival": -5}, "sim.arrival=-5: arrival process needs mean_interval_us > 0"),
+        # the check is [0, 100): the message said only ">= 0" for 1e9
+        ({"op_ratio": 1e9}, "sim.op_ratio must be >= 0 and below 100"),
+    ],
+)
+def test_sim_settings_a_run_does_not_use_are_still_checked(settings, message):
+    from dogi_ml.pipeline.simulate import build_simulator
+    from dogi_ml.traces.generators import zipf
+
+    with pytest.raises(ValueError) as info:
+        build_simulator(
+            zipf(8192, 8192, seed=1), {"name": "sepbit"}, {"segment_blocks": 16, "op_ratio": 0.5, **settings}
+        )
+    assert message in str(info.value)

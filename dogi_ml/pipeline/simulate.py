@@ -38,6 +38,21 @@ def simulation_writes(trace: Trace, capacity: int | None) -> tuple[np.ndarray, i
     return np.ascontiguousarray(writes, dtype=np.int64), cap
 
 
+def check_arrival(arrival, seed: int = 1) -> None:
+    """``sim.arrival`` is one :func:`write_times` reads, also in a run that is not timed (which
+    ignores it): a misspelt process is an error wherever it is set."""
+    from dogi_ml.traces.generators import density_arrivals
+
+    if arrival is None or arrival == "spread":
+        return
+    try:
+        density_arrivals(1, arrival if isinstance(arrival, str) else float(arrival), seed)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"sim.arrival={arrival!r}: {exc}", "use null, spread, light, medium, heavy or a mean gap in µs"
+        ) from None
+
+
 def write_times(trace: Trace, arrival=None, seed: int = 1) -> np.ndarray:
     """Wall-clock time (µs, non-decreasing) of every user-written block: its request's time stamp.
 
@@ -122,6 +137,7 @@ def build_simulator(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping) -> tupl
     policy.search_info = search_info
     stream = writes if policy.needs_future else None
     sim = Simulator(policy, config, cap, stream=stream, trace=trace)
+    check_arrival(config.arrival, config.seed)
     sim.times = write_times(trace, config.arrival, config.seed) if sim.timed else None
     return sim, writes
 

@@ -185,7 +185,9 @@ class Simulator:
         if cfg.segment_blocks <= 0:
             raise SimulationError(f"sim.segment_blocks must be positive, got {cfg.segment_blocks}")
         if not 0 <= cfg.op_ratio < 100:
-            raise SimulationError(f"sim.op_ratio must be >= 0, got {cfg.op_ratio}")
+            raise SimulationError(
+                f"sim.op_ratio must be >= 0 and below 100 (a share of the logical capacity), got {cfg.op_ratio}"
+            )
         self.n_groups = policy.n_groups
         self.n_segments = int(math.floor(self.capacity * (1.0 + cfg.op_ratio) / cfg.segment_blocks))
         gc_free = int(cfg.gc_free_segments)
