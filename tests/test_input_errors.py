@@ -518,11 +518,14 @@ SMALL = ["+workload=uniform", "++workload.capacity_blocks=2048", "++workload.wri
         (["export", *SMALL, "export.batch=0"], "error: export.batch=0 must be positive -- give e.g. export.batch=128"),
         (["simulate", *SMALL, "sim.segment_blocks=16", "sim.op_ratio=0.3", "mlflow=false", "output={tmp}/t.npy/r.json"],
          "error: {tmp}/t.npy: file exists -- check the path: an input must be a file you can read, an output"),
+        (["train", "+workload=zipf", "workload.capacity_blocks=4096", "workload.write_volume=8", "model=logistic",
+          "model.params.C=-1"],
+         "error: model.params for model logistic: The 'C' parameter of LogisticRegression must be a float"),
     ],
     ids=["ingest-no-path", "stats-no-path", "stats-dir", "print-head-str", "ingest-cut-zst", "ingest-empty",
          "segment-str", "capacity-0", "simulate-empty-trace", "delimited-scalar", "delimited-with-a-preset",
          "fleet-spec-scalar", "misspelt-key", "misspelt-sim-key", "misspelt-policy-param", "switch-not-bool",
-         "misspelt-workload", "misspelt-policy", "oracle-as-a-value", "export-batch-0", "output-under-a-file"],
+         "misspelt-workload", "misspelt-policy", "oracle-as-a-value", "export-batch-0", "output-under-a-file", "sklearn-param"],
 )  # fmt: skip
 def test_cli_error_paths_are_one_line(tmp_path, args, expected):
     data = zstandard.ZstdCompressor().compress(MSR_LINES.encode() * 50)

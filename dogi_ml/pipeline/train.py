@@ -178,7 +178,17 @@ def train_and_evaluate(ds: Dataset, model_cfg: dict, seed: int = 0, latency_budg
     model.scaler.log_columns = [i for i, f in enumerate(ds.feature_names) if f not in NO_LOG]
     tr, va, te = ds.splits["train"], ds.splits["val"], ds.splits["test"]
     t0 = time.perf_counter()
-    model.fit(ds.X[tr], ds.y[tr], ds.X[va], ds.y[va])
+    try:
+        model.fit(ds.X[tr], ds.y[tr], ds.X[va], ds.y[va])
+    except Exception as exc:
+        # scikit-learn checks its estimators' parameters at fit: a bad model.params value
+        # (model.params.C=-1) is the user's to fix, named by the estimator's own message
+        if type(exc).__name__ != "InvalidParameterError":
+            raise
+        raise ConfigError(
+            f"model.params for model {model_cfg['name']}: {str(exc).splitlines()[0]}",
+            f"give a value the message accepts (conf/model/{model_cfg['name']}.yaml lists the defaults)",
+        ) from None
     train_s = time.perf_counter() - t0
     pred = model.predict(ds.X[te])
     metrics = classification_metrics(ds.y[te], pred, n_classes)
