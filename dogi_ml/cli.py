@@ -82,7 +82,7 @@ def user_error_line(exc: BaseException) -> str | None:
     elif isinstance(exc, FileNotFoundError):
         text = f"{exc} -- check the path (relative paths start from {os.getcwd()})"
     elif isinstance(exc, (IsADirectoryError, NotADirectoryError, PermissionError, FileExistsError)) and exc.filename:
-        # a directory where a file is expected (or the reverse), a file we may not read
+        # a directory where a file is expected (or the reverse), a path we may not read or write
         text = (
             f"{exc.filename}: {exc.strerror.lower()} -- check the path: an input must be a file you can read, "
             "an output (out=) a directory you can write"
@@ -241,10 +241,9 @@ def override_error(command: str, overrides: list[str]) -> UsageError | None:
 
     from hydra import compose, initialize_config_dir
     from hydra.errors import ConfigCompositionException, MissingConfigException
-    from omegaconf import DictConfig, OmegaConf
 
-    if any(a in ("-m", "--multirun") or a.startswith("-") for a in overrides):
-        return None  # sweeps, --cfg, --help: Hydra's own handling
+    if any(a.startswith("-") for a in overrides):
+        return None  # sweeps (-m), --cfg, --help: Hydra's own handling
     try:
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
             compose(config_name=command, overrides=overrides)
@@ -265,17 +264,7 @@ def override_error(command: str, overrides: list[str]) -> UsageError | None:
     except Exception:  # noqa: BLE001 - anything else is Hydra's to report, as before
         return None
     parent, _, leaf = key.rpartition(".")
-    names: list[str] = []
-    try:
-        rest = [o for o in overrides if o.split("=", 1)[0] != key]
-        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-            node = compose(config_name=command, overrides=rest)
-        node = OmegaConf.select(node, parent) if parent else node
-        if isinstance(node, DictConfig):
-            names = [str(k) for k in node.keys()]
-    except Exception:  # noqa: BLE001 - no suggestion then
-        pass
-    close = difflib.get_close_matches(leaf, names, n=3, cutoff=0.6)
+    close = difflib.get_close_matches(leaf, _settings_beside(command, overrides, key), n=3, cutoff=0.6)
     listing = f"python -m dogi_ml {command} --cfg job lists the settings"
     fix = (
         f"did you mean {' or '.join(f'{parent}.{c}' if parent else c for c in close)}? ({listing})"
@@ -285,6 +274,23 @@ def override_error(command: str, overrides: list[str]) -> UsageError | None:
     if key.startswith("policy.params."):
         fix += f"; ++{key}=VALUE adds a parameter the scheme reads that its config file does not list"
     return UsageError(f"{key}: the {command} command's config has no setting {key!r}", fix)
+
+
+def _settings_beside(command: str, overrides: list[str], key: str) -> list[str]:
+    """The names of the settings in the section that would hold ``key`` (the config composed
+    without its override); none when that does not compose."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import DictConfig, OmegaConf
+
+    parent = key.rpartition(".")[0]
+    try:
+        rest = [o for o in overrides if o.split("=", 1)[0] != key]
+        with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+            node = compose(config_name=command, overrides=rest)
+        node = OmegaConf.select(node, parent) if parent else node
+    except Exception:  # noqa: BLE001 - no suggestion then
+        return []
+    return [str(k) for k in node.keys()] if isinstance(node, DictConfig) else []
 
 
 # -- plain-argument commands -------------------------------------------------------------------
