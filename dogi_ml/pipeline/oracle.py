@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dogi_ml.errors import ConfigError, checked_setting
 from dogi_ml.pipeline.common import require_workload, sim_config
 from dogi_ml.pipeline.simulate import simulation_writes
 
@@ -22,15 +23,12 @@ def run_oracle(cfg, out_dir: Path) -> dict:
     from omegaconf import DictConfig
 
     if not isinstance(cfg.oracle, DictConfig):  # oracle=opmin replaced the whole section
-        from dogi_ml.errors import ConfigError
-
         raise ConfigError(
             f"oracle={cfg.oracle} replaces the oracle section, which is a mapping of settings",
             f"give oracle.kind={cfg.oracle}",
         )
     kind = str(cfg.oracle.get("kind", "nodap"))
     if kind != "nodap":
-        from dogi_ml.errors import ConfigError
         from dogi_ml.oracles.minos_oracles import KINDS
         from dogi_ml.pipeline import minos_table
 
@@ -54,12 +52,22 @@ def run_oracle(cfg, out_dir: Path) -> dict:
     sim_cfg = sim_config(OmegaConf.to_container(cfg.sim, resolve=True))
     writes, cap = simulation_writes(trace, sim_cfg.capacity_blocks)
     o = cfg.oracle
-    cands = np.asarray(list(o.candidates), np.int64) if o.candidates else None
+    if o.candidates is not None and (isinstance(o.candidates, str) or not OmegaConf.is_list(o.candidates)):
+        raise ConfigError(
+            f"oracle.candidates={o.candidates!r} is not a list of BIR bounds", "give e.g. oracle.candidates=[64,1024]"
+        )
+    cands = (
+        np.asarray(
+            [checked_setting(c, "oracle.candidates", minimum=1, example="[64,1024]") for c in o.candidates], np.int64
+        )
+        if o.candidates
+        else None
+    )
     res = search(
         writes,
         cap,
         sim_cfg,
-        max_groups=int(o.max_groups),
+        max_groups=checked_setting(o.max_groups, "oracle.max_groups", minimum=2, example=10),
         min_gain=float(o.min_gain),
         candidates=cands,
         log=console.print,
