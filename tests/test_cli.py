@@ -5,7 +5,9 @@ Each test runs in a fresh temporary working directory (commands must work from a
 import json
 
 import pytest
-from helpers import run_cli
+from helpers import REPO, run_cli
+
+from dogi_ml.errors import DogiMLError
 
 SMALL = ["workload.capacity_blocks=8192", "workload.write_volume=4", "sim.segment_blocks=64", "progress=false"]
 
@@ -179,6 +181,23 @@ def test_stage_usage_errors(tmp_path):
     )
     proc = run_cli(["stage", "annotate", "params=missing.yaml", f"out={tmp_path}"], tmp_path, check=False)
     assert proc.returncode == 2 and "missing.yaml" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_stage_params_are_checked(tmp_path):
+    """params.yaml that is not YAML was a ParserError traceback; a misspelt top-level key ran
+    every stage on the defaults."""
+    from dogi_ml.pipeline.stages import _params
+
+    (tmp_path / "bad.yaml").write_text("workload: {name: [\n")
+    with pytest.raises(DogiMLError, match=r"bad.yaml: not valid YAML \(line 2\)"):
+        _params(tmp_path / "bad.yaml")
+    (tmp_path / "typo.yaml").write_text("workload: {name: zipf}\nmodle: {name: mlp}\n")
+    with pytest.raises(DogiMLError, match="no stage reads the top-level key 'modle' -- did you mean model?"):
+        _params(tmp_path / "typo.yaml")
+    (tmp_path / "list.yaml").write_text("- a\n- b\n")
+    with pytest.raises(DogiMLError, match="the parameters are not a mapping"):
+        _params(tmp_path / "list.yaml")
+    assert set(_params(REPO / "params.yaml")) <= {"workload", "data", "model", "seed", "latency_budget_s"}
 
 
 def test_cache_command_dispatches(tmp_path):

@@ -24,12 +24,40 @@ from dogi_ml.errors import ConfigError, UsageError
 STAGES = ("generate", "annotate", "features", "train", "evaluate")
 
 
+#: the top-level keys of params.yaml the stages read
+PARAMS_KEYS = ("workload", "data", "model", "seed", "latency_budget_s")
+
+
 def _params(path: Path) -> dict:
+    """params.yaml as a dict: a file that is not YAML, not a mapping, or has a top-level key no
+    stage reads (a misspelt ``modle:`` would run the defaults) is refused by name."""
+    import yaml
     from omegaconf import OmegaConf
+
+    from dogi_ml.errors import ConfigError, did_you_mean
 
     if not path.exists():
         raise FileNotFoundError(f"parameters file not found: {path} (DVC stages read params.yaml)")
-    return OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    try:
+        p = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" (line {where.line + 1})" if where is not None else ""
+        raise ConfigError(
+            f"{path}: not valid YAML{line}: {getattr(exc, 'problem', None) or exc}", "fix the file"
+        ) from None
+    if not isinstance(p, dict):
+        raise ConfigError(
+            f"{path}: the parameters are not a mapping", "give workload:, data:, model: ... as in params.yaml"
+        )
+    for key in p:
+        if key not in PARAMS_KEYS:
+            hint = did_you_mean("", str(key), PARAMS_KEYS)
+            raise ConfigError(
+                f"{path}: no stage reads the top-level key {key!r}",
+                f"{hint + ' ' if hint else ''}the stages read {', '.join(PARAMS_KEYS)}",
+            )
+    return p
 
 
 def generate(p: dict, out: Path) -> None:
