@@ -525,11 +525,14 @@ SMALL = ["+workload=uniform", "++workload.capacity_blocks=2048", "++workload.wri
          "error: oracle.max_groups='abc' is not a whole number -- give a whole number, e.g. oracle.max_groups=10"),
         (["oracle", *SMALL, "oracle.candidates=foo"],
          "error: oracle.candidates='foo' is not a list of BIR bounds -- give e.g. oracle.candidates=[64,1024]"),
+        (["export", "export.model_path={tmp}/t.npy"],
+         "error: export.model_path={tmp}/t.npy is not a model a train run saved (UnpicklingError"),
     ],
     ids=["ingest-no-path", "stats-no-path", "stats-dir", "print-head-str", "ingest-cut-zst", "ingest-empty",
          "segment-str", "capacity-0", "simulate-empty-trace", "delimited-scalar", "delimited-with-a-preset",
          "fleet-spec-scalar", "misspelt-key", "misspelt-sim-key", "misspelt-policy-param", "switch-not-bool",
-         "misspelt-workload", "misspelt-policy", "oracle-as-a-value", "export-batch-0", "output-under-a-file", "sklearn-param", "oracle-max-groups-str", "oracle-candidates-str"],
+         "misspelt-workload", "misspelt-policy", "oracle-as-a-value", "export-batch-0", "output-under-a-file", "sklearn-param", "oracle-max-groups-str", "oracle-candidates-str",
+         "export-not-a-pickle"],
 )  # fmt: skip
 def test_cli_error_paths_are_one_line(tmp_path, args, expected):
     data = zstandard.ZstdCompressor().compress(MSR_LINES.encode() * 50)

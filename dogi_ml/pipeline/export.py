@@ -15,6 +15,7 @@ with sizes, stack and instructions per block in the report and the manifest).
 from __future__ import annotations
 
 import json
+import pickle
 import tempfile
 import time
 from pathlib import Path
@@ -38,7 +39,14 @@ def _source(cfg, work_dir: Path, log) -> tuple:
         raise ConfigError("export.model_path and export.run_id both given", "give one of them, not both")
     if e.model_path:
         path = Path(e.model_path)
-        model = LifetimeModel.load(path)
+        try:
+            model = LifetimeModel.load(path)
+        except (pickle.UnpicklingError, EOFError, ValueError, AttributeError, ImportError) as exc:
+            # not a pickle, a truncated one, or another object (LifetimeModel.load's ValueError)
+            raise ConfigError(
+                f"export.model_path={path} is not a model a train run saved ({type(exc).__name__}: {exc})",
+                "give the model.pkl a train run wrote (its run directory), or export.run_id=ID",
+            ) from None
         conf = path.parent / "config.yaml"
         src_cfg = OmegaConf.load(conf) if conf.exists() else cfg
         run_id = None
