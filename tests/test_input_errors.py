@@ -665,3 +665,23 @@ def test_sim_settings_a_run_does_not_use_are_still_checked(settings, message):
             zipf(8192, 8192, seed=1), {"name": "sepbit"}, {"segment_blocks": 16, "op_ratio": 0.5, **settings}
         )
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        # the test split was empty: scikit-learn's "Found array with 0 sample(s)" traceback
+        ({"train_fraction": 0.95}, "data.train_fraction=0.95 + data.val_fraction=0.1 leave no test rows"),
+        ({"val_fraction": 0}, "data.val_fraction=0 must be above 0"),
+        ({"train_fraction": "most"}, "data.train_fraction='most' is not a number"),
+        # "slice step cannot be zero", naming no key
+        ({"sample_every": 0}, "data.sample_every=0 must be positive"),
+    ],
+)
+def test_train_data_shares_are_checked_by_name(data, message):
+    from dogi_ml.pipeline.train import build_dataset
+    from dogi_ml.traces.generators import zipf
+
+    with pytest.raises(ConfigError) as info:
+        build_dataset(zipf(4096, 8 * 4096, seed=1), data, log=lambda *a: None)
+    assert message in str(info.value)

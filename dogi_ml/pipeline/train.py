@@ -69,6 +69,14 @@ def build_dataset(
     # null means "the trace's working set"; 0 or a string must not quietly mean the same
     configured = checked_setting(cfg.get("capacity_blocks"), "data.capacity_blocks", int, minimum=1, nullable=True)
     capacity = configured if configured is not None else workload_capacity(trace)
+    train_share = checked_setting(cfg.get("train_fraction", 0.7), "data.train_fraction", float, above=0, example=0.7)
+    val_share = checked_setting(cfg.get("val_fraction", 0.1), "data.val_fraction", float, above=0, example=0.1)
+    if train_share + val_share >= 1:  # the test split would be empty (scikit-learn's "0 sample(s)" traceback)
+        raise ConfigError(
+            f"data.train_fraction={train_share} + data.val_fraction={val_share} leave no test rows",
+            "keep their sum below 1, e.g. data.train_fraction=0.7 data.val_fraction=0.1",
+        )
+    checked_setting(cfg.get("sample_every", 10), "data.sample_every", minimum=1, example=10)
     t0 = time.perf_counter()
     inv, prev = annotate_cached(writes, Path(cache_dir) / "annotations" if cache_dir else None)
     t_annot = time.perf_counter() - t0
