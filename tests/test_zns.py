@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import skip_or_fail_in_ci
+from helpers import run_cli, skip_or_fail_in_ci
 
 from dogi_ml.errors import ConfigError
 from dogi_ml.pipeline.replay import PARITY_KEYS, replay
@@ -526,6 +526,26 @@ def test_parity_mismatch_exits_6(trace, tmp_path, monkeypatch, capsys):
     assert len(errors) == 1 and errors[0].startswith("error: the replay's counts differ from the simulator's: {")
     r = json.loads((tmp_path / "p.json").read_text())
     assert not r["parity"]["ok"] and r["verify"]["ok"]
+
+
+def test_a_kept_devices_zones_are_the_segments_or_the_setting_is_refused(tmp_path, c_compiler):
+    """zns.keep=true replays onto the device as it is, whose zones are the segments: a
+    sim.segment_blocks set on the command line that differs is refused (it was replaced without a
+    word); the default gives way with a note."""
+    dev = tmp_path / "k.zns"
+    base = [
+        "-q", "replay", "+workload=zipf", f"workload.capacity_blocks={CAP}", "workload.write_volume=2",
+        "policy=nosep", "sim.op_ratio=0.25", f"device=file:{dev}", "mlflow=false", "progress=false",
+    ]  # fmt: skip
+    run_cli([*base, f"sim.segment_blocks={SEG}"], tmp_path)
+    proc = run_cli([*base, "zns.keep=true", f"sim.segment_blocks={SEG // 2}"], tmp_path, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        f"error: sim.segment_blocks={SEG // 2}, but the kept file device's zones hold {SEG} blocks (zones are the "
+        f"segments) -- give sim.segment_blocks={SEG}, or drop zns.keep to recreate the file device"
+    )
+    proc = run_cli([*base, "zns.keep=true"], tmp_path)
+    assert f"note: segments are file:{dev}'s zones: {SEG} blocks (not sim.segment_blocks=512)" in proc.stderr
 
 
 # -- the learned scheme (issue 15): DOGI's deployed int8 MLP and configuration, frozen --------

@@ -151,6 +151,35 @@ def learned_headers(policy_cfg: Mapping) -> dict | None:
     return {name: b.path(role) for name, role in zh.LEARNED_HEADERS.items()}
 
 
+def _set_on_command_line(key: str) -> bool:
+    """Whether this command line's overrides set ``key`` (False outside a Hydra run)."""
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        if not HydraConfig.initialized():
+            return False
+        return any(o.split("=", 1)[0].lstrip("+~") == key for o in HydraConfig.get().overrides.task)
+    except Exception:  # noqa: BLE001 - no Hydra run: no command line to read
+        return False
+
+
+def check_device_segments(seg: int, sim_cfg: Mapping, device: str, zns: Mapping) -> None:
+    """A kept file device's or a real device's zones are the segments: a ``sim.segment_blocks``
+    the user set that differs is refused (it was replaced without a word); the default, which
+    nobody chose, gives way with a note."""
+    configured = int(sim_cfg.get("segment_blocks", 512))
+    if configured == seg:
+        return
+    kept = device.startswith("file:")
+    why = "the kept file device's zones hold" if kept else "the device's zones hold"
+    if _set_on_command_line("sim.segment_blocks"):
+        raise ConfigError(
+            f"sim.segment_blocks={configured}, but {why} {seg} blocks (zones are the segments)",
+            f"give sim.segment_blocks={seg}" + (", or drop zns.keep to recreate the file device" if kept else ""),
+        )
+    print(f"note: segments are {device}'s zones: {seg} blocks (not sim.segment_blocks={configured})", file=sys.stderr)
+
+
 def replay(
     trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, device: str, zns: Mapping, progress=True, cache_dir=None
 ):
@@ -164,6 +193,7 @@ def replay(
         zns = {**zns, "keep": True}  # the device as the stop left it: never recreate it
     exe = zh.build(learned=learned_headers(policy_cfg))
     args, seg = replay_args(path, device, capacity, policy_cfg, sim_cfg, zns)
+    check_device_segments(seg, sim_cfg, device, zns)
     if mode == "recover":
         args = [a for a in args if not a.startswith(("--create", "--progress"))] + ["--recover"]
         return zh.run(args, exe)
