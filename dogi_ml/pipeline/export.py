@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dogi_ml.errors import ConfigError
+from dogi_ml.errors import ConfigError, checked_setting
 from dogi_ml.pipeline.common import require_workload
 
 EXPERIMENT = "export"
@@ -155,8 +155,6 @@ def optional_build(report_c: dict, name: str, build):
 def _check_export_settings(e) -> None:
     """The export's switches and sizes, by key, before anything is built (``export.batch=0``
     stopped the C benchmark with a floating-point exception, no message)."""
-    from dogi_ml.errors import ConfigError, checked_setting
-
     for key in ("onnx", "bench"):
         checked_setting(e[key], f"export.{key}", bool)
     checked_setting(e.batch, "export.batch", minimum=1, example=128)

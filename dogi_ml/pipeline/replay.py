@@ -163,7 +163,7 @@ def _set_on_command_line(key: str) -> bool:
         return False
 
 
-def check_device_segments(seg: int, sim_cfg: Mapping, device: str, zns: Mapping) -> None:
+def check_device_segments(seg: int, sim_cfg: Mapping, device: str) -> None:
     """A kept file device's or a real device's zones are the segments: a ``sim.segment_blocks``
     the user set that differs is refused (it was replaced without a word); the default, which
     nobody chose, gives way with a note."""
@@ -193,7 +193,7 @@ def replay(
         zns = {**zns, "keep": True}  # the device as the stop left it: never recreate it
     exe = zh.build(learned=learned_headers(policy_cfg))
     args, seg = replay_args(path, device, capacity, policy_cfg, sim_cfg, zns)
-    check_device_segments(seg, sim_cfg, device, zns)
+    check_device_segments(seg, sim_cfg, device)
     if mode == "recover":
         args = [a for a in args if not a.startswith(("--create", "--progress"))] + ["--recover"]
         return zh.run(args, exe)

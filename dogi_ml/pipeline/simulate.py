@@ -67,13 +67,8 @@ def write_times(trace: Trace, arrival=None, seed: int = 1) -> np.ndarray:
     elif arrival == "spread":
         ts = spread_ties(trace.ts_us)
     else:
-        try:
-            density = arrival if isinstance(arrival, str) else float(arrival)
-            ts = density_arrivals(trace.n_requests, density, seed)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(
-                f"sim.arrival={arrival!r}: {exc}", "use null, spread, light, medium, heavy or a mean gap in µs"
-            ) from None
+        check_arrival(arrival, seed)  # a bad value is refused there, by key
+        ts = density_arrivals(trace.n_requests, arrival if isinstance(arrival, str) else float(arrival), seed)
     ts = np.maximum.accumulate(np.asarray(ts, dtype=np.int64))
     times = ts[trace.block_write_request]
     return np.ascontiguousarray(times - (times[0] if times.size else 0), dtype=np.int64)

@@ -34,7 +34,7 @@ def _params(path: Path) -> dict:
     import yaml
     from omegaconf import OmegaConf
 
-    from dogi_ml.errors import ConfigError, did_you_mean
+    from dogi_ml.errors import did_you_mean
 
     if not path.exists():
         raise FileNotFoundError(f"parameters file not found: {path} (DVC stages read params.yaml)")
