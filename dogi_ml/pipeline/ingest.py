@@ -71,7 +71,7 @@ def run_ingest(cfg, out_dir: Path) -> Path:
 
     from dogi_ml.report import print_stats
     from dogi_ml.traces.binfmt import ingest
-    from dogi_ml.traces.readers import input_warnings
+    from dogi_ml.traces.readers import check_format, input_warnings
     from dogi_ml.traces.trace import TraceWarning
 
     if _given(cfg, "path") is None or _given(cfg, "format") is None:
@@ -79,6 +79,7 @@ def run_ingest(cfg, out_dir: Path) -> Path:
             "ingest needs path=FILE and format=NAME",
             "e.g. python -m dogi_ml ingest path=trace.csv format=msr out=data/",
         )
+    check_format(cfg.format)  # by its key, before the input is hashed or anything is written
     split = checked_setting(cfg.get("split", False), "split", bool)
     if split:
         return _run_split(cfg)

@@ -1050,10 +1050,9 @@ def _fast_delimited_chunks(spec, acc, path: Path, block_bytes: int, on_bytes=Non
 def _request_chunks(path: Path, fmt: str, acc, delimited, block_bytes: int, chunk_lines: int, on_bytes=None):
     """The file's request chunks: delimited formats (Alibaba, Tencent, MSR, ...) through the
     byte-block fast path, every other format through ``readers.iter_request_chunks``."""
-    from .readers import FORMATS, PRESETS, DelimitedSpec, iter_request_chunks
+    from .readers import PRESETS, DelimitedSpec, check_format, iter_request_chunks
 
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown trace format {fmt!r}; known: {', '.join(sorted(FORMATS))}")
+    check_format(fmt)
     acc.fmt = fmt
     spec = None
     if fmt in PRESETS:
@@ -1122,10 +1121,11 @@ def split_trace(
 
     from dogi_ml.progress import bar as progress_bar
 
-    from .readers import ChunkTally, _Acc, _no_requests, input_warnings
+    from .readers import ChunkTally, _Acc, _no_requests, check_format, input_warnings
     from .trace import TraceFormatError, TraceWarning
 
     path, out_dir = Path(path), Path(out_dir)
+    check_format(fmt)  # before out_dir/volumes is made
     if not path.exists():
         raise FileNotFoundError(f"trace file not found: {path}")
     for key, value in (("block_bytes", block_bytes), ("spill_bytes", spill_bytes), ("chunk_lines", chunk_lines)):

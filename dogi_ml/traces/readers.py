@@ -67,6 +67,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dogi_ml.errors import UsageError
 from dogi_ml.progress import bar as progress_bar
 
 from .trace import (
@@ -1105,6 +1106,23 @@ FORMATS = {
 }
 
 
+def check_format(fmt, key: str = "format") -> str:
+    """``fmt`` when it names a reader of ``FORMATS``; else a :class:`UsageError` on one line naming
+    the setting (``key``: ``format`` for ``ingest``, ``workload.format`` for a file workload), the
+    known formats and the nearest one. Callers check before they read or write anything."""
+    if isinstance(fmt, str) and fmt in FORMATS:
+        return fmt
+    import difflib
+
+    known = sorted(FORMATS)
+    close = difflib.get_close_matches(str(fmt), known, n=1)
+    fix = f"did you mean {key}={close[0]}?" if close else f"give {key}=NAME, one of those"
+    raise UsageError(
+        f"{key}={fmt}: unknown trace format {fmt!r}; known: {', '.join(known)}",
+        f"{fix} (the formats are described in dogi_ml/traces/readers.py)",
+    )
+
+
 def iter_request_chunks(
     path: str | Path,
     fmt: str,
@@ -1115,8 +1133,7 @@ def iter_request_chunks(
     _acc: _Acc | None = None,
 ) -> Iterator[Chunk]:
     """Parse ``path`` chunk by chunk (bounded memory): yields :class:`Chunk` request arrays."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown trace format {fmt!r}; known: {', '.join(sorted(FORMATS))}")
+    check_format(fmt)
     if chunk_lines < 1:
         raise ValueError(f"chunk_lines must be >= 1, got {chunk_lines}")
     path = Path(path)

@@ -16,7 +16,7 @@ from dogi_ml.errors import DogiMLError, checked_setting
 
 from .binfmt import content_hash, read_binary, write_trace
 from .generators import GENERATORS, generate
-from .readers import input_warnings, read_trace
+from .readers import check_format, input_warnings, read_trace
 from .trace import Trace, TraceWarning
 
 
@@ -115,6 +115,7 @@ def load_workload(cfg: Mapping, cache_dir: str | Path | None = ".cache/dogi_ml/t
             raise WorkloadError("workload=file needs workload.path=FILE (and workload.format=NAME)")
         if not fmt or fmt == "???":
             raise WorkloadError("workload=file needs workload.format=NAME (e.g. msr, alibaba, blkparse)")
+        check_format(fmt, "workload.format")
         path = Path(path)
         if not path.exists():
             raise WorkloadError(f"trace file not found: {path} (set workload.path to an existing file)")
