@@ -110,7 +110,7 @@ def test_ingest_malformed_line_names_file_and_line(tmp_path):
     src = tmp_path / "bad.csv"
     src.write_text("128166372003061629,hm,0,Write,8192,8192,100\nnot,a,valid,line\n")
     proc = run_cli(["ingest", f"path={src}", "format=msr", f"out={tmp_path}"], tmp_path, check=False)
-    assert proc.returncode == 2
+    assert proc.returncode == 3  # a bad input file (exit_codes.BAD_INPUT), as a damaged .dtr
     assert "bad.csv" in proc.stderr and ":2" in proc.stderr
     proc = run_cli(["ingest", f"path={src}", "format=msr", f"out={tmp_path}", "skip_malformed=true"], tmp_path)
     assert "skipped 1" in proc.stdout

@@ -43,6 +43,9 @@ import numpy as np
 
 from dogi_ml.errors import DogiMLError, UsageError
 
+# BAD_INPUT_EXIT: the exit status of every bad trace file, .dtr or text (re-exported: the tests
+# and callers have found it here)
+from .trace import BAD_INPUT_EXIT as BAD_INPUT_EXIT
 from .trace import OP_WRITE, Trace, TraceFormatError
 
 MAGIC = b"DOGITRC\x00"
@@ -68,16 +71,11 @@ _INT64 = (-(2**63), 2**63 - 1)
 _INT64_MAX = np.int64(2**63 - 1)
 _FIX = "the file is damaged or was not written by dogi_ml: re-run `python -m dogi_ml ingest` on the source trace"
 
-#: the exit status of a bad input file (``dogi_ml/zns/exit_codes.py``'s ``BAD_INPUT``: this layer
-#: sits below ``dogi_ml.zns``, so the value is repeated here and a test checks they agree)
-BAD_INPUT_EXIT = 3
-
 
 class DtrFormatError(TraceFormatError):
     """A ``.dtr`` file that cannot be read as it is: the message names the file, the field or
-    array (and the entry) and the fix. The command line exits with :data:`BAD_INPUT_EXIT` (``exit_status``)."""
-
-    exit_status = BAD_INPUT_EXIT
+    array (and the entry) and the fix. The command line exits with :data:`BAD_INPUT_EXIT`
+    (``exit_status``, inherited: the status of every bad trace file, text or binary)."""
 
     def __init__(self, path, problem: str, fix: str = _FIX):
         super().__init__(f"{path}: {problem}", fix)

@@ -34,8 +34,20 @@ MAX_REQUEST_BYTES = 1 << 32
 MAX_TS_US = 1 << 62
 
 
+#: the exit status of a bad input file, text trace or ``.dtr`` (``dogi_ml/zns/exit_codes.py``'s
+#: ``BAD_INPUT``: this layer sits below ``dogi_ml.zns``, so the value is repeated here and a test
+#: checks that they agree)
+BAD_INPUT_EXIT = 3
+
+
 class TraceFormatError(DogiMLError):
-    """Malformed trace input; the message names the file, the line and the reason."""
+    """Malformed trace input; the message names the file, the line and the reason.
+
+    The command line exits with :data:`BAD_INPUT_EXIT` (``exit_status``), as for a damaged
+    ``.dtr`` (its :class:`~dogi_ml.traces.binfmt.DtrFormatError` is a subclass): 3 says the input
+    file is bad whatever its format, 2 that the command line is (a setting, a path to nothing)."""
+
+    exit_status = BAD_INPUT_EXIT
 
 
 class TraceWarning(UserWarning):
