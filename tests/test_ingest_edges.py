@@ -6,12 +6,16 @@ Inputs are built in ``tmp_path``; the command runs in this process (``dogi_ml.cl
 
 from __future__ import annotations
 
+import random
 import sys
+import warnings
 
 import pytest
 
 from dogi_ml import cli
-from dogi_ml.traces.readers import FORMATS
+from dogi_ml.traces import readers
+from dogi_ml.traces.readers import FORMATS, read_trace
+from dogi_ml.traces.trace import TraceFormatError, TraceWarning
 
 # a few lines of FlashNet's Tencent cut (format A of ../shared/data/README.md)
 TENCENT = "0.000,120,1,4096,4923392,0.091,4096\n0.000,146,0,8192,4923392,0.093,8192\n1.000,136,0,4096,0,1.152,4096\n"
@@ -97,3 +101,101 @@ def test_a_malformed_text_trace_exits_3_as_a_damaged_dtr_does(dogi, tmp_path):
     status, _, _ = dogi("ingest", "path=good.csv", "format=flashnet_tencent", "out=o", "skip_malformed=maybe")
     assert status == exit_codes.USAGE
     assert TraceFormatError.exit_status == DtrFormatError.exit_status == BAD_INPUT_EXIT == exit_codes.BAD_INPUT
+
+
+# -- the pyarrow path and the line parser agree, line for line --------------------------------------
+def _lines(fmt: str, n: int, seed: int) -> list[str]:
+    """``n`` lines of ``fmt``, a quarter of them with one field written oddly: quoted (the case
+    that pyarrow read and the line parser refused), padded, signed, as a float, empty, ..."""
+    rng = random.Random(seed)
+    odd = ['"{}"', "'{}'", " {} ", "+{}", "{}.0", "{}e0", "", "nan", "zzz", "0x1{}", "{}_0", "-{}"]
+    lines = []
+    for i in range(n):
+        size, offset = rng.choice([512, 4096, 8192, 12288]), rng.randrange(0, 1 << 24, 512)
+        if fmt == "flashnet_tencent":  # ts_ms,latency_us,io_type,size,offset,ts_submit_ms,size_after
+            fields = [f"{i * 0.5:.3f}", "120", rng.choice("01"), str(size), str(offset), "0.1", str(size)]
+            numeric = [0, 2, 3, 4]
+        else:  # alibaba: device_id,opcode,offset,length,timestamp (µs)
+            fields = [rng.choice(["7", "8", "9"]), rng.choice("RWrw"), str(offset), str(size), str(1000 + 10 * i)]
+            numeric = [2, 3, 4]
+        if i in (3, n - 5):  # at least one quoted number and one quoted op in each file
+            k = numeric[1] if i == 3 else (1 if fmt == "alibaba" else 2)
+            fields[k] = f'"{fields[k]}"'
+        elif rng.random() < 0.25:
+            k = rng.choice([*numeric, 1 if fmt == "alibaba" else 2])  # a number, or the op
+            fields[k] = rng.choice(odd).format(fields[k])
+        if rng.random() < 0.03:
+            fields.pop()  # a column missing
+        lines.append(",".join(fields) + "\n")
+    lines.insert(n // 2, "\n")  # a blank line: skipped, not counted
+    return lines
+
+
+def _read(path, fmt, skip, chunk_lines=1_000_000) -> tuple:
+    """What a read gives: its arrays, volumes and counts, or its error's message."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TraceWarning)
+        try:
+            t = read_trace(path, fmt, skip_malformed=skip, progress=False, chunk_lines=chunk_lines)
+        except TraceFormatError as exc:
+            return ("error", str(exc))
+    counts = {k: t.meta.get(k) for k in ("skipped_lines", "first_skipped", "first_skipped_line", "backward_timestamps")}
+    return (*(getattr(t, k).tolist() for k in ARRAYS), t.volumes, counts)
+
+
+ARRAYS = ("ts_us", "lba", "nblocks", "op", "volume")
+
+
+@pytest.mark.parametrize("fmt", ["flashnet_tencent", "alibaba"])
+@pytest.mark.parametrize("skip", [True, False])
+def test_fast_and_line_paths_agree_line_for_line(monkeypatch, tmp_path, fmt, skip):
+    """The same file read by the line parser alone, and by the pyarrow path with chunks of 1 to
+    all lines and pyarrow blocks of 64 bytes and 64 MiB, gives the same requests, volumes and
+    skip counts (or, without skip_malformed, the same first error). Before, a quoted number was
+    read as a number by pyarrow when its chunk was otherwise clean and refused by the line
+    parser when another line of the chunk was bad."""
+    for seed in range(4):
+        path = tmp_path / f"{fmt}-{seed}.csv"
+        path.write_text("".join(_lines(fmt, 120, seed)))
+        with monkeypatch.context() as m:  # the line parser only
+            m.setattr(readers, "_delimited_arrow", lambda *a: None)
+            reference = _read(path, fmt, skip, chunk_lines=7)
+        assert reference[0] == "error" or reference[-1]["skipped_lines"] >= 2  # the quoted lines at least
+        for block in (64, 1 << 26):
+            for chunk_lines in (1, 5, 64, 1_000_000):
+                with monkeypatch.context() as m:
+                    m.setattr(readers, "ARROW_BLOCK_BYTES", block, raising=False)
+                    assert _read(path, fmt, skip, chunk_lines) == reference, (seed, block, chunk_lines)
+
+
+@pytest.mark.parametrize("skip", [True, False])
+def test_the_fleet_splitter_agrees_with_the_readers_on_odd_fields(tmp_path, skip):
+    """``ingest split=true``'s byte-block path reads the same file as ``ingest`` does, with big
+    and tiny blocks: the same requests and skip counts, or the same first error. Before, a
+    quoted number in an otherwise clean file was a request to ``ingest`` and a skipped line to
+    the splitter."""
+    from dogi_ml.traces.binfmt import read_binary
+    from dogi_ml.traces.fleet import fleet_metadata, read_fleet, split_trace
+
+    quoted = TENCENT + '2.000,120,0,"4096",8192,2.1,4096\n' + TENCENT  # else clean: pyarrow read it whole
+    for seed in range(-1, 4):
+        path = tmp_path / f"t{seed}.csv"
+        path.write_text(quoted if seed < 0 else "".join(_lines("flashnet_tencent", 120, seed)))
+        reference = _read(path, "flashnet_tencent", skip)
+        for block in (64, 1 << 20):
+            out = tmp_path / f"split-{seed}-{block}"
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", TraceWarning)
+                try:
+                    manifest = split_trace(
+                        path, "flashnet_tencent", out, skip_malformed=skip, block_bytes=block, progress=False
+                    )
+                except TraceFormatError as exc:
+                    assert reference == ("error", str(exc)), (seed, block)
+                    continue
+            assert reference[0] != "error", (seed, block)
+            (row,) = read_fleet(manifest)
+            t = read_binary(row.dtr)
+            assert [getattr(t, k).tolist() for k in ARRAYS[:4]] == list(reference[:4]), (seed, block)
+            meta = fleet_metadata(manifest)
+            assert meta["skipped_lines"] == reference[-1]["skipped_lines"], (seed, block)
