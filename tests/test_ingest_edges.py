@@ -199,3 +199,53 @@ def test_the_fleet_splitter_agrees_with_the_readers_on_odd_fields(tmp_path, skip
             assert [getattr(t, k).tolist() for k in ARRAYS[:4]] == list(reference[:4]), (seed, block)
             meta = fleet_metadata(manifest)
             assert meta["skipped_lines"] == reference[-1]["skipped_lines"], (seed, block)
+
+
+# -- what a directory input leaves out --------------------------------------------------------------
+def test_a_directory_split_counts_and_reports_what_it_leaves_out(dogi, tmp_path):
+    """``split=true`` on a directory skipped subdirectories, hidden files and FIFOs without a
+    word; now one warning line counts and names them, and the manifest's metadata lists them.
+    A file there that is no trace (a README) stops the split naming it, and the fix says that
+    every regular, non-hidden file is read."""
+    import os
+
+    from dogi_ml.traces.fleet import fleet_metadata, read_fleet
+
+    d = tmp_path / "traces"
+    (d / "sub").mkdir(parents=True)
+    (d / ".git").mkdir()
+    for name in ("v1.csv", "v2.csv", "sub/v3.csv", ".v4.csv"):
+        (d / name).write_text(TENCENT)
+    os.mkfifo(d / "pipe")
+    status, out, err = dogi("ingest", "path=traces", "format=flashnet_tencent", "split=true", "out=f")
+    assert status == 0, err
+    assert [ln for ln in out.splitlines() if ln.startswith("warning: ")] == [
+        "warning: traces: skipped 2 subdirectories (.git, sub), 1 hidden file (.v4.csv) and 1 other entry (pipe); "
+        "a directory input reads the regular, non-hidden files directly in it, one volume each"
+    ]
+    assert [r.volume for r in read_fleet(tmp_path / "f")] == ["v1", "v2"]
+    meta = fleet_metadata(tmp_path / "f")
+    assert meta["left_out_count"] == 4
+    assert meta["left_out"] == {
+        "subdirectories": [".git", "sub"],
+        "hidden files": [".v4.csv"],
+        "other entries": ["pipe"],
+    }
+
+    (d / "README.md").write_text("# the traces of our cluster\n")
+    for extra in ([], ["skip_malformed=true"]):
+        status, _, err = dogi("ingest", "path=traces", "format=flashnet_tencent", "split=true", "out=f2", *extra)
+        (line,) = error_lines(err)
+        assert status == 3 and line.startswith("error: traces/README.md")
+        assert line.endswith(
+            "; or, if README.md is no trace, move it out of traces: every regular, non-hidden file directly in it "
+            "is read as one volume"
+        )
+
+    empty = tmp_path / "empty"
+    (empty / "sub").mkdir(parents=True)
+    status, _, err = dogi("ingest", "path=empty", "format=flashnet_tencent", "split=true", "out=f3")
+    assert status == 3 and error_lines(err) == [
+        "error: empty: the directory holds no trace file (skipped 1 subdirectory (sub)) -- give a directory of "
+        "per-volume traces (the regular, non-hidden files directly in it are read)"
+    ]

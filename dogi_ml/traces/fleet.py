@@ -1068,13 +1068,28 @@ def _request_chunks(path: Path, fmt: str, acc, delimited, block_bytes: int, chun
     yield from _fast_delimited_chunks(spec, acc, path, block_bytes, on_bytes)
 
 
-def _input_files(path: Path) -> list[Path]:
-    """The trace files of a directory input (regular files, not hidden, by name)."""
+def _input_files(path: Path) -> tuple[list[Path], dict[str, list[str]]]:
+    """The trace files of a directory input (regular files, not hidden, by name) and what it
+    leaves out, by kind (``subdirectories``, ``hidden files``, ``other entries``: a FIFO, a
+    socket, a broken link), each a sorted list of names, so that the caller reports them."""
     from .trace import TraceFormatError
 
-    files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+    files, left_out = [], {"subdirectories": [], "hidden files": [], "other entries": []}
+    for p in sorted(path.iterdir()):
+        if p.is_dir():  # hidden ones too (.git): a subdirectory is never read
+            left_out["subdirectories"].append(p.name)
+        elif not p.is_file():
+            left_out["other entries"].append(p.name)
+        elif p.name.startswith("."):
+            left_out["hidden files"].append(p.name)
+        else:
+            files.append(p)
     if not files:
-        raise TraceFormatError(f"{path}: the directory holds no trace file", "give a directory of per-volume traces")
+        what = _left_out_text(left_out)
+        raise TraceFormatError(
+            f"{path}: the directory holds no trace file{f' ({what})' if what else ''}",
+            "give a directory of per-volume traces (the regular, non-hidden files directly in it are read)",
+        )
     stems: dict[str, Path] = {}
     for f in files:
         stem = f.name.split(".")[0]
@@ -1084,7 +1099,42 @@ def _input_files(path: Path) -> list[Path]:
                 "keep one file per volume (the volume is the name before the first dot)",
             )
         stems[stem] = f
-    return files
+    return files, left_out
+
+
+def _directory_fix(fix: str, file: Path, directory: Path) -> str:
+    """The fix of an error in ``file`` of a directory input, which may be no trace at all (a
+    README, a leftover ``.stats.json``): every regular, non-hidden file there is read as one."""
+    return (
+        f"{fix}; or, if {file.name} is no trace, move it out of {directory}: every regular, non-hidden file "
+        "directly in it is read as one volume"
+    )
+
+
+def _said_of_a_directory(chunks, file: Path, directory: Path):
+    """``chunks`` unchanged; a TraceFormatError they raise gets :func:`_directory_fix`'s fix."""
+    from .trace import TraceFormatError
+
+    try:
+        yield from chunks
+    except TraceFormatError as exc:
+        raise TraceFormatError(exc.problem, _directory_fix(exc.fix, file, directory)) from None
+
+
+_ONE_OF = {"subdirectories": "subdirectory", "hidden files": "hidden file", "other entries": "other entry"}
+
+
+def _left_out_text(left_out: dict[str, list[str]]) -> str:
+    """``"skipped 2 subdirectories (a, b) and 1 hidden file (.x)"``; empty when nothing was."""
+    parts = []
+    for kind, names in left_out.items():
+        if names:
+            shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+            label = kind if len(names) > 1 else _ONE_OF[kind]
+            parts.append(f"{len(names)} {label} ({shown})")
+    if not parts:
+        return ""
+    return "skipped " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
 
 
 def split_trace(
@@ -1137,7 +1187,7 @@ def split_trace(
             f"out={out_dir} already holds a fleet ({MANIFEST_NAME} or files in {VOLUMES_DIR}/)",
             "give a new or empty directory for the split, or delete the old fleet first",
         )
-    files = _input_files(path) if path.is_dir() else [path]
+    files, left_out = _input_files(path) if path.is_dir() else ([path], {})
     wanted = None if not volumes else [str(v) for v in volumes]
     vol_dir.mkdir(parents=True, exist_ok=True)
     tmp = out_dir / f".split-{os.getpid()}-{secrets.token_hex(4)}"
@@ -1164,7 +1214,10 @@ def split_trace(
                 def on_bytes(pos, base=done):
                     bar.update(min(base + pos, total) - bar.n)
 
-                for chunk in _request_chunks(file, fmt, acc, delimited, block_bytes, chunk_lines, on_bytes):
+                chunks = _request_chunks(file, fmt, acc, delimited, block_bytes, chunk_lines, on_bytes)
+                if path.is_dir():
+                    chunks = _said_of_a_directory(chunks, file, path)
+                for chunk in chunks:
                     for name in itertools.islice(acc.volumes, len(key_of), None):  # first seen in this chunk
                         # a single file's unwanted volumes are dropped here (-1); a directory's
                         # are named only once each file is read, so they are dropped at the end
@@ -1180,7 +1233,8 @@ def split_trace(
                 names = list(acc.volumes)
                 inner_counts.append(len(names))
                 if not seen_data.any():
-                    raise TraceFormatError(*_no_requests(file, fmt, acc, tally))
+                    problem, fix = _no_requests(file, fmt, acc, tally)
+                    raise TraceFormatError(problem, _directory_fix(fix, file, path) if path.is_dir() else fix)
                 for what, n in tally.counts().items():
                     counts[what] += n
                 backward = tally.backward_timestamps
@@ -1243,6 +1297,13 @@ def split_trace(
         for leftover in tmp.iterdir():
             leftover.unlink()
         tmp.rmdir()
+    left_out_text = _left_out_text(left_out)
+    if left_out_text:  # said first: the files read depend on it
+        messages.insert(
+            0,
+            f"{path}: {left_out_text}; a directory input reads the regular, non-hidden files directly in it, "
+            "one volume each",
+        )
     metadata = {
         "source": str(path),
         "format": fmt,
@@ -1256,6 +1317,9 @@ def split_trace(
     }
     if volumes:
         metadata["volumes_selected"] = wanted
+    if path.is_dir():  # what the directory held besides the files read, by kind (names: the first 100)
+        metadata["left_out"] = {kind: names[:100] for kind, names in left_out.items()}
+        metadata["left_out_count"] = sum(len(names) for names in left_out.values())
     for message in messages:
         warnings.warn(message, TraceWarning, stacklevel=2)
     return write_fleet(out_dir, rows, metadata)
