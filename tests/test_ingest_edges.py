@@ -249,3 +249,35 @@ def test_a_directory_split_counts_and_reports_what_it_leaves_out(dogi, tmp_path)
         "error: empty: the directory holds no trace file (skipped 1 subdirectory (sub)) -- give a directory of "
         "per-volume traces (the regular, non-hidden files directly in it are read)"
     ]
+
+
+# -- two inputs with the same name, one out= ----------------------------------------------------------
+def test_an_output_of_another_input_with_the_same_name_is_not_overwritten(dogi, tmp_path):
+    """``ingest path=a/x.csv out=o`` then ``path=b/x.csv out=o`` (or ``path=x.txt``) replaced
+    o/x.dtr without a word: both outputs are named by the file's name before its first dot. Now
+    the second is refused before anything is read or written, naming both inputs and the fix;
+    the same input again is the cached output, and with other options is replaced with a note."""
+    for name, lines in (("a/x.csv", TENCENT), ("b/x.csv", TENCENT * 2), ("x.txt", TENCENT * 3)):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(lines)
+    ingest = ("ingest", "format=flashnet_tencent", "out=o")
+    assert dogi(*ingest, "path=a/x.csv")[0] == 0
+    written = {p.name: p.read_bytes() for p in (tmp_path / "o").iterdir()}
+    assert set(written) == {"x.dtr", "x.stats.json"}
+    for other in ("b/x.csv", "x.txt"):
+        status, _, err = dogi(*ingest, f"path={other}")
+        assert status == 2
+        assert error_lines(err) == [
+            f"error: o/x.dtr holds the trace of {tmp_path / 'a' / 'x.csv'}; path={other} would overwrite it (both "
+            "are named 'x': an output takes its input's name before the first dot) -- give another out= directory "
+            "for one of them, rename one of the inputs, or delete o/x.dtr and o/x.stats.json to replace it"
+        ]
+        assert {p.name: p.read_bytes() for p in (tmp_path / "o").iterdir()} == written
+    # the same input: by another spelling of its path, the cached output
+    status, out, _ = dogi(*ingest, f"path={tmp_path / 'a' / '..' / 'a' / 'x.csv'}")
+    assert status == 0 and "note:" not in out
+    assert {p.name: p.read_bytes() for p in (tmp_path / "o").iterdir()} == written
+    # with other options: replaced, and said
+    status, out, _ = dogi(*ingest, "path=a/x.csv", "skip_malformed=true")
+    assert status == 0 and "note: replaced o/x.dtr, written before from a/x.csv with other content or options" in out
+    assert dogi(*ingest[:-1], "out=o2", "path=b/x.csv")[0] == 0  # another out=: no conflict

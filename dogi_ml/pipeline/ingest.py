@@ -99,7 +99,10 @@ def run_ingest(cfg, out_dir: Path) -> Path:
     with warnings.catch_warnings():  # the reader's warnings print below, also for a cached result
         warnings.simplefilter("ignore", TraceWarning)
         binary, stats = ingest(path, cfg.format, cfg.out, **opts)
+    replaced = stats.pop("replaced", None)  # a note, not a statistic
     print_stats(stats, title=f"ingested {path}")
+    if replaced:
+        print(f"note: {replaced}")
     for message in input_warnings({**stats, "source": str(path)}):
         print(f"warning: {message}")
     print(f"binary trace: {binary}")

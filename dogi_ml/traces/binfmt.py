@@ -490,19 +490,58 @@ def content_hash(path: str | Path, opts: dict | None = None) -> str:
     return h.hexdigest()
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)  # a link or another spelling of the same file too
+    except OSError:  # one of them is gone: compare the paths
+        return a.resolve() == b.resolve()
+
+
+def _earlier_source(binary: Path, stats_path: Path) -> tuple[Path | None, str | None]:
+    """(the input an earlier ``ingest`` wrote ``binary`` from, None when unknown; why it is
+    unknown, None when nothing is there). Its statistics name it (``source_path``, absolute,
+    since this change; ``source`` as given), else the ``.dtr``'s header."""
+    if not binary.exists() and not stats_path.exists():
+        return None, None
+    try:
+        stats = json.loads(stats_path.read_text())
+        source = stats.get("source_path") or stats["source"]
+        return Path(source), None
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        return Path(read_header(binary)["meta"]["source"]), None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return None, f"{binary.name} and {stats_path.name} name no source ({' '.join(str(exc).split())[:120]})"
+
+
 def ingest(path: str | Path, fmt: str, out_dir: str | Path, **opts) -> tuple[Path, dict]:
-    """Convert a trace to ``out_dir/<name>.dtr`` plus ``<name>.stats.json``; a file whose
-    content hash (and options) match an existing output is not parsed again."""
+    """Convert a trace to ``out_dir/<name>.dtr`` plus ``<name>.stats.json`` (``<name>``: the file's
+    name before its first dot); a file whose content hash (and options) match an existing output
+    is not parsed again.
+
+    An output written from another input with the same name (``a/x.csv`` then ``b/x.csv``, or
+    ``x.csv`` then ``x.txt``) is not overwritten: a :class:`UsageError` names both inputs before
+    anything is read or written. One written from this input with other content or options is
+    replaced, and ``stats["replaced"]`` says so (as it does for an output that names no source)."""
     from .readers import read_trace
 
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"trace file not found: {path}")
     out_dir = Path(out_dir)
-    key = content_hash(path, {"format": fmt, **opts})
     stem = path.name.split(".")[0]
     binary = out_dir / f"{stem}.dtr"
     stats_path = out_dir / f"{stem}.stats.json"
+    earlier, unknown = _earlier_source(binary, stats_path)
+    if earlier is not None and not _same_file(earlier, path):
+        raise UsageError(
+            f"{binary} holds the trace of {earlier}; path={path} would overwrite it (both are named {stem!r}: "
+            "an output takes its input's name before the first dot)",
+            f"give another out= directory for one of them, rename one of the inputs, or delete {binary} "
+            f"and {stats_path} to replace it",
+        )
+    key = content_hash(path, {"format": fmt, **opts})
     if binary.exists() and stats_path.exists():
         try:
             if read_header(binary).get("content_hash") == key:
@@ -510,12 +549,23 @@ def ingest(path: str | Path, fmt: str, out_dir: str | Path, **opts) -> tuple[Pat
                 stats["cached"] = True
                 return binary, stats
         except ValueError:
-            pass  # unreadable old output: rebuild it
+            pass  # unreadable old output: rebuilt below
     trace = read_trace(path, fmt, **opts)
     write_trace(trace, binary, content_hash=key)
-    stats = {**trace.stats(), "format": fmt, "source": str(path), "content_hash": key, "cached": False}
+    stats = {
+        **trace.stats(),
+        "format": fmt,
+        "source": str(path),
+        "source_path": str(path.resolve()),  # what a later run with the same name is compared with
+        "content_hash": key,
+        "cached": False,
+    }
     for k in ("skipped_lines", "zero_length_requests", "flush_requests", "first_skipped"):
         if k in trace.meta:
             stats[k] = trace.meta[k]
     stats_path.write_text(json.dumps(_jsonable(stats), indent=2))
+    if unknown is not None:
+        stats["replaced"] = f"replaced {binary}, which an earlier run left: {unknown}"
+    elif earlier is not None:
+        stats["replaced"] = f"replaced {binary}, written before from {path} with other content or options"
     return binary, stats
