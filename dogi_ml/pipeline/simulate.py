@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,7 @@ from dogi_ml.determinism import numerics_record
 from dogi_ml.errors import ConfigError
 from dogi_ml.pipeline.common import multirun, require_workload, sim_config, sweep_dir
 from dogi_ml.policies import KEEP_VICTIM, configured_victim, make_policy, policy_params
-from dogi_ml.sim import Simulator
+from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.traces.trace import Trace
 from dogi_ml.traces.workload import workload_capacity
 
@@ -38,9 +39,80 @@ def simulation_writes(trace: Trace, capacity: int | None) -> tuple[np.ndarray, i
     return np.ascontiguousarray(writes, dtype=np.int64), cap
 
 
+def timed_config(config: SimConfig) -> bool:
+    """Whether a run of ``config`` gives every write a wall-clock time (the engine's
+    ``Simulator.timed``): the chunk layer or background GC is on. Background GC with only one of
+    its two keys set is the engine's error, so either key counts here."""
+    return bool(config.raid_chunk_blocks) or (
+        config.gc_background_free_ratio is not None or config.gc_idle_gap_us is not None
+    )
+
+
+def check_mode_settings(config: SimConfig, victim_rule: str | None = None, *, victims_by: str | None = None) -> None:
+    """Refuse a sim setting that only a mode reads when that mode is off and the value is not the
+    default: the run would go on without it and the user would read its figures as theirs
+    (``sim.victim_d=3`` with greedy victims ran greedy, WAF to the last digit unchanged).
+
+    ``victim_rule`` is the rule the run resolved (``configured_victim``; None: only ``sim.victim``
+    is known). ``sim.victim_d`` passes when either names d-choices: with ``sim.victim_for=followers``
+    a scheme that keeps its own rule is told so by ``kept_victim_note``, and the value still serves
+    the schemes that follow. ``victims_by``: what chooses the victims in a command whose runs no
+    ``sim.victim`` changes (the oracles), so nothing there reads ``sim.victim_d``. Checked here, in
+    the pipeline, and not in the engine: the engine's sources are NoDaP's journal fingerprint
+    (``oracles.nodap.simulation_code_version``)."""
+    defaults = {f.name: f.default for f in fields(SimConfig)}
+
+    def changed(key: str) -> bool:
+        return getattr(config, key) != defaults[key]
+
+    if changed("victim_d") and victims_by:
+        raise ConfigError(
+            f"sim.victim_d={config.victim_d} is read only by d-choices victim selection, and {victims_by} "
+            "chooses the victims here",
+            "drop sim.victim_d",
+        )
+    if changed("victim_d") and "d_choices" not in (config.victim, victim_rule):
+        rule = victim_rule or config.victim or "greedy"
+        raise ConfigError(
+            f"sim.victim_d={config.victim_d} is read only by d-choices victim selection, and this run's "
+            f"victim rule is {rule}",
+            "set sim.victim=d_choices to use it, or drop sim.victim_d",
+        )
+    if changed("gc_garbage_ratio") and config.gc_trigger != "garbage_proportion":
+        raise ConfigError(
+            f"sim.gc_garbage_ratio={config.gc_garbage_ratio} is read only by the garbage-proportion GC trigger, "
+            f"and this run's is sim.gc_trigger={config.gc_trigger}",
+            "set sim.gc_trigger=garbage_proportion to use it, or drop sim.gc_garbage_ratio",
+        )
+    if changed("raid_chunk_timeout_us") and not config.raid_chunk_blocks:
+        raise ConfigError(
+            f"sim.raid_chunk_timeout_us={config.raid_chunk_timeout_us} is read only by the RAID chunk layer "
+            "(ADAPT), which is off (sim.raid_chunk_blocks=0)",
+            "set sim.raid_chunk_blocks=BLOCKS (e.g. 16) to turn it on, or drop sim.raid_chunk_timeout_us",
+        )
+    if changed("arrival") and not timed_config(config):
+        raise ConfigError(
+            f"sim.arrival={config.arrival} sets the writes' wall-clock times, which only a timed run reads "
+            "(the RAID chunk layer or background GC), and this run is not timed",
+            "set sim.raid_chunk_blocks=BLOCKS (or sim.gc_background_free_ratio with sim.gc_idle_gap_us) to "
+            "time it, or drop sim.arrival",
+        )
+
+
+def checked_sim_config(policy_cfg: Mapping, sim_cfg: Mapping) -> SimConfig:
+    """The ``sim`` group as a :class:`SimConfig` for a run of ``policy_cfg``, every check that
+    needs no trace passed: a known ``sim.arrival`` process, the victim rule the scheme resolves
+    (a conflict is an error) and no setting of a mode that is off (:func:`check_mode_settings`)."""
+    config = sim_config(sim_cfg)
+    check_arrival(config.arrival, config.seed)  # a misspelt process is named as such first
+    rule, _ = configured_victim(policy_cfg, sim_cfg)
+    check_mode_settings(config, rule)
+    return config
+
+
 def check_arrival(arrival, seed: int = 1) -> None:
-    """``sim.arrival`` is one :func:`write_times` reads, also in a run that is not timed (which
-    ignores it): a misspelt process is an error wherever it is set."""
+    """``sim.arrival`` is one :func:`write_times` reads: a misspelt process is an error wherever it
+    is set, before :func:`check_mode_settings` says whether the run reads it at all."""
     from dogi_ml.traces.generators import density_arrivals
 
     if arrival is None or arrival == "spread":
@@ -95,7 +167,7 @@ def check_nodap_search_knobs(params: Mapping) -> None:
 def build_simulator(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping) -> tuple[Simulator, np.ndarray]:
     """A ready :class:`Simulator` and the writes to feed it (``sim.times`` holds the writes'
     wall-clock times when the run is timed: chunk layer or background GC)."""
-    config = sim_config(sim_cfg)
+    config = checked_sim_config(policy_cfg, sim_cfg)  # before NoDaP's search, which takes minutes
     writes, cap = simulation_writes(trace, config.capacity_blocks)
     params = policy_params(policy_cfg)
     n_groups = policy_cfg.get("n_groups")
@@ -132,7 +204,6 @@ def build_simulator(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping) -> tupl
     policy.search_info = search_info
     stream = writes if policy.needs_future else None
     sim = Simulator(policy, config, cap, stream=stream, trace=trace)
-    check_arrival(config.arrival, config.seed)
     sim.times = write_times(trace, config.arrival, config.seed) if sim.timed else None
     return sim, writes
 
@@ -312,7 +383,8 @@ def run_simulate(cfg, out_dir: Path) -> float:
 
     require_workload(cfg)
     policy_cfg = OmegaConf.to_container(cfg.policy, resolve=True)
-    configured_victim(policy_cfg, cfg.sim)  # a victim-rule conflict fails before the trace is read
+    # a victim-rule conflict or a setting of a mode that is off fails before the trace is read
+    checked_sim_config(policy_cfg, OmegaConf.to_container(cfg.sim, resolve=True))
     trace = load_workload(cfg.workload, cache_dir=cfg.cache_dir)
     deployed = (cfg.get("model") or {}).get("deployed")
     if deployed:
