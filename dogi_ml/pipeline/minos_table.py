@@ -230,7 +230,7 @@ def run_minos_oracle(cfg, out_dir: Path) -> dict:
             "capacity_blocks": bench.capacity,
             **r,
         },
-        out_dir / f"{kind}.json",
+        Path(cfg.output) if cfg.get("output") else out_dir / f"{kind}.json",  # output=PATH.json: the result
     )
     print(f"result: {out}")
     print(

@@ -13,7 +13,61 @@ import numpy as np
 
 from dogi_ml.errors import ConfigError, checked_setting
 from dogi_ml.pipeline.common import require_workload, sim_config
-from dogi_ml.pipeline.simulate import simulation_writes
+from dogi_ml.pipeline.simulate import check_mode_settings, simulation_writes
+
+#: the ``oracle`` options each ``oracle.kind`` reads (``kind`` itself every one); the MINOS kinds'
+#: ``method`` is their optimiser's (OP-Min and the OP-budget plan only), ``percentile_of`` the
+#: Percentile Oracle's mass; ``table`` comes with +experiment=minos_table1
+ORACLE_READS = {
+    "nodap": ("max_groups", "min_gain", "candidates", "group_sizes", "steps", "max_evals_per_n", "explore_fraction"),
+    "opmin": ("n_user_streams", "method"),
+    "opbudget": ("n_user_streams", "method"),
+    "segment": ("n_user_streams",),
+    "kmeans": ("n_user_streams",),
+    "percentile": ("n_user_streams", "percentile_of"),
+    "minos_table1": ("n_user_streams", "method", "percentile_of", "table"),
+}
+
+
+def check_oracle_options(oracle: dict) -> None:
+    """Refuse an ``oracle`` option set to another value than its default (conf/oracle.yaml) when
+    the run's ``oracle.kind`` does not read it: ``oracle.kind=opmin oracle.max_groups=4`` ran
+    OP-Min and never looked at NoDaP's search bound. Table 1 reads ``method`` and
+    ``percentile_of`` only when its ``kinds`` hold an oracle that does."""
+    import yaml
+
+    from dogi_ml.pipeline.common import CONF_DIR
+
+    defaults = yaml.safe_load((Path(CONF_DIR) / "oracle.yaml").read_text())["oracle"]
+    kind = str(oracle.get("kind", "nodap"))
+    reads = set(ORACLE_READS.get(kind, ()))
+    for key, value in oracle.items():
+        if key == "kind" or (key in defaults and value == defaults[key]):
+            continue
+        readers = [k for k, keys in ORACLE_READS.items() if key in keys]
+        if not readers:  # not an option of any kind (a preset's typo): conf/oracle.yaml lists them
+            raise ConfigError(f"oracle.{key}: no oracle reads such a setting", "see conf/oracle.yaml for the options")
+        if kind == "minos_table1" and key in ("method", "percentile_of"):
+            # the table runs its oracle.table.kinds, and only some of them read these
+            kinds = list((oracle.get("table") or {}).get("kinds") or ())
+            wanted = [k for k in readers if k != "minos_table1"]
+            if not set(kinds) & set(wanted):
+                one = len(wanted) == 1
+                raise ConfigError(
+                    f"oracle.{key}={value} is read only by the {' and '.join(wanted)} oracle{'' if one else 's'}, "
+                    f"and oracle.table.kinds={kinds} {'does not run it' if one else 'runs neither'}",
+                    f"add {wanted[0]} to oracle.table.kinds, or drop oracle.{key}",
+                )
+            continue
+        if key in reads:
+            continue
+        what, drop = f"oracle.{key}={value}", f"oracle.{key}"
+        if key == "table":
+            what, drop = "oracle.table (from +experiment=minos_table1)", "+experiment=minos_table1"
+        raise ConfigError(
+            f"{what} is read only by oracle.kind={'|'.join(readers)}, and this run is oracle.kind={kind}",
+            f"set oracle.kind={readers[0]} to use it, or drop {drop}",
+        )
 
 
 def run_oracle(cfg, out_dir: Path) -> dict:
@@ -27,21 +81,27 @@ def run_oracle(cfg, out_dir: Path) -> dict:
             f"oracle={cfg.oracle} replaces the oracle section, which is a mapping of settings",
             f"give oracle.kind={cfg.oracle}",
         )
-    kind = str(cfg.oracle.get("kind", "nodap"))
-    if kind != "nodap":
-        from dogi_ml.oracles.minos_oracles import KINDS
-        from dogi_ml.pipeline import minos_table
-
-        if kind == "minos_table1":
-            return minos_table.run_minos_table(cfg, out_dir)
-        if kind not in KINDS:
-            raise ConfigError(
-                f"unknown oracle.kind {kind!r}",
-                f"use one of: nodap, {', '.join(KINDS)}, minos_table1 (+experiment=minos_table1)",
-            )
-        return minos_table.run_minos_oracle(cfg, out_dir)
     from omegaconf import OmegaConf
 
+    from dogi_ml.pipeline import minos_table
+
+    kind = str(cfg.oracle.get("kind", "nodap"))
+    if kind not in ORACLE_READS:
+        raise ConfigError(
+            f"unknown oracle.kind {kind!r}", f"use one of: {', '.join(ORACLE_READS)} (+experiment=minos_table1)"
+        )
+    check_oracle_options(OmegaConf.to_container(cfg.oracle, resolve=True))
+    sim = OmegaConf.to_container(cfg.sim, resolve=True)
+    if kind == "minos_table1":  # null placeholders that the table sets per run
+        sim = {k: v for k, v in sim.items() if k not in minos_table.TABLE_SIM_KEYS}
+    # NoDaP and the MINOS oracles choose their own victims and time no write: a victim_d, arrival,
+    # ... set here would be ignored
+    victims = "NoDaP's own selector" if kind == "nodap" else "the MINOS oracles' CB [SepBIT] rule"
+    check_mode_settings(sim_config(sim), victims_by=victims)
+    if kind == "minos_table1":
+        return minos_table.run_minos_table(cfg, out_dir)
+    if kind != "nodap":
+        return minos_table.run_minos_oracle(cfg, out_dir)
     from dogi_ml.oracles.nodap import search
     from dogi_ml.pipeline.cache import nodap_journal
     from dogi_ml.report import console
@@ -81,7 +141,8 @@ def run_oracle(cfg, out_dir: Path) -> dict:
     console.print(
         f"NoDaP on {cfg.workload.name}: {res['n_groups']} groups, BIR bounds {res['bounds']}, WAF {res['waf']:.4f}"
     )
-    out = out_dir / "nodap.json"
+    out = Path(cfg.output) if cfg.get("output") else out_dir / "nodap.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"workload": cfg.workload.name, **res}, indent=2))
     print(f"result: {out}")
     sizes = f" 'policy.params.sizes={res['sizes']}'" if res.get("sizes") is not None else ""
