@@ -28,6 +28,54 @@ from dogi_ml.pipeline.common import require_workload
 EXPERIMENT = "export"
 
 
+def _first_difference(given, default, prefix: str) -> str | None:
+    """``KEY=VALUE`` of the first leaf where ``given`` (a config section as plain data) differs
+    from ``default``, None when they agree."""
+    if isinstance(given, dict) and isinstance(default, dict):
+        for key in [*default, *(k for k in given if k not in default)]:
+            found = _first_difference(given.get(key), default.get(key), f"{prefix}.{key}")
+            if found:
+                return found
+        return None
+    return None if given == default else f"{prefix}={given}"
+
+
+def check_stored_model_settings(cfg, source: str) -> None:
+    """Refuse a workload, model, data or training setting given with a stored model (``source``:
+    ``export.run_id=ID``, or ``export.model_path=FILE`` with its run's config.yaml beside it): the
+    export takes the model as trained and rebuilds its dataset from the run's own config, so
+    ``+workload=zipf model=gru`` exported the run's MLP on its workload and said nothing. A section
+    equal to its default (conf/export.yaml's groups) is no setting of the user's and passes."""
+    import yaml
+    from omegaconf import OmegaConf
+
+    from dogi_ml.pipeline.common import CONF_DIR
+
+    conf = Path(CONF_DIR)
+    primary = yaml.safe_load((conf / "export.yaml").read_text())
+    groups = {k: v for entry in primary["defaults"] if isinstance(entry, dict) for k, v in entry.items()}
+    given = None
+    if cfg.get("workload") is not None:
+        given = f"+workload={cfg.workload.get('name')}"
+    for group in ("model", "data"):
+        if given is None and group in cfg:
+            default = OmegaConf.to_container(OmegaConf.load(conf / group / f"{groups[group]}.yaml"), resolve=True)
+            mine = OmegaConf.to_container(cfg[group], resolve=True)
+            if group == "model" and mine.get("name") != default.get("name"):
+                given = f"model={mine.get('name')}"
+            else:
+                given = _first_difference(mine, default, group)
+    if given is None and cfg.get("latency_budget_s") != primary["latency_budget_s"]:
+        given = f"latency_budget_s={cfg.latency_budget_s}"  # a training setting
+    if given is not None:
+        key = given.split("=", 1)[0]
+        raise ConfigError(
+            f"{given} is ignored with {source}: the export takes that run's trained model and rebuilds its "
+            "dataset from the run's own config (workload, model, data)",
+            f"drop {key}, or drop {source.split('=', 1)[0]} to train a new model with it",
+        )
+
+
 def _source(cfg, work_dir: Path, log) -> tuple:
     """``(model, source config, source info)`` for the configured source."""
     from omegaconf import OmegaConf
@@ -37,6 +85,10 @@ def _source(cfg, work_dir: Path, log) -> tuple:
     e = cfg.export
     if e.model_path and e.run_id:
         raise ConfigError("export.model_path and export.run_id both given", "give one of them, not both")
+    if e.run_id:
+        check_stored_model_settings(cfg, f"export.run_id={e.run_id}")
+    elif e.model_path and (Path(e.model_path).parent / "config.yaml").exists():
+        check_stored_model_settings(cfg, f"export.model_path={e.model_path}")
     if e.model_path:
         path = Path(e.model_path)
         try:
