@@ -10,6 +10,7 @@ Cost-Benefit with the square root of the age): see :mod:`dogi_ml.sim.victims` an
 
 import numba as nb
 
+from dogi_ml.errors import ConfigError
 from dogi_ml.sim.policy_api import PlacementPolicy, no_reclaim_hook
 
 from . import register
@@ -32,3 +33,14 @@ class NoSep(PlacementPolicy):
     place_user = nosep_user
     place_gc = nosep_gc
     on_reclaim = no_reclaim_hook
+
+    def __init__(self, n_groups=1, **params):
+        # every write goes to group 0: more groups would be open and empty, the result the same
+        # (policy.n_groups=4 ran one group and listed three empty ones, without a word)
+        if n_groups != 1:
+            raise ConfigError(
+                f"policy=nosep places every write in one group (no separation), so policy.n_groups={n_groups} "
+                "would leave the others empty",
+                "drop policy.n_groups (nosep's is 1), or choose a scheme that separates (policy=sepgc, sepbit, ...)",
+            )
+        super().__init__(n_groups, **params)
