@@ -507,6 +507,80 @@ def _split_sweep(overrides: list[str]) -> tuple[list[str], list[str]]:
     return fixed, policies
 
 
+def _scheme_has(policy: str, path: list[str]) -> bool:
+    """Whether scheme ``policy``'s config (``conf/policy/POLICY.yaml``) holds ``policy.<path>``."""
+    from omegaconf import OmegaConf
+
+    from dogi_ml.pipeline.common import CONF_DIR
+
+    node = OmegaConf.to_container(OmegaConf.load(Path(CONF_DIR) / "policy" / f"{policy}.yaml"), resolve=False)
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def _default_policy() -> str:
+    """The scheme conf/study.yaml runs when no policy= is given."""
+    import yaml
+
+    from dogi_ml.pipeline.common import CONF_DIR
+
+    for entry in yaml.safe_load((Path(CONF_DIR) / "study.yaml").read_text())["defaults"]:
+        if isinstance(entry, dict) and "policy" in entry:
+            return str(entry["policy"])
+    raise ConfigError("conf/study.yaml names no default policy", "give policy=NAME")
+
+
+def check_params_overrides(fixed: list[str], policies: list[str]) -> None:
+    """A ``policy.params.KEY=...`` override goes to every scheme of the study, and Hydra takes a
+    key a scheme's config holds without a leading ``+`` and a new one only with it. Refuse, with
+    advice that works, an override that would fail to compose for some scheme: ``KEY`` in some
+    schemes' configs and not in the others' (no spelling composes for all; the advice was to add
+    a ``+`` for the ones without it, then to drop it for the ones with it), a ``+`` on a key every
+    scheme has, none on a key no scheme has. ``++`` (add or override) is the user's explicit
+    choice and passes; a scheme that does not read the key refuses it in its jobs, naming it."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from dogi_ml.pipeline.common import available
+
+    if not set(policies) <= set(available("policy")):
+        return  # an unknown scheme: the composition names it with the known ones
+    for text, o in zip(fixed, OverridesParser.create().parse_overrides(fixed), strict=True):
+        raw = o.get_key_element()
+        key = raw.lstrip("+~")
+        if not key.startswith("policy.params.") or raw.startswith(("++", "~")):
+            continue
+        value = text.split("=", 1)[1] if "=" in text else ""
+        path = key.split(".")[1:]
+        have = [p for p in policies if _scheme_has(p, path)]
+        lack = [p for p in policies if p not in have]
+        plus = raw.startswith("+")
+        if have and lack:
+            # without +, the schemes that lack the key fail to compose; with +, those that have it
+            one = len(lack) == 1
+            raise ConfigError(
+                f"{key} is in the config of {', '.join(have)} and not of {', '.join(lack)}, and a study gives "
+                "each policy.params override to every scheme: neither spelling, with or without +, composes for all",
+                f"run {', '.join(have)} with {key}={value} in one study and {', '.join(lack)} in another (each "
+                f"with its own out=); or, if {', '.join(lack)} {'reads' if one else 'read'} the parameter though "
+                f"{'its config leaves' if one else 'their configs leave'} it out, give ++{key}={value}",
+            )
+        if plus and not lack:
+            raise ConfigError(
+                f"+{key}: {', '.join(have)} already {'has' if len(have) == 1 else 'have'} the setting {key}, "
+                "and + adds a new key only",
+                f"give {key}={value} without the leading +",
+            )
+        if not plus and not have:
+            raise ConfigError(
+                f"{key}: the config of {', '.join(lack)} has no such setting",
+                f"check the name (conf/policy/{lack[0]}.yaml lists the scheme's parameters); a parameter "
+                f"the scheme reads but its config leaves out takes a leading +: +{key}={value}",
+            )
+
+
 def _quoted(value: str) -> str:
     return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
 
@@ -537,7 +611,8 @@ def _study(argv: list[str]) -> int:
 
     from dogi_ml.determinism import numerics_mode
     from dogi_ml.pipeline.common import CONF_DIR
-    from dogi_ml.policies import configured_victim, policy_class
+    from dogi_ml.pipeline.simulate import checked_sim_config
+    from dogi_ml.policies import policy_class
     from dogi_ml.policies.dogi_frozen import SAME_TRACE
     from dogi_ml.traces.fleet import manifest_path, read_fleet
 
@@ -549,6 +624,7 @@ def _study(argv: list[str]) -> int:
         fixed, policies = _split_sweep(overrides)
     except HydraException as exc:
         raise _composition_error(exc) from None
+    check_params_overrides(fixed, policies or [_default_policy()])
     GlobalHydra.instance().clear()
     hydra = Hydra.create_main_hydra2("study", create_config_search_path(CONF_DIR))
     try:
@@ -638,7 +714,8 @@ def _study(argv: list[str]) -> int:
                 f"set study.frozen_bundle={SAME_TRACE} (a {BUNDLE_SOURCE[pc['name']]} run on each volume exports its bundle) or "
                 "policy.params.bundle=DIR (one bundle, exported at the volumes' capacity)",
             )
-        configured_victim(pc, jc.sim)  # a victim-rule conflict stops the study before any job
+        # a victim-rule conflict or a setting of a mode that is off stops the study before any job
+        checked_sim_config(pc, sc)
         scheme_cfg[p] = (pc, sc)
         scheme_overrides[p] = extra
     if frozen_bundle and not any(pc["name"] in BUNDLE_SOURCE for pc, _ in scheme_cfg.values()):
