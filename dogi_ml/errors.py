@@ -37,13 +37,23 @@ class UsageError(DogiMLError):
 
 
 def checked_setting(
-    value, key: str, kind: type = int, *, minimum=None, above=None, nullable: bool = False, example=None
+    value,
+    key: str,
+    kind: type = int,
+    *,
+    minimum=None,
+    above=None,
+    nullable: bool = False,
+    example=None,
+    maximum=None,
+    below=None,
 ):
     """``value`` of setting ``key`` if it is a ``kind`` (``int``, ``float`` or ``bool``) of at
     least ``minimum`` (or None when ``nullable``); else a :class:`ConfigError` naming the key and
-    the fix (``above``: an exclusive lower bound, for positive floats). A string is never read as
-    a number (Hydra has already parsed the numbers); a whole float (``1e6``) passes as an int;
-    NaN and infinities never pass."""
+    the fix (``above``: an exclusive lower bound, for positive floats; ``maximum`` and ``below``:
+    an inclusive and an exclusive upper bound, the message then names the whole range). A string
+    is never read as a number (Hydra has already parsed the numbers); a whole float (``1e6``)
+    passes as an int; NaN and infinities never pass."""
     example = example if example is not None else (minimum if minimum is not None else 1)
     if value is None:
         if nullable:
@@ -63,6 +73,20 @@ def checked_setting(
     if not number:
         null = ", or null" if nullable else ""
         raise ConfigError(f"{key}={value!r} is not {what}", f"give {what}, e.g. {key}={example}{null}")
+    if maximum is not None or below is not None:
+        # a bounded range (a probability, a C field's width): the message names all of it
+        low = [f">= {minimum}"] if minimum is not None else [f"above {above}"] if above is not None else []
+        high = [f"<= {maximum}"] if maximum is not None else [f"below {below}"]
+        inside = (
+            (minimum is None or value >= minimum)
+            and (above is None or value > above)
+            and (maximum is None or value <= maximum)
+            and (below is None or value < below)
+        )
+        if not inside:
+            null = " (null: the default)" if nullable else ""
+            raise ConfigError(f"{key}={value} must be {' and '.join(low + high)}", f"give e.g. {key}={example}{null}")
+        return value
     if minimum is not None and value < minimum:
         bound = "positive" if minimum == 1 and kind is int else f">= {minimum}"
         null = " (null: the default)" if nullable else ""
