@@ -22,6 +22,7 @@ policy.params.deployed=int8`` exports it, ``policy=hybrid_frozen`` replays it.""
 
 from __future__ import annotations
 
+import errno
 import math
 import shutil
 import sys
@@ -31,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dogi_ml.errors import ConfigError
+from dogi_ml.errors import ConfigError, checked_setting
 from dogi_ml.pipeline.common import require_workload, sweep_dir
 from dogi_ml.pipeline.simulate import simulate, write_json
 from dogi_ml.policies import configured_victim, policy_class
@@ -63,6 +64,74 @@ def trace_file(trace: Trace, cache_dir: str | Path | None) -> Path:
     return out
 
 
+#: the C harness's fields: zone counts and limits are uint32, the write counts long long
+UINT32_MAX = 2**32 - 1
+INT64_MAX = 2**63 - 1
+
+
+def check_zns(zns: Mapping) -> dict:
+    """The ``zns`` settings checked by name, as the harness reads them; each bad value is one line
+    naming its key and range. Before this check a negative limit or count reached the C harness's
+    unsigned parse and ran as some other number without a word (``max_open=-1``: no limit,
+    ``verify_every=-1``: no periodic verify, ``zones=0``: the default), a string an ``int()``
+    traceback, and ``verify=abc`` counted as true."""
+    zns = dict(zns)
+    # the file device's zone count: null = exactly the segments the run needs (replay_args)
+    zns["zones"] = checked_setting(
+        zns.get("zones"), "zns.zones", minimum=1, maximum=UINT32_MAX, nullable=True, example=64
+    )
+    # a file device's zone resource limits; 0 = no limit, as the kernel reports a device without one
+    for key in ("max_open", "max_active"):
+        zns[key] = checked_setting(zns.get(key, 14), f"zns.{key}", minimum=0, maximum=UINT32_MAX, example=14)
+    if zns["max_active"] and zns["max_open"] > zns["max_active"]:
+        # an open zone is an active one: ZNS (and QEMU) refuse a device whose open limit exceeds its active one
+        raise ConfigError(
+            f"zns.max_open={zns['max_open']} exceeds zns.max_active={zns['max_active']} (an open zone is also active)",
+            f"give zns.max_open <= {zns['max_active']}, or raise zns.max_active",
+        )
+    # GC passes between verify passes; 0 (or null) = only at the end
+    zns["verify_every"] = checked_setting(
+        zns.get("verify_every"), "zns.verify_every", minimum=0, maximum=INT64_MAX, nullable=True, example=0
+    )
+    # writes between the harness's progress reports; 0 = none (an `or` read it as 4096), null = 4096
+    zns["progress_every"] = checked_setting(
+        zns.get("progress_every"), "zns.progress_every", minimum=0, maximum=INT64_MAX, nullable=True, example=4096
+    )
+    if zns.get("flush_every") is not None:  # harness_args refuses a float such as 1e6 that names a whole number
+        zns["flush_every"] = checked_setting(
+            zns["flush_every"], "zns.flush_every", minimum=1, maximum=INT64_MAX, example=zh.FLUSH_EVERY
+        )
+    for key, default in (("keep", False), ("verify", True), ("compare_sim", True)):
+        zns[key] = checked_setting(zns.get(key, default), f"zns.{key}", bool)
+    return zns
+
+
+def check_file_device_size(path: Path, zones: int, zone_blocks: int) -> None:
+    """A file device of ``zones`` zones is a sparse file of ``zones x zone_blocks`` 4 KiB blocks;
+    sized here first, so that one larger than the file system allows (zns.zones=1e8 on ext4) is
+    refused naming the setting, not by the harness's "cannot size FILE: File too large"."""
+    size = zones * zone_blocks * 4096
+    try:
+        with open(path, "ab") as fh:
+            fh.truncate(size)  # sparse: no block is written (the harness sizes it again)
+    except OSError as exc:
+        if exc.errno not in (errno.EFBIG, errno.EINVAL):
+            raise
+        raise ConfigError(
+            f"zns.zones={zones}: a file device of {zones} zones of {zone_blocks} blocks ({size / 2**40:.1f} TiB, "
+            f"sparse) is larger than the file system of {path.parent} allows ({exc.strerror})",
+            "give fewer zones, or zns.zones=null (exactly the segments the run needs)",
+        ) from None
+
+
+def check_device(device: str) -> None:
+    """``file:`` must name a file (``device=file:`` ran the harness on the empty path)."""
+    if device.startswith("file:") and not device[5:].strip():
+        raise ConfigError(
+            "device=file: names no file", "give the emulated device's path, e.g. device=file:/tmp/dev.zns"
+        )
+
+
 def check_sim_config(sim_cfg: Mapping, policy_cfg: Mapping) -> None:
     """The harness runs the free-segment trigger without the chunk layer or background GC, and the
     victim rules of :data:`dogi_ml.zns.harness.VICTIMS` (DOGI frozen: its own)."""
@@ -91,8 +160,17 @@ def replay_args(trace_path: Path, device: str, capacity: int, policy_cfg: Mappin
         if zns.get("keep") and Path(f"{path}.zones").exists():
             seg = int(zh.device_info(device)["zone_capacity_blocks"])
         else:
+            need = zh.segment_count(capacity, op, seg)
+            zones = need if zns.get("zones") is None else zns["zones"]
+            if zones < need:  # the harness's own message names no setting
+                raise ConfigError(
+                    f"zns.zones={zones} is fewer than the {need} zones the run needs (capacity {capacity} blocks "
+                    f"x (1 + sim.op_ratio={op}) / sim.segment_blocks={seg})",
+                    f"give zns.zones >= {need}, or null (exactly that)",
+                )
             path.parent.mkdir(parents=True, exist_ok=True)
-            zones = zns.get("zones") or zh.segment_count(capacity, op, seg)
+            if zns.get("zones") is not None:
+                check_file_device_size(path, zones, zh.file_zone_blocks(seg))
             create = (zones, zh.file_zone_blocks(seg), seg, zns.get("max_open", 14), zns.get("max_active", 14))
     else:
         info = zh.device_info(device)
@@ -102,7 +180,7 @@ def replay_args(trace_path: Path, device: str, capacity: int, policy_cfg: Mappin
         device,
         capacity=capacity,
         create=create,
-        progress_every=int(zns.get("progress_every") or 4096),
+        progress_every=4096 if zns.get("progress_every") is None else int(zns["progress_every"]),
         **_run_options(policy_cfg, sim_cfg, zns),
     )
     return args, seg
@@ -186,6 +264,8 @@ def replay(
     """Replay ``trace`` onto ``device``; the harness's result (plus the simulator's counts and
     a parity verdict with ``zns.compare_sim``)."""
     check_sim_config(sim_cfg, policy_cfg)
+    check_device(device)
+    zns = check_zns(zns)
     capacity = int(sim_cfg.get("capacity_blocks") or workload_capacity(trace))
     path = trace_file(trace, cache_dir)
     mode = zns.get("mode", "replay")
@@ -278,6 +358,7 @@ def replay_in_guest(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping, zns: Ma
     from dogi_ml.zns import qemu
 
     check_sim_config(sim_cfg, policy_cfg)
+    zns = check_zns(zns)
     capacity = int(sim_cfg.get("capacity_blocks") or workload_capacity(trace))
     seg = int(sim_cfg.get("segment_blocks", 512))
     op = float(sim_cfg.get("op_ratio", 0.10))
@@ -397,6 +478,9 @@ def run_replay(cfg, out_dir: Path) -> float:
         raise ConfigError(
             f"unknown replay mode {zns['mode']!r}", "use mode=replay, mode=bench, mode=recover or mode=bundle"
         )
+    zns = check_zns(zns)  # before the workload is read: a bad setting fails at once
+    if device:
+        check_device(str(device))
     if zns["mode"] == "bundle":
         trace = load_workload(cfg.workload, cache_dir=cfg.cache_dir)
         where = Path(cfg.get("bundle") or out_dir / "bundle")
