@@ -11,11 +11,74 @@ from __future__ import annotations
 
 import json
 import pickle
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from dogi_ml.errors import ConfigError, checked_setting
+
 MODELS: dict[str, type] = {}
+
+
+@dataclass(frozen=True)
+class Param:
+    """How one model parameter is checked, before any model is built (:func:`make_model`):
+    ``kind`` ``int``, ``float`` or ``bool`` with :func:`~dogi_ml.errors.checked_setting`'s bounds,
+    ``str``: one of ``choices``, or ``list``: layer widths, each a whole number >= 1 (``empty``:
+    whether ``[]``, no layer, is allowed). Without these checks a bad value became a traceback
+    from deep in PyTorch or LightGBM, or, worse, a model trained on nonsense without a word
+    (``lr=-1``, ``epochs=0``, ``dropout=nan``)."""
+
+    kind: type = int
+    minimum: float | None = None
+    above: float | None = None
+    maximum: float | None = None
+    below: float | None = None
+    nullable: bool = False
+    choices: tuple = ()
+    empty: bool = True
+    example: object = None
+
+    def check(self, value, key: str):
+        """``value`` as the model reads it (a whole float such as ``1e3`` as an int), or a
+        :class:`ConfigError` naming ``key`` and the valid range."""
+        if self.kind is str:
+            if value not in self.choices:
+                raise ConfigError(
+                    f"{key}={value!r} is not one of {', '.join(self.choices)}", f"give e.g. {key}={self.choices[0]}"
+                )
+            return value
+        if self.kind is list:
+            example = f"{key}=[{','.join(map(str, self.example))}]"
+            if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+                raise ConfigError(f"{key}={value!r} is not a list of layer widths", f"give a list, e.g. {example}")
+            if not value and not self.empty:
+                raise ConfigError(f"{key}=[] holds no layer", f"give at least one width, e.g. {example}")
+            widths = []
+            for width in value:
+                try:
+                    widths.append(checked_setting(width, key, int, minimum=1))
+                except ConfigError:
+                    raise ConfigError(
+                        f"{key}={list(value)}: the width {width!r} is not a whole number >= 1",
+                        f"give widths of at least 1, e.g. {example}",
+                    ) from None
+            return widths
+        if value is None and self.nullable:
+            return None
+        # not checked_setting's nullable: its hint calls null "the default", which a model's null is not
+        # (max_depth: null is no limit)
+        return checked_setting(
+            value,
+            key,
+            self.kind,
+            minimum=self.minimum,
+            above=self.above,
+            maximum=self.maximum,
+            below=self.below,
+            example=self.example,
+        )
 
 
 def register_model(cls):
@@ -32,8 +95,13 @@ def _load_all() -> None:
     from . import torch_models, tree_models  # noqa: F401  (registration side effects)
 
 
-def make_model(name: str, n_classes: int, n_features: int, seed: int = 0, **params) -> LifetimeModel:
-    """Instantiate a registered model; unknown names and parameters are errors that list options."""
+def make_model(
+    name: str, n_classes: int, n_features: int, seed: int = 0, *, where: str = "model_params", **params
+) -> LifetimeModel:
+    """Instantiate a registered model; unknown names and parameters are errors that list options,
+    and every parameter's value is checked (:attr:`LifetimeModel.rules`). ``where`` is the config
+    key the parameters came from, which the messages name (``model.params`` for the train command;
+    the default ``model_params`` is the learned policies' key for them)."""
     _load_all()
     if name not in MODELS:
         raise ValueError(f"unknown model {name!r}; known: {', '.join(sorted(MODELS))} (model=NAME)")
@@ -41,7 +109,10 @@ def make_model(name: str, n_classes: int, n_features: int, seed: int = 0, **para
     unknown = set(params) - set(cls.defaults)
     if unknown:
         raise ValueError(f"model {name}: unknown parameter(s) {sorted(unknown)}; accepted: {sorted(cls.defaults)}")
-    return cls(n_classes=n_classes, n_features=n_features, seed=seed, **{**cls.defaults, **params})
+    checked = cls.checked_params({**cls.defaults, **params}, where)
+    model = cls(n_classes=n_classes, n_features=n_features, seed=seed, **checked)
+    model.where = where
+    return model
 
 
 class InputScaler:
@@ -86,7 +157,18 @@ class LifetimeModel:
 
     name = "base"
     defaults: dict = {}
+    #: how each parameter of ``defaults`` is checked (:class:`Param`), by name
+    rules: dict = {}
     sequence = False  # True: inputs are [n, history, features]
+    #: the config key of the parameters, for messages (:func:`make_model` sets it)
+    where = "model_params"
+
+    @classmethod
+    def checked_params(cls, params: dict, where: str = "model_params") -> dict:
+        """``params`` with each value checked by its rule (:attr:`rules`): a
+        :class:`~dogi_ml.errors.ConfigError` naming ``where.KEY`` and the valid range for the
+        first bad one."""
+        return {k: cls.rules[k].check(v, f"{where}.{k}") if k in cls.rules else v for k, v in params.items()}
 
     def __init__(self, n_classes: int, n_features: int, seed: int = 0, **params):
         self.n_classes = int(n_classes)

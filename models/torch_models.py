@@ -12,15 +12,17 @@ import copy
 import math
 import threading
 import time
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import numpy as np
 import torch
 from torch import nn
 
+from dogi_ml.errors import ConfigError
 from dogi_ml.progress import bar as progress_bar
 
-from .base import LifetimeModel, register_model
+from .base import LifetimeModel, Param, register_model
 
 
 def _seed_everything(seed: int) -> None:
@@ -36,8 +38,49 @@ def _show(bar, record: dict) -> None:
     bar.update(1)
 
 
+#: a dropout probability: 1 would drop every unit (and the numba trainer divides by 1 - p)
+DROPOUT = Param(float, minimum=0, below=1, example=0.2)
+
+
+@contextmanager
+def fits_in_memory(model: LifetimeModel):
+    """A network too large to allocate (a width or kernel of 1e12) is the size settings' fault:
+    one line naming them (:attr:`_TorchModel.size_params`), not PyTorch's allocator traceback."""
+    try:
+        yield
+    except (MemoryError, RuntimeError) as exc:
+        if isinstance(exc, RuntimeError) and "allocate" not in str(exc):
+            raise
+        sizes = ", ".join(f"{model.where}.{k}={model.params[k]}" for k in model.size_params)
+        raise ConfigError(
+            f"model {model.name}'s network does not fit in memory ({sizes})",
+            f"give smaller sizes (conf/model/{model.name}.yaml has the defaults)",
+        ) from None
+
+
+def check_finite_loss(model: LifetimeModel, loss: float, epoch: int) -> None:
+    """A training loss that is NaN or infinite means the weights diverged (a learning rate far too
+    high): the model would go on to predict one class for every row without a word."""
+    if not math.isfinite(loss):
+        raise ConfigError(
+            f"model {model.name}'s training diverged: the training loss is {loss} after epoch {epoch + 1}",
+            f"lower {model.where}.lr (now {model.params['lr']})",
+        )
+
+
 class _TorchModel(LifetimeModel):
     defaults = {"lr": 3e-4, "weight_decay": 1e-5, "batch_size": 128, "epochs": 15, "patience": 3, "threads": 1}
+    rules = {
+        "lr": Param(float, above=0, example=0.0003),
+        "weight_decay": Param(float, minimum=0, example=0.00001),
+        "batch_size": Param(int, minimum=1, example=128),
+        "epochs": Param(int, minimum=1, example=15),
+        # 0 stopped after the first epoch whether or not it improved
+        "patience": Param(int, minimum=1, example=3),
+        "threads": Param(int, minimum=1, example=1),
+    }
+    #: the parameters that set the network's size (named when it does not fit in memory)
+    size_params: tuple = ()
 
     def build(self) -> nn.Module:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -49,7 +92,8 @@ class _TorchModel(LifetimeModel):
         p = self.params
         torch.set_num_threads(int(p["threads"]))
         _seed_everything(self.seed)
-        self.net = self.build()
+        with fits_in_memory(self):
+            self.net = self.build()
         opt = torch.optim.Adam(self.net.parameters(), lr=p["lr"], weight_decay=p["weight_decay"], fused=True)
         loss_fn = self._loss_fn()
         Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
@@ -70,6 +114,7 @@ class _TorchModel(LifetimeModel):
                 opt.step()
                 total += float(loss.detach()) * len(idx)
             record = {"epoch": epoch, "train_loss": total / len(Xt), "seconds": time.perf_counter() - t0}
+            check_finite_loss(self, record["train_loss"], epoch)
             if X_val is not None and len(X_val):
                 val = self._loss(X_val, y_val, loss_fn)
                 record["val_loss"] = val
@@ -136,18 +181,24 @@ class MLP(_TorchModel):
 
     name = "mlp"
     defaults = {**_TorchModel.defaults, "hidden": [32, 32], "dropout": 0.4, "backend": "numba"}
+    rules = {
+        **_TorchModel.rules,
+        "hidden": Param(list, example=[32, 32]),  # [] is a linear model: inputs -> classes
+        "dropout": DROPOUT,
+        "backend": Param(str, choices=("numba", "torch")),
+    }
+    size_params = ("hidden",)
 
     def _fit(self, X, y, X_val, y_val):
         self._np_layers = None
         if self.params["backend"] == "torch":
             return super()._fit(X, y, X_val, y_val)
-        if self.params["backend"] != "numba":
-            raise ValueError(f"model mlp: backend must be numba or torch, got {self.params['backend']!r}")
         from .mlp_numba import NumbaMLPTrainer
 
         p = self.params
         sizes = [self.n_features, *p["hidden"], self.n_classes]
-        tr = NumbaMLPTrainer(sizes, self.seed, p["lr"], p["weight_decay"], p["dropout"])
+        with fits_in_memory(self):
+            tr = NumbaMLPTrainer(sizes, self.seed, p["lr"], p["weight_decay"], p["dropout"])
         rng = np.random.Generator(np.random.PCG64(self.seed))
         best, best_w, bad = float("inf"), None, 0
         bar = progress_bar(int(p["epochs"]), f"train {self.name}", "epoch")
@@ -155,6 +206,7 @@ class MLP(_TorchModel):
             t0 = time.perf_counter()
             loss = tr.epoch(X, y, rng.permutation(len(X)), int(p["batch_size"]), self.seed * 1000 + epoch)
             record = {"epoch": epoch, "train_loss": loss, "seconds": time.perf_counter() - t0}
+            check_finite_loss(self, loss, epoch)
             if X_val is not None and len(X_val):
                 z = tr.logits(X_val).astype(np.float64)
                 z -= z.max(axis=1, keepdims=True)
@@ -232,6 +284,14 @@ class DeepFM(_TorchModel):
 
     name = "deepfm"
     defaults = {**_TorchModel.defaults, "embedding": 8, "hidden": [64, 32], "dropout": 0.2}
+    rules = {
+        **_TorchModel.rules,
+        # 0 made every embedding empty: the network trained and predicted one class
+        "embedding": Param(int, minimum=1, example=8),
+        "hidden": Param(list, example=[64, 32]),
+        "dropout": DROPOUT,
+    }
+    size_params = ("embedding", "hidden")
 
     def build(self):
         p = self.params
@@ -262,6 +322,12 @@ class GRU(_TorchModel):
     name = "gru"
     sequence = True
     defaults = {**_TorchModel.defaults, "hidden": 32, "lr": 1e-3}
+    rules = {
+        **_TorchModel.rules,
+        "hidden": Param(int, minimum=1, example=32),
+        "lr": Param(float, above=0, example=0.001),
+    }
+    size_params = ("hidden",)
 
     def build(self):
         return _GRUNet(self.n_features, self.n_classes, int(self.params["hidden"]))
@@ -467,6 +533,16 @@ class TCN(_TorchModel):
         "lr": 1e-3,
         "task": "classification",
     }
+    rules = {
+        **_TorchModel.rules,
+        # at least one block: the inference path (forward_last) walks the blocks' plan
+        "channels": Param(list, empty=False, example=[64, 64, 64]),
+        "kernel": Param(int, minimum=1, example=3),
+        "dropout": DROPOUT,
+        "lr": Param(float, above=0, example=0.001),
+        "task": Param(str, choices=("classification", "regression")),
+    }
+    size_params = ("channels", "kernel")
 
     @property
     def regression(self) -> bool:

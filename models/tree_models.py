@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import LifetimeModel, register_model
+from .base import LifetimeModel, Param, register_model
+
+#: LightGBM keeps its counts in C ints: a larger value failed inside LightGBM, naming no setting
+C_INT = 2**31 - 1
+#: The most trees a model builds. A forest fits and keeps every tree (and boosting without early
+#: stopping, when the validation rows hold one class, runs every round): n_estimators=1e12 ran
+#: for hours, its memory growing, until stopped. Far past the point where more trees help.
+MAX_TREES = 100_000
+THREADS = Param(int, minimum=1, example=1)
 
 
 class _SklearnLike(LifetimeModel):
@@ -22,6 +30,14 @@ class _SklearnLike(LifetimeModel):
 class LightGBM(_SklearnLike):
     name = "lightgbm"
     defaults = {"n_estimators": 200, "num_leaves": 31, "learning_rate": 0.1, "early_stopping": 20, "threads": 1}
+    rules = {
+        "n_estimators": Param(int, minimum=1, maximum=MAX_TREES, example=200),
+        "num_leaves": Param(int, minimum=2, maximum=131072, example=31),  # LightGBM's own bounds
+        "learning_rate": Param(float, above=0, example=0.1),
+        # rounds without a better validation score before boosting stops (0 and -1 turned it off unsaid)
+        "early_stopping": Param(int, minimum=1, maximum=C_INT, example=20),
+        "threads": THREADS,
+    }
 
     def _fit(self, X, y, X_val, y_val):
         import lightgbm as lgb
@@ -58,15 +74,25 @@ class LightGBM(_SklearnLike):
 class RandomForest(_SklearnLike):
     name = "random_forest"
     defaults = {"n_estimators": 50, "max_depth": 12, "min_samples_leaf": 5, "threads": 1}
+    rules = {
+        "n_estimators": Param(int, minimum=1, maximum=MAX_TREES, example=50),
+        "max_depth": Param(int, minimum=1, nullable=True, example=12),  # null: grown until the leaves are pure
+        # rows per leaf, or (below 1) a share of the training rows, as scikit-learn reads it; a
+        # value such as 1.5 passes here and is refused by scikit-learn (train names the key)
+        "min_samples_leaf": Param(float, above=0, example=5),
+        "threads": THREADS,
+    }
 
     def _fit(self, X, y, X_val, y_val):
         from sklearn.ensemble import RandomForestClassifier
 
         p = self.params
+        leaf = p["min_samples_leaf"]
         self.est = RandomForestClassifier(
             n_estimators=p["n_estimators"],
             max_depth=p["max_depth"],
-            min_samples_leaf=p["min_samples_leaf"],
+            # scikit-learn reads a float as a share of the rows: 5.0 must stay five rows
+            min_samples_leaf=int(leaf) if float(leaf).is_integer() else leaf,
             random_state=self.seed,
             n_jobs=p["threads"],
         )
@@ -81,6 +107,10 @@ class RandomForest(_SklearnLike):
 class Logistic(_SklearnLike):
     name = "logistic"
     defaults = {"C": 1.0, "max_iter": 300}
+    rules = {
+        "C": Param(float, above=0, example=1.0),
+        "max_iter": Param(int, minimum=1, example=300),  # 0 left the model unfitted without a word
+    }
 
     def _fit(self, X, y, X_val, y_val):
         from sklearn.linear_model import LogisticRegression

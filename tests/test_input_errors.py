@@ -518,9 +518,10 @@ SMALL = ["+workload=uniform", "++workload.capacity_blocks=2048", "++workload.wri
         (["export", *SMALL, "export.batch=0"], "error: export.batch=0 must be positive -- give e.g. export.batch=128"),
         (["simulate", *SMALL, "sim.segment_blocks=16", "sim.op_ratio=0.3", "mlflow=false", "output={tmp}/t.npy/r.json"],
          "error: {tmp}/t.npy: file exists -- check the path: an input must be a file you can read, an output"),
-        (["train", "+workload=zipf", "workload.capacity_blocks=4096", "workload.write_volume=8", "model=logistic",
-          "model.params.C=-1"],
-         "error: model.params for model logistic: The 'C' parameter of LogisticRegression must be a float"),
+        (["train", "+workload=zipf", "workload.capacity_blocks=4096", "workload.write_volume=8", "model=random_forest",
+          "model.params.min_samples_leaf=1.5"],
+         "error: model.params.min_samples_leaf for model random_forest: The 'min_samples_leaf' parameter of "
+         "RandomForestClassifier must be"),
         (["oracle", *SMALL, "oracle.max_groups=abc"],
          "error: oracle.max_groups='abc' is not a whole number -- give a whole number, e.g. oracle.max_groups=10"),
         (["oracle", *SMALL, "oracle.candidates=foo"],

@@ -77,6 +77,23 @@ def build_dataset(
             "keep their sum below 1, e.g. data.train_fraction=0.7 data.val_fraction=0.1",
         )
     checked_setting(cfg.get("sample_every", 10), "data.sample_every", minimum=1, example=10)
+    # null means "scaled from the paper" for these; 0 and -1 must not quietly mean the same
+    # (mu=0 and binary_threshold=0 did, through an `or`) or something else (max_samples=-1
+    # dropped the last row, sample_start=-1 sampled the last write only)
+    checked_setting(cfg.get("mu"), "data.mu", minimum=1, nullable=True, example=200)
+    checked_setting(cfg.get("window_blocks"), "data.window_blocks", minimum=1, nullable=True, example=40000)
+    checked_setting(cfg.get("max_samples", 500_000), "data.max_samples", minimum=1, example=500000)
+    checked_setting(cfg.get("sample_start"), "data.sample_start", minimum=0, nullable=True, example=0)
+    # one bin is one class (and 0 or -1 were read as one without a word)
+    checked_setting(cfg.get("quantile_bins", 10), "data.quantile_bins", minimum=2, example=10)
+    checked_setting(cfg.get("binary_threshold"), "data.binary_threshold", minimum=1, nullable=True, example=1000)
+    if sequence_history is not None:  # null: rows are single writes, not windows of an LBA's writes
+        sequence_history = checked_setting(sequence_history, "model.history", minimum=1, example=8)
+        if sequence_history > n:  # longer than the trace: the windows would not fit in memory
+            raise ConfigError(
+                f"model.history={sequence_history} is longer than the trace's {n} block writes",
+                "give a history of a few writes, e.g. model.history=8",
+            )
     t0 = time.perf_counter()
     inv, prev = annotate_cached(writes, Path(cache_dir) / "annotations" if cache_dir else None)
     t_annot = time.perf_counter() - t0
@@ -108,7 +125,12 @@ def build_dataset(
         class_names = [f"c{i}" for i in range(1, L.N_CATEGORIES + 1)]
     elif kind == "quantile":
         a = int(rows.size * float(cfg.get("train_fraction", 0.7)))
-        edges = L.quantile_edges(r_inv[:a], int(cfg.get("quantile_bins", 10)))  # fit on train only
+        bins = int(cfg.get("quantile_bins", 10))
+        if bins > a:  # more bins than rows to fill them (1e12 bins asked numpy for 7 TiB)
+            raise ConfigError(
+                f"data.quantile_bins={bins} exceeds the {a} training rows", "give e.g. data.quantile_bins=10"
+            )
+        edges = L.quantile_edges(r_inv[:a], bins)  # fit on train only
         y = L.quantile_classes(r_inv, edges)
         class_names = [f"q{i}" for i in range(len(edges) + 1)]
     elif kind == "binary":
@@ -119,10 +141,13 @@ def build_dataset(
         raise ConfigError(f"unknown data.labels {kind!r}", "use one of: dogi, quantile, binary")
     t0 = time.perf_counter()
     fcfg = FeatureConfig(capacity_blocks=capacity, window_blocks=cfg.get("window_blocks"))
-    names = list(cfg.get("features") or FEATURES[:6])
+    given = cfg.get("features") or FEATURES[:6]
+    if isinstance(given, str):  # data.features=lba was read letter by letter
+        raise ConfigError(f"data.features={given!r} is not a list", f"give a list, e.g. data.features=[{given}]")
+    names = list(given)
     unknown = [f for f in names if f not in FEATURES]
     if unknown:
-        raise ConfigError(f"unknown feature(s) {unknown}", f"use names from: {', '.join(FEATURES)}")
+        raise ConfigError(f"data.features: unknown feature(s) {unknown}", f"use names from: {', '.join(FEATURES)}")
     cols = [FEATURES.index(f) for f in names]
     if sequence_history:
         need = history_rows(prev, rows, int(sequence_history))
@@ -165,18 +190,48 @@ def build_dataset(
     )
 
 
+#: torch, numpy and scikit-learn take seeds in [0, 2**32 - 1] (seed=-1 was numpy's traceback)
+SEED_MAX = 2**32 - 1
+
+
+def check_train_settings(model_cfg: dict, seed, latency_budget_s) -> None:
+    """The model group and the run's own settings, checked by name before the workload is read:
+    a bad value is one line naming its key, not a traceback (or a model trained on nonsense)
+    after the dataset was built. The model's parameters are checked by its family's rules
+    (:attr:`dogi_ml.models.base.LifetimeModel.rules`)."""
+    from dogi_ml.models import make_model
+
+    refuse_unknown_keys(
+        model_cfg, ("name", "params", "history"), "model", hint="a model's parameter goes under model.params"
+    )
+    if model_cfg.get("history") is not None:  # null: not a sequence model (the check after this names it)
+        checked_setting(model_cfg["history"], "model.history", minimum=1, example=8)
+    checked_setting(seed, "seed", minimum=0, maximum=SEED_MAX, example=0)
+    # the seconds spent timing inference per batch size (0: one timed call each)
+    checked_setting(latency_budget_s, "latency_budget_s", float, minimum=0, example=0.5)
+    make_model(model_cfg["name"], 2, 1, where="model.params", **dict(model_cfg.get("params") or {}))
+
+
+def _sklearn_key(message: str) -> str:
+    """``model.params.KEY`` for the parameter a scikit-learn message names ("The 'C' parameter of
+    LogisticRegression must be ..."), else ``model.params``."""
+    import re
+
+    found = re.search(r"The '(\w+)' parameter", message)
+    key = {"n_jobs": "threads"}.get(found.group(1), found.group(1)) if found else None
+    return f"model.params.{key}" if key else "model.params"
+
+
 def train_and_evaluate(ds: Dataset, model_cfg: dict, seed: int = 0, latency_budget_s: float = 0.5) -> tuple:
     """Fit the model on the train split (early stopping on val), evaluate on test. The metrics
     carry the test predictions under ``_test_predictions`` (an array; pop it before logging)."""
     from dogi_ml.models import make_model
     from dogi_ml.models.evaluate import classification_metrics, inference_latency
 
-    refuse_unknown_keys(
-        model_cfg, ("name", "params", "history"), "model", hint="a model's parameter goes under model.params"
-    )
+    check_train_settings(model_cfg, seed, latency_budget_s)
     n_classes = len(ds.class_names)
     params = dict(model_cfg.get("params") or {})
-    model = make_model(model_cfg["name"], n_classes, len(ds.feature_names), seed=seed, **params)
+    model = make_model(model_cfg["name"], n_classes, len(ds.feature_names), seed=seed, where="model.params", **params)
     seq = ds.X.ndim == 3
     if seq != model.sequence:
         raise ConfigError(
@@ -189,12 +244,14 @@ def train_and_evaluate(ds: Dataset, model_cfg: dict, seed: int = 0, latency_budg
     try:
         model.fit(ds.X[tr], ds.y[tr], ds.X[va], ds.y[va])
     except Exception as exc:
-        # scikit-learn checks its estimators' parameters at fit: a bad model.params value
-        # (model.params.C=-1) is the user's to fix, named by the estimator's own message
+        # scikit-learn checks its estimators' parameters at fit: a value the model's rules pass
+        # and scikit-learn refuses (model.params.min_samples_leaf=1.5) is the user's to fix,
+        # named by the estimator's own message
         if type(exc).__name__ != "InvalidParameterError":
             raise
+        message = str(exc).splitlines()[0]
         raise ConfigError(
-            f"model.params for model {model_cfg['name']}: {str(exc).splitlines()[0]}",
+            f"{_sklearn_key(message)} for model {model_cfg['name']}: {message}",
             f"give a value the message accepts (conf/model/{model_cfg['name']}.yaml lists the defaults)",
         ) from None
     train_s = time.perf_counter() - t0
@@ -297,6 +354,7 @@ def run_train(cfg, out_dir: Path) -> dict:
 
     require_workload(cfg)
     resolved = OmegaConf.to_container(cfg, resolve=True)
+    check_train_settings(resolved["model"], resolved.get("seed"), resolved.get("latency_budget_s"))
     wl, model_name = cfg.workload.name, cfg.model.name
     tags = {"workload": wl, "model": model_name, "command": "train"}
     with mlflow_run("train", f"{model_name} on {wl}", sweep_dir=sweep_dir(), tags=tags) as (mlflow, run):
