@@ -38,6 +38,19 @@ def build(trace, policy: dict, **sim):
     return build_simulator(trace, policy, {**SIM, **sim})[0]
 
 
+def test_the_free_segment_count_and_ratio_together_are_refused(trace):
+    """sim.gc_free_ratio replaces sim.gc_free_segments as the low watermark: both set, the count
+    was dropped without a word (WAF as with the ratio alone). Each alone is read."""
+    with pytest.raises(ConfigError) as info:
+        build(trace, {"name": "nosep"}, gc_free_segments=5, gc_free_ratio=0.05)
+    message = str(info.value)
+    assert message.startswith("sim.gc_free_segments=5 and sim.gc_free_ratio=0.05") and "\n" not in message
+    assert "drop sim.gc_free_segments, or set sim.gc_free_ratio=null" in message
+    assert build(trace, {"name": "nosep"}, gc_free_segments=5).settings["gc_free_segments"] == 5
+    by_ratio = build(trace, {"name": "nosep"}, gc_free_ratio=0.05).settings
+    assert (by_ratio["physical_segments"], by_ratio["gc_free_segments"]) == (217, 11)  # 5% of 217
+
+
 # -- sim settings of a mode that is off ---------------------------------------------------------
 DEFAULTS = yaml.safe_load((Path(CONF_DIR) / "sim" / "default.yaml").read_text())
 

@@ -78,6 +78,12 @@ def check_mode_settings(config: SimConfig, victim_rule: str | None = None, *, vi
             f"victim rule is {rule}",
             "set sim.victim=d_choices to use it, or drop sim.victim_d",
         )
+    if changed("gc_free_segments") and config.gc_free_ratio is not None:
+        raise ConfigError(
+            f"sim.gc_free_segments={config.gc_free_segments} and sim.gc_free_ratio={config.gc_free_ratio} both "
+            "set the foreground GC's low watermark, and the ratio replaces the count",
+            "give one of them: drop sim.gc_free_segments, or set sim.gc_free_ratio=null",
+        )
     if changed("gc_garbage_ratio") and config.gc_trigger != "garbage_proportion":
         raise ConfigError(
             f"sim.gc_garbage_ratio={config.gc_garbage_ratio} is read only by the garbage-proportion GC trigger, "
