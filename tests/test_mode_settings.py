@@ -284,6 +284,31 @@ def test_export_command_refuses_before_looking_the_run_up(tmp_path):
     assert proc.returncode == 2 and f"error: model=gru is ignored with export.model_path={run}" in proc.stderr
 
 
+def test_export_of_a_lone_model_file_refuses_a_model_setting_and_reads_workload_and_data(tmp_path):
+    """A model file with no run config beside it: the export builds the dataset from this
+    command's workload and data settings (read), but the model is the file's, so model=gru was
+    ignored without a word."""
+    from dogi_ml.pipeline.export import check_stored_model_settings
+
+    lone = tmp_path / "model.pkl"
+    lone.write_bytes(b"not read")
+    proc = run_cli(["export", "+workload=zipf", f"export.model_path={lone}", "model=gru"], tmp_path, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"error: model=gru is ignored with export.model_path={lone}: the file holds its own trained model (and "
+        "no run config beside it); the export builds its dataset from this command's workload and data settings "
+        "-- drop model, or drop export.model_path to train a new model with it"
+    )
+    source = f"export.model_path={lone}"
+    with pytest.raises(ConfigError, match=r"^model.params.hidden=\[8\] is ignored"):
+        check_stored_model_settings(
+            compose_config("export", [source, "model.params.hidden=[8]"]), source, model_only=True
+        )
+    check_stored_model_settings(
+        compose_config("export", [source, "+workload=zipf", "data.sample_every=3"]), source, model_only=True
+    )
+
+
 # -- nosep's one group ---------------------------------------------------------------------------
 def test_nosep_refuses_more_than_one_group(trace):
     from dogi_ml.policies import make_policy

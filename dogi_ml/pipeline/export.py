@@ -40,12 +40,16 @@ def _first_difference(given, default, prefix: str) -> str | None:
     return None if given == default else f"{prefix}={given}"
 
 
-def check_stored_model_settings(cfg, source: str) -> None:
+def check_stored_model_settings(cfg, source: str, *, model_only: bool = False) -> None:
     """Refuse a workload, model, data or training setting given with a stored model (``source``:
     ``export.run_id=ID``, or ``export.model_path=FILE`` with its run's config.yaml beside it): the
     export takes the model as trained and rebuilds its dataset from the run's own config, so
     ``+workload=zipf model=gru`` exported the run's MLP on its workload and said nothing. A section
-    equal to its default (conf/export.yaml's groups) is no setting of the user's and passes."""
+    equal to its default (conf/export.yaml's groups) is no setting of the user's and passes.
+
+    ``model_only``: a model file with no run config beside it, whose dataset the export builds
+    from this command's workload and data settings (those are read), but whose model is the
+    file's, so only a model setting would be ignored."""
     import yaml
     from omegaconf import OmegaConf
 
@@ -55,9 +59,9 @@ def check_stored_model_settings(cfg, source: str) -> None:
     primary = yaml.safe_load((conf / "export.yaml").read_text())
     groups = {k: v for entry in primary["defaults"] if isinstance(entry, dict) for k, v in entry.items()}
     given = None
-    if cfg.get("workload") is not None:
+    if cfg.get("workload") is not None and not model_only:
         given = f"+workload={cfg.workload.get('name')}"
-    for group in ("model", "data"):
+    for group in ("model",) if model_only else ("model", "data"):
         if given is None and group in cfg:
             default = OmegaConf.to_container(OmegaConf.load(conf / group / f"{groups[group]}.yaml"), resolve=True)
             mine = OmegaConf.to_container(cfg[group], resolve=True)
@@ -65,8 +69,15 @@ def check_stored_model_settings(cfg, source: str) -> None:
                 given = f"model={mine.get('name')}"
             else:
                 given = _first_difference(mine, default, group)
-    if given is None and cfg.get("latency_budget_s") != primary["latency_budget_s"]:
+    if given is None and not model_only and cfg.get("latency_budget_s") != primary["latency_budget_s"]:
         given = f"latency_budget_s={cfg.latency_budget_s}"  # a training setting
+    if given is not None and model_only:
+        key = given.split("=", 1)[0]
+        raise ConfigError(
+            f"{given} is ignored with {source}: the file holds its own trained model (and no run config "
+            "beside it); the export builds its dataset from this command's workload and data settings",
+            f"drop {key}, or drop export.model_path to train a new model with it",
+        )
     if given is not None:
         key = given.split("=", 1)[0]
         raise ConfigError(
@@ -89,6 +100,8 @@ def _source(cfg, work_dir: Path, log) -> tuple:
         check_stored_model_settings(cfg, f"export.run_id={e.run_id}")
     elif e.model_path and (Path(e.model_path).parent / "config.yaml").exists():
         check_stored_model_settings(cfg, f"export.model_path={e.model_path}")
+    elif e.model_path:
+        check_stored_model_settings(cfg, f"export.model_path={e.model_path}", model_only=True)
     if e.model_path:
         path = Path(e.model_path)
         try:
