@@ -322,6 +322,27 @@ def test_nosep_refuses_more_than_one_group(trace):
     assert make_policy("nosep", 1).n_groups == make_policy("nosep").n_groups == 1
 
 
+@pytest.mark.parametrize(
+    ("scheme", "n_groups", "fix"),
+    [
+        ("sepgc", 3, "drop policy.n_groups"),
+        ("sepbit", 3, "drop policy.n_groups"),
+        ("adapt", 4, "drop policy.n_groups"),
+        ("dac", 1, "give policy.n_groups=6 (the default)"),
+        ("mida", 300, "give policy.n_groups=6 (the default)"),
+        ("warcip", 1, "give policy.n_groups=6 (the default)"),
+    ],
+)
+def test_a_scheme_with_a_fixed_number_of_groups_names_the_key_and_the_fix(scheme, n_groups, fix):
+    """The schemes whose group count is fixed or bounded said 'got n_groups=3' with no fix."""
+    from dogi_ml.policies import make_policy
+
+    with pytest.raises(ConfigError) as info:
+        make_policy(scheme, n_groups)
+    message = str(info.value)
+    assert message.startswith(f"policy={scheme} ") and f"got policy.n_groups={n_groups} -- {fix}" in message
+
+
 # -- the study's policy.params advice -------------------------------------------------------------
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory) -> Path:

@@ -50,6 +50,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from dogi_ml.errors import ConfigError
 from dogi_ml.sim.kernels import chunk_flush_pad, shadow_append
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, record, scalar_fields
 from dogi_ml.sim.state import C_NOW_US, P_CHUNK, P_SEG_BLOCKS, P_TIME_ON
@@ -299,7 +300,10 @@ class ADAPT(PlacementPolicy):
 
     def __init__(self, n_groups=6, **params):
         if n_groups != 6:
-            raise ValueError(f"policy adapt uses exactly 6 groups (2 user + 4 GC), got n_groups={n_groups}")
+            raise ConfigError(
+                f"policy=adapt uses exactly 6 groups (2 user + 4 GC), got policy.n_groups={n_groups}",
+                "drop policy.n_groups",
+            )
         super().__init__(n_groups, **params)
         self.aggregate = bool(params.get("aggregate", True))
         self.demote = bool(params.get("demote", True))

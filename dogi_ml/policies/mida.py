@@ -12,6 +12,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from dogi_ml.errors import ConfigError
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, no_reclaim_hook
 from dogi_ml.sim.state import P_NGROUPS
 
@@ -49,7 +50,10 @@ class MiDA(PlacementPolicy):
 
     def __init__(self, n_groups=6, **params):
         if not 2 <= int(n_groups) <= 255:
-            raise ValueError(f"policy mida needs 2..255 groups (1 user + migration levels), got n_groups={n_groups}")
+            raise ConfigError(
+                f"policy=mida needs 2..255 groups (1 user + migration levels), got policy.n_groups={n_groups}",
+                "give policy.n_groups=6 (the default)",
+            )
         super().__init__(n_groups, **params)
 
     def bind(self, ctx: SimContext) -> tuple:

@@ -56,6 +56,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from dogi_ml.errors import ConfigError
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, record, scalar_fields
 from dogi_ml.sim.state import P_NGROUPS, P_SEG_BLOCKS
 
@@ -203,7 +204,10 @@ class SepBIT(PlacementPolicy):
 
     def __init__(self, n_groups=6, **params):
         if n_groups != 6:
-            raise ValueError(f"policy sepbit uses exactly 6 classes (Algorithm 1), got n_groups={n_groups}")
+            raise ConfigError(
+                f"policy=sepbit uses exactly 6 classes (Algorithm 1), got policy.n_groups={n_groups}",
+                "drop policy.n_groups",
+            )
         super().__init__(n_groups, **params)
         self.variant = str(params.get("variant", "code"))
         if self.variant not in VARIANTS:

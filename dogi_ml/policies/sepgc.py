@@ -10,6 +10,7 @@ sealing on the filling write, their Cost-Benefit with the square root of the age
 
 import numba as nb
 
+from dogi_ml.errors import ConfigError
 from dogi_ml.sim.policy_api import PlacementPolicy, no_reclaim_hook
 from dogi_ml.sim.state import P_NGROUPS
 
@@ -36,5 +37,7 @@ class SepGC(PlacementPolicy):
 
     def __init__(self, n_groups=2, **params):
         if n_groups != 2:
-            raise ValueError(f"policy sepgc uses exactly 2 groups (user, GC), got n_groups={n_groups}")
+            raise ConfigError(
+                f"policy=sepgc uses exactly 2 groups (user, GC), got policy.n_groups={n_groups}", "drop policy.n_groups"
+            )
         super().__init__(n_groups, **params)

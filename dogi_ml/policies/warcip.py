@@ -48,6 +48,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from dogi_ml.errors import ConfigError
 from dogi_ml.sim.kernels import retire_group
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, record, scalar_fields
 from dogi_ml.sim.state import P_SEG_BLOCKS
@@ -208,7 +209,10 @@ class WARCIP(PlacementPolicy):
 
     def __init__(self, n_groups=6, **params):
         if int(n_groups) < 2:
-            raise ValueError(f"policy warcip needs >= 2 groups (1 GC class + user clusters), got n_groups={n_groups}")
+            raise ConfigError(
+                f"policy=warcip needs >= 2 groups (1 GC class + user clusters), got policy.n_groups={n_groups}",
+                "give policy.n_groups=6 (the default)",
+            )
         super().__init__(n_groups, **params)
 
     def bind(self, ctx: SimContext) -> tuple:
