@@ -36,6 +36,15 @@ class UsageError(DogiMLError):
     """Bad command-line input (a command's arguments)."""
 
 
+class InputFileError(ConfigError):
+    """A file a setting names that exists but cannot be read as what the setting says (a model
+    file that holds no model). The command line exits 3, as for a trace that cannot be read
+    (``dogi_ml/zns/exit_codes.py``'s ``BAD_INPUT``: the input is bad, not the command line); a
+    path to nothing stays a :class:`ConfigError` (2)."""
+
+    exit_status = 3
+
+
 def checked_setting(
     value,
     key: str,

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dogi_ml.errors import ConfigError, checked_setting
+from dogi_ml.errors import ConfigError, InputFileError, checked_setting
 from dogi_ml.pipeline.common import require_workload
 
 EXPERIMENT = "export"
@@ -108,7 +108,7 @@ def _source(cfg, work_dir: Path, log) -> tuple:
             model = LifetimeModel.load(path)
         except (pickle.UnpicklingError, EOFError, ValueError, AttributeError, ImportError) as exc:
             # not a pickle, a truncated one, or another object (LifetimeModel.load's ValueError)
-            raise ConfigError(
+            raise InputFileError(
                 f"export.model_path={path} is not a model a train run saved ({type(exc).__name__}: {exc})",
                 "give the model.pkl a train run wrote (its run directory), or export.run_id=ID",
             ) from None

@@ -10,7 +10,8 @@ OK = 0
 INTERNAL = 1
 #: bad command-line arguments
 USAGE = 2
-#: a bad input file (a ``.dtr`` trace, a model bundle)
+#: a bad input file (a ``.dtr`` trace, a model bundle; in the Python commands also a text trace
+#: that cannot be read as its format, or a model file that holds no model)
 BAD_INPUT = 3
 #: the verify pass found a block that does not read back
 VERIFY = 4
