@@ -84,6 +84,28 @@ def test_replay_refuses_a_bad_setting_in_one_line(tmp_path, override, message):
     assert one_error_line(run_cli(args, tmp_path, check=False)) == message
 
 
+@pytest.mark.parametrize(
+    "limits,message",
+    [
+        (
+            ["zns.max_open=4", "zns.max_active=4"],
+            "error: zns.max_open=4 is below the 6 zones policy=sepbit keeps open (one per group) -- give "
+            "zns.max_open >= 6 (or 0: no limit), or a scheme with fewer groups",
+        ),
+        (
+            ["zns.max_open=0", "zns.max_active=5"],
+            "error: zns.max_active=5 is below the 6 zones policy=sepbit keeps open (one per group) -- give "
+            "zns.max_active >= 6 (or 0: no limit), or a scheme with fewer groups",
+        ),
+    ],
+)
+def test_replay_names_the_zone_limit_below_the_schemes_groups(tmp_path, limits, message):
+    """A file device with fewer open/active zones than the scheme's groups got the harness's 'too
+    few zones for the groups ... the device allows 4 open / 4 active', which names no setting."""
+    args = ["replay", *REPLAY, "policy=sepbit", f"device=file:{tmp_path / 'd.zns'}", *limits]
+    assert one_error_line(run_cli(args, tmp_path, check=False)) == message
+
+
 # -- every model parameter: wrong type, zero, negative, NaN, huge --------------------------------
 NAN = float("nan")
 #: (model, parameter, value) that must be refused naming model.params.<parameter>

@@ -172,6 +172,7 @@ def replay_args(trace_path: Path, device: str, capacity: int, policy_cfg: Mappin
             if zns.get("zones") is not None:
                 check_file_device_size(path, zones, zh.file_zone_blocks(seg))
             create = (zones, zh.file_zone_blocks(seg), seg, zns.get("max_open", 14), zns.get("max_active", 14))
+            check_zone_limits(policy_cfg, create[3], create[4])
     else:
         info = zh.device_info(device)
         seg = int(info["zone_capacity_blocks"])  # zones are the segments: the device decides
@@ -184,6 +185,22 @@ def replay_args(trace_path: Path, device: str, capacity: int, policy_cfg: Mappin
         **_run_options(policy_cfg, sim_cfg, zns),
     )
     return args, seg
+
+
+def check_zone_limits(policy_cfg: Mapping, max_open: int, max_active: int) -> None:
+    """A file device made with fewer open (or active) zones than the scheme keeps open, one per
+    group, is refused naming the zns setting: the harness's own message ("too few zones for the
+    groups ... the device allows") names none. 0 is no limit, as in the harness."""
+    groups = policy_cfg.get("n_groups")
+    if groups is None:
+        return
+    limits = [(key, value) for key, value in (("max_open", max_open), ("max_active", max_active)) if value]
+    for key, value in limits:
+        if int(value) < int(groups):
+            raise ConfigError(
+                f"zns.{key}={value} is below the {groups} zones policy={policy_cfg['name']} keeps open (one per group)",
+                f"give zns.{key} >= {groups} (or 0: no limit), or a scheme with fewer groups",
+            )
 
 
 def _run_options(policy_cfg: Mapping, sim_cfg: Mapping, zns: Mapping) -> dict:
