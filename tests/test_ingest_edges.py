@@ -251,6 +251,30 @@ def test_a_directory_split_counts_and_reports_what_it_leaves_out(dogi, tmp_path)
     ]
 
 
+def test_a_failed_split_leaves_out_as_it_found_it(dogi, tmp_path):
+    """A split that failed on its second file left ``out/volumes/`` behind (empty: the volumes
+    are written once every file is read), with no manifest. Now out= is as it was: removed
+    when the split made it, and an out= that existed keeps only what it held."""
+    d = tmp_path / "traces"
+    d.mkdir()
+    (d / "v1.csv").write_text(TENCENT)
+    (d / "v2.csv").write_text(TENCENT + "not,a,line\n")
+    status, _, err = dogi("ingest", "path=traces", "format=flashnet_tencent", "split=true", "out=fresh")
+    assert status == 3 and error_lines(err)[0].startswith("error: traces/v2.csv")
+    assert not (tmp_path / "fresh").exists()
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine\n")
+    status, _, _ = dogi("ingest", "path=traces", "format=flashnet_tencent", "split=true", "out=kept")
+    assert status == 3 and sorted(p.name for p in kept.iterdir()) == ["notes.txt"]
+    (d / "v2.csv").write_text(TENCENT)  # fixed: the split runs into the same out=
+    status, _, _ = dogi("ingest", "path=traces", "format=flashnet_tencent", "split=true", "out=kept")
+    assert status == 0 and sorted(p.name for p in (kept / "volumes").iterdir() if p.suffix == ".dtr") == [
+        "v1.dtr",
+        "v2.dtr",
+    ]
+
+
 # -- two inputs with the same name, one out= ----------------------------------------------------------
 def test_an_output_of_another_input_with_the_same_name_is_not_overwritten(dogi, tmp_path):
     """``ingest path=a/x.csv out=o`` then ``path=b/x.csv out=o`` (or ``path=x.txt``) replaced

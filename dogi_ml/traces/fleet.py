@@ -1137,6 +1137,21 @@ def _left_out_text(left_out: dict[str, list[str]]) -> str:
     return "skipped " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
 
 
+def _undo_split(out_dir: Path, vol_dir: Path, tmp: Path, made_out: bool, made_vol: bool) -> None:
+    """Remove what a failed split wrote: the volumes written so far, ``volumes/`` and ``out=``
+    when the split made them (and they are empty then), its spill directory."""
+    for written in vol_dir.iterdir():
+        written.unlink()
+    if tmp.exists():
+        for leftover in tmp.iterdir():
+            leftover.unlink()
+        tmp.rmdir()
+    if made_vol:
+        vol_dir.rmdir()
+    if made_out and not any(out_dir.iterdir()):
+        out_dir.rmdir()
+
+
 def split_trace(
     path: str | Path,
     fmt: str,
@@ -1189,6 +1204,7 @@ def split_trace(
         )
     files, left_out = _input_files(path) if path.is_dir() else ([path], {})
     wanted = None if not volumes else [str(v) for v in volumes]
+    made_out, made_vol = not out_dir.exists(), not vol_dir.exists()
     vol_dir.mkdir(parents=True, exist_ok=True)
     tmp = out_dir / f".split-{os.getpid()}-{secrets.token_hex(4)}"
     tmp.mkdir()
@@ -1293,10 +1309,16 @@ def split_trace(
             dtr = write_trace(trace, vol_dir / volume_file_name(volume), stats=stats)
             rows.append(volume_row(volume, dtr, out_dir, stats))
             del trace
+    except BaseException:
+        # a split that fails leaves out= as it found it: volumes/ was empty or absent (checked
+        # above), so what is in it now is this split's, a part of a fleet with no manifest
+        _undo_split(out_dir, vol_dir, tmp, made_out, made_vol)
+        raise
     finally:
-        for leftover in tmp.iterdir():
-            leftover.unlink()
-        tmp.rmdir()
+        if tmp.exists():
+            for leftover in tmp.iterdir():
+                leftover.unlink()
+            tmp.rmdir()
     left_out_text = _left_out_text(left_out)
     if left_out_text:  # said first: the files read depend on it
         messages.insert(
