@@ -655,6 +655,20 @@ def test_max_groups_reaches_the_scheme_that_reads_it(policy, params, message):
     assert message in str(info.value)
 
 
+@pytest.mark.parametrize(("policy", "reads"), [("dogi", "adapt_mu, censored_labels, deployed"), ("sepbit", "variant")])
+def test_an_unknown_policy_parameter_names_its_key_and_what_the_scheme_reads(policy, reads):
+    """DOGI's message said 'accepted: []' (its parameters were not its accepted_params), and no
+    scheme's named the policy.params key or a fix."""
+    from dogi_ml.policies import make_policy
+
+    with pytest.raises(ConfigError) as info:
+        make_policy(policy, foo=1)
+    assert str(info.value).startswith(
+        f"policy {policy}: unknown parameter(s) ['foo'] (policy.params.foo) -- drop it or check the name; "
+        f"policy={policy} reads: {reads}"
+    )
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [

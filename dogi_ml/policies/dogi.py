@@ -72,7 +72,15 @@ import numpy as np
 
 from dogi_ml.features.extract import FEATURES, FeatureConfig, FeatureStream
 from dogi_ml.sim.kernels import prefetch
-from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, no_reclaim_hook, record, scalar_fields
+from dogi_ml.sim.policy_api import (
+    PlacementPolicy,
+    SimContext,
+    new_scalars,
+    no_reclaim_hook,
+    record,
+    refuse_unknown_params,
+    scalar_fields,
+)
 from dogi_ml.sim.state import C_GC, C_USER, P_NSEG, P_SEG_BLOCKS, SEG_SEALED
 from dogi_ml.sim.victims import register_victim
 
@@ -704,12 +712,11 @@ class DOGI(PlacementPolicy):
         "fallback_margin": 0.02,  # the ML configuration may be this much worse than the base design
     }
 
+    def accepted_params(self):
+        return tuple(self.DEFAULTS)
+
     def __init__(self, n_groups=N_GROUPS, **params):
-        unknown = set(params) - set(self.DEFAULTS)
-        if unknown:
-            raise ValueError(
-                f"policy {self.name}: unknown parameter(s) {sorted(unknown)}; accepted: {sorted(self.accepted_params())}"
-            )
+        refuse_unknown_params(self.name, params, self.accepted_params())
         if int(n_groups) != N_GROUPS:
             raise ValueError(
                 f"policy dogi allocates {N_GROUPS} group slots (hot, ten intermediate, frozen, "

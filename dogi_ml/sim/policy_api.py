@@ -103,6 +103,22 @@ def no_prefetch_hook(p, lba):
     return None
 
 
+def refuse_unknown_params(name: str, params, accepted) -> None:
+    """A :class:`~dogi_ml.errors.ConfigError` naming the ``policy.params`` keys of ``params`` that
+    scheme ``name`` does not read, and the ones it does (a misspelt parameter would otherwise be
+    a setting the run never used)."""
+    from dogi_ml.errors import ConfigError
+
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        keys = ", ".join(f"policy.params.{k}" for k in unknown)
+        known = ", ".join(sorted(accepted)) or "none"
+        raise ConfigError(
+            f"policy {name}: unknown parameter(s) {unknown} ({keys})",
+            f"drop it or check the name; policy={name} reads: {known}",
+        )
+
+
 class PlacementPolicy:
     """Base class of placement schemes. Subclasses set the three Numba functions and ``bind``."""
 
@@ -129,12 +145,7 @@ class PlacementPolicy:
             raise ValueError(f"policy {self.name}: n_groups must be >= 1, got {n_groups}")
         self.n_groups = int(n_groups)
         self.params = params
-        unknown = set(params) - set(self.accepted_params())
-        if unknown:
-            raise ValueError(
-                f"policy {self.name}: unknown parameter(s) {sorted(unknown)}; "
-                f"accepted: {sorted(self.accepted_params()) or 'none'}"
-            )
+        refuse_unknown_params(self.name, params, self.accepted_params())
 
     # Numba functions (set by subclasses as plain attributes)
     place_user = None
