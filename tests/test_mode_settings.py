@@ -242,6 +242,19 @@ def test_nodap_search_writes_its_result_to_output(tmp_path):
     assert json.loads(out.read_text())["n_groups"] >= 1
 
 
+def test_the_oracle_options_table_covers_every_kind_and_option():
+    """check_oracle_options reads ORACLE_READS, a table beside the oracles: a kind added to the
+    MINOS oracles, or an option added to conf/oracle.yaml, must be entered there, or the first
+    would be refused as unknown and the second as read by no oracle."""
+    from dogi_ml.oracles.minos_oracles import KINDS
+    from dogi_ml.pipeline.oracle import ORACLE_READS
+
+    assert set(ORACLE_READS) == {"nodap", *KINDS, "minos_table1"}
+    options = set(yaml.safe_load((Path(CONF_DIR) / "oracle.yaml").read_text())["oracle"]) - {"kind"}
+    read = {key for keys in ORACLE_READS.values() for key in keys}
+    assert options <= read and read - options <= {"table"}  # table: +experiment=minos_table1's
+
+
 # -- export from a stored model -----------------------------------------------------------------
 @pytest.mark.parametrize(
     ("overrides", "given"),
