@@ -812,3 +812,39 @@ def count_decay(x: int, dt: int, half: int, pow_table) -> int:
     f = ((dt % half) << 16) // half
     x = (x * pow_table[f >> 8]) >> 16
     return (x * pow_table[256 + (f & 255)]) >> 16
+
+
+def count_changes(lbas, first, n_lbas, decay, threshold, drift, prior=0.5):
+    """The hybrid's count_reset change test (policies/hybrid.py ``_stream_changed``), spelled out:
+    the user writes ``lbas`` of the trace (after the prefill; the first is write number ``first``)
+    counted twice, undecayed since the epoch's start and decayed by ``exp(-decay x age)``; at
+    each write, once the test is not resting, the statistic S = max(0, S + log(p_fast / p_epoch)
+    - drift) with p = (count before the write + prior) / (writes weighed + prior x n_lbas); past
+    ``threshold`` a new epoch starts at the write (its undecayed count restarts at 1) and the test
+    rests for 1 / decay writes. Returns the write numbers at which epochs started. Kept in the log
+    domain here, where the kernel multiplies likelihood ratios."""
+    epoch, fast = {}, {}  # lba -> (count, the write number it is for)
+    start, rest, s, weight = first, 0.0, 0.0, 0.0
+    changes = []
+    for k, lba in enumerate(lbas):
+        now = first + k
+        lba = int(lba)
+        c_epoch, at = epoch.get(lba, (0.0, -1))
+        if at < start:
+            c_epoch = 0.0
+        c_fast, at_fast = fast.get(lba, (0.0, -1))
+        if c_fast > 0:
+            c_fast *= math.exp(-decay * (now - at_fast))
+        epoch[lba] = (c_epoch + 1.0, now)
+        fast[lba] = (c_fast + 1.0, now)
+        w_fast, weight = weight, (weight + 1.0) * math.exp(-decay)
+        if now < rest:
+            continue
+        p_fast = (c_fast + prior) / (w_fast + prior * n_lbas)
+        p_epoch = (c_epoch + prior) / ((now - start) + prior * n_lbas)
+        s = max(s + math.log(p_fast / p_epoch) - drift, 0.0)
+        if s > threshold:
+            changes.append(now)
+            start, rest, s = now, now + 1.0 / decay, 0.0
+            epoch[lba] = (1.0, now)
+    return changes

@@ -128,6 +128,9 @@ HYBRID_SCALARS = scalar_fields(
     expiry=np.int64,  # 1: expired segments first (victims=expiry)
     rule=np.int64,  # the run's victim rule, an index into RULES
     reloc_floor=np.int64,  # 1: a survivor never goes to a hotter group than its source
+    reset=np.int64,  # 1: count_reset (the undecayed counts restart at a detected change)
+    reset_undecayed=np.int64,  # count_reset: the count variant restarted (the undecayed one)
+    reset_fast=np.int64,  # count_reset: the count variant it is tested against (the fastest decay)
 )
 RELOC_PREDICTED, RELOC_AGE, RELOC_DOGI, RELOC_CENSORED = 0, 1, 2, 3
 #: relocation=censored's table rows: octaves of the count source's predicted lifetime
@@ -173,6 +176,8 @@ class HybridState(NamedTuple):
     )  # select: int8 per ring slot, the model's bucket for the sample when written (-1: none)
     count_residual: np.ndarray  # relocation=censored: float64 [N_OCTAVES, N_AGE_GRID], see censored_residuals
     count_tail: np.ndarray  # relocation=censored: float64, the same shape: the share alive at the horizon
+    count_change: np.ndarray  # count_reset: float64 [CHANGE_FIELDS], the change detector's state; else empty
+    count_change_at: np.ndarray  # count_reset: int64 [MAX_CHANGE_TIMES], the user writes at which changes were detected
 
 
 assert HybridState._fields[: len(DogiState._fields)] == DogiState._fields
@@ -399,6 +404,37 @@ def _check_halflives(halflives) -> list:
     return out
 
 
+def _check_count_reset(hcfg: dict, defaults: dict) -> None:
+    """``count_reset`` (a threshold > 0, nats) needs ``lifetimes=select`` with an undecayed count
+    source to restart and a decayed one to compare it with; ``count_reset_drift`` (>= 0, nats per
+    write) is read only with it."""
+    threshold, drift = hcfg["count_reset"], hcfg["count_reset_drift"]
+    if threshold is None:
+        if drift != defaults["count_reset_drift"]:
+            raise ValueError(
+                f"policy hybrid: count_reset_drift={drift} is read only by the change test of count_reset, "
+                "which is off: set count_reset (a threshold, nats; 50 in docs/hybrid.md) or drop count_reset_drift"
+            )
+        return
+    if not _positive_number(threshold) or threshold > MAX_COUNT_RESET:
+        raise ValueError(
+            f"policy hybrid: count_reset must be > 0 and <= {MAX_COUNT_RESET:g} (nats) or null, got {threshold!r}"
+        )
+    if isinstance(drift, bool) or not isinstance(drift, (int, float)) or not drift >= 0:
+        raise ValueError(f"policy hybrid: count_reset_drift must be >= 0 (nats per write), got {drift!r}")
+    if hcfg["lifetimes"] != "select":
+        raise ValueError(
+            f"policy hybrid: count_reset={threshold} restarts the undecayed counts of lifetimes=select, "
+            f"not lifetimes={hcfg['lifetimes']}: drop it or set lifetimes=select"
+        )
+    halflives = hcfg["select_halflives"]
+    if None not in halflives or all(hl is None for hl in halflives):
+        raise ValueError(
+            f"policy hybrid: count_reset restarts the undecayed counts and tests them against decayed ones: "
+            f"select_halflives must hold null and at least one half-life, got {halflives}"
+        )
+
+
 #: the column of an LBA's row of counts (HybridState.counts) that holds when they were last
 #: brought up to date; the variants' counts follow it
 COUNTED_AT = 0
@@ -418,19 +454,93 @@ def counts_table(n_lbas: int, n_variants: int) -> np.ndarray:
     return flat[skip : skip + n_lbas * width].reshape(n_lbas, width)
 
 
+#: count_reset's change test (HybridState.count_change), one float64 each: the CUSUM statistic
+#: held as a likelihood ratio (exp of the sum of log ratios, >= 1), its limit (exp(count_reset)),
+#: the allowance per write (exp(-count_reset_drift)), the weight of the writes before now in the
+#: variant tested against (HYBRID_SCALARS reset_fast) and its decay per write (exp(-lambda)), the epoch's first user write,
+#: the time until which the test rests, and the changes detected so far
+CH_RATIO, CH_LIMIT, CH_ALLOWANCE, CH_WEIGHT, CH_KEEP, CH_EPOCH, CH_REST, CH_N = range(8)
+CHANGE_FIELDS = 8
+#: the pseudo-count both count models give every LBA in the change test's likelihoods (so that an
+#: LBA not written in the epoch has a finite probability)
+CHANGE_PRIOR = 0.5
+#: change times kept for the summary (HybridState.count_change_at): the first this many
+MAX_CHANGE_TIMES = 64
+#: the largest count_reset: the test's statistic is a likelihood ratio, exp(700) < float64's maximum
+MAX_COUNT_RESET = 700.0
+
+
+@nb.njit(cache=True, inline="always")
+def _epoch_start(p):
+    """The first user write the undecayed counts cover: the trace's first, or the last change."""
+    start = p.scalars[0].prefill
+    if p.count_change.shape[0] > 0 and p.count_change[CH_EPOCH] > start:
+        start = np.int64(p.count_change[CH_EPOCH])
+    return start
+
+
+@nb.njit(cache=True, inline="always")
+def _stream_changed(p, c_epoch, c_fast, now):
+    """``count_reset``: Page's CUSUM test, at every user write, of whether the write stream has
+    changed since the epoch began; True when it has, and a new epoch starts at this write.
+
+    The write's LBA had ``c_epoch`` writes in the epoch (undecayed) and ``c_fast`` in the fastest-
+    decaying counts (both before this write). Each model gives it the probability (count +
+    CHANGE_PRIOR) / (writes weighed + CHANGE_PRIOR per LBA); the statistic is the sum of the log
+    ratios fast / epoch less ``count_reset_drift`` per write, kept >= 0, and held here as its
+    exponential (a product of ratios: no logarithm per write). While the stream is stationary the
+    epoch's counts, holding more writes, predict at least as well and the statistic stays near 0;
+    after a shift the decayed counts follow the new writes and it climbs by the log ratio's new
+    mean per write. Past ``count_reset`` nats the undecayed counts restart (``_count_write``,
+    ``_frequency_lifetime``) and the test rests until the epoch holds as many writes as the
+    decayed counts weigh (``1 / lambda``), so that it compares two models of equal weight again.
+    tests/naive.py ``count_changes`` is its plain-Python twin."""
+    ch = p.count_change
+    w_fast = ch[CH_WEIGHT]
+    ch[CH_WEIGHT] = (w_fast + 1.0) * ch[CH_KEEP]  # this write, one write later
+    if now < ch[CH_REST]:
+        return False
+    n_lbas = float(p.counts.shape[0])
+    w_epoch = float(now - _epoch_start(p))
+    ratio = (c_fast + CHANGE_PRIOR) * (w_epoch + CHANGE_PRIOR * n_lbas)
+    ratio /= (w_fast + CHANGE_PRIOR * n_lbas) * (c_epoch + CHANGE_PRIOR)
+    r = max(ch[CH_RATIO] * ratio * ch[CH_ALLOWANCE], 1.0)
+    changed = r > ch[CH_LIMIT]
+    if changed:
+        n = np.int64(ch[CH_N])
+        if n < p.count_change_at.shape[0]:
+            p.count_change_at[n] = now
+        ch[CH_N] = n + 1
+        ch[CH_EPOCH] = now
+        ch[CH_REST] = now - 1.0 / np.log(ch[CH_KEEP])  # 1 / lambda writes on
+        p.freq_total_at[:] = -1  # the undecayed totals restart with the epoch
+        r = 1.0
+    ch[CH_RATIO] = r
+    return changed
+
+
 @nb.njit(cache=True, inline="always")
 def _count_write(p, lba, now):
     """Count a trace write of ``lba`` in every count variant: each decays by
-    ``exp(-lambda_v age)`` (``lambda_v = freq_decays[v]``, none when 0) up to ``now``, then gains 1."""
+    ``exp(-lambda_v age)`` (``lambda_v = freq_decays[v]``, none when 0) up to ``now``, then gains 1.
+    With count_reset an undecayed count from before the epoch's start restarts from 0, and the
+    counts before this write go to the change test; at a change this write is the new epoch's first."""
     decays = p.freq_decays
     row = p.counts[lba]
+    h = p.hyb[0]
+    stale = h.reset and row[COUNTED_AT] < _epoch_start(p)
+    before = row[COUNTED_AT]
     for v in range(decays.shape[0]):
         c = row[1 + v]
         lam = decays[v]
         if lam > 0 and c > 0:
-            c *= np.exp(-lam * (now - row[COUNTED_AT]))
+            c *= np.exp(-lam * (now - before))
+        elif lam == 0 and stale:
+            c = 0.0
         row[1 + v] = c + 1.0
     row[COUNTED_AT] = now
+    if h.reset and _stream_changed(p, row[1 + h.reset_undecayed] - 1.0, row[1 + h.reset_fast] - 1.0, now):
+        row[1 + h.reset_undecayed] = 1.0
 
 
 @nb.njit(cache=True, inline="always")
@@ -446,6 +556,11 @@ def _frequency_lifetime(p, v, lba, now):
     c = p.counts[lba, 1 + v]
     if lam > 0 and c > 0 and counted_at != now:  # (a user write's own count is current: no exp)
         c *= np.exp(-lam * (now - counted_at))
+    if lam == 0 and p.count_change.shape[0] > 0:
+        start = _epoch_start(p)
+        t = now - start + 1
+        if counted_at < start:
+            c = 0.0
     if c <= 0:
         return NEVER
     if p.freq_total_at[v] != now:  # once per time step: a GC burst's survivors share it
@@ -983,6 +1098,10 @@ class Hybrid(DOGI):
         "frequency_halflife": None,  # capacities after which lifetimes=frequency's counts weigh half (None: never)
         # lifetimes=select: the count half-lives (capacities, None: no decay) whose sources compete with the model's
         "select_halflives": [None, 1.0, 0.5],
+        # lifetimes=select: the CUSUM threshold (nats) past which the undecayed counts restart at a
+        # detected change of the write stream (None: never; _stream_changed)
+        "count_reset": None,
+        "count_reset_drift": 0.3,  # count_reset: the log-likelihood ratio per write the test allows (nats)
     }
 
     def __init__(self, n_groups=N_GROUPS, **params):
@@ -1051,6 +1170,7 @@ class Hybrid(DOGI):
                     f"lifetimes={hcfg['lifetimes']}: drop it or set lifetimes=select"
                 )
             hcfg["select_halflives"] = _check_halflives(hcfg["select_halflives"])
+        _check_count_reset(hcfg, self.HYBRID_DEFAULTS)
         window = hcfg["popularity_window"]
         if window is not None and hcfg["popularity_from"] == "generator":
             raise ValueError(
@@ -1082,6 +1202,25 @@ class Hybrid(DOGI):
         self.hcfg = hcfg
         self.needs_future = oracle_source
 
+    def _count_change(self, freq_decays: np.ndarray) -> np.ndarray:
+        """count_reset's detector state (CH_* fields); empty without count_reset."""
+        if self.hcfg["count_reset"] is None:
+            return np.zeros(0, np.float64)
+        change = np.zeros(CHANGE_FIELDS, np.float64)
+        change[CH_RATIO] = 1.0
+        change[CH_LIMIT] = np.exp(float(self.hcfg["count_reset"]))
+        change[CH_ALLOWANCE] = np.exp(-float(self.hcfg["count_reset_drift"]))
+        change[CH_KEEP] = np.exp(-freq_decays.max())
+        return change
+
+    def freq_decays_of_plan(self) -> float:
+        """The decay per user write of the count source the last plan applied (0: undecayed)."""
+        return float(self.state.freq_decays[record(self.state.hyb).variant])
+
+    def count_changes(self) -> int:
+        """count_reset: the changes of the write stream detected so far (0 without count_reset)."""
+        return int(self.state.count_change[CH_N]) if self.state.count_change.size else 0
+
     def accepted_params(self):
         # DOGI's keys, then the hybrid's; `relocation` is in both (the hybrid's switch), listed once
         return tuple(dict.fromkeys((*self.DEFAULTS, *self.HYBRID_DEFAULTS)))
@@ -1098,12 +1237,16 @@ class Hybrid(DOGI):
         hr.frequency = int(h["lifetimes"] == "frequency")
         hr.select = int(h["lifetimes"] == "select")
         hr.counting = int(hr.frequency or hr.select)
+        hr.reset = int(h["count_reset"] is not None)
         self.count_halflives = (
             [h["frequency_halflife"]] if hr.frequency else list(h["select_halflives"]) if hr.select else []
         )
         freq_decays = np.array(
             [0.0 if hl is None else np.log(2.0) / (float(hl) * ctx.capacity) for hl in self.count_halflives], np.float64
         )
+        if hr.reset:
+            hr.reset_undecayed = int(np.flatnonzero(freq_decays == 0)[0])
+            hr.reset_fast = int(np.argmax(freq_decays))
         hr.relocation = {
             "predicted": RELOC_PREDICTED,
             "censored": RELOC_CENSORED,
@@ -1151,6 +1294,8 @@ class Hybrid(DOGI):
             sample_model_bucket=np.full(self.ring.row.size if hr.select else 0, -1, np.int8),
             count_residual=np.full((N_OCTAVES, dogi_state.age_grid.size), -1.0),
             count_tail=np.full((N_OCTAVES, dogi_state.age_grid.size), -1.0),
+            count_change=self._count_change(freq_decays),
+            count_change_at=np.full(MAX_CHANGE_TIMES if h["count_reset"] is not None else 0, -1, np.int64),
         )
         self.source_counts: dict[str, int] = {}
         self.n_segments = ctx.n_segments
@@ -1411,4 +1556,9 @@ class Hybrid(DOGI):
         if self.hcfg["lifetimes"] == "select":
             out["lifetime_source"] = self.plan.source if self.plan is not None else None
             out["lifetime_sources_applied"] = dict(self.source_counts)
+        if self.hcfg["count_reset"] is not None:
+            # user writes (the prefill included) at which the undecayed counts restarted: the first
+            # MAX_CHANGE_TIMES of count_changes
+            out["count_changes"] = self.count_changes()
+            out["count_change_at"] = [int(t) for t in state.count_change_at if t >= 0]
         return out

@@ -329,6 +329,13 @@ def export_bundle(policy, out_dir, trace=None, source: dict | None = None):
             "bucket -> group map; use a longer trace (or a smaller policy.params.min_horizon)"
         )
     counts = h["lifetimes"] == "select" and bool(hr.frequency)  # the last plan's source: a count variant
+    if counts and hr.reset and policy.freq_decays_of_plan() == 0 and policy.count_changes() > 0:
+        raise BundleError(
+            f"the hybrid run's last plan placed by the undecayed counts, which restarted at "
+            f"{policy.count_changes()} detected changes (count_reset={h['count_reset']}); a count bundle counts "
+            "from the first write and has no change test: export a run without count_reset, or one whose last "
+            "plan chose a decayed count source"
+        )
     if h["relocation"] == "dogi" or (counts and h["relocation"] == "censored"):
         raise BundleError(
             f"a hybrid bundle deploys relocation by predicted remaining lifetime (or age): relocation={h['relocation']} "
