@@ -55,6 +55,8 @@ def _cells(results: list[dict]) -> dict:
             "victim": r.get("victim"),
             "settings": settings_of(r),
             **({"planned_groups": r["planned_groups"]} if r.get("planned_groups") is not None else {}),
+            # count_reset's changes of the write stream (docs/hybrid.md "Counts that restart at a change")
+            **({"count_changes": r["count_changes"]} if r.get("count_changes") is not None else {}),
         }
     return out
 

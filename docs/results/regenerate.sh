@@ -154,6 +154,11 @@ hybrid() {
         "policy.params={lifetimes: select, hot_filter: auto, early_plan: true}" policy.victim=cost_benefit_sepbit
     "$PY" -m dogi_ml.report_hybrid $R/hybrid_select_early $SWEEPS/hybrid_select_early $SWEEPS/hybrid_select_early_cbsepbit \
         --reuse $R/hybrid_select.json --title "Hybrid - plans on the counts' predictions until the samples mature (1 GiB, 10% OP)"
+    # the same with CB [SepBIT], the undecayed counts restarting at detected changes (count_reset)
+    sweep hybrid_select_reset +experiment=hybrid_select policy.victim=cost_benefit_sepbit \
+        "policy.params={lifetimes: select, hot_filter: auto, early_plan: true, count_reset: 50}"
+    "$PY" -m dogi_ml.report_hybrid $R/hybrid_select_reset $SWEEPS/hybrid_select_reset \
+        --reuse $R/hybrid_select_early.json --title "Hybrid - counts that restart at a detected change (1 GiB, 10% OP)"
     # its ablation: one part at a time taken out of the select/auto hybrid
     sweep hybrid_ablation_select +experiment=hybrid_ablation_select
     "$PY" -m dogi_ml.report_hybrid $R/hybrid_ablation_select $SWEEPS/hybrid_ablation_select \
@@ -187,6 +192,11 @@ hybrid() {
     "$PY" -m dogi_ml.report_hybrid $R/hybrid_select_alt_early $SWEEPS/hybrid_select_alt_early \
         $SWEEPS/hybrid_select_alt_early_cbsepbit --reuse $R/hybrid_select_alt.json --workload zipf_hc_alternating \
         --title "Hybrid - plans on the counts' predictions until the samples mature, alternating Zipf-H / Zipf-C (1 GiB, 10% OP)"
+    sweep hybrid_select_alt_reset +experiment=hybrid_select_alt policy=hybrid policy.params.hot_filter=auto \
+        policy.params.early_plan=true policy.victim=cost_benefit_sepbit ++policy.params.count_reset=50
+    "$PY" -m dogi_ml.report_hybrid $R/hybrid_select_alt_reset $SWEEPS/hybrid_select_alt_reset \
+        --reuse $R/hybrid_select_alt_early.json --workload zipf_hc_alternating \
+        --title "Hybrid - counts that restart at a detected change, alternating Zipf-H / Zipf-C (1 GiB, 10% OP)"
     # "Deployment": the hybrid's and DOGI's bundles of seed 0 deployed on seed 1 (out of sample) and on
     # seed 0, the online schemes on seed 1 (exports the bundles itself; ~35 min on 2 cores)
     "$PY" -m dogi_ml.pipeline.frozen_seeds $R/hybrid_frozen_seeds zipf ycsb_a phase_shift varmail \
