@@ -457,8 +457,9 @@ def counts_table(n_lbas: int, n_variants: int) -> np.ndarray:
 #: count_reset's change test (HybridState.count_change), one float64 each: the CUSUM statistic
 #: held as a likelihood ratio (exp of the sum of log ratios, >= 1), its limit (exp(count_reset)),
 #: the allowance per write (exp(-count_reset_drift)), the weight of the writes before now in the
-#: variant tested against (HYBRID_SCALARS reset_fast) and its decay per write (exp(-lambda)), the epoch's first user write,
-#: the time until which the test rests, and the changes detected so far
+#: variant tested against (HYBRID_SCALARS reset_fast) and that variant's decay per write
+#: (exp(-lambda)), the epoch's first user write, the time until which the test rests, and the
+#: changes detected so far
 CH_RATIO, CH_LIMIT, CH_ALLOWANCE, CH_WEIGHT, CH_KEEP, CH_EPOCH, CH_REST, CH_N = range(8)
 CHANGE_FIELDS = 8
 #: the pseudo-count both count models give every LBA in the change test's likelihoods (so that an
@@ -556,7 +557,7 @@ def _frequency_lifetime(p, v, lba, now):
     c = p.counts[lba, 1 + v]
     if lam > 0 and c > 0 and counted_at != now:  # (a user write's own count is current: no exp)
         c *= np.exp(-lam * (now - counted_at))
-    if lam == 0 and p.count_change.shape[0] > 0:
+    if lam == 0 and p.hyb[0].reset:  # count_reset: the undecayed counts cover the epoch only
         start = _epoch_start(p)
         t = now - start + 1
         if counted_at < start:
