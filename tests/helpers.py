@@ -190,3 +190,30 @@ def export_keeping_policy(trace, params: dict, out: Path) -> tuple:
         mp.setattr(hf, "export_bundle", keep_policy)
         r = export_dogi_bundle(trace, {"name": "hybrid", "params": params}, FROZEN_EXPORT_SIM, out)
     return out, r, seen["policy"]
+
+
+class Stop(Exception):
+    """Raised after the k-th checkpoint of :func:`run_stopped`: the run is interrupted there."""
+
+
+def run_stopped(trace, policy, sim_cfg, k: int, monkeypatch) -> int:
+    """Run (``dogi_ml.pipeline.simulate.simulate``) until the k-th checkpoint is on disk, then
+    stop; the checkpoints taken (tests/test_checkpoint.py, tests/test_hybrid_reset.py)."""
+    import pytest
+
+    from dogi_ml.pipeline.simulate import simulate
+    from dogi_ml.sim import checkpoint as ckpt
+
+    save = ckpt.Checkpointer.save
+
+    def save_then_stop(self, sim, position):
+        path = save(self, sim, position)
+        if self.saved == k:
+            raise Stop
+        return path
+
+    with monkeypatch.context() as m:
+        m.setattr(ckpt.Checkpointer, "save", save_then_stop)
+        with pytest.raises(Stop):
+            simulate(trace, policy, sim_cfg, progress=False)
+    return k

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import Stop, run_stopped
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
@@ -49,10 +50,6 @@ LEARNED.update(phftl_ng=LEARNED["phftl"], shiro_cb=LEARNED["shiro"], shiro_ng=LE
 POLICIES = sorted(p.stem for p in (CONF / "policy").glob("*.yaml"))
 
 
-class Stop(Exception):
-    """Raised after the k-th checkpoint: the run is interrupted there."""
-
-
 @pytest.fixture(scope="module")
 def trace():
     return zipf(CAP, 3 * CAP, seed=5, theta=1.0)
@@ -70,23 +67,6 @@ def sim_config(**extra) -> dict:
     with initialize_config_dir(config_dir=str(CONF), version_base=None):
         cfg = compose(config_name="simulate", overrides=[])
     return {**OmegaConf.to_container(cfg.sim, resolve=True), **SIM, **extra}
-
-
-def run_stopped(trace, policy, sim_cfg, k: int, monkeypatch) -> int:
-    """Run until the k-th checkpoint is on disk, then stop; the checkpoints taken."""
-    save = ckpt.Checkpointer.save
-
-    def save_then_stop(self, sim, position):
-        path = save(self, sim, position)
-        if self.saved == k:
-            raise Stop
-        return path
-
-    with monkeypatch.context() as m:
-        m.setattr(ckpt.Checkpointer, "save", save_then_stop)
-        with pytest.raises(Stop):
-            simulate(trace, policy, sim_cfg, progress=False)
-    return k
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from helpers import DOGI_SMALL
+from helpers import DOGI_SMALL, run_stopped
 from naive import count_changes
 
 from dogi_ml.policies import make_policy
@@ -173,28 +173,13 @@ def test_a_run_stopped_after_a_change_resumes_to_the_same_result(phases, tmp_pat
     from dogi_ml.pipeline.simulate import simulate
     from dogi_ml.sim import checkpoint as ckpt
 
-    class Stop(Exception):
-        pass
-
     policy = {"name": "hybrid", "params": {**DOGI_SMALL, "lifetimes": "select", "count_reset": THRESHOLD}}
     sim_cfg = {"capacity_blocks": CAP, "segment_blocks": SEG, "chunk_blocks": 16384}
     reference = simulate(phases, policy, sim_cfg, progress=False)
     first_change = reference["count_change_at"][0]
     every = 16384
-    stop_at = -(-first_change // every)  # the first checkpoint after it
-    save = ckpt.Checkpointer.save
-
-    def save_then_stop(self, sim, position):
-        path = save(self, sim, position)
-        if self.saved == stop_at:
-            raise Stop
-        return path
-
     stopped = {**sim_cfg, "checkpoint_every": every, "checkpoint_dir": str(tmp_path / "ckpt")}
-    with monkeypatch.context() as m:
-        m.setattr(ckpt.Checkpointer, "save", save_then_stop)
-        with pytest.raises(Stop):
-            simulate(phases, policy, stopped, progress=False)
+    run_stopped(phases, policy, stopped, -(-first_change // every), monkeypatch)  # the first checkpoint after it
     assert ckpt.Checkpointer(tmp_path / "ckpt", {}).header()["position"] > first_change
     resumed = simulate(phases, policy, {**stopped, "checkpoint_every": 10**9}, progress=False)
     assert resumed["count_change_at"] == reference["count_change_at"]
