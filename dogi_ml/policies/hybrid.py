@@ -481,12 +481,12 @@ def _epoch_start(p):
 
 
 @nb.njit(cache=True, inline="always")
-def _stream_changed(p, c_epoch, c_fast, now):
+def _stream_changed(p, c_epoch, c_fast, start, now):
     """``count_reset``: Page's CUSUM test, at every user write, of whether the write stream has
     changed since the epoch began; True when it has, and a new epoch starts at this write.
 
-    The write's LBA had ``c_epoch`` writes in the epoch (undecayed) and ``c_fast`` in the fastest-
-    decaying counts (both before this write). Each model gives it the probability (count +
+    The write's LBA had ``c_epoch`` writes in the epoch that began at write ``start``
+    (undecayed) and ``c_fast`` in the fastest-decaying counts (both before this write). Each model gives it the probability (count +
     CHANGE_PRIOR) / (writes weighed + CHANGE_PRIOR per LBA); the statistic is the sum of the log
     ratios fast / epoch less ``count_reset_drift`` per write, kept >= 0, and held here as its
     exponential (a product of ratios: no logarithm per write). While the stream is stationary the
@@ -502,7 +502,7 @@ def _stream_changed(p, c_epoch, c_fast, now):
     if now < ch[CH_REST]:
         return False
     n_lbas = float(p.counts.shape[0])
-    w_epoch = float(now - _epoch_start(p))
+    w_epoch = float(now - start)
     ratio = (c_fast + CHANGE_PRIOR) * (w_epoch + CHANGE_PRIOR * n_lbas)
     ratio /= (w_fast + CHANGE_PRIOR * n_lbas) * (c_epoch + CHANGE_PRIOR)
     r = max(ch[CH_RATIO] * ratio * ch[CH_ALLOWANCE], 1.0)
@@ -529,7 +529,8 @@ def _count_write(p, lba, now):
     decays = p.freq_decays
     row = p.counts[lba]
     h = p.hyb[0]
-    stale = h.reset and row[COUNTED_AT] < _epoch_start(p)
+    start = _epoch_start(p)
+    stale = h.reset and row[COUNTED_AT] < start
     before = row[COUNTED_AT]
     for v in range(decays.shape[0]):
         c = row[1 + v]
@@ -540,7 +541,7 @@ def _count_write(p, lba, now):
             c = 0.0
         row[1 + v] = c + 1.0
     row[COUNTED_AT] = now
-    if h.reset and _stream_changed(p, row[1 + h.reset_undecayed] - 1.0, row[1 + h.reset_fast] - 1.0, now):
+    if h.reset and _stream_changed(p, row[1 + h.reset_undecayed] - 1.0, row[1 + h.reset_fast] - 1.0, start, now):
         row[1 + h.reset_undecayed] = 1.0
 
 
@@ -1296,7 +1297,7 @@ class Hybrid(DOGI):
             count_residual=np.full((N_OCTAVES, dogi_state.age_grid.size), -1.0),
             count_tail=np.full((N_OCTAVES, dogi_state.age_grid.size), -1.0),
             count_change=self._count_change(freq_decays),
-            count_change_at=np.full(MAX_CHANGE_TIMES if h["count_reset"] is not None else 0, -1, np.int64),
+            count_change_at=np.full(MAX_CHANGE_TIMES if hr.reset else 0, -1, np.int64),
         )
         self.source_counts: dict[str, int] = {}
         self.n_segments = ctx.n_segments
