@@ -1137,15 +1137,21 @@ def _left_out_text(left_out: dict[str, list[str]]) -> str:
     return "skipped " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
 
 
-def _undo_split(out_dir: Path, vol_dir: Path, tmp: Path, made_out: bool, made_vol: bool) -> None:
-    """Remove what a failed split wrote: the volumes written so far, ``volumes/`` and ``out=``
-    when the split made them (and they are empty then), its spill directory."""
-    for written in vol_dir.iterdir():
-        written.unlink()
+def _remove_spill(tmp: Path) -> None:
+    """Remove a split's spill directory (its files only), if it is still there."""
     if tmp.exists():
         for leftover in tmp.iterdir():
             leftover.unlink()
         tmp.rmdir()
+
+
+def _undo_split(out_dir: Path, vol_dir: Path, tmp: Path, made_out: bool, made_vol: bool) -> None:
+    """Remove what a failed split wrote: the volumes written so far, its spill directory (first:
+    it lies in ``out=``), and ``volumes/`` and ``out=`` when the split made them (and they are
+    empty then)."""
+    for written in vol_dir.iterdir():
+        written.unlink()
+    _remove_spill(tmp)
     if made_vol:
         vol_dir.rmdir()
     if made_out and not any(out_dir.iterdir()):
@@ -1315,10 +1321,7 @@ def split_trace(
         _undo_split(out_dir, vol_dir, tmp, made_out, made_vol)
         raise
     finally:
-        if tmp.exists():
-            for leftover in tmp.iterdir():
-                leftover.unlink()
-            tmp.rmdir()
+        _remove_spill(tmp)
     left_out_text = _left_out_text(left_out)
     if left_out_text:  # said first: the files read depend on it
         messages.insert(
