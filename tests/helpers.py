@@ -6,7 +6,9 @@ Import as ``from helpers import ...``: pytest puts ``tests/`` on ``sys.path`` (t
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -217,3 +219,29 @@ def run_stopped(trace, policy, sim_cfg, k: int, monkeypatch) -> int:
         with pytest.raises(Stop):
             simulate(trace, policy, sim_cfg, progress=False)
     return k
+
+
+def docs_results(*names) -> dict:
+    """Workload -> (its runs, its ``_summary``) over docs/results/NAME.json files (later ones add
+    runs to a workload): what the docs' hand-written tables are checked against."""
+    out: dict = {}
+    for name in names:
+        data = json.loads((REPO / "docs/results" / f"{name}.json").read_text())
+        for workload, summary in data["_summary"].items():
+            runs, _ = out.get(workload, ({}, None))
+            out[workload] = ({**runs, **data[workload]}, summary)
+    return out
+
+
+def docs_row(label: str, page: str = "docs/hybrid.md") -> list[str]:
+    """The cells after the first of ``page``'s table row whose first cell is ``label``."""
+    text = (REPO / page).read_text()
+    row = re.search(rf"^\s*\| {re.escape(label)} \|(.*)\|\s*$", text, re.M)
+    assert row, f"{page} has no row {label!r}"
+    return [c.strip() for c in row.group(1).split("|")]
+
+
+def docs_percent(change: float) -> str:
+    """A change as the docs print it: one decimal with its sign, an unsigned 0.0 for none."""
+    text = f"{100 * change:+.1f}"
+    return "0.0" if text in ("+0.0", "-0.0") else text

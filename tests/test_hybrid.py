@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 import pytest
-from helpers import DOGI_SMALL, REPO
+from helpers import DOGI_SMALL, REPO, docs_percent, docs_results, docs_row
 from naive import concordance_tau_b
 
 from dogi_ml.errors import ConfigError
@@ -570,7 +570,6 @@ def test_report_reuse_keeps_the_file_a_cell_came_from(tmp_path):
     """report_hybrid --reuse: a cell the reused table had itself reused (DOGI's from
     dogi_fig10.json) keeps that file's name; one it ran is marked with the reused table; a scheme the
     new sweep ran replaces the reused cell."""
-    import json
 
     from dogi_ml.report_hybrid import write
 
@@ -834,49 +833,23 @@ def test_early_plan_plans_on_the_counts_before_samples_mature(trace, frequency_r
     assert early[0]["user_writes"] < waited[0]["user_writes"]
 
 
-def _results(*names):
-    """Workload -> (its runs, its ``_summary``) over docs/results/NAME.json files (later ones add
-    runs to a workload)."""
-    out: dict = {}
-    for name in names:
-        data = json.loads((REPO / "docs/results" / f"{name}.json").read_text())
-        for workload, summary in data["_summary"].items():
-            runs, _ = out.get(workload, ({}, None))
-            out[workload] = ({**runs, **data[workload]}, summary)
-    return out
-
-
-def _docs_row(label: str) -> list[str]:
-    """The cells after the first of the docs/hybrid.md table row whose first cell is ``label``."""
-    text = (REPO / "docs/hybrid.md").read_text()
-    row = re.search(rf"^\s*\| {re.escape(label)} \|(.*)\|\s*$", text, re.M)
-    assert row, f"docs/hybrid.md has no row {label!r}"
-    return [c.strip() for c in row.group(1).split("|")]
-
-
-def _docs_percent(change: float) -> str:
-    """A change as the docs print it: one decimal with its sign, an unsigned 0.0 for none."""
-    text = f"{100 * change:+.1f}"
-    return "0.0" if text in ("+0.0", "-0.0") else text
-
-
 def test_docs_early_plan_table_is_the_results_files():
     """docs/hybrid.md's early_plan table is written by hand: each cell's GC-write change and WAF
     must be the ones docs/results/hybrid_select{,_alt}_early.json hold for that run, against the
     best seed scheme those files name (the alternating column once quoted MINOS, not DOGI)."""
-    results = _results("hybrid_select_early", "hybrid_select_alt_early")
+    results = docs_results("hybrid_select_early", "hybrid_select_alt_early")
     columns = ["zipf", "ycsb_a", "ycsb_f", "varmail", "phase_shift", "zipf_hc_alternating"]
     rules = {"cost-benefit, `early_plan`": "cost_benefit", "CB [SepBIT], `early_plan`": "cost_benefit_sepbit"}
     checked = 0
     for label, rule in rules.items():
-        cells = _docs_row(label)
+        cells = docs_row(label)
         assert len(cells) == len(columns), cells
         run = f"hybrid[lifetimes=select,hot_filter=auto,early_plan=True]{{victim=hybrid({rule})}}"
         for workload, cell in zip(columns, cells):
             change, waf = re.fullmatch(r"([+-]\d+\.\d)% \((\d\.\d{4})\)", cell).groups()
             table, summary = results[workload]
             assert waf == f"{table[run]['waf']:.4f}", (label, workload)
-            assert change == _docs_percent(summary["variants"][run]), (label, workload)
+            assert change == docs_percent(summary["variants"][run]), (label, workload)
             checked += 1
     assert checked == 12
 
@@ -885,7 +858,7 @@ def test_docs_causal_ablation_table_is_the_results_files():
     """docs/hybrid.md's ablation of the causal hybrid is written by hand: each cell's WAF and its
     GC-write change against the full scheme must be docs/results/hybrid_ablation_select.json's
     (the full scheme and its Hot Filter rows: hybrid_select.json's)."""
-    results = _results("hybrid_select", "hybrid_ablation_select")
+    results = docs_results("hybrid_select", "hybrid_ablation_select")
     columns = ["zipf", "ycsb_a", "ycsb_f", "varmail", "phase_shift"]
     full = "hybrid[lifetimes=select,hot_filter=auto]{victim=hybrid(cost_benefit)}"
     rows = {
@@ -899,20 +872,20 @@ def test_docs_causal_ablation_table_is_the_results_files():
         "`groups=fifo`": "hybrid[lifetimes=select,groups=fifo,hot_filter=auto]",
         "DOGI": "dogi",
     }
-    full_cells = _docs_row("full: `lifetimes=select hot_filter=auto`")[1:]
+    full_cells = docs_row("full: `lifetimes=select hot_filter=auto`")[1:]
     checked = 0
     for workload, cell in zip(columns, full_cells):
         assert cell == f"{results[workload][0][full]['waf']:.4f}", workload
         checked += 1
     for label, run in rows.items():
-        cells = _docs_row(label)[1:]  # after "what is taken out"
+        cells = docs_row(label)[1:]  # after "what is taken out"
         assert len(cells) == len(columns), (label, cells)
         for workload, cell in zip(columns, cells):
             waf, change = re.fullmatch(r"(\d\.\d{4}) \(([+-]?\d+\.\d)%\)", cell).groups()
             runs = results[workload][0]
             measured, reference = runs[run]["waf"], runs[full]["waf"]
             assert waf == f"{measured:.4f}", (label, workload)
-            assert change == _docs_percent((measured - 1) / (reference - 1) - 1), (label, workload)
+            assert change == docs_percent((measured - 1) / (reference - 1) - 1), (label, workload)
             checked += 1
     assert checked == 5 + 9 * 5
 
