@@ -70,13 +70,13 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from dogi_ml.errors import ConfigError
 from dogi_ml.features.extract import FEATURES, FeatureConfig, FeatureStream
 from dogi_ml.sim.kernels import prefetch
 from dogi_ml.sim.policy_api import (
     PlacementPolicy,
     SimContext,
     new_scalars,
-    no_reclaim_hook,
     record,
     refuse_unknown_params,
     scalar_fields,
@@ -139,7 +139,12 @@ SCALARS = scalar_fields(
     final_tiers=np.int64,  # 1: survivors of GN / G_frzn go to age tiers beyond the last BIR
     shift_bounds=np.int64,  # 1: c1..c9's bounds move up with mu (c1 keeps its initial width)
     c1_width=np.int64,  # c1's initial width (its upper bound minus the initial mu)
+    mu_sepbit=np.int64,  # 1: mu_rule=sepbit (mu from the lifespans of reclaimed G_hot segments)
+    hot_span_sum=np.int64,  # mu_rule=sepbit: lifespans of the G_hot segments reclaimed in the current window
+    hot_spans=np.int64,  # mu_rule=sepbit: how many (the window closes at HOT_SPAN_WINDOW)
 )
+#: mu_rule=sepbit: reclaimed G_hot segments per estimate of mu (SepBIT's 16 Class-1 segments)
+HOT_SPAN_WINDOW = 16
 
 
 #: DOGI's per-LBA state, one 16-byte row per LBA (issue 18): a user write and a GC relocation
@@ -213,7 +218,7 @@ def _shift_bounds(bounds, base, mu, width):
 @nb.njit(cache=True)
 def _adapt_mu(s, p):
     """Hot Filter's window step (Fig. 6), at the end of a window of user writes."""
-    st, bounds, ghi = p.scalars[0], p.bounds, p.group_hi
+    st = p.scalars[0]
     du = s.ctr[C_USER] - st.window_user0
     dg = s.ctr[C_GC] - st.window_gc0
     st.window_user0 = s.ctr[C_USER]
@@ -224,7 +229,7 @@ def _adapt_mu(s, p):
     waf = (du + dg) / du
     prev = st.window_waf
     st.window_waf = waf
-    if prev <= 0 or st.adapt_mu == 0:
+    if prev <= 0 or st.adapt_mu == 0 or st.mu_sepbit:
         return
     change = abs(waf - prev) / prev
     step = 0
@@ -237,18 +242,41 @@ def _adapt_mu(s, p):
     mu = st.hot_threshold + step * st.hot_step
     if mu < st.hot_step:
         mu = st.hot_step
+    st.last_step = step
+    _set_mu(p, st, mu)
+
+
+@nb.njit(cache=True)
+def _set_mu(p, st, mu):
+    """The Hot Filter's new threshold (at most its ceiling), wherever DOGI keeps it."""
     if mu > st.hot_threshold_max:
         mu = st.hot_threshold_max
     if mu != st.hot_threshold:
         st.hot_threshold_steps += 1
     st.hot_threshold = mu
-    st.last_step = step
-    bounds[0] = mu
+    p.bounds[0] = mu
     if st.shift_bounds:
-        _shift_bounds(bounds, p.base_bounds, mu, st.c1_width)
-    ghi[G_HOT] = mu
+        _shift_bounds(p.bounds, p.base_bounds, mu, st.c1_width)
+    p.group_hi[G_HOT] = mu
     if st.mode == MODE_ML:
         p.group_expiry[G_HOT] = mu
+
+
+@nb.njit(cache=True)
+def dogi_reclaim(s, p, victim, now):
+    """``mu_rule=sepbit``: SepBIT's threshold for its Class 1 (policies/sepbit.py, Algorithm 1's
+    ``l``) as the Hot Filter's mu. Each reclaimed G_hot segment's lifespan (reclaim time minus its
+    first append, as SepBIT's ``variant=paper``) is summed; after 16 of them mu becomes the largest
+    lifetime below their mean (SepBIT's test is ``v < l``, the Hot Filter's ``v <= mu``)."""
+    st = p.scalars[0]
+    if st.mu_sepbit == 0 or st.adapt_mu == 0 or s.seg_group[victim] != G_HOT:
+        return
+    st.hot_span_sum += now - s.seg_open_time[victim]
+    st.hot_spans += 1
+    if st.hot_spans == HOT_SPAN_WINDOW:
+        _set_mu(p, st, max((st.hot_span_sum - 1) // HOT_SPAN_WINDOW, 1))
+        st.hot_span_sum = 0
+        st.hot_spans = 0
 
 
 # dogi_user, dogi_gc and their helpers are inline="always" (dogi_ml/sim/_loop_template.py says
@@ -481,6 +509,7 @@ CHOICES = {
     "plog": ("validation", "mature"),
     "model_wait": ("none", "queue"),
     "censored_labels": ("long_bound", "age"),
+    "mu_rule": ("climb", "sepbit"),
 }
 
 
@@ -645,7 +674,7 @@ class DOGI(PlacementPolicy):
     place_user = dogi_user
     place_gc = dogi_gc
     prefetch_lba = dogi_prefetch
-    on_reclaim = no_reclaim_hook
+    on_reclaim = dogi_reclaim
 
     DEFAULTS = {
         "variant": "full",  # base | user | grp | full (Fig. 14)
@@ -657,6 +686,9 @@ class DOGI(PlacementPolicy):
         "mu_step": None,  # d; None = 65K scaled
         "mu_window": None,  # n; None = 10M user writes scaled
         "adapt_mu": True,
+        # how mu adapts: climb (the paper's Fig. 6, a step per window) | sepbit (SepBIT's Class-1
+        # threshold: the mean lifespan of the last 16 reclaimed G_hot segments)
+        "mu_rule": "climb",
         "sample_every": 10,
         "max_samples": 100_000,  # the ring keeps the latest samples (paper: 300K)
         # training samples' span (issue 12 §4): null = every labelled sample in the ring (about 9
@@ -707,7 +739,9 @@ class DOGI(PlacementPolicy):
         # data the last group's FIFO leaves alone: none, or unwritten (the LBAs no user write has
         # touched since the prefill, as oracles.chain's static="unwritten"; varmail: 86%)
         "model_static": "none",
-        "mu_bounds": "fixed",  # fixed (c1..c9 from capacity; mu stays below c1's bound) | shift (they move up with mu)
+        # fixed (c1..c9 from capacity; mu stays below c1's bound) | shift (they move up with mu);
+        # None: fixed with mu_rule=climb, shift with mu_rule=sepbit
+        "mu_bounds": None,
         "fallback_compare": "ghost",  # none (accuracy only, the paper) | ghost (also lose to the base design's ghost WAF)
         "fallback_margin": 0.02,  # the ML configuration may be this much worse than the base design
     }
@@ -727,6 +761,8 @@ class DOGI(PlacementPolicy):
         if cfg["variant"] not in VARIANTS:
             raise ValueError(f"policy {self.name}: variant must be one of {sorted(VARIANTS)}, got {cfg['variant']!r}")
         for key, allowed in CHOICES.items():
+            if key == "mu_bounds" and cfg[key] is None:
+                continue  # null: by mu_rule (below)
             if cfg[key] not in allowed:
                 words = ", ".join(allowed[:-1]) + " or " + allowed[-1]
                 raise ValueError(f"policy {self.name}: {key} must be {words}, got {cfg[key]!r}")
@@ -769,6 +805,25 @@ class DOGI(PlacementPolicy):
             raise ValueError(
                 f"policy {self.name}: label_lag must be >= 0 (capacities of user writes), got {cfg['label_lag']}"
             )
+        if cfg["mu_bounds"] is None:
+            cfg["mu_bounds"] = "shift" if cfg["mu_rule"] == "sepbit" else "fixed"
+        if cfg["mu_rule"] == "sepbit":
+            if cfg["mu_bounds"] == "fixed":
+                raise ConfigError(
+                    f"policy {self.name}: mu_rule=sepbit moves mu up to the capacity, mu_bounds=fixed keeps it below c1's bound",
+                    "drop policy.params.mu_bounds (sepbit shifts the bounds with mu)",
+                )
+            if not cfg["adapt_mu"]:
+                raise ConfigError(
+                    f"policy {self.name}: mu_rule=sepbit adapts mu, adapt_mu=false fixes it",
+                    "drop one of policy.params.mu_rule and policy.params.adapt_mu",
+                )
+            for key in ("mu_step", "mu_window"):
+                if cfg[key] is not None:
+                    raise ConfigError(
+                        f"policy {self.name}: {key} sizes the climb's steps, mu_rule=sepbit takes none",
+                        f"drop policy.params.{key} or set policy.params.mu_rule=climb",
+                    )
         self.cfg = cfg
         super().__init__(n_groups)
         self.user_ml, self.group_search, self.gc_reloc = VARIANTS[cfg["variant"]]
@@ -830,10 +885,20 @@ class DOGI(PlacementPolicy):
         st.final_greedy = int(c["final_victim"] == "greedy")
         st.predictor_latest = int(c["predictor"] == "latest")
         st.adapt_mu = int(bool(c["adapt_mu"]))
+        st.mu_sepbit = int(c["mu_rule"] == "sepbit")
         st.shift_bounds = int(c["mu_bounds"] == "shift")
         st.c1_width = int(bounds[1]) - mu
-        # fixed bounds: c1 must stay non-empty; shifting ones: up to the initial c3 bound
+        # fixed bounds: c1 must stay non-empty; shifting ones: up to the initial c3 bound;
+        # mu_rule=sepbit: up to the capacity, where SepBIT's FIFO queue caps its Class 1
         st.hot_threshold_max = int(bounds[3]) if st.shift_bounds else max(int(bounds[1]) - 1, 1)
+        base_bounds = bounds.astype(np.int64)
+        if st.mu_sepbit:
+            st.hot_threshold_max = cap
+            if c["mu"] is None:
+                # SepBIT's l starts at +inf: every rewrite of the last capacity is Class 1
+                st.hot_threshold = cap
+                bounds[0] = cap
+                _shift_bounds(bounds, base_bounds, cap, st.c1_width)
         st.frozen_filter = int(self.gc_reloc > 0)
         st.reloc_from_bound = int(c["reloc_remainder"] == "bound")
         st.reloc_floor = int(bool(c["reloc_floor"]))
@@ -852,7 +917,7 @@ class DOGI(PlacementPolicy):
             group_hi=np.full(N_GROUPS, INF, np.int64),
             group_final=np.ones(N_GROUPS, np.uint8),
             bounds=bounds.astype(np.int64),
-            base_bounds=bounds.astype(np.int64),
+            base_bounds=base_bounds,
             remaining=np.full((N_CAT, N_AGE_GRID), -1, np.int64),
             age_grid=np.geomspace(1, 64 * cap, N_AGE_GRID).astype(np.int64),
             rows=rows,
@@ -1112,6 +1177,7 @@ class DOGI(PlacementPolicy):
                 "mu_step",
                 "mu_window",
                 "adapt_mu",
+                "mu_rule",
                 "fallback_gc_age",
                 "final_victim",
                 "fallback_victims",
@@ -1514,6 +1580,8 @@ class DOGI(PlacementPolicy):
             parts.append(f"reloc={c['relocation']}")
         if c["fallback_victims"] != "all":
             parts.append(f"victims={c['fallback_victims']}")
+        if c["mu_rule"] != "climb":
+            parts.append(f"mu_rule={c['mu_rule']}")
         return "dogi" + (f"[{','.join(parts)}]" if parts else "")
 
     def summary(self, state) -> dict:

@@ -1546,6 +1546,8 @@ class Hybrid(DOGI):
     def label(self) -> str:
         h = self.hcfg
         parts = [f"{k}={h[k]}" for k in self.HYBRID_DEFAULTS if h[k] != self.HYBRID_DEFAULTS[k]]
+        if self.cfg["mu_rule"] != "climb":  # DOGI's switch, listed in conf/policy/hybrid.yaml
+            parts.append(f"mu_rule={self.cfg['mu_rule']}")
         return "hybrid" + (f"[{','.join(parts)}]" if parts else "")
 
     def summary(self, state) -> dict:
