@@ -5,7 +5,8 @@ Groups (fixed indices; a group that is not in use holds no segment):
 
 - ``G_hot`` (0): user writes whose latest invalidation time is ``<= mu`` (Hot Filter, §4.2.1);
   ``mu`` adapts per window of ``n`` user writes by ``d`` (keep if WAF moved < 5%, undo a step
-  that made WAF worse);
+  that made WAF worse); beyond the paper, ``mu_rule=sepbit`` takes SepBIT's Class-1 threshold
+  instead (:func:`dogi_reclaim`);
 - ``G1..GN`` (1..N, N <= 10): the ML-Alloc's categories c1..c10, merged into N contiguous
   groups by the Markov-chain search over PLog (``dogi_ml.markov.groups``, §4.3); a group's BIR is the
   union of its categories' ranges;
