@@ -22,7 +22,8 @@ and per scheme, and the speed each level costs.
   the environment and, because numpy, OpenBLAS and glibc read theirs only when they load (and
   ``import dogi_ml`` has loaded numpy), runs the same command line again in their presence
   (``os.execv``; ~0.25 s of CPU). Processes the run starts (sweep jobs of the joblib and submitit
-  launchers) inherit the environment.
+  launchers) inherit the environment. A variable the environment already holds at another value
+  is replaced with a one-line warning and recorded (``replaced`` in the record).
 * :func:`numerics_record`: which path this process runs (``mode`` ``portable``, ``avx2``,
   ``native`` or ``mixed``, each library's choice, the CPU's best, thread counts); every result
   JSON and MLflow run carries it as ``numerics``.
@@ -56,12 +57,14 @@ __all__ = [
     "TIMING_KEYS",
     "cpu_best",
     "mlflow_tags",
+    "machine_conflicts",
     "numerics_mode",
     "numerics_record",
     "outcome_digest",
     "pin_process",
     "pinned_environment",
     "portable_environment",
+    "replaced_settings",
     "x86_64",
 ]
 
@@ -71,6 +74,11 @@ MODE_ENV = "DOGI_ML_NUMERICS"
 #: CPU that runs numpy 2; ``avx2``: their AVX2 paths, the same bits on any CPU with AVX2 and FMA
 #: (x86-64-v3); ``native``: each library on its CPU's own path
 MODES = ("portable", "avx2", "native")
+#: the CPUs on which each pinned level gives the same bits (the replacement warning names them)
+LEVEL_SCOPE = {"portable": "any x86-64 CPU", "avx2": "any CPU with AVX2 and FMA"}
+#: where :func:`pin_process` leaves the variables it replaced (JSON: name -> the environment's
+#: value), for the process it runs again and the processes that one starts
+REPLACED_ENV = "DOGI_ML_NUMERICS_REPLACED"
 
 #: OpenBLAS's kernels per level: Nehalem's (SSE2/SSE3, every CPU that runs numpy 2), Haswell's
 #: (AVX2 and FMA)
@@ -144,8 +152,8 @@ def numerics_mode() -> str:
 
 
 def _conflicts(want: dict[str, str]) -> dict[str, str]:
-    """Pinned variables the user set to something else (GLIBC_TUNABLES may hold other tunables:
-    only its ``glibc.cpu.hwcaps`` entry has to be ours)."""
+    """Pinned variables the environment holds at another value, with that value (GLIBC_TUNABLES may
+    hold other tunables: only its ``glibc.cpu.hwcaps`` entry has to be ours)."""
     out = {}
     for key, value in want.items():
         have = os.environ.get(key)
@@ -157,6 +165,20 @@ def _conflicts(want: dict[str, str]) -> dict[str, str]:
                 continue
         out[key] = have
     return out
+
+
+def machine_conflicts(level: str = "portable") -> dict[str, str]:
+    """The variables ``level`` pins that this process's environment holds at other values, with
+    those values (what :func:`pin_process` would replace)."""
+    return _conflicts(pinned_environment(level))
+
+
+def _replacement(key: str, have: str, value: str) -> str:
+    """What a conflicting variable becomes: the level's value (in GLIBC_TUNABLES, only the
+    ``glibc.cpu.hwcaps`` entry is replaced; the other tunables stay)."""
+    if key != "GLIBC_TUNABLES":
+        return value
+    return ":".join(value if t.startswith("glibc.cpu.hwcaps=") else t for t in have.split(":"))
 
 
 def _missing(want: dict[str, str]) -> dict[str, str]:
@@ -172,12 +194,26 @@ def _missing(want: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def replaced_settings() -> dict[str, str]:
+    """The variables the pin replaced in this process (and in the process it ran again as), with
+    the values the environment had: ``{}`` when it replaced none."""
+    raw = os.environ.get(REPLACED_ENV)
+    return json.loads(raw) if raw else {}
+
+
 def pin_process() -> None:
     """Hold this process to the level ``DOGI_ML_NUMERICS`` names (``portable`` by default; nothing
-    for ``native``): set its variables and, when some were missing, execute the same command line
-    again with them (the process is replaced; this function returns only when nothing is left to
-    set). A pinned variable the user set to another value, or ``avx2`` on a CPU without AVX2 and
-    FMA, is a one-line error."""
+    for ``native``): set its variables and, when some were missing or held another value, execute
+    the same command line again with them (the process is replaced; this function returns only
+    when nothing is left to set).
+
+    A variable of the level that the environment holds at another value (a machine that exports
+    ``OPENBLAS_CORETYPE=Haswell`` for every program) is replaced, never in silence: one
+    ``warning:`` line on stderr names it, its value and the way to keep it
+    (``DOGI_ML_NUMERICS=native``), and the run's ``numerics`` record carries it as ``replaced``.
+    The level is the project's promise (the same bits on any x86-64 CPU) and the one setting of
+    the project that the variables serve; refusing instead stopped every command on such a
+    machine. ``avx2`` on a CPU without AVX2 and FMA, or an unknown level, is a one-line error."""
     mode = numerics_mode()
     if mode == "native" or not x86_64():
         return
@@ -191,16 +227,21 @@ def pin_process() -> None:
     want = pinned_environment(mode)
     conflicts = _conflicts(want)
     if conflicts:
-        key, have = next(iter(conflicts.items()))
-        raise ConfigError(
-            f"{key}={have} is set, but {MODE_ENV}={mode} numerics pin {key}={want[key]}",
-            f"unset {key}, or set {MODE_ENV}=native to let each library follow the CPU and your settings "
-            "(results then repeat on this CPU type only)",
+        replaced = {**replaced_settings(), **conflicts}
+        os.environ.update({key: _replacement(key, have, want[key]) for key, have in conflicts.items()})
+        os.environ[REPLACED_ENV] = json.dumps(replaced, sort_keys=True)
+        theirs = ", ".join(f"{key}={have}" for key, have in conflicts.items())
+        ours = ", ".join(f"{key}={os.environ[key]}" for key in conflicts)
+        print(
+            f"warning: {theirs} from the environment replaced by {ours} for this run ({MODE_ENV}={mode} "
+            f"holds each float library to one path, the same bits on {LEVEL_SCOPE[mode]}) -- set "
+            f"{MODE_ENV}=native to keep {theirs} (results then repeat on this CPU type only)",
+            file=sys.stderr,
         )
     missing = _missing(want)
-    if not missing:
-        return
     os.environ.update(missing)
+    if not (missing or conflicts):
+        return
     sys.stdout.flush()
     sys.stderr.flush()
     # numpy (imported with dogi_ml), its OpenBLAS and glibc read their variables when they load
@@ -281,7 +322,8 @@ def numerics_record() -> dict:
     """Which floating-point path this process runs. ``mode``: ``portable`` or ``avx2`` (every
     library on that level's path), ``native`` (asked for, or no library pinned) or ``mixed`` (the
     libraries in ``unpinned`` on their own: loaded before the pin, e.g. in a Python session
-    started without it); ``requested`` (``DOGI_ML_NUMERICS``); each library's choice; the CPU and
+    started without it); ``requested`` (``DOGI_ML_NUMERICS``); ``replaced``: the pinned variables the
+    environment held at other values, with those values (:func:`pin_process`); each library's choice; the CPU and
     its best level; thread counts. ``torch`` is null when the run did not load torch."""
     import numba
     import numpy as np
@@ -311,6 +353,7 @@ def numerics_record() -> dict:
         "mode": mode,
         "requested": requested,
         "unpinned": unpinned if mode == "mixed" else [],
+        "replaced": replaced_settings(),
         "cpu": name,
         "cpu_best": cpu_best(),
         "torch": torch_info,

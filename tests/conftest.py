@@ -37,6 +37,22 @@ def zipf_small():
     return zipf_writes(CAP, 8 * CAP, theta=1.0, seed=11)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_machine_wide_numerics_variable():
+    """Command lines the tests start run as on a machine that exports none of the variables the
+    default numerics level pins: a machine that exports one (OPENBLAS_CORETYPE=Haswell on a class
+    of CI machines) makes every command print a replacement warning before its output, and the
+    tests that assert a command's exact stderr (one error line) would see two lines.
+    tests/test_determinism.py starts its own processes with such a variable and checks the
+    replacement and its warning."""
+    from dogi_ml import determinism
+
+    with pytest.MonkeyPatch.context() as mp:
+        for key in determinism.machine_conflicts():
+            mp.delenv(key)
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _isolated_mlflow_uri():
     """mlflow.set_tracking_uri() exports MLFLOW_TRACKING_URI into the environment; a test that

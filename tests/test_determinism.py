@@ -193,20 +193,54 @@ def test_pin_process_runs_the_command_again_pinned_and_keeps_other_tunables():
         assert {b["core"] for b in record["openblas"]} == {"Haswell"} and "X86_V4" not in record["numpy_simd"]
 
 
-def test_a_conflicting_setting_or_mode_is_a_one_line_error(monkeypatch, tmp_path):
-    monkeypatch.delenv(determinism.MODE_ENV, raising=False)
-    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "avx2")
-    with pytest.raises(ConfigError, match="ATEN_CPU_CAPABILITY=avx2 is set, but DOGI_ML_NUMERICS=portable.*unset ATEN"):
-        determinism.pin_process()
+def test_a_conflicting_variable_is_replaced_with_a_warning_and_recorded():
+    """A machine may export a pinned variable for every program (OPENBLAS_CORETYPE=Haswell was
+    set on a whole class of the project's CI machines, where refusing it stopped every command):
+    the level replaces it, says so in one warning line naming the value and how to keep it, and
+    the record carries it; GLIBC_TUNABLES loses only its hwcaps entry."""
+    env = {k: v for k, v in os.environ.items() if k not in PINNED and k != determinism.REPLACED_ENV}
+    env |= {"OPENBLAS_CORETYPE": "Haswell", "GLIBC_TUNABLES": "glibc.malloc.arena_max=2:glibc.cpu.hwcaps=-AVX2"}
+    code = (
+        "import json, os; from dogi_ml import determinism as d; d.pin_process(); "
+        "print(json.dumps([d.numerics_record(), os.environ['GLIBC_TUNABLES']]))"
+    )
+    proc = python(code, env)
+    assert proc.returncode == 0, proc.stderr
+    record, tunables = json.loads(proc.stdout)
+    assert record["mode"] == "portable" and record["unpinned"] == [], record
+    assert {b["core"] for b in record["openblas"]} == {"Nehalem"}
+    assert record["replaced"] == {"OPENBLAS_CORETYPE": "Haswell", "GLIBC_TUNABLES": env["GLIBC_TUNABLES"]}
+    assert tunables == "glibc.malloc.arena_max=2:" + determinism.GLIBC_HWCAPS
+    warning = [line for line in proc.stderr.splitlines() if line.startswith("warning: ")]
+    assert warning == [
+        f"warning: OPENBLAS_CORETYPE=Haswell, GLIBC_TUNABLES={env['GLIBC_TUNABLES']} from the environment "
+        f"replaced by OPENBLAS_CORETYPE=Nehalem, GLIBC_TUNABLES={tunables} for this run (DOGI_ML_NUMERICS=portable "
+        "holds each float library to one path, the same bits on any x86-64 CPU) -- set DOGI_ML_NUMERICS=native to "
+        f"keep OPENBLAS_CORETYPE=Haswell, GLIBC_TUNABLES={env['GLIBC_TUNABLES']} (results then repeat on this CPU "
+        "type only)"
+    ], proc.stderr
+    # native keeps the environment's value, and nothing is replaced
+    proc = python(code.replace("os.environ['GLIBC_TUNABLES']", "0"), {**env, determinism.MODE_ENV: "native"})
+    record, _ = json.loads(proc.stdout)
+    assert record["replaced"] == {} and {b["core"] for b in record["openblas"]} == {"Haswell"}
+    assert "warning" not in proc.stderr
+
+
+def test_an_unknown_mode_is_a_one_line_error_and_the_command_line_warns_once(monkeypatch, tmp_path):
     monkeypatch.setenv(determinism.MODE_ENV, "fast")
     with pytest.raises(ConfigError, match="DOGI_ML_NUMERICS='fast' is not a numerics mode.*portable, avx2, native"):
         determinism.pin_process()
-    env = {k: v for k, v in os.environ.items() if k not in PINNED} | {"ATEN_CPU_CAPABILITY": "avx2"}
+    env = {k: v for k, v in os.environ.items() if k not in PINNED and k != determinism.REPLACED_ENV}
     proc = subprocess.run(
-        [sys.executable, "-m", "dogi_ml", "simulate", "+workload=zipf"],
+        [sys.executable, "-m", "dogi_ml", "simulate"],
         cwd=tmp_path,
-        env=env,
+        env=env | {"ATEN_CPU_CAPABILITY": "avx2"},
         capture_output=True,
         text=True,
     )
-    assert proc.returncode == 2 and proc.stderr.startswith("error: ATEN_CPU_CAPABILITY=avx2 is set")
+    # the warning once (the command line ran again pinned, with nothing left to replace), then
+    # the command's own one-line error
+    lines = proc.stderr.splitlines()
+    assert lines[0].startswith("warning: ATEN_CPU_CAPABILITY=avx2 from the environment replaced by "), proc.stderr
+    assert sum(line.startswith("warning: ") for line in lines) == 1
+    assert proc.returncode == 2 and lines[1].startswith("error: no workload given -- add +workload=NAME"), proc.stderr
