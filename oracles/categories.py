@@ -17,8 +17,13 @@ MIN_BOUND_RATIO = 1.5
 
 
 def scaled_mu(capacity: int, mu: int | None = None) -> int:
-    """The hot threshold for ``capacity`` (paper: 200K blocks at 128 GiB)."""
-    return int(mu) if mu else max(1, int(round(PAPER_MU * capacity / PAPER_CAPACITY)))
+    """The hot threshold for ``capacity`` (paper: 200K blocks at 128 GiB), or ``mu`` when given
+    (at least 1: a 0 once stood for "unset" here and replaced a user's 0 by the default)."""
+    if mu is None:
+        return max(1, int(round(PAPER_MU * capacity / PAPER_CAPACITY)))
+    if int(mu) < 1:
+        raise ValueError(f"the hot threshold mu must be at least 1 block, got {mu}")
+    return int(mu)
 
 
 def category_bounds(capacity: int, mu: int | None = None) -> np.ndarray:

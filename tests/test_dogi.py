@@ -131,7 +131,12 @@ def test_hot_filter_window_rule(trace):
     [
         ({"variant": "nope"}, "variant must be one of"),
         ({"predictor": "oracle"}, "predictor must be ml or latest"),
-        ({"intermediate_groups": 11}, "intermediate_groups must lie in"),
+        ({"intermediate_groups": 11}, "policy.params.intermediate_groups=11 must be >= 1 and <= 10"),
+        ({"mu": 0}, "policy.params.mu=0 must be positive"),  # read as unset: the scaled default
+        ({"mu": -5}, "policy.params.mu=-5 must be positive"),
+        ({"mu": "abc"}, "policy.params.mu=.abc. is not a whole number"),
+        ({"retrain_every": 0.5}, "policy.params.retrain_every=0.5 is not a whole number"),
+        ({"label_lag": -1}, "policy.params.label_lag=-1 must be >= 0.0"),
         ({"fallback_accuracy": 1.5}, "fallback_accuracy"),
         ({"bogus": 1}, "unknown parameter"),
     ],

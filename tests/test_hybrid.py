@@ -515,7 +515,7 @@ def test_bad_switches_are_refused():
     ) as refused:
         make_policy("hybrid", colour="blue")
     assert str(refused.value).count(" relocation,") == 1  # DOGI's and the hybrid's switch: one key
-    with pytest.raises(ValueError, match="policy hybrid: sample_every must be >= 1, got 0"):
+    with pytest.raises(ValueError, match="policy.params.sample_every=0 must be positive"):
         make_policy("hybrid", sample_every=0)
 
 

@@ -71,7 +71,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from dogi_ml.errors import ConfigError
+from dogi_ml.errors import ConfigError, checked_setting
 from dogi_ml.features.extract import FEATURES, FeatureConfig, FeatureStream
 from dogi_ml.sim.kernels import prefetch
 from dogi_ml.sim.policy_api import (
@@ -513,6 +513,28 @@ CHOICES = {
     "mu_rule": ("climb", "sepbit"),
 }
 
+#: DOGI's numeric parameters: (kind, smallest value, largest value or None, example). Each is
+#: checked with its key before anything reads it: ``mu=0`` once became the scaled default
+#: without a word (``scaled_mu`` reads 0 as unset), ``mu=-5`` ran as if unset, ``mu=abc`` ended
+#: in Python's "invalid literal for int()". A parameter whose default is None may be null.
+NUMERIC_PARAMS = {
+    "mu": (int, 1, None, 1562),
+    "mu_step": (int, 1, None, 512),
+    "mu_window": (int, 1, None, 78125),
+    "sample_every": (int, 1, None, 10),
+    "max_samples": (int, 1, None, 100_000),
+    "min_samples": (int, 1, None, 2_000),
+    "retrain_every": (int, 1, None, 203_125),
+    "frozen_clock": (int, 1, None, 1_562_500),
+    "fallback_gc_age": (int, 1, None, 262_144),
+    "intermediate_groups": (int, 1, N_CAT, 4),
+    "seed": (int, 0, None, 0),
+    "train_span": (float, None, None, 0.3),
+    "label_lag": (float, 0.0, None, 0.3),
+    "fallback_accuracy": (float, 0.0, None, 0.1),
+    "fallback_margin": (float, 0.0, None, 0.02),
+}
+
 
 def use_model_against_base(
     mode: int, measured: float | None, base: float, modelled: float | None, calibration: float | None, margin: float
@@ -759,6 +781,18 @@ class DOGI(PlacementPolicy):
                 "intermediate groups with params.intermediate_groups"
             )
         cfg = {**self.DEFAULTS, **params}
+        for key, (kind, minimum, maximum, example) in NUMERIC_PARAMS.items():
+            value = cfg[key]
+            cfg[key] = checked_setting(
+                int(value) if isinstance(value, np.integer) else value,
+                f"policy.params.{key}",
+                kind,
+                minimum=minimum,
+                maximum=maximum,
+                above=0.0 if key == "train_span" else None,
+                nullable=self.DEFAULTS[key] is None,
+                example=example,
+            )
         if cfg["variant"] not in VARIANTS:
             raise ValueError(f"policy {self.name}: variant must be one of {sorted(VARIANTS)}, got {cfg['variant']!r}")
         for key, allowed in CHOICES.items():
