@@ -655,6 +655,40 @@ def test_max_groups_reaches_the_scheme_that_reads_it(policy, params, message):
     assert message in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("policy", "params", "message"),
+    [
+        # the schemes converted with int()/float() deep inside ("invalid literal for int() with
+        # base 10: 'abc'", no key) or read the value without a word (Shiro's seed='abc')
+        (
+            "shiro",
+            {"seed": "abc"},
+            "policy.params.seed='abc' is not a whole number -- give a whole number, e.g. policy.params.seed=0",
+        ),
+        ("phftl", {"seed": -1}, "policy.params.seed=-1 must be >= 0 -- give e.g. policy.params.seed=0"),
+        ("minos", {"agg": "x"}, "policy.params.agg='x' is not a whole number"),
+        (
+            "hybrid",
+            {"horizon": "far"},
+            "policy.params.horizon='far' is not a number -- give a number, e.g. policy.params.horizon=4.0",
+        ),
+        ("midas", {"max_groups": 2.5}, "policy.params.max_groups=2.5 is not a whole number"),
+        ("adapt", {"n_sets": -1}, "policy.params.n_sets=-1 must be positive"),
+        # 0 was read as unset: DOGI ran at the scaled default mu
+        ("dogi", {"mu": 0}, "policy.params.mu=0 must be positive"),
+    ],
+)
+def test_a_policy_number_of_the_wrong_kind_names_its_key(policy, params, message):
+    from dogi_ml.pipeline.simulate import build_simulator
+    from dogi_ml.traces.generators import zipf
+
+    with pytest.raises(ConfigError) as info:
+        build_simulator(
+            zipf(8192, 8192, seed=1), {"name": policy, "params": params}, {"segment_blocks": 32, "op_ratio": 0.3}
+        )
+    assert message in str(info.value)
+
+
 @pytest.mark.parametrize(("policy", "reads"), [("dogi", "adapt_mu, censored_labels, deployed"), ("sepbit", "variant")])
 def test_an_unknown_policy_parameter_names_its_key_and_what_the_scheme_reads(policy, reads):
     """DOGI's message said 'accepted: []' (its parameters were not its accepted_params), and no

@@ -13,7 +13,7 @@ import numpy as np
 
 from dogi_ml.determinism import numerics_record
 from dogi_ml.errors import ConfigError
-from dogi_ml.pipeline.common import multirun, require_workload, sim_config, sweep_dir
+from dogi_ml.pipeline.common import check_policy_numbers, multirun, require_workload, sim_config, sweep_dir
 from dogi_ml.policies import KEEP_VICTIM, configured_victim, make_policy, policy_params
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.traces.trace import Trace
@@ -176,6 +176,7 @@ def build_simulator(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping) -> tupl
     config = checked_sim_config(policy_cfg, sim_cfg)  # before NoDaP's search, which takes minutes
     writes, cap = simulation_writes(trace, config.capacity_blocks)
     params = policy_params(policy_cfg)
+    check_policy_numbers(policy_cfg["name"], params)
     n_groups = policy_cfg.get("n_groups")
     search_info = None
     if policy_cfg["name"] == "nodap":

@@ -362,6 +362,11 @@ class ADAPT(PlacementPolicy):
         self.filters = int(params.get("filters", 4))
         self.filter_items = float(params.get("filter_items", 0.0625))
         self.filter_bits = int(params.get("filter_bits", 8))
+        for key in ("min_sampled", "min_ghost_segment", "n_sets", "filters"):
+            if getattr(self, key) < 1:  # -1 ran: an empty ghost set, a ghost segment of no block
+                raise ConfigError(
+                    f"policy.params.{key}={getattr(self, key)} must be positive", f"give e.g. policy.params.{key}=8"
+                )
         if self.demote_score < 1 or self.demote_score > self.filters:
             raise ValueError(
                 f"policy adapt: demote_score must be in 1..filters={self.filters}, got {self.demote_score}"
