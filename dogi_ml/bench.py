@@ -13,7 +13,7 @@ from rich.table import Table
 
 from dogi_ml.determinism import numerics_mode, numerics_record
 from dogi_ml.oracles.annotate import annotate
-from dogi_ml.policies import KEEP_VICTIM, make_policy, policy_params
+from dogi_ml.policies import KEEP_VICTIM, check_policy_numbers, make_policy, policy_params
 from dogi_ml.report import console
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.traces.generators import ZipfSampler
@@ -168,6 +168,7 @@ def bench_paper_scale(
     elif policy_cfg is not None:
         pc = OmegaConf.to_container(policy_cfg, resolve=True) if OmegaConf.is_config(policy_cfg) else dict(policy_cfg)
         name, n_groups, params = pc["name"], pc.get("n_groups"), policy_params(pc)
+        check_policy_numbers(name, params)
         victim = pc.get("victim", KEEP_VICTIM)
     else:
         name, n_groups, params, victim = "sepbit", None, {}, KEEP_VICTIM

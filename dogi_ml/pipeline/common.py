@@ -4,7 +4,7 @@ workload check."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import dogi_ml.conf
@@ -17,38 +17,6 @@ CONF_DIR = str(Path(dogi_ml.conf.__file__).resolve().parent)
 def available(group: str) -> list[str]:
     """The config names of a Hydra config group (``workload``, ``policy``, ...)."""
     return sorted(p.stem for p in (Path(CONF_DIR) / group).glob("*.yaml"))
-
-
-@functools.cache
-def policy_number_defaults(name: str) -> dict:
-    """The numeric parameters of scheme ``name`` and their defaults, from the packaged policy
-    configs that run it (conf/policy/*.yaml whose ``name`` is it); a key whose defaults are not
-    numbers of one kind in all of them is left out."""
-    from omegaconf import OmegaConf
-
-    out: dict = {}
-    for path in sorted((Path(CONF_DIR) / "policy").glob("*.yaml")):
-        cfg = OmegaConf.to_container(OmegaConf.load(path))
-        if cfg.get("name", path.stem) != name:
-            continue
-        for key, value in (cfg.get("params") or {}).items():
-            number = isinstance(value, (int, float)) and not isinstance(value, bool)
-            same = key not in out or (out[key] is not None and number and type(out[key][1]) is type(value))
-            out[key] = (type(value), value) if number and same else None
-    return {key: value for key, value in out.items() if value is not None}
-
-
-def check_policy_numbers(name: str, params: Mapping) -> None:
-    """A one-line error naming ``policy.params.KEY`` when a parameter the scheme's config gives a
-    number is set to something else (a string, a switch, a list): the schemes convert with
-    ``int()``/``float()`` deep inside, whose messages name no key, and a few read such a value
-    without a word (``seed=abc``). null stays the scheme's to judge."""
-    for key, value in params.items():
-        kind = policy_number_defaults(name).get(key)
-        if kind is not None and value is not None:
-            # a seed seeds numpy's generators too, which take none below 0
-            minimum = 0 if key == "seed" else None
-            checked_setting(value, f"policy.params.{key}", kind[0], minimum=minimum, example=kind[1])
 
 
 def compose_config(command: str, overrides: Sequence[str] = ()):

@@ -13,8 +13,8 @@ import numpy as np
 
 from dogi_ml.determinism import numerics_record
 from dogi_ml.errors import ConfigError
-from dogi_ml.pipeline.common import check_policy_numbers, multirun, require_workload, sim_config, sweep_dir
-from dogi_ml.policies import KEEP_VICTIM, configured_victim, make_policy, policy_params
+from dogi_ml.pipeline.common import multirun, require_workload, sim_config, sweep_dir
+from dogi_ml.policies import KEEP_VICTIM, check_policy_numbers, configured_victim, make_policy, policy_params
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.traces.trace import Trace
 from dogi_ml.traces.workload import workload_capacity
