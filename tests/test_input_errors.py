@@ -431,10 +431,20 @@ def test_sim_settings_keep_good_values():
         ({"capacity_blocks": 0}, "workload.capacity_blocks=0 must be positive"),
         ({"capacity_blocks": "big"}, "workload.capacity_blocks='big' is not a whole number"),
         ({"write_volume": 0}, "workload.write_volume=0 must be above 0"),
+        # "seed must be >= 0, got -1" named no key
+        ({"seed": -1}, "workload.seed=-1 must be >= 0 -- give e.g. workload.seed=0"),
+        # float()'s "could not convert string to float: 'abc'" named no key
+        ({"generator": "zipf", "params": {"theta": "abc"}}, "workload.params.theta='abc' is not a number"),
+        # a string switch ran as true without a word
+        (
+            {"generator": "phase_shift", "params": {"reshuffle": "maybe"}},
+            "workload.params.reshuffle='maybe' is not true or false -- give workload.params.reshuffle=true or",
+        ),
+        ({"generator": "varmail", "params": {"emit_trims": 1}}, "workload.params.emit_trims=1 is not true or false"),
     ],
 )
 def test_workload_settings_are_checked_by_name(tmp_path, workload, message):
-    cfg = {"name": "uniform", "source": "generator", "generator": "uniform", "capacity_blocks": 1024, **workload}
+    cfg = {"name": "w", "source": "generator", "generator": "uniform", "capacity_blocks": 1024, **workload}
     with pytest.raises(ConfigError, match=re.escape(message)):
         load_workload(cfg, cache_dir=None)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from dogi_ml.errors import DogiMLError, checked_setting
 
 from .binfmt import content_hash, read_binary, write_trace
-from .generators import GENERATORS, generate
+from .generators import GENERATORS, default_params, generate
 from .readers import check_format, input_warnings, read_trace
 from .trace import Trace, TraceWarning
 
@@ -71,6 +71,21 @@ def _check_keys(cfg: dict, source: str) -> None:
         raise WorkloadError(f"workload.{key}: no such workload setting", hint)
 
 
+def _checked_generator_params(kind: str, params: dict) -> dict:
+    """``params`` with each value checked against the kind of its default (a switch, a number),
+    naming ``workload.params.KEY``: a string where a number belongs ended in float()'s message,
+    with no key, and ``reshuffle=maybe`` ran as true without a word. Ranges stay the generator's
+    to check (its messages name the parameter); null stays the generator's to judge."""
+    defaults = default_params(kind)
+    for key, value in params.items():
+        default = defaults.get(key)
+        if value is None or default is None or isinstance(default, str):
+            continue
+        kind_of = bool if isinstance(default, bool) else float  # an int default: the generator checks whole-ness
+        checked_setting(value, f"workload.params.{key}", kind_of, example=default)
+    return params
+
+
 def load_workload(cfg: Mapping, cache_dir: str | Path | None = ".cache/dogi_ml/traces", log=print) -> Trace:
     """Build or load the trace a ``workload`` config describes (a key its source does not read is
     refused)."""
@@ -86,8 +101,8 @@ def load_workload(cfg: Mapping, cache_dir: str | Path | None = ".cache/dogi_ml/t
         cap = checked_setting(cfg.get("capacity_blocks"), "workload.capacity_blocks", int, minimum=1, example=262144)
         volume = checked_setting(cfg.get("write_volume", 16.0), "workload.write_volume", float, above=0, example=16)
         n_writes = int(round(float(volume) * cap))
-        params = dict(cfg.get("params") or {})
-        seed = checked_setting(cfg.get("seed", 0), "workload.seed", int, example=0)
+        params = _checked_generator_params(kind, dict(cfg.get("params") or {}))
+        seed = checked_setting(cfg.get("seed", 0), "workload.seed", int, minimum=0, example=0)
         key_src = json.dumps(
             {"generator": kind, "capacity": cap, "n_writes": n_writes, "seed": seed, "params": params}, sort_keys=True
         )
