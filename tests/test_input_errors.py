@@ -684,11 +684,13 @@ def test_max_groups_reaches_the_scheme_that_reads_it(policy, params, message):
         ),
         ("midas", {"max_groups": 2.5}, "policy.params.max_groups=2.5 is not a whole number"),
         ("adapt", {"n_sets": -1}, "policy.params.n_sets=-1 must be positive"),
+        # bool() read a string as true without a word
+        ("adapt", {"ghost": "maybe"}, "policy.params.ghost='maybe' is not true or false"),
         # 0 was read as unset: DOGI ran at the scaled default mu
         ("dogi", {"mu": 0}, "policy.params.mu=0 must be positive"),
     ],
 )
-def test_a_policy_number_of_the_wrong_kind_names_its_key(policy, params, message):
+def test_a_policy_parameter_of_the_wrong_kind_names_its_key(policy, params, message):
     from dogi_ml.pipeline.simulate import build_simulator
     from dogi_ml.traces.generators import zipf
 

@@ -289,6 +289,18 @@ def adapt_chunk_due(s, p, group, due_us):
     return None
 
 
+def _switch(params: dict, key: str, default: bool) -> bool:
+    """Switch ``key`` of ``params`` (``default`` when unset): true or false, else a one-line error
+    naming it (``bool()`` read ``ghost=maybe`` as true without a word)."""
+    value = params.get(key, default)
+    if not isinstance(value, bool):
+        raise ConfigError(
+            f"policy.params.{key}={value!r} is not true or false",
+            f"give policy.params.{key}=true or policy.params.{key}=false",
+        )
+    return value
+
+
 @register
 class ADAPT(PlacementPolicy):
     name = "adapt"
@@ -305,18 +317,18 @@ class ADAPT(PlacementPolicy):
                 "drop policy.n_groups",
             )
         super().__init__(n_groups, **params)
-        self.aggregate = bool(params.get("aggregate", True))
-        self.demote = bool(params.get("demote", True))
-        self.ghost = bool(params.get("ghost", True))
+        self.aggregate = _switch(params, "aggregate", True)
+        self.demote = _switch(params, "demote", True)
+        self.ghost = _switch(params, "ghost", True)
         # the ghosts emulate the aggregation the real groups do (else they judge thresholds by
         # the padding of a system without it; only meaningful with aggregate on)
-        self.ghost_aggregate = bool(params.get("ghost_aggregate", True))
+        self.ghost_aggregate = _switch(params, "ghost_aggregate", True)
         # §3.2's cold start: the ghosts' first window is centred on SepBIT's l (the hot segments'
         # lifespan) once it is known, and they apply a threshold only after a ghost GC
-        self.ghost_cold_start = bool(params.get("ghost_cold_start", True))
+        self.ghost_cold_start = _switch(params, "ghost_cold_start", True)
         # the ghosts simulate the GC groups too and count every copy (else, as §3.2, they
         # discard a user victim's valid blocks and count only that first move)
-        self.ghost_gc_groups = bool(params.get("ghost_gc_groups", False))
+        self.ghost_gc_groups = _switch(params, "ghost_gc_groups", False)
         # a fixed hot/cold threshold (user writes) in place of SepBIT's l, for studies of the
         # threshold itself (the ghost sets would move it)
         fixed = params.get("threshold")
@@ -341,15 +353,15 @@ class ADAPT(PlacementPolicy):
             )
         self.base = SepBIT(variant=base)
         # §3.3's shadow append applied to the GC groups' partial chunks at a GC pass's end
-        self.gc_aggregate = bool(params.get("gc_aggregate", False))
-        self.gc_into_cold = bool(params.get("gc_into_cold", False))
+        self.gc_aggregate = _switch(params, "gc_aggregate", False)
+        self.gc_into_cold = _switch(params, "gc_into_cold", False)
         if self.gc_into_cold and not self.gc_aggregate:
             raise ValueError("policy adapt: gc_into_cold acts at GC-pass ends only with gc_aggregate: true; set both")
         self.demote_score = int(params.get("demote_score", 4))
         # only the coldest GC group's cascade demotes (§3.4 aims at "long-lived cold blocks"; its
         # rule takes the best score over all GC groups, the default)
-        self.demote_coldest = bool(params.get("demote_coldest", False))
-        self.demote_hot = bool(params.get("demote_hot", False))
+        self.demote_coldest = _switch(params, "demote_coldest", False)
+        self.demote_hot = _switch(params, "demote_hot", False)
         if (self.demote_coldest or self.demote_hot) and not self.demote:
             raise ValueError(
                 "policy adapt: demote_coldest / demote_hot shape the demotion, which demote: false turns off; "

@@ -513,6 +513,10 @@ CHOICES = {
     "mu_rule": ("climb", "sepbit"),
 }
 
+#: DOGI's switches: true or false only (``ghost_process`` and ``feature_thread`` are checked with
+#: their own options below)
+SWITCH_PARAMS = ("adapt_mu", "retire_unused", "reloc_floor", "reloc_repeat", "final_tiers", "model_hot")
+
 #: DOGI's numeric parameters: (kind, smallest value, largest value or None, example). Each is
 #: checked with its key before anything reads it: ``mu=0`` once became the scaled default
 #: without a word (``scaled_mu`` reads 0 as unset), ``mu=-5`` ran as if unset, ``mu=abc`` ended
@@ -793,6 +797,8 @@ class DOGI(PlacementPolicy):
                 nullable=self.DEFAULTS[key] is None,
                 example=example,
             )
+        for key in SWITCH_PARAMS:  # a string was truthy: adapt_mu=maybe ran as true without a word
+            cfg[key] = checked_setting(cfg[key], f"policy.params.{key}", bool)
         if cfg["variant"] not in VARIANTS:
             raise ValueError(f"policy {self.name}: variant must be one of {sorted(VARIANTS)}, got {cfg['variant']!r}")
         for key, allowed in CHOICES.items():
