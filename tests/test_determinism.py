@@ -45,6 +45,7 @@ PINNED = [
     "NUMBA_CPU_NAME",
     "NUMBA_CPU_FEATURES",
     determinism.MODE_ENV,
+    determinism.REPLACED_ENV,
 ]
 
 SMALL_SIM = ["workload.capacity_blocks=4096", "workload.write_volume=8", "sim.segment_blocks=16"]
@@ -165,13 +166,17 @@ def python(code: str, env: dict) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
 
 
+#: a child that pins itself, then prints its record and GLIBC_TUNABLES
+PIN_AND_RECORD = (
+    "import json, os; from dogi_ml import determinism as d; d.pin_process(); "
+    "print(json.dumps([d.numerics_record(), os.environ['GLIBC_TUNABLES']]))"
+)
+
+
 def test_pin_process_runs_the_command_again_pinned_and_keeps_other_tunables():
     env = {k: v for k, v in os.environ.items() if k not in PINNED}
     env["GLIBC_TUNABLES"] = "glibc.malloc.arena_max=2"
-    code = (
-        "import json, os; from dogi_ml import determinism as d; d.pin_process(); "
-        "print(json.dumps([d.numerics_record(), os.environ['GLIBC_TUNABLES']]))"
-    )
+    code = PIN_AND_RECORD
     proc = python(code, env)
     assert proc.returncode == 0, proc.stderr
     record, tunables = json.loads(proc.stdout)
@@ -198,12 +203,9 @@ def test_a_conflicting_variable_is_replaced_with_a_warning_and_recorded():
     set on a whole class of the project's CI machines, where refusing it stopped every command):
     the level replaces it, says so in one warning line naming the value and how to keep it, and
     the record carries it; GLIBC_TUNABLES loses only its hwcaps entry."""
-    env = {k: v for k, v in os.environ.items() if k not in PINNED and k != determinism.REPLACED_ENV}
+    env = {k: v for k, v in os.environ.items() if k not in PINNED}
     env |= {"OPENBLAS_CORETYPE": "Haswell", "GLIBC_TUNABLES": "glibc.malloc.arena_max=2:glibc.cpu.hwcaps=-AVX2"}
-    code = (
-        "import json, os; from dogi_ml import determinism as d; d.pin_process(); "
-        "print(json.dumps([d.numerics_record(), os.environ['GLIBC_TUNABLES']]))"
-    )
+    code = PIN_AND_RECORD
     proc = python(code, env)
     assert proc.returncode == 0, proc.stderr
     record, tunables = json.loads(proc.stdout)
@@ -230,7 +232,7 @@ def test_an_unknown_mode_is_a_one_line_error_and_the_command_line_warns_once(mon
     monkeypatch.setenv(determinism.MODE_ENV, "fast")
     with pytest.raises(ConfigError, match="DOGI_ML_NUMERICS='fast' is not a numerics mode.*portable, avx2, native"):
         determinism.pin_process()
-    env = {k: v for k, v in os.environ.items() if k not in PINNED and k != determinism.REPLACED_ENV}
+    env = {k: v for k, v in os.environ.items() if k not in PINNED}
     proc = subprocess.run(
         [sys.executable, "-m", "dogi_ml", "simulate"],
         cwd=tmp_path,
