@@ -28,6 +28,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from dogi_ml.errors import ConfigError
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, no_reclaim_hook
 from dogi_ml.sim.state import P_NGROUPS, P_NSEG, SEG_FREE, SEG_SEALED
 from dogi_ml.sim.victims import register_victim
@@ -166,6 +167,17 @@ class NoDaP(PlacementPolicy):
             raise ValueError(
                 "policy nodap needs params.bounds: the BIR upper bounds of G1..G(N-1) in "
                 "blocks, increasing (e.g. [4096, 65536]); search them with oracles.nodap.search"
+            )
+        # a string other than "search" was read one character at a time ("invalid literal for
+        # int() with base 10: 'b'"); a list of anything but whole numbers is refused with its key too
+        whole = not isinstance(bounds, str) and all(
+            isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) and float(x).is_integer()
+            for x in np.atleast_1d(bounds)
+        )
+        if not whole:
+            raise ConfigError(
+                f"policy nodap: params.bounds={bounds!r} is neither search nor a list of block counts",
+                "give policy.params.bounds=search or e.g. policy.params.bounds=[4096,65536]",
             )
         b = [int(x) for x in bounds]
         if any(x <= 0 for x in b) or any(y <= x for x, y in zip(b, b[1:])):

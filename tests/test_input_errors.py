@@ -686,6 +686,14 @@ def test_max_groups_reaches_the_scheme_that_reads_it(policy, params, message):
         ("adapt", {"n_sets": -1}, "policy.params.n_sets=-1 must be positive"),
         # bool() read a string as true without a word
         ("adapt", {"ghost": "maybe"}, "policy.params.ghost='maybe' is not true or false"),
+        # read one character at a time: "invalid literal for int() with base 10: 'b'"
+        (
+            "nodap",
+            {"bounds": "bogus"},
+            "policy nodap: params.bounds='bogus' is neither search nor a list of block counts",
+        ),
+        # accepted until the first retraining, minutes in
+        ("dogi", {"model": "bogus"}, "policy.params.model='bogus' is not a model -- use one of deepfm, gru,"),
         # 0 was read as unset: DOGI ran at the scaled default mu
         ("dogi", {"mu": 0}, "policy.params.mu=0 must be positive"),
     ],

@@ -811,6 +811,13 @@ class DOGI(PlacementPolicy):
             raise ValueError(
                 f"policy {self.name}: relocation must be ml, next_group or age_groups, got {cfg['relocation']!r}"
             )
+        from dogi_ml.models import model_names
+
+        if cfg["model"] not in model_names():  # else the first retraining, minutes in, said so
+            raise ConfigError(
+                f"policy.params.model={cfg['model']!r} is not a model",
+                f"use one of {', '.join(model_names())} (policy.params.model=mlp)",
+            )
         if cfg["deployed"] == "int8" and cfg["model"] != "mlp":
             raise ValueError(
                 f"policy {self.name}: deployed=int8 runs the exported integer MLP; model is {cfg['model']!r}"
