@@ -136,7 +136,7 @@ def test_hot_filter_window_rule(trace):
         ({"mu": -5}, "policy.params.mu=-5 must be positive"),
         ({"mu": "abc"}, "policy.params.mu=.abc. is not a whole number"),
         ({"retrain_every": 0.5}, "policy.params.retrain_every=0.5 is not a whole number"),
-        ({"label_lag": -1}, "policy.params.label_lag=-1 must be >= 0.0"),
+        ({"label_lag": -1}, "policy.params.label_lag=-1 must be >= 0 -- "),
         ({"adapt_mu": "maybe"}, "policy.params.adapt_mu='maybe' is not true or false"),  # was truthy: true
         ({"fallback_accuracy": 1.5}, "fallback_accuracy"),
         ({"bogus": 1}, "unknown parameter"),

@@ -50,8 +50,8 @@ def test_training_samples_come_from_the_span(trace):
 @pytest.mark.parametrize(
     "params, match",
     [
-        ({"train_span": 0}, "train_span must be > 0"),
-        ({"label_lag": -1}, "label_lag must be >= 0"),
+        ({"train_span": 0}, "policy.params.train_span=0 must be above 0 -- give e.g. policy.params.train_span=0.3"),
+        ({"label_lag": -1}, "policy.params.label_lag=-1 must be >= 0 -- give e.g. policy.params.label_lag=0.3"),
         ({"censored_labels": "drop"}, "censored_labels must be long_bound or age"),
         ({"model_wait": "fifo"}, "model_wait must be none or queue"),
         ({"model_static": "frozen"}, "model_static must be none or unwritten"),

@@ -534,7 +534,7 @@ NUMERIC_PARAMS = {
     "intermediate_groups": (int, 1, N_CAT, 4),
     "seed": (int, 0, None, 0),
     "train_span": (float, None, None, 0.3),
-    "label_lag": (float, 0.0, None, 0.3),
+    "label_lag": (float, 0, None, 0.3),
     "fallback_accuracy": (float, 0.0, None, 0.1),
     "fallback_margin": (float, 0.0, None, 0.02),
 }
@@ -793,7 +793,7 @@ class DOGI(PlacementPolicy):
                 kind,
                 minimum=minimum,
                 maximum=maximum,
-                above=0.0 if key == "train_span" else None,
+                above=0 if key == "train_span" else None,
                 nullable=self.DEFAULTS[key] is None,
                 example=example,
             )
