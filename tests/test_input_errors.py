@@ -684,6 +684,8 @@ def test_max_groups_reaches_the_scheme_that_reads_it(policy, params, message):
         ),
         ("midas", {"max_groups": 2.5}, "policy.params.max_groups=2.5 is not a whole number"),
         ("adapt", {"n_sets": -1}, "policy.params.n_sets=-1 must be positive"),
+        # a negative weight rewarded a dead slot, without a word
+        ("shiro", {"credit_dead_cost": -1}, "policy.params.credit_dead_cost=-1 must be >= 0"),
         # bool() read a string as true without a word
         ("adapt", {"ghost": "maybe"}, "policy.params.ghost='maybe' is not true or false"),
         # read one character at a time: "invalid literal for int() with base 10: 'b'"

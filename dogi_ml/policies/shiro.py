@@ -105,6 +105,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from dogi_ml.errors import checked_setting
 from dogi_ml.features.extract import CHUNK_BLOCKS, NO_PREVIOUS
 from dogi_ml.intrinsics import prefetch, prefetch_span
 from dogi_ml.oracles.annotate import NEVER, annotate
@@ -764,6 +765,9 @@ class Shiro(SequencePolicy):
             raise ValueError(
                 f"policy shiro: background_training must be true or false, got {c['background_training']!r}"
             )
+        # a negative weight rewarded a slot for staying dead (rl/credit.py's dead branch runs on
+        # any non-zero weight); it ran without a word
+        checked_setting(c["credit_dead_cost"], "policy.params.credit_dead_cost", float, minimum=0, example=0.5)
         if int(c["min_window_samples"]) < 1:
             raise ValueError(f"policy shiro: min_window_samples must be >= 1, got {c['min_window_samples']}")
         if c["agent"] not in AGENTS:
