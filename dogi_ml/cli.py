@@ -75,6 +75,28 @@ def _missing_value(exc: BaseException) -> bool:
     return isinstance(exc, MissingMandatoryValue)
 
 
+#: numpy's refusals of an array beyond any machine's memory (a size setting of 1e15)
+_TOO_BIG = ("array is too big", "Maximum allowed size exceeded", "Maximum allowed dimension exceeded")
+
+
+def _memory_fix() -> str:
+    """What to lower when a run ran out of memory: this machine's memory and the run's own
+    command-line settings (Hydra's overrides of this job), one of which asked for too much."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+        machine = f"this machine has {total:.0f} GiB"
+    except (ValueError, OSError, AttributeError):
+        machine = "the machine has too little memory"
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        given = list(HydraConfig.get().overrides.task)
+    except (ImportError, ValueError):  # not in a Hydra job
+        given = []
+    settings = f"; the settings given: {' '.join(given)}" if given else ""
+    return f"{machine}: lower the size setting that asks for more{settings}"
+
+
 def user_error_line(exc: BaseException) -> str | None:
     """``error: <problem> -- <fix>`` for an error the user can fix; None for a bug."""
     if isinstance(exc, DogiMLError):
@@ -87,6 +109,10 @@ def user_error_line(exc: BaseException) -> str | None:
             f"{exc.filename}: {exc.strerror.lower()} -- check the path: an input must be a file you can read, "
             "an output (out=) a directory you can write"
         )
+    elif isinstance(exc, MemoryError) or (isinstance(exc, ValueError) and str(exc).startswith(_TOO_BIG)):
+        # a size setting raised past this machine (sim.capacity_blocks=1.9e9 wants 8 GiB per
+        # array): the allocation's own message, and the settings the user gave, which hold it
+        text = f"out of memory: {exc} -- {_memory_fix()}"
     elif _missing_value(exc):
         key = getattr(exc, "full_key", None) or "a required setting"
         text = f"no value for {key} (the command needs it) -- give it on the command line, e.g. {key}=VALUE"

@@ -74,6 +74,7 @@ def checked_setting(
         raise ConfigError(f"{key}={value!r} is not true or false", f"give {key}=true or {key}=false")
     what = "a whole number" if kind is int else "a number"
     number = not isinstance(value, bool) and isinstance(value, (int, float))
+    given = value  # as the user wrote it: 1e+30, not the 31 digits of int(1e30)
     if number and isinstance(value, float):
         finite = value == value and abs(value) != float("inf")
         number = finite and (kind is float or value.is_integer())
@@ -82,6 +83,9 @@ def checked_setting(
     if not number:
         null = ", or null" if nullable else ""
         raise ConfigError(f"{key}={value!r} is not {what}", f"give {what}, e.g. {key}={example}{null}")
+    if kind is int and not -(2**63) <= value < 2**63:
+        # every count ends up in a 64-bit array or a C long: beyond that, OverflowError's traceback
+        raise ConfigError(f"{key}={given} does not fit in 64 bits", f"give e.g. {key}={example}")
     if maximum is not None or below is not None:
         # a bounded range (a probability, a C field's width): the message names all of it
         low = [f">= {minimum}"] if minimum is not None else [f"above {above}"] if above is not None else []

@@ -3,6 +3,7 @@
 Each test runs in a fresh temporary working directory (commands must work from anywhere)."""
 
 import json
+import re
 
 import pytest
 from helpers import REPO, run_cli
@@ -276,6 +277,13 @@ def test_user_error_line():
         int("x")
     assert user_error_line(info.value) is None
     assert user_error_line(RuntimeError("bug")) is None and user_error_line(KeyError("k")) is None
+    # an allocation past the machine's memory was a traceback; outside a Hydra job no settings are named
+    line = user_error_line(MemoryError("Unable to allocate 7.79 GiB for an array"))
+    assert re.fullmatch(
+        r"error: out of memory: Unable to allocate 7\.79 GiB for an array -- this machine has \d+ GiB: "
+        r"lower the size setting that asks for more",
+        line,
+    ), line
 
 
 def test_project_warnings_print_as_one_line(monkeypatch):

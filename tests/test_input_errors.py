@@ -289,6 +289,11 @@ def test_skipped_lines_are_reported_again_from_the_cache(tmp_path):
             "sim.series_window=0 must be positive -- give e.g. sim.series_window=1 (null: the default)",
         ),
         ({"prefill": "no"}, "sim.prefill='no' is not true or false -- give sim.prefill=true or sim.prefill=false"),
+        # int(1e30) ended in OverflowError's traceback in the simulator's state
+        (
+            {"segment_blocks": 1e30},
+            "sim.segment_blocks=1e+30 does not fit in 64 bits -- give e.g. sim.segment_blocks=512",
+        ),
     ],
 )
 def test_sim_settings_are_checked_by_name(settings, message):
@@ -449,6 +454,40 @@ def test_workload_settings_are_checked_by_name(tmp_path, workload, message):
         load_workload(cfg, cache_dir=None)
 
 
+@pytest.mark.parametrize(
+    ("workload", "message"),
+    [
+        (
+            {"generator": "zipf", "params": {"wss_fraction": 2.0}},
+            "workload.params.wss_fraction must be in (0, 1], got 2.0 -- give e.g. workload.params.wss_fraction=1.0",
+        ),
+        (
+            {"generator": "zipf", "params": {"request_blocks": 4096}},
+            "workload.params.request_blocks=4096 is larger than the working set (1024 blocks) -- give e.g. "
+            "workload.params.request_blocks=1",
+        ),
+        (
+            {"generator": "phase_shift", "params": {"theta_b": -0.5}},
+            "workload.params.theta_b must be in [0, inf), got -0.5 -- give e.g. workload.params.theta_b=0.8",
+        ),
+        ({"generator": "hotcold", "capacity_blocks": 1}, "workload.capacity_blocks=1: hotcold needs at least 2 blocks"),
+        (
+            {"generator": "varmail", "params": {"n_files": 10**6}},
+            "workload.capacity_blocks=1024 is too small for 1000000 files",
+        ),
+    ],
+)
+def test_a_generators_range_error_names_the_workload_setting(workload, message):
+    """The generators' range messages named their argument (``wss_fraction must be in (0, 1]``),
+    not the setting the user gave (``workload.params.wss_fraction``)."""
+    from dogi_ml.traces.workload import WorkloadError
+
+    cfg = {"name": "w", "source": "generator", "capacity_blocks": 1024, **workload}
+    with pytest.raises(WorkloadError) as info:
+        load_workload(cfg, cache_dir=None)
+    assert str(info.value).startswith(message), str(info.value)
+
+
 def test_a_workload_key_its_source_does_not_read_is_refused(tmp_path):
     """+workload.thetaa=0.9 (meant: workload.params.theta) and write_volume on a file workload
     were ignored without a word."""
@@ -538,12 +577,19 @@ SMALL = ["+workload=uniform", "++workload.capacity_blocks=2048", "++workload.wri
          "error: oracle.candidates='foo' is not a list of BIR bounds -- give e.g. oracle.candidates=[64,1024]"),
         (["export", "export.model_path={tmp}/t.npy"],
          "error: export.model_path={tmp}/t.npy is not a model a train run saved (UnpicklingError"),
+        # OverflowError's traceback (a C long in the simulator's state)
+        (["simulate", *SMALL, "sim.capacity_blocks=1e30"],
+         "error: sim.capacity_blocks=1e+30 does not fit in 64 bits -- give e.g. sim.capacity_blocks=1"),
+        # numpy's "array is too big", naming nothing to lower
+        (["simulate", *SMALL, "sim.segment_blocks=16", "sim.op_ratio=0.3", "policy=phftl", "policy.params.history=1000000000000000"],
+         "error: out of memory: array is too big; `arr.size * arr.dtype.itemsize` is larger than the maximum "
+         "possible size. -- this machine has "),
     ],
     ids=["ingest-no-path", "stats-no-path", "stats-dir", "print-head-str", "ingest-cut-zst", "ingest-empty",
          "segment-str", "capacity-0", "simulate-empty-trace", "delimited-scalar", "delimited-with-a-preset",
          "fleet-spec-scalar", "misspelt-key", "misspelt-sim-key", "misspelt-policy-param", "switch-not-bool",
          "misspelt-workload", "misspelt-policy", "oracle-as-a-value", "export-batch-0", "output-under-a-file", "sklearn-param", "oracle-max-groups-str", "oracle-candidates-str",
-         "export-not-a-pickle"],
+         "export-not-a-pickle", "capacity-beyond-64-bits", "history-beyond-memory"],
 )  # fmt: skip
 def test_cli_error_paths_are_one_line(request, tmp_path, args, expected):
     data = zstandard.ZstdCompressor().compress(MSR_LINES.encode() * 50)
@@ -686,6 +732,22 @@ def test_max_groups_reaches_the_scheme_that_reads_it(policy, params, message):
         ("adapt", {"n_sets": -1}, "policy.params.n_sets=-1 must be positive"),
         # a negative weight rewarded a dead slot, without a word
         ("shiro", {"credit_dead_cost": -1}, "policy.params.credit_dead_cost=-1 must be >= 0"),
+        # the credit agent's settings under the paper's agent were dropped without a word
+        (
+            "shiro",
+            {"credit_dead_cost": 0.5},
+            "policy.params.credit_dead_cost=0.5 is agent=credit's, and policy.params.agent=qlearning -- set "
+            "policy.params.agent=credit or drop policy.params.credit_dead_cost",
+        ),
+        ("shiro", {"credit_gamma": 0.7}, "policy.params.credit_gamma=0.7 is agent=credit's"),
+        # dogi_ml.rl's message named "gamma", which is two settings of Shiro's
+        (
+            "shiro",
+            {"agent": "credit", "credit_gamma": 2.0},
+            "policy.params.credit_gamma=2.0 must be >= 0.0 and below 1.0",
+        ),
+        # int(1e300) reached a C long: OverflowError's traceback
+        ("adapt", {"n_sets": 1e300}, "policy.params.n_sets=1e+300 does not fit in 64 bits"),
         # bool() read a string as true without a word
         ("adapt", {"ghost": "maybe"}, "policy.params.ghost='maybe' is not true or false"),
         # read one character at a time: "invalid literal for int() with base 10: 'b'"
@@ -709,6 +771,21 @@ def test_a_policy_parameter_of_the_wrong_kind_names_its_key(policy, params, mess
             zipf(8192, 8192, seed=1), {"name": policy, "params": params}, {"segment_blocks": 32, "op_ratio": 0.3}
         )
     assert message in str(info.value)
+
+
+def test_dogi_checks_its_numbers_as_its_config_gives_them():
+    """Two layers check DOGI's numbers: its own table (ranges; the Python API too) and the
+    pipeline's kind check from conf/policy/*.yaml. A key renamed or retyped in one only must
+    fail here, not leave one layer checking a parameter that no longer exists."""
+    from dogi_ml.policies import policy_number_defaults
+    from dogi_ml.policies.dogi import NUMERIC_PARAMS
+
+    from_configs = policy_number_defaults("dogi")
+    for key, (kind, *_range) in NUMERIC_PARAMS.items():
+        if key in from_configs:  # a default of null (train_span) is not in the configs' numbers
+            assert from_configs[key][0] is kind, key
+    numbers_not_checked = {key for key in from_configs if key not in NUMERIC_PARAMS}
+    assert numbers_not_checked == set()
 
 
 @pytest.mark.parametrize(("policy", "reads"), [("dogi", "adapt_mu, censored_labels, deployed"), ("sepbit", "variant")])

@@ -115,8 +115,9 @@ def check_policy_numbers(name: str, params: Mapping) -> None:
     number is set to something else (a string, a switch, a list): the schemes convert with
     ``int()``/``float()`` deep inside, whose messages name no key, and a few read such a value
     without a word (``seed=abc``). null stays the scheme's to judge."""
+    defaults = policy_number_defaults(name)
     for key, value in params.items():
-        kind = policy_number_defaults(name).get(key)
+        kind = defaults.get(key)
         if kind is not None and value is not None:
             # a seed seeds numpy's generators too, which take none below 0
             minimum = 0 if key == "seed" else None

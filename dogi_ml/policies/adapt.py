@@ -50,7 +50,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from dogi_ml.errors import ConfigError
+from dogi_ml.errors import ConfigError, checked_setting
 from dogi_ml.sim.kernels import chunk_flush_pad, shadow_append
 from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, record, scalar_fields
 from dogi_ml.sim.state import C_NOW_US, P_CHUNK, P_SEG_BLOCKS, P_TIME_ON
@@ -292,13 +292,7 @@ def adapt_chunk_due(s, p, group, due_us):
 def _switch(params: dict, key: str, default: bool) -> bool:
     """Switch ``key`` of ``params`` (``default`` when unset): true or false, else a one-line error
     naming it (``bool()`` read ``ghost=maybe`` as true without a word)."""
-    value = params.get(key, default)
-    if not isinstance(value, bool):
-        raise ConfigError(
-            f"policy.params.{key}={value!r} is not true or false",
-            f"give policy.params.{key}=true or policy.params.{key}=false",
-        )
-    return value
+    return checked_setting(params.get(key, default), f"policy.params.{key}", bool)
 
 
 @register
@@ -375,10 +369,8 @@ class ADAPT(PlacementPolicy):
         self.filter_items = float(params.get("filter_items", 0.0625))
         self.filter_bits = int(params.get("filter_bits", 8))
         for key in ("min_sampled", "min_ghost_segment", "n_sets", "filters"):
-            if getattr(self, key) < 1:  # -1 ran: an empty ghost set, a ghost segment of no block
-                raise ConfigError(
-                    f"policy.params.{key}={getattr(self, key)} must be positive", f"give e.g. policy.params.{key}=8"
-                )
+            # -1 ran: an empty ghost set, a ghost segment of no block
+            checked_setting(getattr(self, key), f"policy.params.{key}", int, minimum=1, example=8)
         if self.demote_score < 1 or self.demote_score > self.filters:
             raise ValueError(
                 f"policy adapt: demote_score must be in 1..filters={self.filters}, got {self.demote_score}"

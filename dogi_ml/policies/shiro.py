@@ -105,7 +105,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from dogi_ml.errors import checked_setting
+from dogi_ml.errors import ConfigError, checked_setting
 from dogi_ml.features.extract import CHUNK_BLOCKS, NO_PREVIOUS
 from dogi_ml.intrinsics import prefetch, prefetch_span
 from dogi_ml.oracles.annotate import NEVER, annotate
@@ -806,6 +806,27 @@ class Shiro(SequencePolicy):
             raise ValueError(
                 f"policy shiro: hot_threshold must be null (Algorithm 1) or a positive number of blocks, got {t!r}"
             )
+        # the learners' numbers by their keys (dogi_ml.rl's own checks name only "gamma", which
+        # is two settings here: the paper agent's and the credit agent's)
+        learning = {
+            "step": dict(minimum=0, example=5),
+            "max_step": dict(minimum=1, example=10),
+            "horizon": dict(minimum=1, example=ql.DEFAULT_HORIZON),
+            "epsilon": dict(minimum=0.0, maximum=1.0, example=ql.DEFAULT_EPSILON),
+            "alpha": dict(above=0.0, maximum=1.0, example=ql.DEFAULT_ALPHA),
+            "gamma": dict(minimum=0.0, below=1.0, example=ql.DEFAULT_GAMMA),
+            "credit_gamma": dict(minimum=0.0, below=1.0, example=rl_credit.DEFAULT_GAMMA),
+        }
+        for key, bounds in learning.items():
+            kind = int if key in ("step", "max_step", "horizon") else float
+            checked_setting(c[key], f"policy.params.{key}", kind, **bounds)
+        for key in ("credit_gamma", "credit_dead_cost"):
+            # read by agent=credit only: under another agent a value set was dropped without a word
+            if c[key] != self.DEFAULTS[key] and c["agent"] != "credit":
+                raise ConfigError(
+                    f"policy.params.{key}={c[key]} is agent=credit's, and policy.params.agent={c['agent']}",
+                    f"set policy.params.agent=credit or drop policy.params.{key}",
+                )
         self.search = ThresholdSearch(int(c["step"]), int(c["max_step"]))  # checks step values
         # the agent's parameters fail here, not at bind
         ql.new_qtable(1, horizon=int(c["horizon"]), alpha=float(c["alpha"]), gamma=float(c["gamma"]),
