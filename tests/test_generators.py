@@ -382,7 +382,7 @@ def test_phase_shift_without_reshuffle_keeps_the_hot_set():
         ("varmail", {"n_files": 10**6}, "too small for 1000000 files"),
         ("varmail", {"journal_fraction": 0.7}, r"journal_fraction must be in \(0, 0.5\)"),
         ("phase_shift", {"phase_writes": 0}, "phase_writes must be >= 1"),
-        ("phase_shift", {"theta_b": -0.5}, "theta must be >= 0"),
+        ("phase_shift", {"theta_b": -0.5}, r"theta_b must be in \[0, inf\), got -0.5"),
     ],
 )
 def test_bad_parameters_are_explained(kind, params, match):

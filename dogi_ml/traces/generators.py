@@ -43,6 +43,17 @@ DB_STATEMENT_US = 50  # YCSB clock: one database statement every 50 µs
 BLOCK_BYTES = 4096
 
 
+class GeneratorParameterError(ValueError):
+    """A generator's parameter ``param`` out of its range: ``"<param> <problem>"``, or
+    ``"<param>=<value> ..."`` when the problem starts with ``=<value>``. The workload loader names
+    the parameter as the user set it (``workload.params.<param>``, ``workload.capacity_blocks``)."""
+
+    def __init__(self, param: str, problem: str):
+        super().__init__(f"{param}{'' if problem.startswith('=') else ' '}{problem}")
+        self.param = param
+        self.problem = problem
+
+
 # -- Zipf ---------------------------------------------------------------------------------------------
 @nb.njit(cache=True)
 def _alias_tables(weights):
@@ -206,7 +217,7 @@ class ZipfSampler:
         theta = float(theta)
         if not (theta >= 0 and math.isfinite(theta)):
             # theta 0 is the uniform distribution (ADAPT's Fig. 11 sweeps alpha from 0)
-            raise ValueError(f"Zipf theta must be >= 0 (and finite; 0 = uniform), got {theta}")
+            raise GeneratorParameterError("theta", f"must be >= 0 (and finite; 0 = uniform), got {theta}")
         if method not in ("alias", "rejection"):
             raise ValueError(f"Zipf method must be 'alias' or 'rejection', got {method!r}")
         self.n = n
@@ -297,21 +308,21 @@ def _single_block_trace(lbas: np.ndarray, name: str) -> Trace:
 
 def _fraction(name, v, lo_open=True, hi_closed=True, lo=0.0, hi=1.0):
     if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a number, got {v!r}")
+        raise GeneratorParameterError(name, f"must be a number, got {v!r}")
     v = float(v)
     ok = (v > lo if lo_open else v >= lo) and (v <= hi if hi_closed else v < hi)
     if not ok:
-        raise ValueError(
-            f"{name} must be in {'(' if lo_open else '['}{lo:g}, {hi:g}{']' if hi_closed else ')'}, got {v}"
+        raise GeneratorParameterError(
+            name, f"must be in {'(' if lo_open else '['}{lo:g}, {hi:g}{']' if hi_closed else ')'}, got {v}"
         )
     return v
 
 
 def _int_at_least(name, v, lo):
     if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or int(v) != v:
-        raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
+        raise GeneratorParameterError(name, f"must be an integer >= {lo}, got {v!r}")
     if int(v) < lo:
-        raise ValueError(f"{name} must be >= {lo}, got {v}")
+        raise GeneratorParameterError(name, f"must be >= {lo}, got {v}")
     return int(v)
 
 
@@ -366,7 +377,9 @@ def zipf(capacity_blocks, n_writes, seed=0, theta=1.0, wss_fraction=1.0, request
     wss = _working_set(capacity_blocks, wss_fraction)
     request_blocks = _int_at_least("request_blocks", request_blocks, 1)
     if request_blocks > wss:
-        raise ValueError(f"request_blocks={request_blocks} is larger than the working set ({wss} blocks)")
+        raise GeneratorParameterError(
+            "request_blocks", f"={request_blocks} is larger than the working set ({wss} blocks)"
+        )
     slots = wss // request_blocks
     n_req = -(-n_writes // request_blocks)
     lba = ZipfSampler(slots, theta, seed).sample(n_req)
@@ -388,7 +401,7 @@ def hotcold(capacity_blocks, n_writes, seed=0, hot_traffic=0.8, hot_fraction=0.2
     hot_fraction = _fraction("hot_fraction", hot_fraction, hi_closed=False)
     hot_traffic = _fraction("hot_traffic", hot_traffic, lo_open=False)
     if capacity_blocks < 2:
-        raise ValueError(f"hotcold needs at least 2 blocks, got capacity_blocks={capacity_blocks}")
+        raise GeneratorParameterError("capacity_blocks", f"={capacity_blocks}: hotcold needs at least 2 blocks")
     rng = _rng(seed)
     nhot = _n_hot(capacity_blocks, hot_fraction)
     perm = rng.permutation(capacity_blocks).astype(np.int64)
@@ -412,6 +425,8 @@ def phase_shift(capacity_blocks, n_writes, seed=0, theta_a=1.01, theta_b=0.8, ph
     (:class:`ZipfSampler` ``method="rejection"``). ``meta["phase_starts"]`` lists the write index
     of each phase, ``meta["phase_thetas"]`` its exponent."""
     phase = 2 * capacity_blocks if phase_writes is None else _int_at_least("phase_writes", phase_writes, 1)
+    for name, theta in (("theta_a", theta_a), ("theta_b", theta_b)):
+        _fraction(name, theta, lo_open=False, hi_closed=False, hi=math.inf)  # the sampler's message would say "theta"
     samplers = [
         ZipfSampler(capacity_blocks, theta_a, seed, scramble=False, method="rejection"),
         ZipfSampler(capacity_blocks, theta_b, seed + 1, scramble=False, method="rejection"),
@@ -742,12 +757,14 @@ def ycsb(
     max_dirty_fraction = _fraction("max_dirty_fraction", max_dirty_fraction)
     zipf_theta = float(zipf_theta)
     if not (zipf_theta > 0 and math.isfinite(zipf_theta)):
-        raise ValueError(f"zipf_theta must be > 0, got {zipf_theta}")
+        raise GeneratorParameterError("zipf_theta", f"must be > 0, got {zipf_theta}")
     records_per_page = _int_at_least("records_per_page", records_per_page, 1)
     redo_records_per_block = _int_at_least("redo_records_per_block", redo_records_per_block, 1)
     doublewrite_pages = _int_at_least("doublewrite_pages", doublewrite_pages, 0)
     if doublewrite_pages == 1:
-        raise ValueError("doublewrite_pages must be 0 (no doublewrite) or >= 2 (batch area + single-page slots)")
+        raise GeneratorParameterError(
+            "doublewrite_pages", "must be 0 (no doublewrite) or >= 2 (batch area + single-page slots)"
+        )
     flush_every = _int_at_least("flush_every", flush_every, 0)
     flush_batch = _int_at_least("flush_batch", flush_batch, 1)
 
@@ -756,10 +773,11 @@ def ycsb(
     table_blocks = capacity_blocks - redo_blocks - dw_blocks
     n_pages = max(0, table_blocks) // PAGE_BLOCKS
     if n_pages < 16:
-        raise ValueError(
-            f"capacity_blocks={capacity_blocks} is too small: it leaves {n_pages} table pages after "
+        raise GeneratorParameterError(
+            "capacity_blocks",
+            f"={capacity_blocks} is too small: it leaves {n_pages} table pages after "
             f"the redo log ({redo_blocks} blocks) and the doublewrite area ({dw_blocks} blocks); give "
-            f"at least {redo_blocks + dw_blocks + 64} blocks or shrink doublewrite_pages / redo_fraction"
+            f"at least {redo_blocks + dw_blocks + 64} blocks or shrink doublewrite_pages / redo_fraction",
         )
     pool_pages = max(2, int(n_pages * pool_fraction))
     dw_single = 0 if doublewrite_pages == 0 else max(1, min(8, doublewrite_pages // 16))
@@ -1290,15 +1308,15 @@ def varmail(
     """
     append_kib = float(append_kib)
     if not append_kib > 0:
-        raise ValueError(f"append_kib must be > 0, got {append_kib}")
+        raise GeneratorParameterError("append_kib", f"must be > 0, got {append_kib}")
     mean_file_kib = float(mean_file_kib)
     if not mean_file_kib > 0:
-        raise ValueError(f"mean_file_kib must be > 0, got {mean_file_kib}")
+        raise GeneratorParameterError("mean_file_kib", f"must be > 0, got {mean_file_kib}")
     prealloc = _fraction("prealloc", prealloc, lo_open=False)
     journal_fraction = _fraction("journal_fraction", journal_fraction, hi_closed=False, hi=0.5)
     checkpoint_every = _int_at_least("checkpoint_every", checkpoint_every, 1)
     if allocator not in ("first_fit", "next_fit"):
-        raise ValueError(f"allocator must be 'first_fit' or 'next_fit', got {allocator!r}")
+        raise GeneratorParameterError("allocator", f"must be 'first_fit' or 'next_fit', got {allocator!r}")
     nf = max(16, capacity_blocks // 32) if n_files is None else _int_at_least("n_files", n_files, 2)
 
     journal_blocks = max(16, int(capacity_blocks * journal_fraction))
@@ -1316,10 +1334,11 @@ def varmail(
     n_data = capacity_blocks - data
     mean_blocks = mean_file_kib * 1024 / BLOCK_BYTES
     if n_data < 64 or nf * max(1.0, mean_blocks) > 0.75 * n_data:
-        raise ValueError(
-            f"capacity_blocks={capacity_blocks} is too small for {nf} files of {mean_file_kib:g} KiB: "
+        raise GeneratorParameterError(
+            "capacity_blocks",
+            f"={capacity_blocks} is too small for {nf} files of {mean_file_kib:g} KiB: "
             f"the data area has {max(n_data, 0)} blocks after {data} blocks of metadata and journal; "
-            f"the file set must fit in 3/4 of it (lower n_files or mean_file_kib)"
+            f"the file set must fit in 3/4 of it (lower n_files or mean_file_kib)",
         )
     max_append = int(append_kib * 1024)
     cfg = np.zeros(_F_NCFG, np.int64)

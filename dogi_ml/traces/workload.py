@@ -15,7 +15,7 @@ from pathlib import Path
 from dogi_ml.errors import DogiMLError, checked_setting
 
 from .binfmt import content_hash, read_binary, write_trace
-from .generators import GENERATORS, default_params, generate
+from .generators import GENERATORS, GeneratorParameterError, default_params, generate
 from .readers import check_format, input_warnings, read_trace
 from .trace import Trace, TraceWarning
 
@@ -86,6 +86,22 @@ def _checked_generator_params(kind: str, params: dict) -> dict:
     return params
 
 
+def _generated(kind: str, capacity: int, n_writes: int, seed: int, params: dict) -> Trace:
+    """Generator ``kind``'s trace; a parameter out of its range is a one-line error naming the
+    setting (the generator's message names its argument: ``wss_fraction must be in (0, 1]``)."""
+    try:
+        return generate(kind, capacity_blocks=capacity, n_writes=n_writes, seed=seed, **params)
+    except GeneratorParameterError as exc:
+        space = "" if exc.problem.startswith("=") else " "
+        if exc.param == "capacity_blocks":  # its message says what else to change (n_files, ...)
+            raise WorkloadError(f"workload.capacity_blocks{space}{exc.problem}") from None
+        if exc.param not in params and exc.param not in default_params(kind):
+            raise  # an argument the workload config does not set
+        key, example = f"workload.params.{exc.param}", default_params(kind).get(exc.param)
+        fix = f"give e.g. {key}={example}" if example is not None else f"change {key}"
+        raise WorkloadError(f"{key}{space}{exc.problem}", fix) from None
+
+
 def load_workload(cfg: Mapping, cache_dir: str | Path | None = ".cache/dogi_ml/traces", log=print) -> Trace:
     """Build or load the trace a ``workload`` config describes (a key its source does not read is
     refused)."""
@@ -112,7 +128,7 @@ def load_workload(cfg: Mapping, cache_dir: str | Path | None = ".cache/dogi_ml/t
             trace = read_binary(path)
             trace.meta.setdefault("capacity_blocks", cap)
             return trace
-        trace = generate(kind, capacity_blocks=cap, n_writes=n_writes, seed=seed, **params)
+        trace = _generated(kind, cap, n_writes, seed, params)
         trace.name = cfg.get("name", kind)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
