@@ -577,6 +577,14 @@ SMALL = ["+workload=uniform", "++workload.capacity_blocks=2048", "++workload.wri
          "error: oracle.candidates='foo' is not a list of BIR bounds -- give e.g. oracle.candidates=[64,1024]"),
         (["export", "export.model_path={tmp}/t.npy"],
          "error: export.model_path={tmp}/t.npy is not a model a train run saved (UnpicklingError"),
+        # float()'s and int()'s messages, no key; steps=abc was read one character at a time
+        (["oracle", *SMALL, "oracle.steps=abc"],
+         "error: oracle.steps='abc' is not a list of step sizes -- give e.g. oracle.steps=[1.0,0.5,0.25]"),
+        (["oracle", *SMALL, "oracle.max_evals_per_n=abc"],
+         "error: oracle.max_evals_per_n='abc' is not a whole number -- give a whole number, e.g. "
+         "oracle.max_evals_per_n=120"),
+        (["simulate", *SMALL, "policy=nodap", "policy.params.bounds=search", "policy.params.min_gain=abc"],
+         "error: policy.params.min_gain='abc' is not a number -- give a number, e.g. policy.params.min_gain=0.05"),
         # OverflowError's traceback (a C long in the simulator's state)
         (["simulate", *SMALL, "sim.capacity_blocks=1e30"],
          "error: sim.capacity_blocks=1e+30 does not fit in 64 bits -- give e.g. sim.capacity_blocks=1"),
@@ -589,7 +597,8 @@ SMALL = ["+workload=uniform", "++workload.capacity_blocks=2048", "++workload.wri
          "segment-str", "capacity-0", "simulate-empty-trace", "delimited-scalar", "delimited-with-a-preset",
          "fleet-spec-scalar", "misspelt-key", "misspelt-sim-key", "misspelt-policy-param", "switch-not-bool",
          "misspelt-workload", "misspelt-policy", "oracle-as-a-value", "export-batch-0", "output-under-a-file", "sklearn-param", "oracle-max-groups-str", "oracle-candidates-str",
-         "export-not-a-pickle", "capacity-beyond-64-bits", "history-beyond-memory"],
+         "export-not-a-pickle", "oracle-steps-str", "oracle-evals-str", "nodap-min-gain-str", "capacity-beyond-64-bits",
+         "history-beyond-memory"],
 )  # fmt: skip
 def test_cli_error_paths_are_one_line(request, tmp_path, args, expected):
     data = zstandard.ZstdCompressor().compress(MSR_LINES.encode() * 50)

@@ -70,6 +70,18 @@ def check_oracle_options(oracle: dict) -> None:
         )
 
 
+def _checked_steps(steps) -> tuple:
+    """``oracle.steps`` as floats; a string (``steps=abc``) was read one character at a time,
+    ending in float()'s message with no key. Their order and signs are the search's to check."""
+    from omegaconf import OmegaConf
+
+    if isinstance(steps, str) or not OmegaConf.is_list(steps):
+        raise ConfigError(
+            f"oracle.steps={steps!r} is not a list of step sizes", "give e.g. oracle.steps=[1.0,0.5,0.25]"
+        )
+    return tuple(checked_setting(x, "oracle.steps", float, example="[1.0,0.5,0.25]") for x in steps)
+
+
 def run_oracle(cfg, out_dir: Path) -> dict:
     """Search the group bounds (``oracle.max_groups``, ``oracle.min_gain``, ``oracle.candidates``),
     write ``nodap.json`` and print the ``simulate`` command that replays the result. Other
@@ -128,13 +140,15 @@ def run_oracle(cfg, out_dir: Path) -> dict:
         cap,
         sim_cfg,
         max_groups=checked_setting(o.max_groups, "oracle.max_groups", minimum=2, example=10),
-        min_gain=float(o.min_gain),
+        min_gain=checked_setting(o.min_gain, "oracle.min_gain", float, minimum=0.0, below=1.0, example=0.05),
         candidates=cands,
         log=console.print,
         group_sizes=str(o.group_sizes),
-        steps=tuple(float(x) for x in o.steps),
-        max_evals_per_n=int(o.max_evals_per_n),
-        explore_fraction=float(o.explore_fraction),
+        steps=_checked_steps(o.steps),
+        max_evals_per_n=checked_setting(o.max_evals_per_n, "oracle.max_evals_per_n", minimum=1, example=120),
+        explore_fraction=checked_setting(
+            o.explore_fraction, "oracle.explore_fraction", float, above=0.0, maximum=1.0, example=1.0
+        ),
         progress=bool(cfg.get("progress", True)),
         journal=nodap_journal(writes, cap, sim_cfg, cfg.cache_dir),
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from dogi_ml.determinism import numerics_record
-from dogi_ml.errors import ConfigError
+from dogi_ml.errors import ConfigError, checked_setting
 from dogi_ml.pipeline.common import multirun, require_workload, sim_config, sweep_dir
 from dogi_ml.policies import KEEP_VICTIM, check_policy_numbers, configured_victim, make_policy, policy_params
 from dogi_ml.sim import SimConfig, Simulator
@@ -192,8 +192,12 @@ def build_simulator(trace: Trace, policy_cfg: Mapping, sim_cfg: Mapping) -> tupl
             writes,
             cap,
             config,
-            max_groups=NODAP_SEARCH_DEFAULTS["max_groups"] if max_groups is None else int(max_groups),
-            min_gain=NODAP_SEARCH_DEFAULTS["min_gain"] if min_gain is None else float(min_gain),
+            max_groups=NODAP_SEARCH_DEFAULTS["max_groups"]
+            if max_groups is None
+            else checked_setting(max_groups, "policy.params.max_groups", minimum=2, example=10),
+            min_gain=NODAP_SEARCH_DEFAULTS["min_gain"]
+            if min_gain is None
+            else checked_setting(min_gain, "policy.params.min_gain", float, minimum=0.0, below=1.0, example=0.05),
             journal=journal,
         )
         if search_info["simulations_read_back"]:
