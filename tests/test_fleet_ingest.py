@@ -136,12 +136,22 @@ def test_conf_fleet_yaml_is_the_specs_defaults():
         ({"wss_max": 10}, "wss_max=10 < wss_min=256"),
         ({"read_alpha": 0}, "read_alpha=0 must be above 0"),
         ({"wss_min": 2.5}, "wss_min=2.5 is not a whole number"),
+        # TypeError's traceback at the comparison with traffic_min
+        ({"traffic_max": "abc"}, "traffic_max='abc' is not a finite number"),
+        # math.exp overflowed: OverflowError's traceback
+        ({"wss_sigma": 1e300}, "wss_sigma=1e+300 is above 20.0"),
     ],
 )
 def test_fleet_spec_errors(override, message):
     with pytest.raises(F.DogiMLError, match=None) as info:
         F.FleetSpec.from_mapping(override)
     assert message in str(info.value)
+
+
+def test_stamps_past_64_bits_are_an_error_not_a_wrapped_clock():
+    """A mean gap of 1e300 µs gave every request the stamp -2^63, without a word."""
+    with pytest.raises(F.DogiMLError, match=r"volume 0's last stamp \(.* µs, .*\) does not fit in 64 bits"):
+        F.generate_volume(F.FleetSpec(interval_median_us=1e300), seed=0, index=0)
 
 
 # -- the splitter against the single-volume path --------------------------------------------------

@@ -300,6 +300,11 @@ def read_fleet(path: str | Path, verify: bool = False) -> list[FleetVolume]:
 
 
 # -- synthetic fleets ----------------------------------------------------------------------------
+#: the largest log-sd of the spec's log-normals: e^20 is a factor of 5e8 per standard deviation,
+#: well past any fleet's spread, and exp(sigma x z) stays finite for any z numpy draws
+MAX_LOG_SIGMA = 20.0
+
+
 @dataclass
 class FleetSpec:
     """Distributions a synthetic fleet's volumes are drawn from (each volume's own seed is
@@ -376,9 +381,17 @@ class FleetSpec:
             number(key, above=0)
         for key in ("wss_sigma", "traffic_sigma", "interval_sigma"):
             number(key, lo=0)
+            if getattr(self, key) > MAX_LOG_SIGMA:  # exp(sigma x z) overflowed: OverflowError's traceback
+                raise DogiMLError(
+                    f"fleet spec: {key}={getattr(self, key)} is above {MAX_LOG_SIGMA} (a factor e^{MAX_LOG_SIGMA:g} "
+                    "per standard deviation)",
+                    f"give {key} <= {MAX_LOG_SIGMA}",
+                )
         number("wss_min", lo=1)
+        number("wss_max", lo=1)
         number("max_request_blocks", lo=1)
         number("traffic_min", above=0)
+        number("traffic_max", above=0)  # a string ended in TypeError's traceback at the comparison below
         for key in ("wss_min", "wss_max", "max_request_blocks"):
             if not isinstance(getattr(self, key), int):
                 raise DogiMLError(f"fleet spec: {key}={getattr(self, key)!r} is not a whole number", f"give {key}=N")
@@ -447,7 +460,14 @@ def generate_volume(spec: FleetSpec, seed: int, index: int) -> tuple[dict, Trace
     lba = np.minimum(starts, wss - nblocks)  # a request stays inside the volume
     shape = 1.0 / p["burstiness"] ** 2  # Gamma gaps: coefficient of variation = burstiness
     gaps = rng.gamma(shape, p["mean_interval_us"] / shape, n)
-    ts = np.floor(np.cumsum(gaps)).astype(np.int64)
+    clock = np.floor(np.cumsum(gaps))
+    if not clock[-1] < 2.0**63:  # past int64 the cast gave every stamp -2^63, without a word
+        raise DogiMLError(
+            f"fleet spec: volume {index}'s last stamp ({clock[-1]:.3g} µs, a mean gap of {p['mean_interval_us']:.3g} µs) "
+            "does not fit in 64 bits",
+            "lower spec.interval_median_us or spec.interval_sigma",
+        )
+    ts = clock.astype(np.int64)
     trace = Trace(ts, lba, nblocks.astype(np.int32), op, np.zeros(n, np.int32), volumes=[str(index)], name=str(index))
     return p, trace
 
