@@ -565,6 +565,11 @@ SMALL = ["+workload=uniform", "++workload.capacity_blocks=2048", "++workload.wri
         (["simulate", *SMALL, "policy=sepbitt"], "error: policy=sepbitt: no such policy option -- did you mean policy=sepbit?"),
         (["oracle", *SMALL, "oracle=opmin"], "error: oracle=opmin replaces the oracle section, which is a mapping"),
         (["export", *SMALL, "export.batch=0"], "error: export.batch=0 must be positive -- give e.g. export.batch=128"),
+        # "invalid literal for int() with base 10: 'abc'", after the training
+        (["export", *SMALL, "export.input_bits=abc"],
+         "error: export.input_bits='abc' is not a whole number -- give a whole number, e.g. export.input_bits=16"),
+        (["export", *SMALL, "export.input_bits=12"],
+         "error: export.input_bits=12 is not a width of the integer code -- give 8 or 16"),
         (["simulate", *SMALL, "sim.segment_blocks=16", "sim.op_ratio=0.3", "mlflow=false", "output={tmp}/t.npy/r.json"],
          "error: {tmp}/t.npy: file exists -- check the path: an input must be a file you can read, an output"),
         (["train", "+workload=zipf", "workload.capacity_blocks=4096", "workload.write_volume=8", "model=random_forest",
@@ -596,7 +601,7 @@ SMALL = ["+workload=uniform", "++workload.capacity_blocks=2048", "++workload.wri
     ids=["ingest-no-path", "stats-no-path", "stats-dir", "print-head-str", "ingest-cut-zst", "ingest-empty",
          "segment-str", "capacity-0", "simulate-empty-trace", "delimited-scalar", "delimited-with-a-preset",
          "fleet-spec-scalar", "misspelt-key", "misspelt-sim-key", "misspelt-policy-param", "switch-not-bool",
-         "misspelt-workload", "misspelt-policy", "oracle-as-a-value", "export-batch-0", "output-under-a-file", "sklearn-param", "oracle-max-groups-str", "oracle-candidates-str",
+         "misspelt-workload", "misspelt-policy", "oracle-as-a-value", "export-batch-0", "export-bits-str", "export-bits-12", "output-under-a-file", "sklearn-param", "oracle-max-groups-str", "oracle-candidates-str",
          "export-not-a-pickle", "oracle-steps-str", "oracle-evals-str", "nodap-min-gain-str", "capacity-beyond-64-bits",
          "history-beyond-memory"],
 )  # fmt: skip

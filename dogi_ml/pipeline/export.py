@@ -226,6 +226,12 @@ def _check_export_settings(e) -> None:
     checked_setting(e.parity_rows, "export.parity_rows", minimum=1, example=100000)
     checked_setting(e.bench_seconds, "export.bench_seconds", float, above=0, example=0.3)
     checked_setting(e.target_ns_per_block, "export.target_ns_per_block", float, above=0, example=50)
+    # int() and float() named no key (input_bits=abc: "invalid literal for int()"); a bit width
+    # other than the two the integer code has, and its 100-digit int(1e300), no fix
+    bits = checked_setting(e.input_bits, "export.input_bits", example=16)
+    if bits not in (8, 16):
+        raise ConfigError(f"export.input_bits={bits} is not a width of the integer code", "give 8 or 16")
+    checked_setting(e.input_margin, "export.input_margin", float, minimum=1.0, example=4.0)
     percentile = checked_setting(e.act_percentile, "export.act_percentile", float, above=0, example=99.99)
     if percentile > 100:
         raise ConfigError(f"export.act_percentile={percentile} is above 100", "give a percentile, e.g. 99.99")
