@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from dogi_ml.determinism import mlflow_tags as numerics_tags
+from dogi_ml.errors import ConfigError
 
 PARENT_FILE = "mlflow_parent_run.json"
 # set by the Python API (dogi_ml.api): the overrides of the call, and the parent run of compare()
@@ -61,7 +62,16 @@ def _mlflow():
 def experiment_id(name: str) -> str:
     """Get or create the experiment (artifacts under ./mlartifacts for a local database)."""
     mlflow = _mlflow()
-    exp = mlflow.get_experiment_by_name(name)
+    try:  # the first call that opens the store
+        exp = mlflow.get_experiment_by_name(name)
+    except mlflow.exceptions.MlflowException as exc:
+        # MLFLOW_TRACKING_URI names a store MLflow will not open (a file store, which MLflow 3
+        # refuses; a server that is down): MLflow's traceback, through ours, told the user less
+        first = str(exc.message).strip().split(". ")[0]
+        raise ConfigError(
+            f"MLFLOW_TRACKING_URI={tracking_uri()}: MLflow cannot use it ({first})",
+            "unset MLFLOW_TRACKING_URI to track in ./mlruns.db, or give mlflow=false where the command has it",
+        ) from None
     if exp is not None:
         return exp.experiment_id
     location = None

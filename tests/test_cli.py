@@ -306,3 +306,22 @@ def test_project_warnings_print_as_one_line(monkeypatch):
     warnings.showwarning("from a library", UserWarning, "/elsewhere/lib.py", 7, buf)
     assert buf.getvalue() == "warning: policy x: slots are sparse\n"
     assert shown == [("from a library", UserWarning, "/elsewhere/lib.py", 7, buf, None)]  # Python's format
+
+
+def test_a_tracking_store_mlflow_refuses_is_one_line(tmp_path, monkeypatch):
+    """MLFLOW_TRACKING_URI=file:... (a file store, which MLflow 3 refuses) ended every tracked
+    command in MLflow's traceback."""
+    from dogi_ml import tracking
+
+    uri = (tmp_path / "mlruns").as_uri()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)  # mlflow.set_tracking_uri exports it: restored after
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    monkeypatch.setattr(tracking, "_USER_URI", uri)
+    with pytest.raises(DogiMLError) as info:
+        tracking.experiment_id("refused")
+    assert str(info.value).startswith(
+        f"MLFLOW_TRACKING_URI={uri}: MLflow cannot use it (The filesystem tracking backend"
+    ), str(info.value)
+    assert str(info.value).endswith(
+        "-- unset MLFLOW_TRACKING_URI to track in ./mlruns.db, or give mlflow=false where the command has it"
+    )
