@@ -297,7 +297,10 @@ def test_a_bad_history_is_refused_before_the_windows_are_built(trace, history, m
         ({"max_active": -1}, r"^zns\.max_active=-1 must be >= 0"),
         ({"max_open": 20}, r"^zns\.max_open=20 exceeds zns\.max_active=14 \(an open zone is also active\)"),
         ({"verify_every": -1}, r"^zns\.verify_every=-1 must be >= 0"),
-        ({"verify_every": 1e20}, r"^zns\.verify_every=1e\+20 does not fit in 64 bits -- give e\.g\. zns\.verify_every=0"),
+        (
+            {"verify_every": 1e20},
+            r"^zns\.verify_every=1e\+20 does not fit in 64 bits -- give e\.g\. zns\.verify_every=0",
+        ),
         ({"zones": 0}, r"^zns\.zones=0 must be >= 1"),  # an `or` read it as null
         ({"zones": NAN}, r"^zns\.zones=nan is not a whole number"),
         ({"progress_every": -1}, r"^zns\.progress_every=-1 must be >= 0"),  # a report after every write
