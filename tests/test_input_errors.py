@@ -824,6 +824,11 @@ def test_an_unknown_policy_parameter_names_its_key_and_what_the_scheme_reads(pol
         ({"arrival": -5}, "sim.arrival=-5: arrival process needs mean_interval_us > 0"),
         # the check is [0, 100): the message said only ">= 0" for 1e9
         ({"op_ratio": 1e9}, "sim.op_ratio must be >= 0 and below 100"),
+        # a timed run's clock wrapped past int64 and ran on times of -2^63, without a word
+        (
+            {"arrival": 1e300, "raid_chunk_blocks": 16},
+            "sim.arrival=1e+300: mean_interval_us=1e+300: 8192 requests end at 8.23e+303 µs, past the 64-bit clock",
+        ),
     ],
 )
 def test_sim_settings_a_run_does_not_use_are_still_checked(settings, message):

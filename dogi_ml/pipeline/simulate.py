@@ -146,7 +146,10 @@ def write_times(trace: Trace, arrival=None, seed: int = 1) -> np.ndarray:
         ts = spread_ties(trace.ts_us)
     else:
         check_arrival(arrival, seed)  # a bad value is refused there, by key
-        ts = density_arrivals(trace.n_requests, arrival if isinstance(arrival, str) else float(arrival), seed)
+        try:
+            ts = density_arrivals(trace.n_requests, arrival if isinstance(arrival, str) else float(arrival), seed)
+        except ValueError as exc:  # a mean gap whose clock ends past int64 on this trace
+            raise ConfigError(f"sim.arrival={arrival!r}: {exc}", "give a smaller mean gap in µs") from None
     ts = np.maximum.accumulate(np.asarray(ts, dtype=np.int64))
     times = ts[trace.block_write_request]
     return np.ascontiguousarray(times - (times[0] if times.size else 0), dtype=np.int64)

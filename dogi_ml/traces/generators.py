@@ -1485,7 +1485,13 @@ def arrival_times(n_requests: int, mean_interval_us: float, seed: int = 0, min_i
     if n:
         gaps[0] = 0.0
     # whole-µs gaps (rounded half up), so every gap keeps the minimum exactly
-    return np.cumsum(np.floor(gaps + 0.5).astype(np.int64))
+    gaps = np.floor(gaps + 0.5)
+    if n and not gaps.sum() < 2.0**62:  # the int64 clock wrapped (1e300: every time -2^63), without a word
+        raise GeneratorParameterError(
+            "mean_interval_us",
+            f"={mean:g}: {n} requests end at {gaps.sum():.3g} µs, past the 64-bit clock (2^62 µs, 146,000 years)",
+        )
+    return np.cumsum(gaps.astype(np.int64))
 
 
 def density_arrivals(n_requests: int, density, seed: int = 0) -> np.ndarray:
