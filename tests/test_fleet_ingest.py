@@ -133,8 +133,8 @@ def test_conf_fleet_yaml_is_the_specs_defaults():
     [
         ({"wss_mediann": 3}, "unknown key(s) ['wss_mediann']"),
         ({"theta_range": [1.0, 0.5]}, "theta_range=[1.0, 0.5] needs low <= high"),
-        ({"wss_max": 10}, "wss_max=10 < wss_min=256"),
-        ({"read_alpha": 0}, "read_alpha=0 must be above 0"),
+        ({"wss_max": 10}, "spec.wss_max=10 < spec.wss_min=256 -- give spec.wss_max >= spec.wss_min"),
+        ({"read_alpha": 0}, "spec.read_alpha=0 must be above 0 -- give spec.read_alpha above 0"),
         ({"wss_min": 2.5}, "wss_min=2.5 is not a whole number"),
         # TypeError's traceback at the comparison with traffic_min
         ({"traffic_max": "abc"}, "traffic_max='abc' is not a finite number"),

@@ -359,22 +359,22 @@ class FleetSpec:
         def number(key, lo=None, above=None):
             v = getattr(self, key)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise DogiMLError(f"fleet spec: {key}={v!r} is not a finite number", f"give a number for {key}")
+                raise DogiMLError(f"spec.{key}={v!r} is not a finite number", f"give a number for spec.{key}")
             if (lo is not None and v < lo) or (above is not None and v <= above):
                 bound = f">= {lo}" if lo is not None else f"above {above}"
-                raise DogiMLError(f"fleet spec: {key}={v} must be {bound}", f"give {key} {bound}")
+                raise DogiMLError(f"spec.{key}={v} must be {bound}", f"give spec.{key} {bound}")
 
         def pair(key, lo=None, above=None):
             v = getattr(self, key)
             if not (isinstance(v, tuple) and len(v) == 2):
-                raise DogiMLError(f"fleet spec: {key}={v!r} is not a [low, high] pair", f"give {key}=[low,high]")
+                raise DogiMLError(f"spec.{key}={v!r} is not a [low, high] pair", f"give spec.{key}=[low,high]")
             for x in v:
                 if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
-                    raise DogiMLError(f"fleet spec: {key}={list(v)} holds a non-number", f"give {key}=[low,high]")
+                    raise DogiMLError(f"spec.{key}={list(v)} holds a non-number", f"give spec.{key}=[low,high]")
             if v[0] > v[1] or (lo is not None and v[0] < lo) or (above is not None and v[0] <= above):
                 bound = f">= {lo}" if lo is not None else f"above {above}"
                 raise DogiMLError(
-                    f"fleet spec: {key}={list(v)} needs low <= high, both {bound}", f"give {key}=[low,high]"
+                    f"spec.{key}={list(v)} needs low <= high, both {bound}", f"give spec.{key}=[low,high]"
                 )
 
         for key in ("wss_median", "traffic_median", "interval_median_us", "read_alpha", "read_beta"):
@@ -383,9 +383,9 @@ class FleetSpec:
             number(key, lo=0)
             if getattr(self, key) > MAX_LOG_SIGMA:  # exp(sigma x z) overflowed: OverflowError's traceback
                 raise DogiMLError(
-                    f"fleet spec: {key}={getattr(self, key)} is above {MAX_LOG_SIGMA} (a factor e^{MAX_LOG_SIGMA:g} "
+                    f"spec.{key}={getattr(self, key)} is above {MAX_LOG_SIGMA} (a factor e^{MAX_LOG_SIGMA:g} "
                     "per standard deviation)",
-                    f"give {key} <= {MAX_LOG_SIGMA}",
+                    f"give spec.{key} <= {MAX_LOG_SIGMA}",
                 )
         number("wss_min", lo=1)
         number("wss_max", lo=1)
@@ -394,13 +394,15 @@ class FleetSpec:
         number("traffic_max", above=0)  # a string ended in TypeError's traceback at the comparison below
         for key in ("wss_min", "wss_max", "max_request_blocks"):
             if not isinstance(getattr(self, key), int):
-                raise DogiMLError(f"fleet spec: {key}={getattr(self, key)!r} is not a whole number", f"give {key}=N")
+                raise DogiMLError(f"spec.{key}={getattr(self, key)!r} is not a whole number", f"give spec.{key}=N")
         if self.wss_max < self.wss_min:
-            raise DogiMLError(f"fleet spec: wss_max={self.wss_max} < wss_min={self.wss_min}", "give wss_max >= wss_min")
+            raise DogiMLError(
+                f"spec.wss_max={self.wss_max} < spec.wss_min={self.wss_min}", "give spec.wss_max >= spec.wss_min"
+            )
         if self.traffic_max < self.traffic_min:
             raise DogiMLError(
-                f"fleet spec: traffic_max={self.traffic_max} < traffic_min={self.traffic_min}",
-                "give traffic_max >= traffic_min",
+                f"spec.traffic_max={self.traffic_max} < spec.traffic_min={self.traffic_min}",
+                "give spec.traffic_max >= spec.traffic_min",
             )
         pair("theta_range", lo=0)
         pair("burstiness_range", above=0)
@@ -463,7 +465,7 @@ def generate_volume(spec: FleetSpec, seed: int, index: int) -> tuple[dict, Trace
     clock = np.floor(np.cumsum(gaps))
     if not clock[-1] < 2.0**63:  # past int64 the cast gave every stamp -2^63, without a word
         raise DogiMLError(
-            f"fleet spec: volume {index}'s last stamp ({clock[-1]:.3g} µs, a mean gap of {p['mean_interval_us']:.3g} µs) "
+            f"fleet: volume {index}'s last stamp ({clock[-1]:.3g} µs, a mean gap of {p['mean_interval_us']:.3g} µs) "
             "does not fit in 64 bits",
             "lower spec.interval_median_us or spec.interval_sigma",
         )
