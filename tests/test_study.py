@@ -283,6 +283,11 @@ def test_filter_on_the_command_line(fleet, tmp_path, monkeypatch, capsys):
             "error: study.baseline=sepbit is not one of the study's schemes (nosep, dac) -- add it to policy=",
         ),
         (["policy=nosep", "only=done"], "error: only='done' is not a job selection -- use only=failed"),
+        # read as true (per-job bars; plot=maybe drew the CDF) without a word
+        (
+            ["policy=nosep", "progress=maybe"],
+            "error: progress='maybe' is not true or false -- give progress=true or progress=false",
+        ),
         (["policy=nosep", "volume=77"], "error: volume=77 is not in the fleet"),
         (
             ["policy=nosep", "sim.op_ratio=0.1,0.2"],

@@ -610,7 +610,7 @@ def _study(argv: list[str]) -> int:
     from omegaconf.errors import MissingMandatoryValue
 
     from dogi_ml.determinism import numerics_mode
-    from dogi_ml.pipeline.common import CONF_DIR
+    from dogi_ml.pipeline.common import CONF_DIR, check_root_switches
     from dogi_ml.pipeline.simulate import checked_sim_config
     from dogi_ml.policies import policy_class
     from dogi_ml.policies.dogi_frozen import SAME_TRACE
@@ -644,6 +644,7 @@ def _study(argv: list[str]) -> int:
             f"study.baseline={baseline} is not one of the study's schemes ({', '.join(policies)})",
             f"add it to policy= or set study.baseline= to one of {', '.join(policies)}",
         )
+    check_root_switches(master)  # plot=maybe ran as true (the CDF drawn) without a word
     only = master.only
     if only not in (None, "failed"):
         raise ConfigError(
