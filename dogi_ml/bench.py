@@ -708,7 +708,50 @@ def _write_result(cfg, out_dir: Path, result: dict) -> dict:
     return result
 
 
+#: bench settings that may be 0 (the others are sizes, counts, seconds or targets: above 0)
+_BENCH_ZERO_OK = ("seed", "op_ratio", "theta")
+
+
+def _bench_numbers(node, prefix: str = ""):
+    """(key, default) of every number in conf/bench.yaml's tree (switches, lists and strings
+    left out), keys dotted as on the command line (``hybrid.repeats``)."""
+    for key, value in node.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict):
+            if key != "schemes":  # the hybrid's scheme table: a scheme's params are its own to check
+                yield from _bench_numbers(value, f"{path}.")
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            yield path, value
+
+
+def check_bench_settings(cfg) -> None:
+    """Every number of the bench config, by key, before anything runs: a string reached int() or
+    a format code ('Cannot specify ',' with 's'.', no key), n_writes=0 a TypeError's traceback."""
+    from omegaconf import OmegaConf
+
+    import dogi_ml.conf
+    from dogi_ml.errors import checked_setting
+
+    defaults = OmegaConf.to_container(OmegaConf.load(Path(dogi_ml.conf.__file__).parent / "bench.yaml"))
+    for key, default in _bench_numbers({k: v for k, v in defaults.items() if k not in ("hydra", "defaults")}):
+        value = OmegaConf.select(cfg, key)
+        if value is None:
+            continue  # a section the run does not have
+        leaf = key.rsplit(".", 1)[-1]
+        zero_ok = leaf in _BENCH_ZERO_OK
+        # a target, a time or a size in GB is a number, even where its default is whole (mlp_training_seconds: 10)
+        whole = isinstance(default, int) and not (
+            leaf.startswith("target") or leaf.endswith(("seconds", "second")) or leaf == "gb"
+        )
+        if whole:
+            checked_setting(value, key, int, minimum=0 if zero_ok else 1, example=default)
+        else:
+            bound = {"minimum": 0.0} if zero_ok else {"above": 0.0}
+            checked_setting(value, key, float, example=default, **bound)
+
+
 def run_bench(cfg, out_dir: Path) -> dict:
+    check_bench_settings(cfg)
     cpus = _all_cpus()
     pin = _pin_one_core()
     ingest_cfg = cfg.get("ingest")

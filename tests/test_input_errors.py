@@ -582,6 +582,10 @@ SMALL = ["+workload=uniform", "++workload.capacity_blocks=2048", "++workload.wri
          "error: oracle.candidates='foo' is not a list of BIR bounds -- give e.g. oracle.candidates=[64,1024]"),
         (["export", "export.model_path={tmp}/t.npy"],
          "error: export.model_path={tmp}/t.npy is not a model a train run saved (UnpicklingError"),
+        # a TypeError's traceback; capacity_blocks=abc: "Cannot specify ',' with 's'."
+        (["bench", "n_writes=0"], "error: n_writes=0 must be positive -- give e.g. n_writes=20000000"),
+        (["bench", "hybrid.repeats=abc"],
+         "error: hybrid.repeats='abc' is not a whole number -- give a whole number, e.g. hybrid.repeats=2"),
         # float()'s and int()'s messages, no key; steps=abc was read one character at a time
         (["oracle", *SMALL, "oracle.steps=abc"],
          "error: oracle.steps='abc' is not a list of step sizes -- give e.g. oracle.steps=[1.0,0.5,0.25]"),
@@ -602,7 +606,7 @@ SMALL = ["+workload=uniform", "++workload.capacity_blocks=2048", "++workload.wri
          "segment-str", "capacity-0", "simulate-empty-trace", "delimited-scalar", "delimited-with-a-preset",
          "fleet-spec-scalar", "misspelt-key", "misspelt-sim-key", "misspelt-policy-param", "switch-not-bool",
          "misspelt-workload", "misspelt-policy", "oracle-as-a-value", "export-batch-0", "export-bits-str", "export-bits-12", "output-under-a-file", "sklearn-param", "oracle-max-groups-str", "oracle-candidates-str",
-         "export-not-a-pickle", "oracle-steps-str", "oracle-evals-str", "nodap-min-gain-str", "capacity-beyond-64-bits",
+         "export-not-a-pickle", "bench-writes-0", "bench-repeats-str", "oracle-steps-str", "oracle-evals-str", "nodap-min-gain-str", "capacity-beyond-64-bits",
          "history-beyond-memory"],
 )  # fmt: skip
 def test_cli_error_paths_are_one_line(request, tmp_path, args, expected):
@@ -785,6 +789,16 @@ def test_a_policy_parameter_of_the_wrong_kind_names_its_key(policy, params, mess
             zipf(8192, 8192, seed=1), {"name": policy, "params": params}, {"segment_blocks": 32, "op_ratio": 0.3}
         )
     assert message in str(info.value)
+
+
+def test_the_bench_configs_own_numbers_pass_its_check():
+    """check_bench_settings refuses by the kind of each default: the shipped config (a whole
+    default for a time, mlp_training_seconds: 10) and a fractional time must pass."""
+    from dogi_ml.bench import check_bench_settings
+    from dogi_ml.pipeline.common import compose_config
+
+    check_bench_settings(compose_config("bench", []))
+    check_bench_settings(compose_config("bench", ["targets.mlp_training_seconds=12.5", "ingest.gb=0.5"]))
 
 
 def test_dogi_checks_its_numbers_as_its_config_gives_them():
