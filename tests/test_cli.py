@@ -199,6 +199,12 @@ def test_stage_params_are_checked(tmp_path):
     with pytest.raises(DogiMLError, match="the parameters are not a mapping"):
         _params(tmp_path / "list.yaml")
     assert set(_params(REPO / "params.yaml")) <= {"workload", "data", "model", "seed", "latency_budget_s"}
+    # int()'s message at the train stage, after the three stages before it
+    (tmp_path / "seed.yaml").write_text("workload: {name: zipf}\nseed: abc\n")
+    with pytest.raises(
+        DogiMLError, match=r"seed.yaml: seed='abc' is not a whole number -- give a whole number, e\.g\. seed=0$"
+    ):
+        _params(tmp_path / "seed.yaml")
 
 
 def test_cache_command_dispatches(tmp_path):

@@ -34,7 +34,7 @@ def _params(path: Path) -> dict:
     import yaml
     from omegaconf import OmegaConf
 
-    from dogi_ml.errors import did_you_mean
+    from dogi_ml.errors import checked_setting, did_you_mean
 
     if not path.exists():
         raise FileNotFoundError(f"parameters file not found: {path} (DVC stages read params.yaml)")
@@ -57,6 +57,15 @@ def _params(path: Path) -> dict:
                 f"{path}: no stage reads the top-level key {key!r}",
                 f"{hint + ' ' if hint else ''}the stages read {', '.join(PARAMS_KEYS)}",
             )
+    # the train and evaluate stages' own numbers (int()/float() named no key; workload: and data:
+    # are checked where they are read, as for the train command)
+    try:
+        if p.get("seed") is not None:
+            checked_setting(p["seed"], "seed", int, minimum=0, example=0)
+        if p.get("latency_budget_s") is not None:
+            checked_setting(p["latency_budget_s"], "latency_budget_s", float, minimum=0.0, example=0.2)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     return p
 
 
