@@ -764,6 +764,19 @@ def test_max_groups_reaches_the_scheme_that_reads_it(policy, params, message):
             {"agent": "credit", "credit_gamma": 2.0},
             "policy.params.credit_gamma=2.0 must be >= 0.0 and below 1.0",
         ),
+        # a part's setting with the part off ran, ignored without a word (the same WAF)
+        (
+            "adapt",
+            {"ghost": False, "n_sets": 4},
+            "policy.params.n_sets=4 is read by ADAPT's ghost part, which policy.params.ghost=false turns off -- "
+            "drop policy.params.n_sets or set policy.params.ghost=true",
+        ),
+        ("adapt", {"demote": False, "filter_bits": 4}, "policy.params.filter_bits=4 is read by ADAPT's demote part"),
+        (
+            "dogi",
+            {"adapt_mu": False, "mu_window": 1000},
+            "policy.params.mu_window=1000 sizes the Hot Filter's climb, which policy.params.adapt_mu=false turns off",
+        ),
         # int(1e300) reached a C long: OverflowError's traceback
         ("adapt", {"n_sets": 1e300}, "policy.params.n_sets=1e+300 does not fit in 64 bits"),
         # bool() read a string as true without a word

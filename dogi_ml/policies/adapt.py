@@ -295,6 +295,21 @@ def _switch(params: dict, key: str, default: bool) -> bool:
     return checked_setting(params.get(key, default), f"policy.params.{key}", bool)
 
 
+#: parameters that only one part of ADAPT reads, and their defaults: with that part off
+#: (``ghost: false``, ``demote: false``) a value other than the default was ignored without a word
+PART_PARAMS = {
+    "ghost": {
+        "rate": 0.001,
+        "min_sampled": 4096,
+        "min_ghost_segment": 2,
+        "n_sets": 8,
+        "ghost_aggregate": True,
+        "ghost_cold_start": True,
+    },
+    "demote": {"demote_score": 4, "filters": 4, "filter_items": 0.0625, "filter_bits": 8},
+}
+
+
 @register
 class ADAPT(PlacementPolicy):
     name = "adapt"
@@ -316,10 +331,10 @@ class ADAPT(PlacementPolicy):
         self.ghost = _switch(params, "ghost", True)
         # the ghosts emulate the aggregation the real groups do (else they judge thresholds by
         # the padding of a system without it; only meaningful with aggregate on)
-        self.ghost_aggregate = _switch(params, "ghost_aggregate", True)
+        self.ghost_aggregate = _switch(params, "ghost_aggregate", PART_PARAMS["ghost"]["ghost_aggregate"])
         # §3.2's cold start: the ghosts' first window is centred on SepBIT's l (the hot segments'
         # lifespan) once it is known, and they apply a threshold only after a ghost GC
-        self.ghost_cold_start = _switch(params, "ghost_cold_start", True)
+        self.ghost_cold_start = _switch(params, "ghost_cold_start", PART_PARAMS["ghost"]["ghost_cold_start"])
         # the ghosts simulate the GC groups too and count every copy (else, as §3.2, they
         # discard a user victim's valid blocks and count only that first move)
         self.ghost_gc_groups = _switch(params, "ghost_gc_groups", False)
@@ -351,7 +366,7 @@ class ADAPT(PlacementPolicy):
         self.gc_into_cold = _switch(params, "gc_into_cold", False)
         if self.gc_into_cold and not self.gc_aggregate:
             raise ValueError("policy adapt: gc_into_cold acts at GC-pass ends only with gc_aggregate: true; set both")
-        self.demote_score = int(params.get("demote_score", 4))
+        self.demote_score = int(params.get("demote_score", PART_PARAMS["demote"]["demote_score"]))
         # only the coldest GC group's cascade demotes (§3.4 aims at "long-lived cold blocks"; its
         # rule takes the best score over all GC groups, the default)
         self.demote_coldest = _switch(params, "demote_coldest", False)
@@ -361,13 +376,13 @@ class ADAPT(PlacementPolicy):
                 "policy adapt: demote_coldest / demote_hot shape the demotion, which demote: false turns off; "
                 "set demote: true with them"
             )
-        self.rate = float(params.get("rate", 0.001))
-        self.min_sampled = int(params.get("min_sampled", 4096))
-        self.min_ghost_segment = int(params.get("min_ghost_segment", 2))
-        self.n_sets = int(params.get("n_sets", 8))
-        self.filters = int(params.get("filters", 4))
-        self.filter_items = float(params.get("filter_items", 0.0625))
-        self.filter_bits = int(params.get("filter_bits", 8))
+        self.rate = float(params.get("rate", PART_PARAMS["ghost"]["rate"]))
+        self.min_sampled = int(params.get("min_sampled", PART_PARAMS["ghost"]["min_sampled"]))
+        self.min_ghost_segment = int(params.get("min_ghost_segment", PART_PARAMS["ghost"]["min_ghost_segment"]))
+        self.n_sets = int(params.get("n_sets", PART_PARAMS["ghost"]["n_sets"]))
+        self.filters = int(params.get("filters", PART_PARAMS["demote"]["filters"]))
+        self.filter_items = float(params.get("filter_items", PART_PARAMS["demote"]["filter_items"]))
+        self.filter_bits = int(params.get("filter_bits", PART_PARAMS["demote"]["filter_bits"]))
         for key in ("min_sampled", "min_ghost_segment", "n_sets", "filters"):
             # -1 ran: an empty ghost set, a ghost segment of no block
             checked_setting(getattr(self, key), f"policy.params.{key}", int, minimum=1, example=8)
@@ -379,6 +394,15 @@ class ADAPT(PlacementPolicy):
             raise ValueError(f"policy adapt: rate must be in (0, 1], got {self.rate}")
         if not 0 < self.filter_items <= 1 or self.filter_bits < 1:
             raise ValueError("policy adapt: filter_items must be in (0, 1] and filter_bits >= 1")
+        for part, defaults in PART_PARAMS.items():
+            if not getattr(self, part):
+                for key, default in defaults.items():
+                    if key in params and params[key] != default:
+                        raise ConfigError(
+                            f"policy.params.{key}={params[key]} is read by ADAPT's {part} part, which "
+                            f"policy.params.{part}=false turns off",
+                            f"drop policy.params.{key} or set policy.params.{part}=true",
+                        )
 
     def accepted_params(self):
         return (

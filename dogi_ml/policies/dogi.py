@@ -872,6 +872,14 @@ class DOGI(PlacementPolicy):
                         f"policy {self.name}: {key} sizes the climb's steps, mu_rule=sepbit takes none",
                         f"drop policy.params.{key} or set policy.params.mu_rule=climb",
                     )
+        if not cfg["adapt_mu"]:
+            for key in ("mu_step", "mu_window"):
+                if cfg[key] is not None:  # ran, the fixed mu never moved: the setting ignored without a word
+                    raise ConfigError(
+                        f"policy.params.{key}={cfg[key]} sizes the Hot Filter's climb, which "
+                        "policy.params.adapt_mu=false turns off",
+                        f"drop policy.params.{key} or set policy.params.adapt_mu=true",
+                    )
         self.cfg = cfg
         super().__init__(n_groups)
         self.user_ml, self.group_search, self.gc_reloc = VARIANTS[cfg["variant"]]
