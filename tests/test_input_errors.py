@@ -754,10 +754,16 @@ def test_max_groups_reaches_the_scheme_that_reads_it(policy, params, message):
         (
             "shiro",
             {"credit_dead_cost": 0.5},
-            "policy.params.credit_dead_cost=0.5 is agent=credit's, and policy.params.agent=qlearning -- set "
+            "policy.params.credit_dead_cost=0.5 is read by agent=credit, and policy.params.agent=qlearning -- set "
             "policy.params.agent=credit or drop policy.params.credit_dead_cost",
         ),
-        ("shiro", {"credit_gamma": 0.7}, "policy.params.credit_gamma=0.7 is agent=credit's"),
+        ("shiro", {"credit_gamma": 0.7}, "policy.params.credit_gamma=0.7 is read by agent=credit"),
+        # a rule learns nothing: its learning rate was dropped without a word
+        (
+            "shiro",
+            {"agent": "hierarchical", "alpha": 0.5},
+            "policy.params.alpha=0.5 is read by agent=qlearning or agent=credit, and policy.params.agent=hierarchical",
+        ),
         # dogi_ml.rl's message named "gamma", which is two settings of Shiro's
         (
             "shiro",

@@ -145,6 +145,16 @@ ORACLE_BANDS = (1, 4, 16, 64)
 #: ORACLE_BANDS its remaining lifetime fell in: dogi_ml.rl.credit._credit_hindsight)
 CREDIT_REWARDS = ("block", "segment", "hindsight")
 LEARNED_AGENTS = ("qlearning", "credit")  # the agents a Q-table drives (deployed needs one)
+#: the learners' parameters and the agents that read them (the rules, the oracle and the frequency
+#: bands learn nothing; the credit agent has its own discount, credit_gamma, and no horizon)
+LEARNER_PARAMS = {
+    "epsilon": LEARNED_AGENTS,
+    "alpha": LEARNED_AGENTS,
+    "gamma": ("qlearning",),
+    "horizon": ("qlearning",),
+    "credit_gamma": ("credit",),
+    "credit_dead_cost": ("credit",),
+}
 DEPLOYED = (None, "float", "int8")
 #: Algorithm 1's lifetime samples (``lifetime_window``): a rewrite of a page written earlier in the
 #: same window (``within``, the paper's sentence read literally) or every rewrite in the window (``any``)
@@ -820,12 +830,13 @@ class Shiro(SequencePolicy):
         for key, bounds in learning.items():
             kind = int if key in ("step", "max_step", "horizon") else float
             checked_setting(c[key], f"policy.params.{key}", kind, **bounds)
-        for key in ("credit_gamma", "credit_dead_cost"):
-            # read by agent=credit only: under another agent a value set was dropped without a word
-            if c[key] != self.DEFAULTS[key] and c["agent"] != "credit":
+        for key, readers in LEARNER_PARAMS.items():
+            # under another agent a value set was dropped without a word (the rules learn nothing)
+            if c[key] != self.DEFAULTS[key] and c["agent"] not in readers:
+                agents = " or ".join(f"agent={a}" for a in readers)
                 raise ConfigError(
-                    f"policy.params.{key}={c[key]} is agent=credit's, and policy.params.agent={c['agent']}",
-                    f"set policy.params.agent=credit or drop policy.params.{key}",
+                    f"policy.params.{key}={c[key]} is read by {agents}, and policy.params.agent={c['agent']}",
+                    f"set policy.params.agent={readers[0]} or drop policy.params.{key}",
                 )
         self.search = ThresholdSearch(int(c["step"]), int(c["max_step"]))  # checks step values
         # the agent's parameters fail here, not at bind
