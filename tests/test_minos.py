@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from helpers import CAP, SEG, zipf_writes
 
+from dogi_ml.errors import ConfigError
 from dogi_ml.policies import _minos_cluster as mc
 from dogi_ml.policies import make_policy, policy_names
 from dogi_ml.policies.minos import (
@@ -443,9 +444,10 @@ def test_aggregated_entry_owner():
     assert times["last"].size == 8 and np.all(np.diff(times["last"]) == 8)
     np.testing.assert_array_equal(times["last"] - times["median"], 4)
     assert make_policy("minos", agg_owner="median").label() == "minos[ownmedian]"
-    # with one block per entry both owners are the same rule: identical runs
-    runs = _runs_without_aggregation("agg_owner", ("last", "median"))
-    assert runs[0] == runs[1]
+    # with one block per entry both owners are the same rule (the runs were identical to the last
+    # byte), so median there is refused rather than run as last
+    with pytest.raises(ConfigError, match=r"policy.params.agg_owner=median .* policy.params.agg=1 shares none"):
+        make_policy("minos", agg=1, agg_owner="median")
 
 
 def _runs_without_aggregation(param, values):
