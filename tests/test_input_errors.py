@@ -783,6 +783,12 @@ def test_max_groups_reaches_the_scheme_that_reads_it(policy, params, message):
             {"adapt_mu": False, "mu_window": 1000},
             "policy.params.mu_window=1000 sizes the Hot Filter's climb, which policy.params.adapt_mu=false turns off",
         ),
+        (
+            "hybrid",
+            {"groups": "dogi", "horizon": 2.0},
+            "policy.params.horizon=2.0 steers the OP-model planner, which policy.params.groups=dogi replaces by "
+            "DOGI's search -- drop policy.params.horizon or set policy.params.groups=opmodel",
+        ),
         # int(1e300) reached a C long: OverflowError's traceback
         ("adapt", {"n_sets": 1e300}, "policy.params.n_sets=1e+300 does not fit in 64 bits"),
         # bool() read a string as true without a word
