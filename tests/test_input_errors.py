@@ -866,7 +866,8 @@ def test_an_unknown_policy_parameter_names_its_key_and_what_the_scheme_reads(pol
         # a timed run's clock wrapped past int64 and ran on times of -2^63, without a word
         (
             {"arrival": 1e300, "raid_chunk_blocks": 16},
-            "sim.arrival=1e+300: mean_interval_us=1e+300: 8192 requests end at 8.23e+303 µs, past the 64-bit clock",
+            "sim.arrival=1e+300: 8192 requests end at 8.23e+303 µs, past the 64-bit clock (2^62 µs, 146,000 years) "
+            "-- give a smaller mean gap in µs",
         ),
     ],
 )

@@ -138,7 +138,7 @@ def write_times(trace: Trace, arrival=None, seed: int = 1) -> np.ndarray:
     that share a coarse stamp evenly up to the next one; ``light``/``medium``/``heavy`` or a mean
     gap in µs replace the stamps by a seeded arrival process over the trace's requests
     (:func:`dogi_ml.traces.generators.density_arrivals`)."""
-    from dogi_ml.traces.generators import density_arrivals, spread_ties
+    from dogi_ml.traces.generators import GeneratorParameterError, density_arrivals, spread_ties
 
     if arrival is None:
         ts = trace.ts_us
@@ -148,8 +148,8 @@ def write_times(trace: Trace, arrival=None, seed: int = 1) -> np.ndarray:
         check_arrival(arrival, seed)  # a bad value is refused there, by key
         try:
             ts = density_arrivals(trace.n_requests, arrival if isinstance(arrival, str) else float(arrival), seed)
-        except ValueError as exc:  # a mean gap whose clock ends past int64 on this trace
-            raise ConfigError(f"sim.arrival={arrival!r}: {exc}", "give a smaller mean gap in µs") from None
+        except GeneratorParameterError as exc:  # a mean gap whose clock ends past int64 on this trace
+            raise ConfigError(exc.named("sim.arrival"), "give a smaller mean gap in µs") from None
     ts = np.maximum.accumulate(np.asarray(ts, dtype=np.int64))
     times = ts[trace.block_write_request]
     return np.ascontiguousarray(times - (times[0] if times.size else 0), dtype=np.int64)

@@ -49,9 +49,13 @@ class GeneratorParameterError(ValueError):
     the parameter as the user set it (``workload.params.<param>``, ``workload.capacity_blocks``)."""
 
     def __init__(self, param: str, problem: str):
-        super().__init__(f"{param}{'' if problem.startswith('=') else ' '}{problem}")
         self.param = param
         self.problem = problem
+        super().__init__(self.named(param))
+
+    def named(self, key: str) -> str:
+        """The message with ``key`` (the setting as the user wrote it) for the argument's name."""
+        return f"{key}{'' if self.problem.startswith('=') else ' '}{self.problem}"
 
 
 # -- Zipf ---------------------------------------------------------------------------------------------

@@ -92,14 +92,13 @@ def _generated(kind: str, capacity: int, n_writes: int, seed: int, params: dict)
     try:
         return generate(kind, capacity_blocks=capacity, n_writes=n_writes, seed=seed, **params)
     except GeneratorParameterError as exc:
-        space = "" if exc.problem.startswith("=") else " "
         if exc.param == "capacity_blocks":  # its message says what else to change (n_files, ...)
-            raise WorkloadError(f"workload.capacity_blocks{space}{exc.problem}") from None
+            raise WorkloadError(exc.named("workload.capacity_blocks")) from None
         if exc.param not in params and exc.param not in default_params(kind):
             raise  # an argument the workload config does not set
         key, example = f"workload.params.{exc.param}", default_params(kind).get(exc.param)
         fix = f"give e.g. {key}={example}" if example is not None else f"change {key}"
-        raise WorkloadError(f"{key}{space}{exc.problem}", fix) from None
+        raise WorkloadError(exc.named(key), fix) from None
 
 
 def load_workload(cfg: Mapping, cache_dir: str | Path | None = ".cache/dogi_ml/traces", log=print) -> Trace:
