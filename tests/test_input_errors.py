@@ -518,6 +518,18 @@ def test_file_workload_capacity_zero_is_not_the_default(tmp_path):
         load_workload(cfg, cache_dir=None)
 
 
+def test_a_workload_capacity_below_the_working_set_names_the_workloads_key(tmp_path):
+    """workload.capacity_blocks=1 was reported as sim.capacity_blocks=1, a key the user never set."""
+    from dogi_ml.pipeline.simulate import simulation_writes
+
+    p = write(tmp_path, "w.txt", MSR_LINES)
+    trace = load_workload({"source": "file", "path": str(p), "format": "flashnet_msr", "capacity_blocks": 1}, None)
+    with pytest.raises(ConfigError, match=r"^workload\.capacity_blocks=1 is smaller than the trace's write working"):
+        simulation_writes(trace, None)
+    with pytest.raises(ConfigError, match=r"^sim\.capacity_blocks=1 is smaller than the trace's write working"):
+        simulation_writes(trace, 1)
+
+
 # -- the command line: every error path ends in one line, exit 2 (3: a bad input file), no traceback ----
 def one_line_error(proc, status: int = 2) -> str:
     assert proc.returncode == status, (proc.returncode, proc.stdout, proc.stderr)

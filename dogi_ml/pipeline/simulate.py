@@ -30,8 +30,10 @@ def simulation_writes(trace: Trace, capacity: int | None) -> tuple[np.ndarray, i
     if writes.size and int(writes.max()) >= cap:
         uniq, dense = np.unique(writes, return_inverse=True)
         if uniq.size > cap:
+            # the capacity is sim's when given, else the workload's (a generator's never is smaller)
+            key = "sim.capacity_blocks" if capacity else "workload.capacity_blocks"
             raise ConfigError(
-                f"sim.capacity_blocks={cap} is smaller than the trace's write working set "
+                f"{key}={cap} is smaller than the trace's write working set "
                 f"({uniq.size} distinct blocks)",
                 "raise it or leave it null",
             )
