@@ -270,12 +270,22 @@ def test_skipped_lines_are_reported_again_from_the_cache(tmp_path):
         assert t.meta["skipped_lines"] == 1
 
 
+def test_every_null_default_sim_setting_has_an_example_to_suggest():
+    """Its smallest value was suggested (sim.gc_free_ratio=0, which the run then refuses)."""
+    from dogi_ml.sim.engine import _NULL_DEFAULT_EXAMPLES, _SETTING_RULES
+
+    nullable = {key for key in _SETTING_RULES if getattr(SimConfig, key) is None}
+    assert nullable == set(_NULL_DEFAULT_EXAMPLES)
+    for key, example in _NULL_DEFAULT_EXAMPLES.items():
+        assert SimConfig.from_mapping({key: example}) is not None, key
+
+
 @pytest.mark.parametrize(
     "settings,message",
     [
         (
             {"capacity_blocks": 0},
-            "sim.capacity_blocks=0 must be positive -- give e.g. sim.capacity_blocks=1 (null: the default)",
+            "sim.capacity_blocks=0 must be positive -- give e.g. sim.capacity_blocks=262144 (null: the default)",
         ),
         (
             {"segment_blocks": "abc"},
@@ -286,7 +296,7 @@ def test_skipped_lines_are_reported_again_from_the_cache(tmp_path):
         ({"op_ratio": float("nan")}, "sim.op_ratio=nan is not a number -- give a number, e.g. sim.op_ratio=0.1"),
         (
             {"series_window": 0},
-            "sim.series_window=0 must be positive -- give e.g. sim.series_window=1 (null: the default)",
+            "sim.series_window=0 must be positive -- give e.g. sim.series_window=65536 (null: the default)",
         ),
         ({"prefill": "no"}, "sim.prefill='no' is not true or false -- give sim.prefill=true or sim.prefill=false"),
         # int(1e30) ended in OverflowError's traceback in the simulator's state
@@ -608,7 +618,7 @@ SMALL = ["+workload=uniform", "++workload.capacity_blocks=2048", "++workload.wri
          "error: policy.params.min_gain='abc' is not a number -- give a number, e.g. policy.params.min_gain=0.05"),
         # OverflowError's traceback (a C long in the simulator's state)
         (["simulate", *SMALL, "sim.capacity_blocks=1e30"],
-         "error: sim.capacity_blocks=1e+30 does not fit in 64 bits -- give e.g. sim.capacity_blocks=1"),
+         "error: sim.capacity_blocks=1e+30 does not fit in 64 bits -- give e.g. sim.capacity_blocks=262144"),
         # numpy's "array is too big", naming nothing to lower
         (["simulate", *SMALL, "sim.segment_blocks=16", "sim.op_ratio=0.3", "policy=phftl", "policy.params.history=1000000000000000"],
          "error: out of memory: array is too big; `arr.size * arr.dtype.itemsize` is larger than the maximum "

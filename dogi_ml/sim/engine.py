@@ -131,7 +131,9 @@ class SimConfig:
             rule = _SETTING_RULES.get(key)
             if rule is not None:
                 kind, minimum, nullable = rule
-                example = getattr(cls, key) if getattr(cls, key) is not None else minimum
+                example = (
+                    getattr(cls, key) if getattr(cls, key) is not None else _NULL_DEFAULT_EXAMPLES.get(key, minimum)
+                )
                 data[key] = checked_setting(
                     value, f"sim.{key}", kind, minimum=minimum, nullable=nullable, example=example
                 )
@@ -160,6 +162,19 @@ _SETTING_RULES = {
     "gc_idle_gap_us": (int, 0, True),
     "checkpoint_every": (int, 1, True),
     "checkpoint_minutes": (float, 0, True),
+}
+
+#: a value to suggest in the message for each checked key whose default is null (its smallest
+#: value was suggested: sim.capacity_blocks=1, sim.gc_free_ratio=0, which the run then refuses)
+_NULL_DEFAULT_EXAMPLES = {
+    "capacity_blocks": 262144,  # 1 GiB of 4 KiB blocks
+    "gc_high_free_segments": 8,
+    "series_window": 65536,
+    "gc_free_ratio": 0.05,  # conf/experiment/shiro_bggc.yaml
+    "gc_background_free_ratio": 0.25,
+    "gc_idle_gap_us": 5000,
+    "checkpoint_every": 16777216,
+    "checkpoint_minutes": 10,
 }
 
 #: SimConfig keys that decide when and where checkpoints go, never what a run computes
