@@ -33,8 +33,7 @@ def simulation_writes(trace: Trace, capacity: int | None) -> tuple[np.ndarray, i
             # the capacity is sim's when given, else the workload's (a generator's never is smaller)
             key = "sim.capacity_blocks" if capacity else "workload.capacity_blocks"
             raise ConfigError(
-                f"{key}={cap} is smaller than the trace's write working set "
-                f"({uniq.size} distinct blocks)",
+                f"{key}={cap} is smaller than the trace's write working set ({uniq.size} distinct blocks)",
                 "raise it or leave it null",
             )
         writes = dense.astype(np.int64)
