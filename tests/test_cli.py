@@ -331,3 +331,17 @@ def test_a_tracking_store_mlflow_refuses_is_one_line(tmp_path, monkeypatch):
     assert str(info.value).endswith(
         "-- unset MLFLOW_TRACKING_URI to track in ./mlruns.db, or give mlflow=false where the command has it"
     )
+
+
+def test_simulate_refuses_a_tracking_store_before_it_runs(tmp_path, monkeypatch):
+    """A single simulate run logs at its end: with a store MLflow will not open it simulated
+    first and then failed, leaving a result nothing recorded."""
+    uri = (tmp_path / "mlruns").as_uri()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    out = tmp_path / "r.json"
+    args = ["-q", "simulate", "+workload=zipf", "workload.capacity_blocks=4096", "workload.write_volume=2"]
+    proc = run_cli([*args, "sim.segment_blocks=32", "plot=false", f"output={out}"], tmp_path, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith(f"error: MLFLOW_TRACKING_URI={uri}: MLflow cannot use it")
+    assert not out.exists()  # nothing simulated

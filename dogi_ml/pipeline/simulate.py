@@ -400,6 +400,12 @@ def run_simulate(cfg, out_dir: Path) -> float:
     policy_cfg = OmegaConf.to_container(cfg.policy, resolve=True)
     # a victim-rule conflict or a setting of a mode that is off fails before the trace is read
     checked_sim_config(policy_cfg, OmegaConf.to_container(cfg.sim, resolve=True))
+    if cfg.get("mlflow", True):
+        from dogi_ml.tracking import experiment_id
+
+        # the run is logged at its end: a tracking store MLflow will not open is refused now,
+        # not after the simulation has run
+        experiment_id("simulate")
     trace = load_workload(cfg.workload, cache_dir=cfg.cache_dir)
     deployed = (cfg.get("model") or {}).get("deployed")
     if deployed:
