@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dogi_ml.errors import ConfigError
+from dogi_ml.errors import ConfigError, checked_setting
 from dogi_ml.pipeline.common import available, compose_config
 
 __all__ = [
@@ -161,6 +161,13 @@ def _keep_plot_backend():
                 plt.switch_backend(backend)
 
 
+def _check_switches(**switches) -> None:
+    """The call's on/off arguments are True or False (``plot`` may be None): Python's truthiness
+    read ``log="no"`` as on without a word."""
+    for name, value in switches.items():
+        checked_setting(value, name, bool, nullable=name == "plot")
+
+
 def _is_trace(obj) -> bool:
     from dogi_ml.traces.trace import Trace
 
@@ -179,6 +186,7 @@ def load_trace(path: str | Path, format: str, *, cache: bool = True, **options):
     >>> t.block_writes.size > 0, t.name
     (True, 'msr_cut_105')
     """
+    _check_switches(cache=cache)
     from dogi_ml.traces.workload import load_workload
 
     ov = ["+workload=file", f"workload.path={_value(str(Path(path).resolve()))}", f"workload.format={_value(format)}"]
@@ -199,6 +207,7 @@ def generate(workload: str | Mapping = "zipf", *, cache: bool = True, **override
     >>> t.block_writes.size, t.meta["capacity_blocks"]
     (32768, 8192)
     """
+    _check_switches(cache=cache)
     from dogi_ml.traces.workload import load_workload
 
     cfg = compose("simulate", _workload_overrides(workload, overrides))
@@ -323,6 +332,7 @@ def simulate(
     >>> list(r.series.columns)
     ['t', 't_over_capacity', 'waf']
     """
+    _check_switches(log=log, plot=plot, progress=progress, quiet=quiet)
     from omegaconf import OmegaConf
 
     from dogi_ml.pipeline.simulate import simulate as run_one
@@ -406,6 +416,7 @@ def compare(
     >>> bool(df.waf.is_monotonic_increasing)
     True
     """
+    _check_switches(log=log, quiet=quiet, progress=progress)
     import pandas as pd
 
     from dogi_ml.tracking import parent_run
@@ -490,6 +501,7 @@ def train(
     >>> 0.0 < r.accuracy <= 1.0, r.confusion.shape == (10, 10), (r.out_dir / "model.pkl").exists()
     (True, True, True)
     """
+    _check_switches(quiet=quiet)
     import pandas as pd
 
     from dogi_ml.pipeline.train import run_train
@@ -527,6 +539,7 @@ def export_model(
     >>> "int" in rep["accuracy"], rep["accuracy"]["float"] == t.accuracy
     (True, True)
     """
+    _check_switches(quiet=quiet)
     from dogi_ml.pipeline.export import run_export
 
     if isinstance(source, TrainResult):

@@ -159,3 +159,8 @@ def test_bad_settings_name_the_fix(tmp_path, monkeypatch):
         dogi_ml.generate("zipff")
     with pytest.raises(ConfigError, match="policy 'sepbit' has no parameter 'varient'.*variant"):
         dogi_ml.simulate(SMALL_WL, policy_params={"varient": "paper"})
+    # Python's truthiness read log="no" as on (an MLflow run), without a word
+    with pytest.raises(ConfigError, match="^log='no' is not true or false"):
+        dogi_ml.simulate(SMALL_WL, log="no")
+    with pytest.raises(ConfigError, match="^cache='no' is not true or false"):
+        dogi_ml.generate("zipf", cache="no")
