@@ -649,6 +649,19 @@ def test_cli_error_paths_are_one_line(request, tmp_path, args, expected):
     assert line.startswith(expected.replace("{tmp}", str(tmp_path))), line
 
 
+def test_a_quantiser_failure_names_the_export_settings_that_shape_it(tmp_path):
+    """export.input_margin=1e300 ended in the quantiser's own message, which names no setting."""
+    workload = ["+workload=zipf", "workload.capacity_blocks=4096", "workload.write_volume=4"]
+    proc = run_cli(
+        ["-q", "export", *workload, "export.input_margin=1e300", f"export.out={tmp_path / 'x'}"], tmp_path, check=False
+    )
+    line = one_line_error(proc)
+    assert line.startswith("error: hidden-layer multiplier "), line
+    assert line.endswith(
+        "(with export.input_bits=16 export.input_margin=1e+300 export.act_percentile=99.99) -- check these export settings"
+    ), line
+
+
 def test_cli_ingest_reports_skipped_lines(tmp_path):
     p = write(tmp_path, "s.txt", MSR_LINES + "1.0 0 4096\n")
     proc = run_cli(

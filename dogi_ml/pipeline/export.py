@@ -297,8 +297,13 @@ def run_export(cfg, work_dir: Path) -> dict:
         q = quantize_model(
             model, ds.X[tr], ds.class_names, ds.feature_names, **(opts if model.name in ("mlp", "gru") else {})
         )
-    except ExportError:
+    except ExportError as exc:
         q = None
+        if model.name in ("mlp", "gru"):
+            # the quantiser's own message names no setting (input_margin=1e300: "hidden-layer
+            # multiplier ... too large"); these three are the ones that shape its scales
+            given = " ".join(f"export.{key}={value:g}" for key, value in opts.items())
+            raise ExportError(f"{exc} (with {given})", "check these export settings") from None
         if model.name not in ("tcn", "deepfm"):
             raise
         console.print(f"  {model.name}: no integer form (float ONNX only)")
