@@ -303,7 +303,8 @@ def run_export(cfg, work_dir: Path) -> dict:
             # the quantiser's own message names no setting (input_margin=1e300: "hidden-layer
             # multiplier ... too large"); these three are the ones that shape its scales
             given = " ".join(f"export.{key}={value:g}" for key, value in opts.items())
-            raise ExportError(f"{exc} (with {given})", "check these export settings") from None
+            problem, _, fix = str(exc).partition(" -- ")  # keep a fix the quantiser gave
+            raise ExportError(f"{problem} (with {given})", fix or "check these export settings") from None
         if model.name not in ("tcn", "deepfm"):
             raise
         console.print(f"  {model.name}: no integer form (float ONNX only)")
