@@ -52,7 +52,14 @@ import numpy as np
 
 from dogi_ml.errors import ConfigError, checked_setting
 from dogi_ml.sim.kernels import chunk_flush_pad, shadow_append
-from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, record, scalar_fields
+from dogi_ml.sim.policy_api import (
+    PlacementPolicy,
+    SimContext,
+    new_scalars,
+    record,
+    refuse_unread_params,
+    scalar_fields,
+)
 from dogi_ml.sim.state import C_NOW_US, P_CHUNK, P_SEG_BLOCKS, P_TIME_ON
 
 from . import register
@@ -396,13 +403,8 @@ class ADAPT(PlacementPolicy):
             raise ValueError("policy adapt: filter_items must be in (0, 1] and filter_bits >= 1")
         for part, defaults in PART_PARAMS.items():
             if not getattr(self, part):
-                for key, default in defaults.items():
-                    if key in params and params[key] != default:
-                        raise ConfigError(
-                            f"policy.params.{key}={params[key]} is read by ADAPT's {part} part, which "
-                            f"policy.params.{part}=false turns off",
-                            f"drop policy.params.{key} or set policy.params.{part}=true",
-                        )
+                why = f"is read by ADAPT's {part} part, which policy.params.{part}=false turns off"
+                refuse_unread_params(params, defaults, defaults, why, f"policy.params.{part}=true")
 
     def accepted_params(self):
         return (

@@ -80,6 +80,7 @@ from dogi_ml.sim.policy_api import (
     new_scalars,
     record,
     refuse_unknown_params,
+    refuse_unread_params,
     scalar_fields,
 )
 from dogi_ml.sim.state import C_GC, C_USER, P_NSEG, P_SEG_BLOCKS, SEG_SEALED
@@ -872,14 +873,9 @@ class DOGI(PlacementPolicy):
                         f"policy {self.name}: {key} sizes the climb's steps, mu_rule=sepbit takes none",
                         f"drop policy.params.{key} or set policy.params.mu_rule=climb",
                     )
-        if not cfg["adapt_mu"]:
-            for key in ("mu_step", "mu_window"):
-                if cfg[key] is not None:  # ran, the fixed mu never moved: the setting ignored without a word
-                    raise ConfigError(
-                        f"policy.params.{key}={cfg[key]} sizes the Hot Filter's climb, which "
-                        "policy.params.adapt_mu=false turns off",
-                        f"drop policy.params.{key} or set policy.params.adapt_mu=true",
-                    )
+        if not cfg["adapt_mu"]:  # the fixed mu never moved: mu_step and mu_window were ignored without a word
+            why = "sizes the Hot Filter's climb, which policy.params.adapt_mu=false turns off"
+            refuse_unread_params(cfg, self.DEFAULTS, ("mu_step", "mu_window"), why, "policy.params.adapt_mu=true")
         self.cfg = cfg
         super().__init__(n_groups)
         self.user_ml, self.group_search, self.gc_reloc = VARIANTS[cfg["variant"]]

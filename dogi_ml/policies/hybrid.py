@@ -62,11 +62,10 @@ import numba as nb
 import numpy as np
 from scipy.stats import kendalltau
 
-from dogi_ml.errors import ConfigError
 from dogi_ml.intrinsics import prefetch_span
 from dogi_ml.markov.opmodel import InvalidationCDF, assign_streams, thresholds_for_op
 from dogi_ml.oracles.annotate import NEVER, annotate
-from dogi_ml.sim.policy_api import SimContext, new_scalars, record, scalar_fields
+from dogi_ml.sim.policy_api import SimContext, new_scalars, record, refuse_unread_params, scalar_fields
 from dogi_ml.sim.state import P_NSEG, P_SEG_BLOCKS, SEG_SEALED
 from dogi_ml.sim.victims import (
     GENERAL_VICTIMS,
@@ -1119,15 +1118,14 @@ class Hybrid(DOGI):
                 f"policy hybrid: lifetimes={hcfg['lifetimes']} feeds its lifetimes to the OP-model planner; "
                 f"groups=dogi searches the model's classes: use groups=opmodel with lifetimes={hcfg['lifetimes']}"
             )
-        if hcfg["groups"] == "dogi":
-            # DOGI's search replaces the planner: its settings ran ignored, without a word
-            for key in ("horizon", "min_horizon", "max_groups", "open_cost", "fixed_groups"):
-                if hcfg[key] != self.HYBRID_DEFAULTS[key]:
-                    raise ConfigError(
-                        f"policy.params.{key}={hcfg[key]} steers the OP-model planner, which "
-                        "policy.params.groups=dogi replaces by DOGI's search",
-                        f"drop policy.params.{key} or set policy.params.groups=opmodel",
-                    )
+        if hcfg["groups"] == "dogi":  # DOGI's search replaces the planner: its settings ran ignored, without a word
+            refuse_unread_params(
+                hcfg,
+                self.HYBRID_DEFAULTS,
+                ("horizon", "min_horizon", "max_groups", "open_cost", "fixed_groups"),
+                "steers the OP-model planner, which policy.params.groups=dogi replaces by DOGI's search",
+                "policy.params.groups=opmodel",
+            )
         if not isinstance(hcfg["hot_filter"], bool) and hcfg["hot_filter"] != "auto":
             raise ValueError(f"policy hybrid: hot_filter must be true, false or auto, got {hcfg['hot_filter']!r}")
         if not 1 <= int(hcfg["max_groups"]) <= N_CAT:

@@ -64,9 +64,16 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
-from dogi_ml.errors import ConfigError
 from dogi_ml.sim.kernels import _roomiest_group, prefetch
-from dogi_ml.sim.policy_api import PlacementPolicy, SimContext, new_scalars, no_reclaim_hook, record, scalar_fields
+from dogi_ml.sim.policy_api import (
+    PlacementPolicy,
+    SimContext,
+    new_scalars,
+    no_reclaim_hook,
+    record,
+    refuse_unread_params,
+    scalar_fields,
+)
 from dogi_ml.sim.state import C_FREE
 
 from . import register
@@ -646,13 +653,9 @@ class Minos(PlacementPolicy):
                 f"block written into it) or median (the block at offset agg/2 - 1), got {cfg['agg_owner']!r}"
             )
         self.agg_owner = cfg["agg_owner"]
-        if self.agg == 1 and self.agg_owner != self.DEFAULTS["agg_owner"]:
-            # an entry of one block describes that block: median ran as last, without a word
-            raise ConfigError(
-                f"policy.params.agg_owner={self.agg_owner} chooses which block a shared entry describes, "
-                "and policy.params.agg=1 shares none",
-                "drop policy.params.agg_owner or set policy.params.agg=8",
-            )
+        if self.agg == 1:  # an entry of one block describes that block: median ran as last, without a word
+            why = "chooses which block a shared entry describes, and policy.params.agg=1 shares none"
+            refuse_unread_params(cfg, self.DEFAULTS, ("agg_owner",), why, "policy.params.agg=8")
         if cfg["agg_ids"] not in AGG_IDS:
             raise ValueError(
                 f"policy minos: agg_ids must be entry (one pair of stream ids per shared entry, the "

@@ -119,6 +119,19 @@ def refuse_unknown_params(name: str, params, accepted) -> None:
         )
 
 
+def refuse_unread_params(params, defaults, keys, why: str, setting: str) -> None:
+    """A :class:`~dogi_ml.errors.ConfigError` for the first of ``keys`` whose value in ``params``
+    differs from its ``defaults`` entry while the part that reads it is off: the run would drop
+    it without a word. ``why`` follows ``policy.params.KEY=VALUE`` in the message (what turned the
+    part off); the fix is to drop the key or give ``setting`` (the switch that turns it back on)."""
+    from dogi_ml.errors import ConfigError
+
+    for key in keys:
+        value = params.get(key, defaults[key])
+        if value != defaults[key]:
+            raise ConfigError(f"policy.params.{key}={value} {why}", f"drop policy.params.{key} or set {setting}")
+
+
 class PlacementPolicy:
     """Base class of placement schemes. Subclasses set the three Numba functions and ``bind``."""
 
