@@ -9,6 +9,13 @@ scheme and NoDaP it closes.
 (``docs/results/dogi_fig10.json``) that the sweeps do not hold, marked ``reused`` with the file (a
 cell that file had itself reused keeps the name of the file it came from).
 
+    python -m dogi_ml.report_hybrid --redraw OUT
+
+rewrites ``OUT.md`` and ``OUT.png`` from ``OUT.json`` alone (no sweep needed; the title is kept
+from ``OUT.md``'s heading unless ``--title`` gives one). Every figure carries the digest of the
+table it draws (:func:`table_digest`, the PNG's ``Source`` text), so a figure left behind by a
+later JSON is found (tests/test_hybrid.py checks every docs/results file).
+
     python -m dogi_ml.report_hybrid --closed-form OUT SWEEP_DIR [SWEEP_DIR ...]
 
 writes ``OUT.json`` and ``OUT.md`` instead: the closed form of FIFO groups of independent writes
@@ -31,6 +38,7 @@ the LBA's write probability (:func:`lifetime_shape`; ``WORKLOAD`` names a ``conf
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import textwrap
 from pathlib import Path
@@ -59,6 +67,13 @@ def _cells(results: list[dict]) -> dict:
             **({"count_changes": r["count_changes"]} if r.get("count_changes") is not None else {}),
         }
     return out
+
+
+def table_digest(table: dict) -> str:
+    """SHA-256 of the table as its JSON file holds it (keys sorted), written into the figure drawn
+    from it: a figure and a JSON file that disagree have different digests."""
+    text = json.dumps(table, sort_keys=True, default=float)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 def summarise(table: dict) -> dict:
@@ -185,7 +200,7 @@ def plot(table: dict, summary: dict, path: Path, title: str = "") -> Path:
     ax.grid(axis="y", alpha=0.3)
     if title:
         fig.suptitle(textwrap.fill(title, 110), fontsize=10)  # over the whole figure: the legend takes a side
-    return save_figure(fig, path)
+    return save_figure(fig, path, source=table_digest(table))
 
 
 def write(
@@ -229,11 +244,49 @@ def write(
     stem.parent.mkdir(parents=True, exist_ok=True)
     js = stem.with_suffix(".json")
     js.write_text(json.dumps({**table, "_summary": summary}, indent=2, default=float))
+    # drawn from the table as read back, so the figure's digest is the file's
+    return [js, *_draw(stem, read_table(js), title)]
+
+
+def read_table(path: str | Path) -> dict:
+    """The table of a JSON file :func:`write` wrote (its workloads; ``_summary`` left out)."""
+    data = json.loads(Path(path).read_text())
+    return {w: row for w, row in data.items() if not w.startswith("_")}
+
+
+def _draw(stem: Path, table: dict, title: str) -> list[Path]:
+    summary = summarise(table)
     md = stem.with_suffix(".md")
     md.write_text(markdown(table, summary, title))
     png = plot(table, summary, stem.with_suffix(".png"), title)
     print(md.read_text())
-    return [js, md, png]
+    return [md, png]
+
+
+def redraw(out: str | Path, title: str | None = None) -> list[Path]:
+    """``OUT.md`` and ``OUT.png`` anew from ``OUT.json`` alone: the title from ``OUT.md``'s
+    heading when ``title`` is None. Refuses a JSON file whose ``_summary`` is not the one its
+    table gives (a file edited by hand, or written by another version of :func:`summarise`)."""
+    stem = Path(out)
+    stem = stem.with_suffix("") if stem.suffix == ".json" else stem
+    js = stem.with_suffix(".json")
+    if not js.is_file():
+        raise SystemExit(f"error: --redraw {out}: no {js} to draw from")
+    data = json.loads(js.read_text())
+    if "_summary" not in data:
+        raise SystemExit(f"error: --redraw {out}: {js} has no _summary, so report_hybrid did not write it")
+    table = read_table(js)
+    stored = json.loads(json.dumps(summarise(table), default=float))
+    if stored != data["_summary"]:
+        raise SystemExit(
+            f"error: --redraw {out}: {js}'s _summary is not the one its table gives; "
+            "rebuild it from its sweeps (docs/results/regenerate.sh hybrid)"
+        )
+    if title is None:
+        md = stem.with_suffix(".md")
+        first = md.read_text().splitlines()[0] if md.is_file() else ""
+        title = first[2:] if first.startswith("# ") else ""
+    return _draw(stem, table, title)
 
 
 # -- closed form: FIFO groups of independent writes ------------------------------------------------
@@ -564,17 +617,26 @@ class HybridComparison(Callback):
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m dogi_ml.report_hybrid", description=__doc__.splitlines()[0])
     ap.add_argument("out")
-    ap.add_argument("sweeps", nargs="+", help="sweep directories (--lifetime-shape: workload names)")
+    ap.add_argument("sweeps", nargs="*", help="sweep directories (--lifetime-shape: workload names)")
     ap.add_argument("--reuse", action="append", default=[])
     ap.add_argument(
         "--keep-workloads", action="store_true", help="keep the reused files' workloads the sweeps did not run"
     )
-    ap.add_argument("--title", default="")
+    ap.add_argument("--title", default=None)
     ap.add_argument("--workload", default=None, help="name every result's workload so")
     ap.add_argument("--closed-form", action="store_true", help="the FIFO closed form against the sweeps' runs")
     ap.add_argument("--lifetime-shape", action="store_true", help="how memoryless the named workloads' lifetimes are")
     ap.add_argument("--planner", action="store_true", help="each hybrid run's modelled WAF against the simulator")
+    ap.add_argument("--redraw", action="store_true", help="OUT.md and OUT.png from OUT.json alone")
     a = ap.parse_args(argv)
+    if a.redraw:
+        if a.sweeps:
+            ap.error("--redraw draws from OUT.json alone: give no sweep directories")
+        for p in redraw(a.out, a.title):
+            print(f"wrote:   {p}")
+        return
+    if not a.sweeps:
+        ap.error("give at least one sweep directory (--lifetime-shape: workload names)")
     if a.lifetime_shape:
         for p in write_lifetime_shape(a.out, a.sweeps):
             print(f"wrote:   {p}")
@@ -590,7 +652,7 @@ def main(argv=None) -> None:
         for p in write_closed_form(a.out, results):
             print(f"wrote:   {p}")
         return
-    for p in write(a.out, results, a.reuse, a.title, a.workload, a.keep_workloads):
+    for p in write(a.out, results, a.reuse, a.title or "", a.workload, a.keep_workloads):
         print(f"wrote:   {p}")
 
 

@@ -890,6 +890,64 @@ def test_docs_causal_ablation_table_is_the_results_files():
     assert checked == 5 + 9 * 5
 
 
+REPORT_TABLES = sorted(
+    p.stem for p in (REPO / "docs/results").glob("hybrid*.json") if "_summary" in json.loads(p.read_text())
+)
+
+
+@pytest.mark.parametrize("name", REPORT_TABLES)
+def test_docs_results_figures_and_tables_are_their_json(name):
+    """Each docs/results/NAME.json report_hybrid wrote has its NAME.md and NAME.png drawn from it:
+    the markdown is the one the JSON gives, and the figure carries the JSON table's digest (four
+    figures once showed tables two results commits old, without rows the JSON and the markdown
+    had; ``python -m dogi_ml.report_hybrid --redraw docs/results/NAME`` redraws them)."""
+    from dogi_ml.plotting import figure_source
+    from dogi_ml.report_hybrid import markdown, read_table, summarise, table_digest
+
+    stem = REPO / "docs/results" / name
+    table = read_table(stem.with_suffix(".json"))
+    md = stem.with_suffix(".md").read_text()
+    first = md.splitlines()[0]
+    title = first[2:] if first.startswith("# ") else ""  # a table written without a title starts at its rows
+    assert markdown(table, summarise(table), title) == md
+    assert figure_source(stem.with_suffix(".png")) == table_digest(table), f"redraw {stem}.png from its JSON"
+
+
+def test_report_redraw_draws_from_the_json_alone(tmp_path, capsys):
+    """--redraw: OUT.md and OUT.png anew from OUT.json, the title kept from OUT.md; a JSON whose
+    _summary is not its table's (edited by hand) and sweeps given beside --redraw are refused."""
+    from dogi_ml.plotting import figure_source
+    from dogi_ml.report_hybrid import main, read_table, summarise, table_digest, write
+
+    runs = [
+        {"policy": "dogi", "scheme": "dogi", "workload": "zipf", "waf": 3.0, "victim": "dogi"},
+        {"policy": "hybrid", "scheme": "hybrid", "workload": "zipf", "waf": 2.8, "victim": "hybrid"},
+    ]
+    out = tmp_path / "t"
+    write(out, runs, title="Small table")
+    first = figure_source(out.with_suffix(".png"))
+    assert first == table_digest(read_table(out.with_suffix(".json")))
+
+    # a row added to the JSON (and its summary made anew), then redrawn
+    data = json.loads(out.with_suffix(".json").read_text())
+    data["zipf"]["sepbit"] = {"waf": 3.4, "victim": "cost_benefit", "settings": {}}
+    table = {w: r for w, r in data.items() if not w.startswith("_")}
+    data["_summary"] = json.loads(json.dumps(summarise(table), default=float))
+    out.with_suffix(".json").write_text(json.dumps(data))
+    main(["--redraw", str(out)])
+    md = out.with_suffix(".md").read_text()
+    assert md.startswith("# Small table\n") and "| sepbit | 3.400 |" in md
+    assert figure_source(out.with_suffix(".png")) == table_digest(table) != first
+
+    data["zipf"]["dogi"]["waf"] = 2.9  # the best seed scheme moved: the summary is no longer the table's
+    out.with_suffix(".json").write_text(json.dumps(data))
+    with pytest.raises(SystemExit, match="_summary is not the one its table gives"):
+        main(["--redraw", str(out)])
+    with pytest.raises(SystemExit):
+        main(["--redraw", str(out), str(tmp_path)])
+    assert "give no sweep directories" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("name", ["hybrid", "hybrid_alt", "hybrid_traces"])
 def test_docs_main_tables_are_the_report_tables(name):
     """docs/hybrid.md's tables of every seed scheme and the oracles are the report's own
