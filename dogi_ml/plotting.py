@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 #: the PNG text key naming the data a figure was drawn from (:func:`save_figure`'s ``source``)
@@ -30,3 +32,12 @@ def figure_source(path: str | Path) -> str | None:
 
     with Image.open(path) as image:
         return image.text.get(SOURCE_KEY)
+
+
+def data_digest(data) -> str:
+    """SHA-256 of ``data`` as JSON (keys sorted, numpy numbers as floats): the ``source`` a report
+    gives :func:`save_figure` for the table it draws, so a figure and a JSON file that disagree
+    have different digests (a float survives the JSON round trip, so the file read back gives the
+    same digest)."""
+    text = json.dumps(data, sort_keys=True, default=float)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()

@@ -13,7 +13,7 @@ cell that file had itself reused keeps the name of the file it came from).
 
 rewrites ``OUT.md`` and ``OUT.png`` from ``OUT.json`` alone (no sweep needed; the title is kept
 from ``OUT.md``'s heading unless ``--title`` gives one). Every figure carries the digest of the
-table it draws (:func:`table_digest`, the PNG's ``Source`` text), so a figure left behind by a
+table it draws (:func:`dogi_ml.plotting.data_digest`, the PNG's ``Source`` text), so a figure left behind by a
 later JSON is found (tests/test_hybrid.py checks every docs/results file).
 
     python -m dogi_ml.report_hybrid --closed-form OUT SWEEP_DIR [SWEEP_DIR ...]
@@ -38,14 +38,13 @@ the LBA's write probability (:func:`lifetime_shape`; ``WORKLOAD`` names a ``conf
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import textwrap
 from pathlib import Path
 
 import numpy as np
 
-from dogi_ml.plotting import save_figure
+from dogi_ml.plotting import data_digest, save_figure
 from dogi_ml.report import Callback, collect_results, scheme_of, settings_of, write_table
 
 #: the seed papers' schemes (what "the best seed scheme" is taken over)
@@ -67,13 +66,6 @@ def _cells(results: list[dict]) -> dict:
             **({"count_changes": r["count_changes"]} if r.get("count_changes") is not None else {}),
         }
     return out
-
-
-def table_digest(table: dict) -> str:
-    """SHA-256 of the table as its JSON file holds it (keys sorted), written into the figure drawn
-    from it: a figure and a JSON file that disagree have different digests."""
-    text = json.dumps(table, sort_keys=True, default=float)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 def summarise(table: dict) -> dict:
@@ -200,7 +192,7 @@ def plot(table: dict, summary: dict, path: Path, title: str = "") -> Path:
     ax.grid(axis="y", alpha=0.3)
     if title:
         fig.suptitle(textwrap.fill(title, 110), fontsize=10)  # over the whole figure: the legend takes a side
-    return save_figure(fig, path, source=table_digest(table))
+    return save_figure(fig, path, source=data_digest(table))
 
 
 def write(

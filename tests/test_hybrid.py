@@ -901,8 +901,8 @@ def test_docs_results_figures_and_tables_are_their_json(name):
     the markdown is the one the JSON gives, and the figure carries the JSON table's digest (four
     figures once showed tables two results commits old, without rows the JSON and the markdown
     had; ``python -m dogi_ml.report_hybrid --redraw docs/results/NAME`` redraws them)."""
-    from dogi_ml.plotting import figure_source
-    from dogi_ml.report_hybrid import markdown, read_table, summarise, table_digest
+    from dogi_ml.plotting import data_digest, figure_source
+    from dogi_ml.report_hybrid import markdown, read_table, summarise
 
     stem = REPO / "docs/results" / name
     table = read_table(stem.with_suffix(".json"))
@@ -910,14 +910,14 @@ def test_docs_results_figures_and_tables_are_their_json(name):
     first = md.splitlines()[0]
     title = first[2:] if first.startswith("# ") else ""  # a table written without a title starts at its rows
     assert markdown(table, summarise(table), title) == md
-    assert figure_source(stem.with_suffix(".png")) == table_digest(table), f"redraw {stem}.png from its JSON"
+    assert figure_source(stem.with_suffix(".png")) == data_digest(table), f"redraw {stem}.png from its JSON"
 
 
 def test_report_redraw_draws_from_the_json_alone(tmp_path, capsys):
     """--redraw: OUT.md and OUT.png anew from OUT.json, the title kept from OUT.md; a JSON whose
     _summary is not its table's (edited by hand) and sweeps given beside --redraw are refused."""
-    from dogi_ml.plotting import figure_source
-    from dogi_ml.report_hybrid import main, read_table, summarise, table_digest, write
+    from dogi_ml.plotting import data_digest, figure_source
+    from dogi_ml.report_hybrid import main, read_table, summarise, write
 
     runs = [
         {"policy": "dogi", "scheme": "dogi", "workload": "zipf", "waf": 3.0, "victim": "dogi"},
@@ -926,7 +926,7 @@ def test_report_redraw_draws_from_the_json_alone(tmp_path, capsys):
     out = tmp_path / "t"
     write(out, runs, title="Small table")
     first = figure_source(out.with_suffix(".png"))
-    assert first == table_digest(read_table(out.with_suffix(".json")))
+    assert first == data_digest(read_table(out.with_suffix(".json")))
 
     # a row added to the JSON (and its summary made anew), then redrawn
     data = json.loads(out.with_suffix(".json").read_text())
@@ -937,7 +937,7 @@ def test_report_redraw_draws_from_the_json_alone(tmp_path, capsys):
     main(["--redraw", str(out)])
     md = out.with_suffix(".md").read_text()
     assert md.startswith("# Small table\n") and "| sepbit | 3.400 |" in md
-    assert figure_source(out.with_suffix(".png")) == table_digest(table) != first
+    assert figure_source(out.with_suffix(".png")) == data_digest(table) != first
 
     data["zipf"]["dogi"]["waf"] = 2.9  # the best seed scheme moved: the summary is no longer the table's
     out.with_suffix(".json").write_text(json.dumps(data))
