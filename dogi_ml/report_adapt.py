@@ -10,7 +10,15 @@ each other scheme, next to the paper's ranges. :class:`AdaptComparison` is the H
     python -m dogi_ml.report_adapt OUT_PREFIX SWEEP_DIR [SWEEP_DIR ...] [--figure fig8|fig9|fig11] [--title T]
         [--reuse EARLIER.json]   # rows of schemes the sweeps lack (e.g. unchanged baselines) from it
 
-writes ``OUT_PREFIX.md``, ``OUT_PREFIX.json`` and ``OUT_PREFIX.png``.
+writes ``OUT_PREFIX.md``, ``OUT_PREFIX.json`` and ``OUT_PREFIX.png``. The figure carries the digest
+of the summary it draws (:func:`dogi_ml.plotting.data_digest`, the PNG's ``Source`` text), so a
+figure left behind by a later JSON is found (tests/test_adapt.py checks every docs/results file)::
+
+    python -m dogi_ml.report_adapt --redraw OUT_PREFIX [--title T] [--figure fig8|fig9|fig11]
+
+rewrites ``OUT_PREFIX.md`` and ``OUT_PREFIX.png`` from ``OUT_PREFIX.json`` alone (no sweep needed;
+the title is kept from ``OUT_PREFIX.md``'s heading and the figure told by the JSON's ``paper``
+unless given).
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ import argparse
 import json
 from pathlib import Path
 
-from dogi_ml.plotting import save_figure
+from dogi_ml.plotting import data_digest, save_figure
 from dogi_ml.report import Callback, collect_results, scheme_of, settings_markdown, settings_of
 
 ADAPT = "adapt"
@@ -230,7 +238,7 @@ def plot_adapt(summary: dict, path: Path, figure: str, title: str = "") -> Path:
             ax.legend(fontsize=7, ncol=len(schemes))
     if title:
         fig.suptitle(title, fontsize=9)
-    return save_figure(fig, path)
+    return save_figure(fig, path, source=data_digest(summary))
 
 
 def merge_summary(summary: dict, previous: dict) -> dict:
@@ -253,7 +261,8 @@ def write_adapt(results: list[dict], prefix: Path, figure: str, title: str = "",
     if reuse:
         summary = merge_summary(summary, reuse)
     prefix.parent.mkdir(parents=True, exist_ok=True)
-    prefix.with_suffix(".json").write_text(
+    js = prefix.with_suffix(".json")
+    js.write_text(
         json.dumps(
             {
                 "summary": summary,
@@ -264,13 +273,96 @@ def write_adapt(results: list[dict], prefix: Path, figure: str, title: str = "",
             indent=2,
         )
     )
-    # the tables show the victim rule and the swept setting (density or skew) already
-    prefix.with_suffix(".md").write_text(
-        markdown(summary, figure, title) + settings_markdown(results, ("victim", "arrival"))
-    )
-    plot_adapt(summary, prefix.with_suffix(".png"), figure, title)
-    print(f"results: {prefix.with_suffix('.md')}\nplot:    {prefix.with_suffix('.png')}")
+    # drawn from the summary as read back, so the figure's digest is the file's
+    _draw(prefix, json.loads(js.read_text())["summary"], figure, title, results)
     return summary
+
+
+def report_markdown(summary: dict, figure: str, title: str = "", results: list[dict] | None = None) -> str:
+    """The report's Markdown: :func:`markdown` and the settings that differ between the runs
+    (``results``; None: the settings each summary entry records)."""
+    # the tables show the victim rule and the swept setting (density or skew) already
+    runs = _runs_of(summary) if results is None else results
+    return markdown(summary, figure, title) + settings_markdown(runs, ("victim", "arrival"))
+
+
+def _runs_of(summary: dict) -> list[dict]:
+    """Stand-ins for the runs of a summary, as much of them as :func:`settings_markdown` reads: the
+    workload (the setting's first word, :func:`setting_of`), the scheme and the settings."""
+    return [
+        {"workload": setting.split()[0], "policy": s, "settings": e.get("settings")}
+        for setting, by_victim in summary.items()
+        for schemes in by_victim.values()
+        for s, e in schemes.items()
+    ]
+
+
+def _draw(prefix: Path, summary: dict, figure: str, title: str, results: list[dict] | None = None) -> list[Path]:
+    md, png = prefix.with_suffix(".md"), prefix.with_suffix(".png")
+    md.write_text(report_markdown(summary, figure, title, results))
+    plot_adapt(summary, png, figure, title)
+    print(f"results: {md}\nplot:    {png}")
+    return [md, png]
+
+
+def read_report(prefix: str | Path) -> dict:
+    """The content of ``PREFIX.json`` as :func:`write_adapt` wrote it, or a clear exit: no such
+    file, a file without the summary, or one whose stored reductions are not the ones its summary
+    gives (edited by hand, or written by another version of :func:`reductions`)."""
+    prefix = Path(prefix)
+    js = prefix.with_suffix(".json")
+    if not js.is_file():
+        raise SystemExit(f"error: --redraw {prefix}: no {js} to draw from; write it from the sweeps first")
+    try:
+        data = json.loads(js.read_text())
+    except ValueError as e:
+        raise SystemExit(f"error: --redraw {prefix}: {js} is not JSON ({e}); write it anew from the sweeps") from e
+    if not isinstance(data, dict) or not isinstance(data.get("summary"), dict):
+        raise SystemExit(
+            f"error: --redraw {prefix}: {js} has no summary, so report_adapt did not write it; "
+            "pass the PREFIX of a report_adapt report"
+        )
+    summary = data["summary"]
+    for key, adapt in (("reductions", ADAPT), ("reductions_ext", ADAPT_EXT)):
+        if data.get(key) != json.loads(json.dumps(reductions(summary, adapt))):
+            raise SystemExit(
+                f"error: --redraw {prefix}: {js}'s {key} is not the one its summary gives; "
+                "rebuild it from its sweeps (docs/results/regenerate.sh adapt)"
+            )
+    return data
+
+
+def figure_of(data: dict) -> str | None:
+    """The figure a report JSON was written for, told by its ``paper`` text (:data:`PAPER`); None
+    when it is none of them (a figure of no paper text, or a text changed since)."""
+    return next((f for f, text in PAPER.items() if text == data.get("paper")), None)
+
+
+def title_of(md: Path, figure: str) -> str:
+    """The title of a report's Markdown (its heading); "" for the heading :func:`markdown` gives a
+    report without one (``ADAPT fig8``), whose figure has no title, or without the file."""
+    first = md.read_text().split("\n")[0] if md.is_file() else ""
+    title = first[2:] if first.startswith("# ") else ""
+    return "" if title == f"ADAPT {figure}" else title
+
+
+def redraw(prefix: str | Path, title: str | None = None, figure: str | None = None) -> list[Path]:
+    """``PREFIX.md`` and ``PREFIX.png`` anew from ``PREFIX.json`` alone (:func:`read_report`
+    refuses a file it cannot draw from): the title kept from ``PREFIX.md`` and the figure told by
+    the JSON (:func:`figure_of`) where not given, the settings table from the settings each summary
+    entry records."""
+    prefix = Path(prefix)
+    prefix = prefix.with_suffix("") if prefix.suffix == ".json" else prefix
+    data = read_report(prefix)
+    figure = figure or figure_of(data)
+    if figure is None:
+        raise SystemExit(
+            f"error: --redraw {prefix}: the paper text of {prefix.with_suffix('.json')} is none of "
+            f"report_adapt.PAPER's, so its figure is unknown; give --figure ({'|'.join(sorted(PAPER))})"
+        )
+    if title is None:
+        title = title_of(prefix.with_suffix(".md"), figure)
+    return _draw(prefix, data["summary"], figure, title)
 
 
 class AdaptComparison(Callback):
@@ -303,20 +395,31 @@ def _earlier_summary(path: Path) -> dict:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="ADAPT tables and plot from finished simulate sweeps")
     ap.add_argument("prefix", type=Path, help="output path prefix (writes PREFIX.md, .json, .png)")
-    ap.add_argument("sweeps", type=Path, nargs="+", help="simulate -m sweep directories (*/result.json)")
-    ap.add_argument("--figure", default="fig8", choices=sorted(PAPER))
-    ap.add_argument("--title", default="")
+    ap.add_argument("sweeps", type=Path, nargs="*", help="simulate -m sweep directories (*/result.json)")
+    ap.add_argument(
+        "--figure", default=None, choices=sorted(PAPER), help="default: fig8 (--redraw: the one the JSON tells)"
+    )
+    ap.add_argument("--title", default=None, help="--redraw: default the heading of PREFIX.md")
     ap.add_argument(
         "--reuse",
         type=Path,
         help="an earlier PREFIX.json: schemes and settings missing from the sweeps are taken from it",
     )
+    ap.add_argument("--redraw", action="store_true", help="PREFIX.md and PREFIX.png from PREFIX.json alone")
     a = ap.parse_args(argv)
+    if a.redraw:
+        if a.sweeps or a.reuse:
+            ap.error("--redraw draws from PREFIX.json alone: give no sweep directory nor --reuse")
+        for p in redraw(a.prefix, a.title, a.figure):
+            print(f"wrote:   {p}")
+        return
+    if not a.sweeps:
+        ap.error("give at least one sweep directory (or --redraw PREFIX)")
     results = collect_results(*a.sweeps)
     if not results:
         raise SystemExit(f"no */result.json under {', '.join(map(str, a.sweeps))}: run the sweep first")
     reuse = _earlier_summary(a.reuse) if a.reuse else None
-    write_adapt(results, a.prefix.with_suffix(""), a.figure, title=a.title, reuse=reuse)
+    write_adapt(results, a.prefix.with_suffix(""), a.figure or "fig8", title=a.title or "", reuse=reuse)
 
 
 if __name__ == "__main__":

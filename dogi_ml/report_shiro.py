@@ -8,7 +8,15 @@ same report can be built from finished sweep directories::
     python -m dogi_ml.report_shiro OUT_PREFIX SWEEP_DIR [SWEEP_DIR ...] [--title T] [--note TEXT] [--readings]
 
 writing ``OUT_PREFIX.json``, ``OUT_PREFIX.md`` and ``OUT_PREFIX.png`` (``--readings``: the readings
-report's JSON and Markdown, the command read from each sweep's ``multirun.yaml``).
+report's JSON and Markdown, the command read from each sweep's ``multirun.yaml``). The figure
+carries the digest of the summary it draws (:func:`dogi_ml.plotting.data_digest`, the PNG's
+``Source`` text), so a figure left behind by a later JSON is found (tests/test_report_shiro.py
+checks every docs/results file)::
+
+    python -m dogi_ml.report_shiro --redraw OUT_PREFIX [--title T] [--note TEXT]
+
+rewrites ``OUT_PREFIX.md`` and ``OUT_PREFIX.png`` from ``OUT_PREFIX.json`` alone (no sweep needed;
+the title and the note are kept from ``OUT_PREFIX.md`` unless given).
 
 :class:`ShiroReadings` is the callback of ``+experiment=shiro_readings|shiro_watermarks|
 shiro_readings_default`` (:func:`readings_report`): one row per scheme and setup, the paper's WAF
@@ -27,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dogi_ml.plotting import save_figure
+from dogi_ml.plotting import data_digest, save_figure
 from dogi_ml.provenance import code_commit
 from dogi_ml.report import Callback, collect_results, console, settings_cell, settings_markdown, settings_of
 
@@ -247,7 +255,7 @@ def plot(summary: dict, path: Path, title: str = "") -> Path:
         ax.legend(fontsize=7)
     if title:
         fig.suptitle(title)
-    return save_figure(fig, path)
+    return save_figure(fig, path, source=data_digest(summary))
 
 
 def write_report(results: list[dict], prefix: Path, title: str, note: str = "", bench: bool = True) -> dict:
@@ -258,14 +266,99 @@ def write_report(results: list[dict], prefix: Path, title: str, note: str = "", 
     if bench and any(s.startswith(SHIRO) for v in summary.values() for s in v):
         extra["agent_decision_ns"] = agent_decision_ns()
     payload = {"summary": summary, "shiro_paper_waf_cut_pct": reductions(summary), **extra}
-    prefix.with_suffix(".json").write_text(json.dumps(payload, indent=2, default=float))
-    md = markdown(summary, title, note) + settings_markdown(results)
-    if extra:
-        md += f"\nAgent decision (encode + epsilon-greedy + record, Numba): {extra['agent_decision_ns']:.0f} ns.\n"
-    prefix.with_suffix(".md").write_text(md)
-    plot(summary, prefix.with_suffix(".png"), title)
-    console.print(md, markup=False)  # scheme labels such as "shiro[cb]" are text, not rich markup
+    js = prefix.with_suffix(".json")
+    js.write_text(json.dumps(payload, indent=2, default=float))
+    # drawn from the payload as read back, so the figure's digest is the file's
+    _draw(prefix, json.loads(js.read_text()), title, note, results)
     return payload
+
+
+def report_markdown(payload: dict, title: str, note: str = "", results: list[dict] | None = None) -> str:
+    """The report's Markdown from its JSON ``payload``: :func:`markdown`, the settings that differ
+    between the runs (``results``; None: the settings each summary entry records) and the agent's
+    decision time when it was measured."""
+    summary = payload["summary"]
+    md = markdown(summary, title, note) + settings_markdown(_runs_of(summary) if results is None else results)
+    if "agent_decision_ns" in payload:
+        md += f"\nAgent decision (encode + epsilon-greedy + record, Numba): {payload['agent_decision_ns']:.0f} ns.\n"
+    return md
+
+
+def _runs_of(summary: dict) -> list[dict]:
+    """Stand-ins for the runs of a summary, as much of them as :func:`settings_markdown` reads: the
+    workload, the scheme (the label less the ``+bg`` :func:`scheme` adds, as the runs name it) and
+    the settings."""
+    return [
+        {"workload": wl, "policy": s.removesuffix("+bg"), "settings": e.get("settings")}
+        for wl, row in summary.items()
+        for s, e in row.items()
+    ]
+
+
+def _draw(prefix: Path, payload: dict, title: str, note: str, results: list[dict] | None = None) -> list[Path]:
+    md = report_markdown(payload, title, note, results)
+    prefix.with_suffix(".md").write_text(md)
+    png = plot(payload["summary"], prefix.with_suffix(".png"), title)
+    console.print(md, markup=False)  # scheme labels such as "shiro[cb]" are text, not rich markup
+    return [prefix.with_suffix(".md"), png]
+
+
+def read_report(prefix: str | Path) -> dict:
+    """The payload of ``PREFIX.json`` as :func:`write_report` wrote it, or a clear exit: no such
+    file, a readings report (no figure), a file without the summary, or one whose stored cut is not
+    the one its summary gives (edited by hand, or written by another version of :func:`reductions`)."""
+    prefix = Path(prefix)
+    js = prefix.with_suffix(".json")
+    if not js.is_file():
+        raise SystemExit(f"error: --redraw {prefix}: no {js} to draw from; write it from the sweeps first")
+    try:
+        payload = json.loads(js.read_text())
+    except ValueError as e:
+        raise SystemExit(f"error: --redraw {prefix}: {js} is not JSON ({e}); write it anew from the sweeps") from e
+    if not isinstance(payload, dict):
+        payload = {}  # refused below: not a report's payload
+    if "cuts" in payload:
+        raise SystemExit(
+            f"error: --redraw {prefix}: {js} is a readings report, which has no figure; "
+            "rebuild it with report_shiro --readings from its sweeps"
+        )
+    if not {"summary", "shiro_paper_waf_cut_pct"} <= set(payload):
+        raise SystemExit(
+            f"error: --redraw {prefix}: {js} has no summary and shiro_paper_waf_cut_pct, so report_shiro did "
+            "not write it; pass the PREFIX of a report_shiro figure report"
+        )
+    if json.loads(json.dumps(reductions(payload["summary"]), default=float)) != payload["shiro_paper_waf_cut_pct"]:
+        raise SystemExit(
+            f"error: --redraw {prefix}: {js}'s shiro_paper_waf_cut_pct is not the one its summary gives; "
+            "rebuild it from its sweeps (docs/results/regenerate.sh shiro)"
+        )
+    return payload
+
+
+def title_and_note(md: Path) -> tuple[str, str]:
+    """The title and the note of a report's Markdown as :func:`markdown` lays them out (the heading,
+    then the note's lines up to the first section); ``("Shiro", "")``, the defaults, without one."""
+    if not md.is_file():
+        return "Shiro", ""
+    lines = md.read_text().split("\n")
+    title = lines[0][2:] if lines[0].startswith("# ") else ""
+    body = []
+    for line in lines[1:]:
+        if line.startswith("## "):
+            break
+        body.append(line)
+    return title, "\n".join(body).strip()
+
+
+def redraw(prefix: str | Path, title: str | None = None, note: str | None = None) -> list[Path]:
+    """``PREFIX.md`` and ``PREFIX.png`` anew from ``PREFIX.json`` alone (:func:`read_report`
+    refuses a file it cannot draw from): the title and the note kept from ``PREFIX.md`` where not
+    given, the settings table from the settings each summary entry records."""
+    prefix = Path(prefix)
+    prefix = prefix.with_suffix("") if prefix.suffix == ".json" else prefix
+    payload = read_report(prefix)
+    kept_title, kept_note = title_and_note(prefix.with_suffix(".md"))
+    return _draw(prefix, payload, kept_title if title is None else title, kept_note if note is None else note)
 
 
 class ShiroComparison(Callback):
@@ -476,20 +569,30 @@ def sweep_command(sweep_dir: Path) -> str:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("prefix")
-    ap.add_argument("sweeps", nargs="+")
-    ap.add_argument("--title", default="Shiro")
-    ap.add_argument("--note", default="")
+    ap.add_argument("sweeps", nargs="*")
+    ap.add_argument("--title", default=None, help="default: Shiro (--redraw: the heading of PREFIX.md)")
+    ap.add_argument("--note", default=None, help="text or a file of it (--redraw: default the note of PREFIX.md)")
     ap.add_argument("--readings", action="store_true", help="the readings report (readings_report), not Figs. 7-9")
+    ap.add_argument("--redraw", action="store_true", help="PREFIX.md and PREFIX.png from PREFIX.json alone")
     a = ap.parse_args(argv)
+    note = Path(a.note).read_text() if a.note and Path(a.note).exists() else a.note
+    if a.redraw:
+        if a.sweeps or a.readings:
+            ap.error("--redraw draws a figure report from PREFIX.json alone: give no sweep directory nor --readings")
+        for p in redraw(a.prefix, a.title, note):
+            print(f"wrote:   {p}")
+        return
+    if not a.sweeps:
+        ap.error("give at least one sweep directory (or --redraw PREFIX)")
+    title = "Shiro" if a.title is None else a.title
     results = collect_results(*(Path(d) for d in a.sweeps))
     if not results:
         raise SystemExit(f"no */result.json under {a.sweeps}")
-    note = Path(a.note).read_text() if a.note and Path(a.note).exists() else a.note
     if a.readings:
         command = "; ".join(sweep_command(Path(d)) for d in a.sweeps)
-        readings_report(results, Path(a.prefix), a.title, command, note)
+        readings_report(results, Path(a.prefix), title, command, note or "")
         return
-    write_report(results, Path(a.prefix), a.title, note)
+    write_report(results, Path(a.prefix), title, note or "")
 
 
 if __name__ == "__main__":

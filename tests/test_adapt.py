@@ -9,7 +9,9 @@ import json
 
 import numpy as np
 import pytest
+from helpers import REPO
 
+from dogi_ml.plotting import data_digest, figure_source
 from dogi_ml.policies import make_policy
 from dogi_ml.sim import SimConfig, Simulator, check_invariants
 from dogi_ml.sim.policy_api import record
@@ -261,6 +263,71 @@ def test_report_tables_and_reductions(tmp_path):
     for bad in ("other.json", "fig11.md", "missing.json"):
         with pytest.raises(SystemExit, match="pass (an|the) .*PREFIX.json"):
             _earlier_summary(tmp_path / bad)
+
+
+ADAPT_REPORTS = sorted(p.stem for p in (REPO / "docs/results").glob("adapt_*.json"))
+
+
+@pytest.mark.parametrize("name", ADAPT_REPORTS)
+def test_docs_results_figures_and_tables_are_their_json(name):
+    """Each docs/results/NAME.json report_adapt wrote has its NAME.md and NAME.png drawn from it:
+    the markdown is the one the JSON gives (title from NAME.md, figure from the JSON's paper text),
+    and the figure carries the digest of the JSON's summary (``python -m dogi_ml.report_adapt
+    --redraw docs/results/NAME`` redraws both)."""
+    from dogi_ml.report_adapt import figure_of, read_report, report_markdown, title_of
+
+    stem = REPO / "docs/results" / name
+    data = read_report(stem)
+    figure = figure_of(data)
+    assert figure is not None, f"{stem}.json's paper text is none of report_adapt.PAPER's"
+    md = stem.with_suffix(".md")
+    assert report_markdown(data["summary"], figure, title_of(md, figure)) == md.read_text()
+    assert figure_source(stem.with_suffix(".png")) == data_digest(data["summary"]), f"redraw {stem}.png"
+
+
+def test_report_redraw_draws_from_the_json_alone(tmp_path, capsys):
+    """--redraw: PREFIX.md and PREFIX.png anew from PREFIX.json, the figure told by its paper text
+    (or --figure) and the title kept from PREFIX.md; a missing JSON, one whose reductions are not
+    its summary's and sweeps given beside --redraw are refused."""
+    from dogi_ml.report_adapt import ADAPT_EXT, main, reductions, write_adapt
+
+    def res(scheme, waf):
+        return {"policy": scheme, "scheme": scheme, "victim": "greedy", "waf": waf, "user_writes": 100,
+                "gc_writes": int((waf - 1) * 100), "workload": "zipf"}  # fmt: skip
+
+    out = tmp_path / "t"
+    write_adapt([res("sepbit", 3.0), res("adapt", 2.0)], out, "fig11")
+    first = figure_source(out.with_suffix(".png"))
+    data = json.loads(out.with_suffix(".json").read_text())
+    assert first == data_digest(data["summary"])
+
+    # ADAPT's WA changed in the JSON (and the reductions made anew), then redrawn
+    data["summary"]["zipf"]["greedy"]["adapt"]["waf"] = 1.8
+    data["reductions"] = json.loads(json.dumps(reductions(data["summary"])))
+    data["reductions_ext"] = json.loads(json.dumps(reductions(data["summary"], ADAPT_EXT)))
+    out.with_suffix(".json").write_text(json.dumps(data))
+    main(["--redraw", str(out)])
+    md = out.with_suffix(".md").read_text()
+    assert md.startswith("# ADAPT fig11\n") and "| zipf | greedy | 3.000 | **1.800** | adapt | adapt |" in md
+    assert "Paper (fig11)" in md
+    assert figure_source(out.with_suffix(".png")) == data_digest(data["summary"]) != first
+
+    # a paper text the report no longer has: the figure must be given
+    out.with_suffix(".json").write_text(json.dumps({**data, "paper": "an older text"}))
+    with pytest.raises(SystemExit, match="its figure is unknown; give --figure"):
+        main(["--redraw", str(out)])
+    main(["--redraw", str(out), "--figure", "fig11"])
+    assert out.with_suffix(".md").read_text() == md
+
+    data["summary"]["zipf"]["greedy"]["adapt"]["waf"] = 1.7  # the stored reductions are no longer the summary's
+    out.with_suffix(".json").write_text(json.dumps(data))
+    with pytest.raises(SystemExit, match="reductions is not the one its summary gives"):
+        main(["--redraw", str(out)])
+    with pytest.raises(SystemExit, match="^error: --redraw .*: no .*missing.json to draw from"):
+        main(["--redraw", str(tmp_path / "missing")])
+    with pytest.raises(SystemExit):
+        main(["--redraw", str(out), str(tmp_path)])
+    assert "give no sweep directory" in capsys.readouterr().err
 
 
 def test_sampling_rate_floors():

@@ -4,7 +4,9 @@ other scheme, background-GC runs kept apart, and the files and console output it
 import json
 
 import pytest
+from helpers import REPO
 
+from dogi_ml.plotting import data_digest, figure_source
 from dogi_ml.report_shiro import main, reductions, shiro_summary, write_report
 
 
@@ -118,3 +120,60 @@ def test_readings_cli_reads_the_sweeps_command(tmp_path):
     saved = json.loads((tmp_path / "out.json").read_text())
     assert saved["command"] == "python -m dogi_ml simulate -m +experiment=shiro_readings"
     assert saved["summary"]["reserve 8, prefilled"]["sepbit (cost_benefit)"]["zipf"]["paper_waf"] == 2.0
+
+
+#: the docs/results reports with a figure (the readings reports have none)
+FIGURE_REPORTS = sorted(
+    p.stem
+    for p in (REPO / "docs/results").glob("shiro_*.json")
+    if "shiro_paper_waf_cut_pct" in json.loads(p.read_text())
+)
+
+
+@pytest.mark.parametrize("name", FIGURE_REPORTS)
+def test_docs_results_figures_and_tables_are_their_json(name):
+    """Each docs/results/NAME.json report_shiro wrote has its NAME.md and NAME.png drawn from it:
+    the markdown is the one the JSON gives (title and note from NAME.md), and the figure carries
+    the digest of the JSON's summary (``python -m dogi_ml.report_shiro --redraw docs/results/NAME``
+    redraws both)."""
+    from dogi_ml.report_shiro import read_report, report_markdown, title_and_note
+
+    stem = REPO / "docs/results" / name
+    payload = read_report(stem)
+    title, note = title_and_note(stem.with_suffix(".md"))
+    assert report_markdown(payload, title, note) == stem.with_suffix(".md").read_text()
+    assert figure_source(stem.with_suffix(".png")) == data_digest(payload["summary"]), f"redraw {stem}.png"
+
+
+def test_redraw_draws_from_the_json_alone(tmp_path, capsys):
+    """--redraw: PREFIX.md and PREFIX.png anew from PREFIX.json, the title and note kept from
+    PREFIX.md; a missing JSON, a readings report, a JSON whose stored cut is not its summary's and
+    sweeps given beside --redraw are refused."""
+    out = tmp_path / "rep"
+    write_report([_r("sepbit", 3.0), _r("shiro", 2.7)], out, "Small report", note="A note.", bench=False)
+    first = figure_source(out.with_suffix(".png"))
+    data = json.loads(out.with_suffix(".json").read_text())
+    assert first == data_digest(data["summary"])
+
+    # SepBIT's WAF changed in the JSON (and the cut made anew), then redrawn
+    data["summary"]["zipf"]["sepbit"].update(waf=3.5, paper_waf=2.5)
+    data["shiro_paper_waf_cut_pct"] = json.loads(json.dumps(reductions(data["summary"])))
+    out.with_suffix(".json").write_text(json.dumps(data))
+    main(["--redraw", str(out)])
+    md = out.with_suffix(".md").read_text()
+    assert md.startswith("# Small report\n\nA note.\n\n## ") and "| zipf | 2.500 | **1.700** |" in md
+    assert "| zipf | +32.0 |" in md  # Shiro's cut: 1 - 1.7 / 2.5
+    assert figure_source(out.with_suffix(".png")) == data_digest(data["summary"]) != first
+
+    data["summary"]["zipf"]["shiro"]["paper_waf"] = 1.6  # the stored cut is no longer the summary's
+    out.with_suffix(".json").write_text(json.dumps(data))
+    with pytest.raises(SystemExit, match="shiro_paper_waf_cut_pct is not the one its summary gives"):
+        main(["--redraw", str(out)])
+    with pytest.raises(SystemExit, match="^error: --redraw .*: no .*missing.json to draw from"):
+        main(["--redraw", str(tmp_path / "missing")])
+    (tmp_path / "readings.json").write_text(json.dumps({"summary": {}, "cuts": {}}))
+    with pytest.raises(SystemExit, match="is a readings report, which has no figure"):
+        main(["--redraw", str(tmp_path / "readings")])
+    with pytest.raises(SystemExit):
+        main(["--redraw", str(out), str(tmp_path)])
+    assert "give no sweep directory" in capsys.readouterr().err
