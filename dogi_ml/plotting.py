@@ -6,21 +6,31 @@ import hashlib
 import json
 from pathlib import Path
 
-#: the PNG text key naming the data a figure was drawn from (:func:`save_figure`'s ``source``)
+#: the PNG text keys of the data a figure was drawn from and of its title (:func:`save_figure`)
 SOURCE_KEY = "Source"
+TITLE_KEY = "Title"
 
 
-def save_figure(fig, path: str | Path, dpi: int = 110, source: str | None = None, **layout) -> Path:
+def save_figure(
+    fig, path: str | Path, dpi: int = 110, source: str | None = None, title: str | None = None, **layout
+) -> Path:
     """Lay out ``fig`` (``tight_layout(**layout)``), write it to ``path`` (parent folders made)
     and close it, so sweeps that draw hundreds of figures do not keep them all in memory.
     ``source`` (e.g. a digest of the table drawn) goes into the PNG's text chunk ``Source``, so a
-    figure can be checked against the table it claims to show (:func:`figure_source`)."""
+    figure can be checked against the table it claims to show (:func:`figure_source`); ``title``
+    (the one drawn, a run input no JSON holds) into ``Title``, so a redraw keeps it
+    (:func:`figure_title`)."""
     import matplotlib.pyplot as plt
 
     fig.tight_layout(**layout)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi, metadata={SOURCE_KEY: source} if source is not None else None)
+    metadata = {}
+    if source is not None:
+        metadata[SOURCE_KEY] = source
+    if title:
+        metadata[TITLE_KEY] = title
+    fig.savefig(path, dpi=dpi, metadata=metadata or None)
     plt.close(fig)
     return path
 
@@ -28,10 +38,20 @@ def save_figure(fig, path: str | Path, dpi: int = 110, source: str | None = None
 def figure_source(path: str | Path) -> str | None:
     """The ``source`` :func:`save_figure` wrote into the PNG at ``path`` (None: a figure drawn
     without one)."""
+    return _png_text(path).get(SOURCE_KEY)
+
+
+def figure_title(path: str | Path) -> str:
+    """The ``title`` :func:`save_figure` wrote into the PNG at ``path`` ("" without one, or
+    without the file)."""
+    return _png_text(path).get(TITLE_KEY, "") if Path(path).is_file() else ""
+
+
+def _png_text(path: str | Path) -> dict:
     from PIL import Image
 
     with Image.open(path) as image:
-        return image.text.get(SOURCE_KEY)
+        return dict(image.text)
 
 
 def data_digest(data) -> str:

@@ -1,7 +1,19 @@
-"""Human summaries in the terminal (rich tables) and the multirun comparison table."""
+"""Human summaries in the terminal (rich tables) and the multirun comparison table.
+
+The DOGI presets' paper figure (``PREFIX.png`` beside ``PREFIX.json``, :func:`write_paper_files`)
+carries the digest of the summary it draws (:func:`dogi_ml.plotting.data_digest`, the PNG's
+``Source`` text); ::
+
+    python -m dogi_ml.report --redraw PREFIX [--title T]
+
+redraws ``PREFIX.png`` from ``PREFIX.json`` alone (no sweep needed). The title is a run input the JSON
+does not hold (the preset's ``title``): the redraw keeps the one the figure recorded
+(:func:`dogi_ml.plotting.figure_title`) unless ``--title`` gives another.
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -11,7 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from dogi_ml.plotting import save_figure
+from dogi_ml.plotting import data_digest, figure_title, save_figure
 
 console = Console(highlight=False)
 
@@ -501,7 +513,8 @@ def print_paper_tables(summary: dict) -> None:
 
 def plot_paper(summary: dict, path: Path, title: str = "") -> Path:
     """Grouped WAF bars per workload (Fig. 10), user/GC accuracy bars (Figs. 11-12), and WAF and
-    misprediction over the number of groups where a run fixed it (Fig. 13)."""
+    misprediction over the number of groups where a run fixed it (Fig. 13). The figure carries
+    the digest of ``summary`` (every panel is drawn from it alone)."""
     import re
 
     import matplotlib
@@ -526,11 +539,13 @@ def plot_paper(summary: dict, path: Path, title: str = "") -> Path:
     ax = axes[0][0]
     x = np.arange(len(workloads))
     width = 0.8 / max(1, len(schemes))
-    # tab20: up to 20 schemes without a colour repeating (the default cycle repeats after 10)
-    colours = plt.get_cmap("tab20").colors
+    # tab20: up to 20 schemes without a colour repeating (the default cycle repeats after 10); a
+    # scheme keeps its colour in the accuracy panel
+    palette = plt.get_cmap("tab20").colors
+    colour = {s: palette[i % len(palette)] for i, s in enumerate(schemes)}
     for i, s in enumerate(schemes):
         vals = [summary[w].get(s, {}).get("waf") or np.nan for w in workloads]
-        ax.bar(x + i * width, vals, width, label=s, color=colours[i % len(colours)])
+        ax.bar(x + i * width, vals, width, label=s, color=colour[s])
     ax.set_xticks(x + 0.4 - width / 2, workloads, rotation=20)
     ax.set_ylabel("WAF")
     ax.set_title("WAF per scheme (Fig. 10)")
@@ -543,7 +558,7 @@ def plot_paper(summary: dict, path: Path, title: str = "") -> Path:
         for i, s in enumerate(acc_schemes):
             u = [summary[w].get(s, {}).get("user_accuracy") or np.nan for w in workloads]
             g = [summary[w].get(s, {}).get("gc_accuracy") or np.nan for w in workloads]
-            ax.bar(x + i * width, u, width, label=f"{s} user")
+            ax.bar(x + i * width, u, width, label=f"{s} user", color=colour[s])
             ax.scatter(x + i * width, g, marker="x", color="k", zorder=3, label="GC-written" if i == 0 else None)
         ax.set_xticks(x + 0.4 - width / 2, workloads, rotation=20)
         ax.set_ylim(0, 1)
@@ -578,7 +593,7 @@ def plot_paper(summary: dict, path: Path, title: str = "") -> Path:
         ax.legend(fontsize=7, loc="upper left")
     if title:
         fig.suptitle(title)
-    return save_figure(fig, path, dpi=120)
+    return save_figure(fig, path, dpi=120, source=data_digest(summary), title=title)
 
 
 def plot_gc_destinations(results: list[dict], path: Path) -> Path | None:
@@ -674,7 +689,9 @@ def write_paper_files(results: list[dict], summary: dict, output, sweep_dir: Pat
     """The DOGI presets' files: ``PATH.json`` (the summary), ``PATH_reductions.json`` (DOGI vs the
     best baseline per workload), ``PATH_accuracy.json`` (DOGI's details per workload) and
     ``PATH.png`` (and ``PATH_gc_destinations.png``, Fig. 12b), ``PATH`` = ``output`` without its
-    ``.json``, or the sweep directory's ``paper``."""
+    ``.json``, or the sweep directory's ``paper``. ``PATH.png`` is drawn from ``PATH.json`` as read
+    back, so its digest is the file's (:func:`redraw`); Fig. 12b's matrices are in no JSON, so it
+    carries none."""
     out = Path(output) if output else Path(sweep_dir) / "paper.json"
     stem = out.with_suffix("") if out.suffix == ".json" else out
     stem.parent.mkdir(parents=True, exist_ok=True)
@@ -694,8 +711,53 @@ def write_paper_files(results: list[dict], summary: dict, output, sweep_dir: Pat
         accuracy = Path(f"{stem}_accuracy.json")
         accuracy.write_text(json.dumps(details, indent=2, default=float))
         written.append(accuracy)
-    written.append(plot_paper(summary, stem.with_suffix(".png"), title=title))
+    # drawn from the summary as read back, so the figure's digest is the file's
+    written.append(plot_paper(json.loads(written[0].read_text()), stem.with_suffix(".png"), title=title))
     dest = plot_gc_destinations(results, Path(f"{stem}_gc_destinations.png"))
     if dest:
         written.append(dest)
     return written
+
+
+def redraw(prefix: str | Path, title: str | None = None) -> Path:
+    """``PREFIX.png`` anew from ``PREFIX.json`` alone (a summary :func:`write_paper_files` wrote),
+    titled ``title`` (None: the title the figure recorded). ``PREFIX_gc_destinations.png`` is left as it is: its matrices are in no
+    JSON. Refuses a missing file and one that is not a paper summary (``PREFIX_accuracy.json``,
+    ``PREFIX_reductions.json``)."""
+    stem = Path(prefix)
+    stem = stem.with_suffix("") if stem.suffix == ".json" else stem
+    js = stem.with_suffix(".json")
+    if not js.is_file():
+        raise SystemExit(f"error: --redraw {prefix}: no {js} to draw from")
+    summary = json.loads(js.read_text())
+    # {workload: {scheme: {"waf": ...}}}: what paper_summary gives and plot_paper draws
+    if not (
+        isinstance(summary, dict)
+        and summary
+        and all(
+            isinstance(row, dict) and row and all(isinstance(e, dict) and "waf" in e for e in row.values())
+            for row in summary.values()
+        )
+    ):
+        raise SystemExit(
+            f"error: --redraw {prefix}: {js} is not a paper summary ({{workload: {{scheme: {{waf, ...}}}}}}); "
+            "give the PREFIX of a DOGI preset's output=PREFIX.json"
+        )
+    if title is None:
+        title = figure_title(stem.with_suffix(".png"))
+    return plot_paper(summary, stem.with_suffix(".png"), title=title)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(
+        prog="python -m dogi_ml.report",
+        description="redraw a DOGI paper figure (PREFIX.png) from its summary (PREFIX.json) alone",
+    )
+    ap.add_argument("--redraw", metavar="PREFIX", required=True, help="PREFIX.png from PREFIX.json")
+    ap.add_argument("--title", default=None, help="the figure's title (default: the one the figure recorded)")
+    a = ap.parse_args(argv)
+    print(f"wrote:   {redraw(a.redraw, a.title)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -10,6 +10,16 @@ be built from several finished sweep directories with::
 
 which writes ``OUT_PREFIX.json`` and ``OUT_PREFIX.png``; ``--clustering RESULT.json`` plots
 Fig. 19 (the virtual -> physical mapping over time) from one MINOS run with ``mapping_log``.
+
+    python -m dogi_ml.report_minos --redraw OUT_PREFIX [--title T]
+
+redraws ``OUT_PREFIX.png`` from ``OUT_PREFIX.json`` alone (no sweep needed). The bar chart carries
+the digest of the summary it draws (:func:`dogi_ml.plotting.data_digest`, the PNG's ``Source``
+text). The title is a run input the JSON does not hold (the preset's ``title``): the redraw keeps
+the one the figure recorded (:func:`dogi_ml.plotting.figure_title`) unless ``--title`` gives
+another. Fig. 18's time panel (its phase boundaries come from the runs) and Fig. 19 (the
+run's whole mapping log) are not in their JSON: those figures carry no digest and are redrawn
+from their runs only.
 """
 
 from __future__ import annotations
@@ -22,7 +32,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from dogi_ml.plotting import save_figure
+from dogi_ml.plotting import data_digest, figure_title, save_figure
 from dogi_ml.report import Callback, collect_results, print_differing_settings, scheme_of, settings_of
 
 MINOS = "minos"
@@ -149,7 +159,8 @@ def print_minos_table(summary: dict, title: str = "MINOS: GC writes per user wri
 
 def plot_minos(summary: dict, results: list[dict], path: Path, title: str = "") -> Path:
     """Bars of WAF - 1 per setting and scheme; with ``waf_series`` runs of one workload (Fig. 18)
-    a second panel of instantaneous WAF over time."""
+    a second panel of instantaneous WAF over time. The bars alone carry the digest of ``summary``
+    (the time panel draws from ``results``, which the JSON does not hold whole)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -200,12 +211,13 @@ def plot_minos(summary: dict, results: list[dict], path: Path, title: str = "") 
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     fig.suptitle(title)
-    return save_figure(fig, path)
+    return save_figure(fig, path, source=None if series else data_digest(summary), title=title)
 
 
 def write_minos(results: list[dict], prefix: Path, title: str = "") -> dict:
     """Print the table and write ``prefix.json`` (summary, plus the instantaneous WAF series of
-    single-workload sweeps) and ``prefix.png``."""
+    single-workload sweeps) and ``prefix.png``, drawn from the summary as read back from
+    ``prefix.json`` (:func:`read_summary`), so its digest is the file's."""
     summary = minos_summary(results)
     print_minos_table(summary, title=title or "MINOS: GC writes per user write (WAF - 1)")
     print_differing_settings(results, Console(highlight=False, width=220), exclude=SETTING_KEYS)
@@ -218,9 +230,48 @@ def write_minos(results: list[dict], prefix: Path, title: str = "") -> dict:
     prefix = Path(prefix)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     prefix.with_suffix(".json").write_text(json.dumps(out, indent=1, default=float))
-    png = plot_minos(summary, results, prefix.with_suffix(".png"), title=title)
+    png = plot_minos(read_summary(prefix.with_suffix(".json")), results, prefix.with_suffix(".png"), title=title)
     Console().print(f"results: {prefix.with_suffix('.json')}\nplot:    {png}")
     return summary
+
+
+def read_summary(path: str | Path) -> dict:
+    """The summary :func:`plot_minos` draws from a JSON file :func:`write_minos` wrote (``varied``
+    and ``settings``; the WAF series and mapping logs beside them left out)."""
+    data = json.loads(Path(path).read_text())
+    return {k: data[k] for k in ("varied", "settings")}
+
+
+def redraw(prefix: str | Path, title: str | None = None) -> Path:
+    """``PREFIX.png`` anew from ``PREFIX.json`` alone (a summary :func:`write_minos` wrote), titled
+    ``title`` (None: the title the figure recorded). Refuses a missing file, a Fig. 19 file (``--clustering``: the plot needs the run's
+    whole mapping log) and a single-setting file with WAF series (Fig. 18: the time panel needs
+    the runs' phase boundaries and capacities), whose figures are redrawn from their runs."""
+    stem = Path(prefix)
+    stem = stem.with_suffix("") if stem.suffix == ".json" else stem
+    js = stem.with_suffix(".json")
+    if not js.is_file():
+        raise SystemExit(f"error: --redraw {prefix}: no {js} to draw from")
+    data = json.loads(js.read_text())
+    if "mapping_log" in data:
+        raise SystemExit(
+            f"error: --redraw {prefix}: {js} is a Fig. 19 file, whose plot needs the run's whole mapping log; "
+            f"redraw it from the run: python -m dogi_ml.report_minos {stem} --clustering RESULT.json"
+        )
+    if not ("varied" in data and "settings" in data):
+        raise SystemExit(
+            f"error: --redraw {prefix}: {js} is not a MINOS summary (no varied and settings); "
+            "give the OUT_PREFIX of a file report_minos wrote"
+        )
+    if any((s or {}).get("t") for s in (data.get("waf_series") or {}).values()):
+        raise SystemExit(
+            f"error: --redraw {prefix}: {js} holds WAF series (Fig. 18), whose panel needs the runs' phase "
+            f"boundaries and capacities, not in the JSON; rebuild it from its sweep: "
+            f"python -m dogi_ml.report_minos {stem} SWEEP_DIR"
+        )
+    if title is None:
+        title = figure_title(stem.with_suffix(".png"))
+    return plot_minos(read_summary(js), [], stem.with_suffix(".png"), title=title)
 
 
 def plot_clustering(result: dict, path: Path, moments: int = 2) -> dict:
@@ -300,7 +351,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("prefix", type=Path, help="output path prefix (writes PREFIX.json and PREFIX.png)")
     ap.add_argument("sweeps", type=Path, nargs="*", help="simulate -m sweep directories (*/result.json)")
-    ap.add_argument("--title", default="")
+    ap.add_argument("--title", default=None, help="--redraw: default the title the figure recorded")
     ap.add_argument(
         "--drop",
         action="append",
@@ -310,7 +361,13 @@ def main(argv: list[str] | None = None) -> None:
         "minos[agg1] against the baselines of a full sweep",
     )
     ap.add_argument("--clustering", type=Path, help="a MINOS result.json run with mapping_log (Fig. 19)")
+    ap.add_argument("--redraw", action="store_true", help="PREFIX.png from PREFIX.json alone")
     a = ap.parse_args(argv)
+    if a.redraw:
+        if a.sweeps or a.clustering:
+            ap.error("--redraw draws from PREFIX.json alone: give no sweep directories and no --clustering")
+        print(f"wrote:   {redraw(a.prefix, a.title)}")
+        return
     if a.clustering:
         res = json.loads(a.clustering.read_text())
         out = plot_clustering(res, a.prefix.with_suffix(".png"))
@@ -338,7 +395,7 @@ def main(argv: list[str] | None = None) -> None:
     if unknown:
         raise SystemExit(f"--drop {', '.join(unknown)}: no run has that scheme; the runs have {', '.join(labels)}")
     results = [r for r in results if scheme_of(r) not in a.drop]
-    write_minos(results, a.prefix.with_suffix(""), title=a.title)
+    write_minos(results, a.prefix.with_suffix(""), title=a.title or "")
 
 
 if __name__ == "__main__":

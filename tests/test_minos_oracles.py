@@ -1,16 +1,18 @@
 """MINOS §3.3 oracles: thresholds on hand-made CDFs, the K-stream placement, the theory's promise
 (OP >= CalOP + one segment per stream gives WAF 1), the OP-Minimized Oracle against a direct run
 of Algorithm 1's thresholds, exact k-means against brute force and scikit-learn, Table 1's
-ordering in both device modes, the Figs. 3/5 model check, the table's rows, bad parameters."""
+ordering in both device modes, the Figs. 3/5 model check, the table's rows, bad parameters, the
+table's Markdown and plot drawn from its JSON."""
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 
 import numpy as np
 import pytest
-from helpers import run_cli, zipf_writes
+from helpers import REPO, run_cli, zipf_writes
 from omegaconf import OmegaConf
 
 from dogi_ml.errors import ConfigError
@@ -19,12 +21,15 @@ from dogi_ml.oracles import minos_oracles as mo
 from dogi_ml.oracles.annotate import NEVER, annotate
 from dogi_ml.pipeline.minos_table import (
     OracleBench,
+    main,
+    markdown,
     model_checks,
     ordering_holds,
     ordering_relations,
     run_minos_table,
     table1,
 )
+from dogi_ml.plotting import data_digest, figure_source
 from dogi_ml.policies import make_policy
 from dogi_ml.sim import SimConfig, Simulator
 from dogi_ml.sim.policy_api import SimContext
@@ -491,8 +496,6 @@ def _table_cfg(tmp_path, **table):
 
 
 def test_table_rows_name_their_mode_and_segment_size(tmp_path):
-    import json
-
     res = run_minos_table(_table_cfg(tmp_path), tmp_path)
     saved = json.loads((tmp_path / "minos_table1.json").read_text())
     rows = saved["rows"]
@@ -509,7 +512,8 @@ def test_table_rows_name_their_mode_and_segment_size(tmp_path):
     assert wafs[("prefilled", 64)] > wafs[("empty", 64)] and wafs[("empty", 64)] != wafs[("empty", 32)]
     md = (tmp_path / "minos_table1.md").read_text()
     assert "| zipf_small | prefilled | 32 |" in md and "| zipf_small | empty | 64 |" in md
-    assert (tmp_path / "minos_table1.png").stat().st_size > 0
+    # the plot is drawn from the JSON as written: its digest is the file's
+    assert figure_source(tmp_path / "minos_table1.png") == data_digest(saved)
 
 
 def test_table_refuses_settings_it_would_override(tmp_path):
@@ -525,3 +529,59 @@ def test_table_refuses_settings_it_would_override(tmp_path):
         run_minos_table(_table_cfg(tmp_path, modes=["empty", "full"]), tmp_path)
     with pytest.raises(ConfigError, match="unknown oracle.table key.*'prefill'"):
         run_minos_table(_table_cfg(tmp_path, prefill=False), tmp_path)
+
+
+def test_docs_results_table1_is_its_json():
+    """docs/results/minos_table1.md and .png are drawn from minos_table1.json: the Markdown is the
+    one the JSON gives and the plot carries its digest (``python -m dogi_ml.pipeline.minos_table
+    --redraw docs/results/minos_table1`` redraws both)."""
+    stem = REPO / "docs/results/minos_table1"
+    result = json.loads(stem.with_suffix(".json").read_text())
+    assert markdown(result) == stem.with_suffix(".md").read_text()
+    assert figure_source(stem.with_suffix(".png")) == data_digest(result), f"redraw {stem}.png from its JSON"
+
+
+def test_table1_redraws_from_its_json_alone(tmp_path, capsys):
+    """--redraw: PREFIX.md and PREFIX.png anew from PREFIX.json; a missing file and one without
+    the table's rows are refused."""
+    result = {
+        "ops": [0.2],
+        "kinds": ["opmin", "segment"],
+        "modes": ["empty"],
+        "n_user_streams": 5,
+        "method": "algorithm1",
+        "percentile_of": "writes",
+        "victim": "cost_benefit",
+        "gc_free_segments": 2,
+        "rows": [
+            {
+                "workload": "w",
+                "mode": "empty",
+                "segment_blocks": 64,
+                "segments_per_capacity": 4.0,
+                "paper": None,
+                "table": {"opmin": {"0.2": {"waf": 1.5}}, "segment": {"0.2": {"waf": 1.8}}},
+                "ordering": {"0.2": "<"},
+            }
+        ],
+        "skipped": {},
+    }
+    stem = tmp_path / "t1"
+    stem.with_suffix(".json").write_text(json.dumps(result))
+    main(["--redraw", str(stem)])
+    assert capsys.readouterr().out == f"wrote:   {stem}.md\nwrote:   {stem}.png\n"
+    first = figure_source(stem.with_suffix(".png"))
+    assert first == data_digest(result) and "| Segment Oracle | 1.800 |" in stem.with_suffix(".md").read_text()
+
+    result["rows"][0]["table"]["segment"]["0.2"]["waf"] = 1.9
+    stem.with_suffix(".json").write_text(json.dumps(result))
+    main(["--redraw", str(stem)])
+    assert figure_source(stem.with_suffix(".png")) == data_digest(result) != first
+    assert "| Segment Oracle | 1.900 |" in stem.with_suffix(".md").read_text()
+
+    with pytest.raises(SystemExit, match=r"^error: --redraw .*none: no .*none\.json to draw from$"):
+        main(["--redraw", str(tmp_path / "none")])
+    del result["rows"]
+    stem.with_suffix(".json").write_text(json.dumps(result))
+    with pytest.raises(SystemExit, match=r"^error: --redraw .*t1: .*t1\.json has no rows, so it is not a Table 1"):
+        main(["--redraw", str(stem)])

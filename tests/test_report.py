@@ -1,4 +1,10 @@
-"""The sweep comparison (``dogi_ml.report``): one row per run, named by its scheme label."""
+"""The sweep comparison (``dogi_ml.report``): one row per run, named by its scheme label; the
+DOGI paper figures drawn from their JSON."""
+
+import json
+
+import pytest
+from helpers import REPO
 
 from dogi_ml.report import (
     comparison_rows,
@@ -183,3 +189,52 @@ def test_runs_whose_labels_agree_are_told_apart_by_their_configuration(tmp_path,
     run(0, "d", 0.01, 5.2, configured=False)
     run(1, "d", 0.1, 5.4, configured=False)
     assert [r["scheme"] for r in collect_results(tmp_path / "d")] == ["shiro", "shiro"]
+
+
+PAPER_FIGURES = sorted(
+    p.stem for p in (REPO / "docs/results").glob("dogi_fig*.png") if not p.stem.endswith("_gc_destinations")
+)
+
+
+@pytest.mark.parametrize("name", PAPER_FIGURES)
+def test_docs_results_paper_figures_are_their_json(name):
+    """Each docs/results/dogi_figNN.png (Fig. 12b's gc_destinations aside: its matrices are in no
+    JSON) carries the digest of the summary it draws, dogi_figNN.json; a figure left behind by a
+    later JSON is redrawn with ``python -m dogi_ml.report --redraw docs/results/NAME --title T``."""
+    from dogi_ml.plotting import data_digest, figure_source
+
+    stem = REPO / "docs/results" / name
+    summary = json.loads(stem.with_suffix(".json").read_text())
+    assert figure_source(stem.with_suffix(".png")) == data_digest(summary), f"redraw {stem}.png from its JSON"
+
+
+def test_paper_figure_redraws_from_its_json_alone(tmp_path, capsys):
+    """write_paper_files draws PATH.png from PATH.json as written (digest = file); --redraw draws
+    it anew from the JSON alone, and refuses a missing file and one that is not a paper summary."""
+    from dogi_ml.plotting import data_digest, figure_source, figure_title
+    from dogi_ml.report import main, write_paper_files
+
+    runs = [_r("dogi", "dogi", 2.0) | {"workload": "zipf", "user_accuracy": 0.6}, _r("sepbit", "sepbit", 2.5)]
+    runs[1]["workload"] = "zipf"
+    stem = tmp_path / "fig"
+    write_paper_files(runs, paper_summary(runs), stem.with_suffix(".json"), tmp_path, title="t")
+    first = figure_source(stem.with_suffix(".png"))
+    assert first == data_digest(json.loads(stem.with_suffix(".json").read_text()))
+
+    summary = json.loads(stem.with_suffix(".json").read_text())
+    summary["zipf"]["sepbit"]["waf"] = 2.6
+    stem.with_suffix(".json").write_text(json.dumps(summary))
+    main(["--redraw", str(stem)])  # no --title: the one the figure recorded
+    assert f"wrote:   {stem}.png" in capsys.readouterr().out
+    assert figure_source(stem.with_suffix(".png")) == data_digest(summary) != first
+    assert figure_title(stem.with_suffix(".png")) == "t"
+    main(["--redraw", str(stem), "--title", "another"])
+    assert figure_title(stem.with_suffix(".png")) == "another"
+
+    with pytest.raises(SystemExit, match=r"^error: --redraw .*nofig: no .*nofig\.json to draw from$"):
+        main(["--redraw", str(tmp_path / "nofig")])
+    # DOGI's accuracies beside the summary: not what the figure draws
+    with pytest.raises(
+        SystemExit, match=r"^error: --redraw .*fig_accuracy: .*fig_accuracy\.json is not a paper summary"
+    ):
+        main(["--redraw", str(tmp_path / "fig_accuracy")])

@@ -1,13 +1,22 @@
 """MINOS evaluation tables: GC writes (WAF - 1), the best non-oracle baseline per setting,
-MINOS's cut, sensitivity settings, and the Fig. 18/19 plots from real runs."""
+MINOS's cut, sensitivity settings, the Fig. 18/19 plots from real runs, and the bar charts drawn
+from their JSON."""
 
 import json
 
 import pytest
-from helpers import CAP, SEG, zipf_writes
+from helpers import CAP, REPO, SEG, zipf_writes
 
+from dogi_ml.plotting import data_digest, figure_source
 from dogi_ml.policies import make_policy
-from dogi_ml.report_minos import main, minos_summary, phase_boundaries, plot_clustering, write_minos
+from dogi_ml.report_minos import (
+    main,
+    minos_summary,
+    phase_boundaries,
+    plot_clustering,
+    read_summary,
+    write_minos,
+)
 from dogi_ml.sim import SimConfig, Simulator
 
 
@@ -114,3 +123,62 @@ def test_cli_drops_a_scheme_to_compare_a_variant(tmp_path, capsys):
         SystemExit, match=r"--drop agg8: no run has that scheme; the runs have minos, minos\[agg1\], sepbit"
     ):
         main([str(tmp_path / "q"), str(full), str(agg1), "--drop", "agg8"])
+
+
+#: MINOS figures whose JSON lacks what they draw: they carry no digest and --redraw refuses them
+DRAWN_FROM_RUNS = {
+    "minos_fig18": "holds WAF series \\(Fig. 18\\), whose panel needs the runs' phase boundaries",
+    "minos_fig19": "is a Fig. 19 file, whose plot needs the run's whole mapping log",
+}
+BAR_CHARTS = sorted(p.stem for p in (REPO / "docs/results").glob("minos_fig*.png") if p.stem not in DRAWN_FROM_RUNS)
+
+
+@pytest.mark.parametrize("name", BAR_CHARTS)
+def test_docs_results_bar_charts_are_their_json(name):
+    """Each docs/results MINOS bar chart carries the digest of the summary it draws (``varied``
+    and ``settings`` of NAME.json); a figure left behind by a later JSON is redrawn with
+    ``python -m dogi_ml.report_minos --redraw docs/results/NAME --title T``."""
+    stem = REPO / "docs/results" / name
+    assert figure_source(stem.with_suffix(".png")) == data_digest(read_summary(stem.with_suffix(".json"))), (
+        f"redraw {stem}.png from its JSON"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(DRAWN_FROM_RUNS))
+def test_docs_results_figures_drawn_from_runs_are_refused(name):
+    """Figs. 18 and 19 need data their JSON does not hold: no digest is claimed for them, and
+    --redraw says where they are drawn from instead (nothing is written)."""
+    stem = REPO / "docs/results" / name
+    assert figure_source(stem.with_suffix(".png")) is None
+    with pytest.raises(SystemExit, match=f"^error: --redraw .*{name}: .*{DRAWN_FROM_RUNS[name]}"):
+        main(["--redraw", str(stem)])
+
+
+def test_bar_chart_redraws_from_its_json_alone(tmp_path, capsys):
+    """write_minos draws PREFIX.png from PREFIX.json as written (digest = file); --redraw draws it
+    anew from the JSON alone; a missing file, a Fig. 18 file (one setting with WAF series) and
+    sweeps beside --redraw are refused."""
+    out = tmp_path / "bars"
+    write_minos([_r("sepbit", 3.0), _r("minos", 2.9), _r("sepbit", 1.5, "ycsb_a"), _r("minos", 1.6, "ycsb_a")], out)
+    first = figure_source(out.with_suffix(".png"))
+    assert first == data_digest(read_summary(out.with_suffix(".json")))
+
+    data = json.loads(out.with_suffix(".json").read_text())
+    data["settings"]["ycsb_a"]["schemes"]["minos"]["gc_writes_per_user"] = 0.55
+    out.with_suffix(".json").write_text(json.dumps(data))
+    capsys.readouterr()
+    main(["--redraw", str(out)])
+    assert f"wrote:   {out}.png" in capsys.readouterr().out
+    assert figure_source(out.with_suffix(".png")) == data_digest(read_summary(out.with_suffix(".json"))) != first
+
+    with pytest.raises(SystemExit, match=r"^error: --redraw .*none: no .*none\.json to draw from$"):
+        main(["--redraw", str(tmp_path / "none")])
+    # one setting with WAF series: the time panel draws from the runs, so the figure claims no digest
+    series = {"t": [100, 200], "waf": [3.0, 3.0]}
+    write_minos([_r("sepbit", 3.0, waf_series=series), _r("minos", 2.9, waf_series=series)], tmp_path / "fig18")
+    assert figure_source(tmp_path / "fig18.png") is None
+    with pytest.raises(SystemExit, match=r"^error: --redraw .*fig18: .*holds WAF series \(Fig. 18\)"):
+        main(["--redraw", str(tmp_path / "fig18")])
+    with pytest.raises(SystemExit):
+        main(["--redraw", str(out), str(tmp_path)])
+    assert "give no sweep directories" in capsys.readouterr().err

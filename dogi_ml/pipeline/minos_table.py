@@ -9,10 +9,18 @@ logical space written once first, as the other experiments run; the prefill bloc
 the same thresholds on their own invalidation times, ``F`` stays the measured writes'). The
 logical capacity is the trace's write working set. The Figs. 3/5 checks run on the first
 workload's first segment size, from an empty device.
+
+The table's Markdown and plot are drawn from its JSON alone (the plot carries the JSON's digest,
+:func:`dogi_ml.plotting.data_digest`, in the PNG's ``Source`` text); ::
+
+    python -m dogi_ml.pipeline.minos_table --redraw PREFIX
+
+rewrites ``PREFIX.md`` and ``PREFIX.png`` from ``PREFIX.json`` (no oracle run needed).
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
 from pathlib import Path
@@ -25,6 +33,7 @@ from dogi_ml.markov import opmodel as om
 from dogi_ml.oracles import minos_oracles as mo
 from dogi_ml.oracles.annotate import annotate
 from dogi_ml.pipeline.common import sim_config
+from dogi_ml.plotting import data_digest, save_figure
 from dogi_ml.policies import make_policy
 from dogi_ml.sim import Simulator
 
@@ -339,9 +348,8 @@ def run_minos_table(cfg, out_dir: Path) -> dict:
     out = Path(cfg.get("output") or out_dir / "minos_table1.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2, default=float) + "\n")
-    md = out.with_suffix(".md")
-    md.write_text(markdown(result))
-    png = plot_table(result, out.with_suffix(".png"))
+    # drawn from the result as read back, so the figure's digest is the file's
+    md, png = _draw(out, json.loads(out.read_text()))
     print(f"result: {out}\ntable:  {md}\nplot:   {png}")
     return result
 
@@ -443,6 +451,8 @@ def markdown(result: dict) -> str:
 
 
 def plot_table(result: dict, path: Path) -> Path:
+    """WAF over the OP ratio per oracle, one panel per row (the paper's values dashed); the figure
+    carries the digest of ``result``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -468,7 +478,58 @@ def plot_table(result: dict, path: Path) -> Path:
     for ax in list(axes.flat)[len(rows) :]:
         ax.set_visible(False)
     axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=120, source=data_digest(result))
+
+
+#: the keys of a Table 1 result :func:`markdown` and :func:`plot_table` read
+DRAWN_KEYS = (
+    "ops",
+    "kinds",
+    "rows",
+    "n_user_streams",
+    "victim",
+    "gc_free_segments",
+    "method",
+    "percentile_of",
+    "skipped",
+)
+
+
+def _draw(js: Path, result: dict) -> tuple[Path, Path]:
+    """The Markdown and the plot beside the JSON file ``js`` of ``result``."""
+    md = js.with_suffix(".md")
+    md.write_text(markdown(result))
+    return md, plot_table(result, js.with_suffix(".png"))
+
+
+def redraw(prefix: str | Path) -> tuple[Path, Path]:
+    """``PREFIX.md`` and ``PREFIX.png`` anew from ``PREFIX.json`` alone (a Table 1 result
+    :func:`run_minos_table` wrote). Refuses a missing file and one without the table's rows."""
+    stem = Path(prefix)
+    stem = stem.with_suffix("") if stem.suffix == ".json" else stem
+    js = stem.with_suffix(".json")
+    if not js.is_file():
+        raise SystemExit(f"error: --redraw {prefix}: no {js} to draw from")
+    result = json.loads(js.read_text())
+    missing = [k for k in DRAWN_KEYS if k not in result]
+    if missing:
+        raise SystemExit(
+            f"error: --redraw {prefix}: {js} has no {', '.join(missing)}, so it is not a Table 1 result; "
+            "rebuild it: python -m dogi_ml oracle +experiment=minos_table1 output=PREFIX.json"
+        )
+    return _draw(js, result)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(
+        prog="python -m dogi_ml.pipeline.minos_table",
+        description="redraw MINOS Table 1 (PREFIX.md, PREFIX.png) from its result (PREFIX.json) alone",
+    )
+    ap.add_argument("--redraw", metavar="PREFIX", required=True, help="PREFIX.md and PREFIX.png from PREFIX.json")
+    a = ap.parse_args(argv)
+    for path in redraw(a.redraw):
+        print(f"wrote:   {path}")
+
+
+if __name__ == "__main__":
+    main()
