@@ -44,7 +44,8 @@ COMMANDS = {
     "replay": "replay a workload onto a zoned device (ZNS or file-emulated): +workload=NAME device=file:PATH|/dev/...",
     "stage": "one DVC pipeline stage: stage NAME [params=params.yaml] [out=data/dvc] (see dvc.yaml)",
     "cache": "show or empty the on-disk caches (compiled kernels, traces, annotations): cache info|clear [--help]",
-    "report": "build docs/reproduction.md from docs/claims.yaml and docs/results: report reproduction [check=true]",
+    "report": "build docs/reproduction.md from docs/claims.yaml and docs/results: report reproduction [check=true]; "
+    "redraw every figure of docs/results from its JSON: report figures [check=true]",
     "study": "every scheme on every volume of a fleet: fleet=PATH policy=a,b,c [filter=NAME] [only=failed] (docs/fleets.md)",
 }
 
@@ -360,7 +361,12 @@ def _study(args: list[str]) -> int:
 
 
 def _report(args: list[str]) -> int:
-    """``report reproduction``: the scoreboard; dogi_ml.report_reproduction parses its arguments."""
+    """``report reproduction``: the scoreboard (dogi_ml.report_reproduction parses its
+    arguments); ``report figures``: every figure against its JSON (dogi_ml.report_figures)."""
+    if args and args[0] == "figures":
+        from dogi_ml.report_figures import main as figures_main
+
+        return figures_main(list(args[1:]))
     from dogi_ml.report_reproduction import main as report_main
 
     return report_main(list(args))

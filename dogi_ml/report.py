@@ -719,11 +719,10 @@ def write_paper_files(results: list[dict], summary: dict, output, sweep_dir: Pat
     return written
 
 
-def redraw(prefix: str | Path, title: str | None = None) -> Path:
-    """``PREFIX.png`` anew from ``PREFIX.json`` alone (a summary :func:`write_paper_files` wrote),
-    titled ``title`` (None: the title the figure recorded). ``PREFIX_gc_destinations.png`` is left as it is: its matrices are in no
-    JSON. Refuses a missing file and one that is not a paper summary (``PREFIX_accuracy.json``,
-    ``PREFIX_reductions.json``)."""
+def read_paper_summary(prefix: str | Path) -> dict:
+    """The summary ``PREFIX.json`` holds, as :func:`write_paper_files` wrote it and
+    :func:`plot_paper` draws it, or a clear exit: no such file, or one that is not a paper summary
+    (``PREFIX_accuracy.json``, ``PREFIX_reductions.json``)."""
     stem = Path(prefix)
     stem = stem.with_suffix("") if stem.suffix == ".json" else stem
     js = stem.with_suffix(".json")
@@ -743,6 +742,16 @@ def redraw(prefix: str | Path, title: str | None = None) -> Path:
             f"error: --redraw {prefix}: {js} is not a paper summary ({{workload: {{scheme: {{waf, ...}}}}}}); "
             "give the PREFIX of a DOGI preset's output=PREFIX.json"
         )
+    return summary
+
+
+def redraw(prefix: str | Path, title: str | None = None) -> Path:
+    """``PREFIX.png`` anew from ``PREFIX.json`` alone (:func:`read_paper_summary`), titled
+    ``title`` (None: the title the figure recorded). ``PREFIX_gc_destinations.png`` is left as it
+    is: its matrices are in no JSON."""
+    stem = Path(prefix)
+    stem = stem.with_suffix("") if stem.suffix == ".json" else stem
+    summary = read_paper_summary(stem)
     if title is None:
         title = figure_title(stem.with_suffix(".png"))
     return plot_paper(summary, stem.with_suffix(".png"), title=title)

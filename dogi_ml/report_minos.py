@@ -242,11 +242,11 @@ def read_summary(path: str | Path) -> dict:
     return {k: data[k] for k in ("varied", "settings")}
 
 
-def redraw(prefix: str | Path, title: str | None = None) -> Path:
-    """``PREFIX.png`` anew from ``PREFIX.json`` alone (a summary :func:`write_minos` wrote), titled
-    ``title`` (None: the title the figure recorded). Refuses a missing file, a Fig. 19 file (``--clustering``: the plot needs the run's
-    whole mapping log) and a single-setting file with WAF series (Fig. 18: the time panel needs
-    the runs' phase boundaries and capacities), whose figures are redrawn from their runs."""
+def read_bar_summary(prefix: str | Path) -> dict:
+    """The summary of ``PREFIX.json`` the bar chart draws (:func:`read_summary`), or a clear exit:
+    a missing file, a Fig. 19 file (``--clustering``: the plot needs the run's whole mapping log)
+    and a single-setting file with WAF series (Fig. 18: the time panel needs the runs' phase
+    boundaries and capacities), whose figures are redrawn from their runs."""
     stem = Path(prefix)
     stem = stem.with_suffix("") if stem.suffix == ".json" else stem
     js = stem.with_suffix(".json")
@@ -269,9 +269,18 @@ def redraw(prefix: str | Path, title: str | None = None) -> Path:
             f"boundaries and capacities, not in the JSON; rebuild it from its sweep: "
             f"python -m dogi_ml.report_minos {stem} SWEEP_DIR"
         )
+    return read_summary(js)
+
+
+def redraw(prefix: str | Path, title: str | None = None) -> Path:
+    """``PREFIX.png`` anew from ``PREFIX.json`` alone (:func:`read_bar_summary`), titled
+    ``title`` (None: the title the figure recorded)."""
+    stem = Path(prefix)
+    stem = stem.with_suffix("") if stem.suffix == ".json" else stem
+    summary = read_bar_summary(stem)
     if title is None:
         title = figure_title(stem.with_suffix(".png"))
-    return plot_minos(read_summary(js), [], stem.with_suffix(".png"), title=title)
+    return plot_minos(summary, [], stem.with_suffix(".png"), title=title)
 
 
 def plot_clustering(result: dict, path: Path, moments: int = 2) -> dict:

@@ -794,7 +794,7 @@ REPORTS = ("reproduction",)
 
 def parse_args(args: list[str]) -> dict:
     if not args or args[0] not in REPORTS:
-        raise UsageError(f"report needs a kind ({', '.join(REPORTS)})", USAGE)
+        raise UsageError(f"report needs a kind ({', '.join(REPORTS)}, figures)", USAGE)
     opts: dict[str, Any] = {"out": DEFAULT_OUT, "claims": DEFAULT_CLAIMS, "results": DEFAULT_RESULTS, "check": False}
     for a in args[1:]:
         if a == "--check":

@@ -53,7 +53,7 @@ def test_command_line(tmp_path):
     assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1
     proc = run_cli(["report"], tmp_path, check=False)
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == [f"error: report needs a kind (reproduction) -- {rr.USAGE}"]
+    assert proc.stderr.strip().splitlines() == [f"error: report needs a kind (reproduction, figures) -- {rr.USAGE}"]
     proc = run_cli(["report", "reproduction", "check=maybe"], tmp_path, check=False)
     assert proc.returncode == 2
     assert proc.stderr.strip() == "error: check='maybe' is not true or false -- use check=true or check=false"
