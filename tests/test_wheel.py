@@ -25,7 +25,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
+def wheel_build(tmp_path_factory) -> tuple[Path, str]:
+    """The wheel and what its build printed."""
     out = tmp_path_factory.mktemp("wheel")
     # build from a copy: setuptools writes build/ and *.egg-info beside the sources
     src = tmp_path_factory.mktemp("src") / "dogi_ml"
@@ -59,7 +60,6 @@ def wheel(tmp_path_factory) -> Path:
             "-m",
             "pip",
             "wheel",
-            "--quiet",
             "--no-deps",
             "--no-build-isolation",
             "--wheel-dir",
@@ -72,7 +72,12 @@ def wheel(tmp_path_factory) -> Path:
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (whl,) = out.glob("dogi_ml-*.whl")
-    return whl
+    return whl, proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def wheel(wheel_build) -> Path:
+    return wheel_build[0]
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +122,20 @@ def _run(python: Path, args: list[str], cwd: Path) -> subprocess.CompletedProces
     proc = subprocess.run([str(python), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     return proc
+
+
+def test_wheel_builds_without_setuptools_warnings_and_ships_the_sources_it_compiles(wheel_build):
+    """Every folder setuptools takes for a package is listed (a data folder it was not told of,
+    export/firmware once, made every install print a 20-line warning), and the C sources compiled
+    on first use are in the wheel."""
+    whl, log = wheel_build
+    assert "is absent from setuptools' `packages` configuration" not in log, log
+    names = set(zipfile.ZipFile(whl).namelist())
+    for folder, package in (("export/firmware", "export/firmware"), ("dogi_ml/zns", "zns")):
+        sources = [p for p in (REPO / folder).iterdir() if p.suffix in (".c", ".h", ".ld")]
+        assert sources, folder
+        missing = [p.name for p in sources if f"dogi_ml/{package}/{p.name}" not in names]
+        assert not missing, f"{folder}: {missing} not in the wheel"
 
 
 def test_wheel_ships_namespaced_packages_and_configs(wheel):
