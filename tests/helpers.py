@@ -241,6 +241,24 @@ def docs_row(label: str, page: str = "docs/hybrid.md") -> list[str]:
     return [c.strip() for c in row.group(1).split("|")]
 
 
+def table_cells(lines: list[str], header: int) -> list[list[str]]:
+    """The body rows of the Markdown table whose header row is ``lines[header]``: each row's cells,
+    stripped, up to the first line that is not a table row (the header and its ``|---|`` rule
+    left out)."""
+    rows = []
+    for line in lines[header + 2 :]:
+        if not line.lstrip().startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+    return rows
+
+
+def docs_text(page: str | Path) -> str:
+    """``page`` (relative to the checkout) with its line breaks and indents as single spaces, so a
+    figure quoted across a line break is found."""
+    return " ".join((REPO / page).read_text().split())
+
+
 def docs_percent(change: float) -> str:
     """A change as the docs print it: one decimal with its sign, an unsigned 0.0 for none."""
     text = f"{100 * change:+.1f}"

@@ -13,7 +13,7 @@ import json
 import re
 
 import pytest
-from helpers import REPO, docs_percent
+from helpers import REPO, docs_percent, table_cells
 
 PAGE = REPO / "docs/shiro.md"  # module globals, so that a check can be pointed at an altered copy
 RESULTS = REPO / "docs/results"
@@ -29,12 +29,7 @@ def page_table(anchor: str) -> list[list[str]]:
     assert text.count(anchor) == 1, f"{PAGE} holds {anchor!r} {text.count(anchor)} times"
     lines = text[text.index(anchor) :].splitlines()
     start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("|"))
-    rows = []
-    for line in lines[start + 2 :]:  # after the header and its |---| line
-        if not line.lstrip().startswith("|"):
-            break
-        rows.append([c.strip().replace("**", "") for c in line.strip().strip("|").split("|")])
-    return rows
+    return [[c.replace("**", "") for c in cells] for cells in table_cells(lines, start)]
 
 
 def page_rows(anchor: str) -> dict[str, list[str]]:
