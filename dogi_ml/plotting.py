@@ -61,3 +61,18 @@ def data_digest(data) -> str:
     same digest)."""
     text = json.dumps(data, sort_keys=True, default=float)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def redraw_source(prefix: str | Path) -> tuple[Path, Path, object]:
+    """What a report's ``--redraw PREFIX`` reads: the stem (``PREFIX``, a ``.json`` suffix
+    dropped), its JSON file and the file's content, or a one-line exit naming the file: none
+    there, or not JSON."""
+    stem = Path(prefix)
+    stem = stem.with_suffix("") if stem.suffix == ".json" else stem
+    js = stem.with_suffix(".json")
+    if not js.is_file():
+        raise SystemExit(f"error: --redraw {prefix}: no {js} to draw from")
+    try:
+        return stem, js, json.loads(js.read_text())
+    except ValueError as e:
+        raise SystemExit(f"error: --redraw {prefix}: {js} is not JSON ({e}); write it anew from its runs") from e

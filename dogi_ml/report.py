@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from dogi_ml.plotting import data_digest, figure_title, save_figure
+from dogi_ml.plotting import data_digest, figure_title, redraw_source, save_figure
 
 console = Console(highlight=False)
 
@@ -723,12 +723,7 @@ def read_paper_summary(prefix: str | Path) -> dict:
     """The summary ``PREFIX.json`` holds, as :func:`write_paper_files` wrote it and
     :func:`plot_paper` draws it, or a clear exit: no such file, or one that is not a paper summary
     (``PREFIX_accuracy.json``, ``PREFIX_reductions.json``)."""
-    stem = Path(prefix)
-    stem = stem.with_suffix("") if stem.suffix == ".json" else stem
-    js = stem.with_suffix(".json")
-    if not js.is_file():
-        raise SystemExit(f"error: --redraw {prefix}: no {js} to draw from")
-    summary = json.loads(js.read_text())
+    _, js, summary = redraw_source(prefix)
     # {workload: {scheme: {"waf": ...}}}: what paper_summary gives and plot_paper draws
     if not (
         isinstance(summary, dict)

@@ -27,7 +27,7 @@ import argparse
 import json
 from pathlib import Path
 
-from dogi_ml.plotting import data_digest, save_figure
+from dogi_ml.plotting import data_digest, redraw_source, save_figure
 from dogi_ml.report import Callback, collect_results, scheme_of, settings_markdown, settings_of
 
 ADAPT = "adapt"
@@ -309,14 +309,7 @@ def read_report(prefix: str | Path) -> dict:
     """The content of ``PREFIX.json`` as :func:`write_adapt` wrote it, or a clear exit: no such
     file, a file without the summary, or one whose stored reductions are not the ones its summary
     gives (edited by hand, or written by another version of :func:`reductions`)."""
-    prefix = Path(prefix)
-    js = prefix.with_suffix(".json")
-    if not js.is_file():
-        raise SystemExit(f"error: --redraw {prefix}: no {js} to draw from; write it from the sweeps first")
-    try:
-        data = json.loads(js.read_text())
-    except ValueError as e:
-        raise SystemExit(f"error: --redraw {prefix}: {js} is not JSON ({e}); write it anew from the sweeps") from e
+    _, js, data = redraw_source(prefix)
     if not isinstance(data, dict) or not isinstance(data.get("summary"), dict):
         raise SystemExit(
             f"error: --redraw {prefix}: {js} has no summary, so report_adapt did not write it; "

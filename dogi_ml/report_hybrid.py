@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dogi_ml.plotting import data_digest, save_figure
+from dogi_ml.plotting import data_digest, redraw_source, save_figure
 from dogi_ml.report import Callback, collect_results, scheme_of, settings_of, write_table
 
 #: the seed papers' schemes (what "the best seed scheme" is taken over)
@@ -259,13 +259,8 @@ def redraw(out: str | Path, title: str | None = None) -> list[Path]:
     """``OUT.md`` and ``OUT.png`` anew from ``OUT.json`` alone: the title from ``OUT.md``'s
     heading when ``title`` is None. Refuses a JSON file whose ``_summary`` is not the one its
     table gives (a file edited by hand, or written by another version of :func:`summarise`)."""
-    stem = Path(out)
-    stem = stem.with_suffix("") if stem.suffix == ".json" else stem
-    js = stem.with_suffix(".json")
-    if not js.is_file():
-        raise SystemExit(f"error: --redraw {out}: no {js} to draw from")
-    data = json.loads(js.read_text())
-    if "_summary" not in data:
+    stem, js, data = redraw_source(out)
+    if not isinstance(data, dict) or "_summary" not in data:
         raise SystemExit(f"error: --redraw {out}: {js} has no _summary, so report_hybrid did not write it")
     table = read_table(js)
     stored = json.loads(json.dumps(summarise(table), default=float))

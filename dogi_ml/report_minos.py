@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from dogi_ml.plotting import data_digest, figure_title, save_figure
+from dogi_ml.plotting import data_digest, figure_title, redraw_source, save_figure
 from dogi_ml.report import Callback, collect_results, print_differing_settings, scheme_of, settings_of
 
 MINOS = "minos"
@@ -247,12 +247,9 @@ def read_bar_summary(prefix: str | Path) -> dict:
     a missing file, a Fig. 19 file (``--clustering``: the plot needs the run's whole mapping log)
     and a single-setting file with WAF series (Fig. 18: the time panel needs the runs' phase
     boundaries and capacities), whose figures are redrawn from their runs."""
-    stem = Path(prefix)
-    stem = stem.with_suffix("") if stem.suffix == ".json" else stem
-    js = stem.with_suffix(".json")
-    if not js.is_file():
-        raise SystemExit(f"error: --redraw {prefix}: no {js} to draw from")
-    data = json.loads(js.read_text())
+    stem, js, data = redraw_source(prefix)
+    if not isinstance(data, dict):
+        data = {}  # refused below: not a MINOS summary
     if "mapping_log" in data:
         raise SystemExit(
             f"error: --redraw {prefix}: {js} is a Fig. 19 file, whose plot needs the run's whole mapping log; "

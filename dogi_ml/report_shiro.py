@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dogi_ml.plotting import data_digest, save_figure
+from dogi_ml.plotting import data_digest, redraw_source, save_figure
 from dogi_ml.provenance import code_commit
 from dogi_ml.report import Callback, collect_results, console, settings_cell, settings_markdown, settings_of
 
@@ -307,14 +307,7 @@ def read_report(prefix: str | Path) -> dict:
     """The payload of ``PREFIX.json`` as :func:`write_report` wrote it, or a clear exit: no such
     file, a readings report (no figure), a file without the summary, or one whose stored cut is not
     the one its summary gives (edited by hand, or written by another version of :func:`reductions`)."""
-    prefix = Path(prefix)
-    js = prefix.with_suffix(".json")
-    if not js.is_file():
-        raise SystemExit(f"error: --redraw {prefix}: no {js} to draw from; write it from the sweeps first")
-    try:
-        payload = json.loads(js.read_text())
-    except ValueError as e:
-        raise SystemExit(f"error: --redraw {prefix}: {js} is not JSON ({e}); write it anew from the sweeps") from e
+    _, js, payload = redraw_source(prefix)
     if not isinstance(payload, dict):
         payload = {}  # refused below: not a report's payload
     if "cuts" in payload:

@@ -253,6 +253,25 @@ def table_cells(lines: list[str], header: int) -> list[list[str]]:
     return rows
 
 
+class DocsCells:
+    """Collects every cell of ``page`` compared with docs/results and every mismatch, so that one
+    failure lists them all."""
+
+    def __init__(self, page: str | Path):
+        self.page, self.checked, self.bad = page, 0, []
+
+    def eq(self, where: str, page: str, expected: str) -> None:
+        self.checked += 1
+        if page != expected:
+            self.bad.append(f"{where}: page {page!r}, JSON {expected!r}")
+
+    def done(self, n: int) -> None:
+        """Fails on any mismatch, or when other than ``n`` cells were compared (a table grew or
+        lost rows)."""
+        assert not self.bad, f"{self.page} differs from docs/results:\n" + "\n".join(self.bad)
+        assert self.checked == n, self.checked
+
+
 def docs_text(page: str | Path) -> str:
     """``page`` (relative to the checkout) with its line breaks and indents as single spaces, so a
     figure quoted across a line break is found."""

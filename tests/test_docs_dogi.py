@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import REPO, docs_text, table_cells
+from helpers import REPO, DocsCells, docs_text, table_cells
 
 PAGE = "docs/dogi.md"  # the tests read the page through this name (a scratch copy can be put in its place)
 
@@ -47,22 +47,6 @@ def pct(change: float) -> str:
     return f"{100 * change:+.1f}"
 
 
-class Cells:
-    """Collects every cell compared and every mismatch, so one failure lists them all."""
-
-    def __init__(self):
-        self.checked, self.bad = 0, []
-
-    def eq(self, where: str, page: str, expected: str) -> None:
-        self.checked += 1
-        if page != expected:
-            self.bad.append(f"{where}: page {page!r}, JSON {expected!r}")
-
-    def done(self, n: int) -> None:
-        assert not self.bad, f"{PAGE} differs from docs/results:\n" + "\n".join(self.bad)
-        assert self.checked == n, self.checked
-
-
 def missing(expected: list[str]) -> list[str]:
     page = text()
     return [e for e in expected if e not in page]
@@ -76,7 +60,7 @@ def test_fig10_table_is_dogi_fig10_json():
     rows = table("workload", ["NoSep", "SepBIT", "MiDAS", "PHFTL", "ML-DT", "DOGI", "NoDaP", "DOGI vs MiDAS", "DOGI vs best baseline"])  # fmt: skip
     labels = {"zipf (FIO)": "zipf", **{w: w for w in WORKLOADS[1:]}}
     assert list(rows) == list(labels)
-    c = Cells()
+    c = DocsCells(PAGE)
     for label, w in labels.items():
         runs = fig10[w]
         lowest = min(schemes[:-1], key=lambda s: runs[s]["waf"])
@@ -123,7 +107,7 @@ def test_more_baselines_table_is_dogi_fig10_more_baselines_json():
     rows = table("workload", ["DAC", "WARCIP", "SepGC", "MiDA", "DOGI"])
     labels = {"zipf (FIO)": "zipf", **{w: w for w in WORKLOADS[1:]}}
     assert list(rows) == list(labels)
-    c = Cells()
+    c = DocsCells(PAGE)
     for label, w in labels.items():
         for s, cell in zip(["dac", "warcip", "sepgc", "mida"], rows[label]):
             c.eq(f"more baselines {label} {s}", cell, f"{more[w][s]['waf']:.3f}")
@@ -138,7 +122,7 @@ def test_accuracy_table_is_dogi_fig10_accuracy_json():
     classes = ["hot", *[f"c{i}" for i in range(1, 11)]]
     rows = table("workload", ["accuracy", "non-hot", *classes, "GC", "N", "model vs measured"])
     assert list(rows) == WORKLOADS
-    c = Cells()
+    c = DocsCells(PAGE)
     for w in WORKLOADS:
         a, cells = acc[w], rows[w]
         c.eq(f"accuracy {w} accuracy", cells[0], f"{a['user_accuracy']:.3f}")
@@ -158,7 +142,7 @@ def test_fig11_fig12_table_is_their_json():
     f11, f12 = results("dogi_fig11"), results("dogi_fig12")
     rows = table("workload", ["WAF: model", "Latest", "user accuracy: model", "Latest", "GC accuracy: ML-Reloc", "next group", "WAF: ML-Reloc", "next group"])  # fmt: skip
     assert list(rows) == WORKLOADS
-    c = Cells()
+    c = DocsCells(PAGE)
     for w in WORKLOADS:
         m, lat = f11[w]["dogi"], f11[w]["dogi[latest]"]
         r, nxt = f12[w]["dogi"], f12[w]["dogi[reloc=next_group]"]
@@ -194,7 +178,7 @@ def test_fig13_table_is_dogi_fig13_json():
     ns = range(2, 11)
     rows = table("workload", [*(f"N={n}" for n in ns), "DOGI's search"])
     assert list(rows) == ["zipf WAF", "zipf misprediction", "varmail WAF", "varmail misprediction"]
-    c = Cells()
+    c = DocsCells(PAGE)
     for w in ("zipf", "varmail"):
         runs = f13[w]
         for n, waf, mis in zip(ns, rows[f"{w} WAF"], rows[f"{w} misprediction"]):
@@ -224,7 +208,7 @@ def test_fig14_table_is_dogi_fig14_json():
     f14 = results("dogi_fig14")
     rows = table("workload", ["base", "+User", "+Grp", "+GC (DOGI)", "+GC vs +Grp"])
     assert list(rows) == WORKLOADS
-    c = Cells()
+    c = DocsCells(PAGE)
     for w in WORKLOADS:
         runs = f14[w]
         for s, cell in zip(["dogi[base]", "dogi[+User]", "dogi[+Grp]", "dogi"], rows[w]):
@@ -255,7 +239,7 @@ def test_gap_table_is_dogi_gap_json():
     rows = table("cause", ["switched", "zipf", "ycsb_a", "ycsb_f", "mean", "change"])
     assert list(rows) == [*GAP_ROWS, "left unexplained"]
     assert set(GAP_ROWS.values()) == set(causes)
-    c = Cells()
+    c = DocsCells(PAGE)
     for label, cause in GAP_ROWS.items():
         e, cells = causes[cause], rows[label]
         for w, cell in zip(["zipf", "ycsb_a", "ycsb_f"], cells[1:4]):

@@ -12,7 +12,7 @@ import json
 import re
 
 import numpy as np
-from helpers import REPO, docs_text, table_cells
+from helpers import REPO, DocsCells, docs_text, table_cells
 
 PAGE = "docs/minos.md"  # the tests read the page through this name (a scratch copy can be put in its place)
 
@@ -56,22 +56,6 @@ def cut(pct: float) -> str:
     return f"{pct:+.1f}%"
 
 
-class Cells:
-    """Collects every cell compared and every mismatch, so one failure lists them all."""
-
-    def __init__(self):
-        self.checked, self.bad = 0, []
-
-    def eq(self, where: str, page: str, expected: str) -> None:
-        self.checked += 1
-        if page != expected:
-            self.bad.append(f"{where}: page {page!r}, JSON {expected!r}")
-
-    def done(self, n: int) -> None:
-        assert not self.bad, f"{PAGE} differs from docs/results:\n" + "\n".join(self.bad)
-        assert self.checked == n, self.checked
-
-
 TABLE1_KINDS = {
     "Segment": "segment",
     "Percentile": "percentile",
@@ -93,7 +77,7 @@ def test_table1_zipf_is_minos_table1_json():
     ops = [f"{op:g}" for op in data["ops"]]
     pcts = [f"{100 * op:.0f}%" for op in data["ops"]]
     header = ["segment (blocks)", f"empty: {pcts[0]}", *pcts[1:], f"prefilled: {pcts[0]}", *pcts[1:]]
-    c = Cells()
+    c = DocsCells(PAGE)
     seen = []
     for label, segment, *cells in table("oracle | segment (blocks)", header):
         kind = TABLE1_KINDS[label]
@@ -123,7 +107,7 @@ def test_table1_real_samples_are_minos_table1_json():
     and the segments per capacity are minos_table1.json's rows."""
     data, rows = table1_rows()
     ops = [f"{op:g}" for op in data["ops"]]
-    c = Cells()
+    c = DocsCells(PAGE)
     pcts = [f"{100 * op:.0f}%" for op in data["ops"]]
     header = ["mode", "segment (blocks)", "segments per capacity", f"OP-Min / K-Means at {pcts[0]}", *pcts[1:]]
     page = table("trace | mode", header)
@@ -215,7 +199,7 @@ def test_fig11_table_is_the_fig11_json():
     settings = fig11_settings()
     page = {r[0]: r[1:] for r in table("workload | SepGC")}
     assert list(page) == list(FIG11_ROWS)
-    c = Cells()
+    c = DocsCells(PAGE)
     for label, workload in FIG11_ROWS.items():
         e = settings[workload]
         cells = page[label]
@@ -239,7 +223,7 @@ def test_layouts_table_is_the_layout_jsons():
     minos_fig11{,_ids8,_ids32,_agg1}.json's (the traces' from minos_fig11_traces.json for the default)."""
     settings = fig11_settings()
     files = [results(name)["settings"] for name, _ in LAYOUTS[1:]]
-    c = Cells()
+    c = DocsCells(PAGE)
     rows = {k: v for k, v in FIG11_ROWS.items() if v != "phase_shift"}
     page = {r[0]: r[1:] for r in table("workload | best baseline")}
     assert list(page) == list(rows)
@@ -267,7 +251,7 @@ def sweep(name: str) -> dict:
 def test_op_segment_and_stream_tables_are_the_fig17_jsons():
     """Figs. 14-16 on Zipf-H: SepBIT, MiDAS (MiDA) and MINOS per OP, segment size and physical
     stream count, and MINOS's cut, are minos_fig17{,_segment,_streams}.json's."""
-    c = Cells()
+    c = DocsCells(PAGE)
     for header, name, columns, schemes in [
         ("Zipf-H, 1 GiB", "minos_fig17", ["OP 10%", "15%", "20%"], ["sepbit", "midas", "minos"]),
         ("Zipf-H, 1 GiB, 15% OP", "minos_fig17_segment", ["32", "64", "128", "256", "512", "1024 blocks"], ["sepbit", "midas", "minos"]),

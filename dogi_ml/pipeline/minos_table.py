@@ -33,7 +33,7 @@ from dogi_ml.markov import opmodel as om
 from dogi_ml.oracles import minos_oracles as mo
 from dogi_ml.oracles.annotate import annotate
 from dogi_ml.pipeline.common import sim_config
-from dogi_ml.plotting import data_digest, save_figure
+from dogi_ml.plotting import data_digest, redraw_source, save_figure
 from dogi_ml.policies import make_policy
 from dogi_ml.sim import Simulator
 
@@ -505,13 +505,8 @@ def _draw(js: Path, result: dict) -> tuple[Path, Path]:
 def redraw(prefix: str | Path) -> tuple[Path, Path]:
     """``PREFIX.md`` and ``PREFIX.png`` anew from ``PREFIX.json`` alone (a Table 1 result
     :func:`run_minos_table` wrote). Refuses a missing file and one without the table's rows."""
-    stem = Path(prefix)
-    stem = stem.with_suffix("") if stem.suffix == ".json" else stem
-    js = stem.with_suffix(".json")
-    if not js.is_file():
-        raise SystemExit(f"error: --redraw {prefix}: no {js} to draw from")
-    result = json.loads(js.read_text())
-    missing = [k for k in DRAWN_KEYS if k not in result]
+    _, js, result = redraw_source(prefix)
+    missing = [k for k in DRAWN_KEYS if not isinstance(result, dict) or k not in result]
     if missing:
         raise SystemExit(
             f"error: --redraw {prefix}: {js} has no {', '.join(missing)}, so it is not a Table 1 result; "
