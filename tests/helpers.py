@@ -253,6 +253,14 @@ def table_cells(lines: list[str], header: int) -> list[list[str]]:
     return rows
 
 
+def docs_table(page: str | Path, head: str) -> list[list[str]]:
+    """The body rows of ``page``'s table whose header row is exactly ``head``."""
+    lines = (REPO / page).read_text().splitlines()
+    start = next((i for i, line in enumerate(lines) if line.strip() == head), None)
+    assert start is not None, f"{page} has no table headed {head!r}"
+    return table_cells(lines, start)
+
+
 class DocsCells:
     """Collects every cell of ``page`` compared with docs/results and every mismatch, so that one
     failure lists them all."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-from helpers import REPO, DocsCells, docs_text, table_cells
+from helpers import REPO, DocsCells, docs_table, docs_text
 
 PAGE = "docs/fleets.md"  # the tests read the page through this name (a scratch copy can be put in its place)
 RESULTS = REPO / "docs/results"
@@ -47,10 +47,7 @@ def jobs(name: str) -> pd.DataFrame:
 
 
 def table(head: str) -> list[list[str]]:
-    lines = (REPO / PAGE).read_text().splitlines()
-    start = next((i for i, line in enumerate(lines) if line.strip() == head), None)
-    assert start is not None, f"{PAGE} has no table headed {head!r}"
-    return table_cells(lines, start)
+    return docs_table(PAGE, head)
 
 
 def text() -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import REPO, DocsCells, docs_text, table_cells
+from helpers import REPO, DocsCells, docs_table, docs_text
 
 PAGE = "docs/peers.md"  # the tests read the page through this name (a scratch copy can be put in its place)
 
@@ -26,11 +26,7 @@ def results() -> dict:
 
 
 def table(head: str) -> list[list[str]]:
-    """The body rows of the page's table whose header row is ``head``."""
-    lines = (REPO / PAGE).read_text().splitlines()
-    start = next((i for i, line in enumerate(lines) if line.strip() == head), None)
-    assert start is not None, f"{PAGE} has no table headed {head!r}"
-    return table_cells(lines, start)
+    return docs_table(PAGE, head)
 
 
 def text() -> str:
@@ -151,11 +147,6 @@ def test_settings_and_text_figures_are_peer_parity_json():
     assert not missing, missing
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="docs/peers.md line 111: FIFO's theirs 'stays near 13.4'; peer_parity.json "
-    "midas.traces[zipf].rules_outside_tolerance.fifo.theirs.steady_waf is 13.464 (13.5 at one decimal)",
-)
 def test_fifo_text_figure_is_peer_parity_json():
     """The FIFO rule's paragraph: their simulator stays near its steady WAF (the table's 13.4641)."""
     fifo = trace(results()["midas"], "zipf")["rules_outside_tolerance"]["fifo"]
