@@ -175,7 +175,7 @@ def workloads_below_both(runs: dict) -> str:
     [
         ("- **With the quantile**", None),  # the row H = 0.25, q = 0.5; the others are one-off runs
         ("- **How many writes the count rests on**", "count, age, segment type (the variant)"),
-        ("- **Two more states**", "count, age, segment type (the variant)"),
+        ("- **Three more states**", "count, age, segment type (the variant)"),
     ],
 )
 def test_docs_variant_rows_are_the_results_files(anchor, label):
