@@ -549,7 +549,8 @@ def plot_paper(summary: dict, path: Path, title: str = "") -> Path:
     ax.set_xticks(x + 0.4 - width / 2, workloads, rotation=20)
     ax.set_ylabel("WAF")
     ax.set_title("WAF per scheme (Fig. 10)")
-    ax.legend(fontsize=7, ncol=2)
+    # below the axes, as the accuracy panel's: inside, it hid the tallest bars (NoSep's)
+    ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     k = 1
     if acc_schemes:
         ax = axes[0][k]
@@ -564,7 +565,8 @@ def plot_paper(summary: dict, path: Path, title: str = "") -> Path:
         ax.set_ylim(0, 1)
         ax.set_ylabel("accuracy")
         ax.set_title("prediction accuracy (bars: user, x: GC) (Figs. 11-12)")
-        ax.legend(fontsize=7)
+        # below the axes: with ten schemes (Fig. 13) a legend inside hid bars
+        ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     for wl, pts in sorted(fixed_n.items()):
         # one panel per workload: the WAF differences across N are small against other workloads
         ax = axes[0][k]
