@@ -63,12 +63,16 @@ def data_digest(data) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def redraw_source(prefix: str | Path) -> tuple[Path, Path, object]:
-    """What a report's ``--redraw PREFIX`` reads: the stem (``PREFIX``, a ``.json`` suffix
-    dropped), its JSON file and the file's content, or a one-line exit naming the file: none
-    there, or not JSON."""
+def redraw_stem(prefix: str | Path) -> Path:
+    """A report's ``--redraw PREFIX`` as the stem its files share (a ``.json`` suffix dropped)."""
     stem = Path(prefix)
-    stem = stem.with_suffix("") if stem.suffix == ".json" else stem
+    return stem.with_suffix("") if stem.suffix == ".json" else stem
+
+
+def redraw_source(prefix: str | Path) -> tuple[Path, Path, object]:
+    """What a report's ``--redraw PREFIX`` reads: the stem (:func:`redraw_stem`), its JSON file
+    and the file's content, or a one-line exit naming the file: none there, or not JSON."""
+    stem = redraw_stem(prefix)
     js = stem.with_suffix(".json")
     if not js.is_file():
         raise SystemExit(f"error: --redraw {prefix}: no {js} to draw from")

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from dogi_ml.plotting import data_digest, figure_title, redraw_source, save_figure
+from dogi_ml.plotting import data_digest, figure_title, redraw_source, redraw_stem, save_figure
 
 console = Console(highlight=False)
 
@@ -721,7 +721,7 @@ def write_paper_files(results: list[dict], summary: dict, output, sweep_dir: Pat
     return written
 
 
-def read_paper_summary(prefix: str | Path) -> dict:
+def figure_data(prefix: str | Path) -> dict:
     """The summary ``PREFIX.json`` holds, as :func:`write_paper_files` wrote it and
     :func:`plot_paper` draws it, or a clear exit: no such file, or one that is not a paper summary
     (``PREFIX_accuracy.json``, ``PREFIX_reductions.json``)."""
@@ -743,12 +743,11 @@ def read_paper_summary(prefix: str | Path) -> dict:
 
 
 def redraw(prefix: str | Path, title: str | None = None) -> Path:
-    """``PREFIX.png`` anew from ``PREFIX.json`` alone (:func:`read_paper_summary`), titled
+    """``PREFIX.png`` anew from ``PREFIX.json`` alone (:func:`figure_data`), titled
     ``title`` (None: the title the figure recorded). ``PREFIX_gc_destinations.png`` is left as it
     is: its matrices are in no JSON."""
-    stem = Path(prefix)
-    stem = stem.with_suffix("") if stem.suffix == ".json" else stem
-    summary = read_paper_summary(stem)
+    stem = redraw_stem(prefix)
+    summary = figure_data(stem)
     if title is None:
         title = figure_title(stem.with_suffix(".png"))
     return plot_paper(summary, stem.with_suffix(".png"), title=title)

@@ -27,7 +27,7 @@ import argparse
 import json
 from pathlib import Path
 
-from dogi_ml.plotting import data_digest, redraw_source, save_figure
+from dogi_ml.plotting import data_digest, redraw_source, redraw_stem, save_figure
 from dogi_ml.report import Callback, collect_results, scheme_of, settings_markdown, settings_of
 
 ADAPT = "adapt"
@@ -325,6 +325,12 @@ def read_report(prefix: str | Path) -> dict:
     return data
 
 
+def figure_data(prefix: str | Path) -> dict:
+    """The summary ``PREFIX.json`` holds, as :func:`plot_adapt` draws it (:func:`read_report`
+    refuses a file it cannot draw from)."""
+    return read_report(prefix)["summary"]
+
+
 def figure_of(data: dict) -> str | None:
     """The figure a report JSON was written for, told by its ``paper`` text (:data:`PAPER`); None
     when it is none of them (a figure of no paper text, or a text changed since)."""
@@ -344,8 +350,7 @@ def redraw(prefix: str | Path, title: str | None = None, figure: str | None = No
     refuses a file it cannot draw from): the title kept from ``PREFIX.md`` and the figure told by
     the JSON (:func:`figure_of`) where not given, the settings table from the settings each summary
     entry records."""
-    prefix = Path(prefix)
-    prefix = prefix.with_suffix("") if prefix.suffix == ".json" else prefix
+    prefix = redraw_stem(prefix)
     data = read_report(prefix)
     figure = figure or figure_of(data)
     if figure is None:

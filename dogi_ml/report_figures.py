@@ -15,15 +15,16 @@ as not covered, with its reason: its digest cannot be checked, and it is redrawn
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Callable
 from contextlib import redirect_stdout
 from dataclasses import dataclass
 from io import StringIO
 from pathlib import Path
+from types import ModuleType
 
+from dogi_ml import report, report_adapt, report_hybrid, report_minos, report_shiro
 from dogi_ml.errors import UsageError
+from dogi_ml.pipeline import minos_table
 from dogi_ml.plotting import data_digest, figure_source
 from dogi_ml.report_reproduction import DEFAULT_RESULTS
 
@@ -33,96 +34,26 @@ USAGE = f"usage: {COMMAND} [check=true|false] [results=DIR] [NAME ...] (--check 
 
 @dataclass(frozen=True)
 class Family:
-    """The figures of one report: the file-name prefix, the data its figure draws from the
-    ``PREFIX`` (JSON beside it; a :class:`SystemExit` when the report cannot draw from it alone)
-    and its redraw."""
+    """The figures of one report, by file-name prefix: its module gives ``figure_data(PREFIX)``
+    (the data the figure draws from ``PREFIX.json``; a :class:`SystemExit` naming the reason when
+    the report cannot draw from the JSON alone) and ``redraw(PREFIX)``."""
 
     prefix: str
-    report: str
-    drawn: Callable[[Path], object]
-    redraw: Callable[[Path], object]
+    module: ModuleType
 
-
-def _hybrid_drawn(stem: Path):
-    from dogi_ml.report_hybrid import read_table
-
-    if "_summary" not in json.loads(stem.with_suffix(".json").read_text()):
-        raise SystemExit("not a comparison table (the planner, closed-form and shape files have no figure of it)")
-    return read_table(stem.with_suffix(".json"))
-
-
-def _hybrid_redraw(stem: Path):
-    from dogi_ml.report_hybrid import redraw
-
-    return redraw(stem)
-
-
-def _shiro_drawn(stem: Path):
-    from dogi_ml.report_shiro import read_report
-
-    return read_report(stem)["summary"]
-
-
-def _shiro_redraw(stem: Path):
-    from dogi_ml.report_shiro import redraw
-
-    return redraw(stem)
-
-
-def _adapt_drawn(stem: Path):
-    from dogi_ml.report_adapt import read_report
-
-    return read_report(stem)["summary"]
-
-
-def _adapt_redraw(stem: Path):
-    from dogi_ml.report_adapt import redraw
-
-    return redraw(stem)
-
-
-def _minos_table_drawn(stem: Path):
-    return json.loads(stem.with_suffix(".json").read_text())
-
-
-def _minos_table_redraw(stem: Path):
-    from dogi_ml.pipeline.minos_table import redraw
-
-    return redraw(stem)
-
-
-def _minos_drawn(stem: Path):
-    from dogi_ml.report_minos import read_bar_summary
-
-    return read_bar_summary(stem)
-
-
-def _minos_redraw(stem: Path):
-    from dogi_ml.report_minos import redraw
-
-    return redraw(stem)
-
-
-def _dogi_drawn(stem: Path):
-    from dogi_ml.report import read_paper_summary
-
-    return read_paper_summary(stem)
-
-
-def _dogi_redraw(stem: Path):
-    from dogi_ml.report import redraw
-
-    return redraw(stem)
+    @property
+    def report(self) -> str:
+        return self.module.__name__
 
 
 #: the reports whose figures draw from their JSON, by file-name prefix (first match)
 FAMILIES = (
-    Family("hybrid", "dogi_ml.report_hybrid", _hybrid_drawn, _hybrid_redraw),
-    Family("shiro_", "dogi_ml.report_shiro", _shiro_drawn, _shiro_redraw),
-    Family("adapt_", "dogi_ml.report_adapt", _adapt_drawn, _adapt_redraw),
-    Family("minos_table", "dogi_ml.pipeline.minos_table", _minos_table_drawn, _minos_table_redraw),
-    Family("minos_", "dogi_ml.report_minos", _minos_drawn, _minos_redraw),
-    Family("dogi_fig", "dogi_ml.report", _dogi_drawn, _dogi_redraw),
+    Family("hybrid", report_hybrid),
+    Family("shiro_", report_shiro),
+    Family("adapt_", report_adapt),
+    Family("minos_table", minos_table),
+    Family("minos_", report_minos),
+    Family("dogi_fig", report),
 )
 
 
@@ -151,7 +82,7 @@ def survey(results: Path, names: list[str] | None = None) -> tuple[list[tuple[Pa
             not_covered.append(f"{png.name}: no report draws it from its JSON")
         else:
             try:
-                covered.append((stem, family, family.drawn(stem)))
+                covered.append((stem, family, family.module.figure_data(stem)))
             except SystemExit as e:
                 reason = str(e).removeprefix(f"error: --redraw {stem}: ")
                 not_covered.append(f"{png.name}: {family.report} cannot draw it from its JSON ({reason})")
@@ -198,7 +129,7 @@ def main(args: list[str]) -> int:
     else:
         for stem, family, _ in covered:
             with redirect_stdout(StringIO()):  # each report prints its table; the list below says what was done
-                family.redraw(stem)
+                family.module.redraw(stem)
             print(f"redrew:  {stem.with_suffix('.png')} ({family.report})")
         print(f"{len(covered)} figures redrawn from their JSON; {len(not_covered)} not covered")
     for line in not_covered:

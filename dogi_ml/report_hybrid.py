@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dogi_ml.plotting import data_digest, redraw_source, save_figure
+from dogi_ml.plotting import data_digest, redraw_source, redraw_stem, save_figure
 from dogi_ml.report import Callback, collect_results, scheme_of, settings_of, write_table
 
 #: the seed papers' schemes (what "the best seed scheme" is taken over)
@@ -242,7 +242,10 @@ def write(
 
 def read_table(path: str | Path) -> dict:
     """The table of a JSON file :func:`write` wrote (its workloads; ``_summary`` left out)."""
-    data = json.loads(Path(path).read_text())
+    return _table_of(json.loads(Path(path).read_text()))
+
+
+def _table_of(data: dict) -> dict:
     return {w: row for w, row in data.items() if not w.startswith("_")}
 
 
@@ -255,20 +258,28 @@ def _draw(stem: Path, table: dict, title: str) -> list[Path]:
     return [md, png]
 
 
-def redraw(out: str | Path, title: str | None = None) -> list[Path]:
-    """``OUT.md`` and ``OUT.png`` anew from ``OUT.json`` alone: the title from ``OUT.md``'s
-    heading when ``title`` is None. Refuses a JSON file whose ``_summary`` is not the one its
+def figure_data(out: str | Path) -> dict:
+    """The table ``OUT.json`` holds, as :func:`plot` draws it, or a clear exit: no such file, one
+    report_hybrid did not write (no ``_summary``), or one whose ``_summary`` is not the one its
     table gives (a file edited by hand, or written by another version of :func:`summarise`)."""
-    stem, js, data = redraw_source(out)
+    _, js, data = redraw_source(out)
     if not isinstance(data, dict) or "_summary" not in data:
         raise SystemExit(f"error: --redraw {out}: {js} has no _summary, so report_hybrid did not write it")
-    table = read_table(js)
+    table = _table_of(data)
     stored = json.loads(json.dumps(summarise(table), default=float))
     if stored != data["_summary"]:
         raise SystemExit(
             f"error: --redraw {out}: {js}'s _summary is not the one its table gives; "
             "rebuild it from its sweeps (docs/results/regenerate.sh hybrid)"
         )
+    return table
+
+
+def redraw(out: str | Path, title: str | None = None) -> list[Path]:
+    """``OUT.md`` and ``OUT.png`` anew from ``OUT.json`` alone (:func:`figure_data`): the title
+    from ``OUT.md``'s heading when ``title`` is None."""
+    table = figure_data(out)
+    stem = redraw_stem(out)
     if title is None:
         md = stem.with_suffix(".md")
         first = md.read_text().splitlines()[0] if md.is_file() else ""

@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from dogi_ml.plotting import data_digest, figure_title, redraw_source, save_figure
+from dogi_ml.plotting import data_digest, figure_title, redraw_source, redraw_stem, save_figure
 from dogi_ml.report import Callback, collect_results, print_differing_settings, scheme_of, settings_of
 
 MINOS = "minos"
@@ -242,7 +242,7 @@ def read_summary(path: str | Path) -> dict:
     return {k: data[k] for k in ("varied", "settings")}
 
 
-def read_bar_summary(prefix: str | Path) -> dict:
+def figure_data(prefix: str | Path) -> dict:
     """The summary of ``PREFIX.json`` the bar chart draws (:func:`read_summary`), or a clear exit:
     a missing file, a Fig. 19 file (``--clustering``: the plot needs the run's whole mapping log)
     and a single-setting file with WAF series (Fig. 18: the time panel needs the runs' phase
@@ -270,11 +270,10 @@ def read_bar_summary(prefix: str | Path) -> dict:
 
 
 def redraw(prefix: str | Path, title: str | None = None) -> Path:
-    """``PREFIX.png`` anew from ``PREFIX.json`` alone (:func:`read_bar_summary`), titled
+    """``PREFIX.png`` anew from ``PREFIX.json`` alone (:func:`figure_data`), titled
     ``title`` (None: the title the figure recorded)."""
-    stem = Path(prefix)
-    stem = stem.with_suffix("") if stem.suffix == ".json" else stem
-    summary = read_bar_summary(stem)
+    stem = redraw_stem(prefix)
+    summary = figure_data(stem)
     if title is None:
         title = figure_title(stem.with_suffix(".png"))
     return plot_minos(summary, [], stem.with_suffix(".png"), title=title)

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dogi_ml.plotting import data_digest, redraw_source, save_figure
+from dogi_ml.plotting import data_digest, redraw_source, redraw_stem, save_figure
 from dogi_ml.provenance import code_commit
 from dogi_ml.report import Callback, collect_results, console, settings_cell, settings_markdown, settings_of
 
@@ -328,6 +328,12 @@ def read_report(prefix: str | Path) -> dict:
     return payload
 
 
+def figure_data(prefix: str | Path) -> dict:
+    """The summary ``PREFIX.json`` holds, as :func:`plot` draws it (:func:`read_report` refuses a
+    file it cannot draw from)."""
+    return read_report(prefix)["summary"]
+
+
 def title_and_note(md: Path) -> tuple[str, str]:
     """The title and the note of a report's Markdown as :func:`markdown` lays them out (the heading,
     then the note's lines up to the first section); ``("Shiro", "")``, the defaults, without one."""
@@ -347,8 +353,7 @@ def redraw(prefix: str | Path, title: str | None = None, note: str | None = None
     """``PREFIX.md`` and ``PREFIX.png`` anew from ``PREFIX.json`` alone (:func:`read_report`
     refuses a file it cannot draw from): the title and the note kept from ``PREFIX.md`` where not
     given, the settings table from the settings each summary entry records."""
-    prefix = Path(prefix)
-    prefix = prefix.with_suffix("") if prefix.suffix == ".json" else prefix
+    prefix = redraw_stem(prefix)
     payload = read_report(prefix)
     kept_title, kept_note = title_and_note(prefix.with_suffix(".md"))
     return _draw(prefix, payload, kept_title if title is None else title, kept_note if note is None else note)

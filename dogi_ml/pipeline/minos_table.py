@@ -33,7 +33,7 @@ from dogi_ml.markov import opmodel as om
 from dogi_ml.oracles import minos_oracles as mo
 from dogi_ml.oracles.annotate import annotate
 from dogi_ml.pipeline.common import sim_config
-from dogi_ml.plotting import data_digest, redraw_source, save_figure
+from dogi_ml.plotting import data_digest, redraw_source, redraw_stem, save_figure
 from dogi_ml.policies import make_policy
 from dogi_ml.sim import Simulator
 
@@ -502,9 +502,10 @@ def _draw(js: Path, result: dict) -> tuple[Path, Path]:
     return md, plot_table(result, js.with_suffix(".png"))
 
 
-def redraw(prefix: str | Path) -> tuple[Path, Path]:
-    """``PREFIX.md`` and ``PREFIX.png`` anew from ``PREFIX.json`` alone (a Table 1 result
-    :func:`run_minos_table` wrote). Refuses a missing file and one without the table's rows."""
+def figure_data(prefix: str | Path) -> dict:
+    """The Table 1 result ``PREFIX.json`` holds (:func:`run_minos_table` wrote it), as
+    :func:`markdown` and :func:`plot_table` draw it, or a clear exit: a missing file, or one
+    without the table's keys."""
     _, js, result = redraw_source(prefix)
     missing = [k for k in DRAWN_KEYS if not isinstance(result, dict) or k not in result]
     if missing:
@@ -512,7 +513,12 @@ def redraw(prefix: str | Path) -> tuple[Path, Path]:
             f"error: --redraw {prefix}: {js} has no {', '.join(missing)}, so it is not a Table 1 result; "
             "rebuild it: python -m dogi_ml oracle +experiment=minos_table1 output=PREFIX.json"
         )
-    return _draw(js, result)
+    return result
+
+
+def redraw(prefix: str | Path) -> tuple[Path, Path]:
+    """``PREFIX.md`` and ``PREFIX.png`` anew from ``PREFIX.json`` alone (:func:`figure_data`)."""
+    return _draw(redraw_stem(prefix).with_suffix(".json"), figure_data(prefix))
 
 
 def main(argv: list[str] | None = None) -> None:
