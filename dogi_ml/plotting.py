@@ -63,6 +63,14 @@ def data_digest(data) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
+def markdown_title(md: str | Path) -> str:
+    """The title a report's Markdown at ``md`` was written with (its ``# `` heading), for a redraw
+    to keep; "" without the file or a heading (a table written without a title starts at its rows)."""
+    md = Path(md)
+    first = md.read_text().split("\n", 1)[0] if md.is_file() else ""
+    return first[2:] if first.startswith("# ") else ""
+
+
 def redraw_stem(prefix: str | Path) -> Path:
     """A report's ``--redraw PREFIX`` as the stem its files share (a ``.json`` suffix dropped)."""
     stem = Path(prefix)

@@ -27,7 +27,7 @@ import argparse
 import json
 from pathlib import Path
 
-from dogi_ml.plotting import data_digest, redraw_source, redraw_stem, save_figure
+from dogi_ml.plotting import data_digest, markdown_title, redraw_source, redraw_stem, save_figure
 from dogi_ml.report import Callback, collect_results, scheme_of, settings_markdown, settings_of
 
 ADAPT = "adapt"
@@ -340,8 +340,7 @@ def figure_of(data: dict) -> str | None:
 def title_of(md: Path, figure: str) -> str:
     """The title of a report's Markdown (its heading); "" for the heading :func:`markdown` gives a
     report without one (``ADAPT fig8``), whose figure has no title, or without the file."""
-    first = md.read_text().split("\n")[0] if md.is_file() else ""
-    title = first[2:] if first.startswith("# ") else ""
+    title = markdown_title(md)
     return "" if title == f"ADAPT {figure}" else title
 
 

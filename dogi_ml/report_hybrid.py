@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dogi_ml.plotting import data_digest, redraw_source, redraw_stem, save_figure
+from dogi_ml.plotting import data_digest, markdown_title, redraw_source, redraw_stem, save_figure
 from dogi_ml.report import Callback, collect_results, scheme_of, settings_of, write_table
 
 #: the seed papers' schemes (what "the best seed scheme" is taken over)
@@ -280,11 +280,7 @@ def redraw(out: str | Path, title: str | None = None) -> list[Path]:
     from ``OUT.md``'s heading when ``title`` is None."""
     table = figure_data(out)
     stem = redraw_stem(out)
-    if title is None:
-        md = stem.with_suffix(".md")
-        first = md.read_text().splitlines()[0] if md.is_file() else ""
-        title = first[2:] if first.startswith("# ") else ""
-    return _draw(stem, table, title)
+    return _draw(stem, table, markdown_title(stem.with_suffix(".md")) if title is None else title)
 
 
 # -- closed form: FIFO groups of independent writes ------------------------------------------------
