@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
 import warnings
 
+from dogi_ml.callbacks import failures
 from dogi_ml.determinism import pin_process
 from dogi_ml.errors import DogiMLError, UsageError
 from dogi_ml.pipeline.common import CONF_DIR, available, output_dir
@@ -448,3 +450,20 @@ def main(argv: list[str] | None = None) -> None:
         rest = [*rest, *QUIET_HYDRA_OVERRIDES]
     sys.argv = [f"dogi_ml-{command}", *rest]
     task()
+    _exit_if_a_hook_failed()
+
+
+def _exit_if_a_hook_failed() -> None:
+    """A callback hook that failed (a sweep's report not written, its MLflow parent not opened)
+    ends the command with status 2, one line each (a bug's traceback first): Hydra would only have
+    warned (:mod:`dogi_ml.callbacks`)."""
+    failed = failures()
+    if not failed:
+        return
+    for hook, exc in failed:
+        line = user_error_line(exc)
+        if line is None:  # a bug: where it happened
+            traceback.print_exception(exc, file=sys.stderr)
+            line = one_line("error", f"{type(exc).__name__}: {exc}")
+        print(line.replace("error: ", f"error: {hook}: ", 1), file=sys.stderr)
+    raise SystemExit(2)

@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from dogi_ml.callbacks import reported
 from dogi_ml.plotting import data_digest, figure_title, redraw_source, redraw_stem, save_figure
 
 console = Console(highlight=False)
@@ -327,6 +328,7 @@ class ComparisonTable(Callback):
     """Hydra callback: after a ``-m`` sweep, print one table of every job's result and write
     ``comparison.json`` in the sweep directory."""
 
+    @reported
     def on_multirun_end(self, config, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
         results = collect_results(sweep_dir)
@@ -637,6 +639,7 @@ class PaperComparison(Callback):
     ``{workload: {scheme: {waf, user_accuracy, ...}}}`` at ``output=PATH.json`` (default: the
     sweep directory's ``paper.json``)."""
 
+    @reported
     def on_multirun_end(self, config, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
         results = collect_results(sweep_dir, rows_by_victim=False)

@@ -27,6 +27,7 @@ import argparse
 import json
 from pathlib import Path
 
+from dogi_ml.callbacks import reported
 from dogi_ml.plotting import data_digest, markdown_title, redraw_source, redraw_stem, save_figure
 from dogi_ml.report import Callback, collect_results, scheme_of, settings_markdown, settings_of
 
@@ -369,6 +370,7 @@ class AdaptComparison(Callback):
     def __init__(self, figure: str = "fig8"):
         self.figure = figure
 
+    @reported
     def on_multirun_end(self, config, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
         results = collect_results(sweep_dir)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from dogi_ml.callbacks import reported
 from dogi_ml.provenance import code_commit
 from dogi_ml.report import Callback, console, settings_of
 
@@ -202,6 +203,7 @@ class DogiGap(Callback):
     """Hydra callback of ``+experiment=dogi_gap``: :func:`gap_report` of the sweep at ``output=PREFIX``
     (default: the sweep directory's ``dogi_gap``)."""
 
+    @reported
     def on_multirun_end(self, config, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
         runs = collect_gap_runs(sweep_dir)

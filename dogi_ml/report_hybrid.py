@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dogi_ml.callbacks import reported
 from dogi_ml.plotting import data_digest, markdown_title, redraw_source, redraw_stem, save_figure
 from dogi_ml.report import Callback, collect_results, scheme_of, settings_of, write_table
 
@@ -598,6 +599,7 @@ class HybridComparison(Callback):
     """Hydra callback of ``+experiment=hybrid*``: the table above from the sweep, at ``output``
     (default: the sweep directory's ``hybrid``)."""
 
+    @reported
     def on_multirun_end(self, config, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
         results = collect_results(sweep_dir, rows_by_victim=False)

@@ -32,6 +32,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from dogi_ml.callbacks import reported
 from dogi_ml.plotting import data_digest, figure_title, redraw_source, redraw_stem, save_figure
 from dogi_ml.report import Callback, collect_results, print_differing_settings, scheme_of, settings_of
 
@@ -340,6 +341,7 @@ class MinosComparison(Callback):
     """Hydra callback of the MINOS presets: after ``-m``, the GC-writes table with MINOS's cut vs
     the best baseline, written to ``output`` (a path prefix; default ``<sweep dir>/minos``)."""
 
+    @reported
     def on_multirun_end(self, config, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
         results = collect_results(sweep_dir)

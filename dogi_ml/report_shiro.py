@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dogi_ml.callbacks import reported
 from dogi_ml.plotting import data_digest, redraw_source, redraw_stem, save_figure
 from dogi_ml.provenance import code_commit
 from dogi_ml.report import Callback, collect_results, console, settings_cell, settings_markdown, settings_of
@@ -363,6 +364,7 @@ class ShiroComparison(Callback):
     """Hydra callback: after ``-m``, the Shiro report of the sweep at ``output=PREFIX`` (default:
     the sweep directory's ``shiro``): PREFIX.json, PREFIX.md, PREFIX.png."""
 
+    @reported
     def on_multirun_end(self, config, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
         results = collect_results(sweep_dir)
@@ -546,6 +548,7 @@ class ShiroReadings(Callback):
     """Hydra callback of the readings presets: :func:`readings_report` of the sweep at
     ``output=PREFIX`` (default: the sweep directory's ``readings``)."""
 
+    @reported
     def on_multirun_end(self, config, **kwargs) -> None:
         sweep_dir = Path(config.hydra.sweep.dir)
         results = collect_results(sweep_dir)

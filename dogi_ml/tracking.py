@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dogi_ml.callbacks import reported
 from dogi_ml.determinism import mlflow_tags as numerics_tags
 from dogi_ml.errors import ConfigError
 
@@ -59,8 +60,37 @@ def _mlflow():
     return mlflow
 
 
+@contextmanager
+def _store_lock():
+    """For a SQLite store, an exclusive lock on ``STORE.lock`` beside it while a process opens the
+    store and gets or creates an experiment. Two commands started at once in a fresh folder each
+    created ``mlruns.db`` and ran MLflow's schema migrations on it, and all but one failed
+    (``duplicate column name: step``, ``Online migration expected to match one row``; 7 of 9
+    processes in three trials of three); two creating the same experiment race the same way."""
+    uri = tracking_uri()
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    import fcntl
+
+    lock = Path(uri.removeprefix("sqlite:///") + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def experiment_id(name: str) -> str:
-    """Get or create the experiment (artifacts under ./mlartifacts for a local database)."""
+    """Get or create the experiment (artifacts under ./mlartifacts for a local database); a SQLite
+    store is opened under :func:`_store_lock`."""
+    with _store_lock():
+        return _experiment_id(name)
+
+
+def _experiment_id(name: str) -> str:
     mlflow = _mlflow()
     try:  # the first call that opens the store
         exp = mlflow.get_experiment_by_name(name)
@@ -208,21 +238,26 @@ except ImportError:  # pragma: no cover
 
 
 def _sweep_size(config) -> int | None:
-    """Jobs in a basic ``-m`` sweep (the product of the comma lists and ranges); None if unknown."""
+    """Jobs in a basic ``-m`` sweep, counted as Hydra's basic sweeper makes them: the sweeper's
+    ``params`` (a preset's ``hydra.sweeper.params``) then the command line's overrides, the last
+    value of each key winning, and the product of the comma lists and ranges; None if unknown."""
     try:
         from hydra.core.override_parser.overrides_parser import OverridesParser
+        from omegaconf import OmegaConf
 
-        n = 1
-        for o in OverridesParser.create().parse_overrides(list(config.hydra.overrides.task)):
-            if o.is_sweep_override():
-                n *= len(list(o.sweep_iterator()))
-        return n
+        params = OmegaConf.select(config, "hydra.sweeper.params") or {}
+        texts = [f"{key}={value}" for key, value in params.items()] + list(config.hydra.overrides.task)
+        sizes = {}
+        for o in OverridesParser.create().parse_overrides(texts):
+            sizes[o.get_key_element()] = len(list(o.sweep_string_iterator())) if o.is_sweep_override() else 1
+        return int(np.prod(list(sizes.values()), dtype=np.int64))
     except Exception:  # noqa: BLE001 - glob() sweeps or another sweeper: count unknown
         return None
 
 
 class SweepParentRun(Callback):
-    """Hydra callback: a ``-m`` sweep gets one parent MLflow run; each job logs a child."""
+    """Hydra callback: a ``-m`` sweep gets one parent MLflow run; each job logs a child. With
+    ``mlflow=false`` (simulate, replay) nothing is logged: no parent either."""
 
     def __init__(self, experiment: str = "train"):
         self.experiment = experiment
@@ -249,11 +284,16 @@ class SweepParentRun(Callback):
         except Exception as exc:  # noqa: BLE001 - at exit: say so, do not mask the stop
             print(f"sweep stopped: could not end its MLflow parent run {run_id}: {exc}", file=sys.stderr)
 
+    @reported
     def on_multirun_start(self, config, **kwargs) -> None:
         self._jobs, self._done = _sweep_size(config), 0
-        mlflow = _mlflow()
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
+        # a parent file left by an earlier sweep in this folder is not this sweep's
+        (sweep_dir / PARENT_FILE).unlink(missing_ok=True)
+        if not config.get("mlflow", True):
+            return  # mlflow=false: nothing goes to MLflow, not even an empty parent run
+        mlflow = _mlflow()
         client = mlflow.MlflowClient()
         run = client.create_run(
             experiment_id(self.experiment),
@@ -266,6 +306,7 @@ class SweepParentRun(Callback):
         self._sigterm = SigtermExit(self._close_if_stopped).install()
         (sweep_dir / PARENT_FILE).write_text(json.dumps({"run_id": run.info.run_id}))
 
+    @reported
     def on_job_end(self, config, job_return, **kwargs) -> None:
         """One line per finished sweep job on stderr (``job 3/8 done: policy=sepbit (12.3 s)``);
         ``--quiet`` drops it."""
@@ -280,6 +321,7 @@ class SweepParentRun(Callback):
         overrides = " ".join(config.hydra.overrides.task)
         print(f"job {self._done}{of} {word}: {overrides}", file=sys.stderr, flush=True)
 
+    @reported
     def on_multirun_end(self, config, **kwargs) -> None:
         # the sweep ended: its parent is closed below, not at exit
         self._open_run = None
