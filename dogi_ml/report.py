@@ -8,7 +8,10 @@ carries the digest of the summary it draws (:func:`dogi_ml.plotting.data_digest`
 
 redraws ``PREFIX.png`` from ``PREFIX.json`` alone (no sweep needed). The title is a run input the JSON
 does not hold (the preset's ``title``): the redraw keeps the one the figure recorded
-(:func:`dogi_ml.plotting.figure_title`) unless ``--title`` gives another.
+(:func:`dogi_ml.plotting.figure_title`) unless ``--title`` gives another. Fig. 12b, DOGI's GC
+destinations (``PREFIX_gc_destinations.png``), is drawn from ``PREFIX_gc_destinations.json`` (each
+DOGI run's matrix, with its workload, scheme and WAF) and redraws the same way
+(``--redraw PREFIX_gc_destinations``).
 """
 
 from __future__ import annotations
@@ -600,10 +603,43 @@ def plot_paper(summary: dict, path: Path, title: str = "") -> Path:
     return save_figure(fig, path, dpi=120, source=data_digest(summary), title=title)
 
 
-def plot_gc_destinations(results: list[dict], path: Path) -> Path | None:
-    """Fig. 12b: for each run that reports it, the share of GC-written blocks each source group
-    sends to each destination group (rows: source, normalised)."""
-    runs = [r for r in results if r.get("gc_destinations")]
+#: the suffix of Fig. 12b's files beside a DOGI preset's ``PATH.json``
+GC_DESTINATIONS = "_gc_destinations"
+#: the groups a GC-destination matrix is indexed by (its rows and columns), as DOGI numbers them
+#: (dogi_ml/policies/dogi.py: G_HOT, the intermediate groups, G_FRZN, the three fallback groups, and
+#: with final_tiers the two tiers of GN's survivors and G_frzn's old survivors)
+GC_GROUP_NAMES = ["hot"] + [f"G{k}" for k in range(1, 11)] + ["frzn", "fb-user", "fb-young", "fb-old"]
+GC_GROUP_NAMES += ["tier1", "tier2", "frzn-old"]
+
+
+def gc_destinations_data(results: list[dict]) -> list[dict]:
+    """What Fig. 12b draws, ``PATH_gc_destinations.json``: one entry per run that reports GC
+    destinations (DOGI's), in the runs' order, with its workload, scheme, WAF (so the matrix can
+    be matched to the run the summary quotes) and ``gc_destinations``, the blocks GC wrote from
+    each source group (row) to each destination group (column)."""
+    return [
+        {
+            "workload": str(r.get("workload")),
+            "scheme": scheme_of(r),
+            "waf": r["waf"],
+            "gc_destinations": [[int(v) for v in row] for row in r["gc_destinations"]],
+        }
+        for r in results
+        if r.get("gc_destinations")
+    ]
+
+
+def write_gc_destinations(runs: list[dict], path: Path) -> Path:
+    """``runs`` (:func:`gc_destinations_data`) as ``path``, one run a line (a matrix on one line
+    keeps the file short and its diffs per run)."""
+    path.write_text("[\n" + ",\n".join(json.dumps(r) for r in runs) + "\n]\n")
+    return path
+
+
+def plot_gc_destinations(runs: list[dict], path: Path, title: str = "") -> Path | None:
+    """Fig. 12b: for each run of ``runs`` (:func:`gc_destinations_data`), the share of GC-written
+    blocks each source group sends to each destination group (rows: source, normalised). The PNG
+    records the digest of ``runs`` (:func:`dogi_ml.plotting.data_digest`)."""
     if not runs:
         return None
     import matplotlib
@@ -612,7 +648,6 @@ def plot_gc_destinations(results: list[dict], path: Path) -> Path | None:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    names = ["hot"] + [f"G{k}" for k in range(1, 11)] + ["frzn", "fb-user", "fb-young", "fb-old"]
     cols = min(4, len(runs))
     rows = (len(runs) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.8 * rows), squeeze=False)
@@ -624,13 +659,15 @@ def plot_gc_destinations(results: list[dict], path: Path) -> Path | None:
         m = m[np.ix_(used, used)]
         share = m / np.maximum(m.sum(axis=1, keepdims=True), 1)
         ax.imshow(share, vmin=0, vmax=1, cmap="Blues")
-        labels = [names[i] if i < len(names) else str(i) for i in used]
+        labels = [GC_GROUP_NAMES[i] if i < len(GC_GROUP_NAMES) else str(i) for i in used]
         ax.set_xticks(range(len(used)), labels, rotation=90, fontsize=7)
         ax.set_yticks(range(len(used)), labels, fontsize=7)
         ax.set_xlabel("destination")
         ax.set_ylabel("source")
-        ax.set_title(f"{r.get('workload')} / {scheme_of(r)}", fontsize=9)
-    return save_figure(fig, path)
+        ax.set_title(f"{r['workload']} / {r['scheme']}", fontsize=9)
+    if title:
+        fig.suptitle(title)
+    return save_figure(fig, path, source=data_digest(runs), title=title or None)
 
 
 class PaperComparison(Callback):
@@ -693,10 +730,10 @@ def write_table(out: str | Path, rows, lines: list[str]) -> list[Path]:
 def write_paper_files(results: list[dict], summary: dict, output, sweep_dir: Path, title: str = "") -> list[Path]:
     """The DOGI presets' files: ``PATH.json`` (the summary), ``PATH_reductions.json`` (DOGI vs the
     best baseline per workload), ``PATH_accuracy.json`` (DOGI's details per workload) and
-    ``PATH.png`` (and ``PATH_gc_destinations.png``, Fig. 12b), ``PATH`` = ``output`` without its
-    ``.json``, or the sweep directory's ``paper``. ``PATH.png`` is drawn from ``PATH.json`` as read
-    back, so its digest is the file's (:func:`redraw`); Fig. 12b's matrices are in no JSON, so it
-    carries none."""
+    ``PATH.png``, and with runs that report their GC destinations (DOGI's) Fig. 12b:
+    ``PATH_gc_destinations.json`` (:func:`gc_destinations_data`) and ``PATH_gc_destinations.png``;
+    ``PATH`` = ``output`` without its ``.json``, or the sweep directory's ``paper``. Each figure is
+    drawn from its JSON as read back, so its digest is the file's (:func:`redraw`)."""
     out = Path(output) if output else Path(sweep_dir) / "paper.json"
     stem = out.with_suffix("") if out.suffix == ".json" else out
     stem.parent.mkdir(parents=True, exist_ok=True)
@@ -718,48 +755,68 @@ def write_paper_files(results: list[dict], summary: dict, output, sweep_dir: Pat
         written.append(accuracy)
     # drawn from the summary as read back, so the figure's digest is the file's
     written.append(plot_paper(json.loads(written[0].read_text()), stem.with_suffix(".png"), title=title))
-    dest = plot_gc_destinations(results, Path(f"{stem}_gc_destinations.png"))
-    if dest:
-        written.append(dest)
+    gc = gc_destinations_data(results)
+    if gc:
+        gc_json = write_gc_destinations(gc, Path(f"{stem}{GC_DESTINATIONS}.json"))
+        written += [gc_json, plot_gc_destinations(json.loads(gc_json.read_text()), gc_json.with_suffix(".png"))]
     return written
 
 
-def figure_data(prefix: str | Path) -> dict:
-    """The summary ``PREFIX.json`` holds, as :func:`write_paper_files` wrote it and
-    :func:`plot_paper` draws it, or a clear exit: no such file, or one that is not a paper summary
-    (``PREFIX_accuracy.json``, ``PREFIX_reductions.json``)."""
-    _, js, summary = redraw_source(prefix)
+def figure_data(prefix: str | Path) -> dict | list:
+    """What ``PREFIX.png`` draws, read from ``PREFIX.json``: the summary :func:`write_paper_files`
+    wrote and :func:`plot_paper` draws, or for ``PATH_gc_destinations`` (Fig. 12b) the runs'
+    matrices :func:`plot_gc_destinations` draws; or a clear exit: no such file, or one that is
+    neither (``PREFIX_accuracy.json``, ``PREFIX_reductions.json``)."""
+    stem, js, data = redraw_source(prefix)
+    if stem.name.endswith(GC_DESTINATIONS):
+        if not (isinstance(data, list) and data and all(_is_gc_run(r) for r in data)):
+            raise SystemExit(
+                f"error: --redraw {prefix}: {js} is not a list of GC-destination runs "
+                "([{workload, scheme, waf, gc_destinations: square matrix}, ...]); write it anew from its sweep"
+            )
+        return data
     # {workload: {scheme: {"waf": ...}}}: what paper_summary gives and plot_paper draws
     if not (
-        isinstance(summary, dict)
-        and summary
+        isinstance(data, dict)
+        and data
         and all(
             isinstance(row, dict) and row and all(isinstance(e, dict) and "waf" in e for e in row.values())
-            for row in summary.values()
+            for row in data.values()
         )
     ):
         raise SystemExit(
             f"error: --redraw {prefix}: {js} is not a paper summary ({{workload: {{scheme: {{waf, ...}}}}}}); "
             "give the PREFIX of a DOGI preset's output=PREFIX.json"
         )
-    return summary
+    return data
+
+
+def _is_gc_run(r) -> bool:
+    """One entry of :func:`gc_destinations_data`: named, with a square matrix of counts."""
+    if not (isinstance(r, dict) and {"workload", "scheme", "waf", "gc_destinations"} <= r.keys()):
+        return False
+    m = r["gc_destinations"]
+    return isinstance(m, list) and bool(m) and all(isinstance(row, list) and len(row) == len(m) for row in m)
 
 
 def redraw(prefix: str | Path, title: str | None = None) -> Path:
-    """``PREFIX.png`` anew from ``PREFIX.json`` alone (:func:`figure_data`), titled
-    ``title`` (None: the title the figure recorded). ``PREFIX_gc_destinations.png`` is left as it
-    is: its matrices are in no JSON."""
+    """``PREFIX.png`` anew from ``PREFIX.json`` alone (:func:`figure_data`), titled ``title``
+    (None: the title the figure recorded): the paper figure, or Fig. 12b for
+    ``PATH_gc_destinations``."""
     stem = redraw_stem(prefix)
-    summary = figure_data(stem)
+    data = figure_data(stem)
     if title is None:
         title = figure_title(stem.with_suffix(".png"))
-    return plot_paper(summary, stem.with_suffix(".png"), title=title)
+    if stem.name.endswith(GC_DESTINATIONS):
+        return plot_gc_destinations(data, stem.with_suffix(".png"), title=title)
+    return plot_paper(data, stem.with_suffix(".png"), title=title)
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(
         prog="python -m dogi_ml.report",
-        description="redraw a DOGI paper figure (PREFIX.png) from its summary (PREFIX.json) alone",
+        description="redraw a DOGI paper figure (PREFIX.png) from its summary (PREFIX.json) alone, or Fig. 12b "
+        "(PATH_gc_destinations.png) from its runs' matrices",
     )
     ap.add_argument("--redraw", metavar="PREFIX", required=True, help="PREFIX.png from PREFIX.json")
     ap.add_argument("--title", default=None, help="the figure's title (default: the one the figure recorded)")

@@ -1,4 +1,4 @@
-"""MINOS evaluation tables and plots (Figs. 11, 14-18 of the MINOS paper).
+"""MINOS evaluation tables and plots (Figs. 11, 14-19 of the MINOS paper).
 
 The metric is GC writes per user write, ``WAF - 1``. Per workload (and per sensitivity setting:
 over-provisioning, physical streams, segment size) MINOS's GC writes are compared with the best
@@ -8,18 +8,22 @@ be built from several finished sweep directories with::
 
     python -m dogi_ml.report_minos OUT_PREFIX SWEEP_DIR [SWEEP_DIR ...] [--title T]
 
-which writes ``OUT_PREFIX.json`` and ``OUT_PREFIX.png``; ``--clustering RESULT.json`` plots
-Fig. 19 (the virtual -> physical mapping over time) from one MINOS run with ``mapping_log``.
+which writes ``OUT_PREFIX.json`` and ``OUT_PREFIX.png``. A sweep of one setting whose runs record
+``waf_series`` (Fig. 18) adds a time panel of instantaneous WAF: its JSON then holds, beside the
+summary, each run's series with its ``capacity_blocks`` (x = t / capacity) and the
+``phase_boundaries`` the panel marks. ``--clustering RESULT.json`` plots Fig. 19 (the virtual ->
+physical mapping over time) from one MINOS run with ``mapping_log``; its JSON holds the whole
+mapping log (``user_time``, ``slot`` and ``mapping`` lists), the capacity, the phase boundaries,
+the number of user streams and the moments printed beneath the plot.
 
     python -m dogi_ml.report_minos --redraw OUT_PREFIX [--title T]
 
-redraws ``OUT_PREFIX.png`` from ``OUT_PREFIX.json`` alone (no sweep needed). The bar chart carries
-the digest of the summary it draws (:func:`dogi_ml.plotting.data_digest`, the PNG's ``Source``
-text). The title is a run input the JSON does not hold (the preset's ``title``): the redraw keeps
-the one the figure recorded (:func:`dogi_ml.plotting.figure_title`) unless ``--title`` gives
-another. Fig. 18's time panel (its phase boundaries come from the runs) and Fig. 19 (the
-run's whole mapping log) are not in their JSON: those figures carry no digest and are redrawn
-from their runs only.
+redraws ``OUT_PREFIX.png`` from ``OUT_PREFIX.json`` alone (no sweep or run needed), for any of
+these files. Each figure carries the digest of the data it draws (:func:`figure_data`,
+:func:`dogi_ml.plotting.data_digest`, the PNG's ``Source`` text): the bar chart's summary, with
+Fig. 18's series and phase boundaries, or Fig. 19's data. The title is a run input the JSON does
+not hold (the preset's ``title``): the redraw keeps the one the figure recorded
+(:func:`dogi_ml.plotting.figure_title`) unless ``--title`` gives another.
 """
 
 from __future__ import annotations
@@ -43,6 +47,9 @@ ORACLES = ("fk", "nodap", "kstream_oracle", "minos_oracle")
 SETTING_KEYS = ("op_ratio", "n_groups", "segment_blocks")
 # one colour per scheme in every figure (MINOS red)
 COLORS = {"sepgc": "tab:gray", "mida": "tab:blue", "sepbit": "tab:green", "midas": "tab:orange", "minos": "tab:red"}
+# Fig. 19: its title, and what it draws besides the mapping log (:func:`clustering_data`)
+CLUSTERING_TITLE = "MINOS Fig. 19 - virtual -> physical stream mapping over time (Zipf 1.01 / 0.8 alternating)"
+CLUSTERING_KEYS = ("capacity_blocks", "phase_boundaries", "user_streams", "moments")
 
 
 def _color(scheme: str) -> str | None:
@@ -158,21 +165,27 @@ def print_minos_table(summary: dict, title: str = "MINOS: GC writes per user wri
     console.print(t)
 
 
-def plot_minos(summary: dict, results: list[dict], path: Path, title: str = "") -> Path:
-    """Bars of WAF - 1 per setting and scheme; with ``waf_series`` runs of one workload (Fig. 18)
-    a second panel of instantaneous WAF over time. The bars alone carry the digest of ``summary``
-    (the time panel draws from ``results``, which the JSON does not hold whole)."""
+def draws_time_panel(data: dict) -> bool:
+    """Whether :func:`plot_minos` adds Fig. 18's time panel: one setting, with WAF series."""
+    return len(data["settings"]) == 1 and any((s or {}).get("t") for s in (data.get("waf_series") or {}).values())
+
+
+def plot_minos(data: dict, path: Path, title: str = "") -> Path:
+    """Bars of WAF - 1 per setting and scheme from a summary (:func:`minos_summary`); with WAF
+    series of one setting (Fig. 18: ``waf_series`` {scheme: {t, waf, capacity_blocks}} and
+    ``phase_boundaries``, as :func:`write_minos` stores them) a second panel of instantaneous WAF
+    over time. The figure carries the digest of ``data`` (:func:`drawn_data` of a file)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    settings = list(summary["settings"])
+    settings = list(data["settings"])
     schemes = sorted(
-        {s for e in summary["settings"].values() for s in e["schemes"]}, key=lambda s: (s.startswith(MINOS), s)
+        {s for e in data["settings"].values() for s in e["schemes"]}, key=lambda s: (s.startswith(MINOS), s)
     )
-    series = len(settings) == 1 and any((r.get("waf_series") or {}).get("t") for r in results)
+    series = draws_time_panel(data)
     fig, axes = plt.subplots(
         1,
         2 if series else 1,
@@ -182,17 +195,23 @@ def plot_minos(summary: dict, results: list[dict], path: Path, title: str = "") 
     )
     if series:
         ax_t = axes[0][0]
-        for r in sorted(results, key=lambda r: (r["policy"] == MINOS, scheme_of(r))):
-            s = r["waf_series"]
-            cap = r.get("capacity_blocks") or 1
+        runs = next(iter(data["settings"].values()))["schemes"]
+
+        def is_minos(scheme: str) -> bool:
+            return runs.get(scheme, {}).get("policy") == MINOS
+
+        drawn = [k for k, s in data["waf_series"].items() if (s or {}).get("t")]
+        # MINOS last and thicker, on top of the baselines
+        for scheme in sorted(drawn, key=lambda k: (is_minos(k), k)):
+            s = data["waf_series"][scheme]
             ax_t.plot(
-                [x / cap for x in s["t"]],
+                [x / s["capacity_blocks"] for x in s["t"]],
                 s["waf"],
-                label=scheme_of(r),
-                lw=2.0 if r["policy"] == MINOS else 1.0,
-                color=_color(scheme_of(r)),
+                label=scheme,
+                lw=2.0 if is_minos(scheme) else 1.0,
+                color=_color(scheme),
             )
-        for x in phase_boundaries(results[0]):
+        for x in data["phase_boundaries"]:
             ax_t.axvline(x, color="grey", lw=0.6, ls=":")
         ax_t.set_xlabel("writes / capacity (prefill included)")
         ax_t.set_ylabel("instantaneous WAF")
@@ -202,7 +221,7 @@ def plot_minos(summary: dict, results: list[dict], path: Path, title: str = "") 
     x = np.arange(len(settings))
     width = 0.8 / max(1, len(schemes))
     for i, s in enumerate(schemes):
-        vals = [summary["settings"][k]["schemes"].get(s, {}).get("gc_writes_per_user", np.nan) for k in settings]
+        vals = [data["settings"][k]["schemes"].get(s, {}).get("gc_writes_per_user", np.nan) for k in settings]
         ax.bar(x + i * width - 0.4 + width / 2, vals, width, label=s, color=_color(s))
     ax.set_xticks(x)
     ax.set_xticklabels(
@@ -212,83 +231,154 @@ def plot_minos(summary: dict, results: list[dict], path: Path, title: str = "") 
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     fig.suptitle(title)
-    return save_figure(fig, path, source=None if series else data_digest(summary), title=title)
+    return save_figure(fig, path, source=data_digest(data), title=title)
 
 
 def write_minos(results: list[dict], prefix: Path, title: str = "") -> dict:
-    """Print the table and write ``prefix.json`` (summary, plus the instantaneous WAF series of
-    single-workload sweeps) and ``prefix.png``, drawn from the summary as read back from
-    ``prefix.json`` (:func:`read_summary`), so its digest is the file's."""
+    """Print the table and write ``prefix.json`` (summary, plus for single-setting sweeps the
+    instantaneous WAF series, each with its run's ``capacity_blocks``, and the
+    ``phase_boundaries``) and ``prefix.png``, drawn from ``prefix.json`` as read back
+    (:func:`drawn_data`), so its digest is the file's."""
     summary = minos_summary(results)
     print_minos_table(summary, title=title or "MINOS: GC writes per user write (WAF - 1)")
     print_differing_settings(results, Console(highlight=False, width=220), exclude=SETTING_KEYS)
     out = dict(summary)
     if len(summary["settings"]) == 1:
-        out["waf_series"] = {scheme_of(r): r["waf_series"] for r in results if r.get("waf_series")}
+        # the time panel's x is t / capacity: each series keeps its run's capacity beside it
+        out["waf_series"] = {
+            scheme_of(r): {**r["waf_series"], "capacity_blocks": r.get("capacity_blocks") or 1}
+            for r in results
+            if r.get("waf_series")
+        }
+        if out["waf_series"]:
+            out["phase_boundaries"] = phase_boundaries(results[0])  # the runs share their workload
     mappings = {scheme_of(r): r["minos_mapping_log"] for r in results if r.get("minos_mapping_log")}
     if mappings:
         out["minos_mapping_log"] = mappings
     prefix = Path(prefix)
     prefix.parent.mkdir(parents=True, exist_ok=True)
-    prefix.with_suffix(".json").write_text(json.dumps(out, indent=1, default=float))
-    png = plot_minos(read_summary(prefix.with_suffix(".json")), results, prefix.with_suffix(".png"), title=title)
-    Console().print(f"results: {prefix.with_suffix('.json')}\nplot:    {png}")
+    js = prefix.with_suffix(".json")
+    js.write_text(json.dumps(out, indent=1, default=float))
+    png = plot_minos(drawn_data(json.loads(js.read_text())), prefix.with_suffix(".png"), title=title)
+    Console().print(f"results: {js}\nplot:    {png}")
     return summary
 
 
 def read_summary(path: str | Path) -> dict:
-    """The summary :func:`plot_minos` draws from a JSON file :func:`write_minos` wrote (``varied``
-    and ``settings``; the WAF series and mapping logs beside them left out)."""
-    data = json.loads(Path(path).read_text())
+    """The summary of a JSON file :func:`write_minos` wrote (``varied`` and ``settings``; the WAF
+    series and mapping logs beside them left out): what a bar chart without a time panel draws."""
+    return _summary(json.loads(Path(path).read_text()))
+
+
+def _summary(data: dict) -> dict:
     return {k: data[k] for k in ("varied", "settings")}
 
 
+def drawn_data(data: dict) -> dict:
+    """What :func:`plot_minos` draws of a :func:`write_minos` file's content: the summary, and
+    for Fig. 18 (:func:`draws_time_panel`) the WAF series and phase boundaries beside it."""
+    if draws_time_panel(data):
+        return _summary(data) | {k: data[k] for k in ("waf_series", "phase_boundaries")}
+    return _summary(data)
+
+
+def _series_problem(data: dict) -> str | None:
+    """Why Fig. 18's time panel cannot be drawn from ``data`` (None: it can)."""
+    if not isinstance(data.get("phase_boundaries"), list):
+        return "no phase_boundaries list"
+    for scheme, s in data["waf_series"].items():
+        if not (s or {}).get("t"):
+            continue
+        if not isinstance(s.get("waf"), list) or len(s["waf"]) != len(s["t"]):
+            return f"{scheme}'s waf is not a list as long as its t"
+        if not isinstance(s.get("capacity_blocks"), (int, float)) or s["capacity_blocks"] <= 0:
+            return f"{scheme}'s series has no positive capacity_blocks"
+    return None
+
+
+def _clustering_problem(data: dict) -> str | None:
+    """Why Fig. 19 cannot be drawn from ``data`` (None: it can)."""
+    log = data["mapping_log"]
+    if not isinstance(log, dict):
+        return "its mapping_log is a list of rows, not the whole log's user_time and mapping lists"
+    times, rows = log.get("user_time"), log.get("mapping")
+    if not (isinstance(times, list) and isinstance(rows, list) and times and len(times) == len(rows)):
+        return "its mapping_log has no user_time and mapping lists of one length"
+    if any(not isinstance(r, list) or len(r) != len(rows[0]) for r in rows):
+        return "its mapping_log's mapping rows are not lists of one length"
+    for key, kind in (("capacity_blocks", (int, float)), ("user_streams", int), ("phase_boundaries", list)):
+        if not isinstance(data.get(key), kind):
+            return f"no {key}"
+    if data["capacity_blocks"] <= 0:
+        return "capacity_blocks is not positive"
+    moments = data.get("moments")
+    if not isinstance(moments, list) or any(
+        not isinstance(m, dict) or {"user_time", "theta", "mapping"} - set(m) for m in moments
+    ):
+        return "no moments list of user_time, theta and mapping"
+    return None
+
+
 def figure_data(prefix: str | Path) -> dict:
-    """The summary of ``PREFIX.json`` the bar chart draws (:func:`read_summary`), or a clear exit:
-    a missing file, a Fig. 19 file (``--clustering``: the plot needs the run's whole mapping log)
-    and a single-setting file with WAF series (Fig. 18: the time panel needs the runs' phase
-    boundaries and capacities), whose figures are redrawn from their runs."""
+    """The data the figure of ``PREFIX.json`` draws (its ``Source`` is this data's digest): a bar
+    chart's summary (:func:`read_summary`), with Fig. 18's WAF series and phase boundaries
+    (:func:`drawn_data`), or Fig. 19's (:data:`CLUSTERING_KEYS` and the mapping log's
+    ``user_time`` and ``mapping``); or a one-line exit: a missing file, not one report_minos wrote,
+    or one missing what its figure draws (written before the JSON held it)."""
     stem, js, data = redraw_source(prefix)
     if not isinstance(data, dict):
         data = {}  # refused below: not a MINOS summary
     if "mapping_log" in data:
-        raise SystemExit(
-            f"error: --redraw {prefix}: {js} is a Fig. 19 file, whose plot needs the run's whole mapping log; "
-            f"redraw it from the run: python -m dogi_ml.report_minos {stem} --clustering RESULT.json"
-        )
+        problem = _clustering_problem(data)
+        if problem:
+            raise SystemExit(
+                f"error: --redraw {prefix}: {js} is a Fig. 19 file that cannot be drawn ({problem}); "
+                f"write it anew from its run: python -m dogi_ml.report_minos {stem} --clustering RESULT.json"
+            )
+        return clustering_drawn(data)
     if not ("varied" in data and "settings" in data):
         raise SystemExit(
             f"error: --redraw {prefix}: {js} is not a MINOS summary (no varied and settings); "
             "give the OUT_PREFIX of a file report_minos wrote"
         )
-    if any((s or {}).get("t") for s in (data.get("waf_series") or {}).values()):
+    problem = _series_problem(data) if draws_time_panel(data) else None
+    if problem:
         raise SystemExit(
-            f"error: --redraw {prefix}: {js} holds WAF series (Fig. 18), whose panel needs the runs' phase "
-            f"boundaries and capacities, not in the JSON; rebuild it from its sweep: "
-            f"python -m dogi_ml.report_minos {stem} SWEEP_DIR"
+            f"error: --redraw {prefix}: {js} holds WAF series (Fig. 18) whose time panel cannot be drawn "
+            f"({problem}); rebuild it from its sweep: python -m dogi_ml.report_minos {stem} SWEEP_DIR"
         )
-    return read_summary(js)
+    return drawn_data(data)
 
 
 def redraw(prefix: str | Path, title: str | None = None) -> Path:
-    """``PREFIX.png`` anew from ``PREFIX.json`` alone (:func:`figure_data`), titled
-    ``title`` (None: the title the figure recorded)."""
+    """``PREFIX.png`` anew from ``PREFIX.json`` alone (:func:`figure_data`): a bar chart, Fig. 18
+    or Fig. 19, titled ``title`` (None: the title the figure recorded)."""
     stem = redraw_stem(prefix)
-    summary = figure_data(stem)
+    data = figure_data(stem)
+    png = stem.with_suffix(".png")
     if title is None:
-        title = figure_title(stem.with_suffix(".png"))
-    return plot_minos(summary, [], stem.with_suffix(".png"), title=title)
+        title = figure_title(png)
+    if "mapping_log" in data:
+        return plot_clustering(data, png, title=title or CLUSTERING_TITLE)
+    return plot_minos(data, png, title=title)
 
 
-def plot_clustering(result: dict, path: Path, moments: int = 2) -> dict:
-    """Fig. 19: MINOS's virtual -> physical mapping over time from a run with ``mapping_log``
-    (heat map: x = user writes / capacity, y = virtual stream, colour = physical stream), with
-    the mapping at the end of the first ``moments`` phases of a ``phase_shift`` run printed
-    beside it. Returns ``{"moments": [{"user_time", "theta", "mapping"}...]}``."""
-    import matplotlib
+def clustering_drawn(data: dict) -> dict:
+    """What :func:`plot_clustering` draws of Fig. 19's data (:func:`clustering_data` or a
+    ``--clustering`` file): :data:`CLUSTERING_KEYS` and the mapping log's ``user_time`` and
+    ``mapping`` (its ``slot``, the run's other results left out)."""
+    log = data["mapping_log"]
+    return {k: data[k] for k in CLUSTERING_KEYS} | {
+        "mapping_log": {"user_time": log["user_time"], "mapping": log["mapping"]}
+    }
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+
+def clustering_data(result: dict, moments: int = 2) -> dict:
+    """What Fig. 19 draws of a MINOS run with ``mapping_log``: the capacity (x = user writes /
+    capacity), the phase boundaries, the number of user streams (the line between user and GC
+    virtual streams), the mapping at the end of the first ``moments`` phases of a ``phase_shift``
+    run (``[{"user_time", "theta", "mapping"}...]``) and the whole mapping log as lists
+    (``user_time``, ``slot``, ``mapping``; ``slot`` is not drawn)."""
     import numpy as np
 
     log = result.get("minos_mapping_log")
@@ -296,15 +386,43 @@ def plot_clustering(result: dict, path: Path, moments: int = 2) -> dict:
         raise ValueError("the result has no minos_mapping_log: run MINOS with policy.params.mapping_log=N")
     cap = result.get("capacity_blocks") or 1
     t = np.array([e["user_time"] for e in log]) / cap
-    m = np.array([e["mapping"] for e in log]).T
     bounds = phase_boundaries(result)
     thetas = (result.get("workload_config") or {}).get("params") or {}
     chosen = []
     for k, b in enumerate(bounds[:moments]):
-        i = int(np.searchsorted(t, b)) - 1
+        i = int(np.searchsorted(t, b)) - 1  # the last clustering before the phase ends
         if i >= 0:
             theta = thetas.get("theta_a", 1.01) if k % 2 == 0 else thetas.get("theta_b", 0.8)
             chosen.append({"user_time": int(log[i]["user_time"]), "theta": theta, "mapping": log[i]["mapping"]})
+    return {
+        "capacity_blocks": cap,
+        "phase_boundaries": bounds,
+        "user_streams": len(result.get("minos_user_quantiles") or []) + 2,
+        "moments": chosen,
+        "mapping_log": {
+            "user_time": [e["user_time"] for e in log],
+            "slot": [e["slot"] for e in log],
+            "mapping": [e["mapping"] for e in log],
+        },
+    }
+
+
+def plot_clustering(data: dict, path: Path, title: str = CLUSTERING_TITLE) -> Path:
+    """Fig. 19 from :func:`clustering_data` (or a Fig. 19 file's :func:`figure_data`): MINOS's
+    virtual -> physical mapping over time (heat map: x = user writes / capacity, y = virtual
+    stream, colour = physical stream), with the mapping at the chosen moments printed beneath.
+    The figure carries the digest of what it draws (``slot`` left out)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    data = clustering_drawn(data)
+    log = data["mapping_log"]
+    cap = data["capacity_blocks"]
+    t = np.array(log["user_time"]) / cap
+    m = np.array(log["mapping"]).T
     fig, ax = plt.subplots(figsize=(12, 4.2))
     im = ax.pcolormesh(
         t,
@@ -315,26 +433,47 @@ def plot_clustering(result: dict, path: Path, moments: int = 2) -> dict:
         vmax=9.5,
         shading="flat",
     )
-    for b in bounds:
+    for b in data["phase_boundaries"]:
         ax.axvline(b, color="white", lw=0.8, ls=":")
-    for c in chosen:
+    for c in data["moments"]:
         ax.axvline(c["user_time"] / cap, color="black", lw=1.5)
     fig_text = "   ".join(
-        f"at {c['user_time'] / cap:.2f} (end of a Zipf {c['theta']} phase): {c['mapping']}" for c in chosen
+        f"at {c['user_time'] / cap:.2f} (end of a Zipf {c['theta']} phase): {c['mapping']}" for c in data["moments"]
     )
-    n_user = len(result.get("minos_user_quantiles") or []) + 2
+    n_user = data["user_streams"]
     ax.axhline(n_user - 0.5, color="black", lw=0.8)
     ax.set_xlabel("user writes / capacity (prefill included); dotted: phase changes")
     ax.set_ylabel(f"virtual stream (0..{n_user - 1} user, then GC)")
     fig.colorbar(im, ax=ax, label="physical stream", ticks=range(10))
-    ax.set_title("MINOS Fig. 19 - virtual -> physical stream mapping over time (Zipf 1.01 / 0.8 alternating)")
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    ax.set_title(title)
     fig.text(0.01, 0.01, "solid lines, mapping of virtual streams 0..15 - " + fig_text, fontsize=7)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return {"moments": chosen, "clusterings": len(log)}
+    # the bottom strip is left to the moments' text
+    return save_figure(fig, path, source=data_digest(data), title=title, rect=(0, 0.06, 1, 1))
+
+
+def write_clustering(result: dict, prefix: Path, title: str = CLUSTERING_TITLE) -> dict:
+    """Fig. 19 of one MINOS run: ``prefix.json`` (:func:`clustering_data`, with the run's
+    workload, WAF, effective settings and float code path) and ``prefix.png``, drawn from
+    ``prefix.json`` as read back (:func:`figure_data`), so its digest is the file's. Returns the
+    file's content."""
+    out = clustering_data(result)
+    out = {
+        "moments": out["moments"],
+        "clusterings": len(out["mapping_log"]["user_time"]),
+        "workload": result.get("workload"),
+        "waf": result.get("waf"),
+        # the run's effective settings and the float code path that made it
+        "settings": result.get("settings"),
+        "numerics": result.get("numerics"),
+        **{k: out[k] for k in CLUSTERING_KEYS if k != "moments"},
+        "mapping_log": out["mapping_log"],
+    }
+    prefix = Path(prefix)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    js = prefix.with_suffix(".json")
+    js.write_text(json.dumps(out))
+    plot_clustering(json.loads(js.read_text()), prefix.with_suffix(".png"), title=title)
+    return out
 
 
 class MinosComparison(Callback):
@@ -354,11 +493,16 @@ class MinosComparison(Callback):
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(
         description="MINOS table and plot from finished simulate sweeps; "
-        "--clustering RESULT.json: the Fig. 19 mapping plot of one run"
+        "--clustering RESULT.json: the Fig. 19 mapping plot of one run; "
+        "--redraw: PREFIX.png from PREFIX.json alone (any of these figures)"
     )
     ap.add_argument("prefix", type=Path, help="output path prefix (writes PREFIX.json and PREFIX.png)")
     ap.add_argument("sweeps", type=Path, nargs="*", help="simulate -m sweep directories (*/result.json)")
-    ap.add_argument("--title", default=None, help="--redraw: default the title the figure recorded")
+    ap.add_argument(
+        "--title",
+        default=None,
+        help="the figure's title (--clustering: default Fig. 19's; --redraw: default the title the figure recorded)",
+    )
     ap.add_argument(
         "--drop",
         action="append",
@@ -367,8 +511,14 @@ def main(argv: list[str] | None = None) -> None:
         help="leave out the runs of this scheme label (repeatable); e.g. --drop minos to set "
         "minos[agg1] against the baselines of a full sweep",
     )
-    ap.add_argument("--clustering", type=Path, help="a MINOS result.json run with mapping_log (Fig. 19)")
-    ap.add_argument("--redraw", action="store_true", help="PREFIX.png from PREFIX.json alone")
+    ap.add_argument(
+        "--clustering",
+        type=Path,
+        help="a MINOS result.json run with mapping_log: writes Fig. 19 and the JSON it draws from",
+    )
+    ap.add_argument(
+        "--redraw", action="store_true", help="PREFIX.png from PREFIX.json alone (bar chart, Fig. 18 or Fig. 19)"
+    )
     a = ap.parse_args(argv)
     if a.redraw:
         if a.sweeps or a.clustering:
@@ -376,21 +526,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"wrote:   {redraw(a.prefix, a.title)}")
         return
     if a.clustering:
-        res = json.loads(a.clustering.read_text())
-        out = plot_clustering(res, a.prefix.with_suffix(".png"))
-        a.prefix.with_suffix(".json").write_text(
-            json.dumps(
-                {
-                    **out,
-                    "workload": res.get("workload"),
-                    "waf": res.get("waf"),
-                    # the run's effective settings and the float code path that made it
-                    "settings": res.get("settings"),
-                    "numerics": res.get("numerics"),
-                    # every clustering is in the run's result; a thinned log (<= 400 rows) is enough here
-                    "mapping_log": res["minos_mapping_log"][:: max(1, len(res["minos_mapping_log"]) // 400)],
-                }
-            )
+        out = write_clustering(
+            json.loads(a.clustering.read_text()), a.prefix.with_suffix(""), a.title or CLUSTERING_TITLE
         )
         Console().print(f"moments: {out['moments']}\nplot: {a.prefix.with_suffix('.png')}")
         return

@@ -207,3 +207,20 @@ def test_text_figures_are_the_stored_study():
     page = text()
     missing = [e for e in expected if e not in page]
     assert not missing, missing
+
+
+def test_the_published_cdf_is_its_parquet_rows():
+    """docs/results/fleet_study_waf_cdf.json (what fleet_study_waf_cdf.png draws, and whose digest
+    the PNG records) holds each scheme's per-volume WAFs as fleet_study_results.parquet has them,
+    in the aggregate's scheme order, the title naming the fleet and its volumes."""
+    from dogi_ml.plotting import data_digest, figure_source
+
+    results = REPO / "docs/results"
+    agg = json.loads((results / "fleet_study.json").read_text())
+    cdf = json.loads((results / "fleet_study_waf_cdf.json").read_text())
+    rows = pd.read_parquet(results / "fleet_study_results.parquet")
+    assert (rows["status"] == "ok").all() and agg["incomplete_volumes"] == []
+    assert cdf["title"] == f"fleet study: fleet100 ({agg['volumes']} volumes)"
+    assert cdf["schemes"] == agg["schemes"] and cdf["oracles"] == agg["oracles"]
+    assert cdf["curves"] == {s: sorted(rows.loc[rows["scheme"] == s, "waf"].tolist()) for s in agg["schemes"]}
+    assert figure_source(results / "fleet_study_waf_cdf.png") == data_digest(cdf)

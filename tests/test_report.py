@@ -191,21 +191,43 @@ def test_runs_whose_labels_agree_are_told_apart_by_their_configuration(tmp_path,
     assert [r["scheme"] for r in collect_results(tmp_path / "d")] == ["shiro", "shiro"]
 
 
-PAPER_FIGURES = sorted(
-    p.stem for p in (REPO / "docs/results").glob("dogi_fig*.png") if not p.stem.endswith("_gc_destinations")
-)
+PAPER_FIGURES = sorted(p.stem for p in (REPO / "docs/results").glob("dogi_fig*.png"))
 
 
 @pytest.mark.parametrize("name", PAPER_FIGURES)
 def test_docs_results_paper_figures_are_their_json(name):
-    """Each docs/results/dogi_figNN.png (Fig. 12b's gc_destinations aside: its matrices are in no
-    JSON) carries the digest of the summary it draws, dogi_figNN.json; a figure left behind by a
-    later JSON is redrawn with ``python -m dogi_ml.report --redraw docs/results/NAME --title T``."""
+    """Each docs/results/dogi_figNN.png carries the digest of the summary it draws, dogi_figNN.json,
+    and each dogi_figNN_gc_destinations.png (Fig. 12b) that of its runs' matrices; a figure left
+    behind by a later JSON is redrawn with ``python -m dogi_ml.report --redraw docs/results/NAME``."""
     from dogi_ml.plotting import data_digest, figure_source
 
     stem = REPO / "docs/results" / name
-    summary = json.loads(stem.with_suffix(".json").read_text())
-    assert figure_source(stem.with_suffix(".png")) == data_digest(summary), f"redraw {stem}.png from its JSON"
+    data = json.loads(stem.with_suffix(".json").read_text())
+    assert figure_source(stem.with_suffix(".png")) == data_digest(data), f"redraw {stem}.png from its JSON"
+
+
+@pytest.mark.parametrize("name", [n for n in PAPER_FIGURES if not n.endswith("_gc_destinations")])
+def test_docs_results_gc_destinations_are_the_runs_the_summary_quotes(name):
+    """Fig. 12b's matrices come from the runs whose WAF the figure's summary quotes: one entry per
+    DOGI run of the summary, each with that run's WAF to the last digit, and GC writes in every
+    matrix."""
+    from dogi_ml.policies.dogi import N_GROUPS
+    from dogi_ml.report import GC_GROUP_NAMES
+
+    assert len(GC_GROUP_NAMES) == N_GROUPS  # every group of a matrix has its name on the axes
+    results = REPO / "docs/results"
+    summary = json.loads((results / f"{name}.json").read_text())
+    dogi = {(w, s) for w, row in summary.items() for s in row if s.startswith("dogi")}
+    gc_file = results / f"{name}_gc_destinations.json"
+    if not dogi:  # the baselines alone (dogi_fig10_more_baselines): none reports GC destinations
+        assert not gc_file.exists()
+        return
+    runs = json.loads(gc_file.read_text())
+    assert {(r["workload"], r["scheme"]) for r in runs} == dogi and len(runs) == len(dogi)
+    for r in runs:
+        assert r["waf"] == summary[r["workload"]][r["scheme"]]["waf"], (r["workload"], r["scheme"])
+        m = r["gc_destinations"]
+        assert len(m) == len(m[0]) == N_GROUPS and sum(map(sum, m)) > 0
 
 
 def test_paper_figure_redraws_from_its_json_alone(tmp_path, capsys):
@@ -230,6 +252,24 @@ def test_paper_figure_redraws_from_its_json_alone(tmp_path, capsys):
     assert figure_title(stem.with_suffix(".png")) == "t"
     main(["--redraw", str(stem), "--title", "another"])
     assert figure_title(stem.with_suffix(".png")) == "another"
+
+    # Fig. 12b: from its runs' matrices, with the runs' WAF and names
+    matrix = [[0] * 18 for _ in range(18)]
+    matrix[0][1], matrix[1][2] = 5, 7
+    gc_runs = [dict(runs[0], gc_destinations=matrix, scheme="dogi")]
+    written = write_paper_files(gc_runs, paper_summary(gc_runs), tmp_path / "gc.json", tmp_path)
+    assert [p.name for p in written][-2:] == ["gc_gc_destinations.json", "gc_gc_destinations.png"]
+    gc = json.loads((tmp_path / "gc_gc_destinations.json").read_text())
+    assert gc == [{"workload": "zipf", "scheme": "dogi", "waf": 2.0, "gc_destinations": matrix}]
+    assert figure_source(tmp_path / "gc_gc_destinations.png") == data_digest(gc)
+    gc[0]["gc_destinations"][1][2] = 9
+    (tmp_path / "gc_gc_destinations.json").write_text(json.dumps(gc))
+    main(["--redraw", str(tmp_path / "gc_gc_destinations")])
+    assert figure_source(tmp_path / "gc_gc_destinations.png") == data_digest(gc)
+    gc[0]["gc_destinations"] = [[1, 2]]  # not square
+    (tmp_path / "gc_gc_destinations.json").write_text(json.dumps(gc))
+    with pytest.raises(SystemExit, match=r"gc_gc_destinations\.json is not a list of GC-destination runs"):
+        main(["--redraw", str(tmp_path / "gc_gc_destinations")])
 
     with pytest.raises(SystemExit, match=r"^error: --redraw .*nofig: no .*nofig\.json to draw from$"):
         main(["--redraw", str(tmp_path / "nofig")])

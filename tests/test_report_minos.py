@@ -1,15 +1,17 @@
 """MINOS evaluation tables: GC writes (WAF - 1), the best non-oracle baseline per setting,
-MINOS's cut, sensitivity settings, the Fig. 18/19 plots from real runs, and the bar charts drawn
-from their JSON."""
+MINOS's cut, sensitivity settings, the Fig. 18/19 plots from real runs, and every figure drawn
+from its JSON alone (bar charts, Fig. 18's time panel, Fig. 19's mapping)."""
 
 import json
 
 import pytest
 from helpers import CAP, REPO, SEG, zipf_writes
 
-from dogi_ml.plotting import data_digest, figure_source
+from dogi_ml.plotting import data_digest, figure_source, figure_title
 from dogi_ml.policies import make_policy
 from dogi_ml.report_minos import (
+    clustering_data,
+    figure_data,
     main,
     minos_summary,
     phase_boundaries,
@@ -78,7 +80,10 @@ def test_phase_boundaries_follow_the_workload():
     assert phase_boundaries({"workload_config": {"generator": "zipf"}}) == []
 
 
-def test_files_and_clustering_plot_from_a_real_run(tmp_path):
+@pytest.fixture(scope="module")
+def real_runs():
+    """SepBIT and MINOS (with its mapping log) on the same Zipf writes, read as a ``phase_shift``
+    run of one-capacity phases (so Figs. 18 and 19 have phase boundaries to draw)."""
     writes = zipf_writes(CAP, 4 * CAP, seed=1)
     results = []
     for name, params in (("sepbit", {}), ("minos", {"mapping_log": 100000})):
@@ -90,15 +95,20 @@ def test_files_and_clustering_plot_from_a_real_run(tmp_path):
             "workload_config": {"generator": "phase_shift", "params": {"phase_writes": CAP}},
         }
         results.append(r)
-    summary = write_minos(results, tmp_path / "out", title="t")
+    return results
+
+
+def test_files_and_clustering_plot_from_a_real_run(tmp_path, real_runs):
+    summary = write_minos(real_runs, tmp_path / "out", title="t")
     saved = json.loads((tmp_path / "out.json").read_text())
     assert saved["settings"]["zipf"]["best_baseline"] == "sepbit" and set(saved["waf_series"]) == {"sepbit", "minos"}
-    assert summary["settings"]["zipf"]["minos_waf"] == results[1]["waf"]
+    assert summary["settings"]["zipf"]["minos_waf"] == real_runs[1]["waf"]
     assert (tmp_path / "out.png").stat().st_size > 0
-    out = plot_clustering(results[1], tmp_path / "fig19.png")
+    out = clustering_data(real_runs[1])
     assert 1 <= len(out["moments"]) <= 2 and all(len(m["mapping"]) == 16 for m in out["moments"])
+    assert plot_clustering(out, tmp_path / "fig19.png").stat().st_size > 0
     with pytest.raises(ValueError, match="mapping_log=N"):
-        plot_clustering(results[0], tmp_path / "x.png")
+        clustering_data(real_runs[0])
 
 
 def test_cli_needs_results(tmp_path):
@@ -125,12 +135,9 @@ def test_cli_drops_a_scheme_to_compare_a_variant(tmp_path, capsys):
         main([str(tmp_path / "q"), str(full), str(agg1), "--drop", "agg8"])
 
 
-#: MINOS figures whose JSON lacks what they draw: they carry no digest and --redraw refuses them
-DRAWN_FROM_RUNS = {
-    "minos_fig18": "holds WAF series \\(Fig. 18\\), whose panel needs the runs' phase boundaries",
-    "minos_fig19": "is a Fig. 19 file, whose plot needs the run's whole mapping log",
-}
-BAR_CHARTS = sorted(p.stem for p in (REPO / "docs/results").glob("minos_fig*.png") if p.stem not in DRAWN_FROM_RUNS)
+#: MINOS figures that draw more than the summary of their JSON: Fig. 18's time panel, Fig. 19
+WITH_MORE_THAN_BARS = ("minos_fig18", "minos_fig19")
+BAR_CHARTS = sorted(p.stem for p in (REPO / "docs/results").glob("minos_fig*.png") if p.stem not in WITH_MORE_THAN_BARS)
 
 
 @pytest.mark.parametrize("name", BAR_CHARTS)
@@ -144,20 +151,103 @@ def test_docs_results_bar_charts_are_their_json(name):
     )
 
 
-@pytest.mark.parametrize("name", sorted(DRAWN_FROM_RUNS))
-def test_docs_results_figures_drawn_from_runs_are_refused(name):
-    """Figs. 18 and 19 need data their JSON does not hold: no digest is claimed for them, and
-    --redraw says where they are drawn from instead (nothing is written)."""
-    stem = REPO / "docs/results" / name
-    assert figure_source(stem.with_suffix(".png")) is None
-    with pytest.raises(SystemExit, match=f"^error: --redraw .*{name}: .*{DRAWN_FROM_RUNS[name]}"):
+def test_docs_results_fig18_and_fig19_are_their_json():
+    """Fig. 18 (bars and time panel) and Fig. 19 carry the digest of all they draw, which their
+    JSON holds: Fig. 18's series with their capacity and the phase boundaries beside the summary,
+    Fig. 19's whole mapping log (every clustering of the run)."""
+    results = REPO / "docs/results"
+    fig18 = figure_data(results / "minos_fig18")
+    assert set(fig18) == {"varied", "settings", "waf_series", "phase_boundaries"}
+    assert figure_source(results / "minos_fig18.png") == data_digest(fig18), "redraw minos_fig18.png from its JSON"
+    fig19 = figure_data(results / "minos_fig19")
+    clusterings = json.loads((results / "minos_fig19.json").read_text())["clusterings"]
+    assert len(fig19["mapping_log"]["user_time"]) == len(fig19["mapping_log"]["mapping"]) == clusterings
+    assert figure_source(results / "minos_fig19.png") == data_digest(fig19), "redraw minos_fig19.png from its JSON"
+
+
+def _edit_json(path, edit):
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))
+
+
+def test_fig18_redraws_from_its_json_alone(tmp_path, real_runs, capsys):
+    """write_minos keeps what Fig. 18's time panel draws (each series' capacity, the phase
+    boundaries) and draws the PNG from the file (digest = bars' summary and series); --redraw
+    draws the same image from the JSON alone and follows an edited number; a file without what
+    the panel needs is refused in one line."""
+    stem = tmp_path / "fig18"
+    write_minos(real_runs, stem, title="Fig. 18 test")
+    png = stem.with_suffix(".png")
+    first, first_bytes = figure_source(png), png.read_bytes()
+    data = figure_data(stem)
+    assert data["phase_boundaries"] == phase_boundaries(real_runs[0]) == [2.0, 3.0]
+    assert {s: v["capacity_blocks"] for s, v in data["waf_series"].items()} == {"sepbit": CAP, "minos": CAP}
+    assert first == data_digest(data) != data_digest(read_summary(stem.with_suffix(".json")))
+
+    main(["--redraw", str(stem)])
+    assert png.read_bytes() == first_bytes  # the JSON alone gives the image the runs gave, title kept
+
+    _edit_json(stem.with_suffix(".json"), lambda d: d["waf_series"]["minos"]["waf"].__setitem__(3, 9.0))
+    main(["--redraw", str(stem)])
+    assert figure_source(png) == data_digest(figure_data(stem)) != first
+    assert figure_title(png) == "Fig. 18 test"
+
+    # a file written before the series kept their capacity: refused, nothing drawn
+    _edit_json(stem.with_suffix(".json"), lambda d: d["waf_series"]["minos"].pop("capacity_blocks"))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as refused:
         main(["--redraw", str(stem)])
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith(f"error: --redraw {stem}: ")
+    assert "holds WAF series (Fig. 18) whose time panel cannot be drawn (minos's series has no positive " in message
+    assert "wrote" not in capsys.readouterr().out
+
+
+def test_fig19_redraws_from_its_json_alone(tmp_path, real_runs, capsys):
+    """``--clustering RESULT.json`` writes a JSON with the run's whole mapping log and all else
+    Fig. 19 draws, and the PNG drawn from it carries its digest; --redraw from the JSON alone gives
+    the image drawn from the run, follows an edited number, and refuses a malformed file (e.g. one
+    with a thinned list of rows, as this file once held) in one line."""
+    run = real_runs[1]
+    (tmp_path / "result.json").write_text(json.dumps(run))
+    stem = tmp_path / "fig19"
+    main([str(stem), "--clustering", str(tmp_path / "result.json")])
+    png = stem.with_suffix(".png")
+    first, first_bytes = figure_source(png), png.read_bytes()
+    data = figure_data(stem)
+    assert data["mapping_log"]["user_time"] == [e["user_time"] for e in run["minos_mapping_log"]]
+    assert data["moments"] == clustering_data(run)["moments"] and len(data["moments"]) >= 1
+    assert first == data_digest(data)
+
+    # drawn from the run, from the JSON, and redrawn: one image
+    plot_clustering(clustering_data(run), tmp_path / "from_run.png")
+    assert (tmp_path / "from_run.png").read_bytes() == first_bytes
+    capsys.readouterr()
+    main(["--redraw", str(stem)])
+    assert f"wrote:   {png}" in capsys.readouterr().out and png.read_bytes() == first_bytes
+
+    _edit_json(stem.with_suffix(".json"), lambda d: d["mapping_log"]["mapping"][0].__setitem__(0, 7))
+    main(["--redraw", str(stem)])
+    assert figure_source(png) == data_digest(figure_data(stem)) != first
+
+    for edit, reason in (
+        (lambda d: d.update(mapping_log=run["minos_mapping_log"][::2]), "its mapping_log is a list of rows"),
+        (lambda d: d.pop("capacity_blocks"), "no capacity_blocks"),
+        (lambda d: d["mapping_log"]["user_time"].pop(), "its mapping_log has no user_time and mapping lists"),
+    ):
+        main([str(stem), "--clustering", str(tmp_path / "result.json")])
+        _edit_json(stem.with_suffix(".json"), edit)
+        with pytest.raises(SystemExit) as refused:
+            main(["--redraw", str(stem)])
+        message = str(refused.value)
+        assert "\n" not in message and message.startswith(f"error: --redraw {stem}: ")
+        assert f"is a Fig. 19 file that cannot be drawn ({reason}" in message and "--clustering RESULT.json" in message
 
 
 def test_bar_chart_redraws_from_its_json_alone(tmp_path, capsys):
     """write_minos draws PREFIX.png from PREFIX.json as written (digest = file); --redraw draws it
-    anew from the JSON alone; a missing file, a Fig. 18 file (one setting with WAF series) and
-    sweeps beside --redraw are refused."""
+    anew from the JSON alone; a missing file and sweeps beside --redraw are refused."""
     out = tmp_path / "bars"
     write_minos([_r("sepbit", 3.0), _r("minos", 2.9), _r("sepbit", 1.5, "ycsb_a"), _r("minos", 1.6, "ycsb_a")], out)
     first = figure_source(out.with_suffix(".png"))
@@ -173,12 +263,6 @@ def test_bar_chart_redraws_from_its_json_alone(tmp_path, capsys):
 
     with pytest.raises(SystemExit, match=r"^error: --redraw .*none: no .*none\.json to draw from$"):
         main(["--redraw", str(tmp_path / "none")])
-    # one setting with WAF series: the time panel draws from the runs, so the figure claims no digest
-    series = {"t": [100, 200], "waf": [3.0, 3.0]}
-    write_minos([_r("sepbit", 3.0, waf_series=series), _r("minos", 2.9, waf_series=series)], tmp_path / "fig18")
-    assert figure_source(tmp_path / "fig18.png") is None
-    with pytest.raises(SystemExit, match=r"^error: --redraw .*fig18: .*holds WAF series \(Fig. 18\)"):
-        main(["--redraw", str(tmp_path / "fig18")])
     with pytest.raises(SystemExit):
         main(["--redraw", str(out), str(tmp_path)])
     assert "give no sweep directories" in capsys.readouterr().err

@@ -130,6 +130,13 @@ def test_study_runs_each_job_once_and_aggregates_as_recomputed(fleet, tmp_path, 
     md = (out / "aggregate.md").read_text()
     assert f"| nosep | {agg['overall']['nosep']['waf']:.4f} |" in md
     assert (out / "waf_cdf.png").stat().st_size > 10_000
+    # the CDF is drawn from its data file, each scheme's per-volume WAFs as the jobs recorded them
+    from dogi_ml.plotting import data_digest, figure_source
+
+    cdf = json.loads((out / "waf_cdf.json").read_text())
+    assert cdf["schemes"] == SCHEMES and cdf["oracles"] == []
+    assert cdf["curves"] == {s: sorted(ref["waf"][v, s] for v in ref["volumes"]) for s in SCHEMES}
+    assert figure_source(out / "waf_cdf.png") == data_digest(cdf)
 
     # second run: every job is done, none runs
     before = {p: p.stat().st_mtime_ns for p in (out / "jobs").glob("*/*.json")}

@@ -222,6 +222,7 @@ fleet() {
     cp "$out/aggregate.md" $R/fleet_study.md
     cp "$out/aggregate.json" $R/fleet_study.json
     cp "$out/waf_cdf.png" $R/fleet_study_waf_cdf.png
+    cp "$out/waf_cdf.json" $R/fleet_study_waf_cdf.json
     cp "$out/results.parquet" $R/fleet_study_results.parquet
     run study fleet=$SWEEPS/fleet100 policy=sepbit,dogi,dogi_frozen,hybrid,hybrid_frozen \
         study.frozen_bundle=same_trace sim.segment_blocks=16 sim.op_ratio=0.15 out="${out}_frozen"

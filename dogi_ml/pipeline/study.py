@@ -16,7 +16,8 @@ rerun with ``only=failed`` (or ``volume=ID``). After the jobs, the records becom
 (:func:`aggregate`): the overall WAF of each scheme (all writes over all user writes across the
 volumes, SepBIT's "overall WA"), the per-volume WAF distribution (percentiles and a CDF plot),
 per-volume winners and the reduction against a baseline scheme with its spread; written as
-``OUT/aggregate.json``, ``OUT/aggregate.md`` and ``OUT/waf_cdf.png`` and logged as the artifacts of
+``OUT/aggregate.json``, ``OUT/aggregate.md`` and ``OUT/waf_cdf.png`` (drawn from ``OUT/waf_cdf.json``,
+whose digest it records: ``report figures`` redraws it) and logged as the artifacts of
 the study's MLflow parent run (each job is a child run). Any failed job makes the command exit
 with status 1 after the aggregates are written.
 
@@ -394,38 +395,46 @@ def aggregate_markdown(agg: dict, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_cdf(
-    rows: list[dict], schemes: list[str], volumes: list[str], path: Path, title: str, oracles: tuple = ()
-) -> Path:
-    """The per-volume WAF CDF of each scheme (over ``volumes``), as the papers draw it. With
-    oracles among many schemes, a second panel zooms on the others (the oracles' curves sit far
-    to the left and squeeze the rest into a sliver)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from dogi_ml.plotting import save_figure
-
+def cdf_data(rows: list[dict], schemes: list[str], volumes: list[str], title: str, oracles: tuple = ()) -> dict:
+    """What the per-volume WAF CDF draws (``OUT/waf_cdf.json``): ``title``; ``schemes``, those of
+    ``schemes`` with a WAF on one of ``volumes`` in their order (which gives each its colour);
+    ``oracles``, those of them that read the future; and ``curves``, each scheme's WAFs over
+    ``volumes``, sorted."""
     keep = set(volumes)
     curves = {}
     for s in schemes:
         wafs = sorted(float(r["waf"]) for r in rows if r["scheme"] == s and str(r["volume"]) in keep)
         if wafs:
             curves[s] = wafs
-    online = [s for s in curves if s not in oracles]
-    zoom = bool(oracles) and len(online) >= 2 and any(s in curves for s in oracles)
+    return {"title": title, "schemes": list(curves), "oracles": [s for s in oracles if s in curves], "curves": curves}
+
+
+def plot_cdf(data: dict, path: Path) -> Path:
+    """The per-volume WAF CDF of each scheme (:func:`cdf_data`), as the papers draw it. With
+    oracles among many schemes, a second panel zooms on the others (the oracles' curves sit far
+    to the left and squeeze the rest into a sliver). The PNG records the digest of ``data``
+    (:func:`dogi_ml.plotting.data_digest`)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dogi_ml.plotting import data_digest, save_figure
+
+    schemes, curves, oracles = data["schemes"], data["curves"], set(data["oracles"])
+    online = [s for s in schemes if s not in oracles]
+    zoom = bool(oracles) and len(online) >= 2
     fig, axes = plt.subplots(1, 2 if zoom else 1, figsize=(12 if zoom else 7.5, 4.8), squeeze=False)
     # 20 distinct colours, then the same colours with another line style (tab10 alone repeats
     # its colours from the 11th scheme on)
     colours = plt.get_cmap("tab20").colors
     styles = ("-", "--", "-.", ":")
-    panels = [(axes[0][0], list(curves), "every scheme")]
+    panels = [(axes[0][0], schemes, "every scheme")]
     if zoom:
         panels.append((axes[0][1], online, "without the oracles"))
     for ax, names, what in panels:
         for s in names:
-            i = list(curves).index(s)
+            i = schemes.index(s)
             wafs = curves[s]
             n = len(wafs)
             ax.step(
@@ -446,8 +455,37 @@ def plot_cdf(
     last = panels[-1][0]
     handles, labels = panels[0][0].get_legend_handles_labels()
     last.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    fig.suptitle(title)
-    return save_figure(fig, path)
+    fig.suptitle(data["title"])
+    return save_figure(fig, path, source=data_digest(data), title=data["title"])
+
+
+def figure_data(prefix: str | Path) -> dict:
+    """What the CDF ``PREFIX.png`` draws, read from ``PREFIX.json`` (``OUT/waf_cdf.json``, in
+    docs/results ``fleet_study_waf_cdf.json``), or a clear exit: no such file, or one that is not
+    a CDF's data (:func:`cdf_data`; the study's ``aggregate.json`` is not)."""
+    from dogi_ml.plotting import redraw_source
+
+    _, js, data = redraw_source(prefix)
+    if not (
+        isinstance(data, dict)
+        and {"title", "schemes", "oracles", "curves"} <= data.keys()
+        and isinstance(data["curves"], dict)
+        and list(data["curves"]) == list(data["schemes"])
+        and all(isinstance(w, list) and w for w in data["curves"].values())
+    ):
+        raise SystemExit(
+            f"error: --redraw {prefix}: {js} is not a per-volume WAF CDF's data ({{title, schemes, oracles, "
+            "curves}}, a study's OUT/waf_cdf.json); rerun the study (its jobs are skipped) to write it"
+        )
+    return data
+
+
+def redraw(prefix: str | Path) -> Path:
+    """``PREFIX.png`` anew from ``PREFIX.json`` alone (:func:`figure_data`); the title is the data's."""
+    from dogi_ml.plotting import redraw_stem
+
+    stem = redraw_stem(prefix)
+    return plot_cdf(figure_data(stem), stem.with_suffix(".png"))
 
 
 # -- the command ---------------------------------------------------------------------------------
@@ -917,9 +955,11 @@ def _write_outputs(out: Path, records: list[dict], agg: dict, schemes: list[str]
     volumes = sorted({str(r["volume"]) for r in records} - set(agg["incomplete_volumes"]))
     if plot and agg["volumes"]:
         ok = [r for r in records if r.get("status") == "ok"]
-        files["plot"] = plot_cdf(
-            ok, schemes, volumes, out / "waf_cdf.png", f"{title} ({agg['volumes']} volumes)", tuple(agg["oracles"])
-        )
+        data = cdf_data(ok, schemes, volumes, f"{title} ({agg['volumes']} volumes)", tuple(agg["oracles"]))
+        _write_atomic(out / "waf_cdf.json", json.dumps(data, indent=1) + "\n")
+        files["plot_data"] = out / "waf_cdf.json"
+        # drawn from the file as read back, so the figure's digest is the file's
+        files["plot"] = plot_cdf(json.loads(files["plot_data"].read_text()), out / "waf_cdf.png")
     return files
 
 
