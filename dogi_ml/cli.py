@@ -260,7 +260,54 @@ def _hydra_task(command: str):
     return hydra.main(config_path=CONF_DIR, config_name=command, version_base="1.3")(task)
 
 
-def override_error(command: str, overrides: list[str]) -> UsageError | None:
+SWEEP_FLAGS = ("-m", "--multirun")
+#: the most job compositions a sweep's overrides are checked with (each takes ~0.1 s)
+MAX_SWEEP_PROBES = 64
+
+
+def override_error(command: str, args: list[str]) -> UsageError | None:
+    """:func:`composition_error` of the command line's overrides, one line; for a ``-m`` sweep,
+    of every value of each comma list (:func:`sweep_probes`), so a bad key or group option in a
+    sweep is the same one line and status 2 as in a single run (Hydra printed several lines and
+    exited 1). None for other flags (``--cfg``, ``--help``: Hydra's own handling)."""
+    flags = [a for a in args if a.startswith("-")]
+    if any(f not in SWEEP_FLAGS for f in flags):
+        return None
+    overrides = [a for a in args if not a.startswith("-")]
+    for job in sweep_probes(overrides) if flags else [overrides]:
+        error = composition_error(command, job)
+        if error is not None:
+            return error
+    return None
+
+
+def sweep_probes(overrides: list[str]) -> list[list[str]]:
+    """Job override lists that try each value of each comma list of a sweep at least once: every
+    list at its first value, then each other value of each list in turn, the rest at their first
+    (the sum of the lists' lengths, not their product; at most :data:`MAX_SWEEP_PROBES`). [] when
+    the overrides do not parse or sweep otherwise (``glob``, intervals): Hydra reports those."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+        choices = []
+        for text, o in zip(overrides, parsed):
+            if not o.is_sweep_override():
+                choices.append([text])
+            elif o.is_discrete_sweep():
+                choices.append([f"{o.get_key_element()}={v}" for v in o.sweep_string_iterator()])
+            else:
+                return []
+    except Exception:  # noqa: BLE001 - Hydra reports an override it cannot parse or expand itself
+        return []
+    first = [c[0] for c in choices]
+    probes = [first]
+    for i, values in enumerate(choices):
+        probes += [[*first[:i], v, *first[i + 1 :]] for v in values[1:]]
+    return probes[:MAX_SWEEP_PROBES]
+
+
+def composition_error(command: str, overrides: list[str]) -> UsageError | None:
     """A plain ``key=value`` override of a key ``conf/<command>.yaml`` does not have, or a config
     group option that does not exist (``policy=sepbitt``), as one line naming it and the nearest
     real ones; None when the overrides compose (or fail for another reason, which Hydra then
@@ -271,8 +318,6 @@ def override_error(command: str, overrides: list[str]) -> UsageError | None:
     from hydra import compose, initialize_config_dir
     from hydra.errors import ConfigCompositionException, MissingConfigException
 
-    if any(a.startswith("-") for a in overrides):
-        return None  # sweeps (-m), --cfg, --help: Hydra's own handling
     try:
         with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
             compose(config_name=command, overrides=overrides)

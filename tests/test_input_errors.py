@@ -585,6 +585,11 @@ SMALL = ["+workload=uniform", "++workload.capacity_blocks=2048", "++workload.wri
         (["simulate", *SMALL, "mlflow=abc"], "error: mlflow='abc' is not true or false -- give mlflow=true or"),
         (["simulate", "+workload=zipff"], "error: workload=zipff: no such workload option -- did you mean workload=zipf?"),
         (["simulate", *SMALL, "policy=sepbitt"], "error: policy=sepbitt: no such policy option -- did you mean policy=sepbit?"),
+        # the same in a -m sweep: Hydra's five lines and status 1, or its thirty for a group option
+        (["simulate", "-m", *SMALL, "policy=sepbit,nosep", "sim.victm=greedy"],
+         "error: sim.victm: the simulate command's config has no setting 'sim.victm' -- did you mean sim.victim"),
+        (["simulate", "-m", *SMALL, "policy=sepbit,sepbitt"],
+         "error: policy=sepbitt: no such policy option -- did you mean policy=sepbit?"),
         (["oracle", *SMALL, "oracle=opmin"], "error: oracle=opmin replaces the oracle section, which is a mapping"),
         (["export", *SMALL, "export.batch=0"], "error: export.batch=0 must be positive -- give e.g. export.batch=128"),
         # "invalid literal for int() with base 10: 'abc'", after the training
@@ -627,7 +632,7 @@ SMALL = ["+workload=uniform", "++workload.capacity_blocks=2048", "++workload.wri
     ids=["ingest-no-path", "stats-no-path", "stats-dir", "print-head-str", "ingest-cut-zst", "ingest-empty",
          "segment-str", "capacity-0", "simulate-empty-trace", "delimited-scalar", "delimited-with-a-preset",
          "fleet-spec-scalar", "misspelt-key", "misspelt-sim-key", "misspelt-policy-param", "switch-not-bool",
-         "misspelt-workload", "misspelt-policy", "oracle-as-a-value", "export-batch-0", "export-bits-str", "export-bits-12", "output-under-a-file", "sklearn-param", "oracle-max-groups-str", "oracle-candidates-str",
+         "misspelt-workload", "misspelt-policy", "sweep-misspelt-key", "sweep-misspelt-policy", "oracle-as-a-value", "export-batch-0", "export-bits-str", "export-bits-12", "output-under-a-file", "sklearn-param", "oracle-max-groups-str", "oracle-candidates-str",
          "export-not-a-pickle", "bench-writes-0", "bench-repeats-str", "oracle-steps-str", "oracle-evals-str", "nodap-min-gain-str", "capacity-beyond-64-bits",
          "history-beyond-memory"],
 )  # fmt: skip
@@ -935,3 +940,19 @@ def test_train_data_shares_are_checked_by_name(data, message):
     with pytest.raises(ConfigError) as info:
         build_dataset(zipf(4096, 8 * 4096, seed=1), data, log=lambda *a: None)
     assert message in str(info.value)
+
+
+def test_sweep_probes_try_every_value_once():
+    """A sweep's overrides are checked with every value of each comma list, the others at their
+    first: the sum of the lists' lengths, not their product."""
+    from dogi_ml.cli import sweep_probes
+
+    probes = sweep_probes(["+workload=zipf,ycsb_a,varmail", "policy=a,b", "sim.op_ratio=0.1"])
+    assert probes == [
+        ["+workload=zipf", "policy=a", "sim.op_ratio=0.1"],
+        ["+workload=ycsb_a", "policy=a", "sim.op_ratio=0.1"],
+        ["+workload=varmail", "policy=a", "sim.op_ratio=0.1"],
+        ["+workload=zipf", "policy=b", "sim.op_ratio=0.1"],
+    ]
+    assert sweep_probes(["seed=range(0,3)"]) == [["seed=0"], ["seed=1"], ["seed=2"]]
+    assert sweep_probes(["policy=a,b", "x=interval(0,1)"]) == []  # Hydra's to expand and report
