@@ -7,6 +7,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -255,6 +256,25 @@ def _sweep_size(config) -> int | None:
         return None
 
 
+#: a sweep folder's record of its finished jobs: one empty file per job, named by its number
+JOBS_DONE = ".jobs_done"
+
+
+def _count_finished(sweep_dir: Path, job_num) -> int:
+    """Record job ``job_num`` of the sweep in ``sweep_dir`` as finished and return how many are.
+    Under the joblib (or SLURM) launcher each job ends in a process of its own, with its own copy
+    of the callback, so a count kept in the callback said "job 1/3" for every job; the record is
+    on disk, and a lock keeps two jobs that end together from counting the same total."""
+    import fcntl
+
+    done = sweep_dir / JOBS_DONE
+    done.mkdir(parents=True, exist_ok=True)
+    with open(done / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        (done / str(job_num)).touch()
+        return sum(1 for p in done.iterdir() if p.name != ".lock")
+
+
 class SweepParentRun(Callback):
     """Hydra callback: a ``-m`` sweep gets one parent MLflow run; each job logs a child. With
     ``mlflow=false`` (simulate, replay) nothing is logged: no parent either."""
@@ -262,7 +282,6 @@ class SweepParentRun(Callback):
     def __init__(self, experiment: str = "train"):
         self.experiment = experiment
         self._jobs: int | None = None
-        self._done = 0
         self._open_run: str | None = None  # the parent run until on_multirun_end closes it
         self._sigterm: SigtermExit | None = None
 
@@ -286,9 +305,10 @@ class SweepParentRun(Callback):
 
     @reported
     def on_multirun_start(self, config, **kwargs) -> None:
-        self._jobs, self._done = _sweep_size(config), 0
+        self._jobs = _sweep_size(config)
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(sweep_dir / JOBS_DONE, ignore_errors=True)  # an earlier sweep's in this folder
         # a parent file left by an earlier sweep in this folder is not this sweep's
         (sweep_dir / PARENT_FILE).unlink(missing_ok=True)
         if not config.get("mlflow", True):
@@ -308,23 +328,24 @@ class SweepParentRun(Callback):
 
     @reported
     def on_job_end(self, config, job_return, **kwargs) -> None:
-        """One line per finished sweep job on stderr (``job 3/8 done: policy=sepbit (12.3 s)``);
-        ``--quiet`` drops it."""
+        """One line per finished sweep job on stderr (``job 3/8 done: policy=sepbit``: the third of
+        eight to finish); ``--quiet`` drops it."""
         if os.environ.get("DOGI_ML_QUIET", "") == "1":
             return
         if str(config.hydra.get("mode", "")) not in ("RunMode.MULTIRUN", "MULTIRUN"):
             return
-        self._done += 1
+        finished = _count_finished(Path(config.hydra.sweep.dir), config.hydra.job.num)
         of = f"/{self._jobs}" if self._jobs else ""
         status = getattr(getattr(job_return, "status", None), "name", "COMPLETED")
         word = "done" if status == "COMPLETED" else "failed"
         overrides = " ".join(config.hydra.overrides.task)
-        print(f"job {self._done}{of} {word}: {overrides}", file=sys.stderr, flush=True)
+        print(f"job {finished}{of} {word}: {overrides}", file=sys.stderr, flush=True)
 
     @reported
     def on_multirun_end(self, config, **kwargs) -> None:
         # the sweep ended: its parent is closed below, not at exit
         self._open_run = None
+        shutil.rmtree(Path(config.hydra.sweep.dir) / JOBS_DONE, ignore_errors=True)
         atexit.unregister(self._close_if_stopped)
         if self._sigterm is not None:
             self._sigterm.restore()

@@ -92,6 +92,17 @@ def test_a_sweep_counts_its_jobs_as_the_sweeper_makes_them():
     assert _sweep_size(sweep(["policy=a,b", "seed=range(0,3)"], None)) == 6
 
 
+def test_a_joblib_sweep_counts_its_finished_jobs(tmp_path):
+    """Under the joblib launcher each job ends in its own process: the lines count 1, 2, 3 of 3
+    (each said "job 1/3"), and the record of finished jobs is gone after the sweep."""
+    sweep = tmp_path / "sweep"
+    proc = run_cli(["simulate", "-m", "+workload=zipf", "policy=nosep,sepgc,sepbit", *SMALL, "mlflow=false",
+                    "hydra/launcher=joblib", f"hydra.sweep.dir={sweep}"], tmp_path)  # fmt: skip
+    lines = sorted(ln.split(" done:")[0] for ln in proc.stderr.splitlines() if ln.startswith("job "))
+    assert lines == ["job 1/3", "job 2/3", "job 3/3"], proc.stderr
+    assert not (sweep / ".jobs_done").exists()
+
+
 def test_a_sweep_with_mlflow_false_writes_nothing_to_mlflow(tmp_path):
     """mlflow=false: no parent run, so no ./mlruns.db (the sweep made one, with an empty parent
     run, and a stale parent file of an earlier sweep in the same folder was closed again)."""
