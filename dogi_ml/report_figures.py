@@ -98,6 +98,8 @@ def parse_args(args: list[str]) -> dict:
             opts["check"] = True
             continue
         key, sep, value = a.partition("=")
+        if a.startswith("-"):  # --chek was read as the name of a figure
+            raise UsageError(f"report figures: unknown option {a!r}", USAGE)
         if not sep:
             opts["names"].append(a)
         elif key == "check":

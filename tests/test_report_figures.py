@@ -66,6 +66,9 @@ def test_check_names_a_stale_figure_and_the_redraw_mends_it(tmp_path):
     assert "| sepbit | 3.000 |" in (results / "hybrid_select.md").read_text()
     run_cli(["report", "figures", f"results={results}", "--check"], tmp_path)
 
+    proc = run_cli(["report", "figures", f"results={results}", "--chek"], tmp_path, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[0].startswith("error: report figures: unknown option '--chek'")
     proc = run_cli(["report", "figures", f"results={results}", "nosuch"], tmp_path, check=False)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[0].startswith(f"error: report figures: no nosuch figure in {results}")
