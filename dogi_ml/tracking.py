@@ -62,8 +62,23 @@ def _mlflow():
 
 
 @contextmanager
+def _file_lock(path: Path):
+    """An exclusive lock (``flock``) on the file ``path``, made with its folder if missing, held
+    while the block runs: what two processes must not do at once."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextmanager
 def _store_lock():
-    """For a SQLite store, an exclusive lock on ``STORE.lock`` beside it while a process opens the
+    """For a SQLite store, :func:`_file_lock` on ``STORE.lock`` beside it while a process opens the
     store and gets or creates an experiment. Two commands started at once in a fresh folder each
     created ``mlruns.db`` and ran MLflow's schema migrations on it, and all but one failed
     (``duplicate column name: step``, ``Online migration expected to match one row``; 7 of 9
@@ -72,16 +87,8 @@ def _store_lock():
     if not uri.startswith("sqlite:///"):
         yield
         return
-    import fcntl
-
-    lock = Path(uri.removeprefix("sqlite:///") + ".lock")
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with _file_lock(Path(uri.removeprefix("sqlite:///") + ".lock")):
+        yield
 
 
 def experiment_id(name: str) -> str:
@@ -265,12 +272,8 @@ def _count_finished(sweep_dir: Path, job_num) -> int:
     Under the joblib (or SLURM) launcher each job ends in a process of its own, with its own copy
     of the callback, so a count kept in the callback said "job 1/3" for every job; the record is
     on disk, and a lock keeps two jobs that end together from counting the same total."""
-    import fcntl
-
     done = sweep_dir / JOBS_DONE
-    done.mkdir(parents=True, exist_ok=True)
-    with open(done / ".lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _file_lock(done / ".lock"):
         (done / str(job_num)).touch()
         return sum(1 for p in done.iterdir() if p.name != ".lock")
 
