@@ -72,7 +72,8 @@ def markdown_title(md: str | Path) -> str:
 
 
 def redraw_stem(prefix: str | Path) -> Path:
-    """A report's ``--redraw PREFIX`` as the stem its files share (a ``.json`` suffix dropped)."""
+    """A report's ``output=PREFIX`` or ``--redraw PREFIX`` as the stem its files share (a ``.json``
+    suffix dropped)."""
     stem = Path(prefix)
     return stem.with_suffix("") if stem.suffix == ".json" else stem
 

@@ -735,7 +735,7 @@ def write_paper_files(results: list[dict], summary: dict, output, sweep_dir: Pat
     ``PATH`` = ``output`` without its ``.json``, or the sweep directory's ``paper``. Each figure is
     drawn from its JSON as read back, so its digest is the file's (:func:`redraw`)."""
     out = Path(output) if output else Path(sweep_dir) / "paper.json"
-    stem = out.with_suffix("") if out.suffix == ".json" else out
+    stem = redraw_stem(out)
     stem.parent.mkdir(parents=True, exist_ok=True)
     written = [stem.with_suffix(".json")]
     written[0].write_text(json.dumps(summary, indent=2, default=float))

@@ -232,8 +232,7 @@ def write(
     order = {w: i for i, w in enumerate(WORKLOADS)}
     table = dict(sorted(table.items(), key=lambda kv: order.get(kv[0], len(order))))
     summary = summarise(table)
-    stem = Path(out)
-    stem = stem.with_suffix("") if stem.suffix == ".json" else stem
+    stem = redraw_stem(out)
     stem.parent.mkdir(parents=True, exist_ok=True)
     js = stem.with_suffix(".json")
     js.write_text(json.dumps({**table, "_summary": summary}, indent=2, default=float))
