@@ -54,14 +54,17 @@ def _no_machine_wide_numerics_variable():
 
 
 @pytest.fixture(autouse=True)
-def _isolated_mlflow_uri():
-    """mlflow.set_tracking_uri() exports MLFLOW_TRACKING_URI into the environment; a test that
-    logs in-process would otherwise send every later test's subprocess runs to its database."""
+def _environment_restored():
+    """Each test leaves the environment as it found it. Commands run in-process export variables
+    that every later test of the same worker, and the commands it starts, would inherit:
+    mlflow.set_tracking_uri() exports MLFLOW_TRACKING_URI (a later test's runs went to its
+    database), and ``python -m dogi_ml -q`` exports DOGI_ML_QUIET=1 for its jobs (a later test that
+    reads a sweep's "job k/N" lines found none, depending on which files its worker ran first).
+    tests/test_progress.py checks it."""
     import os
 
-    saved = os.environ.get("MLFLOW_TRACKING_URI")
+    saved = dict(os.environ)
     yield
-    if saved is None:
-        os.environ.pop("MLFLOW_TRACKING_URI", None)
-    else:
-        os.environ["MLFLOW_TRACKING_URI"] = saved
+    if dict(os.environ) != saved:
+        os.environ.clear()
+        os.environ.update(saved)

@@ -59,6 +59,17 @@ def test_set_quiet_is_inherited_through_the_environment(clean_env):
     assert progress.QUIET_ENV not in __import__("os").environ
 
 
+def test_a_quiet_command_run_in_process_exports_the_variable():
+    """``python -m dogi_ml -q`` run in-process (cli.main) leaves DOGI_ML_QUIET=1 behind for its jobs;
+    the next test must not see it (tests/conftest.py restores the environment after each test)."""
+    progress.set_quiet()  # what cli.main does for -q, not undone here
+    assert __import__("os").environ[progress.QUIET_ENV] == "1"
+
+
+def test_the_next_test_does_not_inherit_it():
+    assert progress.QUIET_ENV not in __import__("os").environ
+
+
 def test_forced_bar_prints_rate_and_eta(clean_env):
     clean_env.setenv(progress.FORCE_ENV, "1")
     err = io.StringIO()
