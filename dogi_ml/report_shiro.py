@@ -82,6 +82,7 @@ def shiro_summary(results: list[dict]) -> dict:
             "qtable_bytes",
             "qtable_int8_bytes",
             "states_departing_from_rule",
+            "read_decisions",
             "agent_counters",
             "gc_spills",
             "background_gc_passes",

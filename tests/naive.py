@@ -848,3 +848,37 @@ def count_changes(lbas, first, n_lbas, decay, threshold, drift, prior=0.5):
             start, rest, s = now, now + 1.0 / decay, 0.0
             epoch[lba] = (1.0, now)
     return changes
+
+
+def first_read_clocks(requests, capacity, prefill=True, never=2**62):
+    """Shiro's credit_state=counts_read clocks (dogi_ml.policies.shiro.first_read_clocks), spelled
+    out from ``requests`` ``(lba, nblocks, op)`` (op 0 read, 1 write, 2 trim): the block events in
+    order, each write numbered by the simulator's clock (the prefill's ``capacity`` writes first, LBA
+    w as write w); for each write, the number of the first write that comes after the first read of
+    its LBA that follows it and precedes its next write, ``never`` if there is none."""
+    events = [(lba + b, op) for lba, nblocks, op in requests for b in range(nblocks) if op in (0, 1)]
+    writes = [(w, w) for w in range(capacity if prefill else 0)]  # (clock, lba)
+    clock = len(writes)
+    position = {}  # clock of a write -> its index among the events (prefill: before them all)
+    for w, _ in writes:
+        position[w] = -1
+    for i, (lba, op) in enumerate(events):
+        if op == 1:
+            writes.append((clock, lba))
+            position[clock] = i
+            clock += 1
+    out = []
+    for w, lba in writes:
+        found = never
+        written_before = sum(1 for _, o in events[: position[w] + 1] if o == 1)  # writes up to and with w
+        for lba2, op in events[position[w] + 1 :]:
+            if lba2 != lba:
+                if op == 1:
+                    written_before += 1
+                continue
+            if op == 1:
+                break
+            found = (capacity if prefill else 0) + written_before
+            break
+        out.append(found)
+    return out

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from dogi_ml.cli import CONF_DIR
+from dogi_ml.oracles.annotate import NEVER as NEVER_CLOCK
 from dogi_ml.policies import make_policy
 from dogi_ml.policies._gru import fast_tanh, gru_step
 from dogi_ml.policies._online import PENDING
@@ -31,6 +32,7 @@ from dogi_ml.policies.shiro import (
     count_state_table,
     encode_digits,
     encode_windows,
+    first_read_clocks,
     gru_infer,
     logistic_accuracy,
     n_inputs,
@@ -499,7 +501,7 @@ def test_cached_state_step_equals_torch_window_forward(learned):
         ({"feature_counts": "windowed"}, "feature_counts must be one of cumulative, recent"),
         ({"eq1_segments": "short"}, "eq1_segments must be one of short_group, short_pages, all"),
         ({"eq1_clock": "wall"}, "eq1_clock must be one of user, flash"),
-        ({"agent": "credit", "credit_state": "lba"}, "credit_state must be one of table1, counts"),
+        ({"agent": "credit", "credit_state": "lba"}, "credit_state must be one of table1, counts, counts_read"),
         (
             {"agent": "frequency", "credit_state": "counts"},
             "credit_state=counts is agent=credit's state; set agent=credit",
@@ -803,6 +805,115 @@ def test_hindsight_credit_agent_learns_from_every_death(trace):
     start = count_state_table(float(sim.policy.cfg["credit_gamma"]))
     assert (q.q[visited].argmax(axis=1) != start[visited].argmax(axis=1)).any()
     assert sim.policy.label() == "shiro[credit,state=counts,reward=hindsight,alpha=0.001,epsilon=0.0]"
+
+
+# -- credit_state=counts_read: the count state and a bit, read since the user write ----------------
+@pytest.fixture(scope="module")
+def ycsb_trace():
+    return generate("ycsb_a", capacity_blocks=CAP, n_writes=5 * CAP, seed=2)
+
+
+# no classifier (its first training never comes): the user groups do not depend on the reads
+# through Shiro's read features, and the runs are quick
+READ_LEARN = dict(
+    agent="credit", credit_state="counts_read", credit_reward="hindsight", epsilon=0.0, alpha=0.001, min_samples=10**9
+)
+
+
+def test_first_read_clocks_equal_their_plain_python_twin(ycsb_trace):
+    """Per user write, the clock of the first read of its LBA before its next write, against
+    tests/naive.py: on a hand-made trace (multi-block requests, trims, a read beyond the capacity,
+    reads before any trace write, a read after the last write) with and without a prefill, and on a
+    small ycsb_a trace (its first 3,000 requests)."""
+    from naive import first_read_clocks as naive_clocks
+
+    R, W, T = OP_READ, OP_WRITE, 2
+    reqs = [(3, 2, R), (0, 4, W), (2, 1, R), (2, 2, R), (1, 1, T), (1, 1, R), (5, 3, W), (6, 4, R), (9, 1, R),
+            (0, 1, W), (0, 1, R), (5, 1, R), (7, 1, W)]  # fmt: skip
+    hand = Trace(
+        ts_us=np.arange(len(reqs)), lba=[r[0] for r in reqs], nblocks=[r[1] for r in reqs], op=[r[2] for r in reqs],
+        volume=np.zeros(len(reqs)),
+    )  # fmt: skip
+    cap = 8
+    for prefill in (cap, 0):
+        got = first_read_clocks(hand, prefill, cap)
+        want = naive_clocks(reqs, cap, prefill=prefill > 0, never=int(got.max()) if (got > 10**9).any() else 2**62)
+        assert got.tolist() == want, prefill
+    # by hand, with the prefill (clocks 0-7): LBAs 3 and 4's prefill writes are read before the trace's
+    # first write (clock 8); its write of LBA 2 (clock 10) is read before the next write (clock 12);
+    # LBA 0's prefill write is overwritten unread
+    got = first_read_clocks(hand, cap, cap)
+    assert got[3] == got[4] == 8 and got[10] == 12 and got[0] == NEVER_CLOCK
+    t = ycsb_trace
+    n = 3000
+    sub = Trace(t.ts_us[:n], t.lba[:n], t.nblocks[:n], t.op[:n], t.volume[:n])
+    reqs = list(zip(sub.lba.tolist(), sub.nblocks.tolist(), sub.op.tolist()))
+    got = first_read_clocks(sub, CAP, CAP)
+    assert (got < NEVER_CLOCK).sum() > 100  # reads follow writes on ycsb
+    assert got.tolist() == naive_clocks(reqs, CAP, never=NEVER_CLOCK)
+    with pytest.raises(ValueError, match="a prefill of 5 blocks"):
+        first_read_clocks(sub, 5, CAP)
+
+
+def test_the_read_bit_is_causal_and_counts(ycsb_trace):
+    """The counts_read agent's decisions up to a user write depend on the reads before it only:
+    removing every read after write M leaves the run fed M writes unchanged (mapping, counters, Q
+    table), while removing the reads before it changes it; the bit is set in some decisions, and
+    with no reads at all the run is credit_state=counts' (its table doubled)."""
+    t = ycsb_trace
+    writes = t.block_writes
+    m = len(writes) // 2
+    req_of_m = int(t.block_write_request[m])  # the request of write M, the first not fed
+
+    def without_reads(keep):
+        sel = (t.op != OP_READ) | keep
+        return Trace(t.ts_us[sel], t.lba[sel], t.nblocks[sel], t.op[sel], t.volume[sel])
+
+    def run_to_m(trace):
+        sim = Simulator(make_policy("shiro", **{**FAST, **READ_LEARN}), SimConfig(**SIM), CAP, trace=trace)
+        sim.prefill()
+        sim.feed(writes[:m])
+        return sim, sim.result()
+
+    idx = np.arange(t.n_requests)
+    full, r_full = run_to_m(t)
+    cut, r_cut = run_to_m(without_reads(idx < req_of_m))
+    early, r_early = run_to_m(without_reads(idx >= req_of_m))
+    assert r_full["read_decisions"] > 0 and r_full["gc_writes"] > 10 * SIM["segment_blocks"]
+    for name in ("l2p", "p2l", "seg_group"):
+        assert np.array_equal(getattr(full.state, name), getattr(cut.state, name)), name
+    assert np.array_equal(full.pstate.credit.q, cut.pstate.credit.q)
+    assert r_cut["waf"] == r_full["waf"] and r_cut["read_decisions"] == r_full["read_decisions"]
+    assert (
+        r_early["read_decisions"] < r_full["read_decisions"] and r_early["gc_destinations"] != r_full["gc_destinations"]
+    )
+    # no reads: the bit is never set, and the run is the count state's, level for level
+    no_reads = without_reads(np.zeros(t.n_requests, bool))
+    none_sim, r_none = run_to_m(no_reads)
+    counts = Simulator(
+        make_policy("shiro", **{**FAST, **READ_LEARN, "credit_state": "counts"}), SimConfig(**SIM), CAP, trace=no_reads
+    )
+    counts.prefill()
+    counts.feed(writes[:m])
+    assert r_none["read_decisions"] == 0 and r_none["waf"] == counts.result()["waf"]
+    assert np.array_equal(none_sim.pstate.credit.q[:N_COUNT_STATES], counts.pstate.credit.q)
+    assert none_sim.policy.label() == "shiro[credit,state=counts_read,reward=hindsight,alpha=0.001,epsilon=0.0]"
+
+
+def test_counts_read_table_deploys_frozen_and_as_int8(ycsb_trace, tmp_path):
+    """The counts_read agent's table (2 x 4,800 states) saves with its state, runs frozen as float and
+    int8 alike, and is refused when read with credit_state=counts, naming the shape."""
+    path = tmp_path / "read.npy"
+    _, r = simulate(ycsb_trace, **READ_LEARN, save_qtable=str(path))
+    assert np.load(path).shape == (2 * N_COUNT_STATES, 5) and r["states_departing_from_rule"] > 0
+    assert json.loads(path.with_suffix(".json").read_text())["credit_state"] == "counts_read"
+    frozen = dict(agent="credit", credit_state="counts_read", qtable=str(path), min_samples=10**9)
+    sim_f, r_f = simulate(ycsb_trace, **frozen, deployed="float")
+    sim_i, r_i = simulate(ycsb_trace, **frozen, deployed="int8")
+    assert r_i["waf"] == r_f["waf"] and np.array_equal(sim_i.state.p2l, sim_f.state.p2l)
+    assert r_f["read_decisions"] > 0 and r_i["qtable_bytes"] == 2 * N_COUNT_STATES * 5
+    with pytest.raises(ValueError, match="credit_state=counts_read"):
+        make_policy("shiro", agent="credit", credit_state="counts", qtable=str(path), deployed="float")
 
 
 def test_count_state_table_deploys_frozen_and_as_int8(trace, tmp_path):

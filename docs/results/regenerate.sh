@@ -91,6 +91,18 @@ The plot's right panel is the cumulative accuracy at each window's end (Fig. 8).
     "$PY" -m dogi_ml.report_shiro $R/shiro_agent_counts_deployed $SWEEPS/shiro_agent_counts_decay_learn \
         $SWEEPS/shiro_agent_counts_decay_deployed \
         --title "Shiro - the count-state hindsight agent (count_halflife=0.25), learning and its table frozen (float, int8)"
+    # the same agent with one bit more in its state: whether the LBA has been read since its user
+    # write (credit_state=counts_read); beside it the count state alone and the two rules, rerun, and
+    # its table (saved by the first sweep) frozen, float and int8
+    sweep shiro_agent_read_learn +experiment=shiro_agent_counts \
+        +shiro_agent_variant=credit_counts_read_hindsight_decay,credit_counts_hindsight_decay
+    sweep shiro_agent_read_rules +experiment=shiro_agent_credit ++policy.params.agent=hierarchical,sepbit_age
+    sweep shiro_agent_read_deployed +experiment=shiro_agent_credit_deployed \
+        qtable_from=credit_counts_read_hindsight_decay ++policy.params.credit_state=counts_read \
+        ++policy.params.count_halflife=0.25
+    "$PY" -m dogi_ml.report_shiro $R/shiro_agent_read $SWEEPS/shiro_agent_read_learn $SWEEPS/shiro_agent_read_rules \
+        $SWEEPS/shiro_agent_read_deployed \
+        --title "Shiro - the count-state hindsight agent with a read bit (credit_state=counts_read), against the rule and SepBIT age classes"
     sweep shiro_bggc +experiment=shiro_bggc output=$R/shiro_bggc
     sweep shiro_readings +experiment=shiro_readings output=$R/shiro_readings
     sweep shiro_watermarks +experiment=shiro_watermarks output=$R/shiro_watermarks

@@ -57,6 +57,9 @@ instead of Table I's, starting from the hierarchical rule or ``credit_start=freq
 ``credit_reward=hindsight`` every level of each decision, at its block's death, with minus its
 distance to the band of ``T`` (``ORACLE_BANDS``, the oracle's) the block's remaining lifetime fell
 in: the outcome does not depend on the level taken, so the levels are compared on the same blocks.
+``credit_state=counts_read`` adds one bit to that state: whether the LBA has been read since its
+user write (read requests are what a device sees besides writes; on ycsb a page read from the device
+is in the buffer pool and is written again soon, :func:`first_read_clocks`).
 ``count_halflife`` (capacities; ``frequency`` and ``credit_state=counts``) decays the counts: a
 write ``k`` user writes old weighs ``2^(-k / half-life)``, the elapsed writes likewise
 (:func:`expected_lifetime`), so the estimate follows a workload whose popularity moves.
@@ -130,13 +133,18 @@ AGENTS = ("qlearning", "hierarchical", "sepbit_age", "single", "credit", "oracle
 A_QLEARNING, A_HIERARCHICAL, A_SEPBIT_AGE, A_SINGLE, A_CREDIT, A_ORACLE, A_FREQUENCY = range(7)
 #: agent=credit's state: Table I's (``table1``) or the block's write count and age (``counts``:
 #: :func:`count_state`)
-CREDIT_STATES = ("table1", "counts")
+CREDIT_STATES = ("table1", "counts", "counts_read")
+#: the credit states built on the write counts (count_state); counts_read's index is count_state's,
+#: plus N_COUNT_STATES when the LBA has been read since its user write
+COUNT_STATES = ("counts", "counts_read")
 #: credit_state=counts: half-octave bins of x / T from 2^-4 T (bin 0) to 2^8 T (bin 23), for the
 #: LBA's expected lifetime from its write count (bin 24: no user write counted yet) and its age
 RATIO_BINS = 24
 RATIO_OFFSET = 8  # bin of x = T
 N_COUNT_BINS = RATIO_BINS + 1
 N_COUNT_STATES = N_COUNT_BINS * RATIO_BINS * N_GROUPS
+#: Q-table rows per credit_state
+STATE_ROWS = {"counts": N_COUNT_STATES, "counts_read": 2 * N_COUNT_STATES}
 #: agent=oracle's bands: a block whose true remaining lifetime is below ORACLE_BANDS[k] x T goes to
 #: GC level k + 1 (SepBIT's age classes' multiples of T, on the future instead of the past)
 ORACLE_BANDS = (1, 4, 16, 64)
@@ -188,6 +196,7 @@ SCALARS = sequence_scalars(
     freq_clock=np.int64,  # user writes after the prefill (agent=frequency, credit_state=counts)
     count_state=np.int64,  # 1: agent=credit's state is count_state's
     count_decay=np.float64,  # count_halflife: each count's decay rate per user write, ln 2 / half-life (0: none)
+    read_decisions=np.int64,  # credit_state=counts_read: GC decisions whose LBA had been read since its user write
 )
 
 
@@ -231,6 +240,7 @@ class ShiroState(NamedTuple):
     lba_writes: np.ndarray  # int64 per LBA: its user writes after the prefill (agent=frequency, credit_state=counts)
     lba_decayed: np.ndarray  # float64 per LBA: count_halflife's decayed count, as of lba_counted_at (else 1 entry)
     lba_counted_at: np.ndarray  # int64 per LBA: the user write (after the prefill) it was last counted at
+    read_at: np.ndarray  # credit_state=counts_read: int64 per user write, first_read_clocks (else 1 entry)
     ring: RingArrays
     ring_windows: np.ndarray
     windows: np.ndarray
@@ -481,6 +491,42 @@ def expected_lifetime(p, st, lba):
     return -np.expm1(-lam * st.freq_clock) / lam / decayed_count(p, st, lba)
 
 
+@nb.njit(cache=True)
+def _first_read_clocks(prefill, lba, nblocks, op, capacity, out):
+    live = np.full(capacity, -1, np.int64)  # per LBA: its live write, while no read has followed it
+    for w in range(prefill):  # the prefill writes LBA w as user write w (dogi_ml/sim/engine.py)
+        live[w] = w
+    clock = prefill  # the user write the next request comes before
+    for r in range(lba.shape[0]):
+        for b in range(nblocks[r]):
+            x = lba[r] + b
+            if op[r] == OP_WRITE:
+                live[x] = clock
+                clock += 1
+            elif op[r] == OP_READ and x < capacity and live[x] >= 0:
+                out[live[x]] = clock
+                live[x] = -1
+    return clock
+
+
+def first_read_clocks(trace, prefill_blocks: int, capacity: int) -> np.ndarray:
+    """Per user write ``w`` (the simulator's clock: the prefill's writes first), the user write
+    before which the first read of its LBA after it comes, ``NEVER`` if the LBA is written again
+    (or the trace ends) before any read. ``credit_state=counts_read`` reads it only as
+    ``first_read_clocks[w] <= now``: the LBA has been read since write ``w`` by the time of the
+    decision at user write ``now``, which a device knows (a read that comes later leaves the bit
+    unset; tests/test_shiro.py checks that cutting every read after a point changes nothing before
+    it). Reads of blocks beyond ``capacity`` are ignored, like their writes' (none in a trace the
+    simulator runs)."""
+    if prefill_blocks not in (0, capacity):
+        raise ValueError(
+            f"first_read_clocks: a prefill of {prefill_blocks} blocks; the simulator writes 0 or {capacity}"
+        )
+    out = np.full(prefill_blocks + trace.block_writes.size, NEVER, np.int64)
+    _first_read_clocks(prefill_blocks, trace.lba, trace.nblocks, trace.op, capacity, out)
+    return out
+
+
 def count_state_table(gamma: float, start: str = "hierarchical") -> np.ndarray:
     """credit_state=counts' starting table, as :func:`dogi_ml.rl.credit.initial_table` for Table I:
     the rule's level at 0, the others at ``-1/(1-gamma)``; the rule is the hierarchical one (by the
@@ -565,6 +611,9 @@ def shiro_gc(s, p, lba, victim, now):
         if st.count_state != 0:
             e = expected_lifetime(p, st, lba)
             state = count_state_of(e, p.lba_writes[lba] > 0, now - s.lba_time[lba], st.hot_threshold, seg_type)
+            if p.read_at.shape[0] > 1 and p.read_at[s.lba_time[lba]] <= now:  # read since its user write
+                state += N_COUNT_STATES
+                st.read_decisions += 1
         else:
             state = ql.encode_binned_state(
                 ql.lifetime_bin(now - s.lba_time[lba]), st.victim_bin, seg_type, row.pred, row.prev
@@ -852,7 +901,7 @@ class Shiro(SequencePolicy):
         for key, known in (("credit_reward", CREDIT_REWARDS), ("credit_start", ("hierarchical", "frequency"))):
             if c[key] not in known:
                 raise ValueError(f"policy shiro: {key} must be one of {', '.join(known)}, got {c[key]!r}")
-        if c["credit_start"] != "hierarchical" and c["credit_state"] != "counts":
+        if c["credit_start"] != "hierarchical" and c["credit_state"] not in COUNT_STATES:
             raise ValueError(
                 f"policy shiro: credit_start={c['credit_start']} starts the count state's table; "
                 "set credit_state=counts or drop credit_start"
@@ -879,7 +928,7 @@ class Shiro(SequencePolicy):
         if halflife is not None:
             if isinstance(halflife, bool) or not isinstance(halflife, (int, float)) or not halflife > 0:
                 raise ValueError(f"policy shiro: count_halflife must be > 0 (capacities) or null, got {halflife!r}")
-            if c["agent"] != "frequency" and c["credit_state"] != "counts":
+            if c["agent"] != "frequency" and c["credit_state"] not in COUNT_STATES:
                 raise ValueError(
                     f"policy shiro: count_halflife={halflife} decays the write counts of agent=frequency and "
                     f"credit_state=counts; set one of them or drop count_halflife (got agent={c['agent']})"
@@ -899,9 +948,10 @@ class Shiro(SequencePolicy):
     def _load_qtable(q, credit_state: str = "table1", count_halflife=None):
         """The float Q-table ``qtable`` names (a ``.npy`` path or an array), checked against the
         state it will be read with: Table I's 90,000 states, or the count state's
-        ``N_COUNT_STATES`` (``credit_state=counts``). A table a run saved has its state beside it
-        (``PATH.json``, :meth:`_save_qtable`): a count-state table read with another half-life
-        would put every block in another state's row, so that is refused too."""
+        ``N_COUNT_STATES`` (``credit_state=counts``; twice as many for ``counts_read``). A table a
+        run saved has its state beside it (``PATH.json``, :meth:`_save_qtable`): a count-state table
+        read with another half-life would put every block in another state's row, so that is
+        refused too."""
         if q is None:
             return None
         if isinstance(q, (str, Path)):
@@ -920,7 +970,7 @@ class Shiro(SequencePolicy):
                         )
             q = np.load(path)
         q = np.asarray(q, np.float64)
-        n_states = N_COUNT_STATES if credit_state == "counts" else ql.N_STATES
+        n_states = STATE_ROWS.get(credit_state, ql.N_STATES)
         if q.shape != (n_states, ql.N_ACTIONS):
             raise ValueError(
                 f"policy shiro: qtable must have shape ({n_states}, {ql.N_ACTIONS}) for credit_state={credit_state}, "
@@ -1040,8 +1090,8 @@ class Shiro(SequencePolicy):
         frozen = c["deployed"] is not None or c["agent"] != "qlearning"
         credit_on = c["agent"] == "credit"
         oracle = c["agent"] == "oracle"
-        counts = c["agent"] == "frequency" or c["credit_state"] == "counts"
-        st.count_state = int(c["credit_state"] == "counts")
+        counts = c["agent"] == "frequency" or c["credit_state"] in COUNT_STATES
+        st.count_state = int(c["credit_state"] in COUNT_STATES)
         if counts and c["count_halflife"] is not None:
             st.count_decay = np.log(2.0) / (float(c["count_halflife"]) * ctx.capacity)
         # a rule's levels are logged per state when its table is to be saved (always for the oracle)
@@ -1050,6 +1100,8 @@ class Shiro(SequencePolicy):
             initial = self.initial_q
             if st.count_state and initial is None:
                 initial = count_state_table(float(c["credit_gamma"]), c["credit_start"])
+                if c["credit_state"] == "counts_read":  # the same rule whether read or not
+                    initial = np.concatenate([initial, initial])
         else:
             initial = np.zeros((ql.N_STATES if log_rule else 1, ql.N_ACTIONS))  # a rule's log, or nothing
         credit = rl_credit.new_credit_agent(
@@ -1099,6 +1151,11 @@ class Shiro(SequencePolicy):
             lba_writes=np.zeros(ctx.capacity if counts else 1, np.int64),
             lba_decayed=np.zeros(ctx.capacity if st.count_decay > 0 else 1, np.float64),
             lba_counted_at=np.zeros(ctx.capacity if st.count_decay > 0 else 1, np.int64),
+            read_at=(
+                first_read_clocks(ctx.trace, ctx.prefill_blocks, ctx.capacity)
+                if c["credit_state"] == "counts_read"
+                else np.zeros(1, np.int64)
+            ),
             **self._sampling_arrays(),
         )
 
@@ -1337,7 +1394,10 @@ class Shiro(SequencePolicy):
             out["qtable_bytes"] = int(self.int_table.nbytes if self.int_table is not None else q.nbytes)
             out["qtable_int8_bytes"] = q.size
             rule = ql.greedy_actions(ql.hierarchical_table() if q.shape[0] == ql.N_STATES else count_state_table(0.0))
+            rule = np.tile(rule, q.shape[0] // rule.shape[0])  # counts_read: the rule in both halves
             out["states_departing_from_rule"] = int(np.sum(ql.greedy_actions(q) != rule))
+            if c["credit_state"] == "counts_read":  # 0 on a trace without reads: the bit was never set
+                out["read_decisions"] = int(record(state.scalars).read_decisions)
             if c["save_qtable"]:
                 out["qtable_path"] = self._save_qtable(q, c["credit_state"], c["count_halflife"])
         if c["agent"] not in LEARNED_AGENTS and state.credit.visits.shape[0] > 1:
