@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 import time
 from pathlib import Path
 
@@ -243,8 +244,8 @@ def plot(summary: dict, path: Path, title: str = "") -> Path:
         ax.bar(x + i * width, [summary[w].get(s, {}).get("paper_waf") or np.nan for w in wls], width, label=s)
     ax.set_xticks(x + 0.4 - width / 2, wls, rotation=20, fontsize=8)
     ax.set_ylabel("WAF, paper definition (F - U) / U")
-    ax.legend(fontsize=7, ncol=2)
     ax.set_title("WAF per scheme")
+    handles, labels = ax.get_legend_handles_labels()
     if curves:
         ax = axes[0][1]
         for wl, _, pts in curves:
@@ -255,9 +256,39 @@ def plot(summary: dict, path: Path, title: str = "") -> Path:
         ax.set_ylim(0, 1)
         ax.set_title("Shiro page classifier accuracy over time (Fig. 8)")
         ax.legend(fontsize=7)
+    layout = _fit_title_and_legend(fig, title, handles, labels)
+    return save_figure(fig, path, source=data_digest(summary), **layout)
+
+
+def _fit_title_and_legend(fig, title: str, handles: list, labels: list, margin_in: float = 0.15) -> dict:
+    """Lay out what a long report would clip: the schemes' legend below the axes, in as many
+    columns as fit the figure's width (the figure widened if one label alone does not), the figure
+    grown by the legend's height, and the title wrapped to the width. Returns the ``tight_layout``
+    arguments (:func:`dogi_ml.plotting.save_figure`) that keep the axes clear of the legend."""
+    renderer = fig.canvas.get_renderer()
+    dpi = fig.dpi
+    width, height = fig.get_size_inches()
+    legend_in = 0.0
+    if handles:
+        for ncols in range(len(labels), 0, -1):
+            legend = fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.0), ncols=ncols, fontsize=7)
+            box = legend.get_window_extent(renderer)
+            if box.width / dpi <= width - 2 * margin_in or ncols == 1:
+                break
+            legend.remove()
+        width = max(width, box.width / dpi + 2 * margin_in)
+        legend_in = box.height / dpi + margin_in
     if title:
-        fig.suptitle(title)
-    return save_figure(fig, path, source=data_digest(summary))
+        suptitle = fig.suptitle(title)
+        one_line = suptitle.get_window_extent(renderer).height / dpi
+        for chars in range(len(title), 0, -1):  # the widest wrap that fits
+            suptitle.set_text(textwrap.fill(title, chars, break_long_words=False, break_on_hyphens=False))
+            if suptitle.get_window_extent(renderer).width / dpi <= width - 2 * margin_in:
+                break
+        height += one_line * suptitle.get_text().count("\n")
+    height += legend_in
+    fig.set_size_inches(width, height)
+    return {"rect": (0, legend_in / height, 1, 1)} if legend_in else {}
 
 
 def write_report(results: list[dict], prefix: Path, title: str, note: str = "", bench: bool = True) -> dict:
