@@ -165,13 +165,14 @@ def _regenerate_commands() -> list[tuple[str, list[str]]]:
 
 def test_regenerate_sh_lists_every_preset_it_should():
     commands = _regenerate_commands()
-    # 7 DOGI, 14 MINOS (3 x 2 layouts), 15 Shiro (2 the count-state agent's table frozen), 6 ADAPT,
+    # 7 DOGI, 14 MINOS (3 x 2 layouts), 18 Shiro (2 the count-state agent's table frozen, 3 the read
+    # bit's: learning, the rules, its table frozen), 6 ADAPT,
     # 31 hybrid (4 the bound, 1 the planner, 4 at 16 GiB, 9 the lifetime source chosen online: 2 of
     # them with CB [SepBIT] behind expiry, 2 with the first plan at half a capacity, 2 with both; 1
     # the ablation of the chosen-online hybrid; 4 planning on the counts' predictions until the
     # samples mature, 2 of them with CB [SepBIT]; 2 the same with the counts restarted at detected
     # changes (count_reset); 2 the samples with cost-benefit by the square root of age)
-    assert len(commands) == 73
+    assert len(commands) == 76
     assert (
         "simulate",
         ["+experiment=adapt_fig11", "++workload.capacity_blocks=1048576", "output=$R/adapt_fig11_1m"],

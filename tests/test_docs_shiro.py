@@ -213,6 +213,36 @@ def test_docs_deployed_count_table_is_the_results_files():
     assert len(expected) == 20
 
 
+READ = "shiro[credit,state=counts_read,reward=hindsight,alpha=0.001,epsilon=0.0,halflife=0.25]"
+
+
+def test_docs_read_state_table_is_the_results_file():
+    """The read bit's table: docs/results/shiro_agent_read.json (the agent with and without the bit,
+    the rule and SepBIT's ages, all rerun in that file), and the frozen tables the bullet quotes."""
+    runs = summary("shiro_agent_read")
+    expected = {}
+    for w in WORKLOADS:
+        r = {k: gc(v) for k, v in runs[w].items()}
+        sep, rule = r["shiro[sepbit_age]"], r["shiro[hierarchical]"]
+        cells = [f"{f3(r[READ])} ({pct(r[READ], sep)})", f"{f3(r[DECAY])} ({pct(r[DECAY], sep)})", f3(rule), f3(sep)]
+        cells += [pct(r[READ], rule), f"{runs[w][READ]['read_decisions']:,}"]
+        expected.update({(w, col): cell for col, cell in enumerate(cells)})
+    bad = check(page_rows("`shiro_agent_counts`' runs). GC writes per user write, in brackets"), expected)
+    assert not bad, bad
+    assert len(expected) == 24
+    tail = "credit_counts_read_hindsight_decay,state=counts_read,halflife=0.25]"
+    frozen = [gc(runs[w][f"shiro[credit,float,{w}_{tail}"]) for w in WORKLOADS]
+    int8 = [gc(runs[w][f"shiro[credit,int8,{w}_{tail}"]) for w in WORKLOADS]
+    assert frozen == int8
+    text = " ".join(PAGE.read_text().split())
+    quoted = f"{', '.join(f3(x) for x in frozen[:3])} and {f3(frozen[3])} GC writes per user write"
+    assert quoted in text, quoted
+    ycsb = runs["ycsb_a"]
+    assert f"({gc(ycsb[READ]):.4f} against {gc(ycsb[DECAY]):.4f})" in text
+    varmail = runs["varmail"][READ]
+    assert f"{varmail['read_decisions']:,} of {varmail['agent_counters']['decisions']:,} decisions" in text
+
+
 FIG7 = ["nosep", "sepgc", "sepbit", "midas", "phftl", "shiro", "shiro[cost_benefit]"]
 
 
@@ -399,6 +429,8 @@ def test_docs_shared_runs_are_the_same_in_each_file():
         for s in ("shiro", "shiro[hierarchical]", "shiro[sepbit_age]", "shiro[credit]", "shiro[oracle]")
     ]
     pairs += [(fig7, fig9, s) for s in ("sepbit", "phftl", "shiro")]
+    read = summary("shiro_agent_read")
+    pairs += [(credit, read, s) for s in ("shiro[hierarchical]", "shiro[sepbit_age]")] + [(counts, read, DECAY)]
     for a, b, s in pairs:
         assert [a[w][s]["waf"] for w in WORKLOADS] == [b[w][s]["waf"] for w in WORKLOADS], s
 
