@@ -16,6 +16,7 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 import pytest
+from helpers import run_cli
 
 from dogi_ml.cli import CONF_DIR
 from dogi_ml.oracles.annotate import NEVER as NEVER_CLOCK
@@ -853,6 +854,45 @@ def test_first_read_clocks_equal_their_plain_python_twin(ycsb_trace):
     assert got.tolist() == naive_clocks(reqs, CAP, never=NEVER_CLOCK)
     with pytest.raises(ValueError, match="a prefill of 5 blocks"):
         first_read_clocks(sub, 5, CAP)
+
+
+def test_first_read_clocks_on_a_trace_whose_lbas_the_run_compacts(shared_traces, tmp_path):
+    """A file trace's written blocks are compacted to 0 .. wss - 1 when they do not fit the capacity
+    (pipeline.simulate.simulation_writes): the clocks are computed on those LBAs, the reads mapped
+    alike (a read of a block never written is ignored). A reader's dense address space also holds
+    the read-only blocks, so the trace's own block numbers run past the capacity: the kernel indexed
+    its per-LBA array with them and corrupted the heap (an abort, no error message).
+    Against the plain-Python twin on the mapped requests, and a whole run of the sample."""
+    from naive import first_read_clocks as naive_clocks
+
+    from dogi_ml.pipeline.simulate import simulation_writes
+    from dogi_ml.traces.readers import read_trace
+
+    full = read_trace(shared_traces / "tencent_cut_211.csv", "flashnet_tencent", progress=False)
+    n = 4000
+    t = Trace(full.ts_us[:n], full.lba[:n], full.nblocks[:n], full.op[:n], full.volume[:n])
+    writes, cap = simulation_writes(t, None)
+    assert int(t.block_writes.max()) >= cap > int(writes.max())  # compacted
+    written = np.unique(t.block_writes)
+    dense = {x: i for i, x in enumerate(written.tolist())}
+    mapped = [
+        (dense[x], 1, op)
+        for x0, k, op in zip(t.lba.tolist(), t.nblocks.tolist(), t.op.tolist())
+        for x in range(x0, x0 + k)
+        if op in (OP_READ, OP_WRITE) and x in dense
+    ]
+    got = first_read_clocks(t, cap, cap)
+    assert (got < NEVER_CLOCK).sum() > 50
+    assert got.tolist() == naive_clocks(mapped, cap, never=NEVER_CLOCK)
+    out = tmp_path / "run.json"
+    run_cli(
+        ["simulate", "+workload=trace_tencent_211", f"workload.path={shared_traces / 'tencent_cut_211.csv'}",
+         "policy=shiro", *(f"policy.params.{k}={v}" for k, v in READ_LEARN.items()), "sim.segment_blocks=32",
+         "sim.op_ratio=0.15", "mlflow=false", "plot=false", "progress=false", f"output={out}"],
+        tmp_path,
+    )  # fmt: skip
+    r = json.loads(out.read_text())
+    assert r["read_decisions"] > 0 and r["user_writes"] == full.block_writes.size
 
 
 def test_the_read_bit_is_causal_and_counts(ycsb_trace):

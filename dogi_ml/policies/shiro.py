@@ -491,19 +491,31 @@ def expected_lifetime(p, st, lba):
     return -np.expm1(-lam * st.freq_clock) / lam / decayed_count(p, st, lba)
 
 
+@nb.njit(cache=True, inline="always")
+def _simulated_lba(x, capacity, written):
+    """The simulator's LBA of the trace's block ``x``: its index among the ``written`` LBAs (sorted)
+    when the run compacted them, else ``x`` itself; -1 for a block the run never writes."""
+    if written.shape[0] > 0:
+        i = np.searchsorted(written, x)
+        return i if i < written.shape[0] and written[i] == x else -1
+    return x if 0 <= x < capacity else -1
+
+
 @nb.njit(cache=True)
-def _first_read_clocks(prefill, lba, nblocks, op, capacity, out):
+def _first_read_clocks(prefill, lba, nblocks, op, capacity, written, out):
     live = np.full(capacity, -1, np.int64)  # per LBA: its live write, while no read has followed it
     for w in range(prefill):  # the prefill writes LBA w as user write w (dogi_ml/sim/engine.py)
         live[w] = w
     clock = prefill  # the user write the next request comes before
     for r in range(lba.shape[0]):
+        if op[r] != OP_WRITE and op[r] != OP_READ:
+            continue
         for b in range(nblocks[r]):
-            x = lba[r] + b
+            x = _simulated_lba(lba[r] + b, capacity, written)
             if op[r] == OP_WRITE:
                 live[x] = clock
                 clock += 1
-            elif op[r] == OP_READ and x < capacity and live[x] >= 0:
+            elif x >= 0 and live[x] >= 0:
                 out[live[x]] = clock
                 live[x] = -1
     return clock
@@ -516,14 +528,22 @@ def first_read_clocks(trace, prefill_blocks: int, capacity: int) -> np.ndarray:
     ``first_read_clocks[w] <= now``: the LBA has been read since write ``w`` by the time of the
     decision at user write ``now``, which a device knows (a read that comes later leaves the bit
     unset; tests/test_shiro.py checks that cutting every read after a point changes nothing before
-    it). Reads of blocks beyond ``capacity`` are ignored, like their writes' (none in a trace the
-    simulator runs)."""
+    it). LBAs are the simulator's: a trace whose written blocks do not fit ``capacity`` has them
+    compacted in order to ``0 .. wss - 1`` (the rule of
+    :func:`dogi_ml.pipeline.simulate.simulation_writes`), and its reads are mapped alike; a read of
+    a block the run never writes is ignored."""
     if prefill_blocks not in (0, capacity):
         raise ValueError(
             f"first_read_clocks: a prefill of {prefill_blocks} blocks; the simulator writes 0 or {capacity}"
         )
-    out = np.full(prefill_blocks + trace.block_writes.size, NEVER, np.int64)
-    _first_read_clocks(prefill_blocks, trace.lba, trace.nblocks, trace.op, capacity, out)
+    writes = trace.block_writes
+    compacted = writes.size > 0 and int(writes.max()) >= capacity
+    written = np.unique(writes) if compacted else np.zeros(0, np.int64)
+    if written.size > capacity:
+        raise ValueError(f"first_read_clocks: {written.size} written blocks do not fit a capacity of {capacity}")
+    out = np.full(prefill_blocks + writes.size, NEVER, np.int64)
+    end = _first_read_clocks(prefill_blocks, trace.lba, trace.nblocks, trace.op, capacity, written, out)
+    assert end == out.size, (end, out.size)
     return out
 
 
