@@ -240,8 +240,12 @@ def plot(summary: dict, path: Path, title: str = "") -> Path:
     ax = axes[0][0]
     x = np.arange(len(wls))
     width = 0.8 / max(1, len(schemes))
+    # up to 10 schemes matplotlib's default colours; more: tab20's 20, then hatched, so that no two
+    # schemes of the legend look alike
+    many = len(schemes) > 10
     for i, s in enumerate(schemes):
-        ax.bar(x + i * width, [summary[w].get(s, {}).get("paper_waf") or np.nan for w in wls], width, label=s)
+        style = {"color": plt.get_cmap("tab20")(i % 20), "hatch": "//" if i >= 20 else None} if many else {}
+        ax.bar(x + i * width, [summary[w].get(s, {}).get("paper_waf") or np.nan for w in wls], width, label=s, **style)
     ax.set_xticks(x + 0.4 - width / 2, wls, rotation=20, fontsize=8)
     ax.set_ylabel("WAF, paper definition (F - U) / U")
     ax.set_title("WAF per scheme")
