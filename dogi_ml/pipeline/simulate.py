@@ -16,7 +16,7 @@ from dogi_ml.errors import ConfigError, checked_setting
 from dogi_ml.pipeline.common import multirun, require_workload, sim_config, sweep_dir
 from dogi_ml.policies import KEEP_VICTIM, check_policy_numbers, configured_victim, make_policy, policy_params
 from dogi_ml.sim import SimConfig, Simulator
-from dogi_ml.traces.trace import Trace
+from dogi_ml.traces.trace import Trace, lbas_to_compact
 from dogi_ml.traces.workload import workload_capacity
 
 
@@ -27,8 +27,8 @@ def simulation_writes(trace: Trace, capacity: int | None) -> tuple[np.ndarray, i
     capacity, e.g. a file trace whose dense address space also holds read-only blocks."""
     writes = trace.block_writes
     cap = int(capacity) if capacity else workload_capacity(trace)
-    if writes.size and int(writes.max()) >= cap:
-        uniq, dense = np.unique(writes, return_inverse=True)
+    uniq = lbas_to_compact(writes, cap)
+    if uniq is not None:
         if uniq.size > cap:
             # the capacity is sim's when given, else the workload's (a generator's never is smaller)
             key = "sim.capacity_blocks" if capacity else "workload.capacity_blocks"
@@ -36,7 +36,7 @@ def simulation_writes(trace: Trace, capacity: int | None) -> tuple[np.ndarray, i
                 f"{key}={cap} is smaller than the trace's write working set ({uniq.size} distinct blocks)",
                 "raise it or leave it null",
             )
-        writes = dense.astype(np.int64)
+        writes = np.searchsorted(uniq, writes).astype(np.int64)
     return np.ascontiguousarray(writes, dtype=np.int64), cap
 
 

@@ -85,6 +85,7 @@ from dogi_ml.sim.policy_api import (
 )
 from dogi_ml.sim.state import C_GC, C_USER, P_NSEG, P_SEG_BLOCKS, SEG_SEALED
 from dogi_ml.sim.victims import register_victim
+from dogi_ml.traces.trace import lbas_to_compact
 
 from . import register
 from ._online import RingArrays, SampleRing, fit_classifier, ring_fill, ring_record
@@ -914,10 +915,11 @@ class DOGI(PlacementPolicy):
             self.columns = [FEATURES.index(f) for f in c["features"]]
             self.n_trace_writes = int(ctx.trace.block_writes.size)
             self.trace_writes = ctx.trace.block_writes
-            if self.trace_writes.size and int(self.trace_writes.max()) >= cap:
+            written = lbas_to_compact(self.trace_writes, cap)
+            if written is not None:
                 # the engine runs such a file trace on its written LBAs compacted in order
                 # (pipeline.simulate.simulation_writes): the ghost must see the same numbers
-                self.trace_writes = np.unique(self.trace_writes, return_inverse=True)[1].astype(np.int64)
+                self.trace_writes = np.searchsorted(written, self.trace_writes).astype(np.int64)
         scalars = new_scalars(SCALARS)
         st = record(scalars)
         bounds = category_bounds(cap, mu)  # [mu, c1..c9 upper]

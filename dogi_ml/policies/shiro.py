@@ -118,7 +118,7 @@ from dogi_ml.rl.export import quantize_table
 from dogi_ml.sim.kernels import _roomiest_group, segment_of
 from dogi_ml.sim.policy_api import SimContext, new_scalars, record
 from dogi_ml.sim.state import C_FREE, P_SEG_BLOCKS
-from dogi_ml.traces.trace import OP_READ, OP_WRITE
+from dogi_ml.traces.trace import OP_READ, OP_WRITE, lbas_to_compact
 
 from . import register
 from ._gru import STATE_PREFETCH, gru_head_class, gru_padding_states, gru_step, torch_gru_weights
@@ -529,16 +529,15 @@ def first_read_clocks(trace, prefill_blocks: int, capacity: int) -> np.ndarray:
     decision at user write ``now``, which a device knows (a read that comes later leaves the bit
     unset; tests/test_shiro.py checks that cutting every read after a point changes nothing before
     it). LBAs are the simulator's: a trace whose written blocks do not fit ``capacity`` has them
-    compacted in order to ``0 .. wss - 1`` (the rule of
-    :func:`dogi_ml.pipeline.simulate.simulation_writes`), and its reads are mapped alike; a read of
-    a block the run never writes is ignored."""
+    compacted in order to ``0 .. wss - 1`` (:func:`dogi_ml.traces.trace.lbas_to_compact`), and its
+    reads are mapped alike; a read of a block the run never writes is ignored."""
     if prefill_blocks not in (0, capacity):
         raise ValueError(
             f"first_read_clocks: a prefill of {prefill_blocks} blocks; the simulator writes 0 or {capacity}"
         )
     writes = trace.block_writes
-    compacted = writes.size > 0 and int(writes.max()) >= capacity
-    written = np.unique(writes) if compacted else np.zeros(0, np.int64)
+    written = lbas_to_compact(writes, capacity)
+    written = np.zeros(0, np.int64) if written is None else written
     if written.size > capacity:
         raise ValueError(f"first_read_clocks: {written.size} written blocks do not fit a capacity of {capacity}")
     out = np.full(prefill_blocks + writes.size, NEVER, np.int64)

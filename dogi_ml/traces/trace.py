@@ -211,6 +211,18 @@ def expand_writes(lba: np.ndarray, nblocks: np.ndarray, op: np.ndarray) -> tuple
     return out, req
 
 
+def lbas_to_compact(writes: np.ndarray, capacity: int) -> np.ndarray | None:
+    """The sorted distinct LBAs of the block writes ``writes`` when they do not fit ``capacity``
+    (the largest is at or past it, e.g. a file trace whose dense address space also holds
+    read-only blocks): a run then writes the i-th of them as LBA i, order kept
+    (``np.searchsorted(result, lba)``). None when the writes fit as they are. The simulate pipeline
+    compacts its stream by this rule, and a policy that reads the trace itself maps its blocks by
+    it."""
+    if writes.size and int(writes.max()) >= capacity:
+        return np.unique(writes)
+    return None
+
+
 def bytes_to_blocks(offset_bytes: np.ndarray, size_bytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """First 4 KiB block and number of blocks touched by byte ranges (unaligned ranges cover
     every block they touch). Zero-length ranges give 0 blocks; callers decide what to do."""
