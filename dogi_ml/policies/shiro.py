@@ -923,7 +923,7 @@ class Shiro(SequencePolicy):
         if c["credit_start"] != "hierarchical" and c["credit_state"] not in COUNT_STATES:
             raise ValueError(
                 f"policy shiro: credit_start={c['credit_start']} starts the count state's table; "
-                "set credit_state=counts or drop credit_start"
+                "set credit_state=counts (or counts_read) or drop credit_start"
             )
         if c["credit_reward"] != "block" and c["agent"] != "credit":
             raise ValueError(
@@ -950,7 +950,7 @@ class Shiro(SequencePolicy):
             if c["agent"] != "frequency" and c["credit_state"] not in COUNT_STATES:
                 raise ValueError(
                     f"policy shiro: count_halflife={halflife} decays the write counts of agent=frequency and "
-                    f"credit_state=counts; set one of them or drop count_halflife (got agent={c['agent']})"
+                    f"credit_state=counts or counts_read; set one of them or drop count_halflife (got agent={c['agent']})"
                 )
         self.initial_q = self._load_qtable(c["qtable"], c["credit_state"], c["count_halflife"])
         if c["deployed"] is not None and self.initial_q is None:
